@@ -1,0 +1,107 @@
+"""The `flatjob` command: a thin click group whose subcommands load on first use.
+
+Built-in commands live in this package.  Commands of other flatjob packages (the runtime's
+`runtime` and `run-local`) arrive through the `flatjob.commands` entry-point group, so the
+compiler never imports the runtime, and `flatjob lint` never pays for the kubernetes client.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import sys
+from typing import Any
+
+import click
+
+from ..version import __version__
+
+BUILTIN: dict[str, str] = {
+    "lint": "flatjob.compiler.cli.lint:lint",
+    "compile": "flatjob.compiler.cli.compile:compile_command",
+    "diff": "flatjob.compiler.cli.compile:diff_command",
+    "schema": "flatjob.compiler.cli.schema:schema_command",
+    "explain": "flatjob.compiler.cli.explain:explain_command",
+    "krm": "flatjob.compiler.cli.krm:krm_command",
+    "init": "flatjob.compiler.cli.init:init_command",
+}
+
+EXIT_INTERNAL = 3
+
+
+def _load(target: str) -> click.Command:
+    module, _, attr = target.partition(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+def _plugins() -> dict[str, Any]:
+    from importlib.metadata import entry_points
+
+    return {ep.name: ep for ep in entry_points(group="flatjob.commands")}
+
+
+class LazyGroup(click.Group):
+    """A group that imports a subcommand's module only when that subcommand is used."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        names = {n for n in BUILTIN if _exists(BUILTIN[n])} | set(_plugins())
+        return sorted(names)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in BUILTIN and _exists(BUILTIN[cmd_name]):
+            return _load(BUILTIN[cmd_name])
+        ep = _plugins().get(cmd_name)
+        if ep is None:
+            return None
+        try:
+            return ep.load()
+        except ImportError as exc:  # e.g. `pip install flatjob` without the [runtime] extra
+            return _unavailable(cmd_name, exc)
+
+
+def _exists(target: str) -> bool:
+    module = target.partition(":")[0]
+    return importlib.util.find_spec(module) is not None
+
+
+def _unavailable(name: str, exc: ImportError) -> click.Command:
+    @click.command(name, help=f"(unavailable: {exc})", context_settings={"ignore_unknown_options": True})
+    @click.argument("args", nargs=-1, type=click.UNPROCESSED)
+    def command(args: tuple[str, ...]) -> None:
+        raise click.UsageError(f"`flatjob {name}` needs extra packages: {exc}. Install them with: pip install 'flatjob[runtime]'")
+
+    return command
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(__version__, "-V", "--version", prog_name="flatjob")
+def cli() -> None:
+    """Compile TensorStack T9k training jobs into plain, reviewable Kubernetes manifests.
+
+    \b
+    Typical use:
+      flatjob lint jobs/                  check specs; errors point at the exact line
+      flatjob compile jobs/ -o rendered/  write manifests for Argo CD or Flux to sync
+      flatjob compile jobs/ -o rendered/ --check   fail in CI when rendered/ is stale
+      flatjob explain PyTorchTrainingJob.spec.torchrunConfig
+
+    Docs: docs/ in the repository; every diagnostic code is listed in docs/diagnostics.md.
+    """
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Console-script entry point: no traceback ever reaches the user unless asked for."""
+    try:
+        cli.main(args=argv, prog_name="flatjob", standalone_mode=True)
+    except SystemExit:
+        raise
+    except KeyboardInterrupt:
+        click.echo("interrupted", err=True)
+        sys.exit(130)
+    except Exception as exc:  # a bug in flatjob: say so plainly, keep the traceback opt-in
+        if os.environ.get("FLATJOB_DEBUG"):
+            raise
+        click.echo(f"flatjob: internal error: {type(exc).__name__}: {exc}", err=True)
+        click.echo("This is a bug in flatjob; rerun with FLATJOB_DEBUG=1 for the traceback and report it.", err=True)
+        sys.exit(EXIT_INTERNAL)

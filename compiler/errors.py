@@ -1,0 +1,119 @@
+"""Every diagnostic flatjob can report: stable codes, severities and the Diagnostic record.
+
+Codes are part of the public interface (CI scripts filter on them, SARIF rule ids use them);
+docs/diagnostics.md lists each one with an example and a fix, and a test keeps the two in step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from dataclasses import field as dc_field
+from enum import Enum
+
+
+class Severity(str, Enum):
+    """How bad a finding is: errors fail lint and block compile, warnings do neither."""
+
+    ERROR = "error"
+    WARNING = "warning"
+
+
+@dataclass(frozen=True)
+class Code:
+    """One stable diagnostic code with a short kebab-case name and a one-line summary."""
+
+    id: str
+    name: str
+    summary: str
+
+
+_TABLE = [
+    # Input and YAML
+    Code("FJ100", "yaml-syntax", "The file is not valid YAML."),
+    Code("FJ101", "duplicate-key", "A mapping has the same key twice."),
+    Code("FJ102", "no-job", "A file named on the command line holds no T9k job."),
+    Code("FJ103", "unreadable", "A path cannot be read (missing, a directory where a file is expected, not UTF-8)."),
+    Code("FJ104", "yaml-unsupported", "A YAML feature Kubernetes does not accept (complex keys, unknown tags)."),
+    # Document shape
+    Code("FJ200", "unknown-kind", "The kind is not one of the T9k job kinds flatjob handles."),
+    Code("FJ201", "unknown-field", "A field that the job type does not have."),
+    Code("FJ202", "wrong-type", "A value of the wrong type (string where a list is expected, and so on)."),
+    Code("FJ203", "missing-field", "A required field is absent."),
+    Code("FJ204", "bad-value", "A value outside the allowed set or range."),
+    Code("FJ205", "bad-api-version", "The apiVersion is not batch.tensorstack.dev/v1beta1."),
+    Code("FJ206", "deprecated-field", "A field T9k documents but ignores; flatjob ignores it too."),
+    # Cross-field rules
+    Code("FJ300", "run-target", "DeepSpeed config.run needs exactly one of python, module or exec."),
+    Code("FJ301", "elastic-range", "Elastic replicas must satisfy 1 <= min <= expected <= max."),
+    Code("FJ302", "elastic-needs-torchrun", "An elastic PyTorchTrainingJob must enable torchrunConfig."),
+    Code("FJ303", "duplicate-replica-type", "Two replica specs share one type."),
+    Code("FJ304", "rule-reference", "A success/failure rule names a missing replica type or an out-of-range rank."),
+    Code("FJ305", "bad-name", "A job name or derived pod name is not a valid DNS label of at most 63 characters."),
+    Code("FJ306", "unknown-replica-type", "A runMode entry names a replica type the job does not have."),
+    Code("FJ307", "run-mode-conflict", "Debug and pause mode are both enabled."),
+    Code("FJ308", "proc-per-node", "procPerNode must be a positive integer or 'gpu'."),
+    Code("FJ309", "reserved-path", "A volume is mounted over a path flatjob reserves (hostfile, ssh keys, env file)."),
+    Code("FJ310", "missing-container", "The pod template lacks a container the job kind requires."),
+    Code("FJ311", "conflicting-args", "A launcher argument conflicts with a typed config field."),
+    Code("FJ312", "shape-conflict", "ColossalAIJob mixes the launcher/worker and torchConfig/replicaSpecs shapes."),
+    Code("FJ313", "bad-label", "A label or annotation key or value is not valid for Kubernetes."),
+    Code("FJ314", "no-replicas", "The job would create no pods."),
+    Code("FJ315", "duplicate-job", "Two jobs render to the same output folder."),
+    Code("FJ316", "torchrun-script", "torchrun mode takes the script from the training container's args, which are empty."),
+    Code("FJ317", "bad-log-location", "A TensorBoard log location is not of the form t9k://pvc/<pvc>/<path>."),
+    # Kubernetes pod template (strict schema of the pinned version)
+    Code("FJ400", "k8s-unknown-field", "A field the pinned Kubernetes version does not know."),
+    Code("FJ401", "k8s-wrong-type", "A Kubernetes field of the wrong type."),
+    Code("FJ402", "k8s-bad-enum", "A value the API server would reject for an enumerated field."),
+    Code("FJ403", "k8s-missing-field", "A required Kubernetes field is absent."),
+    Code("FJ404", "k8s-bad-format", "A value in the wrong format (quantity, port range, and so on)."),
+    Code("FJ405", "k8s-duplicate-name", "Two list entries share a name that must be unique."),
+    # GenericJob substitution
+    Code("FJ500", "bad-reference", "A $(...) reference that cannot be resolved at compile time."),
+    Code("FJ501", "reference-needs-service", "$(service...) is used but spec.service is not set."),
+    Code("FJ502", "unknown-port", "$(service.port[...]) names a port spec.service does not define."),
+    # Overlays
+    Code("FJ600", "overlay-target", "An overlay patch matches no job."),
+    Code("FJ601", "overlay-patch", "An overlay patch cannot be applied."),
+    Code("FJ602", "overlay-file", "An overlay folder or its kustomization-like file is malformed."),
+    # Output
+    Code("FJ700", "stale-output", "The committed rendered output differs from what compile produces."),
+    Code("FJ701", "output-conflict", "The output folder holds files flatjob did not write where it must write."),
+]
+
+CODES: dict[str, Code] = {c.id: c for c in _TABLE}
+
+
+@dataclass(frozen=True)
+class Diagnostic:
+    """A finding at a place in a source file, printable as `path:line:col: severity: msg [CODE]`."""
+
+    code: str
+    message: str
+    path: str = "<input>"
+    line: int = 0  # 1-based; 0 when the finding has no position (e.g. an unreadable file)
+    col: int = 0  # 1-based
+    severity: Severity = Severity.ERROR
+    hint: str | None = None  # "did you mean 'x'?" or how to fix it
+    field: str | None = None  # dotted field path inside the document, e.g. spec.worker.replicas
+    source_line: str | None = dc_field(default=None, compare=False)  # the offending line's text
+
+    def __post_init__(self) -> None:
+        if self.code not in CODES:  # a typo in a code is a bug in flatjob, caught by tests
+            raise ValueError(f"unregistered diagnostic code {self.code}")
+
+    @property
+    def is_error(self) -> bool:
+        return self.severity is Severity.ERROR
+
+
+class FlatjobError(Exception):
+    """Raised when an operation cannot go on; carries the diagnostics that explain why."""
+
+    def __init__(self, diagnostics: list[Diagnostic]):
+        self.diagnostics = diagnostics
+        super().__init__("; ".join(d.message for d in diagnostics[:3]))
+
+
+class UsageError(Exception):
+    """Raised for bad command-line usage (exit code 2), never for bad job specs."""

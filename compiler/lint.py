@@ -1,0 +1,38 @@
+"""Lint job specs: load, validate, collect every finding. Reads files; writes nothing."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from .errors import Diagnostic
+from .loader import load_paths
+from .validate import Validated, validate_document
+
+
+@dataclass
+class LintResult:
+    """Everything lint found, plus counts for the summary line."""
+
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    validated: list[Validated] = field(default_factory=list)
+    files: int = 0
+
+    @property
+    def jobs(self) -> int:
+        return len(self.validated)
+
+    @property
+    def failed(self) -> bool:
+        return any(d.is_error for d in self.diagnostics)
+
+
+def lint_paths(paths: Iterable[str]) -> LintResult:
+    """Check every T9k job under `paths` (files or folders)."""
+    loaded = load_paths(paths)
+    result = LintResult(diagnostics=list(loaded.diagnostics), files=len(loaded.files))
+    for doc in loaded.jobs:
+        v = validate_document(doc)
+        result.validated.append(v)
+        result.diagnostics.extend(v.diagnostics)
+    return result

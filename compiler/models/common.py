@@ -1,0 +1,135 @@
+"""Spec types shared by several T9k job kinds (run modes, scheduler, elastic, run policy, ssh).
+
+Field descriptions follow T9k's API reference and user manuals; defaults are the documented
+ones (../shared/research/t9k-behavior.md), and docs/architecture.md lists the few chosen
+where T9k is silent.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import Field
+
+from .base import KubeObject, NonNegInt, PosInt, T9kModel
+
+
+class ObjectMeta(T9kModel):
+    """The subset of Kubernetes ObjectMeta a job spec may set; names must be deterministic."""
+
+    name: str = Field(description="Name of the job; pods are named <name>-<type>-<index>. A DNS-1035 label.")
+    namespace: str | None = Field(None, description="Namespace of the job; unset means the namespace the GitOps tool applies to.")
+    labels: dict[str, str] = Field(default_factory=dict, description="Labels copied to the record (not to pods; use the pod template).")
+    annotations: dict[str, str] = Field(default_factory=dict, description="Annotations copied to the record. flatjob.dev/* keys configure flatjob.")
+
+
+class ReplicaDebugSet(T9kModel):
+    """How one replica type starts in debug mode."""
+
+    type: str = Field(description="The replica type this entry applies to.")
+    skip_init_container: bool = Field(False, description="Drop the pod's initContainers in debug mode.")
+    command: list[str] | None = Field(None, description="Command run instead of training; default 'sleep inf' (DeepSpeedJob: '/usr/sbin/sshd -D').")
+
+
+class DebugMode(T9kModel):
+    """Debug mode: pods are created with the training environment but do not train."""
+
+    enabled: bool = Field(False, description="Whether debug mode is on.")
+    replica_specs: list[ReplicaDebugSet] = Field(default_factory=list, description="Per-type debug settings; types not listed use the default.")
+
+
+class ResumeSpec(T9kModel):
+    """How one replica type restarts when a paused job resumes."""
+
+    type: str = Field(description="The replica type this entry applies to.")
+    skip_init_container: bool = Field(False, description="Drop the pod's initContainers when resuming.")
+    command: list[str] | None = Field(None, description="Command when resuming; default: the template's command.")
+    args: list[str] | None = Field(None, description="Args when resuming; default: the template's args.")
+
+
+class PauseMode(T9kModel):
+    """Pause mode: the job is kept but its pods are deleted (or not created)."""
+
+    enabled: bool = Field(False, description="Whether the job is paused. May be toggled at any time.")
+    resume_specs: list[ResumeSpec] = Field(default_factory=list, description="How each type restarts on resume. Cannot be changed once set.")
+
+
+class RunMode(T9kModel):
+    """Which mode the job runs in: immediate (default), debug or pause."""
+
+    debug: DebugMode | None = Field(None, description="Debug mode settings.")
+    pause: PauseMode | None = Field(None, description="Pause mode settings.")
+
+
+class T9kScheduler(T9kModel):
+    """T9k Scheduler settings: the PodGroup created for the job."""
+
+    queue: str = Field(description="Queue the job's PodGroup waits in.")
+    priority: Annotated[int, Field(ge=0, le=100)] = Field(0, description="PodGroup priority within its queue, 0-100.")
+
+
+class SchedulePolicy(T9kModel):
+    """Which scheduler places the job's pods; unset means the default kube-scheduler."""
+
+    t9k_scheduler: T9kScheduler | None = Field(None, alias="t9kScheduler", description="Use T9k Scheduler with a PodGroup.")
+
+
+class ElasticConfig(T9kModel):
+    """Elastic training: the number of nodes may change between min and max while the job runs."""
+
+    enabled: bool = Field(False, description="Whether elastic mode is on (PyTorchTrainingJob: torchrun only).")
+    min_replicas: PosInt | None = Field(None, description="Fewest nodes the job runs with. Immutable.")
+    max_replicas: PosInt | None = Field(None, description="Most nodes the job runs with; pods are rendered up to this. Immutable.")
+    expected_replicas: PosInt | None = Field(None, description="Nodes wanted now; default maxReplicas. May be changed in git or by `kubectl scale`.")
+
+
+class RunPolicy(T9kModel):
+    """Run policy of PyTorchTrainingJob and DeepSpeedJob."""
+
+    active_deadline_seconds: PosInt | None = Field(None, description="Seconds from job start after which the job fails.")
+    backoff_limit: NonNegInt = Field(3, description="Restarts allowed, summed over all replicas, before the job fails.")
+    clean_up_policy: Literal["All", "Unfinished", "None"] = Field(
+        "Unfinished", description="Pods deleted after the job finishes: All, Unfinished (still running) or None."
+    )
+
+
+class SSHConfig(T9kModel):
+    """Where SSH keys are mounted and where sshd lives in the image."""
+
+    auth_mount_path: str = Field("/root/.ssh", description="Directory the SSH key Secret is mounted at.")
+    sshd_path: str = Field("/usr/sbin/sshd", description="Absolute path of sshd in the worker image (sshd must be run by absolute path).")
+
+
+class TensorBoardLogPVC(T9kModel):
+    """A PVC holding training logs, with the sub-paths to show."""
+
+    name: str = Field(description="PVC name.")
+    sub_path: list[str] = Field(default_factory=list, description="Paths inside the PVC holding event files.")
+
+
+class TensorBoardLogDir(T9kModel):
+    """Where TensorBoard reads logs from."""
+
+    pvc: list[TensorBoardLogPVC] = Field(default_factory=list, description="PVCs with training logs.")
+
+
+class TensorBoardSpec(T9kModel):
+    """A TensorBoard shown next to the job, reading its logs from PVCs."""
+
+    image: str = Field(description="Image that runs tensorboard.")
+    training_log_filesets: list[str] = Field(
+        default_factory=list, description="Deprecated log locations, each t9k://pvc/<pvc>/<path>."
+    )
+    log_dir: TensorBoardLogDir | None = Field(None, description="Log locations on PVCs.")
+    resources: KubeObject | None = Field(None, description="Container resources (Kubernetes ResourceRequirements).")
+
+
+RESTART_POLICIES = ("Never", "OnFailure", "Always", "ExitCode")
+RestartPolicyName = Literal["Never", "OnFailure", "Always", "ExitCode"]
+
+
+class ReplicaRestartPolicy(T9kModel):
+    """GenericJob/ColossalAIJob restart policy: what to do when a replica fails, and how often."""
+
+    policy: Literal["Never", "OnFailure", "Always"] = Field("OnFailure", description="Never, OnFailure or Always.")
+    limit: NonNegInt = Field(0, description="Restarts allowed for this replica type.")

@@ -1,0 +1,52 @@
+"""GenericJob: any multi-replica program, wired by compile-time $(...) substitution."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from .base import KubeObject, NonNegInt, T9kModel
+from .common import ObjectMeta, ReplicaRestartPolicy, RunMode, SchedulePolicy
+from .status import JobStatus
+
+# A finish rule maps a replica type to ranks of that type: {"worker": [0, 1]}.
+# Ranks are IntOrString in T9k's API; strings must hold a decimal rank.
+FinishRule = dict[str, list[int | str]]
+
+
+class GenericReplicaSpec(T9kModel):
+    """One group of identical replicas of a GenericJob."""
+
+    type: str = Field(description="Replica type, e.g. master, worker, ps.")
+    replicas: NonNegInt = Field(1, description="Number of pods of this type.")
+    restart_policy: ReplicaRestartPolicy = Field(default_factory=ReplicaRestartPolicy, description="{policy, limit} for this type.")
+    template: KubeObject = Field(description="Kubernetes PodTemplateSpec; command, args and env may use $(...) variables.")
+
+
+class ServiceOption(T9kModel):
+    """The ports exposed for every replica at <job>-<type>-<rank>."""
+
+    ports: list[KubeObject] = Field(default_factory=list, description="Kubernetes ServicePorts; names are used by $(service.port[name]).")
+
+
+class GenericJobSpec(T9kModel):
+    """Desired state of a GenericJob."""
+
+    replica_specs: list[GenericReplicaSpec] = Field(min_length=1, description="The replica groups.")
+    success_rules: list[FinishRule] = Field(default_factory=list, description="The job succeeds when all replicas of any one rule succeeded. Default: every replica.")
+    failure_rules: list[FinishRule] = Field(default_factory=list, description="The job fails when all replicas of any one rule failed for good.")
+    service: ServiceOption | None = Field(None, description="Expose ports per replica; enables $(service...) variables.")
+    clean_up_policy: Literal["All", "Unfinished", "None"] = Field("Unfinished", description="Pods deleted after the job finishes.")
+    run_mode: RunMode | None = Field(None, description="Debug or pause mode.")
+    scheduler: SchedulePolicy | None = Field(None, description="Scheduler choice; unset means kube-scheduler.")
+
+
+class GenericJob(T9kModel):
+    """A multi-replica job with rule-based success and failure."""
+
+    api_version: Literal["batch.tensorstack.dev/v1beta1"] = Field(alias="apiVersion")
+    kind: Literal["GenericJob"]
+    metadata: ObjectMeta
+    spec: GenericJobSpec
+    status: JobStatus | None = None

@@ -1,0 +1,91 @@
+"""T9k JobStatus, the shape the runtime writes to the record's status subresource.
+
+One shape serves all four kinds (T9k's pages differ in small ways between kinds and manual
+versions; flatjob uses the PyTorchTrainingJob reference shape everywhere, plus
+observedGeneration and the kstatus-readable conditions documented in docs/architecture.md).
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from .base import T9kModel
+
+Phase = Literal["Pending", "Running", "Paused", "Resuming", "Succeeded", "Failed", "Unknown"]
+PHASES: tuple[str, ...] = ("Pending", "Running", "Paused", "Resuming", "Succeeded", "Failed", "Unknown")
+ReplicaPhase = Literal["Creating", "Pending", "Running", "Succeeded", "Failed", "Unknown", "Deleted"]
+CONDITION_TYPES: tuple[str, ...] = ("Initialized", "Running", "ReplicaFailure", "Completed", "Failed", "Paused")
+
+
+class ContainerStatus(T9kModel):
+    """The observed state of one container of a replica."""
+
+    name: str = Field(description="Container name.")
+    state: str = Field(description="Waiting, Running, Terminated or Unknown.")
+    exit_code: int | None = Field(None, description="Exit code when terminated.")
+
+
+class ReplicaStatus(T9kModel):
+    """The observed state of one replica (pod)."""
+
+    name: str = Field(description="Pod name.")
+    uid: str | None = Field(None, description="Pod UID.")
+    phase: ReplicaPhase = Field(description="Pod phase, plus Creating (not yet created) and Deleted.")
+    containers: list[ContainerStatus] = Field(default_factory=list, description="Container states.")
+
+
+class TaskStatus(T9kModel):
+    """The observed state of all replicas of one type."""
+
+    type: str = Field(description="Replica type.")
+    restart_count: int = Field(0, description="Restarts of replicas of this type, summed.")
+    replicas: list[ReplicaStatus] = Field(default_factory=list, description="Per-replica state.")
+
+
+class Aggregate(T9kModel):
+    """Number of replicas in each state."""
+
+    creating: int = 0
+    pending: int = 0
+    running: int = 0
+    succeeded: int = 0
+    failed: int = 0
+    unknown: int = 0
+    deleted: int = 0
+
+
+class JobCondition(T9kModel):
+    """An observation of the job's state (T9k types plus kstatus's Ready/Reconciling/Stalled)."""
+
+    type: str = Field(description="Initialized, Running, ReplicaFailure, Completed, Failed, Paused, Ready, Reconciling, Stalled.")
+    status: Literal["True", "False", "Unknown"] = Field(description="True, False or Unknown.")
+    reason: str | None = Field(None, description="Machine-readable reason of the last transition.")
+    message: str | None = Field(None, description="Human-readable details.")
+    last_transition_time: str | None = Field(None, description="RFC 3339 time of the last transition.")
+    observed_generation: int | None = Field(None, description="Record generation this condition describes.")
+
+
+class DependentStatus(T9kModel):
+    """Status of an object the job created (the TensorBoard)."""
+
+    name: str | None = None
+    dependent: dict | None = Field(None, description="Object reference.")
+    ready: bool | None = None
+    reason: str | None = None
+    action: str | None = None
+    note: str | None = None
+    type: str | None = None
+
+
+class JobStatus(T9kModel):
+    """The status of a T9k job as written by flatjob's runtime."""
+
+    tasks: list[TaskStatus] = Field(default_factory=list, description="Per-type replica state.")
+    aggregate: Aggregate | None = Field(None, description="Replicas per state.")
+    conditions: list[JobCondition] = Field(default_factory=list, description="Observed conditions.")
+    phase: Phase | None = Field(None, description="Pending, Running, Paused, Resuming, Succeeded, Failed or Unknown.")
+    backoff_count: int = Field(0, description="Restarts performed so far, counted against backoffLimit.")
+    tensorboard: DependentStatus | None = Field(None, description="TensorBoard status (PyTorchTrainingJob).")
+    observed_generation: int | None = Field(None, description="Record generation the runtime last acted on.")

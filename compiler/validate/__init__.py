@@ -1,0 +1,53 @@
+"""Validate job documents: the T9k model, cross-field rules and embedded Kubernetes objects."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..errors import Diagnostic
+from ..loader import Document
+from .kubecheck import check_embedded
+from .rules import check_rules
+from .schema import validate_model
+
+
+@dataclass
+class Validated:
+    """A document's typed job (None when the model rejected it) and every finding, in order."""
+
+    doc: Document
+    job: Any
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.job is not None and not any(d.is_error for d in self.diagnostics)
+
+
+def validate_document(doc: Document) -> Validated:
+    """Run every check on one document; findings are sorted by position."""
+    job, found = validate_model(doc)
+    if job is not None:
+        found.extend(check_rules(job, doc))
+    kind = doc.data.get("kind") if isinstance(doc.data, dict) else None
+    if job is not None:
+        kind = job.kind
+    if isinstance(kind, str):
+        found.extend(check_embedded(doc, kind))
+    found.sort(key=lambda d: (d.line, d.col, d.code))
+    return Validated(doc, job if not any(d.is_error for d in found) else None, _dedupe(found))
+
+
+def _dedupe(found: list[Diagnostic]) -> list[Diagnostic]:
+    seen: set[tuple[Any, ...]] = set()
+    out = []
+    for d in found:
+        key = (d.line, d.col, d.code, d.message)
+        if key not in seen:
+            seen.add(key)
+            out.append(d)
+    return out
+
+
+__all__ = ["Validated", "validate_document"]

@@ -1,0 +1,49 @@
+"""Kubernetes name and label syntax, as the API server checks it (apimachinery validation)."""
+
+from __future__ import annotations
+
+import re
+
+_DNS1035 = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
+_DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+_DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+_LABEL_NAME = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
+MAX_LABEL = 63
+
+
+def dns1035_label(name: str) -> str | None:
+    """Why `name` is not a DNS-1035 label (Service and job names), or None if it is."""
+    if len(name) > MAX_LABEL:
+        return f"is {len(name)} characters long; at most {MAX_LABEL} are allowed"
+    if not _DNS1035.fullmatch(name):
+        return "must consist of lower-case letters, digits and '-', start with a letter and end with a letter or digit"
+    return None
+
+
+def dns1123_label(name: str) -> str | None:
+    """Why `name` is not a DNS-1123 label (pod hostnames), or None if it is."""
+    if len(name) > MAX_LABEL:
+        return f"is {len(name)} characters long; at most {MAX_LABEL} are allowed"
+    if not _DNS1123_LABEL.fullmatch(name):
+        return "must consist of lower-case letters, digits and '-', and start and end with a letter or digit"
+    return None
+
+
+def qualified_key(key: str) -> str | None:
+    """Why `key` is not a valid label/annotation key ([prefix/]name), or None if it is."""
+    prefix, slash, name = key.rpartition("/")
+    if slash:
+        if not prefix or len(prefix) > 253 or not _DNS1123_SUBDOMAIN.fullmatch(prefix):
+            return f"prefix {prefix!r} must be a DNS subdomain (lower-case, dots, at most 253 characters)"
+    if not name or len(name) > MAX_LABEL or not _LABEL_NAME.fullmatch(name):
+        return "name part must be 1-63 characters of letters, digits, '-', '_' or '.', starting and ending alphanumeric"
+    return None
+
+
+def label_value(value: str) -> str | None:
+    """Why `value` is not a valid label value, or None if it is."""
+    if value == "":
+        return None
+    if len(value) > MAX_LABEL or not _LABEL_NAME.fullmatch(value):
+        return "must be at most 63 characters of letters, digits, '-', '_' or '.', starting and ending alphanumeric"
+    return None

@@ -1,0 +1,405 @@
+"""Cross-field rules the models cannot express, each reported at the line that breaks it.
+
+Every rule is a function (job, doc) -> iterable of Diagnostics; RULES maps each kind to the
+rules that apply to it, so adding a rule is one function plus one table entry.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
+from ..errors import Diagnostic, Severity
+from ..loader import Document, PathT
+from ..models import ColossalAIJob, DeepSpeedJob, GenericJob, PyTorchTrainingJob
+from ..models.common import ElasticConfig
+from ..plan.elastic import allocation
+from ..substitution import Context, RefError, find_refs, is_ours, resolve
+from . import names
+from .groups import Group, groups
+from .suggest import did_you_mean
+
+Rule = Callable[[Any, Document], Iterable[Diagnostic]]
+
+SCRIPT_CONTAINER = {"PyTorchTrainingJob": "python", "DeepSpeedJob": "worker", "GenericJob": None, "ColossalAIJob": "worker"}
+DEEPSPEED_RESERVED = ("/t9k/hostfile", "/root/.deepspeed_env")
+DEEPSPEED_CONFLICTS = {
+    "--no_local_rank": "set spec.config.localRank: false instead",
+    "--autotuning": "set spec.config.autotune instead",
+    "--module": "use spec.config.run.module instead",
+    "--no_python": "use spec.config.run.exec instead",
+    "--hostfile": "flatjob provides the hostfile at /t9k/hostfile",
+    "-H": "flatjob provides the hostfile at /t9k/hostfile",
+}
+_T9K_PVC_URL = re.compile(r"t9k://pvc/([^/]+)(/.*)?")
+
+
+# --- helpers -----------------------------------------------------------------------------
+
+
+def pod_counts(job: Any) -> dict[str, int]:
+    """Pods rendered per replica type: replicas, or the elastic share of maxReplicas."""
+    elastic: ElasticConfig | None = getattr(job.spec, "elastic", None)
+    gs = groups(job)
+    if elastic is not None and elastic.enabled and elastic.max_replicas:
+        return allocation(elastic_weights(job), elastic.max_replicas)
+    return {g.type: g.replicas for g in gs}
+
+
+def elastic_weights(job: Any) -> list[tuple[str, int]]:
+    """(type, weight) per replica type: scalingWeight, or its replicas when unset."""
+    if isinstance(job, PyTorchTrainingJob):
+        return [(r.type, r.scaling_weight if r.scaling_weight is not None else r.replicas) for r in job.spec.replica_specs]
+    return [(g.type, 1) for g in groups(job)]
+
+
+def containers_of(template: dict[str, Any] | None) -> list[dict[str, Any]]:
+    """The containers of a pod template, tolerating malformed input (checked elsewhere)."""
+    spec = (template or {}).get("spec") if isinstance(template, dict) else None
+    cs = spec.get("containers") if isinstance(spec, dict) else None
+    return [c for c in cs if isinstance(c, dict)] if isinstance(cs, list) else []
+
+
+def training_index(kind: str, template: dict[str, Any] | None) -> int | None:
+    """Index of the training container: the kind's named one, else the first (T9k docs)."""
+    cs = containers_of(template)
+    if not cs:
+        return None
+    wanted = SCRIPT_CONTAINER.get(kind)
+    for i, c in enumerate(cs):
+        if wanted is not None and c.get("name") == wanted:
+            return i
+    return 0
+
+
+# --- rules for every kind ----------------------------------------------------------------
+
+
+def job_name(job: Any, doc: Document) -> Iterator[Diagnostic]:
+    why = names.dns1035_label(job.metadata.name)
+    if why:
+        yield doc.diagnostic("FJ305", f"job name {job.metadata.name!r} {why}", ("metadata", "name"))
+
+
+def metadata_labels(job: Any, doc: Document) -> Iterator[Diagnostic]:
+    yield from _label_map(doc, ("metadata", "labels"), job.metadata.labels, values=True)
+    yield from _label_map(doc, ("metadata", "annotations"), job.metadata.annotations, values=False)
+    for g in groups(job):
+        meta = (g.template or {}).get("metadata") if isinstance(g.template, dict) else None
+        if isinstance(meta, dict):
+            for field, values in (("labels", True), ("annotations", False)):
+                if isinstance(meta.get(field), dict):
+                    yield from _label_map(doc, (*g.template_path, "metadata", field), meta[field], values=values)
+
+
+def _label_map(doc: Document, path: PathT, mapping: dict[str, Any], *, values: bool) -> Iterator[Diagnostic]:
+    for key, value in mapping.items():
+        why = names.qualified_key(key)
+        if why:
+            yield doc.diagnostic("FJ313", f"key {key!r}: {why}", (*path, key), key=True)
+        if values and isinstance(value, str):
+            why = names.label_value(value)
+            if why:
+                yield doc.diagnostic("FJ313", f"label value {value!r}: {why}", (*path, key))
+
+
+def pod_names(job: Any, doc: Document) -> Iterator[Diagnostic]:
+    if names.dns1035_label(job.metadata.name):
+        return  # reported once, by job_name
+    counts = pod_counts(job)
+    for g in groups(job):
+        n = counts.get(g.type, 0)
+        pod = f"{job.metadata.name}-launcher" if _is_colossal_launcher(job, g) else f"{job.metadata.name}-{g.type}-{max(n - 1, 0)}"
+        why = names.dns1123_label(pod)
+        if why:
+            where = (*g.path, "type") if "type" in _at(doc.data, g.path) else ("metadata", "name")
+            yield doc.diagnostic("FJ305", f"pod name {pod!r} {why}", where, hint="pod names are <job>-<type>-<index>; shorten the job name or the type")
+
+
+def _is_colossal_launcher(job: Any, g: Group) -> bool:
+    return isinstance(job, ColossalAIJob) and g.type == "launcher"
+
+
+def _at(data: Any, path: PathT) -> Any:
+    for p in path:
+        try:
+            data = data[p]
+        except (KeyError, IndexError, TypeError):
+            return {}
+    return data
+
+
+def unique_types(job: Any, doc: Document) -> Iterator[Diagnostic]:
+    specs = getattr(job.spec, "replica_specs", None) or []
+    seen: dict[str, int] = {}
+    for i, r in enumerate(specs):
+        if r.type in seen:
+            yield doc.diagnostic("FJ303", f"replica type {r.type!r} is already used by spec.replicaSpecs[{seen[r.type]}]", ("spec", "replicaSpecs", i, "type"))
+        else:
+            seen[r.type] = i
+
+
+def run_mode(job: Any, doc: Document) -> Iterator[Diagnostic]:
+    mode = job.spec.run_mode
+    if mode is None:
+        return
+    if mode.debug and mode.debug.enabled and mode.pause and mode.pause.enabled:
+        yield doc.diagnostic("FJ307", "debug and pause mode are both enabled; enable one", ("spec", "runMode", "pause", "enabled"))
+    types = [g.type for g in groups(job)]
+    for section, entries, field in (("debug", mode.debug, "replicaSpecs"), ("pause", mode.pause, "resumeSpecs")):
+        items = getattr(entries, "replica_specs", None) if section == "debug" else getattr(entries, "resume_specs", None)
+        seen: set[str] = set()
+        for i, entry in enumerate(items or []):
+            path = ("spec", "runMode", section, field, i, "type")
+            if entry.type not in types:
+                yield doc.diagnostic("FJ306", f"no replica type {entry.type!r} in this job (types: {', '.join(types)})", path, hint=did_you_mean(entry.type, types))
+            elif entry.type in seen:
+                yield doc.diagnostic("FJ303", f"{entry.type!r} appears twice in runMode.{section}.{field}", path)
+            seen.add(entry.type)
+
+
+def has_pods(job: Any, doc: Document) -> Iterator[Diagnostic]:
+    if sum(pod_counts(job).values()) == 0 and not isinstance(job, ColossalAIJob):
+        yield doc.diagnostic("FJ314", "every replica count is 0: the job would create no pods", ("spec",), key=True, severity=Severity.WARNING)
+
+
+def has_containers(job: Any, doc: Document) -> Iterator[Diagnostic]:
+    for g in groups(job):
+        if g.template is not None and not containers_of(g.template):
+            yield doc.diagnostic("FJ310", "the pod template has no containers (template.spec.containers)", g.template_path, key=True)
+
+
+def elastic_range(job: Any, doc: Document) -> Iterator[Diagnostic]:
+    e: ElasticConfig | None = job.spec.elastic
+    if e is None or not e.enabled:
+        return
+    base = ("spec", "elastic")
+    for field, value in (("minReplicas", e.min_replicas), ("maxReplicas", e.max_replicas)):
+        if value is None:
+            yield doc.diagnostic("FJ301", f"elastic mode needs spec.elastic.{field}", base, key=True)
+    lo, hi = e.min_replicas, e.max_replicas
+    if lo is not None and hi is not None and lo > hi:
+        yield doc.diagnostic("FJ301", f"minReplicas ({lo}) is greater than maxReplicas ({hi})", (*base, "minReplicas"))
+    want = e.expected_replicas
+    if want is not None and lo is not None and want < lo:
+        yield doc.diagnostic("FJ301", f"expectedReplicas ({want}) is below minReplicas ({lo})", (*base, "expectedReplicas"))
+    if want is not None and hi is not None and want > hi:
+        yield doc.diagnostic("FJ301", f"expectedReplicas ({want}) is above maxReplicas ({hi})", (*base, "expectedReplicas"))
+
+
+# --- PyTorchTrainingJob ------------------------------------------------------------------
+
+
+def elastic_needs_torchrun(job: PyTorchTrainingJob, doc: Document) -> Iterator[Diagnostic]:
+    e = job.spec.elastic
+    tr = job.spec.torchrun_config
+    if e is not None and e.enabled and not (tr is not None and tr.enabled):
+        yield doc.diagnostic("FJ302", "elastic training needs torchrun: set spec.torchrunConfig.enabled: true", ("spec", "elastic", "enabled"))
+
+
+def torchrun_fields(job: PyTorchTrainingJob, doc: Document) -> Iterator[Diagnostic]:
+    tr = job.spec.torchrun_config
+    if tr is None:
+        return
+    base = ("spec", "torchrunConfig")
+    ppn = tr.proc_per_node
+    if not (ppn == "gpu" or (ppn.isdigit() and int(ppn) >= 1)):
+        yield doc.diagnostic("FJ308", f"procPerNode {ppn!r} must be a positive integer (as a string) or 'gpu'", (*base, "procPerNode"), hint=did_you_mean(ppn, ["gpu"]))
+    if tr.min_nodes is not None:
+        yield doc.diagnostic("FJ206", "torchrunConfig.minNodes is not used; the node range comes from spec.elastic", (*base, "minNodes"), key=True, severity=Severity.WARNING)
+    if not tr.enabled:
+        return
+    for g in groups(job):
+        idx = training_index(job.kind, g.template)
+        if idx is None:
+            continue
+        args = containers_of(g.template)[idx].get("args")
+        if not args:
+            path = (*g.template_path, "spec", "containers", idx)
+            yield doc.diagnostic(
+                "FJ316", "torchrun mode runs `torchrun <options> <args>`: the training container needs the script in args",
+                path, key=True, hint="move the script from command to args, e.g. command: [python], args: [train.py, ...]",
+            )
+
+
+def tensorboard(job: PyTorchTrainingJob, doc: Document) -> Iterator[Diagnostic]:
+    tb = job.spec.tensorboard_spec
+    if tb is None:
+        return
+    for i, url in enumerate(tb.training_log_filesets):
+        if not _T9K_PVC_URL.fullmatch(url):
+            yield doc.diagnostic("FJ317", f"log location {url!r} is not of the form t9k://pvc/<pvc>/<path>", ("spec", "tensorboardSpec", "trainingLogFilesets", i))
+
+
+# --- DeepSpeedJob ------------------------------------------------------------------------
+
+
+def deepspeed_run(job: DeepSpeedJob, doc: Document) -> Iterator[Diagnostic]:
+    cfg = job.spec.config
+    base = ("spec", "config")
+    run = cfg.run
+    given = [name for name in ("python", "module", "exec") if run is not None and getattr(run, name) is not None]
+    if cfg.custom_command is not None:
+        if given:
+            yield doc.diagnostic("FJ300", "config.run is ignored because customCommand is set", (*base, "run"), key=True, severity=Severity.WARNING)
+        return
+    if not given:
+        where = (*base, "run") if run is not None else base
+        yield doc.diagnostic("FJ300", "config.run needs exactly one of python, module or exec", where, key=True)
+    elif len(given) > 1:
+        yield doc.diagnostic("FJ300", f"config.run sets {' and '.join(given)}; set exactly one", (*base, "run", given[1]), key=True)
+    debugging = job.spec.run_mode is not None and job.spec.run_mode.debug is not None and job.spec.run_mode.debug.enabled
+    for name in given:
+        if not getattr(run, name) and not debugging:  # debug mode never runs the program
+            yield doc.diagnostic("FJ300", f"config.run.{name} is empty; give the program and its args", (*base, "run", name))
+
+
+def deepspeed_other_args(job: DeepSpeedJob, doc: Document) -> Iterator[Diagnostic]:
+    for i, arg in enumerate(job.spec.config.other_args):
+        flag = arg.split("=", 1)[0]
+        if flag in DEEPSPEED_CONFLICTS:
+            yield doc.diagnostic("FJ311", f"{flag} in otherArgs conflicts with a field flatjob sets", ("spec", "config", "otherArgs", i), hint=DEEPSPEED_CONFLICTS[flag])
+
+
+def reserved_paths(job: Any, doc: Document) -> Iterator[Diagnostic]:
+    ssh = job.spec.ssh.auth_mount_path.rstrip("/")
+    reserved = (ssh, *DEEPSPEED_RESERVED) if isinstance(job, DeepSpeedJob) else (ssh,)
+    for g in groups(job):
+        for ci, c in enumerate(containers_of(g.template)):
+            mounts = c.get("volumeMounts")
+            for mi, m in enumerate(mounts if isinstance(mounts, list) else []):
+                path = m.get("mountPath") if isinstance(m, dict) else None
+                if isinstance(path, str) and path.rstrip("/") in reserved:
+                    yield doc.diagnostic(
+                        "FJ309", f"{path} is reserved: flatjob mounts the SSH keys, hostfile and env file there",
+                        (*g.template_path, "spec", "containers", ci, "volumeMounts", mi, "mountPath"),
+                    )
+
+
+# --- ColossalAIJob -----------------------------------------------------------------------
+
+
+def colossalai_shape(job: ColossalAIJob, doc: Document) -> Iterator[Diagnostic]:
+    s = job.spec
+    old = s.launcher is not None or s.worker is not None
+    new = s.torch_config is not None or s.replica_specs is not None
+    if old and new:
+        yield doc.diagnostic("FJ312", "use either launcher/worker or torchConfig/replicaSpecs, not both", ("spec",), key=True)
+        return
+    if old and s.worker is None:
+        yield doc.diagnostic("FJ203", "missing required field 'worker' in spec", ("spec",), key=True)
+    if not old and not new:
+        yield doc.diagnostic("FJ203", "missing the job body: give worker (and launcher), or torchConfig and replicaSpecs", ("spec",), key=True)
+    if new:
+        if s.torch_config is None:
+            yield doc.diagnostic("FJ203", "missing required field 'torchConfig' in spec", ("spec",), key=True)
+        specs = s.replica_specs or []
+        if not any(r.type == "worker" for r in specs):
+            yield doc.diagnostic("FJ203", "replicaSpecs needs an entry of type worker", ("spec", "replicaSpecs") if s.replica_specs is not None else ("spec",), key=True)
+        for i, r in enumerate(specs):
+            if r.type == "launcher" and r.replicas != 1:
+                yield doc.diagnostic("FJ204", f"the launcher has exactly one pod; replicas is {r.replicas}", ("spec", "replicaSpecs", i, "replicas"))
+
+
+def colossalai_worker_container(job: ColossalAIJob, doc: Document) -> Iterator[Diagnostic]:
+    for g in groups(job):
+        if g.type != "worker" or g.template is None:
+            continue
+        cs = containers_of(g.template)
+        if cs and not any(c.get("name") == "worker" for c in cs):
+            found = ", ".join(repr(c.get("name")) for c in cs)
+            yield doc.diagnostic(
+                "FJ310", f"ColossalAIJob workers need a container named 'worker' (found {found})",
+                (*g.template_path, "spec", "containers"), key=True, hint=did_you_mean(str(cs[0].get("name")), ["worker"]),
+            )
+
+
+# --- GenericJob --------------------------------------------------------------------------
+
+
+def finish_rules(job: GenericJob, doc: Document) -> Iterator[Diagnostic]:
+    counts = {r.type: r.replicas for r in job.spec.replica_specs}
+    for field, rules in (("successRules", job.spec.success_rules), ("failureRules", job.spec.failure_rules)):
+        for i, rule in enumerate(rules):
+            if not rule:
+                yield doc.diagnostic("FJ304", "an empty rule is never met", ("spec", field, i))
+            for rtype, ranks in rule.items():
+                path = ("spec", field, i, rtype)
+                if rtype not in counts:
+                    yield doc.diagnostic("FJ304", f"no replica type {rtype!r} in this job", path, key=True, hint=did_you_mean(rtype, counts))
+                    continue
+                for j, rank in enumerate(ranks):
+                    value = int(rank) if isinstance(rank, int) or (isinstance(rank, str) and rank.isdigit()) else None
+                    if value is None:
+                        yield doc.diagnostic("FJ304", f"rank {rank!r} is not a non-negative integer", (*path, j))
+                    elif value >= counts[rtype]:
+                        yield doc.diagnostic("FJ304", f"rank {value} is out of range: type {rtype!r} has {counts[rtype]} replica(s)", (*path, j))
+
+
+def references(job: GenericJob, doc: Document) -> Iterator[Diagnostic]:
+    ports = None
+    if job.spec.service is not None:
+        ports = {p["name"]: p.get("port") for p in job.spec.service.ports if isinstance(p, dict) and isinstance(p.get("name"), str)}
+    ctx = Context(job.metadata.name, {r.type: r.replicas for r in job.spec.replica_specs}, ports, lambda t, r: f"{t}-{r}")
+    for g in groups(job):
+        for ci, c in enumerate(containers_of(g.template)):
+            env_names = {e.get("name") for e in c.get("env") or [] if isinstance(e, dict)}
+            for path, value in _ref_strings(c, (*g.template_path, "spec", "containers", ci)):
+                yield from _check_refs(doc, ctx, g.type, path, value, env_names)
+
+
+def _ref_strings(container: dict[str, Any], base: PathT) -> Iterator[tuple[PathT, str]]:
+    """Yield (path, string) for command, args and env values of a container."""
+    for field in ("command", "args"):
+        items = container.get(field)
+        for i, v in enumerate(items if isinstance(items, list) else []):
+            if isinstance(v, str):
+                yield (*base, field, i), v
+    env = container.get("env")
+    for i, e in enumerate(env if isinstance(env, list) else []):
+        if isinstance(e, dict) and isinstance(e.get("value"), str):
+            yield (*base, "env", i, "value"), e["value"]
+
+
+def _check_refs(doc: Document, ctx: Context, rtype: str, path: PathT, value: str, env_names: set[Any]) -> Iterator[Diagnostic]:
+    seen: dict[str, int] = {}
+    reported: set[str] = set()
+    for ref in find_refs(value):
+        nth = seen.get(ref.raw, 0)
+        seen[ref.raw] = nth + 1
+        if not is_ours(ref.text):
+            if ref.text not in env_names and did_you_mean(ref.text, ["type", "rank"]):
+                mark = doc.locate_text(path, ref.raw, nth)
+                yield doc.diagnostic_at(
+                    "FJ500", f"{ref.raw} is neither a GenericJob variable nor an env var of this container; Kubernetes will leave it as text",
+                    mark, path, severity=Severity.WARNING, hint=did_you_mean(ref.text, ["type", "rank"]),
+                )
+            continue
+        try:
+            resolve(ref.text, ctx, rtype, 0)
+        except RefError as err:
+            if err.code == "FJ501" and "FJ501" in reported:
+                continue  # one "needs spec.service" per string is enough
+            reported.add(err.code)
+            mark = doc.locate_text(path, ref.raw, nth)
+            yield doc.diagnostic_at(err.code, f"{ref.raw}: {err}", mark, path, hint=err.hint)
+
+
+# --- the table ---------------------------------------------------------------------------
+
+COMMON: tuple[Rule, ...] = (job_name, metadata_labels, pod_names, unique_types, run_mode, has_pods, has_containers)
+RULES: dict[type, tuple[Rule, ...]] = {
+    PyTorchTrainingJob: (*COMMON, elastic_range, elastic_needs_torchrun, torchrun_fields, tensorboard),
+    DeepSpeedJob: (*COMMON, elastic_range, deepspeed_run, deepspeed_other_args, reserved_paths),
+    ColossalAIJob: (colossalai_shape, *COMMON, colossalai_worker_container, reserved_paths),
+    GenericJob: (*COMMON, finish_rules, references),
+}
+
+
+def check_rules(job: Any, doc: Document) -> list[Diagnostic]:
+    """Run every rule that applies to the job's kind."""
+    out: list[Diagnostic] = []
+    for rule in RULES[type(job)]:
+        out.extend(rule(job, doc))
+    return out

@@ -1,0 +1,230 @@
+"""Check a job document against its pydantic model; map every error to its line and column."""
+
+from __future__ import annotations
+
+import types
+import typing
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from ..errors import Diagnostic
+from ..keys import T9K_API_VERSION
+from ..loader import T9K_KINDS, Document, PathT
+from ..models import MODELS, T9kModel
+from .suggest import did_you_mean
+
+_TYPE_WORDS = {
+    "string_type": "a string",
+    "int_type": "an integer",
+    "float_type": "a number",
+    "bool_type": "a boolean (true or false)",
+    "list_type": "a list",
+    "dict_type": "a mapping",
+    "model_type": "a mapping",
+    "model_attributes_type": "a mapping",
+}
+
+
+def describe(value: Any) -> str:
+    """Describe a YAML value for a message: "a string ('x')", "an integer (3)", "null"."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return f"a boolean ({'true' if value else 'false'})"
+    if isinstance(value, int):
+        return f"an integer ({value})"
+    if isinstance(value, float):
+        return f"a number ({value:g})"
+    if isinstance(value, str):
+        shown = value if len(value) <= 40 else value[:37] + "..."
+        return f"a string ({shown!r})"
+    if isinstance(value, list):
+        return "a list"
+    return "a mapping"
+
+
+def _unwrap(tp: Any) -> list[Any]:
+    """Strip Optional/Annotated/Union wrappers from an annotation; return the member types."""
+    origin = typing.get_origin(tp)
+    if origin is typing.Annotated:
+        return _unwrap(typing.get_args(tp)[0])
+    if origin in (typing.Union, types.UnionType):
+        out: list[Any] = []
+        for arg in typing.get_args(tp):
+            if arg is not type(None):
+                out.extend(_unwrap(arg))
+        return out
+    return [tp]
+
+
+def model_at(root: type[BaseModel], path: PathT) -> type[BaseModel] | None:
+    """Follow a wire path through model annotations; return the model found there, if any."""
+    current: list[Any] = [root]
+    for part in path:
+        nxt: list[Any] = []
+        for tp in current:
+            origin = typing.get_origin(tp)
+            if isinstance(tp, type) and issubclass(tp, BaseModel) and isinstance(part, str):
+                for name, info in tp.model_fields.items():
+                    if (info.alias or name) == part:
+                        nxt.extend(_unwrap(info.annotation))
+            elif origin is list and isinstance(part, int):
+                nxt.extend(_unwrap(typing.get_args(tp)[0]))
+            elif origin is dict and isinstance(part, str):
+                nxt.extend(_unwrap(typing.get_args(tp)[1]))
+        current = nxt
+    for tp in current:
+        if isinstance(tp, type) and issubclass(tp, BaseModel):
+            return tp
+    return None
+
+
+def field_names(model: type[BaseModel]) -> list[str]:
+    """The wire names of a model's fields, in declaration order."""
+    return [info.alias or name for name, info in model.model_fields.items()]
+
+
+def _trim(data: Any, loc: tuple[Any, ...]) -> tuple[PathT, str | int | None]:
+    """Split a pydantic loc into the part present in the data and a trailing missing name.
+
+    pydantic appends union member tags ('int', 'str', 'list[str]') to locs; those are not
+    in the data and are dropped, so the error lands on the value the user wrote.
+    """
+    path: list[str | int] = []
+    node = data
+    for i, part in enumerate(loc):
+        if isinstance(node, dict) and isinstance(part, str) and part in node:
+            path.append(part)
+            node = node[part]
+        elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+            path.append(part)
+            node = node[part]
+        elif i == len(loc) - 1 and isinstance(node, dict):
+            return tuple(path), part
+        else:
+            continue
+    return tuple(path), None
+
+
+def _value_at(data: Any, path: PathT) -> Any:
+    for part in path:
+        data = data[part]
+    return data
+
+
+def _message(err: dict[str, Any], doc: Document, model: type[BaseModel], path: PathT, tail: Any) -> Diagnostic:
+    kind = err["type"]
+    ctx = err.get("ctx") or {}
+    if kind == "missing":
+        name = tail if tail is not None else (path[-1] if path else "?")
+        parent = path if tail is not None else path[:-1]
+        where = f" in {_fmt(parent)}" if parent else ""
+        return doc.diagnostic("FJ203", f"missing required field {name!r}{where}", parent, key=True)
+    if kind == "extra_forbidden":
+        name = tail if tail is not None else path[-1]
+        parent = path if tail is not None else path[:-1]
+        owner = model_at(model, parent)
+        hint = did_you_mean(str(name), field_names(owner)) if owner else None
+        where = f" in {_fmt(parent)}" if parent else ""
+        return doc.diagnostic("FJ201", f"unknown field {name!r}{where}", (*parent, name), key=True, hint=hint)
+    value = _value_at(doc.data, path)
+    if kind in _TYPE_WORDS:
+        hint = None
+        if kind == "list_type" and isinstance(value, str):
+            hint = f"write it as a list: [{value}]"
+        elif kind == "string_type" and isinstance(value, (int, float)) and not isinstance(value, bool):
+            hint = f"quote it: \"{value}\""
+        return doc.diagnostic("FJ202", f"{_fmt(path)}: expected {_TYPE_WORDS[kind]}, got {describe(value)}", path, hint=hint)
+    if kind == "literal_error":
+        expected = ctx.get("expected", "")
+        allowed = [a.strip().strip("'") for a in expected.replace(" or ", ", ").split(",") if a.strip()]
+        hint = did_you_mean(str(value), allowed) if isinstance(value, str) else None
+        return doc.diagnostic("FJ204", f"{_fmt(path)}: {describe(value)} is not one of {expected}", path, hint=hint)
+    if kind in ("greater_than_equal", "greater_than", "less_than_equal", "less_than"):
+        sign = {"greater_than_equal": ">=", "greater_than": ">", "less_than_equal": "<=", "less_than": "<"}[kind]
+        bound = next(iter(ctx.values()), "?")
+        return doc.diagnostic("FJ204", f"{_fmt(path)}: must be {sign} {bound}, got {value}", path)
+    if kind == "too_short":
+        return doc.diagnostic("FJ204", f"{_fmt(path)}: must have at least {ctx.get('min_length', 1)} item(s)", path)
+    return doc.diagnostic("FJ204", f"{_fmt(path)}: {err.get('msg', 'invalid value')}", path)
+
+
+def _fmt(path: PathT) -> str:
+    from ..loader import format_path
+
+    return format_path(path) or "document"
+
+
+def check_kind(doc: Document) -> tuple[str | None, list[Diagnostic]]:
+    """Decide which model to validate with; a near-miss kind is reported and then used."""
+    data = doc.data
+    problems: list[Diagnostic] = []
+    api = data.get("apiVersion")
+    if api is None:
+        problems.append(doc.diagnostic("FJ203", "missing required field 'apiVersion'", (), key=True, hint=f"add apiVersion: {T9K_API_VERSION}"))
+    elif api != T9K_API_VERSION:
+        problems.append(
+            doc.diagnostic("FJ205", f"apiVersion {api!r} is not supported; flatjob reads {T9K_API_VERSION}", ("apiVersion",))
+        )
+    kind = data.get("kind")
+    if kind is None:
+        problems.append(doc.diagnostic("FJ203", "missing required field 'kind'", (), key=True, hint="one of " + ", ".join(T9K_KINDS)))
+        return None, problems
+    if not isinstance(kind, str):
+        problems.append(doc.diagnostic("FJ202", f"kind: expected a string, got {describe(kind)}", ("kind",)))
+        return None, problems
+    if kind in MODELS:
+        return kind, problems
+    hint = did_you_mean(kind, T9K_KINDS)
+    problems.append(
+        doc.diagnostic("FJ200", f"unknown kind {kind!r}; flatjob handles " + ", ".join(T9K_KINDS), ("kind",), hint=hint)
+    )
+    guess = hint.split("'")[1] if hint else None
+    return guess, problems
+
+
+def validate_model(doc: Document) -> tuple[T9kModel | None, list[Diagnostic]]:
+    """Validate a document with its kind's model; return the typed job or located errors."""
+    if not isinstance(doc.data, dict):
+        return None, [doc.diagnostic("FJ202", f"a job must be a mapping, got {describe(doc.data)}")]
+    kind, problems = check_kind(doc)
+    if kind is None:
+        return None, problems
+    model = MODELS[kind]
+    data = dict(doc.data)
+    data["kind"] = kind
+    data["apiVersion"] = T9K_API_VERSION
+    try:
+        job = model.model_validate(data)
+    except ValidationError as exc:
+        seen: set[tuple[Any, ...]] = set()
+        unions: dict[PathT, list[str]] = {}
+        for err in exc.errors(include_url=False, include_input=False):
+            path, tail = _trim(data, err["loc"])
+            if err["type"] in _TYPE_WORDS and path in unions:
+                unions[path].append(err["type"])
+                continue
+            unions.setdefault(path, []).append(err["type"])
+            key = (path, tail, err["type"])
+            if key in seen:
+                continue
+            seen.add(key)
+            problems.append(_message(err, doc, model, path, tail))
+        return None, _merge_union_errors(problems, unions)
+    return (job if not any(p.is_error for p in problems) else job), problems
+
+
+def _merge_union_errors(problems: list[Diagnostic], unions: dict[PathT, list[str]]) -> list[Diagnostic]:
+    """An IntOrString value that is neither gets one message naming both types."""
+    out = []
+    for p in problems:
+        if p.code == "FJ202" and p.field is not None:
+            kinds = next((v for k, v in unions.items() if _fmt(k) == p.field), [])
+            words = [_TYPE_WORDS[k] for k in dict.fromkeys(kinds) if k in _TYPE_WORDS]
+            if len(words) > 1:
+                head, _, tail = p.message.partition(": expected ")
+                got = tail.split(", got ", 1)[1] if ", got " in tail else "something else"
+                p = Diagnostic(p.code, f"{head}: expected {' or '.join(words)}, got {got}", p.path, p.line, p.col, p.severity, p.hint, p.field, p.source_line)
+        out.append(p)
+    return out

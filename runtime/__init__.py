@@ -1,0 +1,1 @@
+"""flatjob runtime: the per-job in-cluster controller (release, restart, resize, status)."""
