@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 from pydantic.alias_generators import to_camel
 
 
@@ -28,10 +28,24 @@ class T9kModel(BaseModel):
         return self.model_dump(by_alias=True, exclude_none=True, mode="json")
 
 
-# A raw Kubernetes object embedded in a T9k type (pod template, env var, resources...).
-# It is checked separately against the pinned Kubernetes OpenAPI schema (compiler.kube),
-# which knows far more than a hand-written model would.
-KubeObject = dict[str, Any]
+KUBERNETES_SCHEMA_URL = "https://raw.githubusercontent.com/yannh/kubernetes-json-schema/master/v1.32.0-standalone-strict"
+
+
+def kube(definition: str, schema_file: str) -> Any:
+    """A raw Kubernetes object embedded in a T9k type (pod template, env var, resources...).
+
+    It is checked separately against the pinned Kubernetes OpenAPI schema (compiler.kube),
+    which knows far more than a hand-written model would; editors get the same schema
+    through the $ref in the generated JSON Schema.
+    """
+    schema = {"$ref": f"{KUBERNETES_SCHEMA_URL}/{schema_file}", "description": f"Kubernetes {definition.rsplit('.', 1)[-1]}."}
+    return Annotated[dict[str, Any], WithJsonSchema(schema)]
+
+
+PodTemplate = kube("io.k8s.api.core.v1.PodTemplateSpec", "podtemplatespec-v1.json")
+EnvVar = kube("io.k8s.api.core.v1.EnvVar", "envvar-v1.json")
+Resources = kube("io.k8s.api.core.v1.ResourceRequirements", "resourcerequirements-v1.json")
+ServicePort = kube("io.k8s.api.core.v1.ServicePort", "serviceport-v1.json")
 
 NonNegInt = Annotated[int, Field(ge=0)]
 PosInt = Annotated[int, Field(ge=1)]

@@ -10,7 +10,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from .base import KubeObject, NonNegInt, PosInt, T9kModel
+from .base import EnvVar, NonNegInt, PodTemplate, PosInt, Resources, T9kModel
 from .common import ObjectMeta, ReplicaRestartPolicy, RunMode, SchedulePolicy, SSHConfig
 from .status import JobStatus
 
@@ -20,8 +20,8 @@ class ColossalAILauncher(T9kModel):
 
     image: str | None = Field(None, description="Launcher image; default: the worker container's image.")
     working_dir: str | None = Field(None, description="Working directory; workers cd here before running the script.")
-    env: list[KubeObject] = Field(default_factory=list, description="Kubernetes EnvVars of the launcher.")
-    resources: KubeObject | None = Field(None, description="Kubernetes ResourceRequirements of the launcher.")
+    env: list[EnvVar] = Field(default_factory=list, description="Kubernetes EnvVars of the launcher.")
+    resources: Resources | None = Field(None, description="Kubernetes ResourceRequirements of the launcher.")
 
 
 class ColossalAIWorker(T9kModel):
@@ -31,7 +31,7 @@ class ColossalAIWorker(T9kModel):
     proc_per_worker: PosInt = Field(1, description="Processes per worker (colossalai run --nproc_per_node).")
     command: list[str] = Field(description="Training script and its args.")
     torch_args: list[str] = Field(default_factory=list, description="Extra options for the torchrun that colossalai run starts.")
-    template: KubeObject = Field(description="Kubernetes PodTemplateSpec; needs a container named 'worker'.")
+    template: PodTemplate = Field(description="Kubernetes PodTemplateSpec; needs a container named 'worker'.")
 
 
 class TorchConfig(T9kModel):
@@ -48,7 +48,7 @@ class ColossalAIReplicaSpec(T9kModel):
     type: Literal["launcher", "worker"] = Field(description="launcher (exactly one pod) or worker.")
     replicas: NonNegInt = Field(1, description="Number of pods; the launcher always has one.")
     restart_policy: ReplicaRestartPolicy | None = Field(None, description="Accepted for T9k compatibility; ColossalAI pods cannot re-join, so failures are not restarted.")
-    template: KubeObject = Field(description="Kubernetes PodTemplateSpec.")
+    template: PodTemplate = Field(description="Kubernetes PodTemplateSpec.")
 
 
 class ColossalAIRunPolicy(T9kModel):

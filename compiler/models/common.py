@@ -11,7 +11,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from .base import KubeObject, NonNegInt, PosInt, T9kModel
+from .base import NonNegInt, Resources, PosInt, T9kModel
 
 
 class ObjectMeta(T9kModel):
@@ -121,7 +121,7 @@ class TensorBoardSpec(T9kModel):
         default_factory=list, description="Deprecated log locations, each t9k://pvc/<pvc>/<path>."
     )
     log_dir: TensorBoardLogDir | None = Field(None, description="Log locations on PVCs.")
-    resources: KubeObject | None = Field(None, description="Container resources (Kubernetes ResourceRequirements).")
+    resources: Resources | None = Field(None, description="Container resources (Kubernetes ResourceRequirements).")
 
 
 RESTART_POLICIES = ("Never", "OnFailure", "Always", "ExitCode")

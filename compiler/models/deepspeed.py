@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from .base import KubeObject, NonNegInt, PosInt, T9kModel
+from .base import NonNegInt, PodTemplate, PosInt, T9kModel
 from .common import ElasticConfig, ObjectMeta, RestartPolicyName, RunMode, RunPolicy, SchedulePolicy, SSHConfig
 from .status import JobStatus
 
@@ -35,7 +35,7 @@ class DeepSpeedWorker(T9kModel):
 
     replicas: NonNegInt = Field(1, description="Number of worker pods.")
     restart_policy: RestartPolicyName = Field("OnFailure", description="Never, OnFailure, Always or ExitCode.")
-    template: KubeObject = Field(description="Kubernetes PodTemplateSpec; the container named 'worker' (else the first) trains.")
+    template: PodTemplate = Field(description="Kubernetes PodTemplateSpec; the container named 'worker' (else the first) trains.")
 
 
 class DeepSpeedJobSpec(T9kModel):

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from .base import KubeObject, NonNegInt, T9kModel
+from .base import NonNegInt, PodTemplate, ServicePort, T9kModel
 from .common import ObjectMeta, ReplicaRestartPolicy, RunMode, SchedulePolicy
 from .status import JobStatus
 
@@ -21,13 +21,13 @@ class GenericReplicaSpec(T9kModel):
     type: str = Field(description="Replica type, e.g. master, worker, ps.")
     replicas: NonNegInt = Field(1, description="Number of pods of this type.")
     restart_policy: ReplicaRestartPolicy = Field(default_factory=ReplicaRestartPolicy, description="{policy, limit} for this type.")
-    template: KubeObject = Field(description="Kubernetes PodTemplateSpec; command, args and env may use $(...) variables.")
+    template: PodTemplate = Field(description="Kubernetes PodTemplateSpec; command, args and env may use $(...) variables.")
 
 
 class ServiceOption(T9kModel):
     """The ports exposed for every replica at <job>-<type>-<rank>."""
 
-    ports: list[KubeObject] = Field(default_factory=list, description="Kubernetes ServicePorts; names are used by $(service.port[name]).")
+    ports: list[ServicePort] = Field(default_factory=list, description="Kubernetes ServicePorts; names are used by $(service.port[name]).")
 
 
 class GenericJobSpec(T9kModel):

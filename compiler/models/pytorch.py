@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from .base import KubeObject, NonNegInt, T9kModel
+from .base import NonNegInt, PodTemplate, T9kModel
 from .common import (
     ElasticConfig,
     ObjectMeta,
@@ -28,7 +28,7 @@ class PyTorchReplicaSpec(T9kModel):
         "Never", description="Never, OnFailure, Always or ExitCode (retry only on 130, 137, 138, 143). The pod's own restartPolicy is forced to Never."
     )
     scaling_weight: NonNegInt | None = Field(None, description="Elastic mode: share of the nodes given to this type (default: its replicas).")
-    template: KubeObject = Field(description="Kubernetes PodTemplateSpec for these pods.")
+    template: PodTemplate = Field(description="Kubernetes PodTemplateSpec for these pods.")
 
 
 class TorchrunConfig(T9kModel):

@@ -1,1 +1,90 @@
-"""plan"""
+"""Plan a canonical job: which pods exist, their ranks, addresses and what changes in each.
+
+A plan is plain data; renderers turn it into manifests without knowing the job kind.  One
+planner per kind fills it (PLANNERS); the runtime calls the same planners on the record.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..models import T9kModel
+from ..options import CompileOptions
+
+
+@dataclass(frozen=True)
+class ContainerPatch:
+    """What flatjob changes in a pod's training container; None/empty means unchanged."""
+
+    command: list[str] | None = None  # replaces the container's command
+    args: list[str] | None = None  # replaces the container's args ([] clears them)
+    env: tuple[dict[str, Any], ...] = ()  # prepended, skipping names the container already sets
+    volume_mounts: tuple[dict[str, Any], ...] = ()
+    ports: tuple[dict[str, Any], ...] = ()
+    readiness_probe: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class PodPlan:
+    """One pod: identity, rank, address, its template and flatjob's changes to it."""
+
+    name: str
+    type: str  # replica type
+    index: int  # index within its type
+    rank: int  # position in the job's pod order (global rank in plain PyTorch mode)
+    address: str  # resolvable name: <pod>.<service>
+    template: dict[str, Any]  # the user's pod template (shared between pods of a type; never mutated)
+    container: int | None  # index of the training container in the template
+    patch: ContainerPatch = ContainerPatch()
+    volumes: tuple[dict[str, Any], ...] = ()
+    drop_init_containers: bool = False  # runMode skipInitContainer
+    seat: int | None = None  # elastic release order; None when the job is not elastic
+    role: str = "worker"  # flatjob.dev/role: master, worker, launcher, node...
+    wave: int = 0  # release order: wave 1 (launchers) is released once wave 0 is Ready
+
+
+@dataclass(frozen=True)
+class ServicePlan:
+    """The job's one headless Service."""
+
+    name: str
+    ports: tuple[dict[str, Any], ...] = ()
+
+
+@dataclass(frozen=True)
+class JobPlan:
+    """Everything the renderers need for one job."""
+
+    job: Any  # the canonical (normalized) typed job
+    options: CompileOptions
+    service: ServicePlan
+    pods: tuple[PodPlan, ...]
+    files: dict[str, str] = field(default_factory=dict)  # ConfigMap <job>-flatjob data (hostfiles, scripts)
+    release_first: int = 0  # pods the runtime releases at start (elastic: expectedReplicas)
+    min_member: int = 0  # gang size: pods that must exist and fit together
+    ssh_secret: str | None = None  # Secret with the SSH key pair (SSH-launched kinds)
+    run_mode: str = "immediate"  # immediate | debug | pause
+
+    @property
+    def kind(self) -> str:
+        return self.job.kind
+
+    @property
+    def name(self) -> str:
+        return self.job.metadata.name
+
+    @property
+    def namespace(self) -> str | None:
+        return self.job.metadata.namespace or self.options.namespace
+
+
+Planner = Callable[[T9kModel, CompileOptions], JobPlan]
+
+
+def plan(job: T9kModel, options: CompileOptions) -> JobPlan:
+    """Plan a canonical job with its kind's planner."""
+    from .registry import PLANNERS
+
+    return PLANNERS[job.kind](job, options)

@@ -15,6 +15,7 @@ from ..loader import Document, PathT
 from ..models import ColossalAIJob, DeepSpeedJob, GenericJob, PyTorchTrainingJob
 from ..models.common import ElasticConfig
 from ..plan.elastic import allocation
+from ..podtemplate import containers_of, training_index
 from ..substitution import Context, RefError, find_refs, is_ours, resolve
 from . import names
 from .groups import Group, groups
@@ -22,7 +23,6 @@ from .suggest import did_you_mean
 
 Rule = Callable[[Any, Document], Iterable[Diagnostic]]
 
-SCRIPT_CONTAINER = {"PyTorchTrainingJob": "python", "DeepSpeedJob": "worker", "GenericJob": None, "ColossalAIJob": "worker"}
 DEEPSPEED_RESERVED = ("/t9k/hostfile", "/root/.deepspeed_env")
 DEEPSPEED_CONFLICTS = {
     "--no_local_rank": "set spec.config.localRank: false instead",
@@ -52,25 +52,6 @@ def elastic_weights(job: Any) -> list[tuple[str, int]]:
     if isinstance(job, PyTorchTrainingJob):
         return [(r.type, r.scaling_weight if r.scaling_weight is not None else r.replicas) for r in job.spec.replica_specs]
     return [(g.type, 1) for g in groups(job)]
-
-
-def containers_of(template: dict[str, Any] | None) -> list[dict[str, Any]]:
-    """The containers of a pod template, tolerating malformed input (checked elsewhere)."""
-    spec = (template or {}).get("spec") if isinstance(template, dict) else None
-    cs = spec.get("containers") if isinstance(spec, dict) else None
-    return [c for c in cs if isinstance(c, dict)] if isinstance(cs, list) else []
-
-
-def training_index(kind: str, template: dict[str, Any] | None) -> int | None:
-    """Index of the training container: the kind's named one, else the first (T9k docs)."""
-    cs = containers_of(template)
-    if not cs:
-        return None
-    wanted = SCRIPT_CONTAINER.get(kind)
-    for i, c in enumerate(cs):
-        if wanted is not None and c.get("name") == wanted:
-            return i
-    return 0
 
 
 # --- rules for every kind ----------------------------------------------------------------

@@ -1,0 +1,27 @@
+"""`flatjob explain`: field documentation for the T9k kinds, offline."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+
+@click.command("explain")
+@click.argument("target", metavar="KIND[.FIELD.PATH]")
+def explain_command(target: str) -> None:
+    """Describe a job kind or one of its fields, like `kubectl explain`.
+
+    \b
+    Examples:
+      flatjob explain DeepSpeedJob
+      flatjob explain deepspeedjob.spec.config.run
+      flatjob explain PyTorchTrainingJob.spec.torchrunConfig.procPerNode
+    """
+    from ..explain import ExplainError, explain
+
+    try:
+        sys.stdout.write(explain(target))
+    except ExplainError as exc:
+        click.echo(f"flatjob explain: {exc}", err=True)
+        sys.exit(1)

@@ -1,0 +1,44 @@
+"""`flatjob schema`: regenerate the JSON Schemas and CRDs under schemas/."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+
+def schema_files() -> dict[str, str]:
+    """Every generated file under schemas/: job JSON Schemas, record CRDs, kustomize openapi."""
+    from ..jsonschemas import job_schema_files
+
+    files = dict(job_schema_files())
+    try:
+        from ..render.crd import crd_files
+    except ImportError:  # the record CRDs arrive with the compiler core
+        return files
+    files.update(crd_files())
+    return files
+
+
+@click.command("schema")
+@click.option("-o", "--out", "out", type=click.Path(file_okay=False), default="schemas", show_default=True, help="Folder to write into.")
+@click.option("--check", is_flag=True, help="Write nothing; exit 1 if any file is missing or differs.")
+def schema_command(out: str, check: bool) -> None:
+    """Write JSON Schemas of the four T9k kinds and the CRDs of flatjob's job records.
+
+    \b
+    Point an editor at a kind's schema with a first line such as:
+      # yaml-language-server: $schema=https://raw.githubusercontent.com/flatjob/flatjob/main/schemas/jobs/pytorchtrainingjob.json
+    """
+    from ..output import write_files
+
+    root = Path(out)
+    files = schema_files()
+    stale = [rel for rel, text in sorted(files.items()) if not (root / rel).is_file() or (root / rel).read_text(encoding="utf-8") != text]
+    if check:
+        for rel in stale:
+            click.echo(f"{root / rel}: stale; run `flatjob schema -o {out}`", err=True)
+        sys.exit(1 if stale else 0)
+    write_files(root, {rel: files[rel] for rel in stale})
+    click.echo(f"{len(stale)} of {len(files)} schema files updated in {root}", err=True)

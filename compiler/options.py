@@ -1,0 +1,46 @@
+"""Compile options: choices that are not in the job spec but change what is rendered.
+
+Every option that changes rendered pods is also recorded on the job record (annotation
+flatjob.dev/options), so the runtime re-renders exactly what git holds.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, fields
+from typing import Any, Literal
+
+from .version import __version__
+
+SchedulerTarget = Literal["auto", "t9k", "kueue", "default"]
+
+DEFAULT_IMAGE_REPOSITORY = "ghcr.io/flatjob/flatjob"
+
+
+@dataclass(frozen=True)
+class CompileOptions:
+    """Options of one compile run; defaults are what a plain cluster needs."""
+
+    namespace: str | None = None  # used when a job sets none; enables the <job>-<type>-<rank> DNS search
+    cluster_domain: str = "cluster.local"
+    scheduler: SchedulerTarget = "auto"  # auto: t9k when spec.scheduler.t9kScheduler is set, else default
+    kueue_queue: str | None = None  # LocalQueue name when scheduler is kueue
+    runtime_image: str = f"{DEFAULT_IMAGE_REPOSITORY}:{__version__}"
+    flux: bool = True  # annotate pods with kustomize.toolkit.fluxcd.io/ssa: IfNotPresent
+
+    def recorded(self) -> str | None:
+        """The options that differ from the defaults, as compact JSON for the record (or None)."""
+        default = CompileOptions()
+        diff = {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) != getattr(default, f.name)}
+        diff.pop("namespace", None)  # the namespace is on every object already
+        return json.dumps(diff, sort_keys=True, separators=(",", ":")) if diff else None
+
+    @classmethod
+    def from_recorded(cls, text: str | None, namespace: str | None = None) -> CompileOptions:
+        """Rebuild options from a record annotation (the runtime's side of `recorded`)."""
+        data: dict[str, Any] = json.loads(text) if text else {}
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known}, namespace=namespace)
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)

@@ -1,0 +1,172 @@
+"""The compile pipeline, one visible sequence of pure steps (DESIGN §2):
+
+    load -> overlay -> validate -> normalize -> plan -> render -> emit
+
+Only `load` reads files and only compiler.output writes them; every step in between is a
+pure function of its input, so the same specs give byte-identical output anywhere.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from . import keys
+from .emit import dump_all
+from .errors import Diagnostic
+from .loader import Document, Loaded, load_paths
+from .normalize import normalize
+from .options import CompileOptions
+from .output import META_FILE
+from .plan import JobPlan, plan
+from .render import render_job
+from .render.kustomization import KUSTOMIZATION, kustomization
+from .validate import Validated, validate_document
+from .version import __version__
+
+Overlay = Callable[[list[Document]], tuple[list[Document], list[Diagnostic]]]
+
+
+@dataclass
+class CompiledJob:
+    """One job's output folder: relative file name -> file text."""
+
+    name: str
+    kind: str
+    folder: str
+    source: str
+    files: dict[str, str]
+    plan: JobPlan
+
+
+@dataclass
+class CompileResult:
+    """Compiled jobs, or the diagnostics that stopped the compile."""
+
+    jobs: list[CompiledJob] = field(default_factory=list)
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    inputs: list[tuple[str, str]] = field(default_factory=list)  # (path, sha256) of every input file
+    options: CompileOptions = field(default_factory=CompileOptions)
+
+    @property
+    def failed(self) -> bool:
+        return any(d.is_error for d in self.diagnostics)
+
+    def tree(self) -> dict[str, str]:
+        """Every output file, relative to the output folder, including kustomizations and metadata."""
+        files: dict[str, str] = {}
+        for job in self.jobs:
+            for rel, text in job.files.items():
+                files[f"{job.folder}/{rel}"] = text
+        for folder, entries in sorted(_levels(j.folder for j in self.jobs).items()):
+            rel = f"{folder}/{KUSTOMIZATION}" if folder else KUSTOMIZATION
+            files[rel] = emit_files({KUSTOMIZATION: [kustomization(sorted(entries))]})[KUSTOMIZATION]
+        files[META_FILE] = metadata(self, sorted(files))
+        return files
+
+
+def _levels(folders: Iterable[str]) -> dict[str, set[str]]:
+    """Parent folder -> child entries, for a kustomization.yaml at every level above the jobs."""
+    levels: dict[str, set[str]] = {"": set()}
+    for folder in folders:
+        parts = folder.split("/")
+        for depth in range(len(parts) - 1):
+            levels.setdefault("/".join(parts[:depth]), set()).add(parts[depth])
+            levels.setdefault("/".join(parts[: depth + 1]), set())
+        levels.setdefault("/".join(parts[:-1]), set()).add(parts[-1])
+    return levels
+
+
+# --- the steps ---------------------------------------------------------------------------
+
+
+def load(paths: Iterable[str]) -> Loaded:
+    """Read every job document under the paths (the only step that reads files)."""
+    return load_paths(paths)
+
+
+def no_overlay(docs: list[Document]) -> tuple[list[Document], list[Diagnostic]]:
+    """The identity overlay, used when no --overlay is given."""
+    return docs, []
+
+
+def emit_files(rendered: dict[str, list[dict[str, Any]]]) -> dict[str, str]:
+    """Serialize each output file: the generated-file header, then its documents."""
+    return {name: keys.GENERATED_HEADER + dump_all(docs) for name, docs in rendered.items()}
+
+
+def compile_job(v: Validated, options: CompileOptions) -> CompiledJob:
+    """normalize -> plan -> render -> emit for one validated job."""
+    canonical = normalize(v.job)
+    job_plan = plan(canonical, options)
+    rendered = render_job(job_plan)
+    files = emit_files(rendered)
+    files[KUSTOMIZATION] = emit_files({KUSTOMIZATION: [kustomization(list(rendered))]})[KUSTOMIZATION]
+    return CompiledJob(canonical.metadata.name, canonical.kind, job_folder(canonical), v.doc.path, files, job_plan)
+
+
+def job_folder(job: Any) -> str:
+    """<job>, or <namespace>/<job> for a job that sets its namespace (names are per namespace)."""
+    ns = job.metadata.namespace
+    return f"{ns}/{job.metadata.name}" if ns else job.metadata.name
+
+
+def compile_documents(loaded: Loaded, options: CompileOptions, overlay: Overlay = no_overlay) -> CompileResult:
+    """Run the pipeline over loaded documents; any error anywhere means no jobs are returned."""
+    result = CompileResult(diagnostics=list(loaded.diagnostics), options=options)
+    result.inputs = [(_display(p), hashlib.sha256(text.encode()).hexdigest()) for p, text in loaded.files]
+    docs, problems = overlay(loaded.jobs)
+    result.diagnostics.extend(problems)
+    validated = [validate_document(d) for d in docs]
+    for v in validated:
+        result.diagnostics.extend(v.diagnostics)
+    if result.failed:
+        return result
+    seen: dict[str, Validated] = {}
+    for v in validated:
+        folder = job_folder(v.job)
+        if folder in seen:
+            first = seen[folder].doc
+            where = f" in namespace {v.job.metadata.namespace!r}" if v.job.metadata.namespace else ""
+            result.diagnostics.append(
+                v.doc.diagnostic("FJ315", f"job {v.job.metadata.name!r}{where} is also defined in {first.path}:{first.locate(('metadata', 'name')).line}; names must be unique per namespace", ("metadata", "name"))
+            )
+        seen[folder] = v
+    if result.failed:
+        return result
+    result.jobs = [compile_job(v, options) for v in sorted(validated, key=lambda v: job_folder(v.job))]
+    return result
+
+
+def compile_paths(paths: Iterable[str], options: CompileOptions | None = None, overlay: Overlay = no_overlay) -> CompileResult:
+    """Load and compile every job under `paths`."""
+    return compile_documents(load(paths), options or CompileOptions(), overlay)
+
+
+# --- metadata ----------------------------------------------------------------------------
+
+
+def _display(path: Path) -> str:
+    """A stable way to name an input: relative to the working directory when inside it."""
+    try:
+        return path.resolve().relative_to(Path.cwd().resolve()).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
+def metadata(result: CompileResult, files: list[str]) -> str:
+    """The one file that records the flatjob version, the inputs and what was written."""
+    digest = hashlib.sha256("".join(f"{p}\0{h}\n" for p, h in sorted(result.inputs)).encode()).hexdigest()
+    doc = {
+        "generator": f"flatjob {__version__}",
+        "inputsDigest": f"sha256:{digest}",
+        "inputs": [{"path": p, "sha256": h} for p, h in sorted(result.inputs)],
+        "jobs": [{"name": j.name, "kind": j.kind, "folder": j.folder, "source": _display(Path(j.source))} for j in result.jobs],
+        "options": json.loads(result.options.recorded() or "{}"),
+        "files": [f for f in files if f != META_FILE],
+    }
+    return json.dumps(doc, indent=2, sort_keys=True) + "\n"

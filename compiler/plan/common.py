@@ -1,0 +1,112 @@
+"""Planning steps shared by every kind: pod identities, addresses, elastic seats, run modes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+from ..models import PyTorchTrainingJob
+from ..models.common import ElasticConfig, RunMode
+from ..options import CompileOptions
+from ..podtemplate import training_index
+from . import ContainerPatch, PodPlan
+from .elastic import allocation, seat_order
+
+DEFAULT_DEBUG_COMMAND = ("sleep", "inf")
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Replica types in rank order with the number of pods rendered for each."""
+
+    types: tuple[tuple[str, int, dict[str, Any]], ...]  # (type, pods, template)
+
+    @property
+    def total(self) -> int:
+        return sum(n for _, n, _ in self.types)
+
+
+def pod_name(job: str, rtype: str, index: int) -> str:
+    """T9k's pod name: <job>-<type>-<index>."""
+    return f"{job}-{rtype}-{index}"
+
+
+def address(pod: str, service: str) -> str:
+    """A pod's resolvable name: <pod>.<service> (hostname + subdomain, default DNS search)."""
+    return f"{pod}.{service}"
+
+
+def elastic_of(job: Any) -> ElasticConfig | None:
+    """The job's elastic config when enabled, else None."""
+    e = getattr(job.spec, "elastic", None)
+    return e if e is not None and e.enabled else None
+
+
+def elastic_weights(job: Any, specs: list[tuple[str, int]]) -> list[tuple[str, int]]:
+    """(type, weight): scalingWeight, or the type's replicas when unset."""
+    if isinstance(job, PyTorchTrainingJob):
+        return [(r.type, r.scaling_weight if r.scaling_weight is not None else r.replicas) for r in job.spec.replica_specs]
+    return specs
+
+
+def layout(job: Any, specs: list[tuple[str, int, dict[str, Any]]]) -> Layout:
+    """Pods per type: the replicas, or each type's share of maxReplicas when elastic."""
+    e = elastic_of(job)
+    if e is None or not e.max_replicas:
+        return Layout(tuple(specs))
+    counts = allocation(elastic_weights(job, [(t, n) for t, n, _ in specs]), e.max_replicas)
+    return Layout(tuple((t, counts[t], tpl) for t, _, tpl in specs))
+
+
+def base_pods(job: Any, lay: Layout, service: str) -> list[PodPlan]:
+    """One PodPlan per pod in rank order, with elastic seats when the job is elastic."""
+    name = job.metadata.name
+    pods: list[PodPlan] = []
+    for rtype, count, template in lay.types:
+        idx = training_index(job.kind, template)
+        for i in range(count):
+            pod = pod_name(name, rtype, i)
+            pods.append(PodPlan(pod, rtype, i, len(pods), address(pod, service), template, idx, role=rtype))
+    e = elastic_of(job)
+    if e is not None and e.max_replicas:
+        order = seat_order(elastic_weights(job, [(t, n) for t, n, _ in lay.types]), e.max_replicas)
+        seats = {key: s for s, key in enumerate(order)}
+        pods = [replace(p, seat=seats.get((p.type, p.index))) for p in pods]
+    return pods
+
+
+def release_counts(job: Any, total: int) -> tuple[int, int]:
+    """(pods released at start, gang minimum): expected/min when elastic, else all pods."""
+    e = elastic_of(job)
+    if e is None:
+        return total, total
+    return e.expected_replicas or e.max_replicas or total, e.min_replicas or total
+
+
+def run_mode_name(mode: RunMode | None) -> str:
+    """immediate, debug or pause (pause wins when both are on; lint reports that as an error)."""
+    if mode is not None and mode.pause is not None and mode.pause.enabled:
+        return "pause"
+    if mode is not None and mode.debug is not None and mode.debug.enabled:
+        return "debug"
+    return "immediate"
+
+
+def debug_patch(mode: RunMode | None, rtype: str, default: tuple[str, ...], base: ContainerPatch) -> tuple[ContainerPatch, bool]:
+    """In debug mode, replace the training command (the env stays, to train by hand)."""
+    if run_mode_name(mode) != "debug":
+        return base, False
+    assert mode is not None and mode.debug is not None
+    entry = next((d for d in mode.debug.replica_specs if d.type == rtype), None)
+    command = list(entry.command) if entry is not None and entry.command else list(default)
+    return replace(base, command=command, args=[]), bool(entry is not None and entry.skip_init_container)
+
+
+def options_namespace(job: Any, options: CompileOptions) -> str | None:
+    """The namespace objects are rendered into: the job's, else the compile option."""
+    return job.metadata.namespace or options.namespace
+
+
+def env(name: str, value: str) -> dict[str, str]:
+    """A literal EnvVar."""
+    return {"name": name, "value": value}

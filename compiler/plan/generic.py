@@ -1,0 +1,62 @@
+"""Plan a GenericJob: pods per replica spec, with $(...) variables substituted per pod."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+from ..models import GenericJob
+from ..options import CompileOptions
+from ..substitution import Context, substitute
+from . import ContainerPatch, JobPlan, PodPlan, ServicePlan
+from .common import address, base_pods, debug_patch, layout, pod_name, release_counts, run_mode_name
+
+
+def context(job: GenericJob) -> Context:
+    """What $(...) variables resolve against for this job."""
+    ports = None
+    if job.spec.service is not None:
+        ports = {p["name"]: p["port"] for p in job.spec.service.ports if "name" in p}
+    service = job.metadata.name
+    return Context(
+        job.metadata.name,
+        {r.type: r.replicas for r in job.spec.replica_specs},
+        ports,
+        lambda t, r: address(pod_name(job.metadata.name, t, r), service),
+    )
+
+
+def _sub_container(c: dict[str, Any], ctx: Context, rtype: str, rank: int) -> dict[str, Any]:
+    out = dict(c)
+    for field in ("command", "args"):
+        if isinstance(c.get(field), list):
+            out[field] = [substitute(v, ctx, rtype, rank) if isinstance(v, str) else v for v in c[field]]
+    if isinstance(c.get("env"), list):
+        out["env"] = [
+            {**e, "value": substitute(e["value"], ctx, rtype, rank)} if isinstance(e, dict) and isinstance(e.get("value"), str) else e
+            for e in c["env"]
+        ]
+    return out
+
+
+def substituted_template(template: dict[str, Any], ctx: Context, rtype: str, rank: int) -> dict[str, Any]:
+    """A copy of the template with variables resolved for one pod (other parts stay shared)."""
+    spec = dict(template.get("spec") or {})
+    for field in ("containers", "initContainers"):
+        if isinstance(spec.get(field), list):
+            spec[field] = [_sub_container(c, ctx, rtype, rank) for c in spec[field]]
+    return {**template, "spec": spec}
+
+
+def plan_generic(job: GenericJob, options: CompileOptions) -> JobPlan:
+    """Plan the pods of a GenericJob."""
+    service = job.metadata.name
+    lay = layout(job, [(r.type, r.replicas, r.template) for r in job.spec.replica_specs])
+    ctx = context(job)
+    pods: list[PodPlan] = []
+    for pod in base_pods(job, lay, service):
+        patch, drop = debug_patch(job.spec.run_mode, pod.type, ("sleep", "inf"), ContainerPatch())
+        pods.append(replace(pod, template=substituted_template(pod.template, ctx, pod.type, pod.index), patch=patch, drop_init_containers=drop))
+    ports = tuple(dict(p) for p in job.spec.service.ports) if job.spec.service is not None else ()
+    first, gang = release_counts(job, len(pods))
+    return JobPlan(job, options, ServicePlan(service, ports), tuple(pods), release_first=first, min_member=gang, run_mode=run_mode_name(job.spec.run_mode))

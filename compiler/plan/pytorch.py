@@ -1,0 +1,95 @@
+"""Plan a PyTorchTrainingJob: plain DDP environment, or an exact torchrun command per pod.
+
+Plain mode: every pod gets MASTER_ADDR (rank 0's address), MASTER_PORT, WORLD_SIZE and
+RANK (global, in replicaSpec order), also when the job has no master type.
+torchrun mode: the training container's command becomes `torchrun <flags>`; its args (the
+script and the script's args) are kept.  Flags use the underscore spellings every torchrun
+since 1.10 accepts (T9k images ship torch 1.13); see docs/architecture.md.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ..models import PyTorchTrainingJob
+from ..options import CompileOptions
+from ..podtemplate import accelerator_count, containers_of, literal_env
+from . import ContainerPatch, JobPlan, PodPlan, ServicePlan
+from .common import base_pods, debug_patch, elastic_of, env, layout, release_counts, run_mode_name
+
+DEFAULT_MASTER_PORT = 29500
+MASTER_PORT_NAME = "pytorch"
+
+
+def master_port(first: PodPlan) -> int:
+    """29500, unless the first pod's training container sets MASTER_PORT to a literal number."""
+    if first.container is None:
+        return DEFAULT_MASTER_PORT
+    value = literal_env(containers_of(first.template)[first.container], "MASTER_PORT")
+    return int(value) if value is not None and value.isdigit() else DEFAULT_MASTER_PORT
+
+
+def nproc(job: PyTorchTrainingJob, pod: PodPlan) -> str:
+    """--nproc_per_node: the number, or the replica's GPU count for 'gpu' (kept if unknown)."""
+    ppn = job.spec.torchrun_config.proc_per_node if job.spec.torchrun_config else "1"
+    if ppn != "gpu" or pod.container is None:
+        return ppn
+    count = accelerator_count(containers_of(pod.template)[pod.container])
+    return str(count) if count else "gpu"
+
+
+def torchrun_command(job: PyTorchTrainingJob, pod: PodPlan, endpoint: str, nnodes: str) -> list[str]:
+    """The exact torchrun command for one pod (the script comes from the container's args)."""
+    tr = job.spec.torchrun_config
+    assert tr is not None
+    cmd = [
+        "torchrun",
+        f"--nnodes={nnodes}",
+        f"--nproc_per_node={nproc(job, pod)}",
+        f"--rdzv_backend={tr.rdzv_backend}",
+        f"--rdzv_endpoint={endpoint}",
+        f"--rdzv_id={job.metadata.name}",
+        f"--max_restarts={tr.max_restarts}",
+    ]
+    if tr.rdzv_backend == "c10d":
+        # c10d guesses which node hosts its store by matching the endpoint against the
+        # host's names; behind DNS that guess can fail, so say it explicitly.
+        cmd.append(f"--rdzv_conf=is_host={'true' if pod.rank == 0 else 'false'}")
+    cmd.extend(tr.extra_options)
+    return cmd
+
+
+def plan_pytorch(job: PyTorchTrainingJob, options: CompileOptions) -> JobPlan:
+    """Plan pods, env and commands of a PyTorchTrainingJob."""
+    service = job.metadata.name
+    lay = layout(job, [(r.type, r.replicas, r.template) for r in job.spec.replica_specs])
+    pods = base_pods(job, lay, service)
+    if not pods:
+        return JobPlan(job, options, ServicePlan(service), (), run_mode=run_mode_name(job.spec.run_mode))
+    port = master_port(pods[0])
+    master = pods[0].address
+    e = elastic_of(job)
+    torchrun = job.spec.torchrun_config is not None and job.spec.torchrun_config.enabled
+    nnodes = f"{e.min_replicas}:{e.max_replicas}" if e is not None else str(len(pods))
+    planned = []
+    for pod in pods:
+        variables = [env("MASTER_ADDR", master), env("MASTER_PORT", str(port))]
+        if not torchrun:
+            variables += [env("WORLD_SIZE", str(len(pods))), env("RANK", str(pod.rank))]
+        patch = ContainerPatch(env=tuple(variables))
+        if torchrun:
+            patch = replace(patch, command=torchrun_command(job, pod, f"{master}:{port}", nnodes))
+        patch, drop = debug_patch(job.spec.run_mode, pod.type, ("sleep", "inf"), patch)
+        role = "master" if pod.rank == 0 else "worker"
+        planned.append(replace(pod, patch=patch, drop_init_containers=drop, role=role))
+    first, gang = release_counts(job, len(pods))
+    ports = ({"name": MASTER_PORT_NAME, "port": port, "protocol": "TCP", "targetPort": port},)
+    return JobPlan(
+        job,
+        options,
+        ServicePlan(service, ports),
+        tuple(planned),
+        release_first=first,
+        min_member=gang,
+        run_mode=run_mode_name(job.spec.run_mode),
+    )

@@ -1,0 +1,101 @@
+"""Render one Pod per PodPlan: the user's template plus flatjob's identity, env and gate.
+
+Every pod is created gated (spec.schedulingGates) and with restartPolicy Never: the runtime
+releases it when its gang is complete and restarts it itself (DESIGN §4).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any
+
+from .. import keys
+from ..plan import ContainerPatch, JobPlan, PodPlan
+from .meta import metadata, pod_labels
+from .scheduling import pod_scheduling
+
+
+def patch_container(container: dict[str, Any], patch: ContainerPatch) -> dict[str, Any]:
+    """Apply flatjob's changes to a container; the input container is not modified."""
+    out = dict(container)
+    if patch.command is not None:
+        out["command"] = list(patch.command)
+    if patch.args is not None:
+        if patch.args:
+            out["args"] = list(patch.args)
+        else:
+            out.pop("args", None)
+    if patch.env:
+        own = container.get("env") or []
+        taken = {e.get("name") for e in own}
+        out["env"] = [e for e in patch.env if e["name"] not in taken] + list(own)
+    if patch.volume_mounts:
+        out["volumeMounts"] = list(container.get("volumeMounts") or []) + list(patch.volume_mounts)
+    if patch.ports:
+        own_ports = container.get("ports") or []
+        names = {p.get("name") for p in own_ports} | {p.get("containerPort") for p in own_ports}
+        extra = [p for p in patch.ports if p.get("name") not in names and p.get("containerPort") not in names]
+        if extra:
+            out["ports"] = list(own_ports) + extra
+    if patch.readiness_probe is not None and "readinessProbe" not in container:
+        out["readinessProbe"] = patch.readiness_probe
+    return out
+
+
+def spec_hash(pod: dict[str, Any]) -> str:
+    """A short digest of what git renders for a pod; the runtime compares it to spot edits."""
+    body = {"metadata": {k: v for k, v in pod["metadata"].items() if k != "annotations"}, "spec": pod["spec"]}
+    return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:16]
+
+
+def _dns_config(plan: JobPlan, template_dns: dict[str, Any] | None) -> dict[str, Any] | None:
+    """Add <job>.<ns>.svc.<domain> to the DNS search so T9k's <job>-<type>-<rank> resolves."""
+    if not plan.namespace:
+        return template_dns
+    dns = dict(template_dns or {})
+    search = f"{plan.service.name}.{plan.namespace}.svc.{plan.options.cluster_domain}"
+    dns["searches"] = [*(dns.get("searches") or []), search] if search not in (dns.get("searches") or []) else dns["searches"]
+    return dns
+
+
+def render_pod(plan: JobPlan, pod: PodPlan) -> dict[str, Any]:
+    """The Pod manifest for one planned pod."""
+    tmeta = pod.template.get("metadata") or {}
+    spec = dict(pod.template.get("spec") or {})
+    if pod.container is not None:
+        containers = list(spec.get("containers") or [])
+        containers[pod.container] = patch_container(containers[pod.container], pod.patch)
+        spec["containers"] = containers
+    if pod.drop_init_containers:
+        spec.pop("initContainers", None)
+    if pod.volumes:
+        spec["volumes"] = list(spec.get("volumes") or []) + list(pod.volumes)
+    spec["restartPolicy"] = "Never"
+    spec["hostname"] = pod.name
+    spec["subdomain"] = plan.service.name
+    spec["schedulingGates"] = [*(spec.get("schedulingGates") or []), {"name": keys.RELEASE_GATE}]
+    dns = _dns_config(plan, spec.get("dnsConfig"))
+    if dns:
+        spec["dnsConfig"] = dns
+    sched = pod_scheduling(plan, pod)
+    spec.update(sched.spec)
+    manifest: dict[str, Any] = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": metadata(plan, pod.name, {**pod_labels(plan, pod, tmeta.get("labels")), **sched.labels}),
+        "spec": spec,
+    }
+    annotations = {**(tmeta.get("annotations") or {}), **sched.annotations}
+    if plan.options.flux:
+        annotations[keys.FLUX_SSA] = keys.FLUX_SSA_IF_NOT_PRESENT
+    annotations[keys.SPEC_HASH] = spec_hash(manifest)
+    manifest["metadata"]["annotations"] = annotations
+    return manifest
+
+
+def render_pods(plan: JobPlan) -> list[dict[str, Any]]:
+    """Every pod of the job, in rank order (paused jobs render none: see docs/architecture.md)."""
+    if plan.run_mode == "pause":
+        return []
+    return [render_pod(plan, pod) for pod in plan.pods]

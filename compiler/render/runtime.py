@@ -1,0 +1,128 @@
+"""The job's runtime: ServiceAccount, least-privilege Role and RoleBinding, and a Deployment.
+
+The Role names every verb the runtime uses and nothing more; where Kubernetes allows it,
+access is narrowed to the job's own objects by resourceNames.  Creating pods and Secrets
+cannot be narrowed by name (the API has no name at create-authorization time).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import keys
+from ..plan import JobPlan
+from .meta import common_labels, metadata
+from .record import PLURALS
+
+HTTP_PORT = 8080
+SSH_KINDS = ("DeepSpeedJob", "ColossalAIJob")
+
+
+def runtime_name(job: str) -> str:
+    """Name of the runtime's Deployment, ServiceAccount, Role, RoleBinding and Lease."""
+    return f"{job}-runtime"
+
+
+def _rule(groups: list[str], resources: list[str], verbs: list[str], names: list[str] | None = None) -> dict[str, Any]:
+    rule: dict[str, Any] = {"apiGroups": groups, "resources": resources}
+    if names:
+        rule["resourceNames"] = names
+    rule["verbs"] = verbs
+    return rule
+
+
+def rbac_rules(plan: JobPlan) -> list[dict[str, Any]]:
+    """Exactly what the runtime calls, per the runtime's kube module (pinned by a test)."""
+    job, plural = plan.name, PLURALS[plan.kind]
+    rules = [
+        # Watch the job's pods; release (patch gates), restart (delete + create) them.
+        _rule([""], ["pods"], ["get", "list", "watch", "create", "delete", "patch"]),
+        # Read its own record (list/watch are narrowed with a metadata.name field selector).
+        _rule([keys.RECORD_GROUP], [plural], ["get", "list", "watch"], [job]),
+        _rule([keys.RECORD_GROUP], [f"{plural}/status"], ["get", "update", "patch"], [job]),
+        # Events on every transition.
+        _rule(["", "events.k8s.io"], ["events"], ["create", "patch"]),
+        # Leader election: one runtime acts at a time during a rollout.
+        _rule(["coordination.k8s.io"], ["leases"], ["create"]),
+        _rule(["coordination.k8s.io"], ["leases"], ["get", "update"], [runtime_name(job)]),
+    ]
+    if plan.kind in SSH_KINDS and plan.ssh_secret:
+        rules += [_rule([""], ["secrets"], ["create"]), _rule([""], ["secrets"], ["get"], [plan.ssh_secret])]
+    if plan.min_member and _uses_podgroup(plan):
+        rules.append(_rule(["scheduler.tensorstack.dev"], ["podgroups"], ["get"], [job]))
+    return rules
+
+
+def _uses_podgroup(plan: JobPlan) -> bool:
+    from .podgroup import render_podgroup
+
+    return bool(render_podgroup(plan))
+
+
+def render_runtime(plan: JobPlan) -> list[dict[str, Any]]:
+    """ServiceAccount, Role, RoleBinding and Deployment of the job's runtime."""
+    name = runtime_name(plan.name)
+    labels = {**common_labels(plan, "runtime"), keys.RUNTIME_FOR: plan.name}
+    sa = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": metadata(plan, name, labels)}
+    role = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": metadata(plan, name, labels), "rules": rbac_rules(plan)}
+    subject: dict[str, Any] = {"kind": "ServiceAccount", "name": name}
+    if plan.namespace:
+        subject["namespace"] = plan.namespace
+    binding = {
+        "apiVersion": "rbac.authorization.k8s.io/v1",
+        "kind": "RoleBinding",
+        "metadata": metadata(plan, name, labels),
+        "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
+        "subjects": [subject],
+    }
+    return [sa, role, binding, _deployment(plan, name, labels)]
+
+
+def _deployment(plan: JobPlan, name: str, labels: dict[str, str]) -> dict[str, Any]:
+    match = {keys.RUNTIME_FOR: plan.name}
+    probe = lambda path: {"httpGet": {"path": path, "port": "http"}, "periodSeconds": 10}  # noqa: E731
+    container = {
+        "name": "runtime",
+        "image": plan.options.runtime_image,
+        "args": ["runtime", "--kind", plan.kind, "--name", plan.name],
+        "env": [
+            {"name": "POD_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
+            {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+        ],
+        "ports": [{"name": "http", "containerPort": HTTP_PORT, "protocol": "TCP"}],
+        "readinessProbe": probe("/readyz"),
+        "livenessProbe": probe("/healthz"),
+        "resources": {"requests": {"cpu": "10m", "memory": "48Mi"}, "limits": {"memory": "128Mi"}},
+        "securityContext": {
+            "allowPrivilegeEscalation": False,
+            "readOnlyRootFilesystem": True,
+            "capabilities": {"drop": ["ALL"]},
+        },
+    }
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": metadata(plan, name, labels, {keys.VERSION: plan_version()}),
+        "spec": {
+            "replicas": 1,
+            # Recreate: the old runtime stops before the new one starts (a Lease guards the rest).
+            "strategy": {"type": "Recreate"},
+            "selector": {"matchLabels": match},
+            "template": {
+                "metadata": {"labels": labels},
+                "spec": {
+                    "serviceAccountName": name,
+                    "securityContext": {"runAsNonRoot": True, "runAsUser": 65532, "runAsGroup": 65532, "seccompProfile": {"type": "RuntimeDefault"}},
+                    "terminationGracePeriodSeconds": 30,
+                    "containers": [container],
+                },
+            },
+        },
+    }
+
+
+def plan_version() -> str:
+    """The flatjob version that rendered the runtime (equals its image tag by default)."""
+    from ..version import __version__
+
+    return __version__
