@@ -1,0 +1,137 @@
+"""CustomResourceDefinitions of the job records (flatjob.dev), generated from the models.
+
+The schemas are structural (Kubernetes requires it) and carry no defaults: the compiler
+renders every field explicitly, and a CRD default would show up as GitOps drift.  Embedded
+Kubernetes objects (pod templates, env, resources, ports) are preserved as given, since the
+compiler already validated them against the pinned Kubernetes schema.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .. import keys
+from ..emit import dump
+from ..models import MODELS
+from ..models.status import JobStatus, PHASES
+from .record import ELASTIC_KINDS, PLURALS
+
+_DROP = ("title", "default", "additionalProperties_false")
+
+
+def _inline(schema: Any, defs: dict[str, Any]) -> Any:
+    """Resolve $refs and turn pydantic's JSON Schema into a structural OpenAPI v3 schema."""
+    if isinstance(schema, list):
+        return [_inline(s, defs) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    ref = schema.get("$ref")
+    if isinstance(ref, str):
+        if ref.startswith("#/$defs/"):
+            merged = {**defs[ref.rsplit("/", 1)[-1]], **{k: v for k, v in schema.items() if k != "$ref"}}
+            return _inline(merged, defs)
+        # An embedded Kubernetes object: kept as written (validated at compile time).
+        out = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+        if "description" in schema:
+            out["description"] = schema["description"]
+        return out
+    if "anyOf" in schema:
+        members = [m for m in schema["anyOf"] if m.get("type") != "null"]
+        types = {m.get("type") for m in members}
+        rest = {k: v for k, v in schema.items() if k != "anyOf"}
+        if types == {"integer", "string"}:
+            return {**_clean(rest), "x-kubernetes-int-or-string": True}
+        if len(members) == 1:
+            return _inline({**members[0], **rest}, defs)
+    out: dict[str, Any] = {}
+    for key, value in schema.items():
+        if key in ("title", "default", "$defs"):
+            continue
+        if key == "additionalProperties" and value is False:
+            continue  # unknown fields are pruned by the API server anyway
+        if key == "properties":
+            out[key] = {name: _inline(sub, defs) for name, sub in value.items()}
+        elif key in ("items", "additionalProperties"):
+            out[key] = _inline(value, defs)
+        else:
+            out[key] = value
+    return out
+
+
+def _clean(schema: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in schema.items() if k not in ("title", "default")}
+
+
+def spec_schema(kind: str) -> dict[str, Any]:
+    """The structural schema of a kind's spec."""
+    full = MODELS[kind].model_json_schema(by_alias=True)
+    defs = full.get("$defs", {})
+    return _inline(full["properties"]["spec"], defs)
+
+
+def status_schema() -> dict[str, Any]:
+    """T9k's JobStatus, plus the runtime's own bookkeeping (restart ledger, attempt)."""
+    full = JobStatus.model_json_schema(by_alias=True)
+    schema = _inline({k: v for k, v in full.items() if k != "$defs"}, full.get("$defs", {}))
+    schema["properties"]["phase"]["enum"] = list(PHASES)
+    schema["properties"]["runtime"] = {
+        "type": "object",
+        "description": "The runtime's crash-safe ledger: restarts counted (by pod UID), attempt, releases.",
+        "x-kubernetes-preserve-unknown-fields": True,
+    }
+    return schema
+
+
+def crd(kind: str) -> dict[str, Any]:
+    """The CRD of one record kind."""
+    plural = PLURALS[kind]
+    version: dict[str, Any] = {
+        "name": "v1beta1",
+        "served": True,
+        "storage": True,
+        "additionalPrinterColumns": [
+            {"name": "Phase", "type": "string", "jsonPath": ".status.phase"},
+            {"name": "Running", "type": "integer", "jsonPath": ".status.aggregate.running"},
+            {"name": "Restarts", "type": "integer", "jsonPath": ".status.backoffCount"},
+            {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"},
+        ],
+        "schema": {
+            "openAPIV3Schema": {
+                "type": "object",
+                "description": f"A {kind} compiled by flatjob: the canonical T9k spec and its status, kept by the job's runtime.",
+                "properties": {
+                    "apiVersion": {"type": "string"},
+                    "kind": {"type": "string"},
+                    "metadata": {"type": "object"},
+                    "spec": spec_schema(kind),
+                    "status": status_schema(),
+                },
+                "required": ["spec"],
+            }
+        },
+        "subresources": {"status": {}},
+    }
+    if kind in ELASTIC_KINDS:
+        version["subresources"]["scale"] = {
+            "specReplicasPath": ".spec.elastic.expectedReplicas",
+            "statusReplicasPath": ".status.aggregate.running",
+        }
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{plural}.{keys.RECORD_GROUP}", "labels": {keys.APP_MANAGED_BY: keys.MANAGED_BY_VALUE}},
+        "spec": {
+            "group": keys.RECORD_GROUP,
+            "names": {"kind": kind, "listKind": f"{kind}List", "plural": plural, "singular": kind.lower(), "categories": ["flatjob"]},
+            "scope": "Namespaced",
+            "versions": [version],
+        },
+    }
+
+
+def crd_files() -> dict[str, str]:
+    """schemas/crds/<plural>.flatjob.dev.yaml for every kind, plus a kustomization listing them."""
+    files = {f"crds/{PLURALS[k]}.{keys.RECORD_GROUP}.yaml": keys.GENERATED_HEADER + dump(crd(k)) for k in sorted(MODELS)}
+    resources = sorted(name.split("/", 1)[1] for name in files)
+    files["crds/kustomization.yaml"] = keys.GENERATED_HEADER + dump({"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization", "resources": resources})
+    return files
