@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from dataclasses import replace
 from typing import Any
 
 from .. import keys
@@ -43,6 +44,18 @@ def patch_container(container: dict[str, Any], patch: ContainerPatch) -> dict[st
     return out
 
 
+def _downward(name: str, annotation: str) -> dict[str, Any]:
+    return {"name": name, "valueFrom": {"fieldRef": {"fieldPath": f"metadata.annotations['{annotation}']"}}}
+
+
+# Set by the runtime at release; a training script can read how often the job restarted.
+RUNTIME_ENV = (
+    _downward("FLATJOB_ATTEMPT", keys.ATTEMPT),
+    _downward("FLATJOB_RESTART_COUNT", keys.RESTART_COUNT),
+    _downward("FLATJOB_RESUMING", keys.RESUMING),
+)
+
+
 def spec_hash(pod: dict[str, Any]) -> str:
     """A short digest of what git renders for a pod; the runtime compares it to spot edits."""
     body = {"metadata": {k: v for k, v in pod["metadata"].items() if k != "annotations"}, "spec": pod["spec"]}
@@ -65,7 +78,8 @@ def render_pod(plan: JobPlan, pod: PodPlan) -> dict[str, Any]:
     spec = dict(pod.template.get("spec") or {})
     if pod.container is not None:
         containers = list(spec.get("containers") or [])
-        containers[pod.container] = patch_container(containers[pod.container], pod.patch)
+        patch = replace(pod.patch, env=(*pod.patch.env, *RUNTIME_ENV))
+        containers[pod.container] = patch_container(containers[pod.container], patch)
         spec["containers"] = containers
     if pod.drop_init_containers:
         spec.pop("initContainers", None)

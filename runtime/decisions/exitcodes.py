@@ -1,0 +1,54 @@
+"""What a pod's exit really means, given the launcher that ran in it.
+
+Launchers hide their workers' exit codes: torchrun exits 1 whatever killed its workers
+(it prints the worker's code in its failure summary, which reaches the pod's termination
+message through terminationMessagePolicy FallbackToLogsOnError), DeepSpeed's runner exits
+0 when its child dies by a signal, and a Python launcher that exits with a negative code
+shows up as 256-N.  The restart policy is applied to the effective code this returns.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..model import PodState
+
+RETRYABLE = frozenset({130, 137, 138, 143})  # SIGINT, SIGKILL, user "please restart", SIGTERM (T9k)
+LOST = 137  # a released pod that vanished or was evicted: the node or someone killed it
+_TORCHRUN_EXIT = re.compile(r"exitcode\s*:\s*(-?\d+)")
+_SIGNAL_EXITS = {256 - n: 128 + n for n in (2, 9, 10, 15)}  # sys.exit(-N) seen as 256-N
+
+
+def _from_torchrun(message: str | None) -> int | None:
+    """The first worker exit code in torchrun's ChildFailedError summary, as a shell code."""
+    if not message:
+        return None
+    m = _TORCHRUN_EXIT.search(message)
+    if not m:
+        return None
+    code = int(m.group(1))
+    return 128 - code if code < 0 else code
+
+
+def effective_exit_code(pod: PodState, launcher: str | None) -> int:
+    """The exit code the restart policy should see for a finished or lost pod."""
+    if pod.exit_code is None:
+        return LOST  # evicted, preempted, deleted or node lost before it could finish
+    if pod.reason == "OOMKilled":
+        return 137
+    code = pod.exit_code
+    if launcher == "torchrun" and code == 1:
+        return _from_torchrun(pod.message) or 1
+    if launcher in ("torchrun", "deepspeed", "colossalai") and code in _SIGNAL_EXITS:
+        return _SIGNAL_EXITS[code]
+    return code
+
+
+def retryable(policy: str, code: int) -> bool:
+    """Whether a restart policy restarts a pod that ended with this effective code."""
+    return {
+        "Never": False,
+        "OnFailure": code != 0,
+        "Always": True,
+        "ExitCode": code in RETRYABLE,
+    }[policy]

@@ -1,0 +1,75 @@
+"""Decide whether the job has finished, and how (T9k's rules per kind).
+
+- GenericJob: successRules / failureRules (a rule is met when all its replicas succeeded,
+  or all failed for good); with no successRules every replica must succeed; the job also
+  fails when no success rule can be met any more.
+- PyTorchTrainingJob, DeepSpeedJob, ColossalAIJob: the first pod decides (the master,
+  worker-0, the launcher).
+- Any kind: activeDeadlineSeconds from the first release.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..model import JobView, Ledger
+from .outcomes import Failure
+
+
+@dataclass(frozen=True)
+class FinishDecision:
+    """The job's outcome, once there is one."""
+
+    outcome: str | None = None  # Succeeded | Failed
+    reason: str | None = None  # Succeeded | Failed | BackoffLimitExceeded | DeadlineExceeded
+    message: str | None = None
+
+
+def _names(job: JobView, rule: dict[str, tuple[int, ...]]) -> list[str]:
+    out = []
+    for rtype, ranks in rule.items():
+        for rank in ranks:
+            pod = next((p for p in job.pods if p.type == rtype and p.index == rank), None)
+            out.append(pod.name if pod is not None else f"{job.name}-{rtype}-{rank}")
+    return out
+
+
+def _rule_text(rule: dict[str, tuple[int, ...]]) -> str:
+    inner = ", ".join(f'"{t}": [{", ".join(str(r) for r in ranks)}]' for t, ranks in rule.items())
+    return "{ " + inner + " }"
+
+
+def decide_success(job: JobView, ledger: Ledger) -> FinishDecision:
+    """Succeeded, when the deciding pod or a success rule says so."""
+    done = set(ledger.succeeded)
+    if job.decider == "first":
+        if job.pods and job.pods[0].name in done:
+            return FinishDecision("Succeeded", "Succeeded", "The job has finished successfully.")
+        return FinishDecision()
+    rules = job.success_rules or ({p.type: tuple(q.index for q in job.pods if q.type == p.type) for p in job.pods},)
+    for rule in rules:
+        if rule and all(n in done for n in _names(job, dict(rule))):
+            return FinishDecision("Succeeded", "Succeeded", "The job has finished successfully.")
+    return FinishDecision()
+
+
+def decide_failure(job: JobView, ledger: Ledger, fatal: Failure | None, exhausted: bool, now: float) -> FinishDecision:
+    """Failed, by a fatal replica failure, a failure rule, an unreachable success, or the deadline."""
+    kind = job.kind
+    if fatal is not None:
+        head = f"{kind} {job.name} has failed: {fatal.name} {fatal.reason}"
+        if exhausted:
+            limit = job.backoff_limit if job.backoff_limit is not None else job.rules[fatal.type].limit
+            return FinishDecision("Failed", "BackoffLimitExceeded", f"{head}; restart limit {limit} reached")
+        return FinishDecision("Failed", "Failed", head)
+    if job.deadline is not None and ledger.start_time is not None and now - ledger.start_time >= job.deadline:
+        return FinishDecision("Failed", "DeadlineExceeded", f"{kind} {job.name} has failed: it was active longer than activeDeadlineSeconds ({job.deadline}s)")
+    if job.decider == "rule":
+        dead = set(ledger.failed)
+        for rule in job.failure_rules:
+            if rule and all(n in dead for n in _names(job, dict(rule))):
+                return FinishDecision("Failed", "Failed", f"The job is failed with rule: {_rule_text(dict(rule))}")
+        rules = job.success_rules or ({p.type: tuple(q.index for q in job.pods if q.type == p.type) for p in job.pods},)
+        if dead and all(any(n in dead for n in _names(job, dict(r))) for r in rules if r):
+            return FinishDecision("Failed", "Failed", f"{kind} {job.name} has failed: no success rule can be met any more ({', '.join(sorted(dead))} failed)")
+    return FinishDecision()

@@ -1,0 +1,56 @@
+"""Reduce API pod objects to PodState: what the decisions need and nothing more."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flatjob.compiler import keys
+
+from .model import GATE, PodState
+
+_STATE_NAMES = ("running", "waiting", "terminated")
+
+
+def _container(statuses: list[dict[str, Any]], name: str | None) -> dict[str, Any] | None:
+    if not statuses:
+        return None
+    if name is not None:
+        for s in statuses:
+            if s.get("name") == name:
+                return s
+    return statuses[0]
+
+
+def _state_name(status: dict[str, Any]) -> str:
+    state = status.get("state") or {}
+    for key in _STATE_NAMES:
+        if state.get(key) is not None:
+            return key.capitalize()
+    return "Unknown"
+
+
+def pod_state(obj: dict[str, Any], container: str | None = None) -> PodState:
+    """The decision-relevant view of one pod object."""
+    meta = obj.get("metadata") or {}
+    spec = obj.get("spec") or {}
+    status = obj.get("status") or {}
+    statuses = status.get("containerStatuses") or []
+    main = _container(statuses, container)
+    term = ((main or {}).get("state") or {}).get("terminated") or {}
+    exit_code = term.get("exitCode") if term else None
+    ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or [])
+    return PodState(
+        name=meta.get("name", ""),
+        uid=meta.get("uid", ""),
+        phase=status.get("phase") or "Pending",
+        gated=any(g.get("name") == GATE for g in spec.get("schedulingGates") or []),
+        deleting=meta.get("deletionTimestamp") is not None,
+        ready=ready,
+        exit_code=exit_code,
+        reason=term.get("reason") or status.get("reason"),
+        message=term.get("message") or status.get("message"),
+        spec_hash=(meta.get("annotations") or {}).get(keys.SPEC_HASH),
+        annotations=dict(meta.get("annotations") or {}),
+        labels=dict(meta.get("labels") or {}),
+        containers=tuple((s.get("name", ""), _state_name(s), ((s.get("state") or {}).get("terminated") or {}).get("exitCode")) for s in statuses),
+    )
