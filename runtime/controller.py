@@ -128,6 +128,8 @@ class Controller:
         self.last_cycle = cycle
         for action in cycle.actions:
             self._act(action, record)
+        if cycle.actions:
+            self._dirty = True  # our own changes are in the cache already; look at them once more
         for etype, reason, message in cycle.events:
             self._event(record, etype, reason, message)
         self.wake_at = self._next_wake(cycle.wake_at)

@@ -1,0 +1,17 @@
+# The runtime image: `flatjob runtime` for one job. Its tag must equal the compiler's version,
+# because the runtime re-renders pods with the compiler's code and refuses other versions.
+FROM python:3.11-slim AS build
+WORKDIR /src
+COPY pyproject.toml README.md ./
+COPY compiler compiler
+COPY runtime runtime
+COPY schemas schemas
+RUN pip wheel --no-cache-dir --wheel-dir /wheels '.[runtime]'
+
+FROM python:3.11-slim
+COPY --from=build /wheels /wheels
+RUN pip install --no-cache-dir --no-index /wheels/*.whl && rm -rf /wheels
+USER 65532:65532
+EXPOSE 8080
+ENTRYPOINT ["flatjob"]
+CMD ["runtime", "--help"]
