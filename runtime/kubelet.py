@@ -121,6 +121,9 @@ class FakeKubelet:
     clock: Callable[[], float] = lambda: 0.0
     schedule_delay: float = 1.0
     runner: ShellRunner = field(default_factory=ShellRunner)
+    # Scenario behaviour for pods whose real command cannot run here (sshd, deepspeed, torchrun):
+    # pod name -> f(pod, env) -> (virtual seconds, exit code or None for "until deleted").
+    behaviors: dict[str, Callable[[dict[str, Any], dict[str, str]], tuple[float, int | None]]] = field(default_factory=dict)
     seen: dict[str, float] = field(default_factory=dict)  # uid -> when the gates were gone
     running: dict[str, _Running] = field(default_factory=dict)  # uid -> run
 
@@ -148,7 +151,11 @@ class FakeKubelet:
 
     def _start(self, name: str, pod: dict[str, Any], now: float) -> None:
         containers = pod["spec"]["containers"]
-        results = [self.runner.run(pod, c) for c in containers]
+        behave = self.behaviors.get(name)
+        if behave is not None:
+            results = [behave(pod, container_env(pod, containers[0]))]
+        else:
+            results = [self.runner.run(pod, c) for c in containers]
         seconds = max(s for s, _ in results)
         codes = [c for _, c in results]
         code = None if any(c is None for c in codes) else next((c for c in codes if c), 0)

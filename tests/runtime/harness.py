@@ -67,7 +67,7 @@ class Scenario:
     gitops: str | None = None  # None | "argo" | "flux"
     options: CompileOptions | None = None
     clock: Clock = field(default_factory=Clock)
-    starts: Counter[tuple[str, str]] = field(default_factory=Counter)  # (pod, attempt) -> starts
+    starts: Counter[tuple[str, str, str]] = field(default_factory=Counter)  # run_key -> starts
 
     def __post_init__(self) -> None:
         self.manifests = compile_text(self.text, self.options)
@@ -94,7 +94,7 @@ class Scenario:
         self.kubelet.tick()
         for name, pod in self.cluster.pods(NAMESPACE).items():
             if pod.get("status", {}).get("phase") == "Running" and before.get(pod["metadata"]["uid"]) != "Running":
-                self.starts[(name, pod["metadata"].get("annotations", {}).get(keys.ATTEMPT, "?"))] += 1
+                self.starts[run_key(name, pod)] += 1
         if self.tool is not None:
             self.tool.tick()
         self.clock.now += dt
@@ -134,6 +134,12 @@ class Scenario:
             self.tool.sync(self.manifests)
         else:
             self.cluster.apply_record(NAMESPACE, PLURAL(self.kind), record)
+
+
+def run_key(name: str, pod: dict[str, Any]) -> tuple[str, str, str]:
+    """What one run of a pod is: its name, the job attempt and the restart it belongs to."""
+    notes = pod["metadata"].get("annotations") or {}
+    return (name, notes.get(keys.ATTEMPT, "?"), notes.get(keys.RESTART_COUNT, "?"))
 
 
 def make_gitops(kind: str, cluster: FakeCluster, manifests: list[dict[str, Any]]) -> Any:

@@ -100,3 +100,213 @@ def test_gitops_restart_then_success_is_stable(gitops: str) -> None:
     assert s.settle(600) == {}, "nothing may change once the job has finished and settled"
     # Pods the tool recreated after clean-up stay gated and never run.
     assert all(p["spec"].get("schedulingGates") for p in s.pods().values() if p.get("status", {}).get("phase") == "Pending")
+
+
+GENERIC = """
+apiVersion: batch.tensorstack.dev/v1beta1
+kind: GenericJob
+metadata:
+  name: gen
+spec:
+  successRules:
+    - {"worker": [0]}
+  failureRules:
+    - {"worker": [1]}
+  replicaSpecs:
+    - type: worker
+      replicas: 2
+      restartPolicy:
+        policy: Never
+      template:
+        spec:
+          containers:
+            - name: main
+              image: busybox:1.36
+              command: [sh, -c, 'if [ $(rank) = 1 ]; then sleep 2; exit 3; fi; sleep 30']
+"""
+
+
+def test_failure_by_rule() -> None:
+    s = Scenario(GENERIC)
+    st = s.finished()
+    assert st["phase"] == "Failed"
+    failed = next(c for c in st["conditions"] if c["type"] == "Failed")
+    assert failed["message"] == 'The job is failed with rule: { "worker": [1] }'
+    # cleanUpPolicy Unfinished (default): the still-running worker-0 is stopped.
+    s.settle(30)
+    assert "gen-worker-0" not in s.pods() or s.pods()["gen-worker-0"]["spec"].get("schedulingGates")
+
+
+def test_deadline() -> None:
+    s = Scenario(pytorch(master="sleep 300; exit 0", worker="sleep 300; exit 0").replace("runPolicy:", "runPolicy:\n    activeDeadlineSeconds: 30"))
+    st = s.finished()
+    assert st["phase"] == "Failed"
+    failed = next(c for c in st["conditions"] if c["type"] == "Failed")
+    assert failed["reason"] == "DeadlineExceeded"
+    assert 30 <= s.clock.now - st["runtime"]["startTime"] <= 33
+    s.settle(30)
+    assert all(p.get("status", {}).get("phase") != "Running" for p in s.pods().values())
+
+
+def test_cleanup_all_deletes_every_pod_once() -> None:
+    s = Scenario(pytorch(cleanup="All"))
+    s.finished()
+    s.settle(30)
+    assert s.pods() == {}
+    assert s.status()["aggregate"]["deleted"] == 3
+
+
+ELASTIC = """
+apiVersion: batch.tensorstack.dev/v1beta1
+kind: PyTorchTrainingJob
+metadata:
+  name: el
+spec:
+  torchrunConfig:
+    enabled: true
+    procPerNode: "1"
+  elastic:
+    enabled: true
+    minReplicas: 1
+    maxReplicas: 4
+    expectedReplicas: 2
+  replicaSpecs:
+    - type: node
+      replicas: 4
+      restartPolicy: OnFailure
+      template:
+        spec:
+          containers:
+            - name: python
+              image: pytorch/pytorch:2.4.0-cuda12.1-cudnn9-runtime
+              command: [python]
+              args: [train.py]
+"""
+
+
+def _running(s: Scenario) -> list[str]:
+    return sorted(n for n, p in s.pods().items() if p.get("status", {}).get("phase") == "Running")
+
+
+@pytest.mark.parametrize("gitops", [None, "argo", "flux"])
+def test_elastic_scale_up_and_down(gitops: str | None) -> None:
+    s = Scenario(ELASTIC, gitops=gitops)
+    s.run_until(lambda st: st.get("aggregate", {}).get("running") == 2)
+    assert _running(s) == ["el-node-0", "el-node-1"]
+    s.cluster.scale_record("default", "pytorchtrainingjobs", "el", 4)
+    s.run_until(lambda st: st.get("aggregate", {}).get("running") == 4)
+    s.cluster.scale_record("default", "pytorchtrainingjobs", "el", 1)
+    s.run_until(lambda st: st.get("aggregate", {}).get("running") == 1)
+    s.settle(60)
+    assert _running(s) == ["el-node-0"]
+    assert s.status()["backoffCount"] == 0  # scaling is not a restart
+    # git still says expectedReplicas 2; the tool must not have reverted the scale.
+    assert s.cluster.record("default", "pytorchtrainingjobs", "el")["spec"]["elastic"]["expectedReplicas"] == 1
+    assert s.settle(300) == {}
+    s.cluster.scale_record("default", "pytorchtrainingjobs", "el", 3)
+    s.run_until(lambda st: st.get("aggregate", {}).get("running") == 3)
+    assert max(s.starts.values()) <= 2  # a seat stopped and started again runs in a new incarnation
+
+
+@pytest.mark.parametrize("gitops", [None, "argo", "flux"])
+def test_pause_and_resume(gitops: str | None) -> None:
+    job = pytorch(master="sleep 600; exit 0", worker="sleep 600; exit 0")
+    s = Scenario(job, gitops=gitops)
+    s.run_until(lambda st: st.get("phase") == "Running")
+    paused = job.replace("spec:\n  runPolicy:", "spec:\n  runMode:\n    pause:\n      enabled: true\n  runPolicy:")
+    s.update_spec(paused)
+    st = s.run_until(lambda st: st.get("phase") == "Paused" and not s.pods())
+    assert next(c for c in st["conditions"] if c["type"] == "Paused")["status"] == "True"
+    assert s.settle(120).get("create_pod", 0) == 0  # nothing comes back while paused
+    s.update_spec(job.replace("spec:\n  runPolicy:", "spec:\n  runMode:\n    pause:\n      enabled: false\n  runPolicy:"))
+    st = s.run_until(lambda st: st.get("phase") == "Running" and st["aggregate"]["running"] == 3)
+    assert st["backoffCount"] == 0
+    assert all(p["metadata"]["annotations"].get("flatjob.dev/resuming") == "true" for p in s.pods().values())
+
+
+DEEPSPEED = """
+apiVersion: batch.tensorstack.dev/v1beta1
+kind: DeepSpeedJob
+metadata:
+  name: ds
+spec:
+  config:
+    slotsPerWorker: 1
+    run:
+      python: [train.py]
+  runPolicy:
+    backoffLimit: 2
+  worker:
+    replicas: 3
+    restartPolicy: OnFailure
+    template:
+      spec:
+        containers:
+          - name: worker
+            image: deepspeed/deepspeed:v072_torch112_cu117
+"""
+
+
+def _launcher_fails_once(pod: dict, env: dict) -> tuple[float, int | None]:
+    """worker-0 runs deepspeed: it fails (1) on the first attempt and succeeds after a restart."""
+    return (8.0, 1) if env.get("FLATJOB_RESTART_COUNT") == "0" else (8.0, 0)
+
+
+@pytest.mark.parametrize("gitops", [None, "argo", "flux"])
+def test_ssh_launched_group_restart(gitops: str | None) -> None:
+    s = Scenario(DEEPSPEED, gitops=gitops)
+    s.kubelet.behaviors["ds-worker-0"] = _launcher_fails_once
+    for name in ("ds-worker-1", "ds-worker-2"):
+        s.kubelet.behaviors[name] = lambda pod, env: (float("inf"), None)  # sshd runs until deleted
+    # The runtime creates the key pair Secret itself; no key material is in git.
+    s.run_until(lambda st: st.get("phase") == "Running")
+    secret = s.cluster.objects[("secrets", "default", "ds-ssh")]
+    assert secret["type"] == "kubernetes.io/ssh-auth"
+    assert "BEGIN OPENSSH PRIVATE KEY" in secret["stringData"]["ssh-privatekey"]
+    st = s.finished()
+    assert st["phase"] == "Succeeded"
+    assert st["backoffCount"] == 1 and st["runtime"]["attempt"] == 2
+    assert max(s.starts.values()) == 1
+
+
+def test_launcher_released_after_workers_are_ready() -> None:
+    s = Scenario(DEEPSPEED)
+    for name in ("ds-worker-0", "ds-worker-1", "ds-worker-2"):
+        s.kubelet.behaviors[name] = lambda pod, env: (float("inf"), None)
+    order: list[str] = []
+    for _ in range(30):
+        s.tick()
+        for name, pod in sorted(s.pods().items()):
+            if not pod["spec"].get("schedulingGates") and name not in order:
+                order.append(name)
+    assert order[-1] == "ds-worker-0" and set(order) == {"ds-worker-0", "ds-worker-1", "ds-worker-2"}
+
+
+COLOSSAL = """
+apiVersion: batch.tensorstack.dev/v1beta1
+kind: ColossalAIJob
+metadata:
+  name: cai
+spec:
+  torchConfig:
+    procPerWorker: 1
+    script: [train.py]
+  replicaSpecs:
+    - type: worker
+      replicas: 2
+      template:
+        spec:
+          containers:
+            - name: worker
+              image: hpcaitech/colossalai:0.3.0
+"""
+
+
+def test_colossalai_worker_failure_is_not_restarted() -> None:
+    s = Scenario(COLOSSAL)
+    s.kubelet.behaviors["cai-launcher"] = lambda pod, env: (float("inf"), None)
+    s.kubelet.behaviors["cai-worker-0"] = lambda pod, env: (float("inf"), None)
+    s.kubelet.behaviors["cai-worker-1"] = lambda pod, env: (5.0, 137)
+    st = s.finished()
+    assert st["phase"] == "Failed" and st["backoffCount"] == 0
+    assert "cai-worker-1 failed with exit code 137" in next(c for c in st["conditions"] if c["type"] == "Failed")["message"]
