@@ -13,6 +13,7 @@ import os
 import textwrap
 import threading
 import time
+import uuid
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -29,8 +30,9 @@ from flatjob.runtime.controller import Controller
 from flatjob.runtime.fake import FakeCluster
 from flatjob.runtime.kubelet import FakeKubelet
 
-REAL = os.environ.get("FLATJOB_REAL_CLUSTER") == "1"
-NAMESPACE = os.environ.get("FLATJOB_TEST_NAMESPACE", "default")
+REAL = os.environ.get("FLATJOB_REAL_CLUSTER") == "1" and bool(os.environ.get("KUBECONFIG") or os.path.exists(os.path.expanduser("~/.kube/config")))
+NAMESPACE = "default"
+OPEN: list[Scenario] = []  # scenarios to close after each test (tests/runtime/conftest.py)
 PLURAL = lambda kind: kind.lower() + "s"  # noqa: E731
 
 
@@ -59,7 +61,7 @@ class Clock:
         return self.now
 
 
-@dataclass
+@dataclass(eq=False)
 class Scenario:
     """One job under test: its manifests, the cluster, the runtime and the GitOps tool."""
 
@@ -70,25 +72,55 @@ class Scenario:
     starts: Counter[tuple[str, str, str]] = field(default_factory=Counter)  # run_key -> starts
 
     def __post_init__(self) -> None:
+        self.namespace = f"flatjob-{uuid.uuid4().hex[:8]}" if REAL else NAMESPACE
+        self.options = self.options or CompileOptions(namespace=self.namespace)
         self.manifests = compile_text(self.text, self.options)
         self.record = next(o for o in self.manifests if o["apiVersion"] == keys.RECORD_API_VERSION)
         self.kind, self.name = self.record["kind"], self.record["metadata"]["name"]
-        self.cluster = FakeCluster(self.clock)
-        self.kubelet = FakeKubelet(self.cluster, NAMESPACE, self.clock)
+        if REAL:
+            from .realcluster import RealCluster
+
+            self.cluster = RealCluster()  # type: ignore[assignment]
+            self.cluster.create_namespace(self.namespace)  # type: ignore[attr-defined]
+            self.kubelet = None  # the real kubelet runs the pods
+        else:
+            self.cluster = FakeCluster(self.clock)
+            self.kubelet = FakeKubelet(self.cluster, NAMESPACE, self.clock)
         self.tool = make_gitops(self.gitops, self.cluster, self.manifests) if self.gitops else None
         for obj in self.manifests:
             if obj["kind"] in ("Pod", "PodGroup") or obj["apiVersion"] == keys.RECORD_API_VERSION:
                 self.cluster.apply(copy.deepcopy(obj))
+        self.runner = None
         self.controller = self.new_controller()
+        OPEN.append(self)
 
     def new_controller(self) -> Controller:
         """A fresh runtime process (nothing in memory), as after a crash or a rollout."""
+        if REAL:
+            from .realcluster import RealRunner
+
+            if self.runner is not None:
+                self.runner.close()
+            self.runner = RealRunner(self.cluster, self.namespace, self.kind, self.name)  # type: ignore[arg-type]
+            return self.runner.controller
         c = Controller(self.cluster, NAMESPACE, self.kind, self.name, clock=self.clock, use_lease=False)
         c.start()
         return c
 
+    def close(self) -> None:
+        """Stop the runtime; on a real cluster, delete the scenario's namespace."""
+        if self.runner is not None:
+            self.runner.close()
+            self.cluster.delete_namespace(self.namespace)  # type: ignore[attr-defined]
+
     def tick(self, dt: float = 1.0) -> None:
         """One round: runtime, kubelet, GitOps tool; then time moves on."""
+        if REAL:
+            time.sleep(dt)
+            self._count_starts()
+            if self.tool is not None:
+                self.tool.tick()
+            return
         self.controller.step()
         before = {o["metadata"]["uid"]: o.get("status", {}).get("phase") for o in self.cluster.pods(NAMESPACE).values()}
         self.kubelet.tick()
@@ -99,13 +131,25 @@ class Scenario:
             self.tool.tick()
         self.clock.now += dt
 
+    def _count_starts(self) -> None:
+        """Real clusters: count each pod UID seen running once, by its run key."""
+        seen = self.__dict__.setdefault("_seen", set())
+        for name, pod in self.pods().items():
+            uid = pod["metadata"]["uid"]
+            if pod.get("status", {}).get("phase") in ("Running", "Succeeded", "Failed") and not pod["spec"].get("schedulingGates") and uid not in seen:
+                seen.add(uid)
+                self.starts[run_key(name, pod)] += 1
+
+    def now(self) -> float:
+        return time.time() if REAL else self.clock.now
+
     def status(self) -> dict[str, Any]:
-        return self.cluster.record(NAMESPACE, PLURAL(self.kind), self.name).get("status") or {}
+        return self.cluster.record(self.namespace, PLURAL(self.kind), self.name).get("status") or {}
 
     def run_until(self, done: Callable[[dict[str, Any]], bool], limit: float = 900, dt: float = 1.0) -> dict[str, Any]:
-        """Tick until `done(status)` or `limit` virtual seconds; returns the last status."""
-        end = self.clock.now + limit
-        while self.clock.now < end:
+        """Tick until `done(status)` or `limit` seconds (virtual on the fake); returns the status."""
+        end = self.now() + limit
+        while self.now() < end:
             self.tick(dt)
             st = self.status()
             if done(st):
@@ -116,15 +160,34 @@ class Scenario:
         return self.run_until(lambda s: s.get("phase") in ("Succeeded", "Failed"), limit)
 
     def settle(self, seconds: float = 120) -> Counter[str]:
-        """Run on after the outcome; return the mutating API calls made meanwhile."""
+        """Run on after the outcome; return the mutating API calls made meanwhile
+        (on a real cluster: the objects whose resourceVersion changed)."""
+        if REAL:
+            return self._settle_real(seconds)
         before = Counter(self.cluster.calls)
         for _ in range(int(seconds)):
             self.tick()
         after = Counter(self.cluster.calls)
         return Counter({k: after[k] - before.get(k, 0) for k in after if after[k] != before.get(k, 0)})
 
+    def _settle_real(self, seconds: float) -> Counter[str]:
+        def versions() -> dict[str, str]:
+            out = {f"pod/{n}": p["metadata"]["resourceVersion"] for n, p in self.pods().items()}
+            out["record"] = self.cluster.record(self.namespace, PLURAL(self.kind), self.name)["metadata"]["resourceVersion"]
+            return out
+
+        before = versions()
+        for _ in range(int(seconds)):
+            self.tick()
+        after = versions()
+        return Counter({k: 1 for k in set(before) | set(after) if before.get(k) != after.get(k)})
+
     def pods(self) -> dict[str, dict[str, Any]]:
-        return self.cluster.pods(NAMESPACE)
+        return self.cluster.pods(self.namespace)
+
+    def scale(self, replicas: int) -> None:
+        """kubectl scale on the record (its scale subresource)."""
+        self.cluster.scale_record(self.namespace, PLURAL(self.kind), self.name, replicas)
 
     def update_spec(self, text: str) -> None:
         """A new commit: recompile and let the GitOps tool (or a plain apply) sync it."""
@@ -133,7 +196,7 @@ class Scenario:
         if self.tool is not None:
             self.tool.sync(self.manifests)
         else:
-            self.cluster.apply_record(NAMESPACE, PLURAL(self.kind), record)
+            self.cluster.apply_record(self.namespace, PLURAL(self.kind), record)
 
 
 def run_key(name: str, pod: dict[str, Any]) -> tuple[str, str, str]:

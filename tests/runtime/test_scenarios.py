@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import pytest
 
-from .harness import Scenario
+from .harness import REAL, Scenario
+
+fake_only = pytest.mark.skipif(REAL, reason="needs the kubelet stand-in (images without sshd/torchrun run on kind)")
 
 JOB = """
 apiVersion: batch.tensorstack.dev/v1beta1
@@ -188,22 +190,23 @@ def _running(s: Scenario) -> list[str]:
     return sorted(n for n, p in s.pods().items() if p.get("status", {}).get("phase") == "Running")
 
 
+@fake_only
 @pytest.mark.parametrize("gitops", [None, "argo", "flux"])
 def test_elastic_scale_up_and_down(gitops: str | None) -> None:
     s = Scenario(ELASTIC, gitops=gitops)
     s.run_until(lambda st: st.get("aggregate", {}).get("running") == 2)
     assert _running(s) == ["el-node-0", "el-node-1"]
-    s.cluster.scale_record("default", "pytorchtrainingjobs", "el", 4)
+    s.scale(4)
     s.run_until(lambda st: st.get("aggregate", {}).get("running") == 4)
-    s.cluster.scale_record("default", "pytorchtrainingjobs", "el", 1)
+    s.scale(1)
     s.run_until(lambda st: st.get("aggregate", {}).get("running") == 1)
     s.settle(60)
     assert _running(s) == ["el-node-0"]
     assert s.status()["backoffCount"] == 0  # scaling is not a restart
     # git still says expectedReplicas 2; the tool must not have reverted the scale.
-    assert s.cluster.record("default", "pytorchtrainingjobs", "el")["spec"]["elastic"]["expectedReplicas"] == 1
+    assert s.cluster.record(s.namespace, "pytorchtrainingjobs", "el")["spec"]["elastic"]["expectedReplicas"] == 1
     assert s.settle(300) == {}
-    s.cluster.scale_record("default", "pytorchtrainingjobs", "el", 3)
+    s.scale(3)
     s.run_until(lambda st: st.get("aggregate", {}).get("running") == 3)
     assert max(s.starts.values()) <= 2  # a seat stopped and started again runs in a new incarnation
 
@@ -252,6 +255,7 @@ def _launcher_fails_once(pod: dict, env: dict) -> tuple[float, int | None]:
     return (8.0, 1) if env.get("FLATJOB_RESTART_COUNT") == "0" else (8.0, 0)
 
 
+@fake_only
 @pytest.mark.parametrize("gitops", [None, "argo", "flux"])
 def test_ssh_launched_group_restart(gitops: str | None) -> None:
     s = Scenario(DEEPSPEED, gitops=gitops)
@@ -269,6 +273,7 @@ def test_ssh_launched_group_restart(gitops: str | None) -> None:
     assert max(s.starts.values()) == 1
 
 
+@fake_only
 def test_launcher_released_after_workers_are_ready() -> None:
     s = Scenario(DEEPSPEED)
     for name in ("ds-worker-0", "ds-worker-1", "ds-worker-2"):
@@ -302,6 +307,7 @@ spec:
 """
 
 
+@fake_only
 def test_colossalai_worker_failure_is_not_restarted() -> None:
     s = Scenario(COLOSSAL)
     s.kubelet.behaviors["cai-launcher"] = lambda pod, env: (float("inf"), None)

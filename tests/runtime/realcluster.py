@@ -1,0 +1,107 @@
+"""The scenario harness on a real API server (FLATJOB_REAL_CLUSTER=1 and a KUBECONFIG).
+
+The runtime runs in a thread against runtime.kube.KubeCluster, on real time; the real
+kubelet runs the busybox pods; the GitOps simulators act through the same calls they use
+on the fake.  Each scenario gets its own namespace, deleted afterwards.  The record CRDs
+must be installed (kubectl apply -k schemas/crds), as the kind workflow does.
+"""
+
+from __future__ import annotations
+
+import copy
+import threading
+import time
+import uuid
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+from flatjob.compiler import keys
+from flatjob.runtime.api import AlreadyExists, NotFound
+from flatjob.runtime.cli import run_loop
+from flatjob.runtime.controller import Controller
+from flatjob.runtime.server import Health
+
+RECORD_VERSION = keys.RECORD_API_VERSION.split("/", 1)[1]
+
+
+class RealCluster:
+    """KubeCluster plus the helper calls the harness and the GitOps simulators make."""
+
+    def __init__(self) -> None:
+        from flatjob.runtime.kube import KubeCluster, _call
+
+        self.kube = KubeCluster()
+        self._call = _call
+        self.calls: Counter[str] = Counter()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.kube, name)
+
+    def create_namespace(self, name: str) -> None:
+        self._call(self.kube.core.create_namespace, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+
+    def delete_namespace(self, name: str) -> None:
+        try:
+            self._call(self.kube.core.delete_namespace, name)
+        except NotFound:
+            pass
+
+    def pods(self, namespace: str) -> dict[str, dict[str, Any]]:
+        items, _ = self.kube.list_pods(namespace, {})
+        return {p["metadata"]["name"]: p for p in items if keys.JOB_NAME in (p["metadata"].get("labels") or {})}
+
+    def record(self, namespace: str, plural: str, name: str) -> dict[str, Any]:
+        return self._call(self.kube.custom.get_namespaced_custom_object, keys.RECORD_GROUP, RECORD_VERSION, namespace, plural, name)
+
+    def apply_record(self, namespace: str, plural: str, body: dict[str, Any]) -> dict[str, Any]:
+        body = copy.deepcopy(body)
+        body.pop("status", None)
+        name = body["metadata"]["name"]
+        try:
+            live = self.record(namespace, plural, name)
+        except NotFound:
+            return self._call(self.kube.custom.create_namespaced_custom_object, keys.RECORD_GROUP, RECORD_VERSION, namespace, plural, body)
+        live["spec"] = body["spec"]
+        live["metadata"]["labels"] = body["metadata"].get("labels", {})
+        live["metadata"]["annotations"] = body["metadata"].get("annotations", {})
+        return self._call(self.kube.custom.replace_namespaced_custom_object, keys.RECORD_GROUP, RECORD_VERSION, namespace, plural, name, live)
+
+    def scale_record(self, namespace: str, plural: str, name: str, replicas: int) -> None:
+        self._call(self.kube.custom.patch_namespaced_custom_object_scale, keys.RECORD_GROUP, RECORD_VERSION, namespace, plural, name, {"spec": {"replicas": replicas}})
+
+    def apply(self, obj: dict[str, Any]) -> None:
+        ns = obj["metadata"]["namespace"]
+        if obj["apiVersion"] == keys.RECORD_API_VERSION:
+            self.apply_record(ns, obj["kind"].lower() + "s", obj)
+        elif obj["kind"] == "Pod":
+            try:
+                self.kube.create_pod(ns, obj)
+            except AlreadyExists:
+                pass
+
+
+class RealRunner:
+    """The runtime in a thread, on real time, until stopped."""
+
+    def __init__(self, cluster: RealCluster, namespace: str, kind: str, name: str):
+        self.controller = Controller(cluster.kube, namespace, kind, name, identity=f"test-{uuid.uuid4().hex[:6]}")
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=run_loop, args=(self.controller, self.stop, cluster.kube.notify, Health()), daemon=True)
+        self.thread.start()
+
+    def close(self) -> None:
+        self.stop.set()
+        self.controller.cluster.notify.set()  # type: ignore[attr-defined]
+        self.thread.join(timeout=10)
+
+
+def wait_until(check: Callable[[], Any], limit: float, every: float = 1.0) -> Any:
+    """Poll (test side only) until check() is truthy; the runtime itself never polls."""
+    end = time.monotonic() + limit
+    while time.monotonic() < end:
+        value = check()
+        if value:
+            return value
+        time.sleep(every)
+    raise AssertionError(f"not done after {limit}s")

@@ -1,0 +1,208 @@
+"""The record's status: runtime.decisions.status.build_status.
+
+- every phase (Pending, Running, Paused, Resuming, Succeeded, Failed) with T9k's condition set
+  and messages, and the kstatus conditions (Ready, Reconciling, Stalled) Flux and Argo CD read;
+- lastTransitionTime changes only when a condition's status does;
+- aggregate counts per replica phase, tasks with restartCount, observedGeneration, the ledger.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from flatjob.runtime.decisions.status import MSG_INITIALIZED, MSG_PAUSED, MSG_RUNNING, MSG_SUCCEEDED, build_status, rfc3339
+from flatjob.runtime.model import Ledger, PodState
+
+from .builders import NOW, conditions, job_view, observed, pod, uid
+
+JOB = job_view("PyTorchTrainingJob")
+NAMES = ("j-master-0", "j-worker-0", "j-worker-1")
+RELEASED = {n: uid(n) for n in NAMES}
+FAILED_MSG = "PyTorchTrainingJob j has failed: j-master-0 failed with exit code 1"
+WAIT = "waiting for 1 of 3 pod(s) to exist before starting them together"
+
+
+def everything(phase: str, **kw: Any) -> dict[str, PodState]:
+    return observed(*(pod(n, phase, **kw) for n in NAMES))
+
+
+# name: (pods, ledger, wait, expected phase)
+STATES: dict[str, tuple[dict[str, PodState], Ledger, str | None, str]] = {
+    "pending": (observed(pod("j-master-0"), pod("j-worker-0")), Ledger(), WAIT, "Pending"),
+    "released-not-started": (everything("Pending", gated=False), Ledger(released=RELEASED, start_time=NOW), None, "Pending"),
+    "running-partly": (
+        observed(pod("j-master-0", "Running"), pod("j-worker-0", "Running"), pod("j-worker-1", gated=False)),
+        Ledger(released=RELEASED, start_time=NOW), None, "Running",
+    ),
+    "running": (everything("Running"), Ledger(released=RELEASED, start_time=NOW), None, "Running"),
+    "paused": (everything("Running", deleting=True), Ledger(paused=True, draining=tuple(RELEASED.values()), start_time=NOW), "paused", "Paused"),
+    "resuming": (everything("Pending"), Ledger(resuming=True, attempt=2, start_time=NOW), None, "Resuming"),
+    "succeeded": (everything("Succeeded"), Ledger(outcome="Succeeded", reason="Succeeded", message=MSG_SUCCEEDED, start_time=NOW), None, "Succeeded"),
+    "failed": (
+        observed(pod("j-master-0", "Failed", exit=1), pod("j-worker-0", "Running"), pod("j-worker-1", "Running")),
+        Ledger(outcome="Failed", reason="Failed", message=FAILED_MSG, replica_failed="j-master-0 failed with exit code 1", start_time=NOW),
+        None, "Failed",
+    ),
+    "backoff-limit": (
+        everything("Failed", exit=137),
+        Ledger(outcome="Failed", reason="BackoffLimitExceeded", message=FAILED_MSG + "; restart limit 3 reached", start_time=NOW, backoff_count=3),
+        None, "Failed",
+    ),
+}
+
+TYPES = ("Initialized", "Running", "ReplicaFailure", "Completed", "Failed", "Paused", "Ready", "Reconciling", "Stalled")
+
+# state: statuses of TYPES in order (T = True, F = False)
+CONDITION_TABLE = {
+    "pending":              "F F F F F F F T F",
+    "released-not-started": "T F F F F F F T F",
+    "running-partly":       "T T F F F F F T F",
+    "running":              "T T F F F F T F F",
+    "paused":               "T F F F F T F F F",
+    "resuming":             "T F F F F F F T F",
+    "succeeded":            "T F F T F F T F F",
+    "failed":               "T F T F T F F F T",
+    "backoff-limit":        "T F F F T F F F T",
+}
+
+
+def build(state: str, previous: dict[str, Any] | None = None, now: float = NOW) -> dict[str, Any]:
+    pods, led, wait, _ = STATES[state]
+    return build_status(JOB, pods, led, previous, now, wait)
+
+
+@pytest.mark.parametrize("state", list(STATES))
+def test_phase(state: str) -> None:
+    assert build(state)["phase"] == STATES[state][3]
+
+
+@pytest.mark.parametrize("state", list(CONDITION_TABLE))
+def test_condition_set(state: str) -> None:
+    expected = dict(zip(TYPES, ("True" if s == "T" else "False" for s in CONDITION_TABLE[state].split())))
+    got = {c["type"]: c["status"] for c in build(state)["conditions"]}
+    assert list(got) == list(TYPES)
+    assert got == expected
+
+
+def reason_message(state: str, ctype: str) -> tuple[str, str]:
+    c = conditions(build(state))[ctype]
+    return c["reason"], c["message"]
+
+
+@pytest.mark.parametrize(
+    ("state", "ctype", "reason", "message"),
+    [
+        ("pending", "Initialized", "Initializing", WAIT),
+        ("pending", "Reconciling", "Pending", WAIT),
+        ("pending", "Ready", "Pending", WAIT),
+        ("running", "Initialized", "-", MSG_INITIALIZED),
+        ("running", "Running", "-", MSG_RUNNING),
+        ("running", "Ready", "Running", MSG_RUNNING),
+        ("running-partly", "Reconciling", "Running", "The job is running."),
+        ("paused", "Paused", "Paused", MSG_PAUSED),
+        ("paused", "Running", "Paused", "paused"),
+        ("succeeded", "Completed", "Succeeded", MSG_SUCCEEDED),
+        ("succeeded", "Running", "Succeeded", MSG_SUCCEEDED),
+        ("succeeded", "Ready", "Succeeded", MSG_SUCCEEDED),
+        ("failed", "Failed", "Failed", FAILED_MSG),
+        ("failed", "Completed", "Failed", FAILED_MSG),
+        ("failed", "Stalled", "Failed", FAILED_MSG),
+        ("failed", "ReplicaFailure", "ReplicaFailed", "j-master-0 failed with exit code 1"),
+        ("backoff-limit", "Failed", "BackoffLimitExceeded", FAILED_MSG + "; restart limit 3 reached"),
+    ],
+    ids=lambda v: v if isinstance(v, str) and len(v) < 20 else None,
+)
+def test_condition_reasons_and_messages(state: str, ctype: str, reason: str, message: str) -> None:
+    assert reason_message(state, ctype) == (reason, message)
+
+
+def test_t9k_messages() -> None:
+    assert MSG_INITIALIZED == "The job has been initialized successfully."
+    assert MSG_RUNNING == "All pods are running normally."
+    assert MSG_SUCCEEDED == "The job has finished successfully."
+    assert MSG_PAUSED == "All replicas are deleted or being deleted."
+
+
+# --- lastTransitionTime ------------------------------------------------------------------------
+
+def test_last_transition_time_moves_only_when_the_status_does() -> None:
+    first = build("released-not-started", now=NOW)
+    later = build("running", previous=first, now=NOW + 30)
+    before, after = conditions(first), conditions(later)
+    for ctype in TYPES:
+        changed = before[ctype]["status"] != after[ctype]["status"]
+        assert after[ctype]["lastTransitionTime"] == rfc3339(NOW + 30 if changed else NOW), ctype
+    assert {t for t in TYPES if before[t]["status"] != after[t]["status"]} == {"Running", "Ready", "Reconciling"}
+
+
+def test_same_state_again_is_the_same_status() -> None:
+    first = build("running", now=NOW)
+    assert build("running", previous=first, now=NOW + 500) == first
+
+
+def test_a_message_change_alone_keeps_the_transition_time() -> None:
+    first = build("pending", now=NOW)
+    pods, led, _, _ = STATES["pending"]
+    again = build_status(JOB, pods, led, first, NOW + 9, "waiting for the PodGroup j")
+    assert conditions(again)["Initialized"]["message"] == "waiting for the PodGroup j"
+    assert conditions(again)["Initialized"]["lastTransitionTime"] == rfc3339(NOW)
+
+
+# --- counts and tasks --------------------------------------------------------------------------
+
+def test_aggregate_counts_every_replica_phase() -> None:
+    job = job_view("GenericJob", types={"worker": 7})
+    pods = observed(
+        pod("j-worker-1"),
+        pod("j-worker-2", "Running"),
+        pod("j-worker-3", "Succeeded"),
+        pod("j-worker-4", "Failed", exit=1),
+        pod("j-worker-5", "Unknown"),
+        pod("j-worker-6", "Running", deleting=True),
+    )  # j-worker-0 does not exist yet
+    st = build_status(job, pods, Ledger(), None, NOW)
+    assert st["aggregate"] == {"creating": 1, "pending": 1, "running": 1, "succeeded": 1, "failed": 1, "unknown": 1, "deleted": 1}
+    phases = [r["phase"] for r in st["tasks"][0]["replicas"]]
+    assert phases == ["Creating", "Pending", "Running", "Succeeded", "Failed", "Unknown", "Deleted"]
+
+
+@pytest.mark.parametrize(
+    "ledger",
+    [Ledger(cleaned_up=True), Ledger(paused=True), Ledger(stopped={"j-worker-0": "uid-x"})],
+    ids=["cleaned-up", "paused", "scaled-down"],
+)
+def test_a_missing_pod_is_deleted_not_creating_after_cleanup_pause_or_scale_down(ledger: Ledger) -> None:
+    job = job_view("GenericJob", types={"worker": 1})
+    st = build_status(job, {}, ledger, None, NOW)
+    assert st["aggregate"]["deleted"] == 1 and st["aggregate"]["creating"] == 0
+
+
+def test_tasks_restart_count_and_replicas() -> None:
+    led = Ledger(released=RELEASED, restarts={"worker": 2}, backoff_count=2, start_time=NOW)
+    pods = {**everything("Running"), "j-worker-1": pod("j-worker-1", "Failed", exit=137)}
+    st = build_status(JOB, pods, led, None, NOW)
+    assert [(t["type"], t["restartCount"]) for t in st["tasks"]] == [("master", 0), ("worker", 2)]
+    assert st["backoffCount"] == 2
+    assert st["tasks"][1]["replicas"][1] == {
+        "name": "j-worker-1",
+        "phase": "Failed",
+        "uid": uid("j-worker-1"),
+        "containers": [{"name": "main", "state": "Terminated", "exitCode": 137}],
+    }
+
+
+def test_observed_generation_and_ledger() -> None:
+    led = Ledger(released=RELEASED, start_time=NOW)
+    st = build_status(job_view(generation=7), everything("Running"), led, None, NOW)
+    assert st["observedGeneration"] == 7
+    assert {c["observedGeneration"] for c in st["conditions"]} == {7}
+    assert st["runtime"] == led.to_dict()
+    assert Ledger.from_dict(st["runtime"]) == led
+
+
+def test_no_generation_no_observed_generation() -> None:
+    st = build_status(job_view(generation=None), {}, Ledger(), None, NOW)
+    assert "observedGeneration" not in st
+    assert all("observedGeneration" not in c for c in st["conditions"])
