@@ -60,6 +60,7 @@ _TABLE = [
     Code("FJ314", "no-replicas", "The job would create no pods."),
     Code("FJ315", "duplicate-job", "Two jobs render to the same output folder."),
     Code("FJ316", "torchrun-script", "torchrun mode takes the script from the training container's args, which are empty."),
+    Code("FJ318", "resume-needs-command", "resumeSpecs change a container that has no command to wrap (it runs the image entrypoint)."),
     Code("FJ317", "bad-log-location", "A TensorBoard log location is not of the form t9k://pvc/<pvc>/<path>."),
     # Kubernetes pod template (strict schema of the pinned version)
     Code("FJ400", "k8s-unknown-field", "A field the pinned Kubernetes version does not know."),

@@ -24,6 +24,8 @@ class ContainerPatch:
     volume_mounts: tuple[dict[str, Any], ...] = ()
     ports: tuple[dict[str, Any], ...] = ()
     readiness_probe: dict[str, Any] | None = None
+    # runMode.pause.resumeSpecs: (command, args) run instead when the pod starts a resume.
+    resume: tuple[list[str] | None, list[str] | None] | None = None
 
 
 @dataclass(frozen=True)
@@ -39,7 +41,8 @@ class PodPlan:
     container: int | None  # index of the training container in the template
     patch: ContainerPatch = ContainerPatch()
     volumes: tuple[dict[str, Any], ...] = ()
-    drop_init_containers: bool = False  # runMode skipInitContainer
+    drop_init_containers: bool = False  # runMode debug skipInitContainer
+    skip_init_on_resume: bool = False  # runMode pause resumeSpecs skipInitContainer
     seat: int | None = None  # elastic release order; None when the job is not elastic
     role: str = "worker"  # flatjob.dev/role: master, worker, launcher, node...
     wave: int = 0  # release order: wave 1 (launchers) is released once wave 0 is Ready

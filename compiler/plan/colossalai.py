@@ -15,7 +15,7 @@ from ..options import CompileOptions
 from ..podtemplate import containers_of
 from ..render.configmap import configmap_name
 from . import ContainerPatch, JobPlan, PodPlan, ServicePlan, scripts, ssh
-from .common import address, base_pods, debug_patch, layout, release_counts, run_mode_name
+from .common import address, base_pods, mode_patch, layout, release_counts, run_mode_name
 
 MASTER_PORT = 29500
 LAUNCH_SCRIPT = "launch.sh"
@@ -100,8 +100,9 @@ def plan_colossalai(job: ColossalAIJob, options: CompileOptions) -> JobPlan:
                 ports=(ssh.ssh_port(),),
                 readiness_probe=ssh.readiness_probe(),
             )
-        patch, drop = debug_patch(job.spec.run_mode, pod.type, ("sleep", "inf"), patch)
-        planned.append(replace(pod, patch=patch, volumes=ssh.volumes(job, cm), drop_init_containers=drop, role=pod.type, wave=1 if launcher and mode != "debug" else 0))
+        patch, drop, skip = mode_patch(job.spec.run_mode, pod.type, ("sleep", "inf"), patch)
+        wave = 1 if launcher and mode != "debug" else 0
+        planned.append(replace(pod, patch=patch, volumes=ssh.volumes(job, cm), drop_init_containers=drop, skip_init_on_resume=skip, role=pod.type, wave=wave))
     first, gang = release_counts(job, len(planned))
     return JobPlan(
         job,

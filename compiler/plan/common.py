@@ -102,6 +102,30 @@ def debug_patch(mode: RunMode | None, rtype: str, default: tuple[str, ...], base
     return replace(base, command=command, args=[]), bool(entry is not None and entry.skip_init_container)
 
 
+def resume_patch(mode: RunMode | None, rtype: str, base: ContainerPatch) -> tuple[ContainerPatch, bool]:
+    """resumeSpecs: what the pod runs (and whether init containers are skipped) on a resume.
+
+    The pod is the same one git renders; its command chooses at start time, from the
+    flatjob.dev/resuming annotation the runtime sets when it releases a resumed attempt.
+    """
+    pause = mode.pause if mode is not None else None
+    entry = next((r for r in pause.resume_specs if r.type == rtype), None) if pause is not None else None
+    if entry is None:
+        return base, False
+    resume = (list(entry.command) if entry.command is not None else None, list(entry.args) if entry.args is not None else None)
+    changes = resume != (None, None)
+    return (replace(base, resume=resume) if changes else base), entry.skip_init_container
+
+
+def mode_patch(mode: RunMode | None, rtype: str, default_debug: tuple[str, ...], base: ContainerPatch) -> tuple[ContainerPatch, bool, bool]:
+    """Debug or resume changes for one replica type: (patch, drop init containers, skip them on resume)."""
+    patch, drop = debug_patch(mode, rtype, default_debug, base)
+    if drop or run_mode_name(mode) == "debug":
+        return patch, drop, False
+    patch, skip = resume_patch(mode, rtype, patch)
+    return patch, False, skip
+
+
 def options_namespace(job: Any, options: CompileOptions) -> str | None:
     """The namespace objects are rendered into: the job's, else the compile option."""
     return job.metadata.namespace or options.namespace

@@ -15,13 +15,16 @@ from ..options import CompileOptions
 from ..podtemplate import containers_of
 from ..render.configmap import configmap_name
 from . import ContainerPatch, JobPlan, PodPlan, ServicePlan, scripts, ssh
-from .common import base_pods, elastic_of, layout, release_counts, run_mode_name
+from .common import base_pods, elastic_of, layout, mode_patch, release_counts, run_mode_name
 
 MASTER_PORT = 29500
 ENV_FILE = "/root/.deepspeed_env"
 LAUNCH_SCRIPT = "launch.sh"
 SSHD_SCRIPT = "sshd.sh"
 RUN_FLAGS = {"python": [], "module": ["--module"], "exec": ["--no_python"]}
+# T9k's default debug command for DeepSpeedJob is `/usr/sbin/sshd -D`; flatjob's sshd script
+# runs exactly that sshd (ssh.sshdPath, -D, -e) after generating the pod's host keys.
+DEBUG_COMMAND = ("/bin/sh", f"{scripts.CONFIG_DIR}/{SSHD_SCRIPT}")
 
 
 def _flag_names(args: list[str]) -> set[str]:
@@ -99,27 +102,20 @@ def plan_deepspeed(job: DeepSpeedJob, options: CompileOptions) -> JobPlan:
             ssh.SSH_CONFIG_KEY: ssh.SSH_CLIENT_CONFIG,
         }
     mounts = ssh.volume_mounts(job.spec.ssh.auth_mount_path)
-    debug = {d.type: d for d in (job.spec.run_mode.debug.replica_specs if mode == "debug" and job.spec.run_mode and job.spec.run_mode.debug else [])}
     planned = []
     for pod in pods:
         launcher = pod.index == 0
         script = LAUNCH_SCRIPT if launcher else SSHD_SCRIPT
-        command = ["/bin/sh", f"{scripts.CONFIG_DIR}/{script}"]
-        drop = False
-        if mode == "debug":
-            entry = debug.get(pod.type)
-            command = list(entry.command) if entry is not None and entry.command else ["/bin/sh", f"{scripts.CONFIG_DIR}/{SSHD_SCRIPT}"]
-            drop = bool(entry is not None and entry.skip_init_container)
         patch = ContainerPatch(
-            command=command,
+            command=["/bin/sh", f"{scripts.CONFIG_DIR}/{script}"],
             args=[],
             volume_mounts=mounts,
             ports=(ssh.ssh_port(),),
             readiness_probe=ssh.readiness_probe(),
         )
-        planned.append(
-            replace(pod, patch=patch, volumes=ssh.volumes(job, cm), drop_init_containers=drop, role="launcher" if launcher else "worker", wave=1 if launcher and mode != "debug" else 0)
-        )
+        patch, drop, skip = mode_patch(job.spec.run_mode, pod.type, DEBUG_COMMAND, patch)
+        role, wave = ("launcher", 1) if launcher and mode != "debug" else ("launcher" if launcher else "worker", 0)
+        planned.append(replace(pod, patch=patch, volumes=ssh.volumes(job, cm), drop_init_containers=drop, skip_init_on_resume=skip, role=role, wave=wave))
     first, gang = release_counts(job, len(planned))
     return JobPlan(
         job,

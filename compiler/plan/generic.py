@@ -9,7 +9,7 @@ from ..models import GenericJob
 from ..options import CompileOptions
 from ..substitution import Context, substitute
 from . import ContainerPatch, JobPlan, PodPlan, ServicePlan
-from .common import address, base_pods, debug_patch, layout, pod_name, release_counts, run_mode_name
+from .common import address, base_pods, mode_patch, layout, pod_name, release_counts, run_mode_name
 
 
 def context(job: GenericJob) -> Context:
@@ -55,8 +55,9 @@ def plan_generic(job: GenericJob, options: CompileOptions) -> JobPlan:
     ctx = context(job)
     pods: list[PodPlan] = []
     for pod in base_pods(job, lay, service):
-        patch, drop = debug_patch(job.spec.run_mode, pod.type, ("sleep", "inf"), ContainerPatch())
-        pods.append(replace(pod, template=substituted_template(pod.template, ctx, pod.type, pod.index), patch=patch, drop_init_containers=drop))
+        patch, drop, skip = mode_patch(job.spec.run_mode, pod.type, ("sleep", "inf"), ContainerPatch())
+        template = substituted_template(pod.template, ctx, pod.type, pod.index)
+        pods.append(replace(pod, template=template, patch=patch, drop_init_containers=drop, skip_init_on_resume=skip))
     ports = tuple(dict(p) for p in job.spec.service.ports) if job.spec.service is not None else ()
     first, gang = release_counts(job, len(pods))
     return JobPlan(job, options, ServicePlan(service, ports), tuple(pods), release_first=first, min_member=gang, run_mode=run_mode_name(job.spec.run_mode))

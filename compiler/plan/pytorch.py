@@ -15,9 +15,10 @@ from ..models import PyTorchTrainingJob
 from ..options import CompileOptions
 from ..podtemplate import accelerator_count, containers_of, literal_env
 from . import ContainerPatch, JobPlan, PodPlan, ServicePlan
-from .common import base_pods, debug_patch, elastic_of, env, layout, release_counts, run_mode_name
+from .common import base_pods, mode_patch, elastic_of, env, layout, release_counts, run_mode_name
 
 DEFAULT_MASTER_PORT = 29500
+DEBUG_COMMAND = ("sleep", "inf")  # T9k's default debug command
 MASTER_PORT_NAME = "pytorch"
 
 
@@ -79,9 +80,9 @@ def plan_pytorch(job: PyTorchTrainingJob, options: CompileOptions) -> JobPlan:
         patch = ContainerPatch(env=tuple(variables))
         if torchrun:
             patch = replace(patch, command=torchrun_command(job, pod, f"{master}:{port}", nnodes))
-        patch, drop = debug_patch(job.spec.run_mode, pod.type, ("sleep", "inf"), patch)
+        patch, drop, skip = mode_patch(job.spec.run_mode, pod.type, DEBUG_COMMAND, patch)
         role = "master" if pod.rank == 0 else "worker"
-        planned.append(replace(pod, patch=patch, drop_init_containers=drop, role=role))
+        planned.append(replace(pod, patch=patch, drop_init_containers=drop, skip_init_on_resume=skip, role=role))
     first, gang = release_counts(job, len(pods))
     ports = ({"name": MASTER_PORT_NAME, "port": port, "protocol": "TCP", "targetPort": port},)
     return JobPlan(

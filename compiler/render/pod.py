@@ -12,7 +12,7 @@ from dataclasses import replace
 from typing import Any
 
 from .. import keys
-from ..plan import ContainerPatch, JobPlan, PodPlan
+from ..plan import ContainerPatch, JobPlan, PodPlan, scripts
 from .meta import metadata, pod_labels
 from .scheduling import pod_scheduling
 
@@ -41,6 +41,35 @@ def patch_container(container: dict[str, Any], patch: ContainerPatch) -> dict[st
             out["ports"] = list(own_ports) + extra
     if patch.readiness_probe is not None and "readinessProbe" not in container:
         out["readinessProbe"] = patch.readiness_probe
+    if patch.resume is not None:
+        out = _resume_wrapper(out, *patch.resume)
+    return out
+
+
+RESUME_TEST = 'if [ "${FLATJOB_RESUMING:-}" = true ]; then'
+
+
+def _resume_wrapper(container: dict[str, Any], command: list[str] | None, args: list[str] | None) -> dict[str, Any]:
+    """Run the resumeSpecs command when the runtime marks the pod as resuming, else the usual one.
+
+    Both argument lists are shell-quoted, so the wrapper passes them on exactly.
+    """
+    normal = [*(container.get("command") or []), *(container.get("args") or [])]
+    resumed = [*(command if command is not None else container.get("command") or []), *(args if args is not None else container.get("args") or [])]
+    script = f"{RESUME_TEST} exec {scripts.quote(resumed)}; fi\nexec {scripts.quote(normal)}"
+    out = {k: v for k, v in container.items() if k != "args"}
+    out["command"] = ["/bin/sh", "-c", script]
+    return out
+
+
+def _skip_on_resume(container: dict[str, Any]) -> dict[str, Any]:
+    """An init container that does nothing when the pod starts a resume (resumeSpecs skipInitContainer)."""
+    argv = [*(container.get("command") or []), *(container.get("args") or [])]
+    if not container.get("command"):
+        return container  # no command to wrap (image entrypoint): lint reports this (FJ318)
+    out = {k: v for k, v in container.items() if k != "args"}
+    out["command"] = ["/bin/sh", "-c", f"{RESUME_TEST} exit 0; fi\nexec {scripts.quote(argv)}"]
+    out["env"] = [*RUNTIME_ENV[2:], *(container.get("env") or [])]
     return out
 
 
@@ -83,6 +112,8 @@ def render_pod(plan: JobPlan, pod: PodPlan) -> dict[str, Any]:
         spec["containers"] = containers
     if pod.drop_init_containers:
         spec.pop("initContainers", None)
+    elif pod.skip_init_on_resume and spec.get("initContainers"):
+        spec["initContainers"] = [_skip_on_resume(c) for c in spec["initContainers"]]
     if pod.volumes:
         spec["volumes"] = list(spec.get("volumes") or []) + list(pod.volumes)
     spec["restartPolicy"] = "Never"

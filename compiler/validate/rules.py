@@ -24,6 +24,7 @@ from .suggest import did_you_mean
 Rule = Callable[[Any, Document], Iterable[Diagnostic]]
 
 DEEPSPEED_RESERVED = ("/t9k/hostfile", "/root/.deepspeed_env")
+_RESERVED_USE = {"/t9k/hostfile": "the DeepSpeed hostfile", "/root/.deepspeed_env": "the DeepSpeed env file"}
 DEEPSPEED_CONFLICTS = {
     "--no_local_rank": "set spec.config.localRank: false instead",
     "--autotuning": "set spec.config.autotune instead",
@@ -33,9 +34,17 @@ DEEPSPEED_CONFLICTS = {
     "-H": "flatjob provides the hostfile at /t9k/hostfile",
 }
 _T9K_PVC_URL = re.compile(r"t9k://pvc/([^/]+)(/.*)?")
+# $(service...[$(rank)]...): ours, with another $( before it closes; $$( is an escape.
+_NESTED_REF = re.compile(r"(?<!\$)\$\((?=(?:service|replicas)[^()]*\$\()")
+_UNCLOSED_REF = re.compile(r"(?<!\$)\$\((?:type|rank|replicas|service)[^()]*$")
 
 
 # --- helpers -----------------------------------------------------------------------------
+
+
+def _decimal(text: str) -> bool:
+    """Whether text is a plain decimal int64 ("12"); str.isdigit also accepts "²" and "٣"."""
+    return text.isascii() and text.isdigit() and len(text) <= 18
 
 
 def pod_counts(job: Any) -> dict[str, int]:
@@ -140,6 +149,29 @@ def run_mode(job: Any, doc: Document) -> Iterator[Diagnostic]:
             seen.add(entry.type)
 
 
+def resume_specs(job: Any, doc: Document) -> Iterator[Diagnostic]:
+    """resumeSpecs work by wrapping the container's command; without one there is nothing to wrap."""
+    mode = job.spec.run_mode
+    pause = mode.pause if mode is not None else None
+    if pause is None:
+        return
+    by_type = {g.type: g for g in groups(job)}
+    for i, entry in enumerate(pause.resume_specs):
+        g = by_type.get(entry.type)
+        if g is None or g.template is None:
+            continue
+        idx = training_index(job.kind, g.template)
+        cs = containers_of(g.template)
+        path = ("spec", "runMode", "pause", "resumeSpecs", i)
+        if entry.args is not None and entry.command is None and idx is not None and not cs[idx].get("command") and job.kind in ("GenericJob", "PyTorchTrainingJob"):
+            yield doc.diagnostic("FJ318", f"resumeSpecs for {entry.type!r} set args, but the container has no command to run them with", (*path, "args"), key=True, hint="give the resumeSpec a command, or give the container one")
+        if entry.skip_init_container:
+            inits = ((g.template.get("spec") or {}).get("initContainers") or []) if isinstance(g.template, dict) else []
+            for c in inits:
+                if isinstance(c, dict) and not c.get("command"):
+                    yield doc.diagnostic("FJ318", f"init container {c.get('name')!r} has no command, so it cannot be skipped on resume", (*path, "skipInitContainer"), severity=Severity.WARNING)
+
+
 def has_pods(job: Any, doc: Document) -> Iterator[Diagnostic]:
     if sum(pod_counts(job).values()) == 0 and not isinstance(job, ColossalAIJob):
         yield doc.diagnostic("FJ314", "every replica count is 0: the job would create no pods", ("spec",), key=True, severity=Severity.WARNING)
@@ -149,6 +181,22 @@ def has_containers(job: Any, doc: Document) -> Iterator[Diagnostic]:
     for g in groups(job):
         if g.template is not None and not containers_of(g.template):
             yield doc.diagnostic("FJ310", "the pod template has no containers (template.spec.containers)", g.template_path, key=True)
+
+
+def container_images(job: Any, doc: Document) -> Iterator[Diagnostic]:
+    """Every container needs an image: the API server requires it, the OpenAPI schema does not."""
+    for g in groups(job):
+        spec = g.template.get("spec") if isinstance(g.template, dict) else None
+        for field in ("initContainers", "containers"):
+            items = spec.get(field) if isinstance(spec, dict) else None
+            for i, c in enumerate(items if isinstance(items, list) else []):
+                if isinstance(c, dict) and c.get("image") in (None, ""):
+                    where = (*g.template_path, "spec", field, i, *(("image",) if "image" in c else ()))
+                    name = f" {c['name']!r}" if isinstance(c.get("name"), str) else ""
+                    yield doc.diagnostic(
+                        "FJ403", f"container{name} has no image; the API server rejects a pod without one", where,
+                        hint="add image: <registry>/<repository>:<tag>",
+                    )
 
 
 def elastic_range(job: Any, doc: Document) -> Iterator[Diagnostic]:
@@ -185,7 +233,7 @@ def torchrun_fields(job: PyTorchTrainingJob, doc: Document) -> Iterator[Diagnost
         return
     base = ("spec", "torchrunConfig")
     ppn = tr.proc_per_node
-    if not (ppn == "gpu" or (ppn.isdigit() and int(ppn) >= 1)):
+    if not (ppn == "gpu" or (_decimal(ppn) and int(ppn) >= 1)):
         yield doc.diagnostic("FJ308", f"procPerNode {ppn!r} must be a positive integer (as a string) or 'gpu'", (*base, "procPerNode"), hint=did_you_mean(ppn, ["gpu"]))
     if tr.min_nodes is not None:
         yield doc.diagnostic("FJ206", "torchrunConfig.minNodes is not used; the node range comes from spec.elastic", (*base, "minNodes"), key=True, severity=Severity.WARNING)
@@ -252,9 +300,11 @@ def reserved_paths(job: Any, doc: Document) -> Iterator[Diagnostic]:
             for mi, m in enumerate(mounts if isinstance(mounts, list) else []):
                 path = m.get("mountPath") if isinstance(m, dict) else None
                 if isinstance(path, str) and path.rstrip("/") in reserved:
+                    what = _RESERVED_USE.get(path.rstrip("/"), "the SSH keys")
                     yield doc.diagnostic(
-                        "FJ309", f"{path} is reserved: flatjob mounts the SSH keys, hostfile and env file there",
+                        "FJ309", f"{path} is reserved: flatjob puts {what} there",
                         (*g.template_path, "spec", "containers", ci, "volumeMounts", mi, "mountPath"),
+                        hint="mount the volume somewhere else",
                     )
 
 
@@ -311,7 +361,7 @@ def finish_rules(job: GenericJob, doc: Document) -> Iterator[Diagnostic]:
                     yield doc.diagnostic("FJ304", f"no replica type {rtype!r} in this job", path, key=True, hint=did_you_mean(rtype, counts))
                     continue
                 for j, rank in enumerate(ranks):
-                    value = int(rank) if isinstance(rank, int) or (isinstance(rank, str) and rank.isdigit()) else None
+                    value = int(rank) if isinstance(rank, int) or (isinstance(rank, str) and _decimal(rank)) else None
                     if value is None:
                         yield doc.diagnostic("FJ304", f"rank {rank!r} is not a non-negative integer", (*path, j))
                     elif value >= counts[rtype]:
@@ -344,11 +394,11 @@ def _ref_strings(container: dict[str, Any], base: PathT) -> Iterator[tuple[PathT
 
 
 def _check_refs(doc: Document, ctx: Context, rtype: str, path: PathT, value: str, env_names: set[Any]) -> Iterator[Diagnostic]:
-    seen: dict[str, int] = {}
+    yield from _malformed_refs(doc, path, value)
     reported: set[str] = set()
     for ref in find_refs(value):
-        nth = seen.get(ref.raw, 0)
-        seen[ref.raw] = nth + 1
+        # locate_text counts every occurrence in the source, $$( escapes included; so do we
+        nth = value.count(ref.raw, 0, ref.start)
         if not is_ours(ref.text):
             if ref.text not in env_names and did_you_mean(ref.text, ["type", "rank"]):
                 mark = doc.locate_text(path, ref.raw, nth)
@@ -367,9 +417,38 @@ def _check_refs(doc: Document, ctx: Context, rtype: str, path: PathT, value: str
             yield doc.diagnostic_at(err.code, f"{ref.raw}: {err}", mark, path, hint=err.hint)
 
 
+def _malformed_refs(doc: Document, path: PathT, value: str) -> Iterator[Diagnostic]:
+    """References of ours that find_refs cannot see: nested in another, or never closed."""
+    for m in _NESTED_REF.finditer(value):
+        outer = _balanced(value, m.start())
+        mark = doc.locate_text(path, outer, value.count(outer, 0, m.start()))
+        yield doc.diagnostic_at(
+            "FJ500", f"{outer}: a $(...) reference inside another is not resolved", mark, path,
+            hint="each reference is substituted once; write the outer one out, e.g. $(service.worker[0].host)",
+        )
+    m = _UNCLOSED_REF.search(value)
+    if m:
+        text = m.group(0)
+        mark = doc.locate_text(path, text, value.count(text, 0, m.start()))
+        yield doc.diagnostic_at(
+            "FJ500", f"{text[:40]!r} is not closed, so it is left as text", mark, path,
+            severity=Severity.WARNING, hint="add the closing ')'",
+        )
+
+
+def _balanced(value: str, start: int) -> str:
+    """The text from the "$(" at `start` to its matching ")" (or the end of the string)."""
+    depth = 0
+    for i in range(start + 1, len(value)):
+        depth += {"(": 1, ")": -1}.get(value[i], 0)
+        if depth == 0:
+            return value[start : i + 1]
+    return value[start:]
+
+
 # --- the table ---------------------------------------------------------------------------
 
-COMMON: tuple[Rule, ...] = (job_name, metadata_labels, pod_names, unique_types, run_mode, has_pods, has_containers)
+COMMON: tuple[Rule, ...] = (job_name, metadata_labels, pod_names, unique_types, run_mode, has_pods, has_containers, container_images)
 RULES: dict[type, tuple[Rule, ...]] = {
     PyTorchTrainingJob: (*COMMON, elastic_range, elastic_needs_torchrun, torchrun_fields, tensorboard),
     DeepSpeedJob: (*COMMON, elastic_range, deepspeed_run, deepspeed_other_args, reserved_paths),

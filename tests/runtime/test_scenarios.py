@@ -316,3 +316,39 @@ def test_colossalai_worker_failure_is_not_restarted() -> None:
     st = s.finished()
     assert st["phase"] == "Failed" and st["backoffCount"] == 0
     assert "cai-worker-1 failed with exit code 137" in next(c for c in st["conditions"] if c["type"] == "Failed")["message"]
+
+
+RESUMABLE = """
+apiVersion: batch.tensorstack.dev/v1beta1
+kind: GenericJob
+metadata:
+  name: rs
+spec:
+  runMode:
+    pause:
+      enabled: {paused}
+      resumeSpecs:
+        - type: main
+          command: [sh, -c, 'sleep 3; exit 0']
+  replicaSpecs:
+    - type: main
+      replicas: 1
+      template:
+        spec:
+          containers:
+            - name: main
+              image: busybox:1.36
+              command: [sh, -c, 'sleep 600']
+"""
+
+
+@pytest.mark.parametrize("gitops", [None, "flux"])
+def test_resume_runs_the_resume_command(gitops: str | None) -> None:
+    s = Scenario(RESUMABLE.format(paused="false"), gitops=gitops)
+    s.run_until(lambda st: st.get("phase") == "Running")
+    s.update_spec(RESUMABLE.format(paused="true"))
+    s.run_until(lambda st: st.get("phase") == "Paused" and not s.pods())
+    s.update_spec(RESUMABLE.format(paused="false"))
+    st = s.finished()  # before the pause the pod slept 600 s; the resume command exits after 3 s
+    assert st["phase"] == "Succeeded"
+    assert st["backoffCount"] == 0 and st["runtime"]["attempt"] == 2
