@@ -9,7 +9,10 @@ Keys are always taken as written text (`on:` stays the string "on").
 
 from __future__ import annotations
 
+import bisect
+import math
 import os
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,15 +37,39 @@ YAML_SUFFIXES = (".yaml", ".yml")
 
 _TAG = "tag:yaml.org,2002:"
 _CONSTRUCTOR = SafeConstructor()
+_INT64_MIN, _UINT64_MAX = -(2**63), 2**64 - 1
+_DECIMAL = re.compile(r"[-+]?[0-9][0-9_]*")
+
+
+def _int(node: ScalarNode) -> int | float | str:
+    """An integer as Go's YAML decoder (sigs.k8s.io/yaml, used by kubectl) reads it.
+
+    Beyond 64 bits Go gives up on the integer: a decimal becomes a float (if finite) and
+    anything else (0x..., 0o...) stays a string. So does flatjob, which also keeps every
+    integer printable (Python refuses str() of ints over 4300 digits).
+    """
+    value = _CONSTRUCTOR.construct_yaml_int(node)
+    if _INT64_MIN <= value <= _UINT64_MAX:
+        return value
+    if _DECIMAL.fullmatch(node.value):
+        as_float = float(node.value.replace("_", ""))
+        if math.isfinite(as_float):
+            return as_float
+    return node.value
+
+
 _SCALARS = {
     _TAG + "str": lambda n: n.value,
     _TAG + "null": lambda n: None,
     _TAG + "bool": lambda n: _CONSTRUCTOR.construct_yaml_bool(n),
-    _TAG + "int": lambda n: _CONSTRUCTOR.construct_yaml_int(n),
+    _TAG + "int": _int,
     _TAG + "float": lambda n: _CONSTRUCTOR.construct_yaml_float(n),
     # Go's YAML decoder keeps timestamps as strings when the target is untyped; so do we.
     _TAG + "timestamp": lambda n: n.value,
     _TAG + "binary": lambda n: n.value,
+    # PyYAML resolves a lone "=" and "<<" in value position to these; Go reads plain strings.
+    _TAG + "value": lambda n: n.value,
+    _TAG + "merge": lambda n: n.value,
 }
 
 
@@ -54,19 +81,49 @@ class Mark:
     col: int
 
 
+# What YAML counts as a line break (YAML 1.1, as libyaml's marks do); str.splitlines also
+# breaks at \v, \f and \x1c-\x1e, which would put quoted lines out of step with the marks.
+_BREAK = re.compile("\r\n|[\n\r\x85\u2028\u2029]")
+
+
 @dataclass
 class Source:
     """One input file's text, kept so diagnostics can quote the offending line."""
 
     path: str
     text: str
-    _lines: list[str] | None = field(default=None, repr=False)
+    _starts: list[int] | None = field(default=None, repr=False)
+    _ends: list[int] | None = field(default=None, repr=False)
+
+    def _index(self) -> tuple[list[int], list[int]]:
+        if self._starts is None or self._ends is None:
+            starts, ends = [0], []
+            for m in _BREAK.finditer(self.text):
+                ends.append(m.start())
+                starts.append(m.end())
+            ends.append(len(self.text))
+            self._starts, self._ends = starts, ends
+        return self._starts, self._ends
 
     def line(self, n: int) -> str | None:
-        """Return line n (1-based) without its newline, or None when out of range."""
-        if self._lines is None:
-            self._lines = self.text.splitlines()
-        return self._lines[n - 1] if 0 < n <= len(self._lines) else None
+        """Return line n (1-based) without its line break, or None when out of range."""
+        starts, ends = self._index()
+        if not 0 < n <= len(starts) or (n == len(starts) and starts[-1] == len(self.text) and n > 1):
+            return None
+        return self.text[starts[n - 1] : ends[n - 1]]
+
+    def offset(self, mark: Mark) -> int:
+        """Character offset of a 1-based line:col mark (clamped to the text)."""
+        starts, _ = self._index()
+        if mark.line > len(starts):
+            return len(self.text)
+        return min(starts[max(mark.line, 1) - 1] + max(mark.col, 1) - 1, len(self.text))
+
+    def mark(self, offset: int) -> Mark:
+        """The 1-based line:col of a character offset."""
+        starts, _ = self._index()
+        line = bisect.bisect_right(starts, offset)
+        return Mark(line, offset - starts[line - 1] + 1)
 
 
 @dataclass
@@ -110,15 +167,13 @@ class Document:
         """Find the nth occurrence of `needle` in the source from a value's start (for $(...) refs)."""
         start = self.locate(path)
         text = self.source.text
-        offset = _offset(text, start)
+        offset = self.source.offset(start)
         for _ in range(nth + 1):
             found = text.find(needle, offset)
             if found < 0:
                 return start
             hit, offset = found, found + len(needle)
-        line = text.count("\n", 0, hit) + 1
-        col = hit - (text.rfind("\n", 0, hit) + 1) + 1
-        return Mark(line, col)
+        return self.source.mark(hit)
 
     def diagnostic_at(self, code: str, message: str, mark: Mark, path: PathT = (), **kw: Any) -> Diagnostic:
         """Build a Diagnostic at an explicit mark (used for positions inside a scalar)."""
@@ -136,17 +191,6 @@ class Document:
     def diagnostic(self, code: str, message: str, path: PathT = (), *, key: bool = False, **kw: Any) -> Diagnostic:
         """Build a Diagnostic pointing at `path` in this document."""
         return self.diagnostic_at(code, message, self.locate(path, key=key), path, **kw)
-
-
-def _offset(text: str, mark: Mark) -> int:
-    """Character offset of a 1-based line:col mark in text."""
-    pos = 0
-    for _ in range(mark.line - 1):
-        nl = text.find("\n", pos)
-        if nl < 0:
-            return len(text)
-        pos = nl + 1
-    return pos + mark.col - 1
 
 
 def format_path(path: Iterable[str | int]) -> str:
@@ -193,7 +237,9 @@ class _Builder:
             return node.value
         try:
             return make(node)
-        except (ConstructorError, ValueError):
+        except (ConstructorError, ValueError, KeyError):  # only an explicit tag can fail: !!bool x
+            shown = node.value if len(node.value) <= 40 else node.value[:37] + "..."
+            self._problem("FJ104", f"{shown!r} is not a valid {node.tag.replace(_TAG, '!!')} value", node)
             return node.value
 
     def _mapping(self, node: MappingNode, path: PathT) -> dict[str, Any]:
@@ -260,10 +306,17 @@ def parse(text: str, path: str = "<input>") -> tuple[list[Document], list[Diagno
         if exc.context:
             what = f"{exc.context}: {what}"
         problems.append(Diagnostic("FJ100", f"YAML syntax error: {what}", path, line, col, source_line=source.line(line)))
-    except yaml.YAMLError as exc:  # reader errors (non-printable characters) carry a position too
-        line = getattr(exc, "position", None)
-        problems.append(Diagnostic("FJ100", f"YAML syntax error: {exc}", path, 1, 1, source_line=source.line(1)))
-        del line
+    except yaml.reader.ReaderError as exc:  # a character YAML forbids: an offset, no mark
+        position = exc.position
+        if _Loader is not yaml.SafeLoader:  # libyaml counts UTF-8 bytes, marks count characters
+            position = len(text.encode("utf-8")[:position].decode("utf-8", "ignore"))
+        line, col = source.mark(position).line, source.mark(position).col
+        char = ord(exc.character) if isinstance(exc.character, str) else exc.character
+        what = f"unacceptable character #x{char:04x}: {exc.reason}" if isinstance(char, int) else exc.reason
+        problems.append(Diagnostic("FJ100", f"YAML syntax error: {what}", path, line, col, source_line=source.line(line)))
+    except yaml.YAMLError as exc:
+        message = " ".join(str(exc).split())
+        problems.append(Diagnostic("FJ100", f"YAML syntax error: {message}", path, 1, 1, source_line=source.line(1)))
     return docs, problems
 
 
@@ -278,18 +331,45 @@ def read_source(path: Path) -> tuple[str | None, Diagnostic | None]:
     try:
         text = raw.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        return None, Diagnostic("FJ103", f"not UTF-8 text (byte {exc.start})", str(path))
+        return None, _not_utf8(str(path), raw, exc)
     return text, None
 
 
+def _not_utf8(path: str, raw: bytes, exc: UnicodeDecodeError) -> Diagnostic:
+    """FJ103 at the line and column of the first byte that is not UTF-8."""
+    bom = 3 if raw.startswith(b"\xef\xbb\xbf") else 0  # utf-8-sig counts from after the BOM
+    start = exc.start + bom
+    begin = max(raw.rfind(b"\n", 0, start) + 1, bom)
+    end = raw.find(b"\n", start)
+    line_bytes = raw[begin : end if end >= 0 else len(raw)].rstrip(b"\r")
+    col = len(raw[begin:start].decode("utf-8", "replace")) + 1
+    return Diagnostic(
+        "FJ103", f"not UTF-8 text: byte 0x{raw[start:start + 1].hex()} cannot be decoded (save the file as UTF-8)",
+        path, raw.count(b"\n", 0, start) + 1, col, source_line=line_bytes.decode("utf-8", "replace"),
+    )
+
+
 def is_job_candidate(data: Any) -> bool:
-    """A document flatjob must check: T9k's API group, or a T9k kind with no apiVersion."""
+    """A document flatjob must check: T9k's API group, or a T9k kind with no apiVersion.
+
+    A T9k kind under a misspelt group (batch.tensorstak.dev) is checked too, so the typo is
+    reported instead of the job silently vanishing from a folder scan.
+    """
     if not isinstance(data, dict):
         return False
     api = data.get("apiVersion")
-    if isinstance(api, str) and api.split("/", 1)[0] == T9K_GROUP:
-        return True
-    return api is None and isinstance(data.get("kind"), str) and _looks_like_t9k_kind(data["kind"])
+    kind_is_t9k = isinstance(data.get("kind"), str) and _looks_like_t9k_kind(data["kind"])
+    if isinstance(api, str):
+        group = api.split("/", 1)[0]
+        return group == T9K_GROUP or (kind_is_t9k and _near_group(group))
+    return api is None and kind_is_t9k
+
+
+def _near_group(group: str) -> bool:
+    """Whether an API group is a likely misspelling of T9k's (not flatjob's own records)."""
+    import difflib
+
+    return difflib.SequenceMatcher(None, group.lower(), T9K_GROUP).ratio() >= 0.8
 
 
 def _looks_like_t9k_kind(kind: str) -> bool:

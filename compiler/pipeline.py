@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,15 +50,19 @@ class CompileResult:
 
     jobs: list[CompiledJob] = field(default_factory=list)
     diagnostics: list[Diagnostic] = field(default_factory=list)
-    inputs: list[tuple[str, str]] = field(default_factory=list)  # (path, sha256) of every input file
+    inputs: list[tuple[Path, str]] = field(default_factory=list)  # (path, sha256) of every input file
     options: CompileOptions = field(default_factory=CompileOptions)
 
     @property
     def failed(self) -> bool:
         return any(d.is_error for d in self.diagnostics)
 
-    def tree(self) -> dict[str, str]:
-        """Every output file, relative to the output folder, including kustomizations and metadata."""
+    def tree(self, root: Path | None = None) -> dict[str, str]:
+        """Every output file, relative to the output folder, including kustomizations and metadata.
+
+        With `root` (the output folder), the metadata names inputs relative to it, so the same
+        repository gives the same bytes whatever folder flatjob is run from.
+        """
         files: dict[str, str] = {}
         for job in self.jobs:
             for rel, text in job.files.items():
@@ -65,7 +70,7 @@ class CompileResult:
         for folder, entries in sorted(_levels(j.folder for j in self.jobs).items()):
             rel = f"{folder}/{KUSTOMIZATION}" if folder else KUSTOMIZATION
             files[rel] = emit_files({KUSTOMIZATION: [kustomization(sorted(entries))]})[KUSTOMIZATION]
-        files[META_FILE] = metadata(self, sorted(files))
+        files[META_FILE] = metadata(self, sorted(files), root)
         return files
 
 
@@ -118,7 +123,10 @@ def job_folder(job: Any) -> str:
 def compile_documents(loaded: Loaded, options: CompileOptions, overlay: Overlay = no_overlay) -> CompileResult:
     """Run the pipeline over loaded documents; any error anywhere means no jobs are returned."""
     result = CompileResult(diagnostics=list(loaded.diagnostics), options=options)
-    result.inputs = [(_display(p), hashlib.sha256(text.encode()).hexdigest()) for p, text in loaded.files]
+    # Only files that hold jobs are inputs: other YAML in a scanned folder (the output folder
+    # itself, when it sits inside a source folder) must not make the metadata chase its tail.
+    sources = {d.path for d in loaded.jobs}
+    result.inputs = [(p, hashlib.sha256(text.encode()).hexdigest()) for p, text in loaded.files if str(p) in sources]
     docs, problems = overlay(loaded.jobs)
     result.diagnostics.extend(problems)
     validated = [validate_document(d) for d in docs]
@@ -150,22 +158,25 @@ def compile_paths(paths: Iterable[str], options: CompileOptions | None = None, o
 # --- metadata ----------------------------------------------------------------------------
 
 
-def _display(path: Path) -> str:
-    """A stable way to name an input: relative to the working directory when inside it."""
+def _display(path: Path, root: Path | None) -> str:
+    """A stable way to name an input: relative to the output folder (else the working
+    directory), so the metadata does not change with the folder flatjob is run from."""
+    base = (root if root is not None else Path.cwd()).resolve()
     try:
-        return path.resolve().relative_to(Path.cwd().resolve()).as_posix()
-    except ValueError:
+        return Path(os.path.relpath(path.resolve(), base)).as_posix()
+    except ValueError:  # another drive on Windows
         return path.as_posix()
 
 
-def metadata(result: CompileResult, files: list[str]) -> str:
+def metadata(result: CompileResult, files: list[str], root: Path | None = None) -> str:
     """The one file that records the flatjob version, the inputs and what was written."""
-    digest = hashlib.sha256("".join(f"{p}\0{h}\n" for p, h in sorted(result.inputs)).encode()).hexdigest()
+    inputs = sorted((_display(p, root), h) for p, h in result.inputs)
+    digest = hashlib.sha256("".join(f"{p}\0{h}\n" for p, h in inputs).encode()).hexdigest()
     doc = {
         "generator": f"flatjob {__version__}",
         "inputsDigest": f"sha256:{digest}",
-        "inputs": [{"path": p, "sha256": h} for p, h in sorted(result.inputs)],
-        "jobs": [{"name": j.name, "kind": j.kind, "folder": j.folder, "source": _display(Path(j.source))} for j in result.jobs],
+        "inputs": [{"path": p, "sha256": h} for p, h in inputs],
+        "jobs": [{"name": j.name, "kind": j.kind, "folder": j.folder, "source": _display(Path(j.source), root)} for j in result.jobs],
         "options": json.loads(result.options.recorded() or "{}"),
         "files": [f for f in files if f != META_FILE],
     }

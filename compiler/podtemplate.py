@@ -36,7 +36,7 @@ def accelerator_count(container: dict[str, Any]) -> int | None:
             v = values.get(name)
             if isinstance(v, int) and not isinstance(v, bool):
                 return v
-            if isinstance(v, str) and v.isdigit():
+            if isinstance(v, str) and v.isascii() and v.isdigit():
                 return int(v)
     return None
 

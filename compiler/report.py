@@ -24,23 +24,37 @@ def _style(text: str, color: str | None, enabled: bool) -> str:
     return f"\033[{codes[color]}m{text}\033[0m"
 
 
+def _one_line(text: str) -> str:
+    """Fold line breaks so a finding stays on one line (scripts split output on lines)."""
+    return " ".join(text.splitlines()) if "\n" in text or "\r" in text else text
+
+
+def _printable(line: str) -> str:
+    """Show a quoted source line safely: control characters (never tabs) become U+FFFD.
+
+    One character stays one column, so the caret still lines up; a raw ESC or NUL from a
+    broken file would otherwise reach the terminal.
+    """
+    return "".join("\ufffd" if (ch < " " and ch != "\t") or "\x7f" <= ch < "\xa0" else ch for ch in line)
+
+
 def format_text(diags: Sequence[Diagnostic], color: bool = False) -> str:
     """gcc/rustc style: `path:line:col: severity: message [CODE]`, the line, and a caret."""
     out: list[str] = []
     for d in _sorted(diags):
         sev = _style(d.severity.value, "red" if d.is_error else "yellow", color)
         where = f"{d.path}:{d.line}:{d.col}" if d.line else d.path
-        out.append(f"{_style(where, 'bold', color)}: {sev}: {d.message} [{d.code}]")
+        out.append(f"{_style(where, 'bold', color)}: {sev}: {_one_line(d.message)} [{d.code}]")
         if d.source_line is not None and d.line:
             gutter = str(d.line)
             pad = " " * len(gutter)
             prefix = "".join(ch if ch == "\t" else " " for ch in d.source_line[: max(d.col - 1, 0)])
             caret = _style("^", "red" if d.is_error else "yellow", color)
-            hint = f" {d.hint}" if d.hint else ""
-            out.append(f" {gutter} | {d.source_line}")
+            hint = f" {_one_line(d.hint)}" if d.hint else ""
+            out.append(f" {gutter} | {_printable(d.source_line)}")
             out.append(f" {pad} | {prefix}{caret}{hint}")
         elif d.hint:
-            out.append(f"  hint: {d.hint}")
+            out.append(f"  hint: {_one_line(d.hint)}")
     return "\n".join(out) + ("\n" if out else "")
 
 
@@ -83,7 +97,7 @@ def format_github(diags: Sequence[Diagnostic]) -> str:
     out = []
     for d in _sorted(diags):
         level = "error" if d.is_error else "warning"
-        props = [f"file={_gh_escape(d.path, True)}"]
+        props = [f"file={_gh_escape(_uri(d.path), True)}"]  # GitHub wants repository-relative paths
         if d.line:
             props += [f"line={d.line}", f"col={d.col}"]
         props.append(f"title={_gh_escape(f'{d.code} {CODES[d.code].name}', True)}")

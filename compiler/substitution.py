@@ -63,7 +63,7 @@ def is_ours(text: str) -> bool:
 
 
 def _rank(raw: str) -> int:
-    if not raw.isdigit():
+    if not (raw.isascii() and raw.isdigit()) or len(raw) > 18:  # int() takes "²"; int64 bound
         raise RefError("FJ500", f"rank {raw!r} is not a non-negative integer")
     return int(raw)
 

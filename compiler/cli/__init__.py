@@ -58,6 +58,8 @@ class LazyGroup(click.Group):
             return ep.load()
         except ImportError as exc:  # e.g. `pip install flatjob` without the [runtime] extra
             return _unavailable(cmd_name, exc)
+        except AttributeError as exc:  # the entry point names a command its module lacks
+            return _unavailable(cmd_name, exc)
 
 
 def _exists(target: str) -> bool:
@@ -65,11 +67,17 @@ def _exists(target: str) -> bool:
     return importlib.util.find_spec(module) is not None
 
 
-def _unavailable(name: str, exc: ImportError) -> click.Command:
+def _unavailable(name: str, exc: Exception) -> click.Command:
+    """A stand-in for a plugin command that cannot load, so `flatjob --help` still works."""
+    if isinstance(exc, ImportError):
+        why = f"`flatjob {name}` needs extra packages: {exc}. Install them with: pip install 'flatjob[runtime]'"
+    else:
+        why = f"`flatjob {name}` cannot load ({exc}); reinstall flatjob"
+
     @click.command(name, help=f"(unavailable: {exc})", context_settings={"ignore_unknown_options": True})
     @click.argument("args", nargs=-1, type=click.UNPROCESSED)
     def command(args: tuple[str, ...]) -> None:
-        raise click.UsageError(f"`flatjob {name}` needs extra packages: {exc}. Install them with: pip install 'flatjob[runtime]'")
+        raise click.UsageError(why)
 
     return command
 

@@ -53,7 +53,7 @@ def _run(sources: tuple[str, ...], out: str, overlays: tuple[str, ...], options:
     if result.diagnostics:
         sys.stderr.write(format_text(result.diagnostics, color=use_color(sys.stderr.isatty())))
     root = Path(out)
-    return result, plan_changes(root, result.tree()), root
+    return result, plan_changes(root, result.tree(root)), root
 
 
 def _overlay(overlays: tuple[str, ...]) -> Any:

@@ -6,23 +6,42 @@ import sys
 
 import click
 
-from ..lint import lint_paths
-from ..report import FORMATS, format_json, format_text, summary_line, use_color
+# The names of report.FORMATS, kept here so `flatjob --help` does not import the validator
+# (tests/test_cli_help.py keeps the two in step).
+FORMAT_NAMES = ("github", "json", "sarif", "text")
 
 
-@click.command("lint")
+@click.command("lint", short_help="Check job specs; report each problem at its file:line:col.")
 @click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=True, allow_dash=False))
-@click.option("-f", "--format", "fmt", type=click.Choice(sorted(FORMATS)), default="text", show_default=True, help="Output format; github annotates PR lines, sarif feeds code scanning.")
-@click.option("-q", "--quiet", is_flag=True, help="Print findings only, no summary line.")
+@click.option(
+    "-f", "--format", "fmt", type=click.Choice(FORMAT_NAMES), default="text", show_default=True,
+    help="text: for people; json: for scripts; github: workflow commands that annotate the PR "
+    "lines; sarif: for GitHub code scanning.",
+)
+@click.option("-q", "--quiet", is_flag=True, help="Print findings only, no summary line on stderr.")
 def lint(paths: tuple[str, ...], fmt: str, quiet: bool) -> None:
-    """Check T9k job specs: schema, cross-field rules and pod templates (Kubernetes 1.32, strict).
+    """Check T9k job specs: fields, cross-field rules and pod templates (Kubernetes 1.32, strict).
 
     PATHS are files or folders. Folders are searched for *.yaml/*.yml files and every
     document with apiVersion batch.tensorstack.dev/... is checked; other YAML is skipped.
+    A file named explicitly must hold a job.
+
+    Each finding is `path:line:col: error|warning: message [CODE]`, followed by the line
+    and a caret, with a "did you mean" where a near name exists. docs/diagnostics.md
+    explains every code; `flatjob explain KIND.field` shows what a field takes.
+
+    \b
+    Examples:
+      flatjob lint jobs/
+      flatjob lint --format github jobs/     # in GitHub Actions: annotations on the PR
+      flatjob lint --format sarif jobs/ > flatjob.sarif
 
     \b
     Exit status: 0 no errors (warnings allowed), 1 errors found, 2 usage error.
     """
+    from ..lint import lint_paths
+    from ..report import FORMATS, format_json, format_text, summary_line, use_color
+
     result = lint_paths(paths)
     if fmt == "text":
         sys.stdout.write(format_text(result.diagnostics, color=use_color(sys.stdout.isatty())))

@@ -21,15 +21,23 @@ def schema_files() -> dict[str, str]:
     return files
 
 
-@click.command("schema")
-@click.option("-o", "--out", "out", type=click.Path(file_okay=False), default="schemas", show_default=True, help="Folder to write into.")
-@click.option("--check", is_flag=True, help="Write nothing; exit 1 if any file is missing or differs.")
+@click.command("schema", short_help="Regenerate schemas/ (job JSON Schemas, record CRDs).")
+@click.option("-o", "--out", "out", type=click.Path(file_okay=False), default="schemas", show_default=True, help="Folder to write into (the project's schemas/).")
+@click.option("--check", is_flag=True, help="Write nothing; exit 1 and name each file that is missing or differs (for CI).")
 def schema_command(out: str, check: bool) -> None:
-    """Write JSON Schemas of the four T9k kinds and the CRDs of flatjob's job records.
+    """Write the JSON Schemas of the four T9k kinds and the CRDs of flatjob's job records.
 
     \b
-    Point an editor at a kind's schema with a first line such as:
+    OUT/jobs/<kind>.json   JSON Schema per kind, generated from the models (for editors)
+    OUT/crds/*.yaml        CRDs of the in-cluster job records: kubectl apply -k OUT/crds
+
+    Only files whose content changed are rewritten. Point an editor (the YAML language
+    server of VS Code and others) at a kind's schema with a first line such as:
+
+    \b
       # yaml-language-server: $schema=https://raw.githubusercontent.com/flatjob/flatjob/main/schemas/jobs/pytorchtrainingjob.json
+
+    See docs/editors.md.
     """
     from ..output import write_files
 

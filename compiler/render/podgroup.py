@@ -12,11 +12,11 @@ from .meta import common_labels, metadata
 
 def t9k_scheduler(plan: JobPlan) -> Any:
     """The job's T9kScheduler settings when the T9k target is in use, else None."""
+    from .scheduling import target
+
     sched = getattr(plan.job.spec, "scheduler", None)
     t9k = sched.t9k_scheduler if sched is not None else None
-    if t9k is None or plan.options.scheduler in ("kueue", "default"):
-        return None
-    return t9k
+    return t9k if t9k is not None and target(plan) == "t9k" else None
 
 
 def pods_per_role_at(plan: JobPlan, total: int) -> dict[str, int]:

@@ -62,7 +62,7 @@ def _uses_podgroup(plan: JobPlan) -> bool:
 def render_runtime(plan: JobPlan) -> list[dict[str, Any]]:
     """ServiceAccount, Role, RoleBinding and Deployment of the job's runtime."""
     name = runtime_name(plan.name)
-    labels = {**common_labels(plan, "runtime"), keys.RUNTIME_FOR: plan.name}
+    labels = {**common_labels(plan, "runtime"), keys.RUNTIME_FOR: plan.name, keys.ROLE: "runtime"}
     sa = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": metadata(plan, name, labels)}
     role = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": metadata(plan, name, labels), "rules": rbac_rules(plan)}
     subject: dict[str, Any] = {"kind": "ServiceAccount", "name": name}
@@ -79,7 +79,8 @@ def render_runtime(plan: JobPlan) -> list[dict[str, Any]]:
 
 
 def _deployment(plan: JobPlan, name: str, labels: dict[str, str]) -> dict[str, Any]:
-    match = {keys.RUNTIME_FOR: plan.name}
+    # The role keeps this selector off the TensorBoard pods, which are also runtime-for the job.
+    match = {keys.RUNTIME_FOR: plan.name, keys.ROLE: "runtime"}
     probe = lambda path: {"httpGet": {"path": path, "port": "http"}, "periodSeconds": 10}  # noqa: E731
     container = {
         "name": "runtime",

@@ -1,6 +1,12 @@
-"""Scheduler wiring for pods: T9k Scheduler or Kueue labels and fields; nothing by default.
+"""Scheduler wiring for pods: T9k Scheduler, Kueue, or nothing (kube-scheduler).
 
-The PodGroup object itself is rendered by render.podgroup.
+The target is chosen per job: the job's flatjob.dev/scheduler annotation, else the compile
+option --scheduler; `auto` means T9k Scheduler when spec.scheduler.t9kScheduler is set.
+- t9k:   a PodGroup (render.podgroup), pod labels group-name/queue/role, schedulerName t9k-scheduler;
+- kueue: Kueue's plain-pod group: the queue-name and pod-group-name labels and the
+         pod-group-total-count annotation on every pod; Kueue's admission gate, added by its
+         webhook, stacks with flatjob's release gate;
+- default: nothing.
 """
 
 from __future__ import annotations
@@ -10,6 +16,9 @@ from typing import Any
 
 from .. import keys
 from ..plan import JobPlan, PodPlan
+
+T9K_SCHEDULER_NAME = "t9k-scheduler"
+TARGETS = ("t9k", "kueue", "default")
 
 
 @dataclass(frozen=True)
@@ -21,19 +30,41 @@ class PodScheduling:
     spec: dict[str, Any] = field(default_factory=dict)  # top-level PodSpec fields to set
 
 
-T9K_SCHEDULER_NAME = "t9k-scheduler"
+def target(plan: JobPlan) -> str:
+    """t9k, kueue or default, for this job."""
+    chosen = plan.job.metadata.annotations.get(keys.SCHEDULER_TARGET) or plan.options.scheduler
+    if chosen in TARGETS:
+        return chosen
+    sched = getattr(plan.job.spec, "scheduler", None)
+    return "t9k" if sched is not None and sched.t9k_scheduler is not None else "default"
+
+
+def kueue_queue(plan: JobPlan) -> str | None:
+    """The Kueue LocalQueue: the job's annotation, the compile option, else the T9k queue name."""
+    sched = getattr(plan.job.spec, "scheduler", None)
+    t9k = sched.t9k_scheduler.queue if sched is not None and sched.t9k_scheduler is not None else None
+    return plan.job.metadata.annotations.get(keys.KUEUE_QUEUE_ANNOTATION) or plan.options.kueue_queue or t9k
 
 
 def _t9k(plan: JobPlan, pod: PodPlan) -> PodScheduling:
-    from .podgroup import t9k_scheduler
-
-    t9k = t9k_scheduler(plan)
-    if t9k is None:
+    sched = plan.job.spec.scheduler
+    if sched is None or sched.t9k_scheduler is None:
         return PodScheduling()
-    labels = {keys.T9K_GROUP_NAME: plan.name, keys.T9K_QUEUE: t9k.queue, keys.T9K_ROLE: pod.type}
+    labels = {keys.T9K_GROUP_NAME: plan.name, keys.T9K_QUEUE: sched.t9k_scheduler.queue, keys.T9K_ROLE: pod.type}
     return PodScheduling(labels=labels, spec={"schedulerName": T9K_SCHEDULER_NAME})
 
 
+def _kueue(plan: JobPlan, pod: PodPlan) -> PodScheduling:
+    labels = {keys.KUEUE_POD_GROUP_NAME: plan.name}
+    queue = kueue_queue(plan)
+    if queue:
+        labels[keys.KUEUE_QUEUE_NAME] = queue
+    return PodScheduling(labels=labels, annotations={keys.KUEUE_POD_GROUP_TOTAL_COUNT: str(len(plan.pods))})
+
+
+_BY_TARGET = {"t9k": _t9k, "kueue": _kueue, "default": lambda plan, pod: PodScheduling()}
+
+
 def pod_scheduling(plan: JobPlan, pod: PodPlan) -> PodScheduling:
-    """Scheduling additions for one pod of the plan (none for kube-scheduler)."""
-    return _t9k(plan, pod)
+    """Scheduling additions for one pod of the plan."""
+    return _BY_TARGET[target(plan)](plan, pod)

@@ -149,6 +149,28 @@ def run_mode(job: Any, doc: Document) -> Iterator[Diagnostic]:
             seen.add(entry.type)
 
 
+FLATJOB_ANNOTATIONS = {
+    "flatjob.dev/scheduler": ("auto", "t9k", "kueue", "default"),
+}
+
+
+def flatjob_annotations(job: Any, doc: Document) -> Iterator[Diagnostic]:
+    """flatjob.dev/* annotations on the job configure flatjob: check their values."""
+    notes = job.metadata.annotations
+    base = ("metadata", "annotations")
+    for key, allowed in FLATJOB_ANNOTATIONS.items():
+        value = notes.get(key)
+        if value is not None and value not in allowed:
+            yield doc.diagnostic("FJ204", f"{key}: {value!r} is not one of {', '.join(allowed)}", (*base, key), hint=did_you_mean(value, allowed))
+    if notes.get("flatjob.dev/scheduler") == "kueue":
+        sched = getattr(job.spec, "scheduler", None)
+        if not notes.get("flatjob.dev/kueue-queue") and not (sched is not None and sched.t9k_scheduler is not None):
+            yield doc.diagnostic("FJ203", "the kueue scheduler target needs a queue: set flatjob.dev/kueue-queue or spec.scheduler.t9kScheduler.queue", (*base, "flatjob.dev/scheduler"))
+    secret = notes.get("flatjob.dev/ssh-secret")
+    if secret is not None and names.dns1123_label(secret):
+        yield doc.diagnostic("FJ313", f"flatjob.dev/ssh-secret: {secret!r} {names.dns1123_label(secret)}", (*base, "flatjob.dev/ssh-secret"))
+
+
 def resume_specs(job: Any, doc: Document) -> Iterator[Diagnostic]:
     """resumeSpecs work by wrapping the container's command; without one there is nothing to wrap."""
     mode = job.spec.run_mode
@@ -448,7 +470,7 @@ def _balanced(value: str, start: int) -> str:
 
 # --- the table ---------------------------------------------------------------------------
 
-COMMON: tuple[Rule, ...] = (job_name, metadata_labels, pod_names, unique_types, run_mode, has_pods, has_containers, container_images)
+COMMON: tuple[Rule, ...] = (job_name, metadata_labels, flatjob_annotations, pod_names, unique_types, run_mode, has_pods, has_containers, container_images)
 RULES: dict[type, tuple[Rule, ...]] = {
     PyTorchTrainingJob: (*COMMON, elastic_range, elastic_needs_torchrun, torchrun_fields, tensorboard),
     DeepSpeedJob: (*COMMON, elastic_range, deepspeed_run, deepspeed_other_args, reserved_paths),

@@ -165,7 +165,10 @@ def check_kind(doc: Document) -> tuple[str | None, list[Diagnostic]]:
         problems.append(doc.diagnostic("FJ203", "missing required field 'apiVersion'", (), key=True, hint=f"add apiVersion: {T9K_API_VERSION}"))
     elif api != T9K_API_VERSION:
         problems.append(
-            doc.diagnostic("FJ205", f"apiVersion {api!r} is not supported; flatjob reads {T9K_API_VERSION}", ("apiVersion",))
+            doc.diagnostic(
+                "FJ205", f"apiVersion {api!r} is not supported; flatjob reads {T9K_API_VERSION}", ("apiVersion",),
+                hint=did_you_mean(api, [T9K_API_VERSION]) if isinstance(api, str) else None,
+            )
         )
     kind = data.get("kind")
     if kind is None:
