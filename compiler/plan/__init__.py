@@ -24,6 +24,9 @@ class ContainerPatch:
     volume_mounts: tuple[dict[str, Any], ...] = ()
     ports: tuple[dict[str, Any], ...] = ()
     readiness_probe: dict[str, Any] | None = None
+    # Put the last log lines in the termination message when the container fails and sets no
+    # policy itself: torchrun's failure summary (with the worker's exit code) lands there.
+    logs_on_error: bool = False
     # runMode.pause.resumeSpecs: (command, args) run instead when the pod starts a resume.
     resume: tuple[list[str] | None, list[str] | None] | None = None
 

@@ -79,9 +79,10 @@ def launch_script(job: DeepSpeedJob, pod: PodPlan, master_addr: str) -> str:
     run_hostfile = '"$FLATJOB_RUN_HOSTFILE"' if e is not None else '"$FLATJOB_HOSTFILE"'
     if cfg.custom_command is not None:
         body.append(f"export FLATJOB_HOSTFILE_IN_USE={run_hostfile}\n")
-        body.append(f"exec /bin/sh -c {scripts.quote([cfg.custom_command])}\n")
+        launch = f"/bin/sh -c {scripts.quote([cfg.custom_command])}"
     else:
-        body.append(f"exec deepspeed --hostfile={run_hostfile} {scripts.quote(deepspeed_args(job, master_addr))}\n")
+        launch = f"deepspeed --hostfile={run_hostfile} {scripts.quote(deepspeed_args(job, master_addr))}"
+    body.append(scripts.run_trapped(launch))
     return "".join(body)
 
 

@@ -79,7 +79,7 @@ def plan_pytorch(job: PyTorchTrainingJob, options: CompileOptions) -> JobPlan:
             variables += [env("WORLD_SIZE", str(len(pods))), env("RANK", str(pod.rank))]
         patch = ContainerPatch(env=tuple(variables))
         if torchrun:
-            patch = replace(patch, command=torchrun_command(job, pod, f"{master}:{port}", nnodes))
+            patch = replace(patch, command=torchrun_command(job, pod, f"{master}:{port}", nnodes), logs_on_error=True)
         patch, drop, skip = mode_patch(job.spec.run_mode, pod.type, DEBUG_COMMAND, patch)
         role = "master" if pod.rank == 0 else "worker"
         planned.append(replace(pod, patch=patch, drop_init_containers=drop, skip_init_on_resume=skip, role=role))

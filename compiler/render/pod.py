@@ -41,6 +41,8 @@ def patch_container(container: dict[str, Any], patch: ContainerPatch) -> dict[st
             out["ports"] = list(own_ports) + extra
     if patch.readiness_probe is not None and "readinessProbe" not in container:
         out["readinessProbe"] = patch.readiness_probe
+    if patch.logs_on_error and "terminationMessagePolicy" not in container:
+        out["terminationMessagePolicy"] = "FallbackToLogsOnError"
     if patch.resume is not None:
         out = _resume_wrapper(out, *patch.resume)
     return out

@@ -1,0 +1,191 @@
+"""Every convention docs/architecture.md §3 lists, pinned: names, DNS, ports, env, flags, paths.
+
+Changing one of these is a breaking change for users' scripts and dashboards; if a test
+here fails, update docs/architecture.md in the same change, with the reason.
+"""
+
+from __future__ import annotations
+
+import shlex
+import textwrap
+from typing import Any
+
+import yaml
+
+from flatjob.compiler.loader import Loaded, parse
+from flatjob.compiler.options import CompileOptions
+from flatjob.compiler.pipeline import compile_documents
+
+
+def render(spec: str, **options: Any) -> dict[tuple[str, str], dict[str, Any]]:
+    """Compile one job; manifests by (kind, name)."""
+    docs, problems = parse(textwrap.dedent(spec), "job.yaml")
+    assert not problems
+    result = compile_documents(Loaded(jobs=docs), CompileOptions(**options))
+    assert not result.failed, [d.message for d in result.diagnostics]
+    out = {}
+    for rel, text in result.jobs[0].files.items():
+        for d in yaml.safe_load_all(text):
+            if d and rel != "kustomization.yaml":
+                out[(d["kind"], d["metadata"]["name"])] = d
+    return out
+
+
+def container(pod: dict[str, Any], name: str | None = None) -> dict[str, Any]:
+    cs = pod["spec"]["containers"]
+    return next(c for c in cs if name is None or c["name"] == name)
+
+
+def env(c: dict[str, Any]) -> dict[str, Any]:
+    return {e["name"]: e.get("value", e.get("valueFrom")) for e in c.get("env", [])}
+
+
+PYTORCH = """
+apiVersion: batch.tensorstack.dev/v1beta1
+kind: PyTorchTrainingJob
+metadata: {name: job}
+spec:
+  replicaSpecs:
+    - type: worker
+      replicas: 2
+      template:
+        spec:
+          containers:
+            - {name: sidecar, image: busybox}
+            - name: python
+              image: pytorch
+              command: [python]
+              args: [train.py, --lr, "0.1"]
+              resources: {limits: {nvidia.com/gpu: 4}}
+"""
+
+
+def test_pod_names_service_and_dns() -> None:
+    m = render(PYTORCH)
+    pods = sorted(n for k, n in m if k == "Pod")
+    assert pods == ["job-worker-0", "job-worker-1"]
+    svc = m[("Service", "job")]["spec"]
+    assert svc["clusterIP"] == "None" and svc["publishNotReadyAddresses"] is True
+    assert svc["selector"] == {"flatjob.dev/job-name": "job"}
+    pod = m[("Pod", "job-worker-1")]["spec"]
+    assert (pod["hostname"], pod["subdomain"]) == ("job-worker-1", "job")
+    assert "dnsConfig" not in pod  # no namespace known: only <pod>.<job> resolves
+
+
+def test_short_names_resolve_when_the_namespace_is_known() -> None:
+    pod = render(PYTORCH, namespace="ml", cluster_domain="corp.local")[("Pod", "job-worker-0")]
+    assert pod["spec"]["dnsConfig"]["searches"] == ["job.ml.svc.corp.local"]
+
+
+def test_plain_mode_env_for_worker_only_jobs() -> None:
+    m = render(PYTORCH)
+    for rank in (0, 1):
+        e = env(container(m[("Pod", f"job-worker-{rank}")], "python"))
+        assert e["MASTER_ADDR"] == "job-worker-0.job" and e["MASTER_PORT"] == "29500"
+        assert (e["WORLD_SIZE"], e["RANK"]) == ("2", str(rank))
+    assert "env" not in container(m[("Pod", "job-worker-0")], "sidecar")  # only the training container
+
+
+def test_torchrun_command_line() -> None:
+    spec = PYTORCH.replace("spec:\n  replicaSpecs:", "spec:\n  torchrunConfig: {enabled: true, procPerNode: gpu, maxRestarts: 2, extraOptions: [--monitor_interval=5]}\n  replicaSpecs:")
+    m = render(spec)
+    c0, c1 = (container(m[("Pod", f"job-worker-{i}")], "python") for i in (0, 1))
+    assert c0["command"] == [
+        "torchrun", "--nnodes=2", "--nproc_per_node=4", "--rdzv_backend=c10d", "--rdzv_endpoint=job-worker-0.job:29500",
+        "--rdzv_id=job", "--max_restarts=2", "--rdzv_conf=is_host=true", "--monitor_interval=5",
+    ]
+    assert c1["command"][-2] == "--rdzv_conf=is_host=false"
+    assert c0["args"] == ["train.py", "--lr", "0.1"]
+    assert c0["terminationMessagePolicy"] == "FallbackToLogsOnError"
+    assert "WORLD_SIZE" not in env(c0)  # torchrun sets it per process
+
+
+def test_runtime_env_from_annotations() -> None:
+    e = env(container(render(PYTORCH)[("Pod", "job-worker-0")], "python"))
+    assert e["FLATJOB_RESTART_COUNT"] == {"fieldRef": {"fieldPath": "metadata.annotations['flatjob.dev/restart-count']"}}
+    assert e["FLATJOB_ATTEMPT"] == {"fieldRef": {"fieldPath": "metadata.annotations['flatjob.dev/attempt']"}}
+
+
+def test_release_gate_restart_policy_and_flux_annotation() -> None:
+    pod = render(PYTORCH)[("Pod", "job-worker-0")]
+    assert pod["spec"]["schedulingGates"] == [{"name": "flatjob.dev/release"}]
+    assert pod["spec"]["restartPolicy"] == "Never"
+    assert pod["metadata"]["annotations"]["kustomize.toolkit.fluxcd.io/ssa"] == "IfNotPresent"
+    labels = pod["metadata"]["labels"]
+    assert labels["tensorstack.dev/owner-name"] == "job" and "app.kubernetes.io/instance" not in labels
+
+
+DEEPSPEED = """
+apiVersion: batch.tensorstack.dev/v1beta1
+kind: DeepSpeedJob
+metadata: {name: ds}
+spec:
+  config:
+    slotsPerWorker: 2
+    localRank: false
+    autotune: run
+    otherArgs: [--master_port=12346]
+    run: {module: [pkg.train, --x, "a b"]}
+  worker:
+    replicas: 2
+    template:
+      spec:
+        containers:
+          - name: worker
+            image: ds
+            env: [{name: A, value: "1"}]
+"""
+
+
+def test_deepspeed_hostfile_paths_and_command() -> None:
+    m = render(DEEPSPEED)
+    data = m[("ConfigMap", "ds-config")]["data"]
+    assert data["hostfile"] == "ds-worker-0.ds slots=2\nds-worker-1.ds slots=2\n"
+    launch = data["launch.sh"]
+    line = next(ln for ln in launch.splitlines() if ln.startswith("deepspeed "))
+    assert shlex.split(line.removesuffix(" &")) == [
+        "deepspeed", "--hostfile=$FLATJOB_HOSTFILE", "--master_addr=ds-worker-0.ds", "--no_local_rank", "--autotuning=run",
+        "--module", "--master_port=12346", "pkg.train", "--x", "a b",
+    ]
+    assert 'env_file="${DS_ENV_FILE:-/root/.deepspeed_env}"' in launch
+    assert "exec /usr/sbin/sshd -D -e -p 22" in data["sshd.sh"]
+    w0 = m[("Pod", "ds-worker-0")]
+    mounts = {v["mountPath"]: v for v in container(w0)["volumeMounts"]}
+    assert mounts["/t9k/hostfile"]["subPath"] == "hostfile" and "/root/.ssh" in mounts and "/flatjob" in mounts
+    assert container(w0)["command"] == ["/bin/sh", "/flatjob/launch.sh"]
+    assert container(m[("Pod", "ds-worker-1")])["command"] == ["/bin/sh", "/flatjob/sshd.sh"]
+    assert container(w0)["readinessProbe"]["tcpSocket"] == {"port": 22}
+    ssh = next(v for v in w0["spec"]["volumes"] if v["name"] == "flatjob-ssh")["projected"]
+    assert ssh["sources"][0]["secret"]["name"] == "ds-ssh" and ssh["defaultMode"] == 0o600
+    assert "StrictHostKeyChecking no" in data["ssh_config"] and "UserKnownHostsFile /dev/null" in data["ssh_config"]
+
+
+COLOSSAL = """
+apiVersion: batch.tensorstack.dev/v1beta1
+kind: ColossalAIJob
+metadata: {name: cai}
+spec:
+  launcher: {image: cai, workingDir: /work}
+  worker:
+    replicas: 2
+    procPerWorker: 4
+    command: [train.py, --config, c.py]
+    torchArgs: [--max_restarts, "0"]
+    template:
+      spec:
+        containers: [{name: worker, image: cai}]
+"""
+
+
+def test_colossalai_launcher_hostfile_and_command() -> None:
+    m = render(COLOSSAL)
+    assert ("Pod", "cai-launcher") in m
+    data = m[("ConfigMap", "cai-config")]["data"]
+    assert data["hostfile"] == "cai-worker-0.cai\ncai-worker-1.cai\n"
+    line = next(ln for ln in data["launch.sh"].splitlines() if ln.startswith("exec colossalai"))
+    assert shlex.split(line) == [
+        "exec", "colossalai", "run", "--hostfile=$FLATJOB_HOSTFILE", "--nproc_per_node=4", "--master_addr=cai-worker-0.cai",
+        "--master_port=29500", "--extra_launch_args=max_restarts=0", "train.py", "--config", "c.py",
+    ]
+    assert "unset HOSTNAME" in data["launch.sh"]
+    assert container(m[("Pod", "cai-launcher")])["workingDir"] == "/work"

@@ -1,0 +1,68 @@
+"""Layering rules of DESIGN §2, checked on the source and on a real process.
+
+- compiler/ never imports runtime/ or kubernetes (kubernetes costs 0.75 s to import);
+- only runtime/kube.py imports kubernetes;
+- schemas/ holds data only.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:  # relative import: resolve against the file's package
+                pkg = ".".join(path.relative_to(ROOT).with_suffix("").parts[: -node.level])
+                base = f"{pkg}.{base}" if base else pkg
+            out.add(base)
+    return out
+
+
+def _modules(folder: str) -> list[Path]:
+    return sorted((ROOT / folder).rglob("*.py"))
+
+
+@pytest.mark.parametrize("path", _modules("compiler"), ids=lambda p: str(p.relative_to(ROOT)))
+def test_compiler_never_imports_runtime_or_kubernetes(path: Path) -> None:
+    bad = {m for m in _imports(path) if m.split(".")[0] in ("kubernetes", "runtime") or m.startswith("flatjob.runtime")}
+    assert not bad, f"{path.relative_to(ROOT)} imports {sorted(bad)}"
+
+
+@pytest.mark.parametrize("path", _modules("runtime"), ids=lambda p: str(p.relative_to(ROOT)))
+def test_only_runtime_kube_imports_kubernetes(path: Path) -> None:
+    uses = any(m.split(".")[0] == "kubernetes" for m in _imports(path))
+    assert uses == (path.name == "kube.py" and path.parent.name == "runtime"), path
+
+
+def test_schemas_is_data_only() -> None:
+    assert not list((ROOT / "schemas").rglob("*.py"))
+
+
+def test_lint_and_compile_processes_do_not_load_kubernetes_or_the_runtime(tmp_path: Path) -> None:
+    code = (
+        "import sys\n"
+        "from flatjob.compiler.cli import main\n"
+        f"for args in (['lint', {str(ROOT / 'examples')!r}], ['compile', {str(ROOT / 'examples')!r}, '-o', {str(tmp_path / 'out')!r}]):\n"
+        "    try:\n"
+        "        main(args)\n"
+        "    except SystemExit as exc:\n"
+        "        assert exc.code in (0, None), exc.code\n"
+        "loaded = sorted(m for m in sys.modules if m.split('.')[0] == 'kubernetes' or m.startswith('flatjob.runtime'))\n"
+        "print(loaded)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]", out.stdout
