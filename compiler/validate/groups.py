@@ -36,7 +36,10 @@ def _deepspeed(job: DeepSpeedJob) -> list[Group]:
 def _colossalai(job: ColossalAIJob) -> list[Group]:
     spec = job.spec
     if spec.replica_specs is not None:
-        return _indexed(job)
+        found = _indexed(job)
+        if not any(g.type == "launcher" for g in found):  # T9k supplies a default launcher
+            found.insert(0, Group("launcher", 1, None, ("spec", "replicaSpecs"), ("spec", "replicaSpecs")))
+        return found
     out = []
     if spec.launcher is not None or spec.worker is not None:
         out.append(Group("launcher", 1, None, ("spec", "launcher"), ("spec", "launcher")))
