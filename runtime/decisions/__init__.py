@@ -171,6 +171,10 @@ def reconcile(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, world:
         led = cd.ledger
     led = _carry(pods, led).evolve(observed_generation=job.generation)
     status = build_status(job, pods, led, previous_status, now, wait)
+    before = (previous_status or {}).get("phase")
+    if before != status["phase"]:
+        kind = "Warning" if status["phase"] == "Failed" else "Normal"
+        events.append((kind, f"Phase{status['phase']}", f"phase {before or 'none'} -> {status['phase']}"))
     return Cycle(led, status, tuple(_ensure(job, pods, led, creates, stale, world)), tuple(events), wake, wait)
 
 
