@@ -35,7 +35,8 @@ whitespace or a newline); otherwise it is double-quoted on one line.  Nothing is
 wrapped.  Keys are never block scalars, and a key whose text exceeds 1000 bytes uses the explicit
 ``? key`` form, since YAML 1.1 readers cap implicit keys at 1024 characters.
 
-Unsupported types and non-str keys raise TypeError (a programming error); NaN, infinities and
+Subclasses of the plain types (a str- or int-valued Enum, an OrderedDict) are written as their
+base type.  Other types and non-str keys raise TypeError (a programming error); NaN, infinities and
 lone surrogates raise ValueError, because no Kubernetes manifest can carry them (the API takes
 JSON, and a file must be valid UTF-8).  Both name the path of the offending node.
 """
