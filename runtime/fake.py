@@ -1,15 +1,16 @@
 """An in-process fake of the API server calls the runtime makes (see runtime.api.Cluster).
 
 What it emulates, faithfully enough for the runtime's logic to be tested against it:
-- resourceVersion on every write; 409 Conflict on a stale status update or a UID
-  precondition that does not match; AlreadyExists on create; NotFound;
+- resourceVersion on every write; 409 Conflict on a stale status update or on a delete
+  whose UID precondition does not match; AlreadyExists on create; NotFound;
 - watch streams from a resourceVersion, and 410 Expired once that version is compacted away;
 - the status subresource (status writes never change spec or generation; spec writes bump
   generation) and the scale subresource of the elastic records (spec.elastic.expectedReplicas);
 - graceful pod deletion (a running pod gets a deletionTimestamp, the kubelet stand-in stops it);
 - pod immutability: scheduling gates can only be removed, never added to an existing pod,
   and the rest of the pod spec cannot change (422 Invalid);
-- JSON patches with `test` preconditions, as the runtime sends them.
+- JSON patches with `test` preconditions, as the runtime sends them (a failed patch, a failed
+  `test` included, is 422 Invalid, as kube-apiserver answers it).
 
 What it does not emulate: authentication and RBAC, admission webhooks, field managers and
 server-side apply, defaulting of pod fields, scheduling, resource quotas, owner-reference
@@ -168,32 +169,45 @@ class FakeCluster:
         return copy.deepcopy(updated)
 
     @staticmethod
-    def _apply_op(obj: Obj, op: Mapping[str, Any]) -> None:
+    def _locate(obj: Obj, op: Mapping[str, Any]) -> tuple[Any, Any]:
+        """The container holding the op's target and the key or index in it (RFC 6902)."""
         parts = [_unescape(p) for p in op["path"].lstrip("/").split("/")]
         parent: Any = obj
-        for p in parts[:-1]:
-            parent = parent[int(p)] if isinstance(parent, list) else parent.setdefault(p, {})
+        try:  # every part of the path but the last must exist
+            for p in parts[:-1]:
+                parent = parent[int(p)] if isinstance(parent, list) else parent[p]
+        except (KeyError, IndexError, ValueError, TypeError):
+            raise Invalid(f"{op['op']} {op['path']}: missing path") from None
         last = parts[-1]
-        index = int(last) if isinstance(parent, list) else last
-        if op["op"] == "test":
-            try:
-                value = parent[index]
-            except (KeyError, IndexError):
-                raise Invalid(f"test failed at {op['path']}: missing") from None
-            if value != op["value"]:
-                raise Conflict(f"test failed at {op['path']}: {value!r} != {op['value']!r}")
-        elif op["op"] == "remove":
-            try:
-                del parent[index]
-            except (KeyError, IndexError):
-                raise Invalid(f"cannot remove {op['path']}: missing") from None
-        elif op["op"] in ("add", "replace"):
-            if isinstance(parent, list) and op["op"] == "add":
-                parent.insert(index, op["value"])
-            else:
-                parent[index] = op["value"]
-        else:
-            raise Invalid(f"unsupported op {op['op']}")
+        if isinstance(parent, dict):
+            return parent, last
+        if not isinstance(parent, list):
+            raise Invalid(f"{op['op']} {op['path']}: not an object or array")
+        adding = op["op"] == "add"
+        if last == "-" and adding:
+            return parent, len(parent)  # "-" appends
+        if last.isdigit() and int(last) < len(parent) + adding:
+            return parent, int(last)
+        raise Invalid(f"{op['op']} {op['path']}: bad array index")
+
+    @classmethod
+    def _apply_op(cls, obj: Obj, op: Mapping[str, Any]) -> None:
+        parent, index = cls._locate(obj, op)
+        present = index in parent if isinstance(parent, dict) else index < len(parent)
+        kind = op["op"]
+        if kind not in ("test", "remove", "add", "replace"):
+            raise Invalid(f"unsupported op {kind}")
+        if kind in ("test", "remove", "replace") and not present:
+            raise Invalid(f"{kind} {op['path']}: missing")
+        if kind == "test" and parent[index] != op["value"]:
+            # The API server answers any failed JSON patch, a failed `test` included, with 422.
+            raise Invalid(f"test failed at {op['path']}: {parent[index]!r} != {op['value']!r}")
+        if kind == "remove":
+            del parent[index]
+        elif kind == "add" and isinstance(parent, list):
+            parent.insert(index, op["value"])
+        elif kind in ("add", "replace"):
+            parent[index] = op["value"]
 
     def delete_pod(self, namespace: str, name: str, uid: str | None) -> None:
         """Delete with a UID precondition; running pods terminate gracefully first."""
@@ -260,6 +274,8 @@ class FakeCluster:
         elastic = (current.get("spec") or {}).get("elastic")
         if not elastic:
             raise NotFound("the record has no scale subresource value (not elastic)")
+        if elastic.get("expectedReplicas") == replicas:
+            return copy.deepcopy(current)  # a no-op update changes neither generation nor resourceVersion
         elastic["expectedReplicas"] = replicas
         current["metadata"]["generation"] = current["metadata"].get("generation", 1) + 1
         self._bump(res, "MODIFIED", current)

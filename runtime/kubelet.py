@@ -25,7 +25,7 @@ from typing import Any
 
 from .fake import FakeCluster
 
-_VAR = re.compile(r"\$\((\w+)\)|\$\$\(")
+_VAR = re.compile(r"\$\$|\$\(([^)]*)\)")
 _FIELD = re.compile(r"metadata\.(annotations|labels)\['([^']+)'\]")
 SHELLS = ("sh", "/bin/sh", "bash", "/bin/bash")
 
@@ -36,10 +36,11 @@ printf '%s\\n' "$1" >> "$FLATJOB_FAKE_SLEEP"
 
 
 def expand(value: str, env: dict[str, str]) -> str:
-    """Kubernetes' $(VAR) expansion; $$( escapes; unknown variables stay as written."""
+    """Kubernetes' $(VAR) expansion: $$ is reduced to $ (so $$(X) stays literal), unknown
+    variables and a $( that never closes stay as written (k8s third_party expansion)."""
     def sub(m: re.Match[str]) -> str:
-        if m.group(0) == "$$(":
-            return "$("
+        if m.group(0) == "$$":
+            return "$"
         return env.get(m.group(1), m.group(0))
 
     return _VAR.sub(sub, value)
@@ -172,7 +173,10 @@ class FakeKubelet:
         self.cluster.set_pod_status(self.namespace, name, {"phase": phase, "conditions": [{"type": "Ready", "status": "False"}], "containerStatuses": statuses})
 
     def _stop(self, name: str, pod: dict[str, Any], code: int) -> None:
-        self.running.pop(pod["metadata"]["uid"], None)
+        """SIGTERM: a running pod's containers end with `code` (Failed), then the pod is removed."""
+        run = self.running.pop(pod["metadata"]["uid"], None)
+        if run is not None and pod.get("status", {}).get("phase") == "Running":
+            self._finish(name, pod, code)
         self.cluster.set_pod_status(self.namespace, name, {}, remove=True)
 
     def evict(self, name: str) -> None:

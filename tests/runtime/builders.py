@@ -135,7 +135,7 @@ def pod(
     pod_name: str,
     phase: str = "Pending",
     *,
-    exit: int | None = None,  # noqa: A002 - reads like the table it builds
+    exit: int | None = None,
     gated: bool | None = None,
     incarnation: int = 1,
     ready: bool | None = None,

@@ -12,7 +12,14 @@ from typing import Any
 
 import pytest
 
-from flatjob.runtime.decisions.status import MSG_INITIALIZED, MSG_PAUSED, MSG_RUNNING, MSG_SUCCEEDED, build_status, rfc3339
+from flatjob.runtime.decisions.status import (
+    MSG_INITIALIZED,
+    MSG_PAUSED,
+    MSG_RUNNING,
+    MSG_SUCCEEDED,
+    build_status,
+    rfc3339,
+)
 from flatjob.runtime.model import Ledger, PodState
 
 from .builders import NOW, conditions, job_view, observed, pod, uid
@@ -80,7 +87,7 @@ def test_phase(state: str) -> None:
 
 @pytest.mark.parametrize("state", list(CONDITION_TABLE))
 def test_condition_set(state: str) -> None:
-    expected = dict(zip(TYPES, ("True" if s == "T" else "False" for s in CONDITION_TABLE[state].split())))
+    expected = dict(zip(TYPES, ("True" if s == "T" else "False" for s in CONDITION_TABLE[state].split()), strict=True))
     got = {c["type"]: c["status"] for c in build(state)["conditions"]}
     assert list(got) == list(TYPES)
     assert got == expected

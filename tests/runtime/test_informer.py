@@ -1,0 +1,163 @@
+"""List once, then watch: runtime.informer.Informer against the fake cluster.
+
+- the cache follows ADDED / MODIFIED / DELETED, and poll says whether it changed;
+- 410 Expired relists (objects deleted meanwhile disappear from the cache);
+- a broken stream reconnects from the last resourceVersion with capped exponential back-off,
+  losing and repeating nothing (a flaky watch wrapper injects the failures);
+- a reconnect that itself gets 410 relists.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flatjob.compiler import keys
+from flatjob.runtime.api import ApiError, Expired
+from flatjob.runtime.fake import FakeCluster
+from flatjob.runtime.informer import MAX_BACKOFF, Informer
+
+NS = "default"
+SELECTOR = {keys.JOB_NAME: "j"}
+
+
+def pod_body(name: str) -> dict[str, Any]:
+    return {"metadata": {"name": name, "labels": dict(SELECTOR)}, "spec": {"containers": [{"name": "c", "image": "busybox"}]}}
+
+
+class FlakyWatch:
+    """Wraps a watch; raises the queued errors first, then behaves."""
+
+    def __init__(self, inner: Any, errors: list[Exception]):
+        self.inner = inner
+        self.errors = errors
+
+    def next_events(self, timeout: float | None = None) -> list[tuple[str, dict[str, Any]]]:
+        if self.errors:
+            raise self.errors.pop(0)
+        return self.inner.next_events(timeout)
+
+    def close(self) -> None:
+        self.inner.close()
+
+
+class Harness:
+    """A FakeCluster, an informer on its pods, and the failures to inject into watches."""
+
+    def __init__(self) -> None:
+        self.cluster = FakeCluster()
+        self.stream_errors: list[Exception] = []  # raised by the current watch's next_events
+        self.connect_errors: list[Exception] = []  # raised by watch_fn itself
+        self.sleeps: list[float] = []
+        self.watched_from: list[str] = []
+        self.informer = Informer(
+            lambda: self.cluster.list_pods(NS, SELECTOR),
+            self._watch,
+            sleep=self.sleeps.append,
+        )
+
+    def _watch(self, rv: str) -> Any:
+        self.watched_from.append(rv)
+        if self.connect_errors:
+            raise self.connect_errors.pop(0)
+        return FlakyWatch(self.cluster.watch_pods(NS, SELECTOR, rv), self.stream_errors)
+
+    def names(self) -> list[str]:
+        return sorted(self.informer.cache)
+
+
+def test_the_cache_follows_the_watch() -> None:
+    h = Harness()
+    h.cluster.create_pod(NS, pod_body("j-worker-0"))
+    h.informer.start()
+    assert h.names() == ["j-worker-0"] and h.informer.synced and h.informer.relists == 1
+    assert h.informer.poll() is False  # nothing new
+    h.cluster.create_pod(NS, pod_body("j-worker-1"))
+    h.cluster.set_pod_status(NS, "j-worker-0", {"phase": "Running"})
+    assert h.informer.poll() is True
+    assert h.informer.get("j-worker-0")["status"] == {"phase": "Running"}
+    h.cluster.delete_pod(NS, "j-worker-1", None)
+    assert h.informer.poll() is True
+    assert h.names() == ["j-worker-0"]
+    assert h.informer.resource_version == str(h.cluster.rv)
+
+
+def test_an_event_equal_to_the_cache_is_no_change() -> None:
+    # The controller puts the objects it writes into the cache; their watch events are no news.
+    h = Harness()
+    h.informer.start()
+    h.informer.cache["j-worker-0"] = h.cluster.create_pod(NS, pod_body("j-worker-0"))
+    assert h.informer.poll() is False
+
+
+def test_410_relists() -> None:
+    h = Harness()
+    h.cluster.create_pod(NS, pod_body("j-worker-0"))
+    h.cluster.create_pod(NS, pod_body("j-worker-1"))
+    h.informer.start()
+    h.cluster.delete_pod(NS, "j-worker-0", None)
+    h.cluster.create_pod(NS, pod_body("j-worker-2"))
+    h.cluster.compact()
+    assert h.informer.poll() is True
+    assert h.informer.relists == 2
+    assert h.names() == ["j-worker-1", "j-worker-2"]
+    h.cluster.create_pod(NS, pod_body("j-worker-3"))
+    assert h.informer.poll() is True and h.names() == ["j-worker-1", "j-worker-2", "j-worker-3"]
+
+
+def test_a_broken_stream_reconnects_from_the_last_version_without_loss() -> None:
+    h = Harness()
+    h.informer.start()
+    h.cluster.create_pod(NS, pod_body("j-worker-0"))
+    assert h.informer.poll() is True
+    seen = h.informer.resource_version
+    h.stream_errors.append(ApiError("stream reset"))
+    h.cluster.create_pod(NS, pod_body("j-worker-1"))  # arrives while the stream is broken
+    assert h.informer.poll() is False
+    assert (h.informer.errors, h.informer.reconnects, h.informer.relists) == (1, 1, 1)
+    assert h.watched_from[-1] == seen
+    assert h.sleeps == [1.0]
+    assert h.informer.poll() is True
+    assert h.names() == ["j-worker-0", "j-worker-1"]
+
+
+def test_os_errors_are_stream_errors_too() -> None:
+    h = Harness()
+    h.informer.start()
+    h.stream_errors.append(ConnectionResetError("peer reset"))
+    assert h.informer.poll() is False and h.informer.reconnects == 1
+
+
+def test_back_off_doubles_is_capped_and_resets_after_success() -> None:
+    h = Harness()
+    h.informer.start()
+    h.connect_errors.extend(ApiError("down") for _ in range(7))  # the API server is away a while
+    for _ in range(8):
+        h.stream_errors.append(ApiError("reset"))  # and the stream keeps breaking
+        h.informer.poll()
+    assert h.sleeps == [1.0, 2.0, 4.0, 8.0, 16.0, MAX_BACKOFF, MAX_BACKOFF, MAX_BACKOFF]
+    assert h.informer.reconnects == 1  # the eighth attempt connected
+    h.cluster.create_pod(NS, pod_body("j-worker-0"))
+    h.stream_errors.clear()
+    assert h.informer.poll() is True
+    h.stream_errors.append(ApiError("reset"))
+    h.informer.poll()
+    assert h.sleeps[-1] == 1.0
+
+
+def test_a_reconnect_that_gets_410_relists() -> None:
+    h = Harness()
+    h.cluster.create_pod(NS, pod_body("j-worker-0"))
+    h.informer.start()
+    h.stream_errors.append(ApiError("reset"))
+    h.connect_errors.append(Expired("too old"))
+    h.cluster.delete_pod(NS, "j-worker-0", None)
+    h.informer.poll()
+    assert h.informer.relists == 2
+    assert h.names() == []
+
+
+def test_bookmarks_move_the_version_only() -> None:
+    h = Harness()
+    h.informer.start()
+    changed = h.informer._apply("BOOKMARK", {"metadata": {"resourceVersion": "99"}})
+    assert changed is False and h.informer.resource_version == "99" and h.names() == []

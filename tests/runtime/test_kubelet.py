@@ -1,0 +1,199 @@
+"""The kubelet stand-in (runtime.kubelet): what it runs, with which environment, and when.
+
+- gated pods never start; released ones start after the scheduling delay, Ready at once;
+- `sh -c` containers run for real with the pod's env: literal values, $(VAR) expansion as
+  Kubernetes does it, downward-API annotations, labels, name and namespace;
+- `sleep N` adds N seconds of virtual time instead of sleeping; `sleep inf` never ends;
+- commands of other programs cannot run here and run until the pod is deleted;
+- deleting a running pod stops it with 143 and removes it; eviction and kills.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from flatjob.compiler import keys
+from flatjob.runtime.fake import FakeCluster
+from flatjob.runtime.kubelet import FakeKubelet, container_env, expand
+from flatjob.runtime.observe import pod_state
+
+NS = "default"
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def pod_body(command: list[str], *, name: str = "p", gated: bool = False, env: list[dict[str, Any]] | None = None, args: list[str] | None = None) -> dict[str, Any]:
+    container: dict[str, Any] = {"name": "main", "image": "busybox", "command": command, "env": env or []}
+    if args is not None:
+        container["args"] = args
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "labels": {"team": "ml"}, "annotations": {keys.ATTEMPT: "2"}},
+        "spec": {"schedulingGates": [{"name": keys.RELEASE_GATE}] if gated else [], "containers": [container]},
+    }
+
+
+@pytest.fixture
+def world() -> tuple[FakeCluster, FakeKubelet, Clock]:
+    clock = Clock()
+    cluster = FakeCluster(clock)
+    return cluster, FakeKubelet(cluster, NS, clock, schedule_delay=1.0), clock
+
+
+def phase(cluster: FakeCluster, name: str = "p") -> str:
+    return cluster.pods()[name]["status"]["phase"]
+
+
+def advance(kubelet: FakeKubelet, clock: Clock, seconds: float, step: float = 0.5) -> None:
+    end = clock.now + seconds
+    while clock.now < end:
+        kubelet.tick()
+        clock.now += step
+    kubelet.tick()
+
+
+# --- $(VAR) expansion --------------------------------------------------------------------------
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("$(A)", "x"),
+        ("pre-$(A)-$(B)", "pre-x-y"),
+        ("$(UNKNOWN)", "$(UNKNOWN)"),
+        ("$$(A)", "$(A)"),
+        ("$$", "$"),
+        ("echo $$HOME", "echo $HOME"),
+        ("$$$(A)", "$x"),
+        ("$(A", "$(A"),
+        ("$A ${A}", "$A ${A}"),
+        ("$(A)$(A)", "xx"),
+    ],
+    ids=["var", "two-vars", "unknown-kept", "escaped-ref", "double-dollar", "double-dollar-before-name", "escape-then-ref", "unterminated", "shell-syntax-untouched", "adjacent"],
+)
+def test_expand_like_kubernetes(text: str, expected: str) -> None:
+    assert expand(text, {"A": "x", "B": "y"}) == expected
+
+
+def test_container_env_literal_expanded_and_downward_api() -> None:
+    env = [
+        {"name": "A", "value": "1"},
+        {"name": "B", "value": "$(A)-$(LATER)"},  # only earlier variables expand
+        {"name": "LATER", "value": "z"},
+        {"name": "ATTEMPT", "valueFrom": {"fieldRef": {"fieldPath": f"metadata.annotations['{keys.ATTEMPT}']"}}},
+        {"name": "TEAM", "valueFrom": {"fieldRef": {"fieldPath": "metadata.labels['team']"}}},
+        {"name": "MISSING", "valueFrom": {"fieldRef": {"fieldPath": "metadata.annotations['absent']"}}},
+        {"name": "POD", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
+        {"name": "NS", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
+        {"name": "IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
+    ]
+    body = pod_body(["sh"], env=env)
+    body["metadata"]["namespace"] = "team-a"
+    got = container_env(body, body["spec"]["containers"][0])
+    assert got == {
+        "A": "1", "B": "1-$(LATER)", "LATER": "z", "ATTEMPT": "2", "TEAM": "ml", "MISSING": "",
+        "POD": "p", "NS": "team-a", "IP": "", "HOSTNAME": "p",
+    }
+
+
+# --- running shell containers -------------------------------------------------------------------
+
+def test_a_gated_pod_never_starts(world: Any) -> None:
+    cluster, kubelet, clock = world
+    cluster.create_pod(NS, pod_body(["sh", "-c", "exit 0"], gated=True))
+    advance(kubelet, clock, 30)
+    assert phase(cluster) == "Pending"
+
+
+def test_a_released_pod_runs_after_the_scheduling_delay_and_exits(world: Any) -> None:
+    cluster, kubelet, clock = world
+    cluster.create_pod(NS, pod_body(["sh", "-c", "sleep 5; exit 3"]))
+    kubelet.tick()
+    assert phase(cluster) == "Pending"
+    clock.now += 1.0
+    kubelet.tick()
+    pod = cluster.pods()["p"]
+    assert phase(cluster) == "Running"
+    assert pod_state(pod).ready
+    started = clock.now
+    while phase(cluster) == "Running":
+        clock.now += 0.5
+        kubelet.tick()
+    assert clock.now - started == 5.0
+    state = pod_state(cluster.pods()["p"], "main")
+    assert (state.phase, state.exit_code, state.reason, state.ready) == ("Failed", 3, "Error", False)
+
+
+def test_exit_0_succeeds(world: Any) -> None:
+    cluster, kubelet, clock = world
+    cluster.create_pod(NS, pod_body(["/bin/sh", "-c"], args=["true"]))
+    advance(kubelet, clock, 2)
+    state = pod_state(cluster.pods()["p"], "main")
+    assert (state.phase, state.exit_code, state.reason) == ("Succeeded", 0, "Completed")
+
+
+def test_sleeps_add_up_as_virtual_time(world: Any) -> None:
+    cluster, kubelet, clock = world
+    cluster.create_pod(NS, pod_body(["sh", "-c", "sleep 2; sleep 1.5s; sleep 0; exit 0"]))
+    advance(kubelet, clock, 1)
+    run = kubelet.running[cluster.pods()["p"]["metadata"]["uid"]]
+    assert run.ends - run.started == 3.5
+
+
+def test_the_container_sees_env_expanded_args_and_downward_api(world: Any, tmp_path: Path) -> None:
+    cluster, kubelet, clock = world
+    out = tmp_path / "env.txt"
+    env = [
+        {"name": "OUT", "value": str(out)},
+        {"name": "A", "value": "1"},
+        {"name": "B", "value": "$(A)-b"},
+        {"name": "ATTEMPT", "valueFrom": {"fieldRef": {"fieldPath": f"metadata.annotations['{keys.ATTEMPT}']"}}},
+    ]
+    script = 'printf "%s|%s|%s|%s|%s" "$A" "$B" "$ATTEMPT" "$1" "$(echo shell)" > "$OUT"'
+    cluster.create_pod(NS, pod_body(["sh", "-c", script.replace("$(echo", "$$(echo"), "arg0", "$(B)"], env=env))
+    advance(kubelet, clock, 2)
+    assert out.read_text() == "1|1-b|2|1-b|shell"
+    assert phase(cluster) == "Succeeded"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [["python", "train.py"], ["/usr/sbin/sshd", "-D"], ["sh", "-c", "sleep inf"], []],
+    ids=["python", "sshd", "sleep-inf", "image-entrypoint"],
+)
+def test_what_cannot_finish_runs_until_deleted(world: Any, command: list[str]) -> None:
+    cluster, kubelet, clock = world
+    cluster.create_pod(NS, pod_body(command))
+    advance(kubelet, clock, 600, step=60)
+    assert phase(cluster) == "Running"
+    watch = cluster.watch_pods(NS, {}, str(cluster.rv))
+    cluster.delete_pod(NS, "p", None)
+    kubelet.tick()
+    assert "p" not in cluster.pods()
+    events = watch.next_events()
+    assert [e for e, _ in events] == ["MODIFIED", "MODIFIED", "DELETED"]  # deletionTimestamp, 143, gone
+    stopped = pod_state(events[1][1], "main")
+    assert (stopped.phase, stopped.exit_code) == ("Failed", 143)
+
+
+def test_evict_and_kill(world: Any) -> None:
+    cluster, kubelet, clock = world
+    cluster.create_pod(NS, pod_body(["sh", "-c", "sleep inf"], name="a"))
+    cluster.create_pod(NS, pod_body(["sh", "-c", "sleep inf"], name="b"))
+    advance(kubelet, clock, 2)
+    kubelet.evict("a")
+    kubelet.kill("b", 137)
+    a, b = pod_state(cluster.pods()["a"], "main"), pod_state(cluster.pods()["b"], "main")
+    assert (a.phase, a.exit_code, a.reason) == ("Failed", None, "Evicted")
+    assert (b.phase, b.exit_code) == ("Failed", 137)
+    advance(kubelet, clock, 10)
+    assert (phase(cluster, "a"), phase(cluster, "b")) == ("Failed", "Failed")
