@@ -74,3 +74,66 @@ def runtime_command(kind: str, name: str, namespace: str, identity: str | None, 
         controller.pods.close()
         controller.records.close()
     sys.exit(0)
+
+
+@click.command("run-local")
+@click.argument("job_file", type=click.Path(exists=True, dir_okay=False))
+@click.option("--job", "job_name", default=None, help="Which job to run when JOB_FILE holds several.")
+@click.option("--overlay", "overlays", multiple=True, type=click.Path(exists=True, file_okay=False), help="Environment overlay folder, as for compile; repeat to stack.")
+@click.option("--replicas-scale", "replicas", multiple=True, metavar="TYPE=N", help="Run N replicas of TYPE instead of the job's count (repeatable), e.g. worker=1.")
+@click.option("--env", "env", multiple=True, metavar="NAME=VALUE", help="Set NAME in every container; also supplies values that come from Secrets or ConfigMaps.")
+@click.option("--skip-env-from", is_flag=True, help="Ignore envFrom Secrets/ConfigMaps (pass what they hold with --env).")
+@click.option("--only-training", is_flag=True, help="Run only each pod's training container (no init containers, no sidecars).")
+@click.option("--timeout", type=float, default=None, metavar="SECONDS", help="Stop everything and exit 1 if the job has not finished by then.")
+@click.option("--backoff-scale", type=float, default=1.0, show_default=True, metavar="FACTOR", help="Multiply the restart back-off (10 s doubling to 5 min); e.g. 0.05 for a quick smoke test.")
+def run_local_command(job_file: str, job_name: str | None, overlays: tuple[str, ...], replicas: tuple[str, ...], env: tuple[str, ...], skip_env_from: bool, only_training: bool, timeout: float | None, backoff_scale: float) -> None:
+    """Run a job on this machine: every pod's containers as local processes (Linux).
+
+    The job is compiled exactly as `flatjob compile` does, except that every pod's address
+    is its own loopback IP (127.0.1.1, 127.0.1.2, ...); env, commands and torchrun flags are
+    the rendered ones. The runtime's own decisions release, restart and finish the job, so
+    restart policies, backoffLimit, success/failure rules and deadlines behave as in a
+    cluster. Logs go to stdout as `[pod] line`; a status table goes to stderr.
+
+    \b
+    Out of reach here, by design:
+      - images: commands run with this machine's PATH and Python (activate the
+        environment that has your framework installed); a container needs a command
+      - GPUs: everything runs on CPU (use gloo; lower procPerNode / --replicas-scale)
+      - volumes: not mounted; paths in the job refer to this machine's filesystem
+      - DeepSpeedJob, ColossalAIJob: their launchers need sshd in every pod (exit 2)
+      - a program that binds 0.0.0.0 on a fixed port in several pods collides here
+    Docs: docs/run-local.md.
+
+    \b
+    Exit status: 0 the job Succeeded, 1 it Failed (or --timeout), 2 it cannot run here,
+    130/143 stopped by Ctrl-C/SIGTERM (every process is stopped first).
+    """
+    from .local.compiling import compile_local, parse_replicas
+    from .local.containers import Options
+    from .local.errors import LocalError
+    from .local.runner import EXIT_USAGE, Runner, Settings
+    from .local.table import Screen
+
+    screen = Screen()
+    try:
+        overrides = dict(_pair(e, "--env") for e in env)
+        job = compile_local(job_file, overlays, parse_replicas(replicas), job_name)
+        if backoff_scale <= 0:
+            raise LocalError("--backoff-scale must be above 0")
+        settings = Settings(timeout, backoff_scale, Options(overrides, skip_env_from, only_training, os.getcwd()))
+        code = Runner(job, settings, screen).run()
+    except LocalError as exc:
+        click.echo(f"flatjob run-local: {exc}", err=True)
+        sys.exit(EXIT_USAGE)
+    sys.exit(code)
+
+
+def _pair(item: str, flag: str) -> tuple[str, str]:
+    """NAME=VALUE from a repeatable option."""
+    from .local.errors import LocalError
+
+    name, eq, value = item.partition("=")
+    if not eq or not name:
+        raise LocalError(f"{flag} {item!r}: expected NAME=VALUE")
+    return name, value

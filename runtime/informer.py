@@ -16,6 +16,16 @@ from .api import ApiError, Expired, Obj, Watch
 MAX_BACKOFF = 30.0
 
 
+class _Broken:
+    """Stands for a watch that could not be reopened: every poll tries again."""
+
+    def next_events(self, timeout: float | None) -> list[tuple[str, Obj]]:
+        raise ApiError("watch not connected", 0, "NotConnected")
+
+    def close(self) -> None:
+        pass
+
+
 @dataclass
 class Informer:
     """One watched collection, cached by object name."""
@@ -49,7 +59,13 @@ class Informer:
     def poll(self, timeout: float | None = 0.0) -> bool:
         """Apply the events that arrived (waiting up to `timeout`); True when the cache changed."""
         if self._watch is None:
-            self._relist()
+            try:
+                self._relist()
+            except (ApiError, OSError):
+                self.errors += 1
+                self._failures += 1
+                self.sleep(min(2.0 ** (self._failures - 1), MAX_BACKOFF))
+                return False
             return True
         try:
             events = self._watch.next_events(timeout)
@@ -60,13 +76,14 @@ class Informer:
             self.errors += 1
             self._failures += 1
             self.sleep(min(2.0 ** (self._failures - 1), MAX_BACKOFF))
+            self._watch.close()
             try:
                 self._watch = self.watch_fn(self.resource_version)
                 self.reconnects += 1
             except Expired:
                 self._relist()
             except (ApiError, OSError):
-                pass
+                self._watch = _Broken()  # the next poll tries to reconnect again, after its back-off
             return False
         self._failures = 0
         changed = False

@@ -6,6 +6,7 @@ During a rollout the old and new runtime pods may overlap; only the holder of th
 
 from __future__ import annotations
 
+import calendar
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -25,7 +26,7 @@ def parse_micro_time(text: str | None) -> float | None:
         return None
     try:
         head, _, frac = text.rstrip("Z").partition(".")
-        base = time.mktime(time.strptime(head, "%Y-%m-%dT%H:%M:%S")) - time.timezone
+        base = calendar.timegm(time.strptime(head, "%Y-%m-%dT%H:%M:%S"))
         return base + (float("0." + frac) if frac else 0.0)
     except ValueError:
         return None

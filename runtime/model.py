@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from typing import Any
 
 from flatjob.compiler import keys
@@ -60,6 +61,7 @@ class Ledger:
     backoff_count: int = 0
     not_before: Mapping[str, float] = field(default_factory=dict)  # pod name -> earliest release (back-off)
     start_time: float | None = None  # first release of the job
+    size: int | None = None  # elastic: the target this attempt was started with
     outcome: str | None = None  # Succeeded | Failed, once decided (final)
     reason: str | None = None
     message: str | None = None
@@ -93,6 +95,7 @@ class Ledger:
         }
         for key, value in (
             ("startTime", self.start_time),
+            ("size", self.size),
             ("outcome", self.outcome),
             ("reason", self.reason),
             ("message", self.message),
@@ -124,6 +127,7 @@ class Ledger:
             backoff_count=int(d.get("backoffCount", 0)),
             not_before={k: float(v) for k, v in (d.get("notBefore") or {}).items()},
             start_time=d.get("startTime"),
+            size=d.get("size"),
             outcome=d.get("outcome"),
             reason=d.get("reason"),
             message=d.get("message"),
@@ -187,8 +191,25 @@ class JobView:
     launcher_kind: str | None = None  # torchrun | deepspeed | colossalai | None (exit-code translation)
     version: str | None = None  # flatjob version that compiled the record
 
+    @cached_property
+    def _by_name(self) -> dict[str, PodSpecView]:
+        return {p.name: p for p in self.pods}
+
+    @cached_property
+    def by_rank(self) -> dict[tuple[str, int], PodSpecView]:
+        """(replica type, index within the type) -> pod."""
+        return {(p.type, p.index): p for p in self.pods}
+
+    @cached_property
+    def every_replica(self) -> dict[str, tuple[int, ...]]:
+        """The implicit success rule: every replica of every type."""
+        out: dict[str, list[int]] = {}
+        for p in self.pods:
+            out.setdefault(p.type, []).append(p.index)
+        return {t: tuple(i) for t, i in out.items()}
+
     def pod(self, name: str) -> PodSpecView | None:
-        return next((p for p in self.pods if p.name == name), None)
+        return self._by_name.get(name)
 
     @property
     def elastic(self) -> bool:

@@ -30,12 +30,11 @@ def decide_scale(job: JobView, pods: Mapping[str, PodState], ledger: Ledger) -> 
     if job.target is None:
         return ScaleDecision(ledger)
     beyond = [p for p in job.pods if p.seat is not None and p.seat >= job.target and p.name in ledger.released]
-    wanted_missing = [p for p in job.wanted() if p.name not in ledger.released and p.name not in ledger.succeeded]
-    if job.scope == "group" and ledger.released and (beyond or wanted_missing):
+    if job.scope == "group" and ledger.released and ledger.size is not None and ledger.size != job.target:
         names = sorted(ledger.released)
         drain = ran(pods, ledger)
-        led = ledger.evolve(attempt=ledger.attempt + 1, draining=ledger.draining + drain, released={}, succeeded=(), failed=(), spec_hashes={})
-        return ScaleDecision(led, tuple(names), (("Normal", "Rescaling", f"restarting the job at {job.target} node(s)"),))
+        led = ledger.evolve(attempt=ledger.attempt + 1, draining=ledger.draining + drain, released={}, succeeded=(), failed=(), spec_hashes={}, size=None)
+        return ScaleDecision(led, tuple(names), (("Normal", "Rescaling", f"restarting the job at {job.target} node(s) (was {ledger.size})"),))
     if not beyond:
         return ScaleDecision(ledger)
     stopped = {**ledger.stopped, **{p.name: ledger.released[p.name] for p in beyond}}

@@ -20,12 +20,17 @@ _SIGNAL_EXITS = {256 - n: 128 + n for n in (2, 9, 10, 15)}  # sys.exit(-N) seen 
 
 
 def _from_torchrun(message: str | None) -> int | None:
-    """The first worker exit code in torchrun's ChildFailedError summary, as a shell code."""
+    """The root cause's exit code in torchrun's ChildFailedError summary, as a shell code.
+
+    The summary lists other failures first and the root cause last (under "Root Cause"),
+    so the last exitcode line is the one that decides.
+    """
     if not message:
         return None
-    m = _TORCHRUN_EXIT.search(message)
-    if not m:
+    found = list(_TORCHRUN_EXIT.finditer(message))
+    if not found:
         return None
+    m = found[-1]
     code = int(m.group(1))
     return 128 - code if code < 0 else code
 

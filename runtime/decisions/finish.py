@@ -29,7 +29,7 @@ def _names(job: JobView, rule: dict[str, tuple[int, ...]]) -> list[str]:
     out = []
     for rtype, ranks in rule.items():
         for rank in ranks:
-            pod = next((p for p in job.pods if p.type == rtype and p.index == rank), None)
+            pod = job.by_rank.get((rtype, rank))
             out.append(pod.name if pod is not None else f"{job.name}-{rtype}-{rank}")
     return out
 
@@ -46,7 +46,7 @@ def decide_success(job: JobView, ledger: Ledger) -> FinishDecision:
         if job.pods and job.pods[0].name in done:
             return FinishDecision("Succeeded", "Succeeded", "The job has finished successfully.")
         return FinishDecision()
-    rules = job.success_rules or ({p.type: tuple(q.index for q in job.pods if q.type == p.type) for p in job.pods},)
+    rules = job.success_rules or (job.every_replica,)
     for rule in rules:
         if rule and all(n in done for n in _names(job, dict(rule))):
             return FinishDecision("Succeeded", "Succeeded", "The job has finished successfully.")
@@ -69,7 +69,7 @@ def decide_failure(job: JobView, ledger: Ledger, fatal: Failure | None, exhauste
         for rule in job.failure_rules:
             if rule and all(n in dead for n in _names(job, dict(rule))):
                 return FinishDecision("Failed", "Failed", f"The job is failed with rule: {_rule_text(dict(rule))}")
-        rules = job.success_rules or ({p.type: tuple(q.index for q in job.pods if q.type == p.type) for p in job.pods},)
+        rules = job.success_rules or (job.every_replica,)
         if dead and all(any(n in dead for n in _names(job, dict(r))) for r in rules if r):
             return FinishDecision("Failed", "Failed", f"{kind} {job.name} has failed: no success rule can be met any more ({', '.join(sorted(dead))} failed)")
     return FinishDecision()

@@ -76,7 +76,8 @@ def decide_release(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, d
         return ReleaseDecision(ledger, (), create, stale, "waiting for the workers' sshd to be ready" if ready_now else None, wake)
     released = {**ledger.released, **{p.name: pods[p.name].uid for p in release}}
     hashes = {**ledger.spec_hashes, **{p.name: p.spec_hash for p in release}}
-    led = ledger.evolve(released=released, spec_hashes=hashes, start_time=ledger.start_time if ledger.start_time is not None else now)
+    size = job.target if gang else ledger.size
+    led = ledger.evolve(released=released, spec_hashes=hashes, start_time=ledger.start_time if ledger.start_time is not None else now, size=size)
     events = (("Normal", "Released", f"released {len(release)} pod(s): {', '.join(p.name for p in release[:5])}{' ...' if len(release) > 5 else ''}"),)
     return ReleaseDecision(led, tuple(p.name for p in release), create, stale, None, wake, events)
 

@@ -57,6 +57,7 @@ def _drain(pods: Mapping[str, PodState], names: list[str]) -> tuple[str, ...]:
 
 def decide_restart(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, failures: tuple[Failure, ...], now: float) -> RestartDecision:
     """Count each failure once, restart what the policy allows, and name a fatal one."""
+    failures = tuple(f for f in failures if f.uid not in ledger.counted)
     if not failures:
         return RestartDecision(ledger)
     counted = ledger.counted + tuple(f.uid for f in failures if f.uid not in ledger.counted)
@@ -111,12 +112,13 @@ def decide_restart(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, f
 
 def restart_completed(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, names: tuple[str, ...], now: float) -> RestartDecision:
     """restartPolicy Always: a replica that succeeded runs again (the job has not finished)."""
-    always = [n for n in names if (p := job.pod(n)) is not None and job.rules.get(p.type) and job.rules[p.type].policy == "Always"]
-    if not always:
+    always = [
+        n for n in names
+        if (p := job.pod(n)) is not None and job.rules.get(p.type) and job.rules[p.type].policy == "Always" and _within_limits(job, ledger, p.type)
+    ]
+    if not always:  # a completed pod that may not run again simply stays succeeded
         return RestartDecision(ledger)
-    from .outcomes import Failure as Completion
-
-    completions = tuple(Completion(n, pods[n].uid, job.pod(n).type, 0, "completed") for n in always if n in pods)  # type: ignore[union-attr]
+    completions = tuple(Failure(n, pods[n].uid, job.pod(n).type, 0, "completed") for n in always if n in pods)  # type: ignore[union-attr]
     led = ledger.evolve(succeeded=tuple(n for n in ledger.succeeded if n not in always))
     decision = decide_restart(job, pods, led, completions, now)
     return RestartDecision(decision.ledger, decision.restarted, None, False, decision.events)

@@ -77,26 +77,21 @@ def test_torchrun_growth_is_left_to_the_release_step() -> None:
 )
 def test_group_scope_resizes_as_a_new_attempt_without_a_restart(target: int, pods_running: int) -> None:
     names = tuple(f"j-worker-{i}" for i in range(pods_running))
-    led = Ledger(released=released(*names), start_time=NOW, backoff_count=1, restarts={"worker": 1})
+    led = Ledger(released=released(*names), start_time=NOW, backoff_count=1, restarts={"worker": 1}, size=pods_running)
     d = decide_scale(deepspeed(target), running(*names), led)
     assert d.ledger.attempt == 2
     assert set(d.ledger.draining) == {uid(n) for n in names}
     assert d.ledger.released == {}
     assert (d.ledger.backoff_count, d.ledger.restarts) == (1, {"worker": 1})
-    assert d.events == (("Normal", "Rescaling", f"restarting the job at {target} node(s)"),)
+    assert d.events == (("Normal", "Rescaling", f"restarting the job at {target} node(s) (was {pods_running})"),)
 
 
 def test_group_scope_at_its_size_is_no_change() -> None:
     names = ("j-worker-0", "j-worker-1", "j-worker-2")
-    led = Ledger(released=released(*names), start_time=NOW)
+    led = Ledger(released=released(*names), start_time=NOW, size=3)
     assert decide_scale(deepspeed(3), running(*names), led).ledger is led
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "elastic.decide_scale counts the not-yet-released launcher (worker-0, wave 1) as a wanted "
-    "seat that is missing, so a group-scoped elastic DeepSpeedJob restarts its attempt on every "
-    "cycle between the wave-0 and the wave-1 release and never starts"
-))
 def test_group_scope_gang_start_waiting_for_its_launcher_is_not_a_resize() -> None:
     # Wave 0 (worker-1, worker-2) released; worker-0 (the launcher) waits for their sshd.
     job = deepspeed(3)

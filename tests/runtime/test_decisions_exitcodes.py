@@ -154,10 +154,6 @@ def test_oom_reason_wins_over_the_exit_code() -> None:
     assert effective_exit_code(state, "torchrun") == 137
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "exitcodes._from_torchrun takes the first 'exitcode :' line, which in torchrun's summary "
-    "belongs to the *other* failures; the root cause comes last"
-))
 def test_torchrun_root_cause_decides_when_several_workers_failed() -> None:
     state = pod("j-worker-0", "Failed", exit=1, message=CASCADE_SUMMARY)
     assert effective_exit_code(state, "torchrun") == 137  # the root cause: SIGKILL, retryable

@@ -219,10 +219,6 @@ def test_group_a_fatal_failure_wins_over_a_retryable_one_when_it_comes_first() -
 
 # --- counting once --------------------------------------------------------------------------
 
-@pytest.mark.xfail(strict=True, reason=(
-    "decide_restart does not skip failures whose UID is already in ledger.counted; only "
-    "outcomes.observe filters them, so calling it again with the same failure counts it twice"
-))
 @pytest.mark.parametrize("job", [job_view(policy="OnFailure"), torchrun(policy="OnFailure")], ids=["group", "pod"])
 def test_decide_restart_twice_with_the_same_failure_changes_nothing(job: JobView) -> None:
     first, _ = decide(job, {"j-worker-0": 1})
@@ -318,11 +314,6 @@ def test_decisions_never_change_their_inputs() -> None:
     assert (dict(pods), Ledger.from_dict(led.to_dict())) == before
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "restart_completed puts a replica that exited 0 into ledger.failed when its limit forbids "
-    "a restart (GenericJob's default limit is 0), so finish.decide_failure then fails the job "
-    "with 'no success rule can be met any more' although the replica succeeded"
-))
 def test_a_completed_pod_that_cannot_run_again_stays_succeeded() -> None:
     job = generic({"worker": 0}, policy="Always")
     pods = {**all_running(job), "j-worker-0": pod("j-worker-0", "Succeeded")}

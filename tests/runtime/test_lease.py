@@ -146,11 +146,6 @@ def summer_time_zone() -> Iterator[None]:
         time.tzset()
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "lease.parse_micro_time converts with time.mktime(...) - time.timezone, which is off by "
-    "the DST offset (one hour) whenever the process time zone observes summer time; "
-    "calendar.timegm would be exact"
-))
 def test_micro_time_round_trip_in_a_summer_time_zone(summer_time_zone: None) -> None:
     got = parse_micro_time(micro_time(T0))
     assert got == T0

@@ -37,9 +37,5 @@ def test_runtime_packages_are_found() -> None:
     assert "flatjob.runtime.decisions" in runtime_packages()
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "pyproject.toml [tool.setuptools] packages lists flatjob.runtime and flatjob.runtime.local "
-    "but not flatjob.runtime.decisions: the wheel (and the runtime image) lacks the decisions"
-))
 def test_every_runtime_package_is_in_the_wheel() -> None:
     assert set(runtime_packages()) - listed_packages() == set()

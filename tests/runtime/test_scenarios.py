@@ -352,3 +352,17 @@ def test_resume_runs_the_resume_command(gitops: str | None) -> None:
     st = s.finished()  # before the pause the pod slept 600 s; the resume command exits after 3 s
     assert st["phase"] == "Succeeded"
     assert st["backoffCount"] == 0 and st["runtime"]["attempt"] == 2
+
+
+@fake_only
+def test_elastic_deepspeed_starts_and_rescales_as_a_new_attempt() -> None:
+    job = DEEPSPEED.replace("spec:\n  config:", "spec:\n  elastic:\n    enabled: true\n    minReplicas: 1\n    maxReplicas: 4\n    expectedReplicas: 3\n  config:")
+    s = Scenario(job)
+    for i in range(4):
+        s.kubelet.behaviors[f"ds-worker-{i}"] = lambda pod, env: (float("inf"), None)
+    st = s.run_until(lambda st: st.get("aggregate", {}).get("running") == 3, limit=120)
+    assert st["runtime"]["attempt"] == 1 and st["runtime"]["size"] == 3
+    s.scale(2)
+    st = s.run_until(lambda st: st["runtime"]["attempt"] == 2 and st.get("aggregate", {}).get("running") == 2, limit=300)
+    assert st["backoffCount"] == 0 and st["runtime"]["size"] == 2
+    assert sorted(n for n, p in s.pods().items() if p.get("status", {}).get("phase") == "Running") == ["ds-worker-0", "ds-worker-1"]

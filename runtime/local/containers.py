@@ -1,0 +1,140 @@
+"""Which containers of a pod run here, and with what: argv, env, working folder, log label.
+
+Init containers run first, in order; those with restartPolicy Always (Kubernetes' native
+sidecars) keep running beside the regular containers and are stopped after them.  Every
+regular container runs, as in a pod; `--only-training` runs just the training container
+(for pods whose sidecars need their image).  Checked for every pod before anything starts.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from flatjob.compiler import keys
+from flatjob.compiler.podtemplate import ACCELERATORS
+from flatjob.compiler.render.configmap import configmap_name
+
+from .environment import command_line, declared_env, pod_facts, process_env
+from .errors import LocalError
+from .files import config_mounts, map_paths, path_env
+from .processes import Launch, PodLaunch
+
+DEFAULT_GRACE = 30.0  # Kubernetes' terminationGracePeriodSeconds default
+
+
+@dataclass(frozen=True)
+class Options:
+    """How containers are run here (from the command line)."""
+
+    env: Mapping[str, str] = field(default_factory=dict)  # --env NAME=VALUE, in every container
+    skip_env_from: bool = False
+    only_training: bool = False
+    cwd: str = "."  # where containers run when their workingDir does not exist here
+    base_env: Mapping[str, str] = field(default_factory=lambda: dict(os.environ))
+
+
+@dataclass(frozen=True)
+class Selected:
+    """A pod's containers in the roles they play here."""
+
+    init: tuple[dict[str, Any], ...]
+    sidecars: tuple[dict[str, Any], ...]
+    main: tuple[dict[str, Any], ...]
+
+
+def select(manifest: Mapping[str, Any], training: str | None, only_training: bool) -> Selected:
+    """Init containers, native sidecars and regular containers that run for this pod."""
+    spec = manifest.get("spec") or {}
+    containers = tuple(spec.get("containers") or [])
+    if only_training:
+        chosen = tuple(c for c in containers if c.get("name") == training) or containers[:1]
+        return Selected((), (), chosen)
+    inits = tuple(spec.get("initContainers") or [])
+    return Selected(
+        tuple(c for c in inits if c.get("restartPolicy") != "Always"),
+        tuple(c for c in inits if c.get("restartPolicy") == "Always"),
+        containers,
+    )
+
+
+def working_dir(container: Mapping[str, Any], options: Options) -> str:
+    """The container's workingDir when it exists here, else run-local's working folder."""
+    wd = container.get("workingDir")
+    return wd if wd and os.path.isdir(wd) else options.cwd
+
+
+def _launch(manifest: Mapping[str, Any], container: Mapping[str, Any], facts: Any, options: Options, folder: Path, label: str, mark: str, files: Mapping[str, str]) -> Launch:
+    declared, problems = declared_env(container, facts, options.env, skip_env_from=options.skip_env_from)
+    if problems:
+        raise LocalError(f"{facts.name}/{container.get('name')}: cannot resolve {'; '.join(problems)}")
+    argv = command_line(container, declared, facts.name)
+    name = manifest["metadata"]["name"]
+    job = (manifest["metadata"].get("labels") or {}).get(keys.JOB_NAME, "")
+    mounts = config_mounts(manifest, container, configmap_name(job), folder)
+    hostname = (manifest.get("spec") or {}).get("hostname") or name
+    env = process_env(options.base_env, declared, hostname, path_env(files, folder))
+    return Launch(
+        container=str(container.get("name")),
+        argv=tuple(map_paths(argv, mounts)),
+        env=env,
+        cwd=working_dir(container, options),
+        label=label,
+        mark=mark,
+        fallback_logs=container.get("terminationMessagePolicy") == "FallbackToLogsOnError",
+    )
+
+
+def pod_launch(
+    manifest: Mapping[str, Any], uid: str, ip: str, annotations: Mapping[str, str], training: str | None,
+    options: Options, folder: Path, mark: str, files: Mapping[str, str],
+) -> PodLaunch:
+    """Everything to run for one released pod incarnation."""
+    name = manifest["metadata"]["name"]
+    facts = pod_facts(manifest, uid, ip, annotations, socket.gethostname())
+    chosen = select(manifest, training, options.only_training)
+
+    def build(c: Mapping[str, Any]) -> Launch:
+        label = name if c.get("name") == training or len(chosen.main) + len(chosen.init) + len(chosen.sidecars) == 1 else f"{name}/{c.get('name')}"
+        return _launch(manifest, c, facts, options, folder, label, f"{mark}/{c.get('name')}", files)
+
+    grace = (manifest.get("spec") or {}).get("terminationGracePeriodSeconds")
+    return PodLaunch(
+        name=name,
+        uid=uid,
+        init=tuple(build(c) for c in chosen.init),
+        sidecars=tuple(build(c) for c in chosen.sidecars),
+        main=tuple(build(c) for c in chosen.main),
+        training=training,
+        grace=float(DEFAULT_GRACE if grace is None else grace),
+    )
+
+
+def preflight(manifests: list[Mapping[str, Any]], training: Mapping[str, str | None], options: Options) -> tuple[list[str], list[str]]:
+    """(errors, warnings) for every pod: what could not run here, and what runs differently."""
+    errors: list[str] = []
+    warnings: list[str] = []
+    for m in manifests:
+        name = m["metadata"]["name"]
+        facts = pod_facts(m, "preflight", "127.0.0.1", m["metadata"].get("annotations") or {}, "localhost")
+        chosen = select(m, training.get(name), options.only_training)
+        for c in (*chosen.init, *chosen.sidecars, *chosen.main):
+            where = f"{name}/{c.get('name')}"
+            declared, problems = declared_env(c, facts, options.env, skip_env_from=options.skip_env_from)
+            errors += [f"{where}: cannot resolve {p}" for p in problems]
+            try:
+                command_line(c, declared, name)
+            except LocalError as exc:
+                errors.append(str(exc))
+            wd = c.get("workingDir")
+            if wd and not os.path.isdir(wd):
+                warnings.append(f"{where}: workingDir {wd} does not exist here; it runs in {options.cwd}")
+            limits = {**((c.get("resources") or {}).get("requests") or {}), **((c.get("resources") or {}).get("limits") or {})}
+            gpus = {k: v for k, v in limits.items() if k in ACCELERATORS}
+            if gpus:
+                warnings.append(f"{where}: asks for {', '.join(f'{k}: {v}' for k, v in gpus.items())}; run-local has no GPUs, everything runs on this machine's CPUs")
+    return errors, warnings

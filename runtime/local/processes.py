@@ -1,0 +1,233 @@
+"""Containers as local process trees: start, log, stop, and leave nothing running.
+
+Every process of a container carries FLATJOB_LOCAL_MARK=<run>/<pod>/<uid>/<container> in
+its environment, inherited by children of children (torchrun starts its workers in their
+own sessions, so a process group is not enough).  When a container's main process exits,
+whatever still carries its mark is killed, as the kernel kills a pid namespace whose init
+exits; stopping a pod is SIGTERM to each main process, then SIGKILL after the grace period.
+Output (stdout and stderr together) goes line by line to a sink; the last lines are kept
+for the termination message (terminationMessagePolicy FallbackToLogsOnError).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import threading
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from .pods import Ended
+
+MARK = "FLATJOB_LOCAL_MARK"
+TAIL_LINES, TAIL_BYTES = 80, 2048  # the kubelet's limits for a termination message from logs
+START_ERROR = 128  # what container runtimes report for a command that cannot start
+
+Sink = Callable[[str, str], None]  # (label, line without newline)
+Report = Callable[[str, str, object], None]  # (event, pod uid, payload)
+
+
+def shell_code(returncode: int) -> int:
+    """A Popen return code as a container exit code: death by signal N is 128+N."""
+    return 128 - returncode if returncode < 0 else returncode
+
+
+def _environ_has(pid: str, prefix: bytes) -> bool:
+    try:
+        data = Path(f"/proc/{pid}/environ").read_bytes()
+    except OSError:
+        return False
+    return any(entry.startswith(prefix) for entry in data.split(b"\0"))
+
+
+def marked(mark_prefix: str) -> list[int]:
+    """Pids of live processes whose mark starts with `mark_prefix` (this process excluded)."""
+    prefix = f"{MARK}={mark_prefix}".encode()
+    me = os.getpid()
+    try:
+        pids = [p for p in os.listdir("/proc") if p.isdigit() and int(p) != me]
+    except OSError:
+        return []
+    return [int(p) for p in pids if _environ_has(p, prefix)]
+
+
+def kill_marked(mark_prefix: str, sig: int = signal.SIGKILL) -> int:
+    """Signal every process carrying the mark; returns how many were signalled."""
+    count = 0
+    for pid in marked(mark_prefix):
+        try:
+            os.kill(pid, sig)
+            count += 1
+        except OSError:
+            pass
+    return count
+
+
+@dataclass(frozen=True)
+class Launch:
+    """One container to run: its argv, environment and where its output goes."""
+
+    container: str
+    argv: tuple[str, ...]
+    env: dict[str, str]
+    cwd: str
+    label: str  # log prefix: the pod name, or pod/container for extra containers
+    mark: str
+    fallback_logs: bool = False  # terminationMessagePolicy FallbackToLogsOnError
+
+
+class Container:
+    """A started container: its main process, its mark, and its log tail."""
+
+    def __init__(self, launch: Launch, sink: Sink):
+        self.launch = launch
+        self.sink = sink
+        self.tail: deque[str] = deque(maxlen=TAIL_LINES)
+        self.proc: subprocess.Popen[bytes] | None = None
+        self._reader: threading.Thread | None = None
+
+    def start(self) -> None:
+        """Start the main process in its own session (raises OSError when it cannot start)."""
+        env = {**self.launch.env, MARK: self.launch.mark}
+        self.proc = subprocess.Popen(
+            list(self.launch.argv), env=env, cwd=self.launch.cwd, stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True,
+        )
+        self._reader = threading.Thread(target=self._read, name=f"log {self.launch.label}", daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.proc is not None and self.proc.stdout is not None
+        for raw in iter(self.proc.stdout.readline, b""):
+            line = raw.decode("utf-8", "replace").rstrip("\r\n")
+            self.tail.append(line)
+            self.sink(self.launch.label, line)
+        self.proc.stdout.close()
+
+    def wait(self) -> int:
+        """Wait for the main process; then kill what is left of the container; its exit code."""
+        assert self.proc is not None
+        code = shell_code(self.proc.wait())
+        kill_marked(self.launch.mark)
+        if self._reader is not None:
+            self._reader.join(timeout=5)
+        return code
+
+    def terminate(self) -> None:
+        """SIGTERM to the main process, as the kubelet sends it to a container's PID 1."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+
+    def kill(self) -> None:
+        """SIGKILL to every process of the container."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+        kill_marked(self.launch.mark)
+
+    def message(self) -> str:
+        """The termination message from the log: its last 80 lines, at most 2048 bytes."""
+        text = "\n".join(self.tail)
+        return text.encode()[-TAIL_BYTES:].decode("utf-8", "ignore")
+
+
+@dataclass(frozen=True)
+class PodLaunch:
+    """Everything to run for one pod incarnation."""
+
+    name: str
+    uid: str
+    init: tuple[Launch, ...]  # run to completion, in order
+    sidecars: tuple[Launch, ...]  # init containers with restartPolicy Always: run alongside
+    main: tuple[Launch, ...]
+    training: str | None  # the container whose exit code the runtime judges
+    grace: float  # terminationGracePeriodSeconds
+
+
+class PodRun:
+    """Runs one pod's containers on a thread and reports "running" and "ended" events."""
+
+    def __init__(self, launch: PodLaunch, sink: Sink, report: Report):
+        self.launch = launch
+        self.sink = sink
+        self.report = report
+        self._lock = threading.Lock()
+        self._live: list[Container] = []
+        self._stopping = False
+        self._timer: threading.Timer | None = None
+        self.thread = threading.Thread(target=self._run, name=f"pod {launch.name}", daemon=True)
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def stop(self, grace: float | None = None) -> None:
+        """SIGTERM to every running container; SIGKILL to what is left after the grace period."""
+        with self._lock:
+            if self._stopping:
+                return
+            self._stopping = True
+            live = list(self._live)
+        for c in live:
+            c.terminate()
+        self._timer = threading.Timer(self.launch.grace if grace is None else grace, self.kill)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def kill(self) -> None:
+        """SIGKILL to every process of every container, now."""
+        with self._lock:
+            self._stopping = True
+            live = list(self._live)
+        for c in live:
+            c.kill()
+
+    def _started(self, launch: Launch) -> Container | None:
+        c = Container(launch, self.sink)
+        with self._lock:
+            if self._stopping:
+                return None
+            try:
+                c.start()
+            except OSError as exc:
+                self.sink(launch.label, f"flatjob run-local: cannot start {launch.argv[0]!r}: {exc.strerror or exc}")
+                return None
+            self._live.append(c)
+        return c
+
+    def _run(self) -> None:
+        try:
+            how = self._run_pod()
+        except Exception as exc:  # a bug here must still end the pod, or the loop waits forever
+            how = Ended("Failed", None, "StartError", f"flatjob run-local: {type(exc).__name__}: {exc}")
+        finally:
+            if self._timer is not None:
+                self._timer.cancel()
+        self.report("ended", self.launch.uid, how)
+
+    def _run_pod(self) -> Ended:
+        for launch in self.launch.init:
+            c = self._started(launch)
+            code = c.wait() if c is not None else START_ERROR
+            if code != 0:
+                return Ended("Failed", None, "Init:Error", f"init container {launch.container} exited with code {code}")
+        sidecars = [c for c in (self._started(s) for s in self.launch.sidecars) if c is not None]
+        mains = {launch.container: self._started(launch) for launch in self.launch.main}
+        self.report("running", self.launch.uid, tuple(mains))
+        codes = {name: (c.wait() if c is not None else START_ERROR) for name, c in mains.items()}
+        for c in sidecars:
+            c.terminate()
+        for c in sidecars:
+            c.wait()
+        return self._ended(mains, codes)
+
+    def _ended(self, mains: dict[str, Container | None], codes: dict[str, int]) -> Ended:
+        phase = "Succeeded" if all(code == 0 for code in codes.values()) else "Failed"
+        name = self.launch.training if self.launch.training in codes else next(iter(codes), None)
+        code = codes.get(name) if name is not None else None
+        container = mains.get(name) if name is not None else None
+        reason = "Completed" if code == 0 else "StartError" if container is None else "Error"
+        message = container.message() if container is not None and code and container.launch.fallback_logs else None
+        states = tuple((n, "Terminated", c) for n, c in codes.items())
+        return Ended(phase, code, reason, message, states)
