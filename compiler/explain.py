@@ -123,7 +123,7 @@ def _render(kind: str, walked: list[str], info: Any, model: type[BaseModel] | No
     else:
         desc = (MODELS[kind].__doc__ or "").strip()
     lines += ["DESCRIPTION:", f"    {desc.strip()}"]
-    if model is not None and model is not MODELS.get(kind) or (info is None):
+    if (model is not None and model is not MODELS.get(kind)) or info is None:
         target = model if model is not None else MODELS[kind]
         lines += ["", "FIELDS:"]
         required = {name for name, f in _fields(target).items() if f.is_required()}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 from collections.abc import Callable, Sequence
@@ -107,11 +108,11 @@ def format_github(diags: Sequence[Diagnostic]) -> str:
 
 
 def _uri(path: str) -> str:
+    """A path as SARIF and GitHub want it: relative to the working directory when inside it."""
     p = Path(path)
-    try:
-        p = p.resolve().relative_to(Path.cwd().resolve()) if p.is_absolute() else p
-    except ValueError:
-        pass
+    if p.is_absolute():
+        with contextlib.suppress(ValueError):
+            p = p.resolve().relative_to(Path.cwd().resolve())
     return p.as_posix()
 
 

@@ -12,9 +12,16 @@ FORMAT_NAMES = ("github", "json", "sarif", "text")
 
 
 @click.command("lint", short_help="Check job specs; report each problem at its file:line:col.")
-@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=True, allow_dash=False))
+@click.argument(
+    "paths", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=True, allow_dash=False)
+)
 @click.option(
-    "-f", "--format", "fmt", type=click.Choice(FORMAT_NAMES), default="text", show_default=True,
+    "-f",
+    "--format",
+    "fmt",
+    type=click.Choice(FORMAT_NAMES),
+    default="text",
+    show_default=True,
     help="text: for people; json: for scripts; github: workflow commands that annotate the PR "
     "lines; sarif: for GitHub code scanning.",
 )

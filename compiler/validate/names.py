@@ -32,9 +32,8 @@ def dns1123_label(name: str) -> str | None:
 def qualified_key(key: str) -> str | None:
     """Why `key` is not a valid label/annotation key ([prefix/]name), or None if it is."""
     prefix, slash, name = key.rpartition("/")
-    if slash:
-        if not prefix or len(prefix) > 253 or not _DNS1123_SUBDOMAIN.fullmatch(prefix):
-            return f"prefix {prefix!r} must be a DNS subdomain (lower-case, dots, at most 253 characters)"
+    if slash and (not prefix or len(prefix) > 253 or not _DNS1123_SUBDOMAIN.fullmatch(prefix)):
+        return f"prefix {prefix!r} must be a DNS subdomain (lower-case, dots, at most 253 characters)"
     if not name or len(name) > MAX_LABEL or not _LABEL_NAME.fullmatch(name):
         return "name part must be 1-63 characters of letters, digits, '-', '_' or '.', starting and ending alphanumeric"
     return None

@@ -470,7 +470,7 @@ def _balanced(value: str, start: int) -> str:
 
 # --- the table ---------------------------------------------------------------------------
 
-COMMON: tuple[Rule, ...] = (job_name, metadata_labels, flatjob_annotations, pod_names, unique_types, run_mode, has_pods, has_containers, container_images)
+COMMON: tuple[Rule, ...] = (job_name, metadata_labels, flatjob_annotations, pod_names, unique_types, run_mode, resume_specs, has_pods, has_containers, container_images)
 RULES: dict[type, tuple[Rule, ...]] = {
     PyTorchTrainingJob: (*COMMON, elastic_range, elastic_needs_torchrun, torchrun_fields, tensorboard),
     DeepSpeedJob: (*COMMON, elastic_range, deepspeed_run, deepspeed_other_args, reserved_paths),

@@ -94,10 +94,7 @@ def _trim(data: Any, loc: tuple[Any, ...]) -> tuple[PathT, str | int | None]:
     path: list[str | int] = []
     node = data
     for i, part in enumerate(loc):
-        if isinstance(node, dict) and isinstance(part, str) and part in node:
-            path.append(part)
-            node = node[part]
-        elif isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node):
+        if (isinstance(node, dict) and isinstance(part, str) and part in node) or (isinstance(node, list) and isinstance(part, int) and 0 <= part < len(node)):
             path.append(part)
             node = node[part]
         elif i == len(loc) - 1 and isinstance(node, dict):
@@ -215,7 +212,9 @@ def validate_model(doc: Document) -> tuple[T9kModel | None, list[Diagnostic]]:
             seen.add(key)
             problems.append(_message(err, doc, model, path, tail))
         return None, _merge_union_errors(problems, unions)
-    return (job if not any(p.is_error for p in problems) else job), problems
+    # A guessed kind (FJ200) or a bad apiVersion (FJ205) still yields the typed job, so the
+    # cross-field rules run and the user sees every mistake in one pass.
+    return job, problems
 
 
 def _merge_union_errors(problems: list[Diagnostic], unions: dict[PathT, list[str]]) -> list[Diagnostic]:

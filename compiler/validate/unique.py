@@ -30,8 +30,13 @@ def duplicate_jobs(jobs: Iterable[tuple[Document, Any]]) -> list[Diagnostic]:
         if first is not doc:
             where = f" in namespace {job.metadata.namespace!r}" if job.metadata.namespace else ""
             line = first.locate(("metadata", "name")).line
-            out.append(doc.diagnostic(
-                "FJ315", f"job {job.metadata.name!r}{where} is also defined at line {line}; names must be unique per namespace",
-                ("metadata", "name"), hint="rename one of them",
-            ))
+            out.append(
+                doc.diagnostic(
+                    "FJ315",
+                    f"job {job.metadata.name!r}{where} is also defined at line {line}; "
+                    "names must be unique per namespace",
+                    ("metadata", "name"),
+                    hint="rename one of them",
+                )
+            )
     return out

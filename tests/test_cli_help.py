@@ -1,0 +1,88 @@
+"""`flatjob --help` and every subcommand's `--help` work and say what the command does.
+
+Covers: the group help lists every command with a summary; each built-in
+command's help has a usage line, a description and its options; plugin commands (the
+runtime's) load, so their help is real rather than an "unavailable" stand-in; the lint
+command's format list matches the report formats; --version.
+"""
+
+from __future__ import annotations
+
+import pytest
+from lintkit import run_cli
+
+from flatjob.compiler.cli import BUILTIN, LazyGroup, cli
+from flatjob.compiler.cli.lint import FORMAT_NAMES
+from flatjob.compiler.report import FORMATS
+from flatjob.compiler.version import __version__
+
+COMMANDS = LazyGroup.list_commands(cli, None)  # type: ignore[arg-type]
+BUILTINS = sorted(name for name in COMMANDS if name in BUILTIN)
+
+# What each built-in's help must mention, beyond its usage line.
+MUST_SAY = {
+    "lint": ["PATHS are files or folders", "--format", "Exit status: 0", "docs/diagnostics.md"],
+    "compile": ["--out", "--check", "Exit status"],
+    "diff": ["unified diff", "--out"],
+    "schema": ["jobs/<kind>.json", "yaml-language-server", "--check"],
+    "explain": ["kubectl explain", "Examples:"],
+    "krm": ["ResourceList"],
+}
+
+
+def test_group_help_lists_every_command() -> None:
+    result = run_cli("--help")
+    assert result.exit_code == 0
+    assert result.stdout.startswith("Usage: flatjob [OPTIONS] COMMAND [ARGS]...\n")
+    assert "flatjob lint jobs/" in result.stdout
+    listed = result.stdout.split("Commands:\n", 1)[1]
+    for name in COMMANDS:
+        assert f"\n  {name} " in "\n" + listed, name
+
+
+def test_every_command_has_a_summary() -> None:
+    listed = run_cli("--help").stdout.split("Commands:\n", 1)[1]
+    summaries = dict(
+        line.split(None, 1)
+        for line in listed.splitlines()
+        if line.startswith("  ") and not line.startswith("   ")
+    )
+    assert sorted(summaries) == sorted(COMMANDS)
+    assert all(len(text.split()) >= 3 for text in summaries.values()), summaries
+
+
+@pytest.mark.parametrize("name", BUILTINS)
+def test_builtin_help(name: str) -> None:
+    result = run_cli(name, "--help")
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith(f"Usage: flatjob {name} ")
+    description = result.stdout.split("\n\n", 2)[1]
+    assert len(description.split()) >= 6, description
+    assert "-h, --help" in result.stdout
+    for phrase in MUST_SAY.get(name, []):
+        assert phrase in result.stdout, phrase
+
+
+@pytest.mark.parametrize("name", sorted(set(COMMANDS) - set(BUILTIN)))
+def test_plugin_help_is_real(name: str) -> None:
+    result = run_cli(name, "--help")
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith(f"Usage: flatjob {name} ")
+    assert "(unavailable" not in result.stdout, (
+        f"the {name!r} entry point does not load: {result.stdout}"
+    )
+
+
+def test_lint_format_choices_match_the_report_formats() -> None:
+    assert sorted(FORMAT_NAMES) == sorted(FORMATS)
+
+
+def test_version() -> None:
+    result = run_cli("--version")
+    assert (result.exit_code, result.stdout) == (0, f"flatjob, version {__version__}\n")
+
+
+def test_unknown_command_is_a_usage_error() -> None:
+    result = run_cli("lnt")
+    assert result.exit_code == 2
+    assert "No such command 'lnt'" in result.stderr

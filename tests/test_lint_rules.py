@@ -1,0 +1,395 @@
+"""Cross-field rules (compiler/validate/rules.py, FJ300-FJ317), one malformed job each.
+
+Covers: DeepSpeed run target, elastic ranges and torchrun, unique replica types, GenericJob
+success/failure rules, job and pod names, runMode, procPerNode, reserved paths, required
+containers and images, launcher args, ColossalAI shapes, labels, jobs without pods,
+duplicate jobs in one file, torchrun's script, TensorBoard log locations; plus `valid-*`
+cases that must stay clean. Findings are drawn in the YAML (`# ^ CODE`, lintkit.marked).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from lintkit import Case, case_ids, check_case, deepspeed, edit, generic, pytorch
+
+CASES = [
+    Case(
+        "run-target-missing",
+        deepspeed("""
+          config: {slotsPerWorker: 1}
+        # ^ FJ300
+        """),
+        message="config.run needs exactly one of python, module or exec",
+    ),
+    Case(
+        "run-target-two",
+        deepspeed("""
+          config:
+            run: {python: [a.py], module: [b]}
+        #                         ^ FJ300
+        """),
+        message="config.run sets python and module; set exactly one",
+    ),
+    Case(
+        "run-target-empty",
+        deepspeed("""
+          config:
+            run: {exec: []}
+        #               ^ FJ300
+        """),
+        message="config.run.exec is empty",
+    ),
+    Case(
+        "run-target-ignored-with-custom-command",
+        deepspeed("""
+          config:
+            customCommand: deepspeed train.py
+            run: {python: [train.py]}
+        #   ^ FJ300
+        """),
+        message="config.run is ignored because customCommand is set",
+    ),
+    Case(
+        "valid-custom-command-without-run",
+        deepspeed("""
+          config: {customCommand: deepspeed train.py}
+        """),
+    ),
+    Case(
+        "elastic-min-above-max",
+        pytorch("""
+          torchrunConfig: {enabled: true}
+          elastic: {enabled: true, minReplicas: 3, maxReplicas: 2}
+        #                                       ^ FJ301
+        """),
+        message="minReplicas (3) is greater than maxReplicas (2)",
+    ),
+    Case(
+        "elastic-expected-below-min",
+        pytorch("""
+          torchrunConfig: {enabled: true}
+          elastic: {enabled: true, minReplicas: 2, maxReplicas: 4, expectedReplicas: 1}
+        #                                                                            ^ FJ301
+        """),
+        message="expectedReplicas (1) is below minReplicas (2)",
+    ),
+    Case(
+        "elastic-expected-above-max",
+        deepspeed("""
+          config: {run: {python: [train.py]}}
+          elastic: {enabled: true, minReplicas: 1, maxReplicas: 2, expectedReplicas: 3}
+        #                                                                            ^ FJ301
+        """),
+        message="expectedReplicas (3) is above maxReplicas (2)",
+    ),
+    Case(
+        "elastic-needs-min-and-max",
+        pytorch("""
+          torchrunConfig: {enabled: true}
+          elastic: {enabled: true}
+        # ^ FJ301
+        # ^ FJ301
+        """),
+        message="elastic mode needs spec.elastic.m",
+    ),
+    Case(
+        "elastic-min-zero",
+        pytorch("""
+          torchrunConfig: {enabled: true}
+          elastic: {enabled: true, minReplicas: 0, maxReplicas: 2}
+        #                                       ^ FJ204
+        """),
+        message="spec.elastic.minReplicas: must be >= 1, got 0",
+    ),
+    Case(
+        "elastic-needs-torchrun",
+        pytorch("""
+          elastic: {enabled: true, minReplicas: 1, maxReplicas: 2}
+        #                    ^ FJ302
+        """),
+        message="elastic training needs torchrun",
+    ),
+    Case(
+        "duplicate-replica-type",
+        """
+        apiVersion: batch.tensorstack.dev/v1beta1
+        kind: PyTorchTrainingJob
+        metadata: {name: job}
+        spec:
+          replicaSpecs:
+            - type: worker
+              template: {spec: {containers: [{name: python, image: p, args: [a.py]}]}}
+            - type: worker
+        #           ^ FJ303
+              template: {spec: {containers: [{name: python, image: p, args: [a.py]}]}}
+        """,
+        message="replica type 'worker' is already used by spec.replicaSpecs[0]",
+    ),
+    Case(
+        "finish-rule-unknown-type",
+        generic("""
+          successRules: [{wroker: [0]}]
+        #                 ^ FJ304
+        """),
+        message="no replica type 'wroker' in this job",
+        hint="did you mean 'worker'?",
+    ),
+    Case(
+        "finish-rule-rank-out-of-range",
+        generic("""
+          failureRules:
+            - worker: [0, 2]
+        #                 ^ FJ304
+        """),
+        message="rank 2 is out of range: type 'worker' has 2 replica(s)",
+    ),
+    Case(
+        "finish-rule-rank-not-a-number",
+        generic("""
+          successRules: [{worker: ["one"]}]
+        #                          ^ FJ304
+        """),
+        message="rank 'one' is not a non-negative integer",
+    ),
+    Case(
+        "valid-finish-rule-rank-as-string",
+        generic("""
+          successRules: [{worker: ["1"]}]
+        """),
+    ),
+    Case(
+        "finish-rule-empty",
+        generic("""
+          successRules: [{}]
+        #                ^ FJ304
+        """),
+        message="an empty rule is never met",
+    ),
+    Case(
+        "job-name-not-dns-1035",
+        pytorch(name="Train_Job"),
+        also=((4, 9, "FJ305"),),
+        message="job name 'Train_Job' must consist of lower-case letters",
+    ),
+    Case("job-name-starts-with-digit", pytorch(name="1job"), also=((4, 9, "FJ305"),)),
+    Case(
+        "pod-name-too-long",
+        edit(pytorch(name="j" * 50), "type: worker", "type: worker-type"),
+        also=((8, 13, "FJ305"),),
+        message=f"pod name '{'j' * 50}-worker-type-1' is 64 characters long",
+    ),
+    Case(
+        "run-mode-unknown-type",
+        pytorch("""
+          runMode:
+            debug:
+              enabled: true
+              replicaSpecs: [{type: wroker}]
+        #                           ^ FJ306
+        """),
+        message="no replica type 'wroker' in this job (types: worker)",
+        hint="did you mean 'worker'?",
+    ),
+    Case(
+        "run-mode-debug-and-pause",
+        pytorch("""
+          runMode:
+            debug: {enabled: true}
+            pause: {enabled: true}
+        #                    ^ FJ307
+        """),
+        message="debug and pause mode are both enabled",
+    ),
+    Case(
+        "proc-per-node-typo",
+        pytorch("""
+          torchrunConfig: {enabled: true, procPerNode: gpus}
+        #                                              ^ FJ308
+        """),
+        message="procPerNode 'gpus' must be a positive integer (as a string) or 'gpu'",
+        hint="did you mean 'gpu'?",
+    ),
+    Case(
+        "proc-per-node-zero",
+        pytorch("""
+          torchrunConfig: {enabled: true, procPerNode: "0"}
+        #                                              ^ FJ308
+        """),
+    ),
+    Case(
+        "proc-per-node-unicode-digit",
+        pytorch("""
+          torchrunConfig: {enabled: true, procPerNode: "²"}
+        #                                              ^ FJ308
+        """),
+    ),
+    Case(
+        "reserved-path",
+        deepspeed(
+            container="""
+                volumeMounts: [{name: h, mountPath: /t9k/hostfile}]
+        #                                           ^ FJ309
+        """
+        ),
+        message="/t9k/hostfile is reserved",
+    ),
+    Case(
+        "no-containers",
+        pytorch().split("          containers:")[0] + "          containers: []\n",
+        also=((10, 7, "FJ310"),),
+        message="the pod template has no containers",
+    ),
+    Case(
+        "colossalai-needs-worker-container",
+        """
+        apiVersion: batch.tensorstack.dev/v1beta1
+        kind: ColossalAIJob
+        metadata: {name: job}
+        spec:
+          torchConfig: {script: [train.py]}
+          replicaSpecs:
+            - type: worker
+              template:
+                spec:
+                  containers:
+        #         ^ FJ310
+                    - {name: wroker, image: c}
+        """,
+        message="ColossalAIJob workers need a container named 'worker' (found 'wroker')",
+        hint="did you mean 'worker'?",
+    ),
+    Case(
+        "conflicting-other-args",
+        deepspeed("""
+          config:
+            run: {python: [a.py]}
+            otherArgs: [--num_gpus=2, --module]
+        #                             ^ FJ311
+        """),
+        message="--module in otherArgs conflicts",
+        hint="use spec.config.run.module instead",
+    ),
+    Case(
+        "colossalai-mixed-shapes",
+        """
+        apiVersion: batch.tensorstack.dev/v1beta1
+        kind: ColossalAIJob
+        metadata: {name: job}
+        spec:
+          worker: {command: [a.py], template: {spec: {containers: [{name: worker, image: c}]}}}
+          torchConfig: {script: [a.py]}
+        """,
+        also=((4, 1, "FJ312"),),
+        message="use either launcher/worker or torchConfig/replicaSpecs",
+    ),
+    Case(
+        "colossalai-launcher-replicas",
+        """
+        apiVersion: batch.tensorstack.dev/v1beta1
+        kind: ColossalAIJob
+        metadata: {name: job}
+        spec:
+          torchConfig: {script: [train.py]}
+          replicaSpecs:
+            - type: launcher
+              replicas: 2
+        #               ^ FJ204
+              template: {spec: {containers: [{name: launcher, image: c}]}}
+            - type: worker
+              template: {spec: {containers: [{name: worker, image: c}]}}
+        """,
+        message="the launcher has exactly one pod; replicas is 2",
+    ),
+    Case(
+        "bad-label-key",
+        edit(pytorch(), "metadata:\n", "metadata:\n  labels: {-team: a}\n  #        ^ FJ313\n"),
+        message="key '-team'",
+    ),
+    Case(
+        "bad-label-value",
+        edit(
+            pytorch(), "metadata:\n", "metadata:\n  labels: {team: a b}\n  #              ^ FJ313\n"
+        ),
+        message="label value 'a b'",
+    ),
+    Case(
+        "no-replicas-warning",
+        edit(pytorch(), "replicas: 2", "replicas: 0"),
+        also=((5, 1, "FJ314"),),
+        message="every replica count is 0",
+    ),
+    Case(
+        "torchrun-needs-args",
+        edit(
+            pytorch("torchrunConfig: {enabled: true}"),
+            "args: [train.py]",
+            "command: [python, train.py]",
+        ),
+        also=((13, 15, "FJ316"),),
+        message="torchrun mode runs `torchrun <options> <args>`",
+    ),
+    Case(
+        "duplicate-job-in-one-file",
+        pytorch() + "---\n" + pytorch(),
+        also=((20, 9, "FJ315"),),
+        message="job 'job' is also defined at line 4",
+    ),
+    Case(
+        "valid-same-name-other-namespace",
+        pytorch() + "---\n" + edit(pytorch(), "name: job", "name: job\n  namespace: b"),
+    ),
+    Case(
+        "resume-args-need-a-command",
+        generic("""
+          runMode:
+            pause:
+              enabled: false
+              resumeSpecs:
+                - type: worker
+                  args: [--resume]
+        #         ^ FJ318
+        """),
+        message="resumeSpecs for 'worker' set args, but the container has no command",
+        hint="give the resumeSpec a command, or give the container one",
+    ),
+    Case(
+        "valid-resume-args-with-a-command",
+        generic(
+            """
+          runMode:
+            pause: {resumeSpecs: [{type: worker, args: [--resume]}]}
+        """,
+            "command: [python, train.py]",
+        ),
+    ),
+    Case(
+        "resume-skip-init-without-command-warning",
+        edit(
+            generic("runMode: {pause: {resumeSpecs: [{type: worker, skipInitContainer: true}]}}"),
+            "        spec:\n",
+            """\
+        spec:
+          initContainers: [{name: fetch, image: busybox}]
+""",
+        ),
+        also=((6, 69, "FJ318"),),
+        message="init container 'fetch' has no command, so it cannot be skipped on resume",
+    ),
+    Case(
+        "tensorboard-log-location",
+        pytorch("""
+          tensorboardSpec:
+            image: tensorboard
+            trainingLogFilesets: [pvc://logs/run1]
+        #                         ^ FJ317
+        """),
+        message="log location 'pvc://logs/run1' is not of the form t9k://pvc/<pvc>/<path>",
+    ),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=case_ids(CASES))
+def test_lint_finds_exactly(tmp_path: Path, case: Case) -> None:
+    check_case(tmp_path, case)
