@@ -59,7 +59,7 @@ def find_refs(value: str) -> list[Ref]:
 
 def is_ours(text: str) -> bool:
     """Whether $(text) is a GenericJob variable (else it is left for Kubernetes)."""
-    return text in OURS or text.startswith(("replicas", "service"))
+    return text in OURS or text.startswith(("replicas[", "service.", "service["))
 
 
 def _rank(raw: str) -> int:
