@@ -27,6 +27,7 @@ class CompileOptions:
     kueue_queue: str | None = None  # LocalQueue name when scheduler is kueue
     runtime_image: str = f"{DEFAULT_IMAGE_REPOSITORY}:{__version__}"
     flux: bool = True  # annotate pods with kustomize.toolkit.fluxcd.io/ssa: IfNotPresent
+    local_addresses: bool = False  # run-local: each pod's address is its own loopback IP, not a DNS name
 
     def recorded(self) -> str | None:
         """The options that differ from the defaults, as compact JSON for the record (or None)."""

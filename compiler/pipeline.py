@@ -67,9 +67,14 @@ class CompileResult:
         for job in self.jobs:
             for rel, text in job.files.items():
                 files[f"{job.folder}/{rel}"] = text
-        for folder, entries in sorted(_levels(j.folder for j in self.jobs).items()):
+        by_folder = {j.folder: j for j in self.jobs}
+        for folder, entries in sorted(_levels(by_folder).items()):
             rel = f"{folder}/{KUSTOMIZATION}" if folder else KUSTOMIZATION
-            files[rel] = emit_files({KUSTOMIZATION: [kustomization(sorted(entries))]})[KUSTOMIZATION]
+            # A job named like a namespace (job `research` beside `research/<job>`) shares its
+            # folder with that namespace's jobs: its kustomization then lists both.
+            own = by_folder.get(folder)
+            resources = [f for f in own.files if f != KUSTOMIZATION] if own is not None else []
+            files[rel] = emit_files({KUSTOMIZATION: [kustomization(resources + sorted(entries))]})[KUSTOMIZATION]
         files[META_FILE] = metadata(self, sorted(files), root)
         return files
 
@@ -127,6 +132,8 @@ def compile_documents(loaded: Loaded, options: CompileOptions, overlay: Overlay 
     # itself, when it sits inside a source folder) must not make the metadata chase its tail.
     sources = {d.path for d in loaded.jobs}
     result.inputs = [(p, hashlib.sha256(text.encode()).hexdigest()) for p, text in loaded.files if str(p) in sources]
+    # Overlay files change the output too (compiler/overlay: OverlayStack.files).
+    result.inputs += [(p, hashlib.sha256(text.encode()).hexdigest()) for p, text in getattr(overlay, "files", ())]
     docs, problems = overlay(loaded.jobs)
     result.diagnostics.extend(problems)
     validated = [validate_document(d) for d in docs]

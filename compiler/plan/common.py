@@ -36,6 +36,15 @@ def address(pod: str, service: str) -> str:
     return f"{pod}.{service}"
 
 
+def local_address(position: int) -> str:
+    """run-local: the pod at `position` gets its own loopback IP (127.0.1.1, 127.0.1.2, ...).
+
+    Linux routes all of 127/8 to the loopback device, so pods keep apart by address and may
+    use the same port, as they do in a cluster.
+    """
+    return f"127.0.{1 + position // 254}.{1 + position % 254}"
+
+
 def elastic_of(job: Any) -> ElasticConfig | None:
     """The job's elastic config when enabled, else None."""
     e = getattr(job.spec, "elastic", None)
@@ -58,15 +67,19 @@ def layout(job: Any, specs: list[tuple[str, int, dict[str, Any]]]) -> Layout:
     return Layout(tuple((t, counts[t], tpl) for t, _, tpl in specs))
 
 
-def base_pods(job: Any, lay: Layout, service: str) -> list[PodPlan]:
-    """One PodPlan per pod in rank order, with elastic seats when the job is elastic."""
+def base_pods(job: Any, lay: Layout, service: str, *, local: bool = False) -> list[PodPlan]:
+    """One PodPlan per pod in rank order, with elastic seats when the job is elastic.
+
+    `local` (CompileOptions.local_addresses, for run-local) gives each pod a loopback IP.
+    """
     name = job.metadata.name
     pods: list[PodPlan] = []
     for rtype, count, template in lay.types:
         idx = training_index(job.kind, template)
         for i in range(count):
             pod = pod_name(name, rtype, i)
-            pods.append(PodPlan(pod, rtype, i, len(pods), address(pod, service), template, idx, role=rtype))
+            addr = local_address(len(pods)) if local else address(pod, service)
+            pods.append(PodPlan(pod, rtype, i, len(pods), addr, template, idx, role=rtype))
     e = elastic_of(job)
     if e is not None and e.max_replicas:
         order = seat_order(elastic_weights(job, [(t, n) for t, n, _ in lay.types]), e.max_replicas)

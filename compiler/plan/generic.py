@@ -12,17 +12,18 @@ from . import ContainerPatch, JobPlan, PodPlan, ServicePlan
 from .common import address, base_pods, mode_patch, layout, pod_name, release_counts, run_mode_name
 
 
-def context(job: GenericJob) -> Context:
-    """What $(...) variables resolve against for this job."""
+def context(job: GenericJob, addresses: dict[tuple[str, int], str] | None = None) -> Context:
+    """What $(...) variables resolve against for this job (`addresses`: planned (type, rank) -> address)."""
     ports = None
     if job.spec.service is not None:
         ports = {p["name"]: p["port"] for p in job.spec.service.ports if "name" in p}
     service = job.metadata.name
+    known = addresses or {}
     return Context(
         job.metadata.name,
         {r.type: r.replicas for r in job.spec.replica_specs},
         ports,
-        lambda t, r: address(pod_name(job.metadata.name, t, r), service),
+        lambda t, r: known.get((t, r)) or address(pod_name(job.metadata.name, t, r), service),
     )
 
 
@@ -52,9 +53,10 @@ def plan_generic(job: GenericJob, options: CompileOptions) -> JobPlan:
     """Plan the pods of a GenericJob."""
     service = job.metadata.name
     lay = layout(job, [(r.type, r.replicas, r.template) for r in job.spec.replica_specs])
-    ctx = context(job)
+    planned = base_pods(job, lay, service, local=options.local_addresses)
+    ctx = context(job, {(p.type, p.index): p.address for p in planned})
     pods: list[PodPlan] = []
-    for pod in base_pods(job, lay, service):
+    for pod in planned:
         patch, drop, skip = mode_patch(job.spec.run_mode, pod.type, ("sleep", "inf"), ContainerPatch())
         template = substituted_template(pod.template, ctx, pod.type, pod.index)
         pods.append(replace(pod, template=template, patch=patch, drop_init_containers=drop, skip_init_on_resume=skip))

@@ -39,32 +39,65 @@ def nproc(job: PyTorchTrainingJob, pod: PodPlan) -> str:
     return str(count) if count else "gpu"
 
 
-def torchrun_command(job: PyTorchTrainingJob, pod: PodPlan, endpoint: str, nnodes: str) -> list[str]:
-    """The exact torchrun command for one pod (the script comes from the container's args)."""
+def torchrun_command(job: PyTorchTrainingJob, pod: PodPlan, endpoint: str, nnodes: str, procs: str | None = None) -> list[str]:
+    """The exact torchrun command for one pod (the script comes from the container's args).
+
+    `procs` is nproc(job, pod) when the caller already knows it (it is the same for every
+    pod of a replica type)."""
     tr = job.spec.torchrun_config
     assert tr is not None
     cmd = [
         "torchrun",
         f"--nnodes={nnodes}",
-        f"--nproc_per_node={nproc(job, pod)}",
+        f"--nproc_per_node={procs if procs is not None else nproc(job, pod)}",
         f"--rdzv_backend={tr.rdzv_backend}",
         f"--rdzv_endpoint={endpoint}",
         f"--rdzv_id={job.metadata.name}",
         f"--max_restarts={tr.max_restarts}",
     ]
+    extra = list(tr.extra_options)
     if tr.rdzv_backend == "c10d":
         # c10d guesses which node hosts its store by matching the endpoint against the
-        # host's names; behind DNS that guess can fail, so say it explicitly.
-        cmd.append(f"--rdzv_conf=is_host={'true' if pod.rank == 0 else 'false'}")
-    cmd.extend(tr.extra_options)
+        # host's names; behind DNS that guess can fail, so say it explicitly.  torchrun keeps
+        # only the last --rdzv_conf, so a user's one (timeouts...) is merged into this flag.
+        user, extra = split_rdzv_conf(extra)
+        conf = f"is_host={'true' if pod.rank == 0 else 'false'}"
+        if user:
+            conf = user if "is_host" in _conf_keys(user) else f"{conf},{user}"
+        cmd.append(f"--rdzv_conf={conf}")
+    cmd.extend(extra)
     return cmd
+
+
+RDZV_CONF_FLAGS = ("--rdzv_conf", "--rdzv-conf")
+
+
+def split_rdzv_conf(options: list[str]) -> tuple[str | None, list[str]]:
+    """The value of the last --rdzv_conf in extraOptions (torchrun keeps only the last) and the
+    other options; None when there is none (the options are then returned unchanged)."""
+    value: str | None = None
+    rest: list[str] = []
+    i = 0
+    while i < len(options):
+        flag, eq, val = options[i].partition("=")
+        if flag in RDZV_CONF_FLAGS and (eq or i + 1 < len(options)):
+            value = val if eq else options[i + 1]
+            i += 1 if eq else 2
+            continue
+        rest.append(options[i])
+        i += 1
+    return value, rest if value is not None else list(options)
+
+
+def _conf_keys(conf: str) -> set[str]:
+    return {item.partition("=")[0].strip() for item in conf.split(",") if item.strip()}
 
 
 def plan_pytorch(job: PyTorchTrainingJob, options: CompileOptions) -> JobPlan:
     """Plan pods, env and commands of a PyTorchTrainingJob."""
     service = job.metadata.name
     lay = layout(job, [(r.type, r.replicas, r.template) for r in job.spec.replica_specs])
-    pods = base_pods(job, lay, service)
+    pods = base_pods(job, lay, service, local=options.local_addresses)
     if not pods:
         return JobPlan(job, options, ServicePlan(service), (), run_mode=run_mode_name(job.spec.run_mode))
     port = master_port(pods[0])
@@ -73,13 +106,16 @@ def plan_pytorch(job: PyTorchTrainingJob, options: CompileOptions) -> JobPlan:
     torchrun = job.spec.torchrun_config is not None and job.spec.torchrun_config.enabled
     nnodes = f"{e.min_replicas}:{e.max_replicas}" if e is not None else str(len(pods))
     planned = []
+    procs: dict[str, str] = {}  # replica type -> --nproc_per_node
     for pod in pods:
         variables = [env("MASTER_ADDR", master), env("MASTER_PORT", str(port))]
-        if not torchrun:
-            variables += [env("WORLD_SIZE", str(len(pods))), env("RANK", str(pod.rank))]
-        patch = ContainerPatch(env=tuple(variables))
         if torchrun:
-            patch = replace(patch, command=torchrun_command(job, pod, f"{master}:{port}", nnodes), logs_on_error=True)
+            per = procs.get(pod.type) or procs.setdefault(pod.type, nproc(job, pod))
+            command = torchrun_command(job, pod, f"{master}:{port}", nnodes, per)
+            patch = ContainerPatch(env=tuple(variables), command=command, logs_on_error=True)
+        else:
+            variables += [env("WORLD_SIZE", str(len(pods))), env("RANK", str(pod.rank))]
+            patch = ContainerPatch(env=tuple(variables))
         patch, drop, skip = mode_patch(job.spec.run_mode, pod.type, DEBUG_COMMAND, patch)
         role = "master" if pod.rank == 0 else "worker"
         planned.append(replace(pod, patch=patch, drop_init_containers=drop, skip_init_on_resume=skip, role=role))

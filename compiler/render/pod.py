@@ -8,17 +8,16 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import replace
 from typing import Any
 
 from .. import keys
 from ..plan import ContainerPatch, JobPlan, PodPlan, scripts
 from .meta import metadata, pod_labels
-from .scheduling import pod_scheduling
+from .scheduling import PodScheduling, pod_scheduling
 
 
-def patch_container(container: dict[str, Any], patch: ContainerPatch) -> dict[str, Any]:
-    """Apply flatjob's changes to a container; the input container is not modified."""
+def patch_container(container: dict[str, Any], patch: ContainerPatch, extra_env: tuple[dict[str, Any], ...] = ()) -> dict[str, Any]:
+    """Apply flatjob's changes (and `extra_env` after the patch's env); the input is not modified."""
     out = dict(container)
     if patch.command is not None:
         out["command"] = list(patch.command)
@@ -27,10 +26,10 @@ def patch_container(container: dict[str, Any], patch: ContainerPatch) -> dict[st
             out["args"] = list(patch.args)
         else:
             out.pop("args", None)
-    if patch.env:
+    if patch.env or extra_env:
         own = container.get("env") or []
         taken = {e.get("name") for e in own}
-        out["env"] = [e for e in patch.env if e["name"] not in taken] + list(own)
+        out["env"] = [e for e in (*patch.env, *extra_env) if e["name"] not in taken] + list(own)
     if patch.volume_mounts:
         out["volumeMounts"] = list(container.get("volumeMounts") or []) + list(patch.volume_mounts)
     if patch.ports:
@@ -87,10 +86,14 @@ RUNTIME_ENV = (
 )
 
 
+# json.dumps(body, sort_keys=True, separators=(",", ":")), without building an encoder per call.
+_CANONICAL_JSON = json.JSONEncoder(sort_keys=True, separators=(",", ":"), check_circular=False).encode
+
+
 def spec_hash(pod: dict[str, Any]) -> str:
     """A short digest of what git renders for a pod; the runtime compares it to spot edits."""
     body = {"metadata": {k: v for k, v in pod["metadata"].items() if k != "annotations"}, "spec": pod["spec"]}
-    return hashlib.sha256(json.dumps(body, sort_keys=True, separators=(",", ":")).encode()).hexdigest()[:16]
+    return hashlib.sha256(_CANONICAL_JSON(body).encode()).hexdigest()[:16]
 
 
 def _dns_config(plan: JobPlan, template_dns: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -103,14 +106,37 @@ def _dns_config(plan: JobPlan, template_dns: dict[str, Any] | None) -> dict[str,
     return dns
 
 
-def render_pod(plan: JobPlan, pod: PodPlan) -> dict[str, Any]:
+class _JobShared:
+    """What the pods of one job share, worked out once per job (or replica type), not per pod."""
+
+    def __init__(self, plan: JobPlan) -> None:
+        self.plan = plan
+        self._scheduling: dict[str, PodScheduling] = {}
+        self._dns: dict[int, tuple[Any, dict[str, Any] | None]] = {}
+
+    def scheduling(self, pod: PodPlan) -> PodScheduling:
+        """The scheduler's additions, which depend only on the pod's replica type."""
+        found = self._scheduling.get(pod.type)
+        if found is None:
+            found = self._scheduling[pod.type] = pod_scheduling(self.plan, pod)
+        return found
+
+    def dns_config(self, template_dns: dict[str, Any] | None) -> dict[str, Any] | None:
+        """_dns_config of a template's dnsConfig (one object per replica type)."""
+        hit = self._dns.get(id(template_dns))
+        if hit is None or hit[0] is not template_dns:
+            hit = self._dns[id(template_dns)] = (template_dns, _dns_config(self.plan, template_dns))
+        return hit[1]
+
+
+def render_pod(plan: JobPlan, pod: PodPlan, shared: _JobShared | None = None) -> dict[str, Any]:
     """The Pod manifest for one planned pod."""
+    shared = shared or _JobShared(plan)
     tmeta = pod.template.get("metadata") or {}
     spec = dict(pod.template.get("spec") or {})
     if pod.container is not None:
         containers = list(spec.get("containers") or [])
-        patch = replace(pod.patch, env=(*pod.patch.env, *RUNTIME_ENV))
-        containers[pod.container] = patch_container(containers[pod.container], patch)
+        containers[pod.container] = patch_container(containers[pod.container], pod.patch, RUNTIME_ENV)
         spec["containers"] = containers
     if pod.drop_init_containers:
         spec.pop("initContainers", None)
@@ -122,10 +148,10 @@ def render_pod(plan: JobPlan, pod: PodPlan) -> dict[str, Any]:
     spec["hostname"] = pod.name
     spec["subdomain"] = plan.service.name
     spec["schedulingGates"] = [*(spec.get("schedulingGates") or []), {"name": keys.RELEASE_GATE}]
-    dns = _dns_config(plan, spec.get("dnsConfig"))
+    dns = shared.dns_config(spec.get("dnsConfig"))
     if dns:
         spec["dnsConfig"] = dns
-    sched = pod_scheduling(plan, pod)
+    sched = shared.scheduling(pod)
     spec.update(sched.spec)
     manifest: dict[str, Any] = {
         "apiVersion": "v1",
@@ -145,4 +171,5 @@ def render_pods(plan: JobPlan) -> list[dict[str, Any]]:
     """Every pod of the job, in rank order (paused jobs render none: see docs/architecture.md)."""
     if plan.run_mode == "pause":
         return []
-    return [render_pod(plan, pod) for pod in plan.pods]
+    shared = _JobShared(plan)
+    return [render_pod(plan, pod, shared) for pod in plan.pods]

@@ -35,29 +35,29 @@ def shell_code(returncode: int) -> int:
     return 128 - returncode if returncode < 0 else returncode
 
 
-def _environ_has(pid: str, prefix: bytes) -> bool:
+def _environ_has(pid: str, entry: bytes, whole: bool) -> bool:
     try:
         data = Path(f"/proc/{pid}/environ").read_bytes()
     except OSError:
         return False
-    return any(entry.startswith(prefix) for entry in data.split(b"\0"))
+    return any((e == entry) if whole else e.startswith(entry) for e in data.split(b"\0"))
 
 
-def marked(mark_prefix: str) -> list[int]:
-    """Pids of live processes whose mark starts with `mark_prefix` (this process excluded)."""
-    prefix = f"{MARK}={mark_prefix}".encode()
+def marked(mark: str, *, whole: bool = True) -> list[int]:
+    """Pids of live processes carrying this mark (whole=False: any mark starting with it)."""
+    entry = f"{MARK}={mark}".encode()
     me = os.getpid()
     try:
         pids = [p for p in os.listdir("/proc") if p.isdigit() and int(p) != me]
     except OSError:
         return []
-    return [int(p) for p in pids if _environ_has(p, prefix)]
+    return [int(p) for p in pids if _environ_has(p, entry, whole)]
 
 
-def kill_marked(mark_prefix: str, sig: int = signal.SIGKILL) -> int:
+def kill_marked(mark: str, sig: int = signal.SIGKILL, *, whole: bool = True) -> int:
     """Signal every process carrying the mark; returns how many were signalled."""
     count = 0
-    for pid in marked(mark_prefix):
+    for pid in marked(mark, whole=whole):
         try:
             os.kill(pid, sig)
             count += 1
@@ -216,11 +216,21 @@ class PodRun:
         mains = {launch.container: self._started(launch) for launch in self.launch.main}
         self.report("running", self.launch.uid, tuple(mains))
         codes = {name: (c.wait() if c is not None else START_ERROR) for name, c in mains.items()}
+        self._stop_sidecars(sidecars)
+        return self._ended(mains, codes)
+
+    def _stop_sidecars(self, sidecars: list[Container]) -> None:
+        """After the regular containers: SIGTERM to the sidecars, SIGKILL after the grace period."""
+        if not sidecars:
+            return
         for c in sidecars:
             c.terminate()
+        timer = threading.Timer(self.launch.grace, lambda: [c.kill() for c in sidecars])
+        timer.daemon = True
+        timer.start()
         for c in sidecars:
             c.wait()
-        return self._ended(mains, codes)
+        timer.cancel()
 
     def _ended(self, mains: dict[str, Container | None], codes: dict[str, int]) -> Ended:
         phase = "Succeeded" if all(code == 0 for code in codes.values()) else "Failed"

@@ -141,7 +141,8 @@ class Runner:
         cycle: Cycle = reconcile(self.view, states, self.ledger, World(), self.status or None, now)
         ledger = scale_backoff(self.ledger, cycle.ledger, now, self.settings.backoff_scale)
         rescaled = ledger is not cycle.ledger
-        self.ledger, self.status, self.wake, self.why = ledger, cycle.status, cycle.wake_at, cycle.wait
+        wake = cycle.wake_at if cycle.wake_at is None or cycle.wake_at > now else None  # a past wake-up is this cycle
+        self.ledger, self.status, self.wake, self.why = ledger, cycle.status, wake, cycle.wait
         for _etype, reason, message in cycle.events:
             self.screen.note(f"{reason}: {message}")
         changed = [self._act(a) for a in cycle.actions]
@@ -260,7 +261,7 @@ class Runner:
         """Whatever happened, no process of this run survives it."""
         for run in list(self.runs.values()):
             run.kill()
-        kill_marked(self.token)
+        kill_marked(f"{self.token}/", whole=False)
 
     def _trap_signals(self) -> dict[int, Any]:
         """SIGINT and SIGTERM become events; a helper thread queues them (no lock in a handler)."""

@@ -1,0 +1,276 @@
+"""run-local's pure pieces, without starting a job (fast; not marked e2e).
+
+Covers: the kubelet-like environment (expansion order, $$ escapes, downward API with the
+loopback podIP, Secret/ConfigMap references, --env, envFrom, resource fields), the command
+line, inherited variables dropped; ConfigMap files and mount mapping; the back-off scale;
+replica overrides and refused kinds; the compile option that gives loopback addresses
+(and keeps spec hashes the runtime re-renders); the merged --rdzv_conf; the table rows.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from flatjob.compiler import keys
+from flatjob.compiler.loader import Loaded, parse
+from flatjob.compiler.options import CompileOptions
+from flatjob.compiler.pipeline import compile_documents
+from flatjob.runtime.job import job_view
+from flatjob.runtime.local.compiling import compile_local, parse_replicas, with_replicas
+from flatjob.runtime.local.environment import PodFacts, command_line, declared_env, process_env
+from flatjob.runtime.local.errors import LocalError, Unsupported
+from flatjob.runtime.local.files import config_mounts, map_paths, materialise, path_env
+from flatjob.runtime.local.pods import Ended, ended, new_pod, pod_state, released
+from flatjob.runtime.local.processes import shell_code
+from flatjob.runtime.local.runner import scale_backoff
+from flatjob.runtime.local.table import change_line, rows
+from flatjob.runtime.model import Ledger
+
+ROOT = Path(__file__).resolve().parents[2]
+POD = PodFacts("j-worker-1", "default", "uid-1", "127.0.1.2", "node", {keys.ATTEMPT: "2"}, {"app": "x"})
+
+
+def env_of(env: list[dict], overrides: dict[str, str] | None = None, **kw: object) -> tuple[dict[str, str], list[str]]:
+    return declared_env({"name": "c", "env": env, **kw}, POD, overrides or {})
+
+
+def test_literal_values_expand_earlier_variables_in_order_and_keep_escapes() -> None:
+    env, problems = env_of([
+        {"name": "A", "value": "a"},
+        {"name": "B", "value": "$(A)-$(C)-$$(A)"},  # C is declared later: stays as written
+        {"name": "C", "value": "c"},
+        {"name": "D"},
+    ])
+    assert problems == []
+    assert env == {"A": "a", "B": "a-$(C)-$(A)", "C": "c", "D": ""}
+
+
+def test_downward_api_gives_the_pods_loopback_address_name_and_annotations() -> None:
+    def field(path: str) -> dict:
+        return {"name": path, "valueFrom": {"fieldRef": {"fieldPath": path}}}
+
+    env, problems = env_of([field("status.podIP"), field("metadata.name"), field(f"metadata.annotations['{keys.ATTEMPT}']"), field("metadata.labels['app']"), field("metadata.uid")])
+    assert problems == []
+    assert list(env.values()) == ["127.0.1.2", "j-worker-1", "2", "x", "uid-1"]
+
+
+def test_secret_and_configmap_references_are_errors_unless_optional_or_given_with_env() -> None:
+    refs = [
+        {"name": "TOKEN", "valueFrom": {"secretKeyRef": {"name": "s", "key": "token"}}},
+        {"name": "MODE", "valueFrom": {"configMapKeyRef": {"name": "cm", "key": "mode", "optional": True}}},
+    ]
+    env, problems = env_of(refs)
+    assert env == {} and len(problems) == 1 and "TOKEN (from Secret 's', key 'token'; pass --env TOKEN=VALUE)" in problems[0]
+    env, problems = env_of(refs, {"TOKEN": "t", "EXTRA": "e"})
+    assert (env, problems) == ({"TOKEN": "t", "EXTRA": "e"}, [])
+
+
+def test_env_from_needs_skip_env_from() -> None:
+    container = {"envFrom": [{"secretRef": {"name": "creds"}}, {"configMapRef": {"name": "opt", "optional": True}}]}
+    _, problems = declared_env(container, POD, {})
+    assert len(problems) == 1 and "envFrom Secret 'creds'" in problems[0]
+    assert declared_env(container, POD, {}, skip_env_from=True)[1] == []
+
+
+def test_resource_fields_round_up_by_divisor() -> None:
+    env, _ = env_of(
+        [{"name": "CPU", "valueFrom": {"resourceFieldRef": {"resource": "limits.cpu"}}},
+         {"name": "MEM", "valueFrom": {"resourceFieldRef": {"resource": "requests.memory", "divisor": "1Mi"}}}],
+        resources={"limits": {"cpu": "1500m", "memory": "2Gi"}},
+    )
+    assert env == {"CPU": "2", "MEM": "2048"}
+
+
+def test_command_line_expands_and_needs_a_command() -> None:
+    assert command_line({"command": ["python", "$(SCRIPT)"], "args": ["--x=$(X)"]}, {"SCRIPT": "t.py"}, "p") == ["python", "t.py", "--x=$(X)"]
+    with pytest.raises(LocalError, match="sets no command"):
+        command_line({"name": "c", "args": ["x"]}, {}, "p")
+
+
+def test_process_env_drops_inherited_launcher_settings() -> None:
+    base = {"PATH": "/bin", "MASTER_ADDR": "elsewhere", "PET_NNODES": "9", "RANK": "5", "HOME": "/root"}
+    env = process_env(base, {"RANK": "0"}, "j-worker-1", {"FLATJOB_DIR": "/tmp/x"})
+    assert env == {"PATH": "/bin", "HOME": "/root", "HOSTNAME": "j-worker-1", "FLATJOB_DIR": "/tmp/x", "RANK": "0"}
+
+
+def test_configmap_files_are_written_and_mount_paths_mapped(tmp_path: Path) -> None:
+    files = {"hostfile": "a slots=1\n", "launch.sh": "#!/bin/sh\n"}
+    materialise(files, tmp_path / "config")
+    assert (tmp_path / "config" / "hostfile").read_text() == "a slots=1\n"
+    assert path_env(files, tmp_path) == {"FLATJOB_DIR": str(tmp_path), "FLATJOB_HOSTFILE": str(tmp_path / "hostfile")}
+    assert path_env({}, tmp_path) == {}
+    pod = {"spec": {"volumes": [{"name": "cfg", "configMap": {"name": "j-config"}}, {"name": "data", "emptyDir": {}}]}}
+    container = {"volumeMounts": [
+        {"name": "cfg", "mountPath": "/flatjob"}, {"name": "cfg", "mountPath": "/t9k/hostfile", "subPath": "hostfile"},
+        {"name": "data", "mountPath": "/data"},
+    ]}
+    mounts = config_mounts(pod, container, "j-config", tmp_path)
+    assert mounts == {"/flatjob": str(tmp_path), "/t9k/hostfile": str(tmp_path / "hostfile")}
+    assert map_paths(["/bin/sh", "/flatjob/launch.sh", "/t9k/hostfile", "/flatjobx", "/data/x"], mounts) == [
+        "/bin/sh", f"{tmp_path}/launch.sh", f"{tmp_path}/hostfile", "/flatjobx", "/data/x",
+    ]
+
+
+def test_backoff_scale_shortens_only_back_offs_set_by_the_last_cycle() -> None:
+    before = Ledger(not_before={"old": 500.0})
+    after = Ledger(not_before={"old": 500.0, "new": 110.0})
+    assert scale_backoff(before, after, 100.0, 1.0) is after
+    assert dict(scale_backoff(before, after, 100.0, 0.1).not_before) == {"old": 500.0, "new": 101.0}
+
+
+def test_replicas_override_and_its_errors() -> None:
+    assert parse_replicas(["worker=1", "master=0"]) == {"worker": 1, "master": 0}
+    with pytest.raises(LocalError, match="expected TYPE=N"):
+        parse_replicas(["worker"])
+    doc = {"kind": "PyTorchTrainingJob", "spec": {"replicaSpecs": [{"type": "worker", "replicas": 4}]}}
+    assert with_replicas(doc, {"worker": 1})["spec"]["replicaSpecs"][0]["replicas"] == 1
+    assert doc["spec"]["replicaSpecs"][0]["replicas"] == 4  # the input is not changed
+    with pytest.raises(LocalError, match=r"no replica type .node. .*types: worker"):
+        with_replicas(doc, {"node": 1})
+
+
+@pytest.mark.parametrize("example", ["deepspeed.yaml", "colossalai.yaml"])
+def test_ssh_launched_kinds_are_refused(example: str) -> None:
+    with pytest.raises(Unsupported, match=r"cannot run locally: .*ssh"):
+        compile_local(str(ROOT / "examples" / example))
+
+
+def test_local_compile_gives_loopback_addresses_and_hashes_the_runtime_agrees_with() -> None:
+    job = compile_local(str(ROOT / "docs" / "run-local" / "torchrun-allreduce.yaml"), replicas={"node": 3})
+    assert [job.address(p["metadata"]["name"]) for p in job.pods] == ["127.0.1.1", "127.0.1.2", "127.0.1.3"]
+    command = job.pods[1]["spec"]["containers"][0]["command"]
+    assert "--rdzv_endpoint=127.0.1.1:29500" in command and "--nnodes=3" in command
+    assert "local_addresses" in job.record["metadata"]["annotations"][keys.OPTIONS]
+    view = job_view(job.record)
+    assert [p.spec_hash for p in view.pods] == [p["metadata"]["annotations"][keys.SPEC_HASH] for p in job.pods]
+
+
+def _torchrun(extra: str, backend: str = "c10d") -> list[list[str]]:
+    text = f"""
+        apiVersion: batch.tensorstack.dev/v1beta1
+        kind: PyTorchTrainingJob
+        metadata: {{name: j}}
+        spec:
+          torchrunConfig: {{enabled: true, rdzvBackend: {backend}, extraOptions: {extra}}}
+          replicaSpecs:
+            - type: node
+              replicas: 2
+              template: {{spec: {{containers: [{{name: python, image: i, command: [python], args: [t.py]}}]}}}}
+    """
+    docs, problems = parse(textwrap.dedent(text), "job.yaml")
+    assert not problems
+    result = compile_documents(Loaded(jobs=docs), CompileOptions())
+    assert not result.failed, [d.message for d in result.diagnostics]
+    return [p.patch.command for p in result.jobs[0].plan.pods]
+
+
+def test_a_users_rdzv_conf_is_merged_into_the_is_host_flag() -> None:
+    first, second = _torchrun('["--rdzv_conf=last_call_timeout=1", "--monitor_interval=1"]')
+    assert [a for a in first if a.startswith("--rdzv")][-1] == "--rdzv_conf=is_host=true,last_call_timeout=1"
+    assert "--rdzv_conf=is_host=false,last_call_timeout=1" in second and "--monitor_interval=1" in second
+    assert sum(a.startswith("--rdzv_conf") for a in second) == 1
+    first, _ = _torchrun('["--rdzv-conf", "is_host=false,read_timeout=9"]')  # the user's is_host wins
+    assert "--rdzv_conf=is_host=false,read_timeout=9" in first and "--rdzv-conf" not in first
+    first, _ = _torchrun('["--monitor_interval=1"]')
+    assert "--rdzv_conf=is_host=true" in first
+
+
+def test_pod_state_follows_a_local_pod_through_its_life() -> None:
+    manifest = {"metadata": {"name": "j-worker-0", "annotations": {keys.SPEC_HASH: "h"}, "labels": {"a": "b"}}}
+    pod = new_pod(manifest, "u1")
+    assert (pod_state(pod).gated, pod_state(pod).spec_hash, pod_state(pod).phase) == (True, "h", "Pending")
+    pod = released(pod, {keys.ATTEMPT: "1"})
+    assert not pod_state(pod).gated and pod_state(pod).annotations[keys.ATTEMPT] == "1"
+    pod = ended(pod, Ended("Failed", 137, "Error", None, (("python", "Terminated", 137),)))
+    state = pod_state(pod)
+    assert (state.phase, state.exit_code, state.reason, state.containers) == ("Failed", 137, "Error", (("python", "Terminated", 137),))
+
+
+def test_table_rows_and_plain_lines() -> None:
+    manifest = {"metadata": {"name": "j-worker-0"}}
+    pods = {"j-worker-0": ended(released(new_pod(manifest, "u"), {}), Ended("Failed", 1, "Error"))}
+    status = {"tasks": [{"type": "worker", "replicas": [{"name": "j-worker-0", "phase": "Failed"}, {"name": "j-worker-1", "phase": "Creating"}]}]}
+    table = rows(status, pods, {"j-worker-0": "127.0.1.1"})
+    assert table == [("j-worker-0", "Failed", "0", "1", "127.0.1.1"), ("j-worker-1", "Creating", "-", "", "")]
+    assert change_line(table[0]) == "flatjob: j-worker-0 Failed, exit 1"
+
+
+def test_signal_deaths_are_reported_as_128_plus_the_signal() -> None:
+    code = subprocess.run(["sh", "-c", "kill -9 $$"], check=False).returncode
+    assert (shell_code(code), shell_code(-signal.SIGTERM), shell_code(3)) == (137, 143, 3)
+
+
+def _cli(tmp_path: Path, text: str, *args: str) -> tuple[int, str]:
+    from click.testing import CliRunner
+
+    from flatjob.runtime.cli import run_local_command
+
+    job = tmp_path / "job.yaml"
+    job.write_text(textwrap.dedent(text), encoding="utf-8")
+    result = CliRunner().invoke(run_local_command, [str(job), *args])
+    return result.exit_code, result.output
+
+
+SECRET_JOB = """
+    apiVersion: batch.tensorstack.dev/v1beta1
+    kind: GenericJob
+    metadata: {name: s}
+    spec:
+      replicaSpecs:
+        - type: worker
+          template:
+            spec:
+              containers:
+                - name: main
+                  image: busybox
+                  command: [sh, -c, 'exit 0']
+                  env:
+                    - name: TOKEN
+                      valueFrom: {secretKeyRef: {name: creds, key: token}}
+"""
+
+
+def test_cli_names_unresolvable_env_and_exits_2_before_running_anything(tmp_path: Path) -> None:
+    code, output = _cli(tmp_path, SECRET_JOB)
+    assert code == 2
+    assert "s-worker-0/main: cannot resolve TOKEN (from Secret 'creds', key 'token'; pass --env TOKEN=VALUE)" in output
+
+
+def test_cli_exits_2_for_specs_that_do_not_compile_and_for_bad_options(tmp_path: Path) -> None:
+    code, output = _cli(tmp_path, "apiVersion: batch.tensorstack.dev/v1beta1\nkind: GenericJob\nmetadata: {name: x}\nspec: {}\n")
+    assert code == 2 and "[FJ" in output
+    code, output = _cli(tmp_path, SECRET_JOB, "--env", "TOKEN")
+    assert code == 2 and "--env 'TOKEN': expected NAME=VALUE" in output
+    code, output = _cli(tmp_path, SECRET_JOB, "--replicas-scale", "ps=1")
+    assert code == 2 and "no replica type 'ps'" in output
+
+
+def test_a_container_ends_with_its_main_process_and_takes_only_its_own_processes(tmp_path: Path) -> None:
+    import os
+    import sys
+
+    from flatjob.runtime.local.processes import Container, Launch, marked
+
+    if not sys.platform.startswith("linux"):
+        pytest.skip("needs /proc")
+    lines: list[tuple[str, str]] = []
+
+    def launch(mark: str, script: str) -> Container:
+        c = Container(Launch("c", ("sh", "-c", script), dict(os.environ), str(tmp_path), "p", mark), lambda label, line: lines.append((label, line)))
+        c.start()
+        return c
+
+    mark = f"test-{os.getpid()}/p/u"
+    other = launch(f"{mark}/main2", "exec sleep 30")
+    main = launch(f"{mark}/main", "setsid sleep 30 & echo started; sleep 0.2; exit 7")
+    assert main.wait() == 7
+    assert marked(f"{mark}/main") == []  # the grandchild in its own session went with it
+    assert len(marked(f"{mark}/main2")) == 1  # another container's process did not
+    other.kill()
+    assert other.wait() == 137
+    assert lines == [("p", "started")] and main.message() == "started"
