@@ -11,8 +11,10 @@ import click
 def schema_files() -> dict[str, str]:
     """Every generated file under schemas/: job JSON Schemas, record CRDs, kustomize openapi."""
     from ..jsonschemas import job_schema_files
+    from ..overlay.openapi import openapi_files
 
     files = dict(job_schema_files())
+    files.update(openapi_files())  # schemas/kustomize/openapi.json for kustomize's openapi: field
     try:
         from ..render.crd import crd_files
     except ImportError:  # the record CRDs arrive with the compiler core
@@ -30,6 +32,7 @@ def schema_command(out: str, check: bool) -> None:
     \b
     OUT/jobs/<kind>.json   JSON Schema per kind, generated from the models (for editors)
     OUT/crds/*.yaml        CRDs of the in-cluster job records: kubectl apply -k OUT/crds
+    OUT/kustomize/openapi.json   merge keys of the T9k kinds for kustomize's openapi: field
 
     Only files whose content changed are rewritten. Point an editor (the YAML language
     server of VS Code and others) at a kind's schema with a first line such as:

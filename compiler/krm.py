@@ -1,0 +1,257 @@
+"""`flatjob krm`: a KRM function (kustomize exec plugin, kpt) that renders T9k jobs in a ResourceList.
+
+Input on stdin: a `config.kubernetes.io/v1` ResourceList.  Every T9k job item is replaced, in
+place, by the manifests `flatjob compile` would write for it; other items pass through
+untouched (comments and `internal.config.kubernetes.io/*` annotations included).  A T9k job
+given as the functionConfig is rendered too (the kustomize generator form).  Problems go
+into `results[]` with the job's resourceRef, the field path and the item's file, and any
+error makes the exit status 1 with the input items returned unchanged.
+
+Options come from a ConfigMap functionConfig's `data` (or any functionConfig's `spec`):
+namespace, clusterDomain, scheduler, kueueQueue, runtimeImage, fluxAnnotations.
+"""
+
+from __future__ import annotations
+
+import io
+import posixpath
+from dataclasses import dataclass, field
+from typing import Any, get_args
+
+from .errors import Diagnostic
+from .loader import Document, Loaded, PathT, Source, is_job_candidate, parse
+from .options import SchedulerTarget
+
+API_VERSIONS = ("config.kubernetes.io/v1", "config.kubernetes.io/v1beta1")
+PATH = "internal.config.kubernetes.io/path"
+INDEX = "internal.config.kubernetes.io/index"
+LEGACY_PATH = "config.kubernetes.io/path"
+LEGACY_INDEX = "config.kubernetes.io/index"
+FUNCTION_PREFIXES = ("config.kubernetes.io/", "internal.config.kubernetes.io/", "config.k8s.io/")
+
+# functionConfig key -> (CompileOptions field, parse)
+OPTIONS: dict[str, tuple[str, Any]] = {
+    "namespace": ("namespace", str),
+    "clusterDomain": ("cluster_domain", str),
+    "scheduler": ("scheduler", str),
+    "kueueQueue": ("kueue_queue", str),
+    "runtimeImage": ("runtime_image", str),
+    "fluxAnnotations": ("flux", lambda v: str(v).lower() not in ("false", "0", "no", "off")),
+}
+
+
+@dataclass
+class Item:
+    """A job item: where it sits in the list and which file it came from."""
+
+    index: int
+    data: dict[str, Any]
+    file: str | None
+    file_index: int | None
+
+
+@dataclass(frozen=True)
+class Kept:
+    """An input item passed through as it was (written back from the input, comments and all)."""
+
+    index: int
+
+
+@dataclass
+class Outcome:
+    """What the function returns: items (generated plain data, or Kept input items) and results."""
+
+    items: list[Any] = field(default_factory=list)
+    results: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def failed(self) -> bool:
+        return any(r["severity"] == "error" for r in self.results)
+
+
+def _annotations(obj: Any) -> dict[str, Any]:
+    meta = obj.get("metadata") if isinstance(obj, dict) else None
+    ann = meta.get("annotations") if isinstance(meta, dict) else None
+    return ann if isinstance(ann, dict) else {}
+
+
+def _int(value: Any) -> int | None:
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return None
+
+
+def _strip(job: dict[str, Any]) -> dict[str, Any]:
+    """The job without kustomize/kpt bookkeeping annotations (they must not reach the record)."""
+    ann = {k: v for k, v in _annotations(job).items() if not k.startswith(FUNCTION_PREFIXES)}
+    meta = dict(job.get("metadata") or {})
+    if ann:
+        meta["annotations"] = ann
+    else:
+        meta.pop("annotations", None)
+    return {**job, "metadata": meta}
+
+
+def _sub_document(rl: Document, path: PathT, data: dict[str, Any], label: str) -> Document:
+    """The job at `path` of the ResourceList as its own Document (marks re-rooted)."""
+    n = len(path)
+    values = {p[n:]: m for p, m in rl.value_marks.items() if p[:n] == path}
+    keys = {p[n:]: m for p, m in rl.key_marks.items() if p[:n] == path}
+    return Document(Source(label, rl.source.text), 0, data, values, keys)
+
+
+def result(message: str, severity: str = "error", item: Item | None = None, field_path: str | None = None, tags: dict[str, str] | None = None) -> dict[str, Any]:
+    """One results[] entry in the KRM functions spec's shape."""
+    out: dict[str, Any] = {"message": message, "severity": severity}
+    if item is not None:
+        meta = item.data.get("metadata") if isinstance(item.data.get("metadata"), dict) else {}
+        ref = {"apiVersion": item.data.get("apiVersion"), "kind": item.data.get("kind"), "name": meta.get("name"), "namespace": meta.get("namespace")}
+        out["resourceRef"] = {k: v for k, v in ref.items() if v is not None}
+        if item.file is not None:
+            out["file"] = {"path": item.file, **({"index": item.file_index} if item.file_index is not None else {})}
+    if field_path:
+        out["field"] = {"path": field_path}
+    if tags:
+        out["tags"] = tags
+    return out
+
+
+def options_from(config: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """CompileOptions keywords from the functionConfig, and results for what it got wrong."""
+    if not isinstance(config, dict) or is_job_candidate(config):
+        return {}, []
+    values = config.get("data") if config.get("kind") == "ConfigMap" else config.get("spec")
+    if values is None:
+        return {}, []
+    if not isinstance(values, dict):
+        return {}, [result("functionConfig data/spec must be a mapping of options")]
+    kw, problems = {}, []
+    for key, value in values.items():
+        if key not in OPTIONS:
+            problems.append(result(f"unknown functionConfig option {key!r}; options: {', '.join(OPTIONS)}", field_path=f"functionConfig.{key}"))
+            continue
+        name, convert = OPTIONS[key]
+        kw[name] = convert(value)
+    if kw.get("scheduler", "auto") not in get_args(SchedulerTarget):
+        problems.append(result(f"scheduler must be one of {', '.join(get_args(SchedulerTarget))}", field_path="functionConfig.scheduler"))
+    return kw, problems
+
+
+def _diagnostic_result(d: Diagnostic, item: Item | None) -> dict[str, Any]:
+    from .errors import CODES
+
+    text = d.message + (f" ({d.hint})" if d.hint else "")
+    return result(f"{text} [{d.code}]", "error" if d.is_error else "warning", item, d.field, {"code": d.code, "name": CODES[d.code].name})
+
+
+def _generated(job_file: str | None, folder: str, rendered: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """The rendered manifests, annotated with the file each would be written to (for kpt sink)."""
+    base = posixpath.dirname(job_file) if job_file else ""
+    out = []
+    for name, docs in rendered.items():
+        for index, doc in enumerate(docs):
+            meta = doc.setdefault("metadata", {})
+            meta["annotations"] = {**(meta.get("annotations") or {}), PATH: posixpath.join(base, folder, name), INDEX: str(index)}
+            out.append(doc)
+    return out
+
+
+def transform(text: str) -> Outcome:
+    """Run the function over ResourceList text (pure: text in, items and results out)."""
+    from .options import CompileOptions
+    from .pipeline import compile_documents
+    from .render import render_job
+
+    docs, problems = parse(text, "<stdin>")
+    if problems or len(docs) != 1 or not isinstance(docs[0].data, dict) or docs[0].data.get("kind") != "ResourceList":
+        why = problems[0].message if problems else "stdin must hold one ResourceList (apiVersion config.kubernetes.io/v1)"
+        return Outcome(results=[result(why)])
+    rl = docs[0]
+    inputs = list(rl.data.get("items") or [])
+    outcome = Outcome(items=[Kept(i) for i in range(len(inputs))])
+    if rl.data.get("apiVersion") not in API_VERSIONS:
+        outcome.results.append(result(f"unsupported ResourceList apiVersion {rl.data.get('apiVersion')!r}; expected {API_VERSIONS[0]}"))
+        return outcome
+    config = rl.data.get("functionConfig")
+    kw, found = options_from(config)
+    outcome.results.extend(found)
+    items, subdocs = _job_items(rl, inputs, config)
+    if outcome.failed:
+        return outcome
+    compiled = compile_documents(Loaded(jobs=subdocs), CompileOptions(**kw))
+    by_label = {d.source.path: item for d, item in zip(subdocs, items, strict=True)}
+    for d in compiled.diagnostics:
+        outcome.results.append(_diagnostic_result(d, by_label.get(d.path)))
+    if compiled.failed:
+        return outcome
+    generated = {by_label[j.source].index: _generated(by_label[j.source].file, j.folder, render_job(j.plan)) for j in compiled.jobs}
+    new_items: list[Any] = []
+    for index in range(len(inputs)):
+        new_items.extend(generated.get(index, [Kept(index)]))
+    new_items.extend(generated.get(-1, []))  # a job given as the functionConfig (generator form)
+    outcome.items = new_items
+    return outcome
+
+
+def _job_items(rl: Document, items: list[Any], config: Any) -> tuple[list[Item], list[Document]]:
+    """The T9k job items (and a job functionConfig, index -1) as Items and Documents."""
+    found: list[Item] = []
+    subdocs: list[Document] = []
+    candidates = [(i, ("items", i), obj) for i, obj in enumerate(items) if is_job_candidate(obj)]
+    if is_job_candidate(config):
+        candidates.append((-1, ("functionConfig",), config))
+    for index, path, obj in candidates:
+        ann = _annotations(obj)
+        item = Item(index, obj, ann.get(PATH, ann.get(LEGACY_PATH)), _int(ann.get(INDEX, ann.get(LEGACY_INDEX))))
+        found.append(item)
+        subdocs.append(_sub_document(rl, path, _strip(obj), f"items[{index}]"))
+    return found, subdocs
+
+
+def _literal_strings(value: Any) -> Any:
+    """Multi-line strings as literal blocks, so scripts stay readable in the output."""
+    from ruamel.yaml.scalarstring import LiteralScalarString
+
+    if isinstance(value, dict):
+        return {k: _literal_strings(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_literal_strings(v) for v in value]
+    if isinstance(value, str) and "\n" in value and value == value.rstrip(" ") and "\t" not in value:
+        return LiteralScalarString(value)
+    return value
+
+
+def render_output(text: str, outcome: Outcome) -> str:
+    """The output ResourceList: kept items keep their comments (ruamel round trip)."""
+    from ruamel.yaml import YAML
+
+    yaml = YAML()
+    yaml.width = 4096
+    data = None
+    try:
+        data = yaml.load(text)
+    except Exception:  # unreadable input (any ruamel error): answer with results only
+        data = None
+    if not isinstance(data, dict):
+        data = {"apiVersion": API_VERSIONS[0], "kind": "ResourceList", "items": []}
+    originals = list(data.get("items") or [])
+    items = []
+    for entry in outcome.items:
+        items.append(originals[entry.index] if isinstance(entry, Kept) else _literal_strings(entry))
+    api = data.get("apiVersion") if data.get("apiVersion") in API_VERSIONS else API_VERSIONS[0]
+    out = {"apiVersion": api, "kind": "ResourceList", "items": items}
+    if outcome.results:
+        out["results"] = outcome.results
+    buffer = io.StringIO()
+    yaml.dump(out, buffer)
+    return buffer.getvalue()
+
+
+def run(text: str) -> tuple[str, int]:
+    """The whole function: output text and exit status (1 when any result is an error)."""
+    outcome = transform(text)
+    return render_output(text, outcome), 1 if outcome.failed else 0
+
+
+__all__ = ["run", "transform"]

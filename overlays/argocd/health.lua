@@ -1,0 +1,60 @@
+-- Argo CD health of flatjob's job records (group flatjob.dev: GenericJob, PyTorchTrainingJob,
+-- DeepSpeedJob, ColossalAIJob).  The per-job runtime writes status.phase and T9k's conditions;
+-- this maps the phase to a health status and shows the message of the condition that explains it.
+-- The record follows kstatus (observedGeneration, Ready/Reconciling/Stalled), so a status written
+-- for an older generation is reported as Progressing until the runtime catches up.
+-- Plain Lua 5.1 and no standard libraries (Argo CD runs health checks without them).
+
+local HEALTH = {
+  Pending = "Progressing",
+  Running = "Progressing",
+  Resuming = "Progressing",
+  Paused = "Suspended",
+  Succeeded = "Healthy",
+  Failed = "Degraded",
+  Unknown = "Progressing",
+}
+
+-- The conditions whose message explains each phase, most telling first.
+local MESSAGE_FROM = {
+  Pending = {"Reconciling", "Initialized", "Running"},
+  Running = {"Running"},
+  Resuming = {"Reconciling", "Running"},
+  Paused = {"Paused"},
+  Succeeded = {"Completed"},
+  Failed = {"Failed", "Stalled"},
+  Unknown = {"Reconciling", "Running"},
+}
+
+local function condition_message(conditions, types)
+  for _, wanted in ipairs(types) do
+    for _, c in ipairs(conditions) do
+      if c.type == wanted and c.message ~= nil and c.message ~= "" and c.message ~= "-" then
+        return c.message
+      end
+    end
+  end
+  return nil
+end
+
+local hs = {status = "Progressing", message = "Waiting for the flatjob runtime to report status"}
+if obj.status == nil or obj.status.phase == nil then
+  return hs
+end
+
+local generation = obj.metadata.generation
+local observed = obj.status.observedGeneration
+if generation ~= nil and observed ~= nil and observed < generation then
+  hs.message = "Waiting for the flatjob runtime to observe generation " .. tostring(generation)
+  return hs
+end
+
+local phase = obj.status.phase
+local health = HEALTH[phase]
+if health == nil then
+  hs.message = "Unknown phase " .. tostring(phase)
+  return hs
+end
+hs.status = health
+hs.message = condition_message(obj.status.conditions or {}, MESSAGE_FROM[phase]) or phase
+return hs

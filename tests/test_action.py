@@ -1,0 +1,215 @@
+"""The pull-request workflow: action.yml's steps and their Python (compiler/ci.py), run locally,
+and the pre-commit hooks.
+
+Covers: splitting and shortening diffs (per file first, then whole files, with a note of what
+was left out; never over the budget); the report stays under GitHub's 65,536-character
+comment limit for a huge diff; lint findings as `::error file=...,line=...` workflow
+commands; the action's check step run by bash as the runner would (annotations on stdout,
+the summary file, status and report outputs, stale output failing the run); its comment step
+with a fake `gh` (creates a comment, then updates the same one); .pre-commit-hooks.yaml's
+entries are real flatjob commands that pass on a good repository and fail on a stale one.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from overlaykit import DDP, write
+
+from flatjob.compiler.ci import COMMENT_LIMIT, MARKER, EnvReport, report, shorten_diff, split_diff
+
+ROOT = Path(__file__).resolve().parents[1]
+BIN = Path(sys.executable).parent
+
+
+def file_diff(name: str, lines: int) -> str:
+    body = "".join(f"-old {i}\n+new {i}\n" for i in range(lines))
+    return f"--- a/{name}\n+++ b/{name}\n@@ -1,{lines} +1,{lines} @@\n{body}"
+
+
+def test_split_diff_counts_files_and_lines() -> None:
+    diff = file_diff("a/pods.yaml", 3) + file_diff("b/job.yaml", 1) + "--- a/gone.yaml\n+++ /dev/null\n@@ -1 +0,0 @@\n-x\n"
+    assert [(f.name, f.counts) for f in split_diff(diff)] == [("a/pods.yaml", (3, 3)), ("b/job.yaml", (1, 1)), ("gone.yaml", (0, 1))]
+
+
+def test_a_small_diff_is_kept_whole() -> None:
+    diff = file_diff("x.yaml", 5)
+    assert shorten_diff(diff, 10_000) == diff
+
+
+def test_long_files_are_cut_with_a_note() -> None:
+    diff = file_diff("big/pods.yaml", 2000) + file_diff("small/job.yaml", 2)
+    out = shorten_diff(diff, 20_000)
+    assert len(out) <= 20_000
+    assert "more lines of big/pods.yaml not shown" in out
+    assert file_diff("small/job.yaml", 2) in out  # the small file survives whole
+
+
+def test_when_cutting_is_not_enough_files_are_listed() -> None:
+    diff = "".join(file_diff(f"job-{i}/pods.yaml", 200) for i in range(300))
+    out = shorten_diff(diff, 30_000)
+    assert len(out) <= 30_000
+    assert "more changed file(s): job-" in out
+
+
+def test_report_fits_a_github_comment() -> None:
+    huge = "".join(file_diff(f"job-{i}/pods.yaml", 500) for i in range(200))
+    envs = [EnvReport("dev", "rendered/dev", "flatjob compile jobs/ --overlay overlays/dev -o rendered/dev", changes=huge),
+            EnvReport("prod", "rendered/prod", "flatjob compile jobs/ --overlay overlays/prod -o rendered/prod", stale_diff=huge, files=(400, 2))]
+    text = report(envs, 1, 2, 200)
+    assert len(text) <= COMMENT_LIMIT and text.startswith(MARKER)
+    assert "| prod | `rendered/prod` | ❌ stale: 400 file(s) to write, 2 to delete |" in text
+    assert "- `flatjob compile jobs/ --overlay overlays/prod -o rendered/prod`" in text
+    assert text.count("<details>") == 2 and "more changed file(s)" in text
+
+
+# --- the action's steps, run by bash as the runner does ----------------------------------
+
+
+def action_step(name: str) -> dict:
+    steps = yaml.safe_load((ROOT / "action.yml").read_text(encoding="utf-8"))["runs"]["steps"]
+    return next(s for s in steps if s.get("name") == name)
+
+
+def user_repo(tmp: Path) -> Path:
+    repo = tmp / "repo"
+    write(repo, {"jobs/ddp.yaml": DDP, "overlays/dev/overlay.yaml": "namespace: training-dev\n", "overlays/prod/overlay.yaml": "namespace: training-prod\n"})
+    for env in ("dev", "prod"):
+        subprocess.run([str(BIN / "flatjob"), "compile", "jobs", "--overlay", f"overlays/{env}", "-o", f"rendered/{env}"], cwd=repo, check=True, capture_output=True)
+    return repo
+
+
+def run_check_step(repo: Path, tmp: Path, **inputs: str) -> tuple[subprocess.CompletedProcess[str], dict[str, str]]:
+    """The check step's script, with the env the runner sets from the step's inputs."""
+    step = action_step("Lint, compile --check, report")
+    (tmp / "runner").mkdir(exist_ok=True)
+    env = {
+        "PATH": f"{BIN}{os.pathsep}{os.environ['PATH']}",
+        "HOME": str(tmp),
+        "JOBS": inputs.get("jobs", "jobs"), "OVERLAYS": inputs.get("overlays", "overlays"),
+        "RENDERED": inputs.get("rendered", "rendered"), "SARIF": inputs.get("sarif", "false"),
+        "GITHUB_OUTPUT": str(tmp / "runner" / "output"), "GITHUB_STEP_SUMMARY": str(tmp / "runner" / "summary.md"),
+        "RUNNER_TEMP": str(tmp / "runner"),
+    }
+    done = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", step["run"]], cwd=repo, env=env, capture_output=True, text=True, timeout=120, check=False)
+    outputs = dict(line.split("=", 1) for line in (tmp / "runner" / "output").read_text(encoding="utf-8").splitlines())
+    return done, outputs
+
+
+def test_check_step_on_a_good_repository(tmp_path: Path) -> None:
+    repo = user_repo(tmp_path)
+    done, outputs = run_check_step(repo, tmp_path, sarif="true")
+    assert done.returncode == 0, done.stderr
+    assert outputs["status"] == "0"
+    summary = (tmp_path / "runner" / "summary.md").read_text(encoding="utf-8")
+    assert "| dev | `rendered/dev` | ✅ up to date |" in summary and "| prod | `rendered/prod` | ✅ up to date |" in summary
+    assert Path(outputs["report"]).read_text(encoding="utf-8") == summary
+    assert yaml.safe_load((tmp_path / "runner" / "flatjob.sarif").read_text(encoding="utf-8"))["version"] == "2.1.0"
+
+
+def test_check_step_annotates_and_fails(tmp_path: Path) -> None:
+    repo = user_repo(tmp_path)
+    (repo / "jobs" / "ddp.yaml").write_text(DDP.replace("replicas: 3", "replicas: 4").replace("command: [sleep, inf]", "comand: [sleep, inf]"), encoding="utf-8")
+    done, outputs = run_check_step(repo, tmp_path)
+    assert done.returncode == 0  # the step records the status; the action's last step fails the job
+    assert outputs["status"] == "1"
+    assert done.stdout == "::error file=jobs/ddp.yaml,line=36,col=15,title=FJ400 k8s-unknown-field::unknown field 'comand' in Container (did you mean 'command'?)\n"
+    summary = (tmp_path / "runner" / "summary.md").read_text(encoding="utf-8")
+    assert "Lint: 1 error(s)" in summary and "compile error(s)" in summary
+
+
+def test_check_step_reports_stale_output(tmp_path: Path) -> None:
+    repo = user_repo(tmp_path)
+    (repo / "overlays" / "prod" / "overlay.yaml").write_text("namespace: training-prod\nlabels: {env: prod}\n", encoding="utf-8")
+    done, outputs = run_check_step(repo, tmp_path)
+    assert outputs["status"] == "1" and done.stdout == ""
+    summary = (tmp_path / "runner" / "summary.md").read_text(encoding="utf-8")
+    assert "| dev | `rendered/dev` | ✅ up to date |" in summary
+    assert "| prod | `rendered/prod` | ❌ stale:" in summary
+    assert "+    env: prod" in summary and "`flatjob compile jobs --overlay overlays/prod -o rendered/prod`" in summary
+
+
+FAKE_GH = """\
+#!/bin/sh
+echo "$*" >> "$GH_LOG"
+case "$*" in
+  *--paginate*) cat "$GH_COMMENTS" 2>/dev/null ;;
+esac
+"""
+
+
+def test_comment_step_creates_then_updates_one_comment(tmp_path: Path) -> None:
+    step = action_step("Comment on the pull request")
+    (tmp_path / "bin").mkdir()
+    (tmp_path / "bin" / "gh").write_text(FAKE_GH, encoding="utf-8")
+    (tmp_path / "bin" / "gh").chmod(0o755)
+    (tmp_path / "report.md").write_text(MARKER + "\nreport\n", encoding="utf-8")
+    env = {"PATH": f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}", "GH_LOG": str(tmp_path / "log"), "GH_COMMENTS": str(tmp_path / "ids"),
+           "GITHUB_REPOSITORY": "me/training", "PR": "7", "REPORT": str(tmp_path / "report.md"), "GH_TOKEN": "x"}
+    run = lambda: subprocess.run(["bash", "-eo", "pipefail", "-c", step["run"]], env=env, capture_output=True, text=True, timeout=30, check=True)  # noqa: E731
+    run()
+    (tmp_path / "ids").write_text("123\n", encoding="utf-8")  # what the --jq filter printed: our earlier comment
+    run()
+    calls = (tmp_path / "log").read_text(encoding="utf-8").splitlines()
+    assert calls[1] == f"api --method POST repos/me/training/issues/7/comments -F body=@{tmp_path / 'report.md'}"
+    assert calls[3] == f"api --method PATCH repos/me/training/issues/comments/123 -F body=@{tmp_path / 'report.md'}"
+    assert 'startswith("<!-- flatjob -->")' in calls[0]
+
+
+def test_action_declares_its_inputs_and_permissions_story() -> None:
+    action = yaml.safe_load((ROOT / "action.yml").read_text(encoding="utf-8"))
+    assert action["runs"]["using"] == "composite"
+    assert set(action["inputs"]) == {"jobs", "overlays", "rendered", "comment", "sarif", "python-version", "flatjob"}
+    upload = next(s for s in action["runs"]["steps"] if s.get("uses", "").startswith("github/codeql-action/upload-sarif"))
+    assert upload["if"] == "inputs.sarif == 'true'"
+    assert action["runs"]["steps"][-1]["run"] == 'exit "${STATUS:-1}"'
+
+
+# --- pre-commit -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("hook", ["flatjob-lint", "flatjob-compile-check"])
+def test_pre_commit_hooks(tmp_path: Path, hook: str) -> None:
+    hooks = {h["id"]: h for h in yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text(encoding="utf-8"))}
+    spec = hooks[hook]
+    assert spec["language"] == "python" and spec["pass_filenames"] is False
+    repo = tmp_path / "repo"
+    write(repo, {"jobs/ddp.yaml": DDP})
+    subprocess.run([str(BIN / "flatjob"), "compile", "jobs/", "-o", "rendered/"], cwd=repo, check=True, capture_output=True)
+    argv = [str(BIN / spec["entry"].split()[0]), *spec["entry"].split()[1:], *spec["args"]]
+    assert subprocess.run(argv, cwd=repo, capture_output=True, timeout=60, check=False).returncode == 0
+    (repo / "jobs" / "ddp.yaml").write_text(DDP.replace("replicas: 3", "replicas: x"), encoding="utf-8")
+    assert subprocess.run(argv, cwd=repo, capture_output=True, timeout=60, check=False).returncode == 1
+
+
+def git(repo: Path, *args: str) -> None:
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com"}
+    subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, env=env)
+
+
+def test_report_shows_the_rendered_changes_against_the_base_branch(tmp_path: Path) -> None:
+    from flatjob.compiler.ci import check, environments
+
+    repo = user_repo(tmp_path)
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "base")
+    (repo / "overlays" / "prod" / "overlay.yaml").write_text("namespace: training-prod\nlabels: {env: prod}\n", encoding="utf-8")
+    subprocess.run([str(BIN / "flatjob"), "compile", "jobs", "--overlay", "overlays/prod", "-o", "rendered/prod"], cwd=repo, check=True, capture_output=True)
+    cwd = os.getcwd()
+    os.chdir(repo)
+    try:
+        run = check(["jobs"], environments(Path("overlays"), Path("rendered")), base="main")
+    finally:
+        os.chdir(cwd)
+    assert not run.failed
+    prod = next(e for e in run.envs if e.name == "prod")
+    dev = next(e for e in run.envs if e.name == "dev")
+    assert dev.changes == "" and "+    env: prod" in prod.changes
+    text = report(run.envs, 0, 0, run.jobs)
+    assert "<summary>prod: rendered changes:" in text and "dev: rendered changes" not in text

@@ -1,0 +1,98 @@
+"""`flatjob init`: a new repository, end to end, for each GitOps tool.
+
+Covers: init in an empty folder writes the scaffold and renders every environment; then
+add a job, compile, lint clean, compile --check up to date, and `kubectl kustomize` of each
+rendered folder (skipped without kubectl); the Argo CD and Flux objects are the shipped ones
+with the repository filled in; init refuses to overwrite anything (nothing written, a clear
+message) unless --force; the CI workflow uses this repository's action at this version.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+from overlaykit import DDP
+
+from flatjob.compiler import argocd, flux
+from flatjob.compiler.cli import cli
+from flatjob.compiler.version import __version__
+
+URL = "https://github.com/example/training.git"
+
+
+def invoke(*args: str) -> object:
+    return CliRunner().invoke(cli, list(args), catch_exceptions=False)
+
+
+@pytest.mark.parametrize("gitops", ["argocd", "flux", "none"])
+def test_init_add_a_job_compile_lint_kustomize(tmp_path: Path, gitops: str) -> None:
+    repo = tmp_path / "training"
+    result = invoke("init", "--gitops", gitops, "--repo-url", URL, str(repo))
+    assert result.exit_code == 0, result.output  # type: ignore[attr-defined]
+    (repo / "jobs" / "ddp.yaml").write_text(DDP, encoding="utf-8")
+    assert invoke("lint", str(repo / "jobs")).exit_code == 0  # type: ignore[attr-defined]
+    for env in ("dev", "prod"):
+        args = ["compile", str(repo / "jobs"), "--overlay", str(repo / "overlays" / env), "-o", str(repo / "rendered" / env)]
+        assert invoke(*args).exit_code == 0  # type: ignore[attr-defined]
+        assert invoke(*args, "--check").exit_code == 0  # type: ignore[attr-defined]
+        jobs = sorted(p.name for p in (repo / "rendered" / env / f"training-{env}").iterdir() if p.is_dir())
+        assert jobs == ["ddp", "hello-ddp"]
+    if shutil.which("kubectl"):
+        for env in ("dev", "prod"):
+            out = subprocess.run(["kubectl", "kustomize", str(repo / "rendered" / env)], capture_output=True, text=True, timeout=60, check=True).stdout
+            docs = list(yaml.safe_load_all(out))
+            assert {d["metadata"]["namespace"] for d in docs} == {f"training-{env}"}
+            assert sum(d["kind"] == "Pod" for d in docs) == {"dev": 6, "prod": 8}[env]
+
+
+def test_init_renders_at_once_and_ci_finds_it_current(tmp_path: Path) -> None:
+    from flatjob.compiler.ci import check, environments
+
+    assert invoke("init", "--repo-url", URL, str(tmp_path)).exit_code == 0  # type: ignore[attr-defined]
+    envs = environments(tmp_path / "overlays", tmp_path / "rendered")
+    run = check([str(tmp_path / "jobs")], envs)
+    assert [e.name for e in run.envs] == ["dev", "prod"]
+    assert not run.failed and run.lint == []
+    workflow = yaml.safe_load((tmp_path / ".github" / "workflows" / "flatjob.yml").read_text(encoding="utf-8"))
+    steps = workflow["jobs"]["flatjob"]["steps"]
+    assert steps[-1]["uses"] == f"flatjob/flatjob@v{__version__}"
+    assert workflow["permissions"]["pull-requests"] == "write"
+
+
+def test_gitops_objects(tmp_path: Path) -> None:
+    assert invoke("init", "--gitops", "argocd", "--repo-url", URL, str(tmp_path / "a")).exit_code == 0  # type: ignore[attr-defined]
+    app = yaml.safe_load((tmp_path / "a" / "gitops" / "argocd" / "prod.yaml").read_text(encoding="utf-8"))
+    assert app == argocd.application("training-prod", URL, "rendered/prod", "training-prod")
+    cm = yaml.safe_load((tmp_path / "a" / "gitops" / "argocd-cm.yaml").read_text(encoding="utf-8"))
+    assert cm == argocd.argocd_cm()
+    assert invoke("init", "--gitops", "flux", "--repo-url", URL, str(tmp_path / "f")).exit_code == 0  # type: ignore[attr-defined]
+    listed = yaml.safe_load((tmp_path / "f" / "gitops" / "flux" / "kustomization.yaml").read_text(encoding="utf-8"))["resources"]
+    assert listed == ["dev.yaml", "gitrepository.yaml", "namespace-dev.yaml", "namespace-prod.yaml", "prod.yaml"]
+    source = yaml.safe_load((tmp_path / "f" / "gitops" / "flux" / "gitrepository.yaml").read_text(encoding="utf-8"))
+    assert source == flux.git_repository("training", URL)
+    ks = yaml.safe_load((tmp_path / "f" / "gitops" / "flux" / "dev.yaml").read_text(encoding="utf-8"))
+    assert ks["spec"]["path"] == "./rendered/dev" and ks["spec"]["prune"] is True
+
+
+def test_refuses_to_overwrite_unless_forced(tmp_path: Path) -> None:
+    (tmp_path / "README.md").write_text("mine\n", encoding="utf-8")
+    result = invoke("init", str(tmp_path))
+    assert result.exit_code == 1  # type: ignore[attr-defined]
+    assert f"{tmp_path / 'README.md'}: already exists" in result.output  # type: ignore[attr-defined]
+    assert "refusing to overwrite existing files; nothing was written. Use --force" in result.output  # type: ignore[attr-defined]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["README.md"]
+    assert (tmp_path / "README.md").read_text(encoding="utf-8") == "mine\n"
+    assert invoke("init", "--force", str(tmp_path)).exit_code == 0  # type: ignore[attr-defined]
+    assert (tmp_path / "README.md").read_text(encoding="utf-8").startswith("# Training jobs")
+
+
+def test_placeholder_without_a_remote(tmp_path: Path) -> None:
+    result = invoke("init", str(tmp_path))
+    assert result.exit_code == 0  # type: ignore[attr-defined]
+    assert "Replace REPO_URL under gitops/" in result.output  # type: ignore[attr-defined]
+    assert "repoURL: REPO_URL" in (tmp_path / "gitops" / "argocd" / "dev.yaml").read_text(encoding="utf-8")
