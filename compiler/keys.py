@@ -54,6 +54,9 @@ FLUX_SSA = "kustomize.toolkit.fluxcd.io/ssa"
 FLUX_SSA_IF_NOT_PRESENT = "IfNotPresent"
 ARGOCD_SYNC_OPTIONS = "argocd.argoproj.io/sync-options"
 ARGOCD_COMPARE_OPTIONS = "argocd.argoproj.io/compare-options"
+# On pods: Argo CD judges the job by the record's health check, not by each pod (a gated pod
+# recreated after clean-up would otherwise keep the Application Progressing forever).
+ARGOCD_IGNORE_HEALTHCHECK = "argocd.argoproj.io/ignore-healthcheck"
 
 # --- Kueue ------------------------------------------------------------------------------
 KUEUE_QUEUE_NAME = "kueue.x-k8s.io/queue-name"

@@ -162,6 +162,7 @@ def render_pod(plan: JobPlan, pod: PodPlan, shared: _JobShared | None = None) ->
     annotations = {**(tmeta.get("annotations") or {}), **sched.annotations}
     if plan.options.flux:
         annotations[keys.FLUX_SSA] = keys.FLUX_SSA_IF_NOT_PRESENT
+    annotations[keys.ARGOCD_IGNORE_HEALTHCHECK] = "true"
     annotations[keys.SPEC_HASH] = spec_hash(manifest)
     manifest["metadata"]["annotations"] = annotations
     return manifest

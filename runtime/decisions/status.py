@@ -69,7 +69,7 @@ def _conditions(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, wait
         ("Paused", "True", "Paused", MSG_PAUSED) if ledger.paused else ("Paused", "False", "-", "The job is not paused."),
         ("Ready", "True", ph, message if done else MSG_RUNNING) if (ledger.outcome == "Succeeded" or (steady and not done)) else ("Ready", "False", ph, message or wait or ph),
         ("Reconciling", "False", ph, ph) if (done or steady or ledger.paused) else ("Reconciling", "True", ph, wait or f"The job is {ph.lower()}."),
-        ("Stalled", "True", reason, message) if failed else ("Stalled", "False", "-", "-"),
+        ("Stalled", "True", reason, message) if failed else ("Stalled", "False", ph, "The job has not failed."),
     ]
     return out
 
