@@ -80,7 +80,8 @@ def plan_changes(root: Path, desired: dict[str, str]) -> TreeChanges:
 def unified_diff(root: Path, changes: TreeChanges) -> str:
     """A git-style unified diff of what applying the changes would do."""
     out: list[str] = []
-    for rel in sorted(set(changes.write) | set(changes.delete)):
+    # The metadata last: reviewers read the manifests first, the digests change anyway.
+    for rel in sorted(set(changes.write) | set(changes.delete), key=lambda r: (r == META_FILE, r)):
         old = _read(root / rel)
         new = changes.write.get(rel)
         a = old.splitlines(keepends=True) if old is not None else []

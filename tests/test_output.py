@@ -272,6 +272,9 @@ def test_diff_shows_the_change_and_writes_nothing(project: tuple[Path, Path]) ->
     assert res.exit_code == 1
     assert "--- a/beta/pods.yaml\n+++ /dev/null\n" in res.stdout
     assert "-- beta\n" in res.stdout  # the top kustomization loses the job
+    assert res.stdout.index("+++ b/flatjob-meta.json") > res.stdout.index(
+        "--- a/kustomization.yaml"
+    )
     assert snapshot(out) == before
     assert flatjob("diff", str(src), "-o", str(out)).exit_code == 0  # without --exit-code
 

@@ -262,6 +262,27 @@ def test_strict_schema_rejects_a_pruned_field() -> None:
     assert record_problems(record) != []
 
 
+def test_pod_templates_are_validated_once_per_replica_type(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[str] = []
+    real = kube.validate
+
+    def counting(obj: Any, definition: str) -> Any:
+        calls.append(definition)
+        return real(obj, definition)
+
+    monkeypatch.setattr(kube, "validate", counting)
+    template = {"spec": {"containers": [{"name": "python", "image": "x", "command": ["python"]}]}}
+    specs = [{"type": t, "replicas": 50, "template": template} for t in ("master", "worker")]
+    job = {
+        "apiVersion": "batch.tensorstack.dev/v1beta1",
+        "kind": "PyTorchTrainingJob",
+        "metadata": {"name": "big"},
+        "spec": {"replicaSpecs": specs},
+    }
+    assert len(compile_job(job).pods) == 100
+    assert calls.count("io.k8s.api.core.v1.PodTemplateSpec") == 2
+
+
 # --- determinism -------------------------------------------------------------------------
 
 
