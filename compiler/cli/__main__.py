@@ -1,5 +1,5 @@
 """`python -m flatjob.compiler.cli`: the same entry point as the `flatjob` script."""
 
-from . import main
+from . import entry
 
-main()
+entry()

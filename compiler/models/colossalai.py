@@ -6,13 +6,12 @@ Newer shape (User Console manual): spec.torchConfig + spec.replicaSpecs[type lau
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
 from .base import EnvVar, NonNegInt, PodTemplate, PosInt, Resources, T9kModel
 from .common import ObjectMeta, ReplicaRestartPolicy, RunMode, SchedulePolicy, SSHConfig
-from .status import JobStatus
 
 
 class ColossalAILauncher(T9kModel):
@@ -77,4 +76,4 @@ class ColossalAIJob(T9kModel):
     kind: Literal["ColossalAIJob"]
     metadata: ObjectMeta
     spec: ColossalAIJobSpec
-    status: JobStatus | None = None
+    status: dict[str, Any] | None = Field(None, description="Ignored on input: the runtime writes the job's status on its record.")

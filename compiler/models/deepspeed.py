@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
 from .base import NonNegInt, PodTemplate, PosInt, T9kModel
 from .common import ElasticConfig, ObjectMeta, RestartPolicyName, RunMode, RunPolicy, SchedulePolicy, SSHConfig
-from .status import JobStatus
 
 
 class RunType(T9kModel):
@@ -58,4 +57,4 @@ class DeepSpeedJob(T9kModel):
     kind: Literal["DeepSpeedJob"]
     metadata: ObjectMeta
     spec: DeepSpeedJobSpec
-    status: JobStatus | None = None
+    status: dict[str, Any] | None = Field(None, description="Ignored on input: the runtime writes the job's status on its record.")

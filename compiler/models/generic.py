@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
 from .base import NonNegInt, PodTemplate, ServicePort, T9kModel
 from .common import ObjectMeta, ReplicaRestartPolicy, RunMode, SchedulePolicy
-from .status import JobStatus
 
 # A finish rule maps a replica type to ranks of that type: {"worker": [0, 1]}.
 # Ranks are IntOrString in T9k's API; strings must hold a decimal rank.
@@ -49,4 +48,4 @@ class GenericJob(T9kModel):
     kind: Literal["GenericJob"]
     metadata: ObjectMeta
     spec: GenericJobSpec
-    status: JobStatus | None = None
+    status: dict[str, Any] | None = Field(None, description="Ignored on input: the runtime writes the job's status on its record.")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -16,7 +16,6 @@ from .common import (
     SchedulePolicy,
     TensorBoardSpec,
 )
-from .status import JobStatus
 
 
 class PyTorchReplicaSpec(T9kModel):
@@ -61,4 +60,4 @@ class PyTorchTrainingJob(T9kModel):
     kind: Literal["PyTorchTrainingJob"]
     metadata: ObjectMeta
     spec: PyTorchTrainingJobSpec
-    status: JobStatus | None = None
+    status: dict[str, Any] | None = Field(None, description="Ignored on input: the runtime writes the job's status on its record.")

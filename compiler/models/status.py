@@ -7,7 +7,7 @@ observedGeneration and the kstatus-readable conditions documented in docs/archit
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -89,3 +89,4 @@ class JobStatus(T9kModel):
     backoff_count: int = Field(0, description="Restarts performed so far, counted against backoffLimit.")
     tensorboard: DependentStatus | None = Field(None, description="TensorBoard status (PyTorchTrainingJob).")
     observed_generation: int | None = Field(None, description="Record generation the runtime last acted on.")
+    runtime: dict[str, Any] | None = Field(None, description="The runtime's crash-safe ledger (restarts counted by pod UID, attempt, releases).")

@@ -74,11 +74,7 @@ def status_schema() -> dict[str, Any]:
     full = JobStatus.model_json_schema(by_alias=True)
     schema = _inline({k: v for k, v in full.items() if k != "$defs"}, full.get("$defs", {}))
     schema["properties"]["phase"]["enum"] = list(PHASES)
-    schema["properties"]["runtime"] = {
-        "type": "object",
-        "description": "The runtime's crash-safe ledger: restarts counted (by pod UID), attempt, releases.",
-        "x-kubernetes-preserve-unknown-fields": True,
-    }
+    schema["properties"]["runtime"] = {**schema["properties"]["runtime"], "x-kubernetes-preserve-unknown-fields": True}
     return schema
 
 
