@@ -15,7 +15,7 @@ from ..options import CompileOptions
 from ..podtemplate import containers_of
 from ..render.configmap import configmap_name
 from . import ContainerPatch, JobPlan, PodPlan, ServicePlan, scripts, ssh
-from .common import address, base_pods, mode_patch, layout, release_counts, run_mode_name
+from .common import address, base_pods, layout, mode_patch, release_counts, run_mode_name
 
 MASTER_PORT = 29500
 LAUNCH_SCRIPT = "launch.sh"
@@ -57,11 +57,17 @@ def launch_script(job: ColossalAIJob, master_addr: str) -> str:
     return "".join(
         [
             scripts.header(),
-            f"# ColossalAIJob {job.metadata.name}: the launcher starts training on every worker over ssh.\n",
+            f"# ColossalAIJob {job.metadata.name}: the launcher runs `colossalai run`, which starts torchrun\n"
+            "# on every host in the hostfile over ssh, in this container's working directory.\n",
+            scripts.traps(),
             scripts.wait_for_peers(),
             "# colossalai run exports the launcher's whole environment to the workers: keep theirs.\n",
             f"unset {' '.join(PER_POD_VARS)}\n",
-            f'exec colossalai run --hostfile="$FLATJOB_HOSTFILE" {scripts.quote(colossalai_args(job, master_addr))}\n',
+            "# colossalai run with spec.torchConfig (procPerWorker, extraArgs, script); a child (&, wait)\n"
+            "# so the traps see SIGTERM. extraArgs reach torchrun as --extra_launch_args=a=1,b.\n",
+            scripts.background(
+                f'colossalai run --hostfile="$FLATJOB_HOSTFILE" {scripts.quote(colossalai_args(job, master_addr))}'
+            ),
         ]
     )
 

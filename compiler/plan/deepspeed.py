@@ -68,21 +68,33 @@ def env_names(template: dict[str, Any], container: int | None) -> list[str]:
 
 
 def launch_script(job: DeepSpeedJob, pod: PodPlan, master_addr: str) -> str:
-    """worker-0's script: sshd (daemonized), env file, wait for peers, then deepspeed."""
+    """worker-0's script: sshd (in the background), env file, wait for peers, then deepspeed."""
     cfg = job.spec.config
     e = elastic_of(job)
-    body = [scripts.header(), f"# DeepSpeedJob {job.metadata.name}: worker-0 launches the job over ssh.\n"]
-    body.append(scripts.sshd_setup(job.spec.ssh.sshd_path, foreground=False))
+    body = [
+        scripts.header(),
+        f"# DeepSpeedJob {job.metadata.name}: worker-0 runs deepspeed, which starts the training\n"
+        "# processes on every host in the hostfile (this one included) over ssh (pdsh).\n",
+        scripts.traps(),
+        scripts.sshd_setup(job.spec.ssh.sshd_path, foreground=False),
+    ]
     if not job.spec.disable_custom_env:
         body.append(scripts.env_file(env_names(pod.template, pod.container), f'"${{DS_ENV_FILE:-{ENV_FILE}}}"'))
     body.append(scripts.wait_for_peers(e.min_replicas if e is not None else None))
     run_hostfile = '"$FLATJOB_RUN_HOSTFILE"' if e is not None else '"$FLATJOB_HOSTFILE"'
     if cfg.custom_command is not None:
-        body.append(f"export FLATJOB_HOSTFILE_IN_USE={run_hostfile}\n")
+        body.append(
+            "# spec.config.customCommand, run as written; its hostfile is $FLATJOB_HOSTFILE_IN_USE.\n"
+            f"export FLATJOB_HOSTFILE_IN_USE={run_hostfile}\n"
+        )
         launch = f"/bin/sh -c {scripts.quote([cfg.custom_command])}"
     else:
+        body.append(
+            "# deepspeed, its flags from spec.config. --master_addr is worker-0's DNS name (else the\n"
+            "# runner ssh-es in for `hostname -I`). A child (&, wait), so the traps see SIGTERM.\n"
+        )
         launch = f"deepspeed --hostfile={run_hostfile} {scripts.quote(deepspeed_args(job, master_addr))}"
-    body.append(scripts.run_trapped(launch))
+    body.append(scripts.background(launch))
     return "".join(body)
 
 

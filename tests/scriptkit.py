@@ -1,0 +1,332 @@
+"""Run the generated launch scripts for real, against stub programs that record their calls.
+
+- `compile_job(job)`: a job dict through the real pipeline (YAML text in, emitted files out);
+  `Compiled.data` is the job's ConfigMap read back from the emitted config.yaml;
+- `stub_bin(folder)`: stub deepspeed, colossalai, sshd, ssh-keygen, mkdir, python3
+  (tests/stubs/stub.py) in a folder put first on PATH; sshd is reached through
+  spec.ssh.sshdPath, so `deepspeed_job`/`colossalai_job` take the stub's path (`sshd=`);
+- `Scripts`: the ConfigMap materialised in a temp folder; `run()`/`start()` execute
+  `/bin/sh <script>` (dash on Debian: a strict POSIX shell) with FLATJOB_DIR, FLATJOB_HOSTFILE,
+  FLATJOB_RUN_HOSTFILE and DS_ENV_FILE pointing into it; `Run` holds what the stubs saw;
+- `deepspeed_env(text)`: DeepSpeed's own reading of .deepspeed_env; `listeners(...)`: TCP
+  listeners on loopback addresses, standing in for peers' sshd.
+
+Used by tests/test_scripts_*.py.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from flatjob.compiler.loader import Loaded, parse
+from flatjob.compiler.options import CompileOptions
+from flatjob.compiler.pipeline import compile_documents
+
+API = "batch.tensorstack.dev/v1beta1"
+STUB = Path(__file__).resolve().parent / "stubs" / "stub.py"
+PROGRAMS = ("deepspeed", "colossalai", "sshd", "ssh-keygen", "mkdir", "python3")
+SH = "/bin/sh"
+LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+DUMPER = getattr(yaml, "CSafeDumper", yaml.SafeDumper)
+# Arguments a shell would mangle if any step of the way forgot to quote.
+HOSTILE = [
+    "two words",
+    "it's",
+    'say "hi"',
+    "$HOME",
+    "${PATH}",
+    "$(touch pwned)",
+    "`touch pwned`",
+    "a;touch pwned",
+    "x && touch pwned",
+    "|| touch pwned",
+    "> pwned",
+    "*",
+    "?",
+    "[a-z]*",
+    "~",
+    "line1\nline2",
+    "\n",
+    "trailing\n",
+    "--leading-dashes",
+    "-x",
+    "-",
+    "",
+    " ",
+    "tab\there",
+    "ünïcødé ✓ 日本語",
+    "back\\slash",
+    "'",
+    '"',
+    "\\",
+    "#not-a-comment",
+    "!bang",
+    "%s %d",
+    "a=b",
+    "yes",
+    "0x1F",
+    "null",
+    "{a: b}",
+    "- item",
+]
+
+
+# --- compiling --------------------------------------------------------------------------
+
+
+@dataclass
+class Compiled:
+    """One compiled job: its emitted files and its ConfigMap's data."""
+
+    files: dict[str, str]
+    objects: list[dict[str, Any]]
+
+    @property
+    def data(self) -> dict[str, str]:
+        (cm,) = [o for o in self.objects if o["kind"] == "ConfigMap"]
+        return cm["data"]
+
+    def pod(self, name: str) -> dict[str, Any]:
+        return next(o for o in self.objects if o["kind"] == "Pod" and o["metadata"]["name"] == name)
+
+
+def compile_job(job: dict[str, Any]) -> Compiled:
+    """Compile one job dict as a user's YAML file; fail on any error."""
+    text = yaml.dump(job, Dumper=DUMPER, sort_keys=False, allow_unicode=True)
+    docs, problems = parse(text, "job.yaml")
+    assert not problems, problems
+    result = compile_documents(Loaded(jobs=docs), CompileOptions())
+    assert not result.failed, [d.message for d in result.diagnostics]
+    files = result.jobs[0].files
+    objects = [
+        o
+        for rel, body in sorted(files.items())
+        if rel != "kustomization.yaml"
+        for o in yaml.load_all(body, LOADER)
+        if o
+    ]
+    return Compiled(files, objects)
+
+
+def container(name: str = "worker", **fields: Any) -> dict[str, Any]:
+    return {"name": name, "image": "img:1", **fields}
+
+
+def deepspeed_job(
+    config: dict[str, Any],
+    *,
+    replicas: int = 2,
+    sshd: str,
+    name: str = "job",
+    env: list[dict[str, Any]] | None = None,
+    **spec: Any,
+) -> dict[str, Any]:
+    """A DeepSpeedJob whose sshd is the stub at `sshd`."""
+    c = container(env=env) if env is not None else container()
+    return {
+        "apiVersion": API,
+        "kind": "DeepSpeedJob",
+        "metadata": {"name": name},
+        "spec": {
+            "config": config,
+            "ssh": {"sshdPath": sshd},
+            **spec,
+            "worker": {"replicas": replicas, "template": {"spec": {"containers": [c]}}},
+        },
+    }
+
+
+def colossalai_job(spec: dict[str, Any], *, sshd: str, name: str = "cai") -> dict[str, Any]:
+    """A ColossalAIJob (either shape) whose sshd is the stub at `sshd`."""
+    return {
+        "apiVersion": API,
+        "kind": "ColossalAIJob",
+        "metadata": {"name": name},
+        "spec": {"ssh": {"sshdPath": sshd}, **spec},
+    }
+
+
+# --- stubs and runs ---------------------------------------------------------------------
+
+
+def stub_bin(folder: Path) -> Path:
+    """Install the stub under every program's name; returns the folder (for PATH)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    code = STUB.read_text(encoding="utf-8")
+    for prog in PROGRAMS:
+        path = folder / prog
+        path.write_text(f"#!{sys.executable} -SE\n{code}", encoding="utf-8")
+        path.chmod(0o755)
+    return folder
+
+
+@dataclass
+class Call:
+    """One stub call as recorded."""
+
+    prog: str
+    event: str
+    pid: int
+    argv: list[str]
+    env: dict[str, str]
+    cwd: str
+    signal: int | None = None
+
+
+@dataclass
+class Run:
+    """A finished script run: exit code, output and the stubs' records in order."""
+
+    code: int
+    stdout: str
+    stderr: str
+    calls: list[Call]
+    seconds: float
+
+    def of(self, prog: str) -> list[Call]:
+        return [c for c in self.calls if c.prog == prog and c.event == "call"]
+
+    def argv(self, prog: str) -> list[str]:
+        """The argv of the one call of `prog`."""
+        (call,) = self.of(prog)
+        return call.argv
+
+    def signals(self, prog: str) -> list[int]:
+        return [c.signal for c in self.calls if c.prog == prog and c.event == "signal" and c.signal]
+
+
+class Scripts:
+    """A job's ConfigMap files in `root/flatjob`, run with stubs first on PATH."""
+
+    def __init__(self, root: Path, data: dict[str, str], bin_dir: Path) -> None:
+        self.root = root
+        self.dir = root / "flatjob"
+        self.dir.mkdir(parents=True, exist_ok=True)
+        for name, text in data.items():
+            (self.dir / name).write_text(text, encoding="utf-8")
+        self.bin = bin_dir
+        self.log = root / "stub.log"
+        self.cwd = root / "cwd"
+        self.cwd.mkdir(exist_ok=True)
+        self.hostfile = self.dir / "hostfile"
+        self.run_hostfile = root / "run-hostfile"
+        self.env_file = root / "deepspeed_env"
+
+    def environ(self, extra: dict[str, str] | None = None) -> dict[str, str]:
+        env = {
+            "PATH": f"{self.bin}:/usr/bin:/bin",
+            "HOME": str(self.root),
+            "LC_ALL": "C.UTF-8",
+            "FLATJOB_DIR": str(self.dir),
+            "FLATJOB_HOSTFILE": str(self.hostfile),
+            "FLATJOB_RUN_HOSTFILE": str(self.run_hostfile),
+            "DS_ENV_FILE": str(self.env_file),
+            "STUB_LOG": str(self.log),
+        }
+        env.update(extra or {})
+        return {k: v for k, v in env.items() if v is not None}
+
+    def start(
+        self, script: str = "launch.sh", env: dict[str, str] | None = None
+    ) -> subprocess.Popen[str]:
+        self.log.write_text("", encoding="utf-8")
+        return subprocess.Popen(
+            [SH, str(self.dir / script)],
+            cwd=self.cwd,
+            env=self.environ(env),
+            text=True,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+        )
+
+    def finish(self, proc: subprocess.Popen[str], started: float | None = None) -> Run:
+        """Wait for a started script (20 s at most) and collect what the stubs saw."""
+        started = time.monotonic() if started is None else started
+        out, err = proc.communicate(timeout=20)
+        return Run(proc.returncode, out, err, self.calls(), time.monotonic() - started)
+
+    def run(self, script: str = "launch.sh", env: dict[str, str] | None = None) -> Run:
+        started = time.monotonic()
+        return self.finish(self.start(script, env), started)
+
+    def calls(self) -> list[Call]:
+        lines = self.log.read_text(encoding="utf-8").splitlines() if self.log.exists() else []
+        return [Call(**{"argv": [], "env": {}, "cwd": "", **json.loads(ln)}) for ln in lines]
+
+    def signal_while(self, prog: str, signum: int, env: dict[str, str] | None = None) -> Run:
+        """Run the launch with `prog` blocking, send `signum` to the script once it runs."""
+        marker = self.root / f"{prog}.running"
+        key = prog.upper().replace("-", "_")
+        started = time.monotonic()
+        proc = self.start(env={f"STUB_BLOCK_{key}": str(marker), **(env or {})})
+        while not marker.exists():
+            assert proc.poll() is None, proc.communicate()
+            assert time.monotonic() - started < 10, f"{prog} never started"
+            time.sleep(0.01)
+        os.kill(proc.pid, signum)
+        return self.finish(proc, started)
+
+
+SIGNALS = {"TERM": signal.SIGTERM, "INT": signal.SIGINT}
+
+
+# --- what the launchers read ------------------------------------------------------------
+
+
+def deepspeed_env(text: str) -> dict[str, str]:
+    """.deepspeed_env as DeepSpeed's runner reads it (runner.py main, launchers.md §2):
+    `key, val = var.split('=', maxsplit=1)` for every line, no comment or blank-line
+    handling (a line without `=` raises), then add_export strips both."""
+    out = {}
+    for line in text.splitlines(keepends=True):
+        key, val = line.split("=", maxsplit=1)
+        out[key.strip()] = val.strip()
+    return out
+
+
+# --- peers --------------------------------------------------------------------------------
+
+
+@contextmanager
+def listeners(count: int, *, up: set[int] | None = None) -> Iterator[tuple[list[str], int]]:
+    """`count` loopback hosts 127.0.0.1.. on one free port; only those indexed in `up` (all by
+    default) accept connections.  Yields (hosts, port)."""
+    hosts = [f"127.0.0.{i + 1}" for i in range(count)]
+    probe = socket.socket()
+    probe.bind(("127.0.0.1", 0))
+    port = probe.getsockname()[1]
+    probe.close()
+    socks = []
+    try:
+        for i, host in enumerate(hosts):
+            if up is None or i in up:
+                s = socket.socket()
+                s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                s.bind((host, port))
+                s.listen(16)
+                socks.append(s)
+        yield hosts, port
+    finally:
+        for s in socks:
+            s.close()
+
+
+def loopback_hostfile(hostfile: str, hosts: list[str]) -> str:
+    """The same hostfile with its hosts replaced, in order, by `hosts` (slots kept)."""
+    lines = [ln for ln in hostfile.splitlines() if ln.strip()]
+    assert len(lines) == len(hosts)
+    return "".join(f"{h}{ln[len(ln.split()[0]) :]}\n" for h, ln in zip(hosts, lines, strict=True))

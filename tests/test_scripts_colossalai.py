@@ -1,0 +1,238 @@
+"""The ColossalAI launcher's launch.sh and every worker's sshd.sh, executed against stubs.
+
+Covers:
+- `colossalai run --hostfile --nproc_per_node --master_addr --master_port
+  [--extra_launch_args=...] script args`, exact argv, for both spec shapes;
+- both shapes render the same launch script, hostfile and sshd script;
+- hostile script args and extraArgs values reach colossalai intact;
+- HOSTNAME is unset in colossalai's environment (it would overwrite the workers'), the rest
+  of the launcher's environment is kept; the launch runs in the launcher's working directory;
+- exit codes: colossalai's own, 143 on SIGTERM;
+- sshd.sh (both kinds): `ssh-keygen -A`, then exec `<sshdPath> -D -e -p 22`.
+"""
+
+from __future__ import annotations
+
+import signal
+from pathlib import Path
+from typing import Any
+
+import pytest
+from scriptkit import (
+    HOSTILE,
+    Scripts,
+    colossalai_job,
+    compile_job,
+    container,
+    deepspeed_job,
+    stub_bin,
+)
+
+MASTER = "--master_addr=cai-worker-0.cai"
+PORT = "--master_port=29500"
+
+
+@pytest.fixture(scope="module")
+def bin_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return stub_bin(tmp_path_factory.mktemp("bin"))
+
+
+def worker_template() -> dict[str, Any]:
+    return {"spec": {"containers": [container(workingDir="/w")]}}
+
+
+def old_shape(
+    script: list[str], torch_args: list[str], procs: int = 4, replicas: int = 2
+) -> dict[str, Any]:
+    return {
+        "launcher": {"workingDir": "/work"},
+        "worker": {
+            "replicas": replicas,
+            "procPerWorker": procs,
+            "command": script,
+            "torchArgs": torch_args,
+            "template": worker_template(),
+        },
+    }
+
+
+def new_shape(
+    script: list[str], extra: list[str], procs: int = 4, replicas: int = 2
+) -> dict[str, Any]:
+    launcher = {"spec": {"containers": [container("launcher", workingDir="/work")]}}
+    return {
+        "torchConfig": {"procPerWorker": procs, "script": script, "extraArgs": extra},
+        "replicaSpecs": [
+            {"type": "worker", "replicas": replicas, "template": worker_template()},
+            {"type": "launcher", "replicas": 1, "template": launcher},
+        ],
+    }
+
+
+def scripts(tmp_path: Path, bin_dir: Path, spec: dict[str, Any]) -> Scripts:
+    return Scripts(
+        tmp_path, compile_job(colossalai_job(spec, sshd=str(bin_dir / "sshd"))).data, bin_dir
+    )
+
+
+SHAPES = {"old": old_shape, "new": new_shape}
+# (id, script, torchArgs/extraArgs, procPerWorker, colossalai's argv after --hostfile)
+ARGV = [
+    (
+        "plain",
+        ["train.py", "--config", "c.py"],
+        [],
+        4,
+        ["--nproc_per_node=4", MASTER, PORT, "train.py", "--config", "c.py"],
+    ),
+    ("one-proc", ["train.py"], [], 1, ["--nproc_per_node=1", MASTER, PORT, "train.py"]),
+    (
+        "split-value",
+        ["train.py"],
+        ["--max_restarts", "3", "--monitor_interval", "5"],
+        8,
+        [
+            "--nproc_per_node=8",
+            MASTER,
+            PORT,
+            "--extra_launch_args=max_restarts=3,monitor_interval=5",
+            "train.py",
+        ],
+    ),
+    (
+        "joined-and-bare",
+        ["train.py", "-x"],
+        ["--a=1", "--b"],
+        2,
+        ["--nproc_per_node=2", MASTER, PORT, "--extra_launch_args=a=1,b", "train.py", "-x"],
+    ),
+]
+ARGV_IDS = [f"{shape}-{r[0]}" for shape in SHAPES for r in ARGV]
+ARGV_PARAMS = [(shape, *r[1:]) for shape in SHAPES for r in ARGV]
+
+
+@pytest.mark.parametrize(
+    ("shape", "script", "extra", "procs", "expected"), ARGV_PARAMS, ids=ARGV_IDS
+)
+def test_colossalai_run_argv(
+    tmp_path: Path,
+    bin_dir: Path,
+    shape: str,
+    script: list[str],
+    extra: list[str],
+    procs: int,
+    expected: list[str],
+) -> None:
+    s = scripts(tmp_path, bin_dir, SHAPES[shape](script, extra, procs))
+    assert s.hostfile.read_text() == "cai-worker-0.cai\ncai-worker-1.cai\n"
+    run = s.run()
+    assert run.code == 0, run.stderr
+    assert [c.prog for c in run.calls] == ["python3", "colossalai"]
+    assert run.argv("colossalai") == ["run", f"--hostfile={s.hostfile}", *expected]
+
+
+@pytest.mark.parametrize(
+    ("script", "extra", "procs"), [r[1:4] for r in ARGV], ids=[r[0] for r in ARGV]
+)
+def test_both_shapes_render_the_same_scripts(
+    script: list[str], extra: list[str], procs: int
+) -> None:
+    old = compile_job(colossalai_job(old_shape(script, extra, procs), sshd="/s/sshd")).data
+    new = compile_job(colossalai_job(new_shape(script, extra, procs), sshd="/s/sshd")).data
+    assert old == new
+
+
+def test_hostile_script_args_and_extra_args_reach_colossalai(tmp_path: Path, bin_dir: Path) -> None:
+    # extraArgs values are joined into one --extra_launch_args string, which colossalai splits
+    # on `,` and a leading `-` starts a new option: values without those pass through intact.
+    values = [v for v in HOSTILE if "," not in v and not v.startswith("-")]
+    extra = [x for i, v in enumerate(values) for x in (f"--k{i}", v)]
+    s = scripts(tmp_path, bin_dir, new_shape(["train.py", *HOSTILE], extra))
+    (s.cwd / "glob-bait.py").write_text("")
+    run = s.run()
+    assert run.code == 0, run.stderr
+    joined = ",".join(f"k{i}={v}" for i, v in enumerate(values))
+    assert run.argv("colossalai") == [
+        "run",
+        f"--hostfile={s.hostfile}",
+        "--nproc_per_node=4",
+        MASTER,
+        PORT,
+        f"--extra_launch_args={joined}",
+        "train.py",
+        *HOSTILE,
+    ]
+    assert not list(tmp_path.rglob("pwned"))
+
+
+def test_hostname_is_unset_for_colossalai(tmp_path: Path, bin_dir: Path) -> None:
+    s = scripts(tmp_path, bin_dir, old_shape(["train.py"], []))
+    run = s.run(env={"HOSTNAME": "cai-launcher", "NCCL_DEBUG": "INFO"})
+    assert run.code == 0, run.stderr
+    (call,) = run.of("colossalai")
+    assert "HOSTNAME" not in call.env
+    assert call.env["NCCL_DEBUG"] == "INFO" and call.env["PATH"].startswith(str(bin_dir))
+    assert call.cwd == str(s.cwd)  # colossalai run cds the workers into this directory
+
+
+def test_launcher_pod_runs_in_the_launchers_working_directory() -> None:
+    for shape in (old_shape, new_shape):
+        c = compile_job(colossalai_job(shape(["t.py"], []), sshd="/s/sshd"))
+        (launcher,) = c.pod("cai-launcher")["spec"]["containers"]
+        assert launcher["workingDir"] == "/work"
+        assert launcher["command"] == ["/bin/sh", "/flatjob/launch.sh"]
+
+
+@pytest.mark.parametrize("code", [0, 1])
+def test_launch_exits_with_colossalais_code(tmp_path: Path, bin_dir: Path, code: int) -> None:
+    s = scripts(tmp_path, bin_dir, new_shape(["t.py"], []))
+    assert s.run(env={"STUB_EXIT_COLOSSALAI": str(code)}).code == code
+
+
+def test_sigterm_while_colossalai_runs(tmp_path: Path, bin_dir: Path) -> None:
+    s = scripts(tmp_path, bin_dir, new_shape(["t.py"], []))
+    run = s.signal_while("colossalai", signal.SIGTERM)
+    assert run.code == 143
+    assert run.signals("colossalai") == [signal.SIGTERM]
+
+
+def test_waiter_failure_stops_the_launch(tmp_path: Path, bin_dir: Path) -> None:
+    s = scripts(tmp_path, bin_dir, new_shape(["t.py"], []))
+    run = s.run(env={"STUB_EXIT_PYTHON3": "1"})
+    assert run.code == 1 and not run.of("colossalai")
+
+
+# --- sshd.sh ---------------------------------------------------------------------------------
+
+
+def sshd_scripts(kind: str, sshd: str) -> dict[str, str]:
+    if kind == "deepspeed":
+        return compile_job(deepspeed_job({"run": {"python": ["t.py"]}}, sshd=sshd)).data
+    return compile_job(colossalai_job(new_shape(["t.py"], []), sshd=sshd)).data
+
+
+@pytest.mark.parametrize("kind", ["deepspeed", "colossalai"])
+def test_sshd_script_generates_host_keys_then_execs_sshd(
+    tmp_path: Path, bin_dir: Path, kind: str
+) -> None:
+    s = Scripts(tmp_path, sshd_scripts(kind, str(bin_dir / "sshd")), bin_dir)
+    proc = s.start("sshd.sh")
+    run = s.finish(proc)
+    assert run.code == 0, run.stderr
+    assert [(c.prog, c.argv) for c in run.calls] == [
+        ("ssh-keygen", ["-A"]),
+        ("mkdir", ["-p", "/run/sshd"]),
+        ("sshd", ["-D", "-e", "-p", "22"]),
+    ]
+    assert run.calls[-1].pid == proc.pid  # exec: sshd replaces the script (PID 1 in the pod)
+
+
+def test_sshd_script_fails_when_host_keys_cannot_be_made(tmp_path: Path, bin_dir: Path) -> None:
+    s = Scripts(tmp_path, sshd_scripts("colossalai", str(bin_dir / "sshd")), bin_dir)
+    run = s.run("sshd.sh", env={"STUB_EXIT_SSH_KEYGEN": "1"})
+    assert run.code == 1 and not run.of("sshd")
+
+
+def test_sshd_path_is_used_verbatim() -> None:
+    data = sshd_scripts("deepspeed", "/opt/my ssh/sbin/sshd")
+    assert "exec '/opt/my ssh/sbin/sshd' -D -e -p 22\n" in data["sshd.sh"]
