@@ -69,8 +69,9 @@ def make_pod(rank: int) -> dict[str, Any]:
 
 def jsonschema_validator(schema: dict[str, Any], definition: str) -> Any:
     """Build a jsonschema Draft7Validator for one definition, with flatjob's format checks."""
-    from flatjob.compiler.kube.formats import FORMATS
     from jsonschema import Draft7Validator, FormatChecker
+
+    from flatjob.compiler.kube.formats import FORMATS
 
     checker = FormatChecker(formats=())
     for name, (accepts, _) in FORMATS.items():

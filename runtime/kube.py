@@ -7,6 +7,7 @@ thread into a queue, so the controller can wait on them with a timeout.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import queue
 import threading
@@ -27,10 +28,8 @@ _ERRORS: dict[int, type[ApiError]] = {404: NotFound, 409: Conflict, 410: Expired
 
 def _error(exc: ApiException) -> ApiError:
     reason = ""
-    try:
+    with contextlib.suppress(ValueError):
         reason = json.loads(exc.body or "{}").get("reason", "")
-    except ValueError:
-        pass
     if exc.status == 409 and reason == "AlreadyExists":
         return AlreadyExists(str(exc.reason))
     cls = _ERRORS.get(exc.status or 0, ApiError)
@@ -79,7 +78,7 @@ class HttpWatch:
                     if line.strip():
                         self._queue.put(json.loads(line))
                         self._notify.set()
-        except Exception as exc:  # noqa: BLE001 - a broken stream is reported to the informer
+        except Exception as exc:
             self._queue.put(exc)
         self._queue.put(StopIteration())
         self._notify.set()

@@ -46,7 +46,7 @@ class Metrics:
             for name, (kind, text) in HELP.items():
                 lines += [f"# HELP {name} {text}", f"# TYPE {name} {kind}"]
                 if kind == "histogram":
-                    for bound, count in zip(BUCKETS, self.buckets):
+                    for bound, count in zip(BUCKETS, self.buckets, strict=True):
                         lines.append(f'{name}_bucket{{le="{bound}"}} {count}')
                     lines += [f'{name}_bucket{{le="+Inf"}} {self.hist_count}', f"{name}_sum {self.hist_sum}", f"{name}_count {self.hist_count}"]
                     continue

@@ -32,7 +32,7 @@ def serve(port: int, health: Health, metrics: Metrics) -> ThreadingHTTPServer:
     }
 
     class Handler(BaseHTTPRequestHandler):
-        def do_GET(self) -> None:  # noqa: N802 - the stdlib's name
+        def do_GET(self) -> None:
             route = routes.get(self.path.split("?", 1)[0])
             code, body = route() if route else (404, "not found\n")
             data = body.encode()

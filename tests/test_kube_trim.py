@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from flatjob.compiler.kube import validator
 from flatjob.compiler.kube.prose import default_from_prose, enum_from_prose
 from flatjob.compiler.kube.trim import installed_schema_dir, main, trim

@@ -20,11 +20,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from flatjob.compiler.kube import KUBERNETES_VERSION, Violation, validate, validate_manifest
 from flatjob.compiler.kube import validator as kube_validator
 from flatjob.compiler.kube.formats import FORMATS
-from hypothesis import HealthCheck, given, settings
-from hypothesis import strategies as st
 
 POD_TEMPLATE = "io.k8s.api.core.v1.PodTemplateSpec"
 SERVICE = "io.k8s.api.core.v1.Service"

@@ -14,6 +14,7 @@ from typing import Any
 import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from strategies import pytorch_jobs
 
 from flatjob.compiler.loader import Loaded, parse
 from flatjob.compiler.options import CompileOptions
@@ -21,8 +22,6 @@ from flatjob.compiler.pipeline import compile_documents
 from flatjob.runtime.decisions import World, reconcile
 from flatjob.runtime.job import job_view
 from flatjob.runtime.model import Ledger, PodState
-
-from strategies import pytorch_jobs
 
 API = "batch.tensorstack.dev/v1beta1"
 TRAIN = ["python", "train.py"]

@@ -11,7 +11,7 @@ from typing import Annotated, Literal
 
 from pydantic import Field
 
-from .base import NonNegInt, Resources, PosInt, T9kModel
+from .base import NonNegInt, PosInt, Resources, T9kModel
 
 
 class ObjectMeta(T9kModel):

@@ -7,7 +7,15 @@ from typing import Any, Literal
 from pydantic import Field
 
 from .base import NonNegInt, PodTemplate, PosInt, T9kModel
-from .common import ElasticConfig, ObjectMeta, RestartPolicyName, RunMode, RunPolicy, SchedulePolicy, SSHConfig
+from .common import (
+    ElasticConfig,
+    ObjectMeta,
+    RestartPolicyName,
+    RunMode,
+    RunPolicy,
+    SchedulePolicy,
+    SSHConfig,
+)
 
 
 class RunType(T9kModel):

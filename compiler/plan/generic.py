@@ -9,7 +9,7 @@ from ..models import GenericJob
 from ..options import CompileOptions
 from ..substitution import Context, substitute
 from . import ContainerPatch, JobPlan, PodPlan, ServicePlan
-from .common import address, base_pods, mode_patch, layout, pod_name, release_counts, run_mode_name
+from .common import address, base_pods, layout, mode_patch, pod_name, release_counts, run_mode_name
 
 
 def context(job: GenericJob, addresses: dict[tuple[str, int], str] | None = None) -> Context:

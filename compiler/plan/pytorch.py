@@ -15,7 +15,7 @@ from ..models import PyTorchTrainingJob
 from ..options import CompileOptions
 from ..podtemplate import accelerator_count, containers_of, literal_env
 from . import ContainerPatch, JobPlan, PodPlan, ServicePlan
-from .common import base_pods, mode_patch, elastic_of, env, layout, release_counts, run_mode_name
+from .common import base_pods, elastic_of, env, layout, mode_patch, release_counts, run_mode_name
 
 DEFAULT_MASTER_PORT = 29500
 DEBUG_COMMAND = ("sleep", "inf")  # T9k's default debug command

@@ -13,10 +13,31 @@ from typing import Any
 from .. import keys
 from ..emit import dump
 from ..models import MODELS
-from ..models.status import JobStatus, PHASES
+from ..models.status import PHASES, JobStatus
 from .record import ELASTIC_KINDS, PLURALS
 
-_DROP = ("title", "default", "additionalProperties_false")
+
+def _resolve_ref(schema: dict[str, Any], defs: dict[str, Any]) -> Any:
+    """A local $ref inlined; any other $ref is an embedded Kubernetes object, kept as written."""
+    ref = schema["$ref"]
+    if ref.startswith("#/$defs/"):
+        merged = {**defs[ref.rsplit("/", 1)[-1]], **{k: v for k, v in schema.items() if k != "$ref"}}
+        return _inline(merged, defs)
+    out = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
+    if "description" in schema:
+        out["description"] = schema["description"]
+    return out
+
+
+def _resolve_any_of(schema: dict[str, Any], defs: dict[str, Any]) -> Any | None:
+    """Optional fields (X or null) become X; int-or-string becomes its Kubernetes marker."""
+    members = [m for m in schema["anyOf"] if m.get("type") != "null"]
+    rest = {k: v for k, v in schema.items() if k != "anyOf"}
+    if {m.get("type") for m in members} == {"integer", "string"}:
+        return {**_clean(rest), "x-kubernetes-int-or-string": True}
+    if len(members) == 1:
+        return _inline({**members[0], **rest}, defs)
+    return None
 
 
 def _inline(schema: Any, defs: dict[str, Any]) -> Any:
@@ -25,30 +46,16 @@ def _inline(schema: Any, defs: dict[str, Any]) -> Any:
         return [_inline(s, defs) for s in schema]
     if not isinstance(schema, dict):
         return schema
-    ref = schema.get("$ref")
-    if isinstance(ref, str):
-        if ref.startswith("#/$defs/"):
-            merged = {**defs[ref.rsplit("/", 1)[-1]], **{k: v for k, v in schema.items() if k != "$ref"}}
-            return _inline(merged, defs)
-        # An embedded Kubernetes object: kept as written (validated at compile time).
-        out = {"type": "object", "x-kubernetes-preserve-unknown-fields": True}
-        if "description" in schema:
-            out["description"] = schema["description"]
-        return out
+    if isinstance(schema.get("$ref"), str):
+        return _resolve_ref(schema, defs)
     if "anyOf" in schema:
-        members = [m for m in schema["anyOf"] if m.get("type") != "null"]
-        types = {m.get("type") for m in members}
-        rest = {k: v for k, v in schema.items() if k != "anyOf"}
-        if types == {"integer", "string"}:
-            return {**_clean(rest), "x-kubernetes-int-or-string": True}
-        if len(members) == 1:
-            return _inline({**members[0], **rest}, defs)
+        resolved = _resolve_any_of(schema, defs)
+        if resolved is not None:
+            return resolved
     out: dict[str, Any] = {}
     for key, value in schema.items():
-        if key in ("title", "default", "$defs"):
-            continue
-        if key == "additionalProperties" and value is False:
-            continue  # unknown fields are pruned by the API server anyway
+        if key in ("title", "default", "$defs") or (key == "additionalProperties" and value is False):
+            continue  # no CRD defaults (GitOps drift); unknown fields are pruned by the API server
         if key == "properties":
             out[key] = {name: _inline(sub, defs) for name, sub in value.items()}
         elif key in ("items", "additionalProperties"):

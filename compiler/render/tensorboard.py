@@ -36,7 +36,7 @@ def log_locations(spec: Any) -> list[tuple[str, str]]:
 def tensorboard_args(locations: list[tuple[str, str]]) -> list[str]:
     """tensorboard flags: one --logdir, or --logdir_spec naming each location."""
     paths = [f"{MOUNT_ROOT}/{pvc}/{sub}".rstrip("/") for pvc, sub in locations]
-    logdir = f"--logdir={paths[0]}" if len(paths) == 1 else "--logdir_spec=" + ",".join(f"{pvc}-{i}:{p}" for i, ((pvc, _), p) in enumerate(zip(locations, paths)))
+    logdir = f"--logdir={paths[0]}" if len(paths) == 1 else "--logdir_spec=" + ",".join(f"{pvc}-{i}:{p}" for i, ((pvc, _), p) in enumerate(zip(locations, paths, strict=True)))
     return [logdir, "--host=0.0.0.0", f"--port={TB_PORT}"]
 
 

@@ -143,9 +143,7 @@ def _ensure(job: JobView, pods: Mapping[str, PodState], led: Ledger, creates: li
         actions.append(Action("create-secret", job.ssh_secret))
     doomed = set(led.draining) | set(led.cleaned) | set(led.stopped.values())
     for pod in sorted(pods.values(), key=lambda p: p.name):
-        if pod.uid in doomed and not pod.deleting:
-            actions.append(Action("delete", pod.name, pod.uid))
-        elif pod.name in stale and not pod.deleting:
+        if (pod.uid in doomed and not pod.deleting) or (pod.name in stale and not pod.deleting):
             actions.append(Action("delete", pod.name, pod.uid))
     notes = {ATTEMPT: str(led.attempt), RESTART_COUNT: str(led.backoff_count), RESUMING: "true" if led.resuming else "false"}
     for name, uid in sorted(led.released.items()) if led.outcome is None else ():
@@ -178,4 +176,4 @@ def reconcile(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, world:
     return Cycle(led, status, tuple(_ensure(job, pods, led, creates, stale, world)), tuple(events), wake, wait)
 
 
-__all__ = ["Action", "Cycle", "World", "reconcile", "keys"]
+__all__ = ["Action", "Cycle", "World", "keys", "reconcile"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from ..model import JobView, Ledger, PodState, ran
+from ..model import JobView, Ledger, PodState
 
 
 @dataclass(frozen=True)

@@ -72,7 +72,7 @@ def decide_restart(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, f
         wants = job.scope != "none" and retryable(policy, f.code)
         if not wants or not _within_limits(job, led, f.type):
             exhausted = wants  # the policy would restart it, but the limit is reached
-            led = led.evolve(failed=led.failed + (f.name,), released={k: v for k, v in led.released.items() if k != f.name})
+            led = led.evolve(failed=(*led.failed, f.name), released={k: v for k, v in led.released.items() if k != f.name})
             events.append(("Warning", "ReplicaFailed", f"{f.name} {f.reason}; not restarted ({'limit reached' if exhausted else f'restartPolicy {policy}'})"))
             if _is_fatal(job, f):
                 return RestartDecision(led, tuple(restarted), f, exhausted, tuple(events))

@@ -22,10 +22,9 @@ from typing import Any
 import yaml
 
 from flatjob.compiler import keys
-from flatjob.compiler.loader import parse
+from flatjob.compiler.loader import Loaded, parse
 from flatjob.compiler.options import CompileOptions
 from flatjob.compiler.pipeline import compile_documents
-from flatjob.compiler.loader import Loaded
 from flatjob.runtime.controller import Controller
 from flatjob.runtime.fake import FakeCluster
 from flatjob.runtime.kubelet import FakeKubelet

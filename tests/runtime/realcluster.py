@@ -8,6 +8,7 @@ must be installed (kubectl apply -k schemas/crds), as the kind workflow does.
 
 from __future__ import annotations
 
+import contextlib
 import copy
 import threading
 import time
@@ -42,10 +43,8 @@ class RealCluster:
         self._call(self.kube.core.create_namespace, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
 
     def delete_namespace(self, name: str) -> None:
-        try:
+        with contextlib.suppress(NotFound):
             self._call(self.kube.core.delete_namespace, name)
-        except NotFound:
-            pass
 
     def pods(self, namespace: str) -> dict[str, dict[str, Any]]:
         items, _ = self.kube.list_pods(namespace, {})
@@ -75,10 +74,8 @@ class RealCluster:
         if obj["apiVersion"] == keys.RECORD_API_VERSION:
             self.apply_record(ns, obj["kind"].lower() + "s", obj)
         elif obj["kind"] == "Pod":
-            try:
+            with contextlib.suppress(AlreadyExists):
                 self.kube.create_pod(ns, obj)
-            except AlreadyExists:
-                pass
 
 
 class RealRunner:
