@@ -189,3 +189,21 @@ def test_colossalai_launcher_hostfile_and_command() -> None:
     ]
     assert "unset HOSTNAME" in data["launch.sh"]
     assert container(m[("Pod", "cai-launcher")])["workingDir"] == "/work"
+
+
+def test_extra_options_replace_flatjobs_torchrun_flags() -> None:
+    spec = PYTORCH.replace(
+        "spec:\n  replicaSpecs:",
+        "spec:\n  torchrunConfig: {enabled: true, rdzvBackend: etcd, extraOptions: [--rdzv-endpoint=etcd.infra:2379, --rdzv_conf=read_timeout=120]}\n  replicaSpecs:",
+    )
+    cmd = container(render(spec)[("Pod", "job-worker-0")], "python")["command"]
+    assert cmd == [
+        "torchrun", "--nnodes=2", "--nproc_per_node=1", "--rdzv_backend=etcd", "--rdzv_id=job", "--max_restarts=0",
+        "--rdzv-endpoint=etcd.infra:2379", "--rdzv_conf=read_timeout=120",
+    ]
+
+
+def test_user_rdzv_conf_is_merged_with_is_host() -> None:
+    spec = PYTORCH.replace("spec:\n  replicaSpecs:", "spec:\n  torchrunConfig: {enabled: true, extraOptions: [--rdzv_conf=join_timeout=900]}\n  replicaSpecs:")
+    cmd = container(render(spec)[("Pod", "job-worker-1")], "python")["command"]
+    assert "--rdzv_conf=is_host=false,join_timeout=900" in cmd and sum(a.startswith("--rdzv_conf") for a in cmd) == 1

@@ -27,7 +27,9 @@ def master_port(first: PodPlan) -> int:
     if first.container is None:
         return DEFAULT_MASTER_PORT
     value = literal_env(containers_of(first.template)[first.container], "MASTER_PORT")
-    return int(value) if value is not None and value.isdigit() else DEFAULT_MASTER_PORT
+    if value is None or not (value.isascii() and value.isdigit()) or not 0 < int(value) < 65536:
+        return DEFAULT_MASTER_PORT
+    return int(value)
 
 
 def nproc(job: PyTorchTrainingJob, pod: PodPlan) -> str:
@@ -46,16 +48,19 @@ def torchrun_command(job: PyTorchTrainingJob, pod: PodPlan, endpoint: str, nnode
     pod of a replica type)."""
     tr = job.spec.torchrun_config
     assert tr is not None
-    cmd = [
-        "torchrun",
-        f"--nnodes={nnodes}",
-        f"--nproc_per_node={procs if procs is not None else nproc(job, pod)}",
-        f"--rdzv_backend={tr.rdzv_backend}",
-        f"--rdzv_endpoint={endpoint}",
-        f"--rdzv_id={job.metadata.name}",
-        f"--max_restarts={tr.max_restarts}",
-    ]
     extra = list(tr.extra_options)
+    given = _flags(extra)
+    ours = [
+        ("--nnodes", nnodes),
+        ("--nproc_per_node", procs if procs is not None else nproc(job, pod)),
+        ("--rdzv_backend", tr.rdzv_backend),
+        ("--rdzv_endpoint", endpoint),  # an etcd backend's endpoint is the user's etcd: extraOptions
+        ("--rdzv_id", job.metadata.name),
+        ("--max_restarts", str(tr.max_restarts)),
+    ]
+    # A flag the user sets in extraOptions replaces flatjob's (torchrun keeps the last anyway;
+    # leaving ours out keeps the command line honest for review).
+    cmd = ["torchrun", *(f"{flag}={value}" for flag, value in ours if flag not in given)]
     if tr.rdzv_backend == "c10d":
         # c10d guesses which node hosts its store by matching the endpoint against the
         # host's names; behind DNS that guess can fail, so say it explicitly.  torchrun keeps
@@ -87,6 +92,11 @@ def split_rdzv_conf(options: list[str]) -> tuple[str | None, list[str]]:
         rest.append(options[i])
         i += 1
     return value, rest if value is not None else list(options)
+
+
+def _flags(options: list[str]) -> set[str]:
+    """torchrun flags set in extraOptions, in underscore spelling (torchrun takes both)."""
+    return {o.partition("=")[0].replace("-", "_").replace("__", "--", 1) for o in options if o.startswith("--")}
 
 
 def _conf_keys(conf: str) -> set[str]:
