@@ -393,3 +393,20 @@ CASES = [
 @pytest.mark.parametrize("case", CASES, ids=case_ids(CASES))
 def test_lint_finds_exactly(tmp_path: Path, case: Case) -> None:
     check_case(tmp_path, case)
+
+
+def test_colossalai_extra_args_with_a_comma_cannot_pass(tmp_path) -> None:
+    """colossalai run --extra_launch_args is a comma-separated list."""
+    from click.testing import CliRunner
+
+    from flatjob.compiler.cli import cli
+
+    job = tmp_path / "cx.yaml"
+    job.write_text(
+        "apiVersion: batch.tensorstack.dev/v1beta1\nkind: ColossalAIJob\nmetadata: {name: cx}\nspec:\n"
+        "  torchConfig:\n    script: [train.py]\n    extraArgs: [\"--foo=a,b\"]\n"
+        "  replicaSpecs:\n    - type: worker\n      template: {spec: {containers: [{name: worker, image: x}]}}\n"
+    )
+    res = CliRunner().invoke(cli, ["lint", str(job)])
+    assert res.exit_code == 1
+    assert f"{job}:7:17: error: '--foo=a,b' contains a comma" in res.output and "[FJ204]" in res.output

@@ -57,5 +57,6 @@ def lint(paths: tuple[str, ...], fmt: str, quiet: bool) -> None:
     else:
         sys.stdout.write(FORMATS[fmt](result.diagnostics))
     if not quiet and fmt in ("text", "github"):
+        sys.stdout.flush()  # findings first, then the summary, also when both go to one pipe
         click.echo(summary_line(result.diagnostics, result.jobs, result.files), err=True)
     sys.exit(1 if result.failed else 0)

@@ -355,6 +355,16 @@ def colossalai_shape(job: ColossalAIJob, doc: Document) -> Iterator[Diagnostic]:
                 yield doc.diagnostic("FJ204", f"the launcher has exactly one pod; replicas is {r.replicas}", ("spec", "replicaSpecs", i, "replicas"))
 
 
+def colossalai_extra_args(job: ColossalAIJob, doc: Document) -> Iterator[Diagnostic]:
+    """torchArgs/extraArgs reach torchrun through `colossalai run --extra_launch_args a=1,b`,
+    a comma-separated list: a value with a comma cannot be passed."""
+    s = job.spec
+    field, items = (("worker", "torchArgs"), s.worker.torch_args) if s.worker is not None else (("torchConfig", "extraArgs"), s.torch_config.extra_args if s.torch_config else [])
+    for i, arg in enumerate(items):
+        if "," in arg:
+            yield doc.diagnostic("FJ204", f"{arg!r} contains a comma, which colossalai run --extra_launch_args cannot pass", ("spec", *field, i))
+
+
 def colossalai_worker_container(job: ColossalAIJob, doc: Document) -> Iterator[Diagnostic]:
     for g in groups(job):
         if g.type != "worker" or g.template is None:
@@ -474,7 +484,7 @@ COMMON: tuple[Rule, ...] = (job_name, metadata_labels, flatjob_annotations, pod_
 RULES: dict[type, tuple[Rule, ...]] = {
     PyTorchTrainingJob: (*COMMON, elastic_range, elastic_needs_torchrun, torchrun_fields, tensorboard),
     DeepSpeedJob: (*COMMON, elastic_range, deepspeed_run, deepspeed_other_args, reserved_paths),
-    ColossalAIJob: (colossalai_shape, *COMMON, colossalai_worker_container, reserved_paths),
+    ColossalAIJob: (colossalai_shape, *COMMON, colossalai_worker_container, colossalai_extra_args, reserved_paths),
     GenericJob: (*COMMON, finish_rules, references),
 }
 
