@@ -6,12 +6,12 @@ Newer shape (User Console manual): spec.torchConfig + spec.replicaSpecs[type lau
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import Field
 
 from .base import EnvVar, NonNegInt, PodTemplate, PosInt, Resources, T9kModel
-from .common import ObjectMeta, ReplicaRestartPolicy, RunMode, SchedulePolicy, SSHConfig
+from .common import ReplicaRestartPolicy, RunMode, SchedulePolicy, SSHConfig, T9kJob
 
 
 class ColossalAILauncher(T9kModel):
@@ -69,11 +69,8 @@ class ColossalAIJobSpec(T9kModel):
     scheduler: SchedulePolicy | None = Field(None, description="Scheduler choice; unset means kube-scheduler.")
 
 
-class ColossalAIJob(T9kModel):
+class ColossalAIJob(T9kJob):
     """A ColossalAI training job."""
 
-    api_version: Literal["batch.tensorstack.dev/v1beta1"] = Field(alias="apiVersion")
     kind: Literal["ColossalAIJob"]
-    metadata: ObjectMeta
     spec: ColossalAIJobSpec
-    status: dict[str, Any] | None = Field(None, description="Ignored on input: the runtime writes the job's status on its record.")

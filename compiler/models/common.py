@@ -7,7 +7,7 @@ where T9k is silent.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
@@ -21,6 +21,16 @@ class ObjectMeta(T9kModel):
     namespace: str | None = Field(None, description="Namespace of the job; unset means the namespace the GitOps tool applies to.")
     labels: dict[str, str] = Field(default_factory=dict, description="Labels copied to the record (not to pods; use the pod template).")
     annotations: dict[str, str] = Field(default_factory=dict, description="Annotations copied to the record. flatjob.dev/* keys configure flatjob.")
+
+
+class T9kJob(T9kModel):
+    """What every T9k job has: apiVersion, kind, metadata, spec; status is the runtime's."""
+
+    api_version: Literal["batch.tensorstack.dev/v1beta1"] = Field(alias="apiVersion")
+    kind: str
+    metadata: ObjectMeta
+    spec: Any
+    status: dict[str, Any] | None = Field(None, description="Ignored on input: the runtime writes the job's status on its record.")
 
 
 class ReplicaDebugSet(T9kModel):

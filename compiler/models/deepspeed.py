@@ -2,19 +2,19 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import Field
 
 from .base import NonNegInt, PodTemplate, PosInt, T9kModel
 from .common import (
     ElasticConfig,
-    ObjectMeta,
     RestartPolicyName,
     RunMode,
     RunPolicy,
     SchedulePolicy,
     SSHConfig,
+    T9kJob,
 )
 
 
@@ -58,11 +58,8 @@ class DeepSpeedJobSpec(T9kModel):
     scheduler: SchedulePolicy | None = Field(None, description="Scheduler choice; unset means kube-scheduler.")
 
 
-class DeepSpeedJob(T9kModel):
+class DeepSpeedJob(T9kJob):
     """A DeepSpeed training job."""
 
-    api_version: Literal["batch.tensorstack.dev/v1beta1"] = Field(alias="apiVersion")
     kind: Literal["DeepSpeedJob"]
-    metadata: ObjectMeta
     spec: DeepSpeedJobSpec
-    status: dict[str, Any] | None = Field(None, description="Ignored on input: the runtime writes the job's status on its record.")

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import Field
 
 from .base import NonNegInt, PodTemplate, ServicePort, T9kModel
-from .common import ObjectMeta, ReplicaRestartPolicy, RunMode, SchedulePolicy
+from .common import ReplicaRestartPolicy, RunMode, SchedulePolicy, T9kJob
 
 # A finish rule maps a replica type to ranks of that type: {"worker": [0, 1]}.
 # Ranks are IntOrString in T9k's API; strings must hold a decimal rank.
@@ -41,11 +41,8 @@ class GenericJobSpec(T9kModel):
     scheduler: SchedulePolicy | None = Field(None, description="Scheduler choice; unset means kube-scheduler.")
 
 
-class GenericJob(T9kModel):
+class GenericJob(T9kJob):
     """A multi-replica job with rule-based success and failure."""
 
-    api_version: Literal["batch.tensorstack.dev/v1beta1"] = Field(alias="apiVersion")
     kind: Literal["GenericJob"]
-    metadata: ObjectMeta
     spec: GenericJobSpec
-    status: dict[str, Any] | None = Field(None, description="Ignored on input: the runtime writes the job's status on its record.")

@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import Field
 
 from .base import NonNegInt, PodTemplate, T9kModel
 from .common import (
     ElasticConfig,
-    ObjectMeta,
     RestartPolicyName,
     RunMode,
     RunPolicy,
     SchedulePolicy,
+    T9kJob,
     TensorBoardSpec,
 )
 
@@ -53,11 +53,8 @@ class PyTorchTrainingJobSpec(T9kModel):
     scheduler: SchedulePolicy | None = Field(None, description="Scheduler choice; unset means kube-scheduler.")
 
 
-class PyTorchTrainingJob(T9kModel):
+class PyTorchTrainingJob(T9kJob):
     """A distributed PyTorch training job."""
 
-    api_version: Literal["batch.tensorstack.dev/v1beta1"] = Field(alias="apiVersion")
     kind: Literal["PyTorchTrainingJob"]
-    metadata: ObjectMeta
     spec: PyTorchTrainingJobSpec
-    status: dict[str, Any] | None = Field(None, description="Ignored on input: the runtime writes the job's status on its record.")

@@ -14,12 +14,11 @@ from ..models import ColossalAIJob
 from ..options import CompileOptions
 from ..podtemplate import containers_of
 from ..render.configmap import configmap_name
-from . import ContainerPatch, JobPlan, PodPlan, ServicePlan, scripts, ssh
-from .common import address, base_pods, layout, mode_patch, release_counts, run_mode_name
+from . import ContainerPatch, JobPlan, PodPlan, scripts, ssh
+from .common import address, base_pods, layout, mode_patch, run_mode_name
 
 MASTER_PORT = 29500
-LAUNCH_SCRIPT = "launch.sh"
-SSHD_SCRIPT = "sshd.sh"
+LAUNCH_SCRIPT, SSHD_SCRIPT = ssh.LAUNCH_SCRIPT, ssh.SSHD_SCRIPT
 PER_POD_VARS = ("HOSTNAME",)  # set per pod by Kubernetes; must not be exported to workers
 
 
@@ -82,13 +81,7 @@ def plan_colossalai(job: ColossalAIJob, options: CompileOptions) -> JobPlan:
     workers = [p for p in pods if p.type == "worker"]
     master = workers[0].address if workers else address(f"{name}-worker-0", name)
     cm = configmap_name(name)
-    files = {
-        "hostfile": hostfile(workers),
-        LAUNCH_SCRIPT: launch_script(job, master),
-        SSHD_SCRIPT: scripts.sshd_script(job.spec.ssh.sshd_path),
-        "wait_for_peers.py": scripts.WAIT_FOR_PEERS_PY,
-        ssh.SSH_CONFIG_KEY: ssh.SSH_CLIENT_CONFIG,
-    }
+    files = ssh.shared_files(job, hostfile(workers), launch_script(job, master))
     mounts = ssh.volume_mounts(job.spec.ssh.auth_mount_path)
     planned = []
     for pod in pods:
@@ -97,27 +90,10 @@ def plan_colossalai(job: ColossalAIJob, options: CompileOptions) -> JobPlan:
             names = [c.get("name") for c in containers_of(pod.template)]
             index = names.index("launcher") if "launcher" in names else 0
             pod = replace(pod, name=f"{name}-launcher", address=address(f"{name}-launcher", name), container=index)
-            patch = ContainerPatch(command=["/bin/sh", f"{scripts.CONFIG_DIR}/{LAUNCH_SCRIPT}"], args=[], volume_mounts=mounts)
+            patch = ContainerPatch(command=ssh.script_command(LAUNCH_SCRIPT), args=[], volume_mounts=mounts)
         else:
-            patch = ContainerPatch(
-                command=["/bin/sh", f"{scripts.CONFIG_DIR}/{SSHD_SCRIPT}"],
-                args=[],
-                volume_mounts=mounts,
-                ports=(ssh.ssh_port(),),
-                readiness_probe=ssh.readiness_probe(),
-            )
+            patch = ssh.sshd_patch(mounts)
         patch, drop, skip = mode_patch(job.spec.run_mode, pod.type, ("sleep", "inf"), patch)
         wave = 1 if launcher and mode != "debug" else 0
         planned.append(replace(pod, patch=patch, volumes=ssh.volumes(job, cm), drop_init_containers=drop, skip_init_on_resume=skip, role=pod.type, wave=wave))
-    first, gang = release_counts(job, len(planned))
-    return JobPlan(
-        job,
-        options,
-        ServicePlan(name, (ssh.service_port(),)),
-        tuple(planned),
-        files=files,
-        release_first=first,
-        min_member=gang,
-        ssh_secret=ssh.secret_name(job),
-        run_mode=mode,
-    )
+    return ssh.job_plan(job, options, planned, files, mode)

@@ -14,17 +14,16 @@ from ..models import DeepSpeedJob
 from ..options import CompileOptions
 from ..podtemplate import containers_of
 from ..render.configmap import configmap_name
-from . import ContainerPatch, JobPlan, PodPlan, ServicePlan, scripts, ssh
-from .common import base_pods, elastic_of, layout, mode_patch, release_counts, run_mode_name
+from . import JobPlan, PodPlan, scripts, ssh
+from .common import base_pods, elastic_of, layout, mode_patch, run_mode_name
 
 MASTER_PORT = 29500
 ENV_FILE = "/root/.deepspeed_env"
-LAUNCH_SCRIPT = "launch.sh"
-SSHD_SCRIPT = "sshd.sh"
+LAUNCH_SCRIPT, SSHD_SCRIPT = ssh.LAUNCH_SCRIPT, ssh.SSHD_SCRIPT
 RUN_FLAGS = {"python": [], "module": ["--module"], "exec": ["--no_python"]}
 # T9k's default debug command for DeepSpeedJob is `/usr/sbin/sshd -D`; flatjob's sshd script
 # runs exactly that sshd (ssh.sshdPath, -D, -e) after generating the pod's host keys.
-DEBUG_COMMAND = ("/bin/sh", f"{scripts.CONFIG_DIR}/{SSHD_SCRIPT}")
+DEBUG_COMMAND = tuple(ssh.script_command(SSHD_SCRIPT))
 
 
 def _flag_names(args: list[str]) -> set[str]:
@@ -107,37 +106,13 @@ def plan_deepspeed(job: DeepSpeedJob, options: CompileOptions) -> JobPlan:
     cm = configmap_name(name)
     files: dict[str, str] = {}
     if pods:
-        files = {
-            "hostfile": hostfile(pods, job.spec.config.slots_per_worker),
-            LAUNCH_SCRIPT: launch_script(job, pods[0], pods[0].address),
-            SSHD_SCRIPT: scripts.sshd_script(job.spec.ssh.sshd_path),
-            "wait_for_peers.py": scripts.WAIT_FOR_PEERS_PY,
-            ssh.SSH_CONFIG_KEY: ssh.SSH_CLIENT_CONFIG,
-        }
+        files = ssh.shared_files(job, hostfile(pods, job.spec.config.slots_per_worker), launch_script(job, pods[0], pods[0].address))
     mounts = ssh.volume_mounts(job.spec.ssh.auth_mount_path)
     planned = []
     for pod in pods:
         launcher = pod.index == 0
-        script = LAUNCH_SCRIPT if launcher else SSHD_SCRIPT
-        patch = ContainerPatch(
-            command=["/bin/sh", f"{scripts.CONFIG_DIR}/{script}"],
-            args=[],
-            volume_mounts=mounts,
-            ports=(ssh.ssh_port(),),
-            readiness_probe=ssh.readiness_probe(),
-        )
+        patch = ssh.sshd_patch(mounts, LAUNCH_SCRIPT if launcher else SSHD_SCRIPT)
         patch, drop, skip = mode_patch(job.spec.run_mode, pod.type, DEBUG_COMMAND, patch)
         role, wave = ("launcher", 1) if launcher and mode != "debug" else ("launcher" if launcher else "worker", 0)
         planned.append(replace(pod, patch=patch, volumes=ssh.volumes(job, cm), drop_init_containers=drop, skip_init_on_resume=skip, role=role, wave=wave))
-    first, gang = release_counts(job, len(planned))
-    return JobPlan(
-        job,
-        options,
-        ServicePlan(name, (ssh.service_port(),)),
-        tuple(planned),
-        files=files,
-        release_first=first,
-        min_member=gang,
-        ssh_secret=ssh.secret_name(job),
-        run_mode=mode,
-    )
+    return ssh.job_plan(job, options, planned, files, mode)

@@ -76,3 +76,49 @@ def ssh_port() -> dict[str, Any]:
 def service_port() -> dict[str, Any]:
     """The Service port for ssh."""
     return {"name": "ssh", "port": scripts.SSH_PORT, "protocol": "TCP", "targetPort": scripts.SSH_PORT}
+
+
+LAUNCH_SCRIPT = "launch.sh"
+SSHD_SCRIPT = "sshd.sh"
+
+
+def script_command(script: str) -> list[str]:
+    """The container command that runs one of the job's generated scripts."""
+    return ["/bin/sh", f"{scripts.CONFIG_DIR}/{script}"]
+
+
+def shared_files(job: Any, hostfile: str, launch: str) -> dict[str, str]:
+    """The ConfigMap files every SSH-launched job has: hostfile, scripts, ssh client config."""
+    return {
+        "hostfile": hostfile,
+        LAUNCH_SCRIPT: launch,
+        SSHD_SCRIPT: scripts.sshd_script(job.spec.ssh.sshd_path),
+        "wait_for_peers.py": scripts.WAIT_FOR_PEERS_PY,
+        SSH_CONFIG_KEY: SSH_CLIENT_CONFIG,
+    }
+
+
+def sshd_patch(mounts: tuple[dict[str, Any], ...], script: str = SSHD_SCRIPT) -> Any:
+    """A pod that serves ssh: the script, the mounts, the ssh port and its readiness probe."""
+    from . import ContainerPatch
+
+    return ContainerPatch(command=script_command(script), args=[], volume_mounts=mounts, ports=(ssh_port(),), readiness_probe=readiness_probe())
+
+
+def job_plan(job: Any, options: Any, pods: list[Any], files: dict[str, str], mode: str) -> Any:
+    """The JobPlan of an SSH-launched job: the ssh Service port and the key pair Secret."""
+    from . import JobPlan, ServicePlan
+    from .common import release_counts
+
+    first, gang = release_counts(job, len(pods))
+    return JobPlan(
+        job,
+        options,
+        ServicePlan(job.metadata.name, (service_port(),)),
+        tuple(pods),
+        files=files,
+        release_first=first,
+        min_member=gang,
+        ssh_secret=secret_name(job),
+        run_mode=mode,
+    )
