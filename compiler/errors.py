@@ -108,6 +108,18 @@ class Diagnostic:
         return self.severity is Severity.ERROR
 
 
+def unique(found: list[Diagnostic]) -> list[Diagnostic]:
+    """Each finding once, in order (two checks, or one patch used twice, may agree)."""
+    seen: set[tuple[str, int, int, str, str]] = set()
+    out = []
+    for d in found:
+        key = (d.path, d.line, d.col, d.code, d.message)
+        if key not in seen:
+            seen.add(key)
+            out.append(d)
+    return out
+
+
 class FlatjobError(Exception):
     """Raised when an operation cannot go on; carries the diagnostics that explain why."""
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from ..errors import Diagnostic, Severity
+from ..errors import Diagnostic, Severity, unique
 from ..loader import Document
 from .fields import add_metadata, set_images, set_namespace
 from .file import Overlay, Patch
@@ -94,7 +94,7 @@ def apply_overlay(overlay: Overlay, docs: list[Document]) -> tuple[list[Document
                 "FJ600", "this patch selects no job", severity=Severity.WARNING,
                 hint="check its target (or the patch's kind and metadata.name) against the jobs being compiled",
             ))
-    return out, _unique(problems)
+    return out, unique(problems)
 
 
 def _whole_job(overlay: Overlay, root: Node) -> Node:
@@ -109,13 +109,3 @@ def _whole_job(overlay: Overlay, root: Node) -> Node:
     return root
 
 
-def _unique(found: list[Diagnostic]) -> list[Diagnostic]:
-    """One copy of each finding (a patch used by two jobs may fail the same way twice)."""
-    seen: set[tuple[str, int, int, str]] = set()
-    out = []
-    for d in found:
-        key = (d.path, d.line, d.col, d.message)
-        if key not in seen:
-            seen.add(key)
-            out.append(d)
-    return out

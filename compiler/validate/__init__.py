@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import Diagnostic
+from ..errors import Diagnostic, unique
 from ..loader import Document
 from .kubecheck import check_embedded
 from .rules import check_rules
@@ -36,18 +36,7 @@ def validate_document(doc: Document) -> Validated:
     if isinstance(kind, str):
         found.extend(check_embedded(doc, kind))
     found.sort(key=lambda d: (d.line, d.col, d.code))
-    return Validated(doc, job if not any(d.is_error for d in found) else None, _dedupe(found))
-
-
-def _dedupe(found: list[Diagnostic]) -> list[Diagnostic]:
-    seen: set[tuple[Any, ...]] = set()
-    out = []
-    for d in found:
-        key = (d.line, d.col, d.code, d.message)
-        if key not in seen:
-            seen.add(key)
-            out.append(d)
-    return out
+    return Validated(doc, job if not any(d.is_error for d in found) else None, unique(found))
 
 
 __all__ = ["Validated", "validate_document"]
