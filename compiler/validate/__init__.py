@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import Diagnostic, unique
+from ..errors import Diagnostic
+from ..errors import unique as unique_findings  # validate.unique is a submodule
 from ..loader import Document
 from .kubecheck import check_embedded
 from .rules import check_rules
@@ -36,7 +37,7 @@ def validate_document(doc: Document) -> Validated:
     if isinstance(kind, str):
         found.extend(check_embedded(doc, kind))
     found.sort(key=lambda d: (d.line, d.col, d.code))
-    return Validated(doc, job if not any(d.is_error for d in found) else None, unique(found))
+    return Validated(doc, job if not any(d.is_error for d in found) else None, unique_findings(found))
 
 
 __all__ = ["Validated", "validate_document"]
