@@ -49,9 +49,12 @@ def runtime_command(kind: str, name: str, namespace: str, identity: str | None, 
     It releases the job's gated pods, restarts them by policy, resizes elastic jobs, creates
     the SSH key Secret and writes the record's status. It never changes what git renders.
     """
+    try:
+        from .kube import KubeCluster
+    except ImportError as exc:  # `pip install flatjob` without the runtime extra
+        raise click.UsageError(f"the runtime needs the kubernetes client ({exc}); install flatjob[runtime]") from None
     from . import logs
     from .controller import Controller
-    from .kube import KubeCluster
     from .server import Health, serve
 
     logs.setup(log_level)
