@@ -120,13 +120,3 @@ def unique(found: list[Diagnostic]) -> list[Diagnostic]:
     return out
 
 
-class FlatjobError(Exception):
-    """Raised when an operation cannot go on; carries the diagnostics that explain why."""
-
-    def __init__(self, diagnostics: list[Diagnostic]):
-        self.diagnostics = diagnostics
-        super().__init__("; ".join(d.message for d in diagnostics[:3]))
-
-
-class UsageError(Exception):
-    """Raised for bad command-line usage (exit code 2), never for bad job specs."""

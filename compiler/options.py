@@ -7,7 +7,7 @@ flatjob.dev/options), so the runtime re-renders exactly what git holds.
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass, fields
 from typing import Any, Literal
 
 from .version import __version__
@@ -43,5 +43,3 @@ class CompileOptions:
         known = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in data.items() if k in known}, namespace=namespace)
 
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)

@@ -12,7 +12,7 @@ from .argocd import yaml_file
 from .version import __version__
 
 ENVIRONMENTS = ("dev", "prod")
-GITOPS = ("argocd", "flux", "none")
+
 REPO_PLACEHOLDER = "REPO_URL"
 
 

@@ -61,7 +61,6 @@ class HttpWatch:
         self._notify = notify
         self._queue: queue.Queue[Any] = queue.Queue()
         self._resp = None
-        self._closed = False
         try:
             self._resp = start()
         except ApiException as exc:
@@ -109,7 +108,6 @@ class HttpWatch:
                 return events
 
     def close(self) -> None:
-        self._closed = True
         if self._resp is not None:
             self._resp.close()
 

@@ -34,9 +34,6 @@ class PodState:
     labels: Mapping[str, str] = field(default_factory=dict)
     containers: tuple[tuple[str, str, int | None], ...] = ()  # (name, state, exitCode)
 
-    @property
-    def finished(self) -> bool:
-        return self.phase in ("Succeeded", "Failed")
 
 
 @dataclass(frozen=True)

@@ -134,7 +134,6 @@ class TensorBoardSpec(T9kModel):
     resources: Resources | None = Field(None, description="Container resources (Kubernetes ResourceRequirements).")
 
 
-RESTART_POLICIES = ("Never", "OnFailure", "Always", "ExitCode")
 RestartPolicyName = Literal["Never", "OnFailure", "Always", "ExitCode"]
 
 

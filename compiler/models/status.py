@@ -16,7 +16,6 @@ from .base import T9kModel
 Phase = Literal["Pending", "Running", "Paused", "Resuming", "Succeeded", "Failed", "Unknown"]
 PHASES: tuple[str, ...] = ("Pending", "Running", "Paused", "Resuming", "Succeeded", "Failed", "Unknown")
 ReplicaPhase = Literal["Creating", "Pending", "Running", "Succeeded", "Failed", "Unknown", "Deleted"]
-CONDITION_TYPES: tuple[str, ...] = ("Initialized", "Running", "ReplicaFailure", "Completed", "Failed", "Paused")
 
 
 class ContainerStatus(T9kModel):

@@ -91,10 +91,3 @@ def list_keys(where: Pattern) -> Keys | None:
             return pod_template_lists().get(where[len(template) :])
     return None
 
-
-def job_lists() -> dict[Pattern, Keys]:
-    """Every keyed list of a job document (T9k's and those inside each pod template)."""
-    out = dict(T9K_LISTS)
-    for template in POD_TEMPLATES:
-        out.update({(*template, *inner): keys for inner, keys in pod_template_lists().items()})
-    return out

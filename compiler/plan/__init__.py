@@ -68,7 +68,6 @@ class JobPlan:
     service: ServicePlan
     pods: tuple[PodPlan, ...]
     files: dict[str, str] = field(default_factory=dict)  # ConfigMap <job>-flatjob data (hostfiles, scripts)
-    release_first: int = 0  # pods the runtime releases at start (elastic: expectedReplicas)
     min_member: int = 0  # gang size: pods that must exist and fit together
     ssh_secret: str | None = None  # Secret with the SSH key pair (SSH-launched kinds)
     run_mode: str = "immediate"  # immediate | debug | pause

@@ -7,12 +7,9 @@ from typing import Any
 
 from ..models import PyTorchTrainingJob
 from ..models.common import ElasticConfig, RunMode
-from ..options import CompileOptions
 from ..podtemplate import training_index
 from . import ContainerPatch, PodPlan
 from .elastic import allocation, seat_order
-
-DEFAULT_DEBUG_COMMAND = ("sleep", "inf")
 
 
 @dataclass(frozen=True)
@@ -138,10 +135,6 @@ def mode_patch(mode: RunMode | None, rtype: str, default_debug: tuple[str, ...],
     patch, skip = resume_patch(mode, rtype, patch)
     return patch, False, skip
 
-
-def options_namespace(job: Any, options: CompileOptions) -> str | None:
-    """The namespace objects are rendered into: the job's, else the compile option."""
-    return job.metadata.namespace or options.namespace
 
 
 def env(name: str, value: str) -> dict[str, str]:

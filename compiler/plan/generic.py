@@ -61,5 +61,5 @@ def plan_generic(job: GenericJob, options: CompileOptions) -> JobPlan:
         template = substituted_template(pod.template, ctx, pod.type, pod.index)
         pods.append(replace(pod, template=template, patch=patch, drop_init_containers=drop, skip_init_on_resume=skip))
     ports = tuple(dict(p) for p in job.spec.service.ports) if job.spec.service is not None else ()
-    first, gang = release_counts(job, len(pods))
-    return JobPlan(job, options, ServicePlan(service, ports), tuple(pods), release_first=first, min_member=gang, run_mode=run_mode_name(job.spec.run_mode))
+    _, gang = release_counts(job, len(pods))
+    return JobPlan(job, options, ServicePlan(service, ports), tuple(pods), min_member=gang, run_mode=run_mode_name(job.spec.run_mode))

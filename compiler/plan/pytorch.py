@@ -129,14 +129,13 @@ def plan_pytorch(job: PyTorchTrainingJob, options: CompileOptions) -> JobPlan:
         patch, drop, skip = mode_patch(job.spec.run_mode, pod.type, DEBUG_COMMAND, patch)
         role = "master" if pod.rank == 0 else "worker"
         planned.append(replace(pod, patch=patch, drop_init_containers=drop, skip_init_on_resume=skip, role=role))
-    first, gang = release_counts(job, len(pods))
+    _, gang = release_counts(job, len(pods))
     ports = ({"name": MASTER_PORT_NAME, "port": port, "protocol": "TCP", "targetPort": port},)
     return JobPlan(
         job,
         options,
         ServicePlan(service, ports),
         tuple(planned),
-        release_first=first,
         min_member=gang,
         run_mode=run_mode_name(job.spec.run_mode),
     )

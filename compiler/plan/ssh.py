@@ -110,14 +110,13 @@ def job_plan(job: Any, options: Any, pods: list[Any], files: dict[str, str], mod
     from . import JobPlan, ServicePlan
     from .common import release_counts
 
-    first, gang = release_counts(job, len(pods))
+    _, gang = release_counts(job, len(pods))
     return JobPlan(
         job,
         options,
         ServicePlan(job.metadata.name, (service_port(),)),
         tuple(pods),
         files=files,
-        release_first=first,
         min_member=gang,
         ssh_secret=secret_name(job),
         run_mode=mode,

@@ -20,7 +20,6 @@ PLURALS = {
     "DeepSpeedJob": "deepspeedjobs",
     "ColossalAIJob": "colossalaijobs",
 }
-SHORT_NAMES = {"GenericJob": ["gj"], "PyTorchTrainingJob": ["ptj"], "DeepSpeedJob": ["dsj"], "ColossalAIJob": ["caj"]}
 ELASTIC_KINDS = ("PyTorchTrainingJob", "DeepSpeedJob")
 
 

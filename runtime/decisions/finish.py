@@ -25,6 +25,9 @@ class FinishDecision:
     message: str | None = None
 
 
+SUCCEEDED = FinishDecision("Succeeded", "Succeeded", "The job has finished successfully.")  # T9k's message
+
+
 def _names(job: JobView, rule: dict[str, tuple[int, ...]]) -> list[str]:
     out = []
     for rtype, ranks in rule.items():
@@ -44,12 +47,12 @@ def decide_success(job: JobView, ledger: Ledger) -> FinishDecision:
     done = set(ledger.succeeded)
     if job.decider == "first":
         if job.pods and job.pods[0].name in done:
-            return FinishDecision("Succeeded", "Succeeded", "The job has finished successfully.")
+            return SUCCEEDED
         return FinishDecision()
     rules = job.success_rules or (job.every_replica,)
     for rule in rules:
         if rule and all(n in done for n in _names(job, dict(rule))):
-            return FinishDecision("Succeeded", "Succeeded", "The job has finished successfully.")
+            return SUCCEEDED
     return FinishDecision()
 
 

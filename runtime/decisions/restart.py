@@ -39,9 +39,6 @@ def backoff(restarts: int) -> float:
     return min(BACKOFF_BASE * 2 ** max(restarts - 1, 0), BACKOFF_CAP)
 
 
-def _total(ledger: Ledger) -> int:
-    return ledger.backoff_count
-
 
 def _within_limits(job: JobView, ledger: Ledger, rtype: str) -> bool:
     rule = job.rules.get(rtype)

@@ -16,7 +16,6 @@ from ..model import JobView, Ledger, PodState
 
 MSG_INITIALIZED = "The job has been initialized successfully."
 MSG_RUNNING = "All pods are running normally."
-MSG_SUCCEEDED = "The job has finished successfully."
 MSG_PAUSED = "All replicas are deleted or being deleted."
 
 
