@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
+from flatjob.runtime.decisions.finish import SUCCEEDED
 from flatjob.runtime.decisions.status import (
     MSG_INITIALIZED,
     MSG_PAUSED,
     MSG_RUNNING,
-    MSG_SUCCEEDED,
     build_status,
     rfc3339,
 )
@@ -46,7 +46,7 @@ STATES: dict[str, tuple[dict[str, PodState], Ledger, str | None, str]] = {
     "running": (everything("Running"), Ledger(released=RELEASED, start_time=NOW), None, "Running"),
     "paused": (everything("Running", deleting=True), Ledger(paused=True, draining=tuple(RELEASED.values()), start_time=NOW), "paused", "Paused"),
     "resuming": (everything("Pending"), Ledger(resuming=True, attempt=2, start_time=NOW), None, "Resuming"),
-    "succeeded": (everything("Succeeded"), Ledger(outcome="Succeeded", reason="Succeeded", message=MSG_SUCCEEDED, start_time=NOW), None, "Succeeded"),
+    "succeeded": (everything("Succeeded"), Ledger(outcome="Succeeded", reason="Succeeded", message=SUCCEEDED.message, start_time=NOW), None, "Succeeded"),
     "failed": (
         observed(pod("j-master-0", "Failed", exit=1), pod("j-worker-0", "Running"), pod("j-worker-1", "Running")),
         Ledger(outcome="Failed", reason="Failed", message=FAILED_MSG, replica_failed="j-master-0 failed with exit code 1", start_time=NOW),
@@ -110,9 +110,9 @@ def reason_message(state: str, ctype: str) -> tuple[str, str]:
         ("running-partly", "Reconciling", "Running", "The job is running."),
         ("paused", "Paused", "Paused", MSG_PAUSED),
         ("paused", "Running", "Paused", "paused"),
-        ("succeeded", "Completed", "Succeeded", MSG_SUCCEEDED),
-        ("succeeded", "Running", "Succeeded", MSG_SUCCEEDED),
-        ("succeeded", "Ready", "Succeeded", MSG_SUCCEEDED),
+        ("succeeded", "Completed", "Succeeded", SUCCEEDED.message),
+        ("succeeded", "Running", "Succeeded", SUCCEEDED.message),
+        ("succeeded", "Ready", "Succeeded", SUCCEEDED.message),
         ("failed", "Failed", "Failed", FAILED_MSG),
         ("failed", "Completed", "Failed", FAILED_MSG),
         ("failed", "Stalled", "Failed", FAILED_MSG),
@@ -128,7 +128,7 @@ def test_condition_reasons_and_messages(state: str, ctype: str, reason: str, mes
 def test_t9k_messages() -> None:
     assert MSG_INITIALIZED == "The job has been initialized successfully."
     assert MSG_RUNNING == "All pods are running normally."
-    assert MSG_SUCCEEDED == "The job has finished successfully."
+    assert SUCCEEDED.message == "The job has finished successfully."
     assert MSG_PAUSED == "All replicas are deleted or being deleted."
 
 
