@@ -171,13 +171,31 @@ def _block(text: tuple[str, list[str]], ind: str) -> str:
 class _Emitter:
     """One call's output pieces, plus caches of decided scalars and key orders for that call."""
 
-    __slots__ = ("keys", "orders", "out", "values")
+    __slots__ = ("keys", "orders", "out", "seen", "values")
 
     def __init__(self) -> None:
         self.out: list[str] = []
         self.values: dict[str, str | tuple[str, list[str]]] = {}
         self.keys: dict[str, str] = {}
         self.orders: dict[tuple[str, ...], list[tuple[str, str]]] = {}
+        # id -> (node, indent, text or None): a subtree met again (pods of one replica type
+        # share their volumes, resources...) is written once per indent and then copied.  The
+        # node is held so its id cannot be reused within the call; trees are not mutated meanwhile.
+        self.seen: dict[int, tuple[Any, str, str | None]] = {}
+
+    def shared(self, write: Callable[[Any, str], None], node: Any, ind: str) -> None:
+        """Write a non-empty collection via ``write``, copying its text when already written."""
+        hit = self.seen.get(id(node))
+        if hit is None or hit[0] is not node or hit[1] != ind:
+            self.seen[id(node)] = (node, ind, None)
+            write(node, ind)
+        elif hit[2] is not None:
+            self.out.append(hit[2])
+        else:
+            out = self.out
+            start = len(out)
+            write(node, ind)
+            self.seen[id(node)] = (node, ind, "".join(out[start:]))
 
     def pairs(self, d: dict[str, Any], tk: tuple[str, ...], ind: str) -> list[tuple[str, str]]:
         """Return (key, key text) in output order, remembered for this key tuple when reusable."""
@@ -222,10 +240,10 @@ class _Emitter:
                     out.append(f"{lead}{kt} {text}\n")
                 elif t is dict and v:
                     out.append(f"{lead}{kt}\n{sub}")
-                    self.mapping(v, sub)
+                    self.shared(self.mapping, v, sub)
                 elif t is list and v:
                     out.append(f"{lead}{kt}\n{ind}")
-                    self.sequence(v, ind)
+                    self.shared(self.sequence, v, ind)
                 elif t in _SCALARS:
                     out.append(f"{lead}{kt} {_SCALARS[t](v)}\n")
                 else:
@@ -252,10 +270,10 @@ class _Emitter:
                     out.append(f"{lead}- {text}\n")
                 elif t is dict and v:
                     out.append(f"{lead}- ")
-                    self.mapping(v, sub)
+                    self.shared(self.mapping, v, sub)
                 elif t is list and v:
                     out.append(f"{lead}- ")
-                    self.sequence(v, sub)
+                    self.shared(self.sequence, v, sub)
                 elif t in _SCALARS:
                     out.append(f"{lead}- {_SCALARS[t](v)}\n")
                 else:

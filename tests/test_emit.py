@@ -11,6 +11,7 @@ Covers:
 
 from __future__ import annotations
 
+import copy
 import enum
 import math
 import os
@@ -301,6 +302,29 @@ def _reversed_insertion(tree: Any) -> Any:
 @given(trees)
 def test_output_ignores_insertion_order(tree: Any) -> None:
     assert dump(_reversed_insertion(tree)) == dump(tree)
+
+
+collections = st.one_of(
+    st.lists(trees, min_size=1, max_size=4), st.dictionaries(strings, trees, min_size=1, max_size=4)
+)
+
+
+@PROPERTY
+@given(collections, st.lists(st.integers(0, 3), min_size=1, max_size=6))
+def test_a_subtree_shared_at_several_depths_is_written_as_if_copied(
+    shared: Any, depths: list[int]
+) -> None:
+    """The emitter copies the text of a subtree it meets again; that must equal writing it anew."""
+    doc: list[Any] = []
+    for i, depth in enumerate(depths):
+        node: Any = shared  # the same object, nested `depth` levels deep, under list and map
+        for level in range(depth):
+            node = {"k": node, "multi": "a\nb\n"} if (i + level) % 2 else [node, "x"]
+        doc.append(node)
+    doc.append(shared)
+    expected = dump_all([copy.deepcopy(doc), copy.deepcopy(shared)])
+    assert dump_all([doc, shared]) == expected
+    assert dump(doc) == dump(copy.deepcopy(doc))
 
 
 HASH_SEED_SCRIPT = textwrap.dedent(
