@@ -19,13 +19,13 @@ This is the only module here that reads files; everything it returns is plain da
 
 from __future__ import annotations
 
-import difflib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..errors import Diagnostic
 from ..loader import Document, Mark, Source, parse, read_source
+from ..validate.suggest import did_you_mean
 from .fields import ImageRule
 from .located import Node, from_document
 from .target import FIELDS as TARGET_FIELDS
@@ -149,8 +149,8 @@ def _unknown(reader: _Reader, key: str, node: Node) -> None:
     if key in NOT_HERE:
         reader.bad(node, f"{key} is not supported in a flatjob overlay", key=True, hint=NOT_HERE[key])
         return
-    near = difflib.get_close_matches(key, KNOWN, n=1)
-    reader.bad(node, f"unknown overlay field {key!r}", key=True, hint=f"did you mean {near[0]!r}?" if near else f"fields: {', '.join(KNOWN[2:7])}")
+    hint = did_you_mean(key, KNOWN) or f"fields: {', '.join(KNOWN[2:7])}"
+    reader.bad(node, f"unknown overlay field {key!r}", key=True, hint=hint)
 
 
 def _api_version(reader: _Reader, node: Node) -> None:
@@ -193,8 +193,7 @@ def _images(reader: _Reader, node: Node) -> tuple[ImageRule, ...]:
             continue
         for key, value in entry.value.items():
             if key not in IMAGE_FIELDS:
-                near = difflib.get_close_matches(key, IMAGE_FIELDS, n=1)
-                reader.bad(value, f"unknown images field {key!r}", key=True, hint=f"did you mean {near[0]!r}?" if near else None)
+                reader.bad(value, f"unknown images field {key!r}", key=True, hint=did_you_mean(key, IMAGE_FIELDS))
             elif not isinstance(value.value, str):
                 reader.bad(value, f"{key} must be a string; quote it")
         if not any(entry.get(k) is not None for k in IMAGE_FIELDS[1:]):
@@ -220,8 +219,8 @@ def _patch(reader: _Reader, entry: Node) -> list[Patch]:
         return []
     for key, value in entry.value.items():
         if key not in PATCH_FIELDS:
-            near = difflib.get_close_matches(key, PATCH_FIELDS, n=1)
-            reader.bad(value, f"unknown patches field {key!r}", key=True, hint=f"did you mean {near[0]!r}?" if near else "fields: path, patch, target")
+            hint = did_you_mean(key, PATCH_FIELDS) or "fields: path, patch, target"
+            reader.bad(value, f"unknown patches field {key!r}", key=True, hint=hint)
     path, inline = entry.get("path"), entry.get("patch")
     if (path is None) == (inline is None):
         reader.bad(entry, "a patches entry needs exactly one of path: (a file in the overlay folder) or patch: (inline)")
@@ -244,8 +243,7 @@ def _target(reader: _Reader, node: Node) -> Target | None:
     fields = {}
     for key, value in node.value.items():
         if key not in TARGET_FIELDS:
-            near = difflib.get_close_matches(key, TARGET_FIELDS, n=1)
-            reader.bad(value, f"unknown target field {key!r}", key=True, hint=f"did you mean {near[0]!r}?" if near else None)
+            reader.bad(value, f"unknown target field {key!r}", key=True, hint=did_you_mean(key, TARGET_FIELDS))
         elif not isinstance(value.value, str):
             reader.bad(value, f"target {key} must be a string")
         else:
