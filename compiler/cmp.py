@@ -58,13 +58,14 @@ def request(env: Mapping[str, str]) -> Request:
 
 def manifests(result: Any) -> str:
     """Every rendered manifest of a compile, as one YAML stream (no kustomizations, no metadata)."""
-    from .pipeline import emit_files
-    from .render import render_job
+    from . import keys
+    from .render.kustomization import KUSTOMIZATION
 
     parts = []
     for job in result.jobs:
-        for name, text in emit_files(render_job(job.plan)).items():
-            parts.append(f"# Source: {job.folder}/{name}\n" + text.split("\n", 1)[1])
+        for name, text in job.files.items():
+            if name != KUSTOMIZATION:
+                parts.append(f"# Source: {job.folder}/{name}\n" + text.removeprefix(keys.GENERATED_HEADER))
     return "---\n".join(parts)
 
 
