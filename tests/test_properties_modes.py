@@ -14,6 +14,7 @@ from typing import Any
 import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from manifestkit import objects_of
 from strategies import pytorch_jobs
 
 from flatjob.compiler.loader import Loaded, parse
@@ -32,11 +33,7 @@ def _manifests(job: dict[str, Any]) -> list[dict[str, Any]]:
     assert not problems
     result = compile_documents(Loaded(jobs=docs), CompileOptions())
     assert not result.failed, [d.message for d in result.diagnostics]
-    out: list[dict[str, Any]] = []
-    for rel, text in result.jobs[0].files.items():
-        if rel != "kustomization.yaml":
-            out += [d for d in yaml.safe_load_all(text) if d]
-    return out
+    return objects_of(result.jobs[0].files)
 
 
 def _container(name: str, image: str = "img") -> dict[str, Any]:

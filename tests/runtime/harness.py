@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-import yaml
+from manifestkit import objects_of
 
 from flatjob.compiler import keys
 from flatjob.compiler.loader import Loaded, parse
@@ -41,10 +41,7 @@ def compile_text(text: str, options: CompileOptions | None = None) -> list[dict[
     assert not problems, problems
     result = compile_documents(Loaded(jobs=docs), options or CompileOptions(namespace=NAMESPACE))
     assert not result.failed, [d.message for d in result.diagnostics]
-    out: list[dict[str, Any]] = []
-    for rel, body in sorted(result.jobs[0].files.items()):
-        if rel != "kustomization.yaml":
-            out += [d for d in yaml.safe_load_all(body) if d]
+    out = objects_of(result.jobs[0].files)
     for obj in out:
         obj["metadata"].setdefault("namespace", NAMESPACE)
     return out
