@@ -11,9 +11,16 @@ import copy
 from collections.abc import Callable
 from typing import Any
 
-from .models import ColossalAIJob, DeepSpeedJob, GenericJob, PyTorchTrainingJob, T9kModel
-from .models.colossalai import ColossalAIReplicaSpec, TorchConfig
-from .models.common import ElasticConfig
+from .jobtypes import (
+    ColossalAIJob,
+    ColossalAIReplicaSpec,
+    DeepSpeedJob,
+    ElasticConfig,
+    GenericJob,
+    PyTorchTrainingJob,
+    TorchConfig,
+    Typed,
+)
 
 LAUNCHER_CONTAINER = "launcher"
 
@@ -97,7 +104,7 @@ def _colossalai(job: ColossalAIJob) -> ColossalAIJob:
     return job.model_copy(update={"spec": spec})
 
 
-NORMALIZERS: dict[type, Callable[[Any], T9kModel]] = {
+NORMALIZERS: dict[type, Callable[[Any], Typed]] = {
     PyTorchTrainingJob: _pytorch,
     DeepSpeedJob: _deepspeed,
     GenericJob: _generic,
@@ -105,7 +112,7 @@ NORMALIZERS: dict[type, Callable[[Any], T9kModel]] = {
 }
 
 
-def normalize(job: T9kModel) -> T9kModel:
+def normalize(job: Typed) -> Typed:
     """Return the canonical form of a validated job (status dropped: it is the runtime's)."""
     out = NORMALIZERS[type(job)](job)
     return out.model_copy(update={"status": None})

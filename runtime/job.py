@@ -9,11 +9,12 @@ from __future__ import annotations
 from typing import Any
 
 from flatjob.compiler import keys
-from flatjob.compiler.models import MODELS
+from flatjob.compiler.jobtypes import KINDS
 from flatjob.compiler.normalize import normalize
 from flatjob.compiler.options import CompileOptions
 from flatjob.compiler.plan import JobPlan, plan
 from flatjob.compiler.render.pod import render_pod
+from flatjob.compiler.validate.typed import strict_job
 
 from .model import JobView, PodSpecView, RestartRule
 
@@ -27,11 +28,11 @@ class RecordError(ValueError):
 def typed_job(record: dict[str, Any]) -> Any:
     """The canonical typed job held by a record (live metadata fields are dropped)."""
     kind = record.get("kind")
-    if kind not in MODELS:
+    if kind not in KINDS:
         raise RecordError(f"unknown record kind {kind!r}")
     meta = {k: v for k, v in (record.get("metadata") or {}).items() if k in _META_FIELDS and v is not None}
     try:
-        job = MODELS[kind].model_validate({"apiVersion": keys.T9K_API_VERSION, "kind": kind, "metadata": meta, "spec": record.get("spec")})
+        job = strict_job(kind, {"apiVersion": keys.T9K_API_VERSION, "kind": kind, "metadata": meta, "spec": record.get("spec")})
     except Exception as exc:  # pydantic.ValidationError: a record this version cannot read
         raise RecordError(f"record {meta.get('name')!r} does not match the {kind} schema: {exc}") from exc
     return normalize(job)

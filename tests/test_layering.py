@@ -2,6 +2,8 @@
 
 - compiler/ never imports runtime/ or kubernetes (kubernetes costs 0.75 s to import);
 - only runtime/kube.py imports kubernetes;
+- compiler/jobtypes never imports pydantic, and linting or compiling valid specs never loads
+  it (pydantic is ~100 ms of start-up; it is loaded only to explain a spec that is wrong);
 - schemas/ holds data only.
 """
 
@@ -52,7 +54,13 @@ def test_schemas_is_data_only() -> None:
     assert not list((ROOT / "schemas").rglob("*.py"))
 
 
-def test_lint_and_compile_processes_do_not_load_kubernetes_or_the_runtime(tmp_path: Path) -> None:
+@pytest.mark.parametrize("path", _modules("compiler/jobtypes"), ids=lambda p: str(p.relative_to(ROOT)))
+def test_jobtypes_never_import_pydantic(path: Path) -> None:
+    bad = {m for m in _imports(path) if m.split(".")[0] in ("pydantic", "pydantic_core") or ".models" in m}
+    assert not bad, f"{path.relative_to(ROOT)} imports {sorted(bad)}"
+
+
+def test_lint_and_compile_of_valid_specs_do_not_load_kubernetes_the_runtime_or_pydantic(tmp_path: Path) -> None:
     code = (
         "import sys\n"
         "from flatjob.compiler.cli import main\n"
@@ -61,7 +69,7 @@ def test_lint_and_compile_processes_do_not_load_kubernetes_or_the_runtime(tmp_pa
         "        main(args)\n"
         "    except SystemExit as exc:\n"
         "        assert exc.code in (0, None), exc.code\n"
-        "loaded = sorted(m for m in sys.modules if m.split('.')[0] == 'kubernetes' or m.startswith('flatjob.runtime'))\n"
+        "loaded = sorted(m for m in sys.modules if m.split('.')[0] in ('kubernetes', 'pydantic') or m.startswith('flatjob.runtime'))\n"
         "print(loaded)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -252,7 +252,7 @@ def canonical(job: dict[str, Any]) -> dict[str, Any]:
     assert not problems
     validated = validate_document(doc)
     assert validated.ok, [d.message for d in validated.diagnostics]
-    return normalize(validated.job).model_dump(by_alias=True, exclude_none=True)
+    return normalize(validated.job).wire()
 
 
 @PROPS

@@ -1,4 +1,8 @@
-"""Typed, strict models of the four T9k job kinds, and the kind -> model table."""
+"""Typed, strict models of the four T9k job kinds, and the kind -> model table.
+
+The source of truth for every field; the compile path uses their generated plain twins
+(compiler/jobtypes) and loads these only to explain a spec that is wrong.
+"""
 
 from __future__ import annotations
 

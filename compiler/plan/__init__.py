@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..models import T9kModel
+from ..jobtypes import Typed
 from ..options import CompileOptions
 
 
@@ -85,10 +85,10 @@ class JobPlan:
         return self.job.metadata.namespace or self.options.namespace
 
 
-Planner = Callable[[T9kModel, CompileOptions], JobPlan]
+Planner = Callable[[Typed, CompileOptions], JobPlan]
 
 
-def plan(job: T9kModel, options: CompileOptions) -> JobPlan:
+def plan(job: Typed, options: CompileOptions) -> JobPlan:
     """Plan a canonical job with its kind's planner."""
     from .registry import PLANNERS
 

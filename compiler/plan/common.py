@@ -5,8 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..models import PyTorchTrainingJob
-from ..models.common import ElasticConfig, RunMode
+from ..jobtypes import ElasticConfig, PyTorchTrainingJob, RunMode
 from ..podtemplate import training_index
 from . import ContainerPatch, PodPlan
 from .elastic import allocation, seat_order

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from ..models import DeepSpeedJob
+from ..jobtypes import DeepSpeedJob
 from ..options import CompileOptions
 from ..podtemplate import containers_of
 from ..render.configmap import configmap_name

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from ..models import GenericJob
+from ..jobtypes import GenericJob
 from ..options import CompileOptions
 from ..substitution import Context, substitute
 from . import ContainerPatch, JobPlan, PodPlan, ServicePlan

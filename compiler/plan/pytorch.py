@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..models import PyTorchTrainingJob
+from ..jobtypes import PyTorchTrainingJob
 from ..options import CompileOptions
 from ..podtemplate import accelerator_count, containers_of, literal_env
 from . import ContainerPatch, JobPlan, PodPlan, ServicePlan

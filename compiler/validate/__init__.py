@@ -10,7 +10,7 @@ from ..errors import unique as unique_findings  # validate.unique is a submodule
 from ..loader import Document
 from .kubecheck import check_embedded
 from .rules import check_rules
-from .schema import validate_model
+from .typed import validate_model
 
 
 @dataclass

@@ -6,8 +6,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from ..jobtypes import ColossalAIJob, DeepSpeedJob, GenericJob, PyTorchTrainingJob
 from ..loader import PathT
-from ..models import ColossalAIJob, DeepSpeedJob, GenericJob, PyTorchTrainingJob
 
 
 @dataclass(frozen=True)

@@ -11,9 +11,8 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from ..errors import Diagnostic, Severity
+from ..jobtypes import ColossalAIJob, DeepSpeedJob, ElasticConfig, GenericJob, PyTorchTrainingJob
 from ..loader import Document, PathT
-from ..models import ColossalAIJob, DeepSpeedJob, GenericJob, PyTorchTrainingJob
-from ..models.common import ElasticConfig
 from ..plan.elastic import allocation
 from ..podtemplate import containers_of, training_index
 from ..substitution import Context, RefError, find_refs, is_ours, resolve

@@ -1,4 +1,8 @@
-"""Check a job document against its pydantic model; map every error to its line and column."""
+"""Check a job document against its pydantic model; map every error to its line and column.
+
+Imported only when the plain check (compiler/jobtypes) cannot vouch for a document: pydantic
+takes ~100 ms to import and build, and is what explains a mistake.
+"""
 
 from __future__ import annotations
 
@@ -9,39 +13,11 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from ..errors import Diagnostic
-from ..keys import T9K_API_VERSION
-from ..loader import T9K_KINDS, Document, PathT
+from ..loader import Document, PathT
 from ..models import MODELS, T9kModel
 from .suggest import did_you_mean
-
-_TYPE_WORDS = {
-    "string_type": "a string",
-    "int_type": "an integer",
-    "float_type": "a number",
-    "bool_type": "a boolean (true or false)",
-    "list_type": "a list",
-    "dict_type": "a mapping",
-    "model_type": "a mapping",
-    "model_attributes_type": "a mapping",
-}
-
-
-def describe(value: Any) -> str:
-    """Describe a YAML value for a message: "a string ('x')", "an integer (3)", "null"."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return f"a boolean ({'true' if value else 'false'})"
-    if isinstance(value, int):
-        return f"an integer ({value})"
-    if isinstance(value, float):
-        return f"a number ({value:g})"
-    if isinstance(value, str):
-        shown = value if len(value) <= 40 else value[:37] + "..."
-        return f"a string ({shown!r})"
-    if isinstance(value, list):
-        return "a list"
-    return "a mapping"
+from .typed import TYPE_WORDS as _TYPE_WORDS
+from .typed import describe
 
 
 def _unwrap(tp: Any) -> list[Any]:
@@ -153,50 +129,11 @@ def _fmt(path: PathT) -> str:
     return format_path(path) or "document"
 
 
-def check_kind(doc: Document) -> tuple[str | None, list[Diagnostic]]:
-    """Decide which model to validate with; a near-miss kind is reported and then used."""
-    data = doc.data
-    problems: list[Diagnostic] = []
-    api = data.get("apiVersion")
-    if api is None:
-        problems.append(doc.diagnostic("FJ203", "missing required field 'apiVersion'", (), key=True, hint=f"add apiVersion: {T9K_API_VERSION}"))
-    elif api != T9K_API_VERSION:
-        problems.append(
-            doc.diagnostic(
-                "FJ205", f"apiVersion {api!r} is not supported; flatjob reads {T9K_API_VERSION}", ("apiVersion",),
-                hint=did_you_mean(api, [T9K_API_VERSION]) if isinstance(api, str) else None,
-            )
-        )
-    kind = data.get("kind")
-    if kind is None:
-        problems.append(doc.diagnostic("FJ203", "missing required field 'kind'", (), key=True, hint="one of " + ", ".join(T9K_KINDS)))
-        return None, problems
-    if not isinstance(kind, str):
-        problems.append(doc.diagnostic("FJ202", f"kind: expected a string, got {describe(kind)}", ("kind",)))
-        return None, problems
-    if kind in MODELS:
-        return kind, problems
-    hint = did_you_mean(kind, T9K_KINDS)
-    problems.append(
-        doc.diagnostic("FJ200", f"unknown kind {kind!r}; flatjob handles " + ", ".join(T9K_KINDS), ("kind",), hint=hint)
-    )
-    guess = hint.split("'")[1] if hint else None
-    return guess, problems
-
-
-def validate_model(doc: Document) -> tuple[T9kModel | None, list[Diagnostic]]:
-    """Validate a document with its kind's model; return the typed job or located errors."""
-    if not isinstance(doc.data, dict):
-        return None, [doc.diagnostic("FJ202", f"a job must be a mapping, got {describe(doc.data)}")]
-    kind, problems = check_kind(doc)
-    if kind is None:
-        return None, problems
+def validate_with_model(doc: Document, kind: str, data: dict[str, Any], problems: list[Diagnostic]) -> tuple[T9kModel | None, list[Diagnostic]]:
+    """Validate with the kind's pydantic model; return it, or every error at its line."""
     model = MODELS[kind]
-    data = dict(doc.data)
-    data["kind"] = kind
-    data["apiVersion"] = T9K_API_VERSION
     try:
-        job = model.model_validate(data)
+        return model.model_validate(data), problems
     except ValidationError as exc:
         seen: set[tuple[Any, ...]] = set()
         unions: dict[PathT, list[str]] = {}
@@ -212,9 +149,6 @@ def validate_model(doc: Document) -> tuple[T9kModel | None, list[Diagnostic]]:
             seen.add(key)
             problems.append(_message(err, doc, model, path, tail))
         return None, _merge_union_errors(problems, unions)
-    # A guessed kind (FJ200) or a bad apiVersion (FJ205) still yields the typed job, so the
-    # cross-field rules run and the user sees every mistake in one pass.
-    return job, problems
 
 
 def _merge_union_errors(problems: list[Diagnostic], unions: dict[PathT, list[str]]) -> list[Diagnostic]:
