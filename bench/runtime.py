@@ -451,7 +451,7 @@ def report(args: argparse.Namespace, r: dict[str, Any], mem: dict[str, float] | 
         runtime_share = mem["full"] - mem["fake"]
         rows += [
             ("RSS: python", f"{mem['python']:.1f} MiB", "interpreter with this script's stdlib imports"),
-            ("RSS: + runtime imports", f"{mem['imports']:.1f} MiB", "flatjob.runtime.controller and .cli (compiler, pydantic, yaml)"),
+            ("RSS: + runtime imports", f"{mem['imports']:.1f} MiB", "flatjob.runtime.controller and .cli (compiler, yaml; not pydantic, which a valid record never loads)"),
             ("RSS: + kubernetes client", f"{mem['imports+kubernetes']:.1f} MiB", "what the runtime image also imports (runtime.kube)"),
             ("RSS: fake cluster + kubelet, no runtime", f"{mem['fake']:.1f} MiB", f"{r['pods']} running pods held by the fake"),
             ("RSS: fake cluster + kubelet + runtime", f"{mem['full']:.1f} MiB", f"runtime's share {runtime_share:.1f} MiB above the fake"),
