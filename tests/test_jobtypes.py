@@ -254,3 +254,69 @@ def test_constructor_checks_its_fields() -> None:
     with pytest.raises(TypeError, match="template"):
         jobtypes.ColossalAIReplicaSpec(type="worker")
     assert "ColossalAIReplicaSpec(type='launcher'" in repr(spec)
+
+
+# --- typegen refuses what the twins would not mirror --------------------------------------
+
+
+def _refused_models() -> dict[str, Any]:
+    """Small models, each with one feature a plain twin would silently get wrong."""
+    from typing import Annotated
+
+    from pydantic import ConfigDict, Field, computed_field, field_validator
+
+    from flatjob.compiler.models.base import T9kModel
+
+    class DictMinLen(T9kModel):
+        a: dict[str, str] = Field(min_length=1)
+
+    class UnionBound(T9kModel):
+        a: int | str = Field(ge=0)
+
+    class ListBound(T9kModel):
+        a: list[int] = Field(ge=0)
+
+    class IntMinLen(T9kModel):
+        a: Annotated[int, Field(min_length=1)]
+
+    class OtherName(T9kModel):
+        a_b: int = Field(validation_alias="other")
+
+    class OtherOutput(T9kModel):
+        a_b: int = Field(serialization_alias="other")
+
+    class Validated(T9kModel):
+        a: int
+
+        @field_validator("a")
+        @classmethod
+        def _even(cls, v: int) -> int:
+            return v
+
+    class Computed(T9kModel):
+        a: int
+
+        @computed_field  # type: ignore[prop-decorator]
+        @property
+        def b(self) -> int:
+            return self.a
+
+    class ByNameOnly(T9kModel):
+        model_config = ConfigDict(populate_by_name=False)
+        a_b: int
+
+    class FloatField(T9kModel):
+        a: float
+
+    return {m.__name__: m for m in (DictMinLen, UnionBound, ListBound, IntMinLen, OtherName, OtherOutput, Validated, Computed, ByNameOnly, FloatField)}
+
+
+@pytest.mark.parametrize("name", list(_refused_models()))
+def test_typegen_refuses_features_it_cannot_mirror(name: str) -> None:
+    with pytest.raises(TypeError, match="typegen"):
+        typegen.class_source(_refused_models()[name])
+
+
+def test_typegen_keeps_characters_beyond_the_bmp_whole() -> None:
+    assert typegen.q("😀 x") == '"😀 x"'
+    assert eval(typegen.q('a"b\\c\n')) == 'a"b\\c\n'

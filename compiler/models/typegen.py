@@ -21,6 +21,7 @@ from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 
 from . import MODELS
+from .base import T9kModel
 
 TARGET = Path(__file__).resolve().parents[1] / "jobtypes" / "generated.py"
 HEADER = '''\
@@ -38,8 +39,9 @@ _SCALARS = {str: "STR", bool: "BOOL", int: "INT", Any: "ANY"}
 
 
 def q(value: Any) -> str:
-    """A Python literal for a default or name, double-quoted like the rest of the code."""
-    return json.dumps(value) if isinstance(value, str) else repr(value)
+    """A Python literal for a default or name, double-quoted like the rest of the code (and
+    with characters as they are: ASCII escapes would split those beyond the BMP in two)."""
+    return json.dumps(value, ensure_ascii=False) if isinstance(value, str) else repr(value)
 
 
 def closure(models: typing.Iterable[type[BaseModel]]) -> list[type[BaseModel]]:
@@ -75,33 +77,68 @@ def _constraints(metadata: typing.Iterable[Any]) -> dict[str, int]:
     return out
 
 
+def _only(limits: dict[str, int], allowed: set[str], tp: Any) -> None:
+    """Refuse constraints the check for `tp` would not apply: dropping one would be unsound."""
+    extra = set(limits) - allowed
+    if extra:
+        raise TypeError(f"typegen: no plain check for {sorted(extra)} on {tp!r}")
+
+
 def check_expr(tp: Any, metadata: typing.Iterable[Any] = ()) -> str:
     """The jobtypes.base expression that checks values of annotation `tp`."""
-    limits = _constraints(metadata)
     origin, args = typing.get_origin(tp), typing.get_args(tp)
     if origin is typing.Annotated:
         return check_expr(args[0], [*metadata, *args[1:]])
+    limits = _constraints(metadata)
     if origin in (typing.Union, types.UnionType):
         members = [a for a in args if a is not type(None)]
-        inner = check_expr(members[0], metadata) if len(members) == 1 else f"Either({', '.join(check_expr(a) for a in members)})"
+        if len(members) == 1:  # Optional[X]: X's own constraints apply
+            inner = check_expr(members[0], metadata)
+        else:
+            _only(limits, set(), tp)
+            inner = f"Either({', '.join(check_expr(a) for a in members)})"
         return f"Opt({inner})" if len(members) < len(args) else inner
     if origin is typing.Literal:
+        _only(limits, set(), tp)
         if not all(type(a) is str for a in args):
             raise TypeError(f"typegen: only string literals have a plain check, not {tp!r}")
         return f"OneOf({', '.join(map(q, args))})"
     if origin is list:
+        _only(limits, {"min_length"}, tp)
         return f"ListOf({check_expr(args[0])}, min_length={limits['min_length']})" if "min_length" in limits else f"ListOf({check_expr(args[0])})"
     if origin is dict:
+        _only(limits, set(), tp)
         if args[0] is not str:
             raise TypeError(f"typegen: only string-keyed mappings have a plain check, not {tp!r}")
         return f"DictOf({check_expr(args[1])})"
     if isinstance(tp, type) and issubclass(tp, BaseModel):
+        _only(limits, set(), tp)
         return f"Nested({tp.__name__})"
-    if tp is int and ({"ge", "le"} & set(limits)):
-        return f"Int({', '.join(f'{k}={limits[k]}' for k in ('ge', 'le') if k in limits)})"
-    if tp in _SCALARS and not limits:
+    if tp is int:
+        _only(limits, {"ge", "le"}, tp)
+        return f"Int({', '.join(f'{k}={limits[k]}' for k in ('ge', 'le') if k in limits)})" if limits else "INT"
+    if tp in _SCALARS:
+        _only(limits, set(), tp)
         return _SCALARS[tp]
-    raise TypeError(f"typegen: no plain check for {tp!r} with {limits}")
+    raise TypeError(f"typegen: no plain check for {tp!r}")
+
+
+_DECORATORS = ("validators", "field_validators", "root_validators", "field_serializers", "model_serializers", "model_validators", "computed_fields")
+
+
+def _plain_enough(model: type[BaseModel]) -> None:
+    """Refuse what the twins do not mirror: another config, validators, serializers, aliases
+    that differ between input and output. Each would make the plain check or wire() differ."""
+    if dict(model.model_config) != dict(T9kModel.model_config):
+        raise TypeError(f"typegen: {model.__name__} changes model_config; the twins assume T9kModel's")
+    decorators = model.__pydantic_decorators__
+    used = [name for name in _DECORATORS if getattr(decorators, name)]
+    if used or model.__private_attributes__:
+        raise TypeError(f"typegen: {model.__name__} has {used or 'private attributes'}, which the twins do not run")
+    for name, info in model.model_fields.items():
+        alias = info.alias or name
+        if info.validation_alias not in (None, alias) or info.serialization_alias not in (None, alias):
+            raise TypeError(f"typegen: {model.__name__}.{name} reads or writes another name than {alias!r}")
 
 
 def field_expr(name: str, info: FieldInfo) -> str:
@@ -121,7 +158,8 @@ def field_expr(name: str, info: FieldInfo) -> str:
 
 def class_source(model: type[BaseModel]) -> str:
     """One generated class: slots, docstring and fields in the model's own order."""
-    doc = (model.__doc__ or "").strip().splitlines()[0]
+    _plain_enough(model)
+    doc = next(iter((model.__doc__ or "").strip().splitlines()), f"The plain twin of {model.__name__}.")
     names = sorted(model.model_fields)  # slot order is irrelevant; sorted, as ruff keeps them
     lines = [
         f"class {model.__name__}(Typed):",
