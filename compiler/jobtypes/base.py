@@ -101,11 +101,10 @@ class Int(Check):
 class OneOf(Check):
     """One of a few strings (a Literal)."""
 
-    __slots__ = ("_order", "values")
+    __slots__ = ("values",)
 
     def __init__(self, *values: str) -> None:
-        self.values = frozenset(values)
-        self._order = values
+        self.values = values  # a few strings: a tuple is as quick as a set, and keeps their order
 
     def check(self, value: Any) -> Any:
         if type(value) is not str or value not in self.values:
@@ -113,7 +112,7 @@ class OneOf(Check):
         return value
 
     def __repr__(self) -> str:
-        return f"OneOf({', '.join(map(repr, self._order))})"
+        return f"OneOf({', '.join(map(repr, self.values))})"
 
 
 class ListOf(Check):
@@ -238,11 +237,20 @@ class Typed:
     __slots__ = ()
     FIELDS: ClassVar[tuple[Field, ...]] = ()
     _BY_KEY: ClassVar[dict[str, Field]] = {}
+    _NAMES: ClassVar[frozenset[str]] = frozenset()
 
     def __init_subclass__(cls, **kw: Any) -> None:
         super().__init_subclass__(**kw)
         # With populate_by_name the models take the Python name as well as the alias.
         cls._BY_KEY = {**{f.name: f for f in cls.FIELDS}, **{f.alias: f for f in cls.FIELDS}}
+        cls._NAMES = frozenset(f.name for f in cls.FIELDS)
+
+    @classmethod
+    def _refuse_unknown(cls, names: dict[str, Any]) -> None:
+        """A TypeError for Python field names this class does not have."""
+        unknown = names.keys() - cls._NAMES
+        if unknown:
+            raise TypeError(f"{cls.__name__} has no field(s) {sorted(unknown)}")
 
     @classmethod
     def parse(cls, data: Any) -> Any:
@@ -261,9 +269,7 @@ class Typed:
     def __init__(self, **values: Any) -> None:
         """Build from Python field names, checked like `parse` (normalize makes a few)."""
         cls = type(self)
-        unknown = set(values) - {f.name for f in cls.FIELDS}
-        if unknown:
-            raise TypeError(f"{cls.__name__} has no field(s) {sorted(unknown)}")
+        cls._refuse_unknown(values)
         for f in cls.FIELDS:
             try:
                 value = f.kind.check(values[f.name]) if f.name in values else f.missing()
@@ -275,9 +281,7 @@ class Typed:
         """A shallow copy with some fields replaced (not checked, as in pydantic)."""
         update = update or {}
         cls = type(self)
-        unknown = set(update) - {f.name for f in cls.FIELDS}
-        if unknown:
-            raise TypeError(f"{cls.__name__} has no field(s) {sorted(unknown)}")
+        cls._refuse_unknown(update)
         return _build(cls, [update[f.name] if f.name in update else getattr(self, f.name) for f in cls.FIELDS])
 
     def wire(self) -> dict[str, Any]:

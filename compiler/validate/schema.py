@@ -16,8 +16,7 @@ from ..errors import Diagnostic
 from ..loader import Document, PathT
 from ..models import MODELS, T9kModel
 from .suggest import did_you_mean
-from .typed import TYPE_WORDS as _TYPE_WORDS
-from .typed import describe
+from .typed import TYPE_WORDS, describe
 
 
 def _unwrap(tp: Any) -> list[Any]:
@@ -102,13 +101,13 @@ def _message(err: dict[str, Any], doc: Document, model: type[BaseModel], path: P
         where = f" in {_fmt(parent)}" if parent else ""
         return doc.diagnostic("FJ201", f"unknown field {name!r}{where}", (*parent, name), key=True, hint=hint)
     value = _value_at(doc.data, path)
-    if kind in _TYPE_WORDS:
+    if kind in TYPE_WORDS:
         hint = None
         if kind == "list_type" and isinstance(value, str):
             hint = f"write it as a list: [{value}]"
         elif kind == "string_type" and isinstance(value, (int, float)) and not isinstance(value, bool):
             hint = f"quote it: \"{value}\""
-        return doc.diagnostic("FJ202", f"{_fmt(path)}: expected {_TYPE_WORDS[kind]}, got {describe(value)}", path, hint=hint)
+        return doc.diagnostic("FJ202", f"{_fmt(path)}: expected {TYPE_WORDS[kind]}, got {describe(value)}", path, hint=hint)
     if kind == "literal_error":
         expected = ctx.get("expected", "")
         allowed = [a.strip().strip("'") for a in expected.replace(" or ", ", ").split(",") if a.strip()]
@@ -139,7 +138,7 @@ def validate_with_model(doc: Document, kind: str, data: dict[str, Any], problems
         unions: dict[PathT, list[str]] = {}
         for err in exc.errors(include_url=False, include_input=False):
             path, tail = _trim(data, err["loc"])
-            if err["type"] in _TYPE_WORDS and path in unions:
+            if err["type"] in TYPE_WORDS and path in unions:
                 unions[path].append(err["type"])
                 continue
             unions.setdefault(path, []).append(err["type"])
@@ -157,7 +156,7 @@ def _merge_union_errors(problems: list[Diagnostic], unions: dict[PathT, list[str
     for p in problems:
         if p.code == "FJ202" and p.field is not None:
             kinds = next((v for k, v in unions.items() if _fmt(k) == p.field), [])
-            words = [_TYPE_WORDS[k] for k in dict.fromkeys(kinds) if k in _TYPE_WORDS]
+            words = [TYPE_WORDS[k] for k in dict.fromkeys(kinds) if k in TYPE_WORDS]
             if len(words) > 1:
                 head, _, tail = p.message.partition(": expected ")
                 got = tail.split(", got ", 1)[1] if ", got " in tail else "something else"
