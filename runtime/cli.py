@@ -7,6 +7,7 @@ when the command runs.
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import sys
@@ -17,23 +18,28 @@ from typing import Any
 import click
 
 IDLE_WAKE = 30.0  # the loop checks for shutdown at least this often; no API call is made
+log = logging.getLogger("flatjob.runtime")
 
 
-def run_loop(controller: Any, stop: threading.Event, notify: threading.Event | None, health: Any) -> None:
-    """Wait for watch events or the next timer, reconcile, repeat until `stop` is set."""
+def run_loop(controller: Any, stop: threading.Event, notify: threading.Event, health: Any) -> None:
+    """Wait for watch events or the next timer, reconcile, repeat until `stop` is set.
+
+    Nothing a cycle raises ends the loop (the controller contains its own failures; this is
+    the last line of defence): the process ends only on SIGTERM/SIGINT.
+    """
     controller.start()
-    health.ready = True
-    controller.step(0.0)
     while not stop.is_set():
         health.beat = time.monotonic()
+        health.ready = controller.records.synced and controller.pods.synced
+        notify.clear()  # an event arriving from here on ends the wait below at once
+        try:
+            controller.step(0.0)
+        except Exception:
+            log.exception("runtime step failed")
+            controller.metrics.inc("flatjob_loop_errors_total", op="step", status="exception")
         wake = controller.wake_at
         timeout = IDLE_WAKE if wake is None else max(0.0, min(IDLE_WAKE, wake - controller.clock()))
-        if notify is not None:
-            notify.wait(timeout)
-            notify.clear()
-            controller.step(0.0)
-        else:
-            controller.step(timeout)
+        notify.wait(timeout)
 
 
 @click.command("runtime")
@@ -60,7 +66,8 @@ def runtime_command(kind: str, name: str, namespace: str, identity: str | None, 
     logs.setup(log_level)
     cluster = KubeCluster()
     controller = Controller(cluster, namespace, kind, name, identity=identity or os.uname().nodename)
-    health = Health()
+    deadline = 2 * cluster.timeouts.watch_read  # one missed bookmark and a reconnect, then /healthz fails
+    health = Health(lambda: controller.healthy(deadline))
     serve(http_port, health, controller.metrics)
     stop = threading.Event()
 

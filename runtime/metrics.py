@@ -11,7 +11,8 @@ BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
 HELP = {
     "flatjob_restarts_total": ("counter", "Pod restarts performed by the runtime, by replica type."),
     "flatjob_releases_total": ("counter", "Pods released (scheduling gate removed)."),
-    "flatjob_api_errors_total": ("counter", "Kubernetes API errors, by operation and status."),
+    "flatjob_api_errors_total": ("counter", "Kubernetes API errors, by operation and status (0: unreachable)."),
+    "flatjob_loop_errors_total": ("counter", "Unexpected failures of a reconcile cycle, contained and retried."),
     "flatjob_status_writes_total": ("counter", "Status writes of the job record."),
     "flatjob_reconcile_seconds": ("histogram", "Time spent in one reconcile cycle."),
 }
