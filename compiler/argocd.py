@@ -2,9 +2,9 @@
 
 One source for what overlays/argocd/ ships and what `flatjob init --gitops argocd` writes
 (tests/test_argocd.py keeps the files in step and runs the Lua in a real Lua runtime).
-The runtime changes two things git also states, on purpose (docs/architecture.md §4): it
-removes flatjob's scheduling gate from pods, and `kubectl scale` sets an elastic record's
-expectedReplicas; both are ignored in diffs, and RespectIgnoreDifferences keeps syncs off them.
+Git holds PodTemplates, never pods (docs/architecture.md §4), so the only field git states
+that changes in the cluster is an elastic record's expectedReplicas (`kubectl scale`): it is
+ignored in diffs, and RespectIgnoreDifferences keeps syncs off it.
 """
 
 from __future__ import annotations
@@ -82,10 +82,9 @@ return hs
 """
 
 # ignoreDifferences entries: (group, kind, JSON pointer, why)
-IGNORED: tuple[tuple[str, str, str], ...] = (
-    ("", "Pod", "/spec/schedulingGates"),  # the runtime removes flatjob's gate to release a pod
-    *((keys.RECORD_GROUP, kind, "/spec/elastic/expectedReplicas") for kind in ELASTIC_KINDS),
-)
+# Pods are not in git (the runtime creates them from PodTemplates), so only the elastic
+# records' expectedReplicas, which `kubectl scale` or an autoscaler changes, is ignored.
+IGNORED: tuple[tuple[str, str, str], ...] = tuple((keys.RECORD_GROUP, kind, "/spec/elastic/expectedReplicas") for kind in ELASTIC_KINDS)
 SYNC_OPTIONS = ("ServerSideApply=true", "RespectIgnoreDifferences=true", "CreateNamespace=true")
 
 

@@ -47,12 +47,16 @@ SSH_SECRET = "flatjob.dev/ssh-secret"  # per-job: use this existing Secret for S
 # --- The release gate (DESIGN §4) -------------------------------------------------------
 RELEASE_GATE = "flatjob.dev/release"
 
-# --- GitOps tool annotations ------------------------------------------------------------
-FLUX_SSA = "kustomize.toolkit.fluxcd.io/ssa"
-FLUX_SSA_IF_NOT_PRESENT = "IfNotPresent"
-# On pods: Argo CD judges the job by the record's health check, not by each pod (a gated pod
-# recreated after clean-up would otherwise keep the Application Progressing forever).
-ARGOCD_IGNORE_HEALTHCHECK = "argocd.argoproj.io/ignore-healthcheck"
+# --- On each PodTemplate object (not on the pod): what the runtime needs besides the pod ------
+# Git holds every pod as a PodTemplate named as the pod; the runtime creates the pod from it
+# (docs/architecture.md §4) and reads these to order, release and judge pods without planning.
+RANK = "flatjob.dev/rank"  # global rank in replicaSpec order (rank 0 decides PyTorch/DeepSpeed jobs)
+WAVE = "flatjob.dev/wave"  # 0: released with the gang; 1: after every wave-0 pod is Ready (launchers)
+SEAT = "flatjob.dev/seat"  # elastic jobs: seat order (the first N seats run)
+TRAINING_CONTAINER = "flatjob.dev/training-container"  # whose exit code counts
+# On the record: "<count>:<digest of the pod names>", so the runtime acts only once the
+# PodTemplates it sees are the set this revision of the record renders.
+POD_TEMPLATES = "flatjob.dev/pod-templates"
 
 # --- Kueue ------------------------------------------------------------------------------
 KUEUE_QUEUE_NAME = "kueue.x-k8s.io/queue-name"

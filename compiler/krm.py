@@ -8,7 +8,7 @@ into `results[]` with the job's resourceRef, the field path and the item's file,
 error makes the exit status 1 with the input items returned unchanged.
 
 Options come from a ConfigMap functionConfig's `data` (or any functionConfig's `spec`):
-namespace, clusterDomain, scheduler, kueueQueue, runtimeImage, fluxAnnotations.
+namespace, clusterDomain, scheduler, kueueQueue, runtimeImage.
 """
 
 from __future__ import annotations
@@ -36,8 +36,9 @@ OPTIONS: dict[str, tuple[str, Any]] = {
     "scheduler": ("scheduler", str),
     "kueueQueue": ("kueue_queue", str),
     "runtimeImage": ("runtime_image", str),
-    "fluxAnnotations": ("flux", lambda v: str(v).lower() not in ("false", "0", "no", "off")),
 }
+# Accepted and ignored: pods left git (PodTemplates need no Flux annotation); old configs keep working.
+RETIRED_OPTIONS = ("fluxAnnotations",)
 
 
 @dataclass
@@ -128,6 +129,8 @@ def options_from(config: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         return {}, [result("functionConfig data/spec must be a mapping of options")]
     kw, problems = {}, []
     for key, value in values.items():
+        if key in RETIRED_OPTIONS:
+            continue
         if key not in OPTIONS:
             problems.append(result(f"unknown functionConfig option {key!r}; options: {', '.join(OPTIONS)}", field_path=f"functionConfig.{key}"))
             continue

@@ -1,7 +1,7 @@
 """Compile options: choices that are not in the job spec but change what is rendered.
 
-Every option that changes rendered pods is also recorded on the job record (annotation
-flatjob.dev/options), so the runtime re-renders exactly what git holds.
+Options that differ from the defaults are recorded on the job record (annotation
+flatjob.dev/options), so a reviewer sees how the job was compiled.
 """
 
 from __future__ import annotations
@@ -26,7 +26,6 @@ class CompileOptions:
     scheduler: SchedulerTarget = "auto"  # auto: t9k when spec.scheduler.t9kScheduler is set, else default
     kueue_queue: str | None = None  # LocalQueue name when scheduler is kueue
     runtime_image: str = f"{DEFAULT_IMAGE_REPOSITORY}:{__version__}"
-    flux: bool = True  # annotate pods with kustomize.toolkit.fluxcd.io/ssa: IfNotPresent
     local_addresses: bool = False  # run-local: each pod's address is its own loopback IP, not a DNS name
 
     def recorded(self) -> str | None:

@@ -1,6 +1,7 @@
 """Pure helpers to read rendered output back and check it independently of the renderers.
 
 - `objects_of(files)`: every manifest in emitted YAML files, kustomizations left out;
+- `pods_of(objects)`: the pods the runtime creates from the PodTemplates among them;
 - `name_problems(obj)`: names, hostnames and labels that the API server would reject;
 - `record_validator(kind)`: the job record's own CRD schema as strict JSON Schema;
 - `secret_problems(files)`: private key material, which must never be rendered.
@@ -42,6 +43,17 @@ def objects_of(files: dict[str, str]) -> list[dict[str, Any]]:
     ]
 
 
+def pod_of(template: dict[str, Any]) -> dict[str, Any]:
+    """The pod the runtime creates from a PodTemplate (before its own annotations)."""
+    meta = {"name": template["metadata"]["name"], **({"namespace": template["metadata"]["namespace"]} if "namespace" in template["metadata"] else {})}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {**meta, **template["template"]["metadata"]}, "spec": template["template"]["spec"]}
+
+
+def pods_of(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The pods of every PodTemplate among `objects`, in order."""
+    return [pod_of(o) for o in objects if o["kind"] == "PodTemplate"]
+
+
 def _label_problems(labels: dict[str, Any]) -> list[str]:
     out = []
     for key, value in labels.items():
@@ -63,13 +75,13 @@ def name_problems(obj: dict[str, Any]) -> list[str]:
     pattern = DNS1035_LABEL if obj["kind"] == "Service" else DNS1123_LABEL
     if len(meta["name"]) > 63 or not pattern.fullmatch(meta["name"]):
         out.append(f"{obj['kind']} name {meta['name']!r}")
-    if obj["kind"] == "Pod":
+    if obj["kind"] == "PodTemplate":
         for field in ("hostname", "subdomain"):
-            value = obj["spec"].get(field, "")
+            value = obj["template"]["spec"].get(field, "")
             if len(value) > 63 or not DNS1123_LABEL.fullmatch(value):
                 out.append(f"{field} {value!r}")
     out += _label_problems(meta.get("labels", {}))
-    template = (obj.get("spec") or {}).get("template")
+    template = obj.get("template") if obj["kind"] == "PodTemplate" else (obj.get("spec") or {}).get("template")
     if isinstance(template, dict):
         out += _label_problems((template.get("metadata") or {}).get("labels", {}))
     return out

@@ -34,6 +34,7 @@ import yaml
 from flatjob.compiler.loader import Loaded, parse
 from flatjob.compiler.options import CompileOptions
 from flatjob.compiler.pipeline import compile_documents
+from manifestkit import pods_of
 
 API = "batch.tensorstack.dev/v1beta1"
 STUB = Path(__file__).resolve().parent / "stubs" / "stub.py"
@@ -100,7 +101,7 @@ class Compiled:
         return cm["data"]
 
     def pod(self, name: str) -> dict[str, Any]:
-        return next(o for o in self.objects if o["kind"] == "Pod" and o["metadata"]["name"] == name)
+        return next(p for p in pods_of(self.objects) if p["metadata"]["name"] == name)
 
 
 def compile_job(job: dict[str, Any]) -> Compiled:

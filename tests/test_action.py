@@ -33,8 +33,8 @@ def file_diff(name: str, lines: int) -> str:
 
 
 def test_split_diff_counts_files_and_lines() -> None:
-    diff = file_diff("a/pods.yaml", 3) + file_diff("b/job.yaml", 1) + "--- a/gone.yaml\n+++ /dev/null\n@@ -1 +0,0 @@\n-x\n"
-    assert [(f.name, f.counts) for f in split_diff(diff)] == [("a/pods.yaml", (3, 3)), ("b/job.yaml", (1, 1)), ("gone.yaml", (0, 1))]
+    diff = file_diff("a/podtemplates.yaml", 3) + file_diff("b/job.yaml", 1) + "--- a/gone.yaml\n+++ /dev/null\n@@ -1 +0,0 @@\n-x\n"
+    assert [(f.name, f.counts) for f in split_diff(diff)] == [("a/podtemplates.yaml", (3, 3)), ("b/job.yaml", (1, 1)), ("gone.yaml", (0, 1))]
 
 
 def test_a_small_diff_is_kept_whole() -> None:
@@ -43,22 +43,22 @@ def test_a_small_diff_is_kept_whole() -> None:
 
 
 def test_long_files_are_cut_with_a_note() -> None:
-    diff = file_diff("big/pods.yaml", 2000) + file_diff("small/job.yaml", 2)
+    diff = file_diff("big/podtemplates.yaml", 2000) + file_diff("small/job.yaml", 2)
     out = shorten_diff(diff, 20_000)
     assert len(out) <= 20_000
-    assert "more lines of big/pods.yaml not shown" in out
+    assert "more lines of big/podtemplates.yaml not shown" in out
     assert file_diff("small/job.yaml", 2) in out  # the small file survives whole
 
 
 def test_when_cutting_is_not_enough_files_are_listed() -> None:
-    diff = "".join(file_diff(f"job-{i}/pods.yaml", 200) for i in range(300))
+    diff = "".join(file_diff(f"job-{i}/podtemplates.yaml", 200) for i in range(300))
     out = shorten_diff(diff, 30_000)
     assert len(out) <= 30_000
     assert "more changed file(s): job-" in out
 
 
 def test_report_fits_a_github_comment() -> None:
-    huge = "".join(file_diff(f"job-{i}/pods.yaml", 500) for i in range(200))
+    huge = "".join(file_diff(f"job-{i}/podtemplates.yaml", 500) for i in range(200))
     envs = [EnvReport("dev", "rendered/dev", "flatjob compile jobs/ --overlay overlays/dev -o rendered/dev", changes=huge),
             EnvReport("prod", "rendered/prod", "flatjob compile jobs/ --overlay overlays/prod -o rendered/prod", stale_diff=huge, files=(400, 2))]
     text = report(envs, 1, 2, 200)

@@ -114,7 +114,7 @@ def test_argocd_cm_has_the_health_check_for_every_record_kind() -> None:
     data = yaml.safe_load((ARGOCD / "argocd-cm.yaml").read_text(encoding="utf-8"))["data"]
     for kind in argocd.RECORD_KINDS:
         assert data[f"resource.customizations.health.flatjob.dev_{kind}"] == (ARGOCD / "health.lua").read_text(encoding="utf-8")
-    assert yaml.safe_load(data["resource.customizations.ignoreDifferences.Pod"]) == {"jsonPointers": ["/spec/schedulingGates"]}
+    assert not [k for k in data if k.startswith("resource.customizations.ignoreDifferences.") and "flatjob.dev_" not in k]  # pods are not in git
     for kind in ("PyTorchTrainingJob", "DeepSpeedJob"):
         rule = yaml.safe_load(data[f"resource.customizations.ignoreDifferences.flatjob.dev_{kind}"])
         assert rule == {"jsonPointers": ["/spec/elastic/expectedReplicas"]}
@@ -126,7 +126,7 @@ def test_application_templates(name: str) -> None:
     assert {"ServerSideApply=true", "RespectIgnoreDifferences=true"} <= set(spec["syncPolicy"]["syncOptions"])
     assert spec["syncPolicy"]["automated"] == {"prune": True, "selfHeal": True}
     ignored = {(d.get("group", ""), d["kind"], p) for d in spec["ignoreDifferences"] for p in d["jsonPointers"]}
-    assert ignored == {("", "Pod", "/spec/schedulingGates"), ("flatjob.dev", "PyTorchTrainingJob", "/spec/elastic/expectedReplicas"), ("flatjob.dev", "DeepSpeedJob", "/spec/elastic/expectedReplicas")}
+    assert ignored == {("flatjob.dev", "PyTorchTrainingJob", "/spec/elastic/expectedReplicas"), ("flatjob.dev", "DeepSpeedJob", "/spec/elastic/expectedReplicas")}
 
 
 STUB_INSTALL = """\
@@ -210,7 +210,7 @@ def test_generate_prints_only_manifests(tmp_path: Path) -> None:
     expected = [d for t in (j.files[n] for j in compiled.jobs for n in j.files if n != "kustomization.yaml") for d in yaml.safe_load_all(t)]
     assert docs == expected  # the same manifests `flatjob compile` writes, in the same order
     assert all(d["metadata"].get("namespace") == "training-prod" for d in docs)
-    assert sum(d["kind"] == "Pod" for d in docs) == 4
+    assert sum(d["kind"] == "PodTemplate" for d in docs) == 4 and not [d for d in docs if d["kind"] == "Pod"]
     assert not any(d["kind"] == "Kustomization" for d in docs)
 
 

@@ -15,10 +15,12 @@ import yaml
 from flatjob.compiler.loader import Loaded, parse
 from flatjob.compiler.options import CompileOptions
 from flatjob.compiler.pipeline import compile_documents
+from manifestkit import pod_of
 
 
 def render(spec: str, **options: Any) -> dict[tuple[str, str], dict[str, Any]]:
-    """Compile one job; manifests by (kind, name)."""
+    """Compile one job; manifests by (kind, name), plus ("Pod", name) for the pod each
+    PodTemplate makes (what runs is what these conventions are about)."""
     docs, problems = parse(textwrap.dedent(spec), "job.yaml")
     assert not problems
     result = compile_documents(Loaded(jobs=docs), CompileOptions(**options))
@@ -28,6 +30,8 @@ def render(spec: str, **options: Any) -> dict[tuple[str, str], dict[str, Any]]:
         for d in yaml.safe_load_all(text):
             if d and rel != "kustomization.yaml":
                 out[(d["kind"], d["metadata"]["name"])] = d
+                if d["kind"] == "PodTemplate":
+                    out[("Pod", d["metadata"]["name"])] = pod_of(d)
     return out
 
 
@@ -106,13 +110,22 @@ def test_runtime_env_from_annotations() -> None:
     assert e["FLATJOB_ATTEMPT"] == {"fieldRef": {"fieldPath": "metadata.annotations['flatjob.dev/attempt']"}}
 
 
-def test_release_gate_restart_policy_and_flux_annotation() -> None:
-    pod = render(PYTORCH)[("Pod", "job-worker-0")]
+def test_pod_templates_gate_restart_policy_and_no_gitops_annotations() -> None:
+    m = render(PYTORCH)
+    assert not [k for k in m if k[0] == "Pod" and k not in {("Pod", n) for kind, n in m if kind == "PodTemplate"}]
+    pod = m[("Pod", "job-worker-0")]
     assert pod["spec"]["schedulingGates"] == [{"name": "flatjob.dev/release"}]
     assert pod["spec"]["restartPolicy"] == "Never"
-    assert pod["metadata"]["annotations"]["kustomize.toolkit.fluxcd.io/ssa"] == "IfNotPresent"
+    notes = pod["metadata"]["annotations"]
+    assert not [k for k in notes if k.startswith(("kustomize.toolkit.fluxcd.io/", "argocd.argoproj.io/"))]
     labels = pod["metadata"]["labels"]
     assert labels["tensorstack.dev/owner-name"] == "job" and "app.kubernetes.io/instance" not in labels
+    template = m[("PodTemplate", "job-worker-0")]
+    assert template["metadata"]["labels"] == labels  # kubectl get podtemplates -l ... finds them like pods
+    assert template["metadata"]["annotations"] == {"flatjob.dev/rank": "0", "flatjob.dev/wave": "0", "flatjob.dev/training-container": "python"}
+    record = m[("PyTorchTrainingJob", "job")]
+    count, _, digest = record["metadata"]["annotations"]["flatjob.dev/pod-templates"].partition(":")
+    assert count == "2" and len(digest) == 16
 
 
 DEEPSPEED = """

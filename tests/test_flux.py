@@ -116,13 +116,13 @@ def test_health_check_exprs(phase: str) -> None:
     assert cel_health(PHASES[phase][0]) == CEL[phase]
 
 
-def test_pods_are_created_once_and_the_record_follows_git(tmp_path: Path) -> None:
+def test_flux_needs_no_annotation_because_git_holds_no_pod(tmp_path: Path) -> None:
     from overlaykit import DDP
 
     write(tmp_path, {"job.yaml": DDP})
     (job,) = compile_paths([str(tmp_path)]).jobs
     docs = [d for name, text in job.files.items() if name != "kustomization.yaml" for d in yaml.safe_load_all(text)]
-    pods = [d for d in docs if d["kind"] == "Pod"]
-    assert pods and all(p["metadata"]["annotations"][keys.FLUX_SSA] == keys.FLUX_SSA_IF_NOT_PRESENT for p in pods)
-    others = [d for d in docs if d["kind"] != "Pod"]
-    assert all(keys.FLUX_SSA not in (d["metadata"].get("annotations") or {}) for d in others)
+    assert [d for d in docs if d["kind"] == "PodTemplate"] and not [d for d in docs if d["kind"] == "Pod"]
+    for d in docs:
+        notes = {**(d["metadata"].get("annotations") or {}), **(((d.get("template") or {}).get("metadata") or {}).get("annotations") or {})}
+        assert not [k for k in notes if k.startswith("kustomize.toolkit.fluxcd.io/")], d["metadata"]["name"]

@@ -47,7 +47,7 @@ def test_init_add_a_job_compile_lint_kustomize(tmp_path: Path, gitops: str) -> N
             out = subprocess.run(["kubectl", "kustomize", str(repo / "rendered" / env)], capture_output=True, text=True, timeout=60, check=True).stdout
             docs = list(yaml.safe_load_all(out))
             assert {d["metadata"]["namespace"] for d in docs} == {f"training-{env}"}
-            assert sum(d["kind"] == "Pod" for d in docs) == {"dev": 6, "prod": 8}[env]
+            assert sum(d["kind"] == "PodTemplate" for d in docs) == {"dev": 6, "prod": 8}[env]
 
 
 def test_init_renders_at_once_and_ci_finds_it_current(tmp_path: Path) -> None:

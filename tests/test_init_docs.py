@@ -52,4 +52,4 @@ def test_every_command_works_as_written(tmp_path: Path) -> None:
     log = subprocess.run(["git", "-C", str(repo), "log", "--oneline"], capture_output=True, text=True, check=True).stdout
     assert "Training jobs" in log
     tracked = subprocess.run(["git", "-C", str(repo), "ls-files"], capture_output=True, text=True, check=True).stdout.split()
-    assert "rendered/prod/training-prod/resnet/pods.yaml" in tracked and "gitops/argocd/prod.yaml" in tracked
+    assert "rendered/prod/training-prod/resnet/podtemplates.yaml" in tracked and "gitops/argocd/prod.yaml" in tracked

@@ -69,10 +69,10 @@ def test_pipe_a_resource_list_through_the_command() -> None:
     assert [i["metadata"]["name"] for i in (items[0], items[-1])] == ["keep-me", "after"]
     assert items[0] == yaml.safe_load(KEEP)  # untouched, internal annotations included
     generated = items[1:-1]
-    assert {i["kind"] for i in generated} >= {"PyTorchTrainingJob", "Service", "Pod"}
+    assert {i["kind"] for i in generated} >= {"PyTorchTrainingJob", "Service", "PodTemplate"}
     assert all(i["metadata"]["namespace"] == "team-a" for i in generated)
     paths = {i["metadata"]["annotations"]["internal.config.kubernetes.io/path"] for i in generated}
-    assert "jobs/ddp/pods.yaml" in paths and all(p.startswith("jobs/ddp/") for p in paths)  # where kpt sink writes
+    assert "jobs/ddp/podtemplates.yaml" in paths and all(p.startswith("jobs/ddp/") for p in paths)  # where kpt sink writes
     record = next(i for i in generated if i["apiVersion"] == "flatjob.dev/v1beta1")
     assert not any(k.startswith("config.kubernetes.io/") for k in record["metadata"]["annotations"])
 
@@ -80,7 +80,7 @@ def test_pipe_a_resource_list_through_the_command() -> None:
 def test_generator_form_renders_the_function_config() -> None:
     out, status = run("apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems: []\nfunctionConfig:\n" + textwrap.indent(DDP, "  "))
     assert status == 0
-    assert sum(i["kind"] == "Pod" for i in parse(out)["items"]) == 4
+    assert sum(i["kind"] == "PodTemplate" for i in parse(out)["items"]) == 4
 
 
 def test_problems_are_results_with_references() -> None:
@@ -128,8 +128,8 @@ def test_kpt_source_krm_sink(tmp_path: Path) -> None:
     done = subprocess.run(["sh", "-c", pipeline], cwd=tmp_path, env=tool_env(), capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr
     files = sorted(p.relative_to(tmp_path / "rendered").as_posix() for p in (tmp_path / "rendered").rglob("*.yaml"))
-    assert files == ["ddp/job.yaml", "ddp/pods.yaml", "ddp/runtime.yaml", "ddp/service.yaml"]
-    pods = list(yaml.safe_load_all((tmp_path / "rendered" / "ddp" / "pods.yaml").read_text(encoding="utf-8")))
+    assert files == ["ddp/job.yaml", "ddp/podtemplates.yaml", "ddp/runtime.yaml", "ddp/service.yaml"]
+    pods = list(yaml.safe_load_all((tmp_path / "rendered" / "ddp" / "podtemplates.yaml").read_text(encoding="utf-8")))
     assert len(pods) == 4 and not any("internal.config.kubernetes.io/path" in p["metadata"]["annotations"] for p in pods)
 
 
@@ -139,7 +139,7 @@ def test_kptfile_pipeline(tmp_path: Path) -> None:
     write(tmp_path / "pkg", {"Kptfile": kptfile, "ddp.yaml": DDP})
     done = subprocess.run(["kpt", "fn", "render", "pkg", "--allow-exec"], cwd=tmp_path, env=tool_env(), capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr
-    assert (tmp_path / "pkg" / "ddp" / "pods.yaml").is_file() and not (tmp_path / "pkg" / "ddp.yaml").exists()
+    assert (tmp_path / "pkg" / "ddp" / "podtemplates.yaml").is_file() and not (tmp_path / "pkg" / "ddp.yaml").exists()
 
 
 def kustomize_exec() -> list[str] | None:
@@ -166,5 +166,5 @@ def test_kustomize_exec_transformer_and_generator(tmp_path: Path) -> None:
     done = subprocess.run([*kustomize_exec(), str(tmp_path)], capture_output=True, text=True, timeout=120, check=False)  # type: ignore[misc]
     assert done.returncode == 0, done.stderr
     docs = list(yaml.safe_load_all(done.stdout))
-    owners = {d["metadata"]["labels"].get("flatjob.dev/job-name") for d in docs if d["kind"] == "Pod"}
+    owners = {d["metadata"]["labels"].get("flatjob.dev/job-name") for d in docs if d["kind"] == "PodTemplate"}
     assert owners == {"ddp", "gen"}

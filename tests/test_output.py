@@ -96,7 +96,7 @@ def test_no_temporary_files_are_left(project: tuple[Path, Path]) -> None:
 
 def test_changed_file_is_replaced_not_rewritten(project: tuple[Path, Path]) -> None:
     src, out = project
-    pods = out / "alpha" / "pods.yaml"
+    pods = out / "alpha" / "podtemplates.yaml"
     with pods.open("rb") as reader:  # a reader holding the old file keeps seeing it whole
         old_text, old_inode = reader.read(), os.fstat(reader.fileno()).st_ino
         write_job(src, "alpha", replicas=3)
@@ -139,7 +139,7 @@ def test_written_files_follow_the_umask(project: tuple[Path, Path]) -> None:
     _, out = project
     mask = os.umask(0o022)
     os.umask(mask)
-    assert (out / "alpha" / "pods.yaml").stat().st_mode & 0o777 == 0o666 & ~mask
+    assert (out / "alpha" / "podtemplates.yaml").stat().st_mode & 0o777 == 0o666 & ~mask
 
 
 # --- failed compiles, pruning, ownership -------------------------------------------------
@@ -176,7 +176,7 @@ def test_jobs_that_disappear_are_pruned_and_user_files_kept(project: tuple[Path,
                 for f in (
                     "job.yaml",
                     "kustomization.yaml",
-                    "pods.yaml",
+                    "podtemplates.yaml",
                     "runtime.yaml",
                     "service.yaml",
                 )
@@ -193,7 +193,7 @@ def test_pruning_removes_nested_namespace_folders(tmp_path: Path) -> None:
     spec.write_text(spec.read_text().replace("  name: nsjob", "  name: nsjob\n  namespace: team"))
     write_job(src, "plain")
     assert flatjob("compile", str(src), "-o", str(out)).exit_code == 0
-    assert (out / "team" / "nsjob" / "pods.yaml").is_file()
+    assert (out / "team" / "nsjob" / "podtemplates.yaml").is_file()
     spec.unlink()
     assert flatjob("compile", str(src), "-o", str(out)).exit_code == 0
     assert not (out / "team").exists()
@@ -207,11 +207,11 @@ def test_job_named_like_a_namespace_keeps_both(tmp_path: Path) -> None:
     spec.write_text(spec.read_text().replace("  name: llm", "  name: llm\n  namespace: research"))
     assert flatjob("compile", str(src), "-o", str(out)).exit_code == 0
     resources = yaml.safe_load((out / "research" / "kustomization.yaml").read_text())["resources"]
-    assert resources == ["job.yaml", "service.yaml", "pods.yaml", "runtime.yaml", "llm"]
+    assert resources == ["job.yaml", "service.yaml", "podtemplates.yaml", "runtime.yaml", "llm"]
     spec.unlink()
     assert flatjob("compile", str(src), "-o", str(out)).exit_code == 0
     resources = yaml.safe_load((out / "research" / "kustomization.yaml").read_text())["resources"]
-    assert resources == ["job.yaml", "service.yaml", "pods.yaml", "runtime.yaml"]
+    assert resources == ["job.yaml", "service.yaml", "podtemplates.yaml", "runtime.yaml"]
     assert not (out / "research" / "llm").exists()
 
 
@@ -221,15 +221,15 @@ def test_foreign_file_in_the_way(tmp_path: Path, force: bool) -> None:
     src.mkdir()
     write_job(src, "alpha")
     (out / "alpha").mkdir(parents=True)
-    (out / "alpha" / "pods.yaml").write_text("# hand-written\n")
+    (out / "alpha" / "podtemplates.yaml").write_text("# hand-written\n")
     before = snapshot(out)
     res = flatjob("compile", str(src), "-o", str(out), *(["--force"] if force else []))
     if force:
         assert res.exit_code == 0, res.output
-        assert (out / "alpha" / "pods.yaml").read_text().startswith(GENERATED_HEADER)
+        assert (out / "alpha" / "podtemplates.yaml").read_text().startswith(GENERATED_HEADER)
     else:
         assert res.exit_code == 1
-        assert "[FJ701]" in res.output and "alpha/pods.yaml" in res.output
+        assert "[FJ701]" in res.output and "alpha/podtemplates.yaml" in res.output
         assert snapshot(out) == before
 
 
@@ -249,7 +249,7 @@ def test_check_fails_with_a_diff_and_writes_nothing(project: tuple[Path, Path]) 
     write_job(src, "alpha", replicas=3)
     res = flatjob("compile", str(src), "-o", str(out), "--check")
     assert res.exit_code == 1
-    assert "--- a/alpha/pods.yaml\n+++ b/alpha/pods.yaml\n" in res.stdout
+    assert "--- a/alpha/podtemplates.yaml\n+++ b/alpha/podtemplates.yaml\n" in res.stdout
     assert "+  name: alpha-worker-2\n" in res.stdout
     assert "stale" in res.stderr
     assert snapshot(out) == before
@@ -260,7 +260,7 @@ def test_check_on_a_missing_folder_creates_nothing(tmp_path: Path) -> None:
     src.mkdir()
     write_job(src, "alpha")
     res = flatjob("compile", str(src), "-o", str(tmp_path / "rendered"), "--check")
-    assert res.exit_code == 1 and "+++ b/alpha/pods.yaml" in res.stdout
+    assert res.exit_code == 1 and "+++ b/alpha/podtemplates.yaml" in res.stdout
     assert not (tmp_path / "rendered").exists()
 
 
@@ -270,7 +270,7 @@ def test_diff_shows_the_change_and_writes_nothing(project: tuple[Path, Path]) ->
     (src / "beta.yaml").unlink()
     res = flatjob("diff", str(src), "-o", str(out), "--exit-code")
     assert res.exit_code == 1
-    assert "--- a/beta/pods.yaml\n+++ /dev/null\n" in res.stdout
+    assert "--- a/beta/podtemplates.yaml\n+++ /dev/null\n" in res.stdout
     assert "-- beta\n" in res.stdout  # the top kustomization loses the job
     assert res.stdout.index("+++ b/flatjob-meta.json") > res.stdout.index(
         "--- a/kustomization.yaml"
@@ -332,8 +332,8 @@ def test_kubectl_kustomize_accepts_the_output(project: tuple[Path, Path]) -> Non
     kinds = sorted(d["kind"] for d in docs)
     per_job = [
         "Deployment",
-        "Pod",
-        "Pod",
+        "PodTemplate",
+        "PodTemplate",
         "PyTorchTrainingJob",
         "Role",
         "RoleBinding",

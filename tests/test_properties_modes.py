@@ -14,7 +14,7 @@ from typing import Any
 import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from manifestkit import objects_of
+from manifestkit import objects_of, pods_of
 from strategies import pytorch_jobs
 
 from flatjob.compiler.loader import Loaded, parse
@@ -72,7 +72,7 @@ def debug_jobs(draw: st.DrawFn) -> tuple[dict[str, Any], dict[str, list[str]]]:
 @given(debug_jobs())
 def test_debug_output_never_runs_the_training_command(case: tuple[dict[str, Any], dict[str, list[str]]]) -> None:
     job, expected = case
-    pods = [m for m in _manifests(job) if m["kind"] == "Pod"]
+    pods = pods_of(_manifests(job))
     assert pods
     for pod in pods:
         rtype = pod["metadata"]["labels"]["flatjob.dev/replica-type"]
@@ -105,7 +105,7 @@ def scheduled_jobs(draw: st.DrawFn) -> dict[str, Any]:
 def test_podgroup_min_member_matches_the_first_release(job: dict[str, Any]) -> None:
     manifests = _manifests(job)
     groups = [m for m in manifests if m["kind"] == "PodGroup"]
-    pods = [m for m in manifests if m["kind"] == "Pod"]
+    pods = pods_of(manifests)
     record = next(m for m in manifests if m["apiVersion"] == "flatjob.dev/v1beta1")
     if not pods:
         return

@@ -26,7 +26,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from manifestkit import CORE_GROUPS, name_problems, objects_of, record_problems
+from manifestkit import CORE_GROUPS, name_problems, objects_of, pods_of, record_problems
 from strategies import GPU, job_yaml, pod_weights, pytorch_jobs
 
 from flatjob.compiler import kube
@@ -55,7 +55,7 @@ class Compiled:
 
     @property
     def pods(self) -> list[dict[str, Any]]:
-        return self.of_kind("Pod")
+        return pods_of(self.objects)
 
 
 def compile_text(text: str) -> dict[str, str]:
@@ -329,7 +329,7 @@ def test_bytes_do_not_depend_on_the_hash_seed(
     first = compile_in_subprocess(root / "jobs.yaml", root / "out-a", "0")
     second = compile_in_subprocess(root / "jobs.yaml", root / "out-b", "12345")
     assert first == second
-    assert sum(rel.endswith("pods.yaml") for rel in first) >= 1
+    assert sum(rel.endswith("podtemplates.yaml") for rel in first) >= 1
 
 
 # --- the elastic seat order --------------------------------------------------------------

@@ -25,7 +25,7 @@ from typing import Any
 import yaml
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-from manifestkit import objects_of, secret_problems
+from manifestkit import objects_of, pods_of, secret_problems
 from scriptkit import API, compile_job
 from strategies import env_names, images, job_names, namespaces, scalars
 
@@ -198,7 +198,7 @@ def to_new_shape(
 
 
 def worker_addresses(objects: list[dict[str, Any]], job: str) -> list[str]:
-    pods = [o for o in objects if o["kind"] == "Pod" and o["metadata"]["name"] != f"{job}-launcher"]
+    pods = [p for p in pods_of(objects) if p["metadata"]["name"] != f"{job}-launcher"]
     pods.sort(key=lambda p: int(p["metadata"]["labels"]["flatjob.dev/replica-index"]))
     return [f"{p['spec']['hostname']}.{p['spec']['subdomain']}" for p in pods]
 
@@ -281,7 +281,7 @@ def test_no_private_key_and_every_pod_mounts_the_ssh_secret(job: dict[str, Any])
         job["metadata"].get("annotations", {}).get("flatjob.dev/ssh-secret")
         or f"{job['metadata']['name']}-ssh"
     )
-    for pod in (o for o in c.objects if o["kind"] == "Pod"):
+    for pod in pods_of(c.objects):
         (vol,) = [v for v in pod["spec"]["volumes"] if v["name"] == "flatjob-ssh"]
         sources = vol["projected"]["sources"]
         assert sources[0]["secret"]["name"] == secret

@@ -28,7 +28,8 @@ def _options(f: Any) -> Any:
         click.option("--scheduler", type=click.Choice(_SCHEDULERS), default="auto", show_default=True, help="auto: T9k Scheduler when spec.scheduler.t9kScheduler is set; kueue: Kueue labels; default: kube-scheduler."),
         click.option("--kueue-queue", default=None, help="Kueue LocalQueue for --scheduler kueue (default: the T9k queue name)."),
         click.option("--runtime-image", default=None, help="Image of the per-job runtime (default ghcr.io/flatjob/flatjob:<version>)."),
-        click.option("--no-flux-annotations", is_flag=True, help="Do not annotate pods with kustomize.toolkit.fluxcd.io/ssa: IfNotPresent."),
+        # Accepted and ignored since pods left git (PodTemplates need no Flux annotation), so scripts keep working.
+        click.option("--no-flux-annotations", is_flag=True, hidden=True),
     ]
     for d in reversed(decorators):
         f = d(f)
@@ -36,7 +37,7 @@ def _options(f: Any) -> Any:
 
 
 def _build_options(namespace: str | None, cluster_domain: str, scheduler: str, kueue_queue: str | None, runtime_image: str | None, no_flux_annotations: bool) -> CompileOptions:
-    kw: dict[str, Any] = {"namespace": namespace, "cluster_domain": cluster_domain, "scheduler": scheduler, "kueue_queue": kueue_queue, "flux": not no_flux_annotations}
+    kw: dict[str, Any] = {"namespace": namespace, "cluster_domain": cluster_domain, "scheduler": scheduler, "kueue_queue": kueue_queue}
     if runtime_image:
         kw["runtime_image"] = runtime_image
     return CompileOptions(**kw)

@@ -7,7 +7,7 @@ from typing import Any
 
 from ..plan import JobPlan
 from .configmap import render_configmap
-from .pod import render_pods
+from .pod import render_pod_templates
 from .podgroup import render_podgroup
 from .record import render_record
 from .runtime import render_runtime
@@ -22,7 +22,7 @@ JOB_FILES: tuple[tuple[str, Renderer], ...] = (
     ("service.yaml", render_service),
     ("config.yaml", render_configmap),
     ("podgroup.yaml", render_podgroup),
-    ("pods.yaml", render_pods),
+    ("podtemplates.yaml", render_pod_templates),
     ("tensorboard.yaml", render_tensorboard),
     ("runtime.yaml", render_runtime),
 )

@@ -1,7 +1,9 @@
-"""Render one Pod per PodPlan: the user's template plus flatjob's identity, env and gate.
+"""Render one PodTemplate per PodPlan: the pod that will run, exactly, for git to hold.
 
-Every pod is created gated (spec.schedulingGates) and with restartPolicy Never: the runtime
-releases it when its gang is complete and restarts it itself (DESIGN §4).
+Its `template` is the user's template plus flatjob's identity, env and gate; the runtime
+creates the pod from it verbatim (adding only its own annotations and an ownerReference),
+gated (spec.schedulingGates), with restartPolicy Never: the runtime releases the gang when
+it is complete and restarts pods itself (docs/architecture.md §4).
 """
 
 from __future__ import annotations
@@ -137,7 +139,7 @@ class _JobShared:
 
 
 def render_pod(plan: JobPlan, pod: PodPlan, shared: _JobShared | None = None) -> dict[str, Any]:
-    """The Pod manifest for one planned pod."""
+    """The Pod one planned pod runs as (the `template` of its PodTemplate)."""
     shared = shared or _JobShared(plan)
     tmeta = pod.template.get("metadata") or {}
     spec = dict(pod.template.get("spec") or {})
@@ -167,17 +169,49 @@ def render_pod(plan: JobPlan, pod: PodPlan, shared: _JobShared | None = None) ->
         "spec": spec,
     }
     annotations = {**(tmeta.get("annotations") or {}), **sched.annotations}
-    if plan.options.flux:
-        annotations[keys.FLUX_SSA] = keys.FLUX_SSA_IF_NOT_PRESENT
-    annotations[keys.ARGOCD_IGNORE_HEALTHCHECK] = "true"
     annotations[keys.SPEC_HASH] = spec_hash(manifest)
     manifest["metadata"]["annotations"] = annotations
     return manifest
 
 
-def render_pods(plan: JobPlan) -> list[dict[str, Any]]:
-    """Every pod of the job, in rank order (paused jobs render none: see docs/architecture.md)."""
-    if plan.run_mode == "pause":
-        return []
+def _runtime_facts(pod: PodPlan) -> dict[str, str]:
+    """What the runtime reads off a PodTemplate besides the pod (see compiler.keys)."""
+    facts = {keys.RANK: str(pod.rank), keys.WAVE: str(pod.wave)}
+    if pod.seat is not None:
+        facts[keys.SEAT] = str(pod.seat)
+    container = _container_name(pod)
+    if container is not None:
+        facts[keys.TRAINING_CONTAINER] = container
+    return facts
+
+
+def _container_name(pod: PodPlan) -> str | None:
+    containers = (pod.template.get("spec") or {}).get("containers") or []
+    if pod.container is None or pod.container >= len(containers):
+        return None
+    return containers[pod.container].get("name")
+
+
+def render_pod_template(plan: JobPlan, pod: PodPlan, shared: _JobShared | None = None) -> dict[str, Any]:
+    """The PodTemplate git holds for one planned pod, named as the pod."""
+    body = render_pod(plan, pod, shared)
+    meta = body["metadata"]
+    return {
+        "apiVersion": "v1",
+        "kind": "PodTemplate",
+        "metadata": metadata(plan, pod.name, dict(meta["labels"]), _runtime_facts(pod)),
+        "template": {"metadata": {"labels": meta["labels"], "annotations": meta["annotations"]}, "spec": body["spec"]},
+    }
+
+
+def render_pod_templates(plan: JobPlan) -> list[dict[str, Any]]:
+    """Every pod of the job as a PodTemplate, in rank order (paused jobs too: the runtime
+    deletes a paused job's pods and creates them again on resume)."""
     shared = _JobShared(plan)
-    return [render_pod(plan, pod, shared) for pod in plan.pods]
+    return [render_pod_template(plan, pod, shared) for pod in plan.pods]
+
+
+def pod_templates_digest(plan: JobPlan) -> str:
+    """`<count>:<digest of the pod names>`: the set of PodTemplates a record revision renders."""
+    names = "\n".join(p.name for p in plan.pods)
+    return f"{len(plan.pods)}:{hashlib.sha256(names.encode()).hexdigest()[:16]}"

@@ -1,8 +1,8 @@
 """The in-cluster job record: the canonical job under flatjob.dev, read by the runtime and users.
 
 Its spec is the normalized, fully defaulted T9k spec (no CRD defaults, so no GitOps drift);
-annotations carry the flatjob version and non-default compile options, so the runtime can
-re-render exactly what git holds and refuse a record from another version.
+annotations carry the flatjob version (the runtime refuses a record from another version),
+non-default compile options, and the set of PodTemplates this revision renders.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from .. import keys
 from ..plan import JobPlan
 from ..version import __version__
 from .meta import common_labels, metadata
+from .pod import pod_templates_digest
 
 PLURALS = {
     "GenericJob": "genericjobs",
@@ -32,7 +33,7 @@ def render_record(plan: JobPlan) -> list[dict[str, Any]]:
     """The job record manifest."""
     job = plan.job
     labels = {**job.metadata.labels, **common_labels(plan, "job")}
-    annotations = {**job.metadata.annotations, keys.VERSION: __version__, keys.RUN_MODE: plan.run_mode}
+    annotations = {**job.metadata.annotations, keys.VERSION: __version__, keys.RUN_MODE: plan.run_mode, keys.POD_TEMPLATES: pod_templates_digest(plan)}
     recorded = plan.options.recorded()
     if recorded:
         annotations[keys.OPTIONS] = recorded

@@ -35,21 +35,24 @@ def rbac_rules(plan: JobPlan) -> list[dict[str, Any]]:
     """Exactly what the runtime calls, per the runtime's kube module (pinned by a test)."""
     job, plural = plan.name, PLURALS[plan.kind]
     rules = [
-        # Watch the job's pods; release (patch gates), restart (delete + create) them.
-        _rule([""], ["pods"], ["get", "list", "watch", "create", "delete", "patch"]),
+        # Read the job's PodTemplates (git holds them); the runtime never changes them.
+        _rule([""], ["podtemplates"], ["get", "list", "watch"]),
+        # Create the job's pods from them, release (patch gates), restart and clean up (delete).
+        _rule([""], ["pods"], ["list", "watch", "create", "delete", "patch"]),
         # Read its own record (list/watch are narrowed with a metadata.name field selector).
         _rule([keys.RECORD_GROUP], [plural], ["get", "list", "watch"], [job]),
         _rule([keys.RECORD_GROUP], [f"{plural}/status"], ["get", "update", "patch"], [job]),
         # Events on every transition.
-        _rule(["", "events.k8s.io"], ["events"], ["create", "patch"]),
+        _rule([""], ["events"], ["create"]),
         # Leader election: one runtime acts at a time during a rollout.
         _rule(["coordination.k8s.io"], ["leases"], ["create"]),
         _rule(["coordination.k8s.io"], ["leases"], ["get", "update"], [runtime_name(job)]),
     ]
     if plan.kind in SSH_KINDS and plan.ssh_secret:
-        rules += [_rule([""], ["secrets"], ["create"]), _rule([""], ["secrets"], ["get"], [plan.ssh_secret])]
+        # Watched by name (a metadata.name field selector), so a deleted Secret is noticed.
+        rules += [_rule([""], ["secrets"], ["create"]), _rule([""], ["secrets"], ["get", "list", "watch"], [plan.ssh_secret])]
     if plan.min_member and _uses_podgroup(plan):
-        rules.append(_rule(["scheduler.tensorstack.dev"], ["podgroups"], ["get"], [job]))
+        rules.append(_rule(["scheduler.tensorstack.dev"], ["podgroups"], ["get", "list", "watch"], [job]))
     return rules
 
 

@@ -132,7 +132,8 @@ def compile_local(path: str, overlays: tuple[str, ...] = (), replicas: Mapping[s
     if plan.run_mode == "pause":
         raise Unsupported(f"{compiled.kind} {compiled.name} is paused (spec.runMode.pause): it renders no pods to run")
     record = _documents(compiled.files["job.yaml"])[0]
-    pods = tuple(_documents(compiled.files["pods.yaml"])) if "pods.yaml" in compiled.files else ()
+    templates = _documents(compiled.files["podtemplates.yaml"]) if "podtemplates.yaml" in compiled.files else []
+    pods = tuple({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": t["metadata"]["name"], **t["template"]["metadata"]}, "spec": t["template"]["spec"]} for t in templates)
     if not pods:
         raise Unsupported(f"{compiled.kind} {compiled.name} has no pods to run")
     return LocalJob(plan, record, pods, dict(plan.files))
