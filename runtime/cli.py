@@ -64,8 +64,9 @@ def runtime_command(kind: str, name: str, namespace: str, identity: str | None, 
     from .server import Health, serve
 
     logs.setup(log_level)
-    cluster = KubeCluster()
-    controller = Controller(cluster, namespace, kind, name, identity=identity or os.uname().nodename)
+    identity = identity or os.uname().nodename
+    cluster = KubeCluster(identity=identity)  # the pod's name in the API server's audit log
+    controller = Controller(cluster, namespace, kind, name, identity=identity)
     deadline = 2 * cluster.timeouts.watch_read  # one missed bookmark and a reconnect, then /healthz fails
     health = Health(lambda: controller.healthy(deadline))
     serve(http_port, health, controller.metrics)
@@ -81,8 +82,7 @@ def runtime_command(kind: str, name: str, namespace: str, identity: str | None, 
         run_loop(controller, stop, cluster.notify, health)
     finally:
         controller.release_lease()
-        controller.pods.close()
-        controller.records.close()
+        controller.close()
     sys.exit(0)
 
 
