@@ -38,7 +38,8 @@ def pod_body(name: str = "j-worker-0", gates: tuple[str, ...] = (GATE,), job: st
 
 
 def record_body(expected: int | None = 2) -> dict[str, Any]:
-    spec: dict[str, Any] = {"replicaSpecs": []}
+    worker = {"type": "worker", "replicas": 1, "template": {"spec": {"containers": [{"name": "c", "image": "busybox"}]}}}
+    spec: dict[str, Any] = {"replicaSpecs": [worker]}
     if expected is not None:
         spec["elastic"] = {"enabled": True, "minReplicas": 1, "maxReplicas": 4, "expectedReplicas": expected}
     return {"apiVersion": "flatjob.dev/v1beta1", "kind": "PyTorchTrainingJob", "metadata": {"name": "j", "namespace": NS}, "spec": spec}
@@ -105,7 +106,7 @@ def test_a_spec_change_bumps_generation_and_keeps_status(cluster: FakeCluster) -
     same = cluster.apply_record(NS, PLURAL, record_body())
     assert same["metadata"]["generation"] == 1  # nothing changed: no new generation
     edited = record_body()
-    edited["spec"]["replicaSpecs"] = [{"type": "worker"}]
+    edited["spec"]["replicaSpecs"][0]["replicas"] = 2
     after = cluster.apply_record(NS, PLURAL, edited)
     assert after["metadata"]["generation"] == 2
     assert after["status"] == {"phase": "Running"}
@@ -183,9 +184,10 @@ def test_patch_test_passes_then_applies(cluster: FakeCluster) -> None:
         {"op": "remove", "path": "/spec/schedulingGates/5"},
         {"op": "replace", "path": "/metadata/labels/absent", "value": "x"},
         {"op": "add", "path": "/spec/schedulingGates/x", "value": {"name": "g"}},
-        {"op": "move", "path": "/metadata/name", "from": "/metadata/uid"},
+        {"op": "frobnicate", "path": "/metadata/name"},
+        {"op": "move", "path": "/metadata/labels/x", "from": "/metadata/labels/absent"},
     ],
-    ids=["test-missing", "remove-missing", "add-under-missing-parent", "remove-beyond-list", "replace-missing", "bad-index", "unsupported-op"],
+    ids=["test-missing", "remove-missing", "add-under-missing-parent", "remove-beyond-list", "replace-missing", "bad-index", "unsupported-op", "move-missing"],
 )
 def test_a_patch_that_cannot_apply_is_422(cluster: FakeCluster, op: dict[str, Any]) -> None:
     cluster.create_pod(NS, pod_body())
@@ -221,11 +223,11 @@ def test_scheduling_gates_can_never_be_added(cluster: FakeCluster, gates: tuple[
 @pytest.mark.parametrize(
     "op",
     [
-        {"op": "replace", "path": "/spec/containers/0/image", "value": "busybox:2"},
         {"op": "add", "path": "/spec/nodeName", "value": "n1"},
-        {"op": "remove", "path": "/spec/containers/0/name"},
+        {"op": "replace", "path": "/spec/containers/0/name", "value": "d"},
+        {"op": "add", "path": "/spec/containers/0/args", "value": ["x"]},
     ],
-    ids=["image", "node-name", "container-name"],
+    ids=["node-name", "container-name", "args"],
 )
 def test_other_pod_spec_changes_are_422(cluster: FakeCluster, op: dict[str, Any]) -> None:
     cluster.create_pod(NS, pod_body())
@@ -243,7 +245,7 @@ def test_a_created_pod_gets_uid_and_pending_status(cluster: FakeCluster) -> None
     first = cluster.create_pod(NS, pod_body())
     cluster.delete_pod(NS, "j-worker-0", None)
     second = cluster.create_pod(NS, pod_body())
-    assert first["status"] == {"phase": "Pending"}
+    assert (first["status"]["phase"], first["status"]["qosClass"]) == ("Pending", "BestEffort")
     assert first["metadata"]["uid"] != second["metadata"]["uid"]
 
 
@@ -251,6 +253,7 @@ def test_a_created_pod_gets_uid_and_pending_status(cluster: FakeCluster) -> None
 
 def test_a_running_pod_is_deleted_gracefully(cluster: FakeCluster) -> None:
     cluster.create_pod(NS, pod_body(gates=()))
+    cluster.bind_pod(NS, "j-worker-0", "node-1")
     cluster.set_pod_status(NS, "j-worker-0", {"phase": "Running"})
     watch = cluster.watch_pods(NS, SELECTOR, str(cluster.rv))
     cluster.delete_pod(NS, "j-worker-0", None)
@@ -324,13 +327,13 @@ def test_410_after_history_overflow() -> None:
     slow = cluster.watch_pods(NS, SELECTOR, str(cluster.rv))
     keeping_up = cluster.watch_pods(NS, SELECTOR, str(cluster.rv))
     for i in range(12):
-        cluster.set_pod_status(NS, "j-worker-0", {"phase": "Running", "n": i})
+        cluster.set_pod_status(NS, "j-worker-0", {"phase": "Running", "message": str(i)})
         if i % 4 == 0:
             assert len(keeping_up.next_events()) >= 1
     with pytest.raises(Expired):
         slow.next_events()
     assert len(cluster.log) == 5
-    assert [o["status"]["n"] for _, o in keeping_up.next_events()] == [9, 10, 11]
+    assert [o["status"]["message"] for _, o in keeping_up.next_events()] == ["9", "10", "11"]
 
 
 # --- scale subresource ------------------------------------------------------------------------------
@@ -351,10 +354,11 @@ def test_scale_to_the_same_size_changes_nothing(cluster: FakeCluster) -> None:
     assert (after["metadata"]["generation"], cluster.rv) == (1, before)
 
 
-def test_scale_of_a_job_that_is_not_elastic_is_404(cluster: FakeCluster) -> None:
+def test_scale_of_a_job_that_is_not_elastic_writes_the_path(cluster: FakeCluster) -> None:
+    """ScaleREST reads a missing specReplicasPath as 0 and a write creates it (as kube-apiserver)."""
     cluster.apply_record(NS, PLURAL, record_body(expected=None))
-    with pytest.raises(NotFound):
-        cluster.scale_record(NS, PLURAL, "j", 3)
+    after = cluster.scale_record(NS, PLURAL, "j", 3)
+    assert after["spec"]["elastic"] == {"expectedReplicas": 3}
 
 
 # --- accounting and crash injection ------------------------------------------------------------------
