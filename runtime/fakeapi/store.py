@@ -200,7 +200,7 @@ class Store:
         fields = selectors.field_selector(field_selector, strategy.fields, strategy.field_labels, unsupported)
         return lambda obj: labels(obj["metadata"].get("labels") or {}) and fields(obj)
 
-    def list(self, res: Resource, namespace: str, label_selector: str | None = None, field_selector: str | None = None,
+    def list(self, res: Resource, namespace: str | None, label_selector: str | None = None, field_selector: str | None = None,
              limit: int = 0, cont: str | None = None) -> Obj:
         """A List object (items without apiVersion/kind for built-in kinds, as typed lists have)."""
         with self.lock:
@@ -212,7 +212,7 @@ class Store:
                     raise expired(EXPIRED_CONTINUE)
             else:
                 rv, start = self.rv, ""
-                everything = {n: o for (r, ns, n), o in self.objects.items() if r == res.key and ns == namespace}
+                everything = {(n if namespace is not None else f"{ns}/{n}"): o for (r, ns, n), o in self.objects.items() if r == res.key and namespace in (None, ns)}
             names = sorted(n for n in everything if n > start)
             items, rest = [], []
             for i, name in enumerate(names):
@@ -227,7 +227,8 @@ class Store:
                 self._snapshots[(res.key, namespace, rv)] = everything
                 while len(self._snapshots) > 32:
                     self._snapshots.popitem(last=False)
-                token = {"v": "meta.k8s.io/v1", "rv": rv, "start": items[-1]["metadata"]["name"] + "\x00" if items else start}
+                last = names[names.index(rest[0]) - 1] if names.index(rest[0]) else start
+                token = {"v": "meta.k8s.io/v1", "rv": rv, "start": last + "\x00"}
                 meta["continue"] = base64.urlsafe_b64encode(compact_json(token)).decode().rstrip("=")
                 if not label_selector and not field_selector:
                     meta["remainingItemCount"] = len(rest)
@@ -236,7 +237,7 @@ class Store:
                 shown = [{k: v for k, v in o.items() if k not in ("apiVersion", "kind")} for o in shown]
             return {"kind": res.list_kind, "apiVersion": res.api_version, "metadata": meta, "items": shown}
 
-    def watch(self, res: Resource, namespace: str, label_selector: str | None = None, field_selector: str | None = None,
+    def watch(self, res: Resource, namespace: str | None, label_selector: str | None = None, field_selector: str | None = None,
               resource_version: str | None = None, bookmarks: bool = False, send_initial: bool = False) -> Watch:
         """A watch from `resource_version` (unset or "0": the current state first)."""
         with self.lock:

@@ -59,7 +59,7 @@ def bookmark(res: Resource, rv: int, initial_end: bool = False) -> Obj:
 class Watch:
     """One watch: a cursor into the store's log, the initial events, and bookmark requests."""
 
-    def __init__(self, store: Store, res: Resource, namespace: str, match: Callable[[Obj], bool], since: int | None,
+    def __init__(self, store: Store, res: Resource, namespace: str | None, match: Callable[[Obj], bool], since: int | None,
                  bookmarks: bool = False, initial_end: bool = False):
         self.store, self.res, self.namespace, self.match = store, res, namespace, match
         self.bookmarks = bookmarks
@@ -69,10 +69,11 @@ class Watch:
         self.failed = False  # an ERROR event was sent; the stream ends
         self.bookmark_wanted = 0  # a BOOKMARK is owed once the cursor reaches this resourceVersion
         self.bookmark_sent = 0
+        self.bookmark_now = False  # a periodic bookmark is due, whatever was sent before
         with store.lock:
             if since is None:  # unset or "0": the current state, then what follows
                 for (r, ns, _), obj in sorted(store.objects.items()):
-                    if r == res.key and ns == namespace and match(obj):
+                    if r == res.key and namespace in (None, ns) and match(obj):
                         self.pending.append(("ADDED", store.out(res, obj)))
                 self.cursor = store.rv
                 if initial_end:
@@ -104,21 +105,23 @@ class Watch:
             exc = expired(f"too old resource version: {self.cursor} ({self.store.compacted})")
             return [*out, ("ERROR", body_of(exc))]
         for change in self.store.changes_since(self.cursor):
-            if change.key == self.res.key and change.namespace == self.namespace:
+            if change.key == self.res.key and self.namespace in (None, change.namespace):
                 event = self._convert(change)
                 if event is not None:
                     out.append(event)
         self.cursor = max(self.cursor, self.store.rv)
-        if self.bookmarks and self.bookmark_wanted and self.cursor >= self.bookmark_wanted > self.bookmark_sent:
+        due = self.bookmark_wanted and self.cursor >= self.bookmark_wanted > self.bookmark_sent
+        if self.bookmarks and (due or self.bookmark_now):
             out.append(("BOOKMARK", bookmark(self.res, self.cursor)))
             self.bookmark_sent = self.cursor
+        self.bookmark_now = False
         return out
 
     def ready(self) -> bool:
         """Whether drain() has something (called under the lock)."""
         if self.pending or self.cursor < self.store.compacted or self.cursor < self.store.rv:
             return True
-        return bool(self.bookmarks and self.bookmark_wanted > self.bookmark_sent)
+        return bool(self.bookmarks and (self.bookmark_wanted > self.bookmark_sent or self.bookmark_now))
 
     def too_large(self) -> Obj | None:
         """The 504 Status for a resourceVersion the store has not reached (after waiting)."""
