@@ -5,8 +5,9 @@ User-Agent's product token: staging/src/k8s.io/apiserver/pkg/endpoints/handlers/
 managerOrUserAgent), an `operation: Update` entry whose `fieldsV1` lists the fields it set, in
 structured-merge-diff's encoding: `f:<field>` for fields, `k:{...}` for items of lists keyed by
 their `+listMapKey`s, `v:<value>` for set items, and `.` for a map or list item owned as a whole.
-A writer takes over the fields it changed from the other managers (fieldmanager/internal/
-managedfieldsupdater.go).  What is not emulated: apply (`operation: Apply`), conflicts, and
+A writer takes over the fields it changed from the other managers, and fields a write removes
+are nobody's any more (fieldmanager/internal/managedfieldsupdater.go); a manager left owning
+nothing has no entry.  What is not emulated: apply (`operation: Apply`), conflicts, and
 ownership of fields an admission plugin adds.
 """
 
@@ -101,8 +102,9 @@ def record(old: Obj | None, new: Obj, manager: str, subresource: str, now: str, 
     before = leaves(old, subresource) if old is not None else {}
     after = leaves(new, subresource)
     changed = {p for p, v in after.items() if p not in before or before[p] != v}
+    removed = set(before) - set(after)
     entries = [dict(e) for e in ((old or {}).get("metadata") or {}).get("managedFields") or []]
-    if not changed:
+    if not changed and not removed:
         return entries
     mine = None
     kept = []
@@ -111,11 +113,12 @@ def record(old: Obj | None, new: Obj, manager: str, subresource: str, now: str, 
         if same:
             mine = entry
             continue
-        owned = _paths(entry.get("fieldsV1") or {}) - changed
+        owned = _paths(entry.get("fieldsV1") or {}) - changed - removed
         if owned:
             kept.append({**entry, "fieldsV1": fieldset(owned)})
-    owned = (_paths(mine.get("fieldsV1") or {}) if mine else set()) | changed
-    owned = {p for p in owned if p in after or p[-1] == "."}
+    owned = ((_paths(mine.get("fieldsV1") or {}) if mine else set()) | changed) - removed
+    if not owned:
+        return kept
     entry = {"manager": manager, "operation": "Update", "apiVersion": api_version, "time": now, "fieldsType": "FieldsV1", "fieldsV1": fieldset(owned)}
     if subresource:
         entry["subresource"] = subresource

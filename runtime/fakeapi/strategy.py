@@ -8,6 +8,7 @@ registry's (generic/registry/store.go, rest/create.go, rest/update.go), and each
 
 from __future__ import annotations
 
+import copy
 import random
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -75,7 +76,7 @@ class Strategy:
         """PrepareForUpdate of the status subresource: only status changes."""
         status = obj.get("status")
         obj.clear()
-        obj.update({k: v for k, v in old.items() if k != "status"})
+        obj.update(copy.deepcopy({k: v for k, v in old.items() if k != "status"}))  # stored objects are never shared
         if status is not None:
             obj["status"] = status
 
