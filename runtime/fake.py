@@ -298,7 +298,7 @@ class FakeCluster:
 
     def pods(self, namespace: str = "default") -> dict[str, Obj]:
         """The stored pods by name (the store's own objects: read them, never change them)."""
-        return {name: o for (r, ns, name), o in self.store.objects.items() if r == "pods" and ns == namespace}
+        return {name: o for (_, _, name), o in self.store.of("pods", namespace)}
 
     def record(self, namespace: str, plural: str, name: str) -> Obj:
         return copy.deepcopy(self.store.get(kinds.record(plural), namespace, name))

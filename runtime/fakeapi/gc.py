@@ -37,10 +37,7 @@ def _exists(store: Store, namespace: str, ref: Obj) -> bool:
 
 
 def _dependents(store: Store, namespace: str, uid: str) -> list[tuple[tuple[str, str, str], Obj]]:
-    return [
-        (key, obj) for key, obj in sorted(store.objects.items())
-        if key[1] == namespace and any(r.get("uid") == uid for r in obj["metadata"].get("ownerReferences") or [])
-    ]
+    return [(key, store.objects[key]) for key in sorted(store.dependents.get(uid, ())) if key[1] == namespace and key in store.objects]
 
 
 def _strip(store: Store, key: tuple[str, str, str], obj: Obj, drop: set[str]) -> None:

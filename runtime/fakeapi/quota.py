@@ -139,7 +139,7 @@ def _constraints(pod: Obj, required: list[str]) -> str | None:
 
 
 def quotas(store: Store, namespace: str) -> list[Obj]:
-    return [o for (r, ns, _), o in sorted(store.objects.items()) if r == QUOTAS and ns == namespace]
+    return [o for _, o in store.of(QUOTAS, namespace)]
 
 
 def admit(store: Store, pod: Obj) -> None:
@@ -169,9 +169,8 @@ def used_by(store: Store, namespace: str, hard: Mapping[str, Any]) -> dict[str, 
     """What the quota controller reports: the usage of every pod, masked to `hard`, zeros kept."""
     now = store.clock()
     total: ResourceList = {}
-    for (r, ns, _), pod in sorted(store.objects.items()):
-        if r == "pods" and ns == namespace:
-            total = _add(total, usage(pod, now))
+    for _, pod in store.of("pods", namespace):
+        total = _add(total, usage(pod, now))
     return {k: str(total[k]) if k in total else "0" for k in hard}
 
 

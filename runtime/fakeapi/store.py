@@ -121,6 +121,8 @@ class Store:
         self.listeners: list[Callable[[Change], None]] = []
         self._snapshots: OrderedDict[tuple[str, str, int], dict[str, Obj]] = OrderedDict()
         self.watches: weakref.WeakSet[Watch] = weakref.WeakSet()
+        self.keys_of: dict[str, set[Key]] = {}  # resource key -> the keys of its objects
+        self.dependents: dict[str, set[Key]] = {}  # owner uid -> the keys of objects naming it
 
     # --- bookkeeping ------------------------------------------------------------------------------
     def context(self) -> Context:
@@ -142,6 +144,24 @@ class Store:
         self.changed.notify_all()
         return change
 
+    def _index(self, key: Key, old: Obj | None, new: Obj | None) -> None:
+        """Keep the indexes by resource and by owner uid current."""
+        if new is None:
+            self.keys_of.get(key[0], set()).discard(key)
+        else:
+            self.keys_of.setdefault(key[0], set()).add(key)
+        before = {r.get("uid") for r in (old or {}).get("metadata", {}).get("ownerReferences") or []}
+        after = {r.get("uid") for r in (new or {}).get("metadata", {}).get("ownerReferences") or []}
+        for uid in before - after:
+            self.dependents.get(uid, set()).discard(key)
+        for uid in after - before:
+            self.dependents.setdefault(uid, set()).add(key)
+
+    def of(self, resource_key: str, namespace: str | None = None) -> list[tuple[Key, Obj]]:
+        """The objects of one resource (in one namespace), sorted by key."""
+        keys = sorted(k for k in self.keys_of.get(resource_key, ()) if namespace in (None, k[1]))
+        return [(k, self.objects[k]) for k in keys]
+
     def compact(self) -> None:
         """Forget the whole event history: watches from before now get 410."""
         with self.lock:
@@ -162,12 +182,14 @@ class Store:
             raise etcd_too_large()
         self.rv += 1
         self.objects[key] = new
+        self._index(key, old, new)
         self._append(key, etype, new, old)
         res.strategy.after_write(old, new, ctx)
         return new
 
     def _remove(self, res: Resource, key: Key, ctx: Context) -> Obj:
         old = self.objects.pop(key)
+        self._index(key, old, None)
         self.rv += 1
         last = {**old, "metadata": {**old["metadata"], "resourceVersion": str(self.rv)}}
         self._append(key, "DELETED", last, old)
@@ -212,7 +234,7 @@ class Store:
                     raise expired(EXPIRED_CONTINUE)
             else:
                 rv, start = self.rv, ""
-                everything = {(n if namespace is not None else f"{ns}/{n}"): o for (r, ns, n), o in self.objects.items() if r == res.key and namespace in (None, ns)}
+                everything = {(n if namespace is not None else f"{ns}/{n}"): o for (_, ns, n), o in self.of(res.key, namespace)}
             names = sorted(n for n in everything if n > start)
             items, rest = [], []
             for i, name in enumerate(names):

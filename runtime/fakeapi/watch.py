@@ -72,8 +72,8 @@ class Watch:
         self.bookmark_now = False  # a periodic bookmark is due, whatever was sent before
         with store.lock:
             if since is None:  # unset or "0": the current state, then what follows
-                for (r, ns, _), obj in sorted(store.objects.items()):
-                    if r == res.key and namespace in (None, ns) and match(obj):
+                for _, obj in store.of(res.key, namespace):
+                    if match(obj):
                         self.pending.append(("ADDED", store.out(res, obj)))
                 self.cursor = store.rv
                 if initial_end:

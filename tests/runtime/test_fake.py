@@ -17,6 +17,8 @@ import copy
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from flatjob.compiler import keys
 from flatjob.runtime.api import AlreadyExists, ApiError, Conflict, Expired, Invalid, NotFound
@@ -386,3 +388,62 @@ def test_api_errors_carry_status_and_reason() -> None:
     assert [(e.status, e.reason) for e in (NotFound(), Conflict(), AlreadyExists(), Expired(), Invalid(), ApiError())] == [
         (404, "NotFound"), (409, "Conflict"), (409, "AlreadyExists"), (410, "Expired"), (422, "Invalid"), (500, "InternalError"),
     ]
+
+
+# --- properties of the store, whatever the sequence of calls ----------------------------------------
+
+_NAMES = ("a", "b", "c")
+
+
+def _op(cluster: FakeCluster, op: tuple[str, str, int]) -> None:
+    """One call of a small alphabet of the calls tests, the kubelet and GitOps tools make."""
+    kind, name, n = op
+    pods = cluster.pods()
+    uid = pods[name]["metadata"]["uid"] if name in pods else "gone"
+    calls = {
+        "create": lambda: cluster.create_pod(NS, pod_body(name, gates=(GATE,) * (n % 2))),
+        "ungate": lambda: cluster.patch_pod(NS, name, ungate(uid)),
+        "label": lambda: cluster.patch_pod(NS, name, {"metadata": {"labels": {"n": str(n)}}}),
+        "bind": lambda: cluster.bind_pod(NS, name, "node"),
+        "run": lambda: cluster.set_pod_status(NS, name, {"phase": ("Running", "Succeeded", "Failed")[n % 3]}),
+        "delete": lambda: cluster.delete_pod(NS, name, uid if n % 2 else None),
+        "kill": lambda: cluster.set_pod_status(NS, name, {}, remove=True),
+        "record": lambda: cluster.apply_record(NS, PLURAL, record_body(expected=1 + n % 3)),
+        "scale": lambda: cluster.scale_record(NS, PLURAL, "j", n % 3),
+        "status": lambda: cluster.replace_record_status(NS, PLURAL, {**cluster.record(NS, PLURAL, "j"), "status": {"phase": str(n)}}),
+        "unrecord": lambda: cluster.delete_record(NS, PLURAL, "j"),
+        "secret": lambda: cluster.create_secret(NS, {"metadata": {"name": name, "ownerReferences": [{"apiVersion": "flatjob.dev/v1beta1", "kind": "PyTorchTrainingJob", "name": "j", "uid": cluster.objects.get(("records/pytorchtrainingjobs", NS, "j"), {"metadata": {"uid": "x"}})["metadata"]["uid"]}]}}),
+    }
+    calls[kind]()
+
+
+_OPS = st.tuples(st.sampled_from(["create", "ungate", "label", "bind", "run", "delete", "kill", "record", "scale", "status", "unrecord", "secret"]), st.sampled_from(_NAMES), st.integers(0, 5))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(_OPS, max_size=25))
+def test_the_store_keeps_its_invariants(ops: list[tuple[str, str, int]]) -> None:
+    """A refused call changes nothing; stored objects are never changed in place (the log and
+    list snapshots share them); resourceVersions grow; the indexes match the objects; replaying
+    a watch from the start rebuilds exactly the current pods."""
+    cluster = FakeCluster(lambda: 1_700_000_000.0)
+    logged: list[tuple[Any, dict[str, Any]]] = []
+    cluster.store.listeners.append(lambda change: logged.append((change, copy.deepcopy(change.obj))))
+    replay = cluster.watch_pods(NS, {}, "0")
+    for op in ops:
+        before, rv = copy.deepcopy(cluster.objects), cluster.rv
+        try:
+            _op(cluster, op)
+        except ApiError:
+            assert cluster.objects == before and cluster.rv == rv, op
+    assert all(change.obj == snapshot for change, snapshot in logged)
+    assert [c.rv for c, _ in logged] == sorted({c.rv for c, _ in logged})
+    for resource in {k[0] for k in cluster.objects} | set(cluster.store.keys_of):
+        assert cluster.store.keys_of.get(resource, set()) == {k for k in cluster.objects if k[0] == resource}
+    state: dict[str, Any] = {}
+    for etype, obj in replay.next_events():
+        if etype == "DELETED":
+            state.pop(obj["metadata"]["name"])
+        else:
+            state[obj["metadata"]["name"]] = obj
+    assert state == cluster.pods()
