@@ -16,6 +16,8 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from flatjob.compiler.overlay.jsonpatch import PatchError, pointer
+
 from .status import bad_request, unprocessable_patch
 
 _MISSING = object()
@@ -26,11 +28,10 @@ class _Failed(Exception):
 
 
 def _pointer(path: str) -> list[str]:
-    if path == "":
-        return []
-    if not path.startswith("/"):
-        raise _Failed(f"invalid path {path!r}")
-    return [p.replace("~1", "/").replace("~0", "~") for p in path[1:].split("/")]
+    try:
+        return pointer(path)
+    except PatchError as exc:
+        raise _Failed(str(exc)) from None
 
 
 def _parent(doc: Any, parts: list[str]) -> Any:
@@ -68,15 +69,22 @@ def _get(doc: Any, path: str) -> Any:
     return _child(_parent(doc, parts), parts[-1])
 
 
-def _add(doc: Any, path: str, value: Any) -> Any:
+def _put(doc: Any, path: str, value: Any, adding: bool) -> Any:
+    """`add` (inserts into lists, sets keys) or `replace` (the target must exist)."""
     parts = _pointer(path)
     if not parts:
         return value
     parent, key = _parent(doc, parts), parts[-1]
     if isinstance(parent, dict):
+        if not adding and key not in parent:
+            raise _Failed("doc is missing key")
         parent[key] = value
     elif isinstance(parent, list):
-        parent.insert(_index(parent, key, True), value)
+        at = _index(parent, key, adding)
+        if adding:
+            parent.insert(at, value)
+        else:
+            parent[at] = value
     else:
         raise _Failed("parent is not a container")
     return doc
@@ -94,22 +102,6 @@ def _remove(doc: Any, path: str) -> tuple[Any, Any]:
     if isinstance(parent, list):
         return doc, parent.pop(_index(parent, key, False))
     raise _Failed("parent is not a container")
-
-
-def _replace(doc: Any, path: str, value: Any) -> Any:
-    parts = _pointer(path)
-    if not parts:
-        return value
-    parent, key = _parent(doc, parts), parts[-1]
-    if isinstance(parent, dict):
-        if key not in parent:
-            raise _Failed("doc is missing key")
-        parent[key] = value
-    elif isinstance(parent, list):
-        parent[_index(parent, key, False)] = value
-    else:
-        raise _Failed("parent is not a container")
-    return doc
 
 
 def _test(doc: Any, path: str, value: Any) -> Any:
@@ -143,19 +135,19 @@ def json_patch(doc: Any, ops: Any) -> Any:
             if not isinstance(path, str):
                 raise _Failed("missing path")
             if kind == "add":
-                out = _add(out, path, copy.deepcopy(op.get("value")))
+                out = _put(out, path, copy.deepcopy(op.get("value")), adding=True)
             elif kind == "remove":
                 out, _ = _remove(out, path)
             elif kind == "replace":
-                out = _replace(out, path, copy.deepcopy(op.get("value")))
+                out = _put(out, path, copy.deepcopy(op.get("value")), adding=False)
             elif kind == "move":
                 out, value = _remove(out, str(op.get("from")))
-                out = _add(out, path, value)
+                out = _put(out, path, value, adding=True)
             elif kind == "copy":
                 value = _get(out, str(op.get("from")))
                 if value is _MISSING:
                     raise _Failed("copy from a missing path")
-                out = _add(out, path, copy.deepcopy(value))
+                out = _put(out, path, copy.deepcopy(value), adding=True)
             elif kind == "test":
                 out = _test(out, path, op.get("value"))
             else:
