@@ -147,6 +147,8 @@ class FakeCluster:
         self.clock = clock
         self.calls: Counter[str] = Counter()
         self.crash_after: int | None = None
+        self.lock = self.store.lock  # a caller may put its own lock around the calls
+        self.store.listeners.append(lambda change: self._bump(change.key, change.type, change.obj))
 
     # --- the store's state ----------------------------------------------------------------------
     @property
@@ -161,9 +163,20 @@ class FakeCluster:
     def log(self) -> list[Any]:
         return self.store.log
 
+    @log.setter
+    def log(self, entries: list[Any]) -> None:
+        self.store.log = entries
+
     @property
-    def lock(self) -> Any:
-        return self.store.lock
+    def compacted(self) -> int:
+        return self.store.compacted
+
+    @compacted.setter
+    def compacted(self, rv: int) -> None:
+        self.store.compacted = rv
+
+    def _bump(self, resource: str, etype: str, obj: Obj) -> None:
+        """Called after every write (a hook for subclasses, e.g. to wake a runtime)."""
 
     def compact(self) -> None:
         """Forget the whole event history: every open watch gets 410 next time."""

@@ -38,8 +38,7 @@ import uuid
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..api import Obj
 from . import gc, managedfields, patches, selectors
@@ -87,9 +86,8 @@ EXPIRED_CONTINUE = (
 PATCH_TYPES = "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml"
 
 
-@dataclass(frozen=True)
-class Change:
-    """One entry of the event log."""
+class Change(NamedTuple):
+    """One entry of the event log (a tuple whose first item is the resourceVersion)."""
 
     rv: int
     key: str  # the resource's store key
