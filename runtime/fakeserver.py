@@ -13,7 +13,8 @@ refused meanwhile, every open connection dropped), drop_watches(), half_open_wat
 (sockets stay open, nothing more is ever sent), bookmark_all() (a BOOKMARK at the current
 resourceVersion on every watch that allows bookmarks, after all earlier events; returns that
 resourceVersion), `requests` (a Counter by (verb, resource)), `log` (one entry per request),
-`on_request` (a hook that may raise ConnectionAbort to drop a request unanswered),
+`on_request` (called with verb, resource, namespace, name and User-Agent; it may raise
+ConnectionAbort to drop the request unanswered),
 kubeconfig(path), api_client(), and close(), which leaves no thread behind.
 """
 
@@ -68,6 +69,7 @@ class Request:
     namespace: str | None
     name: str | None
     code: int
+    agent: str = ""  # the client's User-Agent (the runtime names its process there)
 
 
 @dataclass(eq=False)
@@ -163,9 +165,10 @@ class _Handler(BaseHTTPRequestHandler):
         if route.res is not None:
             resource = route.res.plural + (f".{route.res.group}" if route.res.group else "") + (f"/{route.subresource}" if route.subresource else "")
         code = 0
+        agent = self.headers.get("User-Agent") or ""
         try:
             if api.on_request is not None:
-                api.on_request(verb, resource, route.namespace, route.name)
+                api.on_request(verb, resource, route.namespace, route.name, agent)
             code = self._dispatch(method, verb, route, query)
         except ConnectionAbort:
             self.close_connection = True
@@ -175,7 +178,7 @@ class _Handler(BaseHTTPRequestHandler):
         except ApiError as exc:
             code = self._error(exc)
         finally:
-            api._record(Request(method, url.path, verb, resource, route.namespace, route.name, code))
+            api._record(Request(method, url.path, verb, resource, route.namespace, route.name, code, agent))
 
     def _dispatch(self, method: str, verb: str, route: _Route, query: dict[str, list[str]]) -> int:
         if route.text is not None:
@@ -416,7 +419,7 @@ class FakeApiServer:
     port: int = 0
     bookmark_every: float = BOOKMARK_EVERY
     default_watch_seconds: float = DEFAULT_WATCH_SECONDS
-    on_request: Callable[[str, str, str | None, str | None], None] | None = None
+    on_request: Callable[[str, str, str | None, str | None, str], None] | None = None  # verb, resource, namespace, name, User-Agent
     requests: Counter[tuple[str, str]] = field(default_factory=Counter)
     log: list[Request] = field(default_factory=list)
     half_open_new: bool = False  # new watches start half-open

@@ -101,7 +101,7 @@ def test_the_request_log_counts_verbs_by_resource(server, api) -> None:
 
 
 def test_a_hook_can_drop_a_request_unanswered(server, api) -> None:
-    def hook(verb, resource, namespace, name):
+    def hook(verb, resource, namespace, name, agent):
         if verb == "create":
             raise ConnectionAbort
 
