@@ -117,21 +117,56 @@ class TensorBoardLogPVC(T9kModel):
     sub_path: list[str] = Field(default_factory=list, description="Paths inside the PVC holding event files.")
 
 
+class SecretRef(T9kModel):
+    """A Secret in the job's namespace, by name."""
+
+    name: str = Field(description="Secret name.")
+
+
+class TensorBoardLogS3(T9kModel):
+    """T9k's S3 log source. Accepted for T9k compatibility; flatjob does not mount it (FJ321)."""
+
+    secret_ref: SecretRef | None = Field(None, description="Secret with the S3 endpoint and keys (T9k's layout).")
+    uri: list[str] = Field(default_factory=list, description="S3 object URIs of the logs.")
+
+
+class TensorBoardLogHTTP(T9kModel):
+    """T9k's HTTP log source. Accepted for T9k compatibility; flatjob does not mount it (FJ321)."""
+
+    url: list[str] = Field(default_factory=list, description="URLs of the log files.")
+
+
 class TensorBoardLogDir(T9kModel):
     """Where TensorBoard reads logs from."""
 
-    pvc: list[TensorBoardLogPVC] = Field(default_factory=list, description="PVCs with training logs.")
+    pvc: list[TensorBoardLogPVC] = Field(default_factory=list, description="PVCs with training logs; each is mounted read-only.")
+    s3: TensorBoardLogS3 | None = Field(None, description="S3 logs: not rendered by flatjob (lint warns, FJ321).")
+    http: TensorBoardLogHTTP | None = Field(None, description="HTTP logs: not rendered by flatjob (lint warns, FJ321).")
+
+
+class TensorBoardQueue(T9kModel):
+    """T9k Scheduler settings of the TensorBoard pod: its queue."""
+
+    queue: str = Field(description="Queue the TensorBoard pod waits in (label scheduler.tensorstack.dev/queue).")
+
+
+class TensorBoardScheduler(T9kModel):
+    """Which scheduler places the TensorBoard pod; unset means the default kube-scheduler."""
+
+    t9k_scheduler: TensorBoardQueue | None = Field(None, alias="t9kScheduler", description="Use T9k Scheduler with this queue.")
 
 
 class TensorBoardSpec(T9kModel):
-    """A TensorBoard shown next to the job, reading its logs from PVCs."""
+    """A TensorBoard shown next to the job: a Deployment and a Service reading its logs from PVCs."""
 
     image: str = Field(description="Image that runs tensorboard.")
     training_log_filesets: list[str] = Field(
-        default_factory=list, description="Deprecated log locations, each t9k://pvc/<pvc>/<path>."
+        default_factory=list, description="Deprecated log locations, each t9k://pvc/<pvc>/<path> (t9k://minio/... is not rendered, FJ321)."
     )
-    log_dir: TensorBoardLogDir | None = Field(None, description="Log locations on PVCs.")
+    log_dir: TensorBoardLogDir | None = Field(None, description="Log locations; PVCs are rendered.")
     resources: Resources | None = Field(None, description="Container resources (Kubernetes ResourceRequirements).")
+    suspend: bool = Field(False, description="Keep the TensorBoard's Service but run no pod (the Deployment has 0 replicas).")
+    scheduler: TensorBoardScheduler | None = Field(None, description="Scheduler choice for the TensorBoard pod; unset means kube-scheduler.")
 
 
 RestartPolicyName = Literal["Never", "OnFailure", "Always", "ExitCode"]

@@ -35,7 +35,7 @@ class TorchrunConfig(T9kModel):
 
     enabled: bool = Field(False, description="Rewrite the training container's command to torchrun <options> <args>.")
     max_restarts: NonNegInt = Field(0, description="torchrun --max-restarts: worker-group restarts inside a pod.")
-    proc_per_node: str = Field("1", description="torchrun --nproc-per-node: a number, or 'gpu' for the replica's GPU count.")
+    proc_per_node: str = Field("1", description="torchrun --nproc-per-node: a number; 'gpu' (the replica's GPU count); 'cpu' or 'auto' (passed on to torchrun).")
     rdzv_backend: Literal["c10d", "etcd", "etcd-v2"] = Field("c10d", description="Rendezvous backend: c10d (built in), etcd or etcd-v2 (user-provided).")
     extra_options: list[str] = Field(default_factory=list, description="More torchrun options, placed before the script.")
     min_nodes: int | None = Field(None, description="Deprecated and ignored (shown in one T9k example); use spec.elastic.", exclude=True)
