@@ -81,7 +81,7 @@ def test_builder_defaults_match_compiled_records(kind: str) -> None:
     ("spec", "scope", "launcher"),
     [
         pytest.param("torchrun", "pod", "torchrun", id="torchrun-is-pod-scoped"),
-        pytest.param("PyTorchTrainingJob", "group", None, id="plain-ddp-is-group-scoped"),
+        pytest.param("PyTorchTrainingJob", "pod", None, id="plain-ddp-restarts-replicas-by-their-own-policy"),
     ],
 )
 def test_pytorch_scope_follows_torchrun(spec: str, scope: str, launcher: str | None) -> None:
