@@ -65,6 +65,7 @@ _TABLE = [
     Code("FJ319", "etcd-endpoint", "rdzvBackend etcd or etcd-v2 without the etcd server's address in extraOptions."),
     Code("FJ320", "restart-ignored", "A ColossalAIJob restartPolicy: flatjob never restarts ColossalAI pods."),
     Code("FJ321", "tensorboard-source", "A TensorBoard log source flatjob does not mount (S3, HTTP, MinIO), or none at all."),
+    Code("FJ322", "immutable-field", "A field T9k makes immutable changed since the record in the output folder."),
     # Kubernetes pod template (strict schema of the pinned version)
     Code("FJ400", "k8s-unknown-field", "A field the pinned Kubernetes version does not know."),
     Code("FJ401", "k8s-wrong-type", "A Kubernetes field of the wrong type."),
