@@ -61,7 +61,7 @@ class PauseMode(T9kModel):
     """Pause mode: the job is kept but its pods are deleted (or not created)."""
 
     enabled: bool = Field(False, description="Whether the job is paused. May be toggled at any time.")
-    resume_specs: list[ResumeSpec] = Field(default_factory=list, description="How each type restarts on resume. Cannot be changed once set.")
+    resume_specs: list[ResumeSpec] = Field(default_factory=list, description="How each type restarts on resume. T9k: cannot be changed (compile warns, FJ322).")
 
 
 class RunMode(T9kModel):
@@ -87,9 +87,9 @@ class SchedulePolicy(T9kModel):
 class ElasticConfig(T9kModel):
     """Elastic training: the number of nodes may change between min and max while the job runs."""
 
-    enabled: bool = Field(False, description="Whether elastic mode is on (PyTorchTrainingJob: torchrun only).")
-    min_replicas: PosInt | None = Field(None, description="Fewest nodes the job runs with. Immutable.")
-    max_replicas: PosInt | None = Field(None, description="Most nodes the job runs with; pods are rendered up to this. Immutable.")
+    enabled: bool = Field(False, description="Whether elastic mode is on (PyTorchTrainingJob: only with torchrun; ignored without it, as T9k ignores it, FJ302).")
+    min_replicas: PosInt | None = Field(None, description="Fewest nodes the job runs with. T9k: cannot change once the job exists (compile warns, FJ322).")
+    max_replicas: PosInt | None = Field(None, description="Most nodes the job runs with; pods are rendered up to this. T9k: cannot change once the job exists (FJ322).")
     expected_replicas: PosInt | None = Field(None, description="Nodes wanted now; default maxReplicas. May be changed in git or by `kubectl scale`.")
 
 
@@ -97,9 +97,9 @@ class RunPolicy(T9kModel):
     """Run policy of PyTorchTrainingJob and DeepSpeedJob."""
 
     active_deadline_seconds: PosInt | None = Field(None, description="Seconds from job start after which the job fails.")
-    backoff_limit: NonNegInt = Field(3, description="Restarts allowed, summed over all replicas, before the job fails.")
+    backoff_limit: NonNegInt = Field(3, description="Restarts allowed, summed over all replicas, before the job fails (a DeepSpeed group restart counts once).")
     clean_up_policy: Literal["All", "Unfinished", "None"] = Field(
-        "Unfinished", description="Pods deleted after the job finishes: All, Unfinished (still running) or None."
+        "Unfinished", description="Pods deleted after the job finishes: All, Unfinished (still running) or None. T9k documents no default here; flatjob frees the GPUs of pods still running."
     )
 
 
@@ -176,4 +176,4 @@ class ReplicaRestartPolicy(T9kModel):
     """GenericJob/ColossalAIJob restart policy: what to do when a replica fails, and how often."""
 
     policy: Literal["Never", "OnFailure", "Always"] = Field("OnFailure", description="Never, OnFailure or Always.")
-    limit: NonNegInt = Field(0, description="Restarts allowed for this replica type.")
+    limit: NonNegInt = Field(0, description="Restarts allowed for each replica of this type (T9k: the maximum restarts of this replica).")

@@ -37,7 +37,7 @@ class GenericJobSpec(T9kModel):
     failure_rules: list[FinishRule] = Field(default_factory=list, description="The job fails when all replicas of any one rule failed for good.")
     service: ServiceOption | None = Field(None, description="Expose every replica as <job>-<type>-<rank> in the namespace; enables $(service...) variables.")
     clean_up_policy: Literal["All", "Unfinished", "None"] = Field(
-        "None", description="Pods deleted after the job finishes: None (default, T9k API reference: keep every pod), Unfinished (still running) or All."
+        "None", description="Pods deleted after the job finishes: None (keep every pod; T9k API reference's default), Unfinished (those still running) or All."
     )
     run_mode: RunMode | None = Field(None, description="Debug or pause mode.")
     scheduler: SchedulePolicy | None = Field(None, description="Scheduler choice; unset means kube-scheduler.")
