@@ -27,6 +27,7 @@ IMMUTABLE: tuple[tuple[tuple[str, ...], str], ...] = (
     (("elastic", "minReplicas"), "T9k does not allow elastic.minReplicas to change once the job exists"),
     (("elastic", "maxReplicas"), "T9k does not allow elastic.maxReplicas to change once the job exists"),
 )
+WATCHED = ("resumeSpecs", "minReplicas", "maxReplicas")  # a record without them cannot have changed them
 CONSEQUENCE = "flatjob applies it, and a running job starts a new attempt; to start afresh, rename the job"
 
 
@@ -64,10 +65,13 @@ def check_previous(root: Path, jobs: Iterable[Any]) -> list[Diagnostic]:
     found: list[Diagnostic] = []
     for job in jobs:
         try:
-            previous = _record((root / job.folder / RECORD_FILE).read_text(encoding="utf-8"))
+            before = (root / job.folder / RECORD_FILE).read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError):
             continue
-        current = _record(job.files.get(RECORD_FILE))
+        after = job.files.get(RECORD_FILE)
+        if before == after or not any(word in before for word in WATCHED):
+            continue  # the common case costs one read and one compare, no YAML parse
+        previous, current = _record(before), _record(after)
         if previous is None or current is None:
             continue
         changes = changed_fields(previous, current)
