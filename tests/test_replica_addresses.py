@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 from conftest import corpus_files
-from manifestkit import objects_of
+from manifestkit import compiled_objects, objects_of
 
 from flatjob.compiler.loader import Loaded, parse
 from flatjob.compiler.options import CompileOptions
@@ -53,14 +53,6 @@ spec:
 """
 
 
-def compiled(text: str, options: CompileOptions) -> list[dict[str, Any]]:
-    docs, problems = parse(text, "job.yaml")
-    assert not problems
-    result = compile_documents(Loaded(jobs=docs), options)
-    assert not result.failed, [d.message for d in result.diagnostics]
-    return [o for job in result.jobs for o in objects_of(job.files)]
-
-
 def resolve(name: str, namespace: str | None, objects: list[dict[str, Any]]) -> list[str]:
     """What a bare name resolves to from a pod in `namespace`: the pods behind the Service
     `name` in that namespace (headless), or [] when there is no such Service."""
@@ -78,7 +70,7 @@ HOST = re.compile(r"^(?P<host>[a-z0-9-]+):(?P<port>\d+)$")
 
 @pytest.mark.parametrize("namespace", [None, "demo"], ids=["namespace-from-gitops-tool", "namespace-at-compile"])
 def test_manual_tf_config_hosts_resolve_to_their_replica(namespace: str | None) -> None:
-    objects = compiled(MANUAL, CompileOptions(namespace=namespace))
+    objects = compiled_objects(MANUAL, CompileOptions(namespace=namespace))
     pods = [o for o in objects if o["kind"] == "Pod"]
     assert len(pods) == 4
     for pod in pods:
@@ -93,7 +85,7 @@ def test_manual_tf_config_hosts_resolve_to_their_replica(namespace: str | None) 
 def test_no_service_no_replica_services() -> None:
     text = MANUAL.replace("  service:\n    ports:\n      - name: http\n        port: 2222\n", "").replace("$(service.worker[0].host):$(service.port[http])", "x")
     text = re.sub(r',"\$\(service[^"]*"', "", text)
-    objects = compiled(text, CompileOptions())
+    objects = compiled_objects(text)
     assert [o["metadata"]["name"] for o in objects if o["kind"] == "Service"] == ["generic-example"]
 
 

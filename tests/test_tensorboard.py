@@ -11,11 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from manifestkit import objects_of
-
-from flatjob.compiler.loader import Loaded, parse
-from flatjob.compiler.options import CompileOptions
-from flatjob.compiler.pipeline import compile_documents
+from manifestkit import compiled_objects
 
 JOB = """
 apiVersion: batch.tensorstack.dev/v1beta1
@@ -32,12 +28,8 @@ spec:
 
 
 def rendered(tb: str) -> list[dict[str, Any]]:
-    docs, problems = parse(JOB.format(tb=tb), "job.yaml")
-    assert not problems
-    result = compile_documents(Loaded(jobs=docs), CompileOptions())
-    assert not result.failed
-    files = result.jobs[0].files
-    return objects_of({"tensorboard.yaml": files["tensorboard.yaml"]}) if "tensorboard.yaml" in files else []
+    """The TensorBoard's objects (labelled role tensorboard), or [] when none is rendered."""
+    return [o for o in compiled_objects(JOB.format(tb=tb)) if o["metadata"]["labels"].get("flatjob.dev/role") == "tensorboard"]
 
 
 def pod_spec(objects: list[dict[str, Any]]) -> dict[str, Any]:

@@ -21,11 +21,8 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from manifestkit import objects_of
+from manifestkit import compiled_objects
 
-from flatjob.compiler.loader import Loaded, parse
-from flatjob.compiler.options import CompileOptions
-from flatjob.compiler.pipeline import compile_documents
 from flatjob.compiler.render.tensorboard import MOUNT_ROOT
 
 from .kit import free_port
@@ -64,10 +61,7 @@ w.close()
 
 
 def deployment() -> dict:
-    docs, problems = parse(JOB, "job.yaml")
-    assert not problems
-    result = compile_documents(Loaded(jobs=docs), CompileOptions())
-    return next(o for o in objects_of(result.jobs[0].files) if o["kind"] == "Deployment" and o["metadata"]["name"] == "tb-tensorboard")
+    return next(o for o in compiled_objects(JOB) if o["kind"] == "Deployment" and o["metadata"]["name"] == "tb-tensorboard")
 
 
 def run_pod(pod: dict, logs: Path, port: int, *, with_empty_dirs: bool) -> subprocess.Popen[str]:
