@@ -31,6 +31,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 from collections import Counter
@@ -121,6 +122,21 @@ class Bench:
         )
         self.peak_kib = 0
         self.status_bytes_max = 0
+        self.target: tuple[str, str] | None = None  # (pod, phase) a change waits to see in the status
+        self.seen = threading.Event()
+        self.seen_at = 0.0
+        self.cluster.store.listeners.append(self._on_change)
+
+    def _on_change(self, change: Any) -> None:
+        """Every stored write (in the server's thread): note when a status shows the target."""
+        if change.key != f"records/{self.plural}" or change.type != "MODIFIED":
+            return
+        status = change.obj.get("status") or {}
+        self.status_bytes_max = max(self.status_bytes_max, len(json.dumps(status, separators=(",", ":"))))
+        if self.target is not None and _shows(status, *self.target):
+            self.seen_at = time.perf_counter()
+            self.target = None
+            self.seen.set()
 
     # --- observing ---------------------------------------------------------------------------------
     def sample(self) -> None:
@@ -134,9 +150,7 @@ class Bench:
             raise SystemExit(f"bench: the runtime exited with {self.proc.returncode}")
 
     def status(self) -> dict[str, Any]:
-        st = self.cluster.record(NS, self.plural, NAME).get("status") or {}
-        self.status_bytes_max = max(self.status_bytes_max, len(json.dumps(st, separators=(",", ":"))))
-        return st
+        return self.cluster.record(NS, self.plural, NAME).get("status") or {}
 
     def runtime_calls(self) -> Counter[str]:
         """The runtime's requests so far, by verb and resource (watches and the Lease aside)."""
@@ -180,23 +194,16 @@ class Bench:
             if now != last:
                 last, calm = now, time.perf_counter()
 
-    def shows(self, pod: str, phase: str) -> bool:
-        for task in self.status().get("tasks") or []:
-            for r in task.get("replicas") or []:
-                if r.get("name") == pod:
-                    return r.get("phase") == phase
-        return False
-
     def change(self, pod: str, code: int, phase: str) -> float:
-        """End `pod` with `code` (kubelet side); seconds until the status shows `phase`."""
+        """End `pod` with `code` (kubelet side); seconds until a status write shows `phase`."""
+        self.seen.clear()
+        self.target = (pod, phase)
         t0 = time.perf_counter()
         self.kubelet.kill(pod, code)
-        while not self.shows(pod, phase):
-            if time.perf_counter() - t0 > 60:
-                raise SystemExit(f"bench: {pod} {phase} never reached the status")
-            self.sample()
-            time.sleep(0.002)
-        return time.perf_counter() - t0
+        if not self.seen.wait(60):
+            raise SystemExit(f"bench: {pod} {phase} never reached the status")
+        self.sample()
+        return self.seen_at - t0
 
     def close(self) -> None:
         self.proc.terminate()
@@ -206,6 +213,14 @@ class Bench:
             self.proc.kill()
             self.proc.wait()
         self.server.close()
+
+
+def _shows(status: dict[str, Any], pod: str, phase: str) -> bool:
+    for task in status.get("tasks") or []:
+        for r in task.get("replicas") or []:
+            if r.get("name") == pod:
+                return r.get("phase") == phase
+    return False
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
