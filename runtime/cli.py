@@ -21,11 +21,12 @@ IDLE_WAKE = 30.0  # the loop checks for shutdown at least this often; no API cal
 log = logging.getLogger("flatjob.runtime")
 
 
-def run_loop(controller: Any, stop: threading.Event, notify: threading.Event, health: Any) -> None:
+def run_loop(controller: Any, stop: threading.Event, notify: threading.Event, health: Any, wall: Any = lambda seconds: seconds) -> None:
     """Wait for watch events or the next timer, reconcile, repeat until `stop` is set.
 
     Nothing a cycle raises ends the loop (the controller contains its own failures; this is
-    the last line of defence): the process ends only on SIGTERM/SIGINT.
+    the last line of defence): the process ends only on SIGTERM/SIGINT.  `wall` turns
+    seconds of the controller's clock into seconds to wait (tests run faster clocks).
     """
     controller.start()
     while not stop.is_set():
@@ -38,7 +39,7 @@ def run_loop(controller: Any, stop: threading.Event, notify: threading.Event, he
             log.exception("runtime step failed")
             controller.metrics.inc("flatjob_loop_errors_total", op="step", status="exception")
         wake = controller.wake_at
-        timeout = IDLE_WAKE if wake is None else max(0.0, min(IDLE_WAKE, wake - controller.clock()))
+        timeout = IDLE_WAKE if wake is None else max(0.0, min(IDLE_WAKE, wall(wake - controller.clock())))
         notify.wait(timeout)
 
 

@@ -126,16 +126,15 @@ class Controller:
         """Take in watch events, then reconcile if anything changed or a timer is due."""
         self.observe(timeout)
         now = self.clock()
-        if self._retry_at is not None and now < self._retry_at:
-            self._set_wake()
-            return False
         due = self.wake_at is not None and now >= self.wake_at
-        if not (due or self._dirty or self._retry_at is not None):
-            return False
-        self._dirty = False
-        self._retry_at = None
-        self.reconcile()
-        return True
+        ran = False
+        if (self._retry_at is None or now >= self._retry_at) and (due or self._dirty or self._retry_at is not None):
+            self._dirty = False
+            self._retry_at = None
+            self.reconcile()
+            ran = True
+        self._set_wake()  # a watch may have broken meanwhile: its retry time counts too
+        return ran
 
     def reconcile(self) -> Cycle | None:
         """One cycle: decide, write status (once), then act; nothing it raises escapes."""
