@@ -21,11 +21,12 @@ IDLE_WAKE = 30.0  # the loop checks for shutdown at least this often; no API cal
 log = logging.getLogger("flatjob.runtime")
 
 
-def run_loop(controller: Any, stop: threading.Event, notify: threading.Event, health: Any) -> None:
+def run_loop(controller: Any, stop: threading.Event, notify: threading.Event, health: Any, wall: Any = lambda seconds: seconds) -> None:
     """Wait for watch events or the next timer, reconcile, repeat until `stop` is set.
 
     Nothing a cycle raises ends the loop (the controller contains its own failures; this is
-    the last line of defence): the process ends only on SIGTERM/SIGINT.
+    the last line of defence): the process ends only on SIGTERM/SIGINT.  `wall` turns
+    seconds of the controller's clock into seconds to wait (tests run faster clocks).
     """
     controller.start()
     while not stop.is_set():
@@ -38,7 +39,7 @@ def run_loop(controller: Any, stop: threading.Event, notify: threading.Event, he
             log.exception("runtime step failed")
             controller.metrics.inc("flatjob_loop_errors_total", op="step", status="exception")
         wake = controller.wake_at
-        timeout = IDLE_WAKE if wake is None else max(0.0, min(IDLE_WAKE, wake - controller.clock()))
+        timeout = IDLE_WAKE if wake is None else max(0.0, min(IDLE_WAKE, wall(wake - controller.clock())))
         notify.wait(timeout)
 
 
@@ -64,8 +65,9 @@ def runtime_command(kind: str, name: str, namespace: str, identity: str | None, 
     from .server import Health, serve
 
     logs.setup(log_level)
-    cluster = KubeCluster()
-    controller = Controller(cluster, namespace, kind, name, identity=identity or os.uname().nodename)
+    identity = identity or os.uname().nodename
+    cluster = KubeCluster(identity=identity)  # the pod's name in the API server's audit log
+    controller = Controller(cluster, namespace, kind, name, identity=identity)
     deadline = 2 * cluster.timeouts.watch_read  # one missed bookmark and a reconnect, then /healthz fails
     health = Health(lambda: controller.healthy(deadline))
     serve(http_port, health, controller.metrics)
@@ -81,8 +83,7 @@ def runtime_command(kind: str, name: str, namespace: str, identity: str | None, 
         run_loop(controller, stop, cluster.notify, health)
     finally:
         controller.release_lease()
-        controller.pods.close()
-        controller.records.close()
+        controller.close()
     sys.exit(0)
 
 

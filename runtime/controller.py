@@ -82,6 +82,7 @@ class Controller:
     _failures: int = 0  # consecutive failed cycles or actions
     _retry_at: float | None = None
     _reported: str | None = None  # the last unexpected error reported as an Event
+    _writes: int = 0  # status writes in the current cycle (one by design)
 
     def __post_init__(self) -> None:
         self.plural = PLURALS[self.kind]
@@ -102,32 +103,43 @@ class Controller:
     def informers(self) -> list[Informer]:
         return [i for i in (self.records, self.pods, self.secrets, self.podgroups) if i is not None]
 
+    def close(self) -> None:
+        """Stop every watch (their reader threads end)."""
+        for informer in self.informers():
+            informer.close()
+
     # --- the loop -------------------------------------------------------------------------
     def start(self) -> None:
         """List and watch the job's pods and record (retried later if the server is away)."""
         self.records.start()
         self.pods.start()
 
-    def step(self, timeout: float = 0.0) -> bool:
-        """Take in watch events (waiting up to `timeout`), then reconcile if needed."""
+    def observe(self, timeout: float = 0.0) -> bool:
+        """Take in watch events (waiting up to `timeout` on the pods); True when anything changed."""
         changed = False
         for informer in self.informers():
             changed |= informer.poll(timeout if informer is self.pods else 0.0)
+        self._dirty |= changed
+        return changed
+
+    def step(self, timeout: float = 0.0) -> bool:
+        """Take in watch events, then reconcile if anything changed or a timer is due."""
+        self.observe(timeout)
         now = self.clock()
-        if self._retry_at is not None and now < self._retry_at:
-            self._set_wake()
-            return False
         due = self.wake_at is not None and now >= self.wake_at
-        if not (changed or due or self._dirty or self._retry_at is not None):
-            return False
-        self._dirty = False
-        self._retry_at = None
-        self.reconcile()
-        return True
+        ran = False
+        if (self._retry_at is None or now >= self._retry_at) and (due or self._dirty or self._retry_at is not None):
+            self._dirty = False
+            self._retry_at = None
+            self.reconcile()
+            ran = True
+        self._set_wake()  # a watch may have broken meanwhile: its retry time counts too
+        return ran
 
     def reconcile(self) -> Cycle | None:
         """One cycle: decide, write status (once), then act; nothing it raises escapes."""
         started = time.perf_counter()
+        self._writes = 0
         try:
             cycle = self._reconcile()
             if self._retry_at is None:
@@ -139,6 +151,7 @@ class Controller:
             return None
         finally:
             self.metrics.observe(time.perf_counter() - started)
+            self.metrics.maximum("flatjob_cycle_status_writes_max", self._writes)
             self._set_wake()
 
     def _reconcile(self) -> Cycle | None:
@@ -276,6 +289,7 @@ class Controller:
             self._fail("status", exc)
             return False
         self.metrics.inc("flatjob_status_writes_total")
+        self._writes += 1
         self.records.cache[self.name] = trim.record(updated)
         return True
 

@@ -86,14 +86,15 @@ def _status_error(status: int, body: bytes) -> ApiError:
 class Transport:
     """JSON over the client's configured urllib3 pool, with its authentication."""
 
-    def __init__(self, configuration: client.Configuration, timeouts: Timeouts):
+    def __init__(self, configuration: client.Configuration, timeouts: Timeouts, identity: str | None = None):
         self.configuration = configuration
+        self.user_agent = f"{USER_AGENT} ({identity})" if identity else USER_AGENT
         self.host = configuration.host.rstrip("/")
         self.pool = client.ApiClient(configuration).rest_client.pool_manager
         self.timeouts = timeouts
 
     def _headers(self, content_type: str | None) -> dict[str, str]:
-        headers = {"Accept": "application/json", "User-Agent": USER_AGENT}
+        headers = {"Accept": "application/json", "User-Agent": self.user_agent}
         if content_type:
             headers["Content-Type"] = content_type
         token = self.configuration.get_api_key_with_prefix("authorization")
@@ -231,9 +232,9 @@ def load_configuration() -> client.Configuration:
 class KubeCluster:
     """runtime.api.Cluster over HTTP: list (paginated), watch, get, create, replace, patch, delete."""
 
-    def __init__(self, configuration: client.Configuration | None = None, timeouts: Timeouts | None = None):
+    def __init__(self, configuration: client.Configuration | None = None, timeouts: Timeouts | None = None, identity: str | None = None):
         self.timeouts = timeouts or Timeouts()
-        self.http = Transport(configuration or load_configuration(), self.timeouts)
+        self.http = Transport(configuration or load_configuration(), self.timeouts, identity)
         self.notify = threading.Event()
 
     def list(self, res: Resource, namespace: str, *, labels: Mapping[str, str] | None = None, fields: Mapping[str, str] | None = None, trim: Callable[[Obj], Obj] = lambda o: o) -> tuple[list[Obj], str]:

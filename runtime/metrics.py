@@ -15,6 +15,7 @@ HELP = {
     "flatjob_loop_errors_total": ("counter", "Unexpected failures of a reconcile cycle, contained and retried."),
     "flatjob_status_writes_total": ("counter", "Status writes of the job record."),
     "flatjob_reconcile_seconds": ("histogram", "Time spent in one reconcile cycle."),
+    "flatjob_cycle_status_writes_max": ("gauge", "Most status writes made in one reconcile cycle (1 by design)."),
 }
 
 
@@ -31,6 +32,12 @@ class Metrics:
     def inc(self, name: str, amount: float = 1.0, **labels: str) -> None:
         with self.lock:
             self.counters[(name, tuple(sorted(labels.items())))] += amount
+
+    def maximum(self, name: str, value: float) -> None:
+        """A gauge that keeps the largest value seen."""
+        with self.lock:
+            key = (name, ())
+            self.counters[key] = max(self.counters.get(key, value), value)
 
     def observe(self, seconds: float) -> None:
         with self.lock:

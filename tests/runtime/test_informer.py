@@ -80,7 +80,7 @@ def test_the_cache_follows_the_watch() -> None:
     h.cluster.create_pod(NS, pod_body("j-worker-1"))
     h.cluster.set_pod_status(NS, "j-worker-0", {"phase": "Running"})
     assert h.informer.poll() is True
-    assert h.informer.get("j-worker-0")["status"] == {"phase": "Running"}
+    assert h.informer.get("j-worker-0")["status"]["phase"] == "Running"
     h.cluster.delete_pod(NS, "j-worker-1", None)
     assert h.informer.poll() is True
     assert h.names() == ["j-worker-0"]
