@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 from conftest import corpus_files
-from manifestkit import compiled_objects, objects_of
+from manifestkit import compiled_objects, objects_of, pods_of
 
 from flatjob.compiler.loader import Loaded, parse
 from flatjob.compiler.options import CompileOptions
@@ -71,6 +71,7 @@ HOST = re.compile(r"^(?P<host>[a-z0-9-]+):(?P<port>\d+)$")
 @pytest.mark.parametrize("namespace", [None, "demo"], ids=["namespace-from-gitops-tool", "namespace-at-compile"])
 def test_manual_tf_config_hosts_resolve_to_their_replica(namespace: str | None) -> None:
     objects = compiled_objects(MANUAL, CompileOptions(namespace=namespace))
+    objects += pods_of(objects)  # the pods the runtime creates from the PodTemplates
     pods = [o for o in objects if o["kind"] == "Pod"]
     assert len(pods) == 4
     for pod in pods:
@@ -98,5 +99,6 @@ def test_corpus_generic_jobs_with_service_expose_every_replica(path: Any) -> Non
     if result.failed:
         pytest.skip("the file has an error lint reports")
     objects = [o for job in result.jobs for o in objects_of(job.files)]
+    objects += pods_of(objects)
     for pod in (o for o in objects if o["kind"] == "Pod"):
         assert resolve(pod["metadata"]["name"], "demo", objects) == [pod["metadata"]["name"]]
