@@ -62,6 +62,9 @@ _TABLE = [
     Code("FJ316", "torchrun-script", "torchrun mode takes the script from the training container's args, which are empty."),
     Code("FJ318", "resume-needs-command", "resumeSpecs change a container that has no command to wrap (it runs the image entrypoint)."),
     Code("FJ317", "bad-log-location", "A TensorBoard log location is not of the form t9k://pvc/<pvc>/<path>."),
+    Code("FJ340", "launcher-quoting", "A value deepspeed or colossalai run would not pass to the nodes as written (their remote shell splits, expands or runs it)."),
+    Code("FJ341", "launcher-flag", "A launcher flag or script the launcher ignores, no longer has, or refuses while exiting 0."),
+    Code("FJ342", "ssh-needs-root", "A DeepSpeedJob or ColossalAIJob pod is set to run as non-root; its sshd and ssh keys need root."),
     # Kubernetes pod template (strict schema of the pinned version)
     Code("FJ400", "k8s-unknown-field", "A field the pinned Kubernetes version does not know."),
     Code("FJ401", "k8s-wrong-type", "A Kubernetes field of the wrong type."),

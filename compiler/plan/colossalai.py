@@ -29,17 +29,23 @@ PER_POD_VARS = ("HOSTNAME", "FLATJOB_ATTEMPT", "FLATJOB_RESTART_COUNT", "FLATJOB
 UNQUOTABLE = '*[\\"\\$\\`\\\\]*'
 
 
+def extra_items(args: list[str]) -> list[tuple[str, int]]:
+    """torchArgs/extraArgs as `--extra_launch_args` items, each with the index of the arg it
+    starts at (`--a=1 --b` -> a=1, b; `--max_restarts 3` -> max_restarts=3)."""
+    items: list[tuple[str, int]] = []
+    for i, a in enumerate(args):
+        if a.startswith("-"):
+            items.append((a.lstrip("-"), i))
+        elif items and "=" not in items[-1][0]:
+            items[-1] = (f"{items[-1][0]}={a}", items[-1][1])
+        else:
+            items.append((a, i))
+    return items
+
+
 def extra_launch_args(args: list[str]) -> str | None:
     """torchArgs/extraArgs as `colossalai run --extra_launch_args` (`--a=1 --b` -> `a=1,b`)."""
-    items: list[str] = []
-    for a in args:
-        if a.startswith("-"):
-            items.append(a.lstrip("-"))
-        elif items and "=" not in items[-1]:
-            items[-1] += f"={a}"  # "--max_restarts", "3" -> max_restarts=3
-        else:
-            items.append(a)
-    return ",".join(items) if items else None
+    return ",".join(item for item, _ in extra_items(args)) or None
 
 
 def extra_keys(args: list[str]) -> set[str]:
