@@ -26,7 +26,6 @@ import shlex
 import shutil
 import socket
 import subprocess
-import tempfile
 import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -47,6 +46,7 @@ TOOLS = {
 INSTALL = "see docs/run-local.md, 'DeepSpeedJob and ColossalAIJob', for the packages"
 HOST_KEY_TYPES = ("rsa", "ecdsa", "ed25519")
 MAX_BLOCK = 254
+LOCK_DIR = "/tmp"  # machine-wide, whatever TMPDIR says: port 22 is machine-wide too
 
 
 # --- addresses ----------------------------------------------------------------------------
@@ -80,7 +80,7 @@ def claim_block(count: int, port: int = scripts.SSH_PORT, lock_dir: str | None =
     """The first block whose `count` addresses are this run's: its lock file is free (held
     until the run ends) and `port` is free on every address.  Returns (block, lock)."""
     own = _this_host()
-    folder = Path(lock_dir or tempfile.gettempdir())
+    folder = Path(lock_dir or LOCK_DIR)
     for block in range(1, MAX_BLOCK + 1):
         addresses = block_addresses(block, count)
         if own & set(addresses):
