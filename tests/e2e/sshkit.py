@@ -12,14 +12,19 @@ line names run-local's folder.
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
+import re
 import shutil
+import subprocess
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
+from conftest import ROOT
 
 from flatjob.runtime.local.ssh import TOOLS
 
@@ -89,3 +94,30 @@ def find(tag: str, accept: Callable[[int, str, bytes], bool], timeout: float = 1
                 return pid
         time.sleep(0.1)
     raise AssertionError("the process never appeared")
+
+
+def run_example(tmp: Path, tag: str, name: str, spec_patch: str) -> tuple[subprocess.CompletedProcess[str], str]:
+    """Run examples/local/<name>.yaml as it is, but on a free master port (`spec_patch`, with
+    `{port}`, applied as an overlay): torch's store binds every address, so two runs on one
+    machine (concurrent test suites) must not share 29500.  Returns (the run, its story)."""
+    folder = tmp / "overlay"
+    folder.mkdir()
+    kind = "DeepSpeedJob" if name.startswith("deepspeed") else "ColossalAIJob"
+    patch = f"{{kind: {kind}, metadata: {{name: {name}}}, spec: {spec_patch.format(port=kit.free_port())}}}"
+    (folder / "overlay.yaml").write_text(f"patches:\n  - patch: {patch}\n")
+    started = time.monotonic()
+    done = subprocess.run(
+        kit.command(ROOT / "examples" / "local" / f"{name}.yaml", "--timeout", "240", "--overlay", str(folder)),
+        env=environment(tag, tmp), cwd=ROOT, capture_output=True, text=True, timeout=300,
+    )
+    return done, f"exit {done.returncode} after {time.monotonic() - started:.0f}s\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+
+
+def results(out: Path, pattern: str) -> list[dict[str, Any]]:
+    """What tests/e2e/scripts/ranks.py recorded."""
+    return [json.loads(p.read_text()) for p in sorted(out.glob(pattern))]
+
+
+def addresses(stderr: str) -> dict[str, str]:
+    """Pod -> loopback address, from run-local's final table."""
+    return dict(re.findall(r"^(\S+)\s+(?:Succeeded|Failed|Running|Terminating)\s+\d+\s+\S+\s+(127\.\d+\.\d+\.\d+)\s*$", stderr, re.MULTILINE))

@@ -14,15 +14,12 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import time
 from pathlib import Path
 
 import pytest
-from conftest import ROOT
 
-from .kit import SCRIPTS, command, run_local
-from .sshkit import environment, need, sshd_left
+from .kit import SCRIPTS, free_port, run_local
+from .sshkit import addresses, environment, need, results, run_example, sshd_left
 
 pytestmark = pytest.mark.e2e
 
@@ -47,6 +44,7 @@ def job(name: str, out: Path, *, procs: int, env: str = "", args: list[str] | No
           torchConfig:
             procPerWorker: {procs}
             script: {script}
+            extraArgs: [--master_port={free_port()}]
           replicaSpecs:
             - type: launcher
               replicas: 1
@@ -76,22 +74,8 @@ def job(name: str, out: Path, *, procs: int, env: str = "", args: list[str] | No
         """
 
 
-def results(out: Path, pattern: str) -> list[dict]:
-    return [json.loads(p.read_text()) for p in sorted(out.glob(pattern))]
-
-
-def addresses(stderr: str) -> dict[str, str]:
-    """Pod -> loopback address, from run-local's final table."""
-    return dict(re.findall(r"^(\S+-(?:worker-\d+|launcher))\s+\S+\s+\d+\s+\S+\s+(127\.\d+\.\d+\.\d+)\s*$", stderr, re.MULTILINE))
-
-
 def test_the_example_prints_every_ranks_all_reduce(tmp_path: Path, tag: str) -> None:
-    started = time.monotonic()
-    done = subprocess.run(
-        command(ROOT / "examples" / "local" / "colossalai-cpu.yaml", "--timeout", "240"),
-        env=environment(tag, tmp_path), cwd=ROOT, capture_output=True, text=True, timeout=300,
-    )
-    why = f"exit {done.returncode} after {time.monotonic() - started:.0f}s\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
+    done, why = run_example(tmp_path, tag, "colossalai-cpu", "{{torchConfig: {{extraArgs: [--master_port={port}]}}}}")
     assert done.returncode == 0, why
     assert sorted(RANK_LINE.findall(done.stdout)) == [(str(r), "4", "10") for r in range(4)], why
     assert not sshd_left(tmp_path)
