@@ -19,6 +19,7 @@ loopback addresses (127.0.B.x) under a lock file and checks the port is free.
 from __future__ import annotations
 
 import contextlib
+import errno
 import fcntl
 import os
 import pwd
@@ -60,11 +61,13 @@ def block_addresses(block: int, count: int) -> list[str]:
 
 
 def _port_free(ip: str, port: int) -> bool:
+    """Whether nothing listens on ip:port (a port only root may bind counts as free here:
+    the preflight says root is needed)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         try:
             s.bind((ip, port))
-        except OSError:
-            return False
+        except OSError as exc:
+            return exc.errno in (errno.EACCES, errno.EPERM)
     return True
 
 
