@@ -121,3 +121,26 @@ def results(out: Path, pattern: str) -> list[dict[str, Any]]:
 def addresses(stderr: str) -> dict[str, str]:
     """Pod -> loopback address, from run-local's final table."""
     return dict(re.findall(r"^(\S+)\s+(?:Succeeded|Failed|Running|Terminating)\s+\d+\s+\S+\s+(127\.\d+\.\d+\.\d+)\s*$", stderr, re.MULTILINE))
+
+
+RANK_LINE = re.compile(r"rank=(\d+) world=(\d+) allreduce=(\S+)")
+
+
+def check_example(tmp: Path, tag: str, name: str, spec_patch: str) -> None:
+    """examples/local/<name>.yaml succeeds, every one of its 4 ranks printing the sum 10, and
+    leaves no sshd behind."""
+    done, why = run_example(tmp, tag, name, spec_patch)
+    assert done.returncode == 0, why
+    assert sorted(RANK_LINE.findall(done.stdout)) == [(str(r), "4", "10") for r in range(4)], why
+    assert not sshd_left(tmp)
+
+
+def pod_env(out: Path, indent: int) -> str:
+    """YAML env entries of a training container: E2E_OUT and the pod's name and IP (downward
+    API), indented by `indent` spaces."""
+    pad = " " * indent
+    return (
+        f"\n{pad}- name: E2E_OUT\n{pad}  value: {out}"
+        f"\n{pad}- name: POD_NAME\n{pad}  valueFrom: {{fieldRef: {{fieldPath: metadata.name}}}}"
+        f"\n{pad}- name: POD_IP\n{pad}  valueFrom: {{fieldRef: {{fieldPath: status.podIP}}}}"
+    )

@@ -9,21 +9,15 @@ the test looks at.  Options by env:
 - E2E_SLEEP=1: every rank just sleeps (no torch), for tests that stop the job from outside.
 """
 
-import json
 import os
 import signal
 import sys
 import time
 
+from outbox import record  # beside this script, which Python puts first on sys.path
+
 SEEN = ("RANK", "WORLD_SIZE", "LOCAL_RANK", "MASTER_ADDR", "POD_NAME", "POD_IP", "HOSTNAME", "HOSTILE",
         "FROM_LAUNCHER", "FLATJOB_ATTEMPT", "FLATJOB_RESTART_COUNT", "FLATJOB_RESUMING")
-
-
-def record(name: str, data: dict) -> None:
-    out = os.path.join(os.environ["E2E_OUT"], name)
-    with open(out + ".tmp", "w", encoding="utf-8") as f:
-        json.dump(data, f)
-    os.replace(out + ".tmp", out)
 
 
 def main() -> None:
