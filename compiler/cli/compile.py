@@ -58,9 +58,12 @@ def _run(sources: tuple[str, ...], out: str, overlays: tuple[str, ...], options:
         errors = sum(d.is_error for d in result.diagnostics)
         click.echo(f"flatjob: {errors} error(s); nothing was written", err=True)
         sys.exit(1)
+    root = Path(out)
+    from ..previous import check_previous
+
+    result.diagnostics.extend(check_previous(root, result.jobs))  # T9k's immutable fields vs the record in OUT (FJ322)
     if result.diagnostics:
         sys.stderr.write(format_text(result.diagnostics, color=use_color(sys.stderr.isatty())))
-    root = Path(out)
     return result, plan_changes(root, result.tree(root)), root
 
 
