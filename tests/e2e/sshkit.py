@@ -31,6 +31,8 @@ from flatjob.runtime.local.ssh import TOOLS
 from . import kit
 from .kit import BIN, tagged
 
+# An env value no launcher's double quotes can carry: it must reach every rank byte for byte.
+HOSTILE = "say \"hi\" to $HOME and `whoami`; \\ back\\slash  two  spaces 'q'"
 INSTALL = "install them as .ci/run does (docs/run-local.md, 'DeepSpeedJob and ColossalAIJob')"
 
 

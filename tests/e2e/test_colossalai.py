@@ -19,11 +19,19 @@ from pathlib import Path
 import pytest
 
 from .kit import SCRIPTS, free_port, run_local
-from .sshkit import addresses, check_example, environment, need, pod_env, results, sshd_left
+from .sshkit import (
+    HOSTILE,
+    addresses,
+    check_example,
+    environment,
+    need,
+    pod_env,
+    results,
+    sshd_left,
+)
 
 pytestmark = pytest.mark.e2e
 
-HOSTILE = "say \"hi\" to $HOME and `whoami`; \\ back\\slash  two  spaces 'q'"
 ARGS = ["hello world", "$HOME", 'a "quoted" word', "--master_port", "1"]
 
 

@@ -23,11 +23,20 @@ from pathlib import Path
 import pytest
 
 from .kit import SCRIPTS, command, free_port, run_local, write_job
-from .sshkit import addresses, check_example, environment, find, need, pod_env, results, sshd_left
+from .sshkit import (
+    HOSTILE,
+    addresses,
+    check_example,
+    environment,
+    find,
+    need,
+    pod_env,
+    results,
+    sshd_left,
+)
 
 pytestmark = pytest.mark.e2e
 
-HOSTILE = "say \"hi\" to $HOME and `whoami`; \\ back\\slash  two  spaces 'q'"
 
 
 @pytest.fixture(autouse=True)
