@@ -27,6 +27,7 @@ class CompileOptions:
     kueue_queue: str | None = None  # LocalQueue name when scheduler is kueue
     runtime_image: str = f"{DEFAULT_IMAGE_REPOSITORY}:{__version__}"
     local_addresses: bool = False  # run-local: each pod's address is its own loopback IP, not a DNS name
+    local_block: int = 1  # run-local: the pods' addresses are 127.0.<block>.1 onwards
 
     def recorded(self) -> str | None:
         """The options that differ from the defaults, as compact JSON for the record (or None)."""
