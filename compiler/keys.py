@@ -57,6 +57,7 @@ TRAINING_CONTAINER = "flatjob.dev/training-container"  # whose exit code counts
 # On the record: "<count>:<digest of the pod names>", so the runtime acts only once the
 # PodTemplates it sees are the set this revision of the record renders.
 POD_TEMPLATES = "flatjob.dev/pod-templates"
+TENSORBOARD = "flatjob.dev/tensorboard"  # on the record: the TensorBoard Deployment git holds (status.tensorboard)
 
 # --- Kueue ------------------------------------------------------------------------------
 KUEUE_QUEUE_NAME = "kueue.x-k8s.io/queue-name"

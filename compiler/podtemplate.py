@@ -1,7 +1,9 @@
-"""Read-only helpers over user pod templates (raw dicts checked by the Kubernetes schema)."""
+"""Read-only helpers over user pod templates (raw dicts checked by the Kubernetes schema), and
+the digest of a job's set of PodTemplates that the compiler writes and the runtime checks."""
 
 from __future__ import annotations
 
+import hashlib
 from typing import Any
 
 # The container that trains, per kind (T9k docs): the one with this name, else the first.
@@ -47,3 +49,11 @@ def literal_env(container: dict[str, Any], name: str) -> str | None:
         if isinstance(e, dict) and e.get("name") == name and isinstance(e.get("value"), str):
             return e["value"]
     return None
+
+
+def templates_digest(names: list[str]) -> str:
+    """`<count>:<digest of the pod names in rank order>`: the set of PodTemplates a record
+    revision renders (annotation flatjob.dev/pod-templates), so the runtime acts only once
+    the PodTemplates it sees are that set."""
+    ordered = "\n".join(names)
+    return f"{len(names)}:{hashlib.sha256(ordered.encode()).hexdigest()[:16]}"

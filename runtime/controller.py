@@ -26,11 +26,11 @@ from flatjob.compiler.render.record import PLURALS
 from flatjob.compiler.version import __version__
 
 from . import trim
-from .api import EVENTS, LEASES, PODGROUPS, PODS, SECRETS, AlreadyExists, ApiError, Cluster, Conflict, Invalid, NotFound, Obj, record_resource
+from .api import EVENTS, LEASES, POD_TEMPLATES, PODGROUPS, PODS, SECRETS, AlreadyExists, ApiError, Cluster, Conflict, Forbidden, Invalid, NotFound, Obj, record_resource
 from .decisions import Action, Cycle, World, reconcile
 from .decisions.refuse import refused_status
 from .informer import Informer
-from .job import RecordError, job_view, record_plan, render_pod_named
+from .job import RecordError, job_view
 from .lease import RENEW_EVERY, Observed, decide_lease, lease_body, leading, observe, released_body
 from .metrics import Metrics
 from .model import GATE, JobView, Ledger
@@ -73,7 +73,7 @@ class Controller:
     cycles: int = 0
     _view_key: Any = None
     _view: JobView | None = None
-    _plan: Any = None
+    _refused: tuple[str, str] | None = None  # a create the API server refused, for the next cycle
     _dirty: bool = True
     _cycle_wake: float | None = None
     _renewed_at: float | None = None  # last successful Lease renewal (None: not the leader)
@@ -89,6 +89,7 @@ class Controller:
         self.record_res = record_resource(self.plural)
         self.records = self._informer("record", self.record_res, fields={"metadata.name": self.name}, trim_fn=trim.record)
         self.pods = self._informer("pods", PODS, labels={keys.JOB_NAME: self.name}, trim_fn=trim.pod)
+        self.templates = self._informer("podtemplates", POD_TEMPLATES, labels={keys.JOB_NAME: self.name}, trim_fn=trim.template)
         self.secrets: Informer | None = None  # watched once the record names the Secret
         self.podgroups: Informer | None = None
 
@@ -101,7 +102,7 @@ class Controller:
         )
 
     def informers(self) -> list[Informer]:
-        return [i for i in (self.records, self.pods, self.secrets, self.podgroups) if i is not None]
+        return [i for i in (self.records, self.templates, self.pods, self.secrets, self.podgroups) if i is not None]
 
     def close(self) -> None:
         """Stop every watch (their reader threads end)."""
@@ -110,8 +111,9 @@ class Controller:
 
     # --- the loop -------------------------------------------------------------------------
     def start(self) -> None:
-        """List and watch the job's pods and record (retried later if the server is away)."""
+        """List and watch the job's record, PodTemplates and pods (retried later if the server is away)."""
         self.records.start()
+        self.templates.start()
         self.pods.start()
 
     def observe(self, timeout: float = 0.0) -> bool:
@@ -173,8 +175,10 @@ class Controller:
             return None
         self.refused = None
         self._reported = None
-        pods = {n: pod_state(o, (job.pod(n).container if job.pod(n) else None)) for n, o in self.pods.cache.items()}
-        cycle = reconcile(job, pods, ledger, self._world(job), status, self.clock())
+        owner = (record.get("metadata") or {}).get("uid")
+        pods = {n: pod_state(o, (job.pod(n).container if job.pod(n) else None), owner) for n, o in self.pods.cache.items()}
+        world, self._refused = self._world(job), None
+        cycle = reconcile(job, pods, ledger, world, status, self.clock())
         self.cycles += 1
         if cycle.status != status and not self._write_status(record, cycle.status):
             return None
@@ -233,11 +237,11 @@ class Controller:
                 f"record {self.name} was compiled by flatjob {rendered_by}, but this runtime is flatjob {self.version}; "
                 "recompile with the same version (the runtime image tag must equal the compiler version)"
             )
-        key = (meta.get("generation"), json.dumps(record.get("spec"), sort_keys=True, default=str), json.dumps(annotations, sort_keys=True))
+        templates = tuple(sorted((n, (t.get("metadata") or {}).get("resourceVersion")) for n, t in self.templates.cache.items()))
+        key = (meta.get("generation"), json.dumps(record.get("spec"), sort_keys=True, default=str), json.dumps(annotations, sort_keys=True), templates)
         if key != self._view_key:
             try:
-                self._view = job_view(record)
-                self._plan = record_plan(record)
+                self._view = job_view(record, self.templates.cache)
             except RecordError:
                 raise
             except Exception as exc:  # a spec that passed the schema but not the planner
@@ -254,6 +258,7 @@ class Controller:
             secret_exists=not job.ssh_secret or (self.secrets is not None and self.secrets.synced and job.ssh_secret in self.secrets.cache),
             secret_is_ours=job.ssh_secret is not None and job.ssh_secret == f"{job.name}-ssh",
             podgroup_exists=not job.podgroup or (self.podgroups is not None and job.name in self.podgroups.cache),
+            refused=self._refused,
         )
 
     def _named(self, current: Informer | None, res: Any, name: str | None) -> Informer | None:
@@ -310,6 +315,7 @@ class Controller:
             self._fail(action.kind, exc)
 
     def _release(self, action: Action, record: Obj) -> None:
+        """Remove flatjob's scheduling gate from exactly this incarnation (a JSON patch with tests)."""
         pod = self.pods.get(action.name)
         if pod is None:
             return
@@ -322,23 +328,23 @@ class Controller:
             {"op": "test", "path": f"/spec/schedulingGates/{index}/name", "value": GATE},
             {"op": "remove", "path": f"/spec/schedulingGates/{index}"},
         ]
-        if not (pod["metadata"].get("annotations")):
-            ops.append({"op": "add", "path": "/metadata/annotations", "value": dict(action.annotations)})
-        else:
-            ops += [{"op": "add", "path": f"/metadata/annotations/{k.replace('~', '~0').replace('/', '~1')}", "value": v} for k, v in sorted(action.annotations.items())]
         self.pods.cache[action.name] = trim.pod(self.cluster.patch(PODS, self.namespace, action.name, ops))
         self.metrics.inc("flatjob_releases_total")
 
     def _create(self, action: Action, record: Obj) -> None:
-        body = render_pod_named(self._plan, action.name)
-        if body is None:
+        """The pod, from its PodTemplate verbatim, plus the runtime's annotations and owner."""
+        template = self.templates.get(action.name)
+        if template is None:
             return
-        ledger = Ledger.from_dict((record.get("status") or {}).get("runtime"))
-        carry = ledger.carry.get(action.name) or {}
-        meta = body["metadata"]
-        meta["labels"] = {**(carry.get("labels") or {}), **meta.get("labels", {})}
-        meta["annotations"] = {**(carry.get("annotations") or {}), **meta.get("annotations", {})}
-        self.pods.cache[action.name] = trim.pod(self.cluster.create(PODS, self.namespace, body))
+        body = trim.pod_from_template(template, self.namespace, action.annotations, {**owner_reference(record), "controller": True})
+        try:
+            created = self.cluster.create(PODS, self.namespace, body)
+        except (Forbidden, Invalid) as exc:  # quota, an admission webhook: the gang is rolled back next cycle
+            self._refused = (action.name, _api_message(exc))
+            self._dirty = True
+            self.metrics.inc("flatjob_api_errors_total", op="create", status=str(exc.status))
+            return
+        self.pods.cache[action.name] = trim.pod(created)
 
     def _delete(self, action: Action, record: Obj) -> None:
         self.cluster.delete(PODS, self.namespace, action.name, action.uid)
@@ -451,6 +457,13 @@ class Controller:
     def healthy(self, deadline: float) -> bool:
         """False when a watch has heard nothing from the server for longer than `deadline`."""
         return all(i.silent_for() <= deadline for i in self.informers())
+
+
+def _api_message(exc: ApiError) -> str:
+    """The API server's own words from an error ("403 Forbidden: <message>" -> "<message>")."""
+    text = str(exc)
+    head, sep, rest = text.partition(": ")
+    return rest if sep and head.split(" ", 1)[0].isdigit() else text
 
 
 def _generation(record: Obj) -> int | None:

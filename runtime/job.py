@@ -1,33 +1,34 @@
-"""Turn a job record into a JobView, using the compiler's own planner and pod renderer.
+"""Turn a job record and its PodTemplates into a JobView: what the decisions need.
 
-Re-rendering through the compiler is what keeps the runtime and git in agreement: the pod
-the runtime would create is byte-for-byte the pod git holds, and its spec-hash matches.
+The pods are the PodTemplates git holds, one per pod, named as the pod; each carries what
+the compiler knew about its pod (rank, wave, elastic seat, training container) as
+annotations, and its template carries the spec-hash.  The policies come from the record's
+spec, read with the compiler's typed jobs.  The runtime never plans or renders: the compiler
+wrote everything it needs into git (tests/test_layering.py keeps it that way).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from flatjob.compiler import keys
 from flatjob.compiler.jobtypes import KINDS
 from flatjob.compiler.normalize import normalize
-from flatjob.compiler.options import CompileOptions
-from flatjob.compiler.plan import JobPlan, plan
-from flatjob.compiler.plan.common import elastic_of
-from flatjob.compiler.render.pod import render_pod
-from flatjob.compiler.render.tensorboard import render_tensorboard, tensorboard_name
+from flatjob.compiler.podtemplate import templates_digest
 from flatjob.compiler.validate.typed import strict_job
 
 from .model import JobView, PodSpecView, RestartRule
 
 _META_FIELDS = ("name", "namespace", "labels", "annotations")
+SSH_KINDS = ("DeepSpeedJob", "ColossalAIJob")
 
 
 class RecordError(ValueError):
     """The record cannot be read as a job of this flatjob version (refused loudly)."""
 
 
-def typed_job(record: dict[str, Any]) -> Any:
+def typed_job(record: Mapping[str, Any]) -> Any:
     """The canonical typed job held by a record (live metadata fields are dropped)."""
     kind = record.get("kind")
     if kind not in KINDS:
@@ -38,27 +39,6 @@ def typed_job(record: dict[str, Any]) -> Any:
     except Exception as exc:  # pydantic.ValidationError: a record this version cannot read
         raise RecordError(f"record {meta.get('name')!r} does not match the {kind} schema: {exc}") from exc
     return normalize(job)
-
-
-def record_plan(record: dict[str, Any]) -> JobPlan:
-    """Plan the record's job with the options it was compiled with."""
-    job = typed_job(record)
-    annotations = (record.get("metadata") or {}).get("annotations") or {}
-    options = CompileOptions.from_recorded(annotations.get(keys.OPTIONS), job.metadata.namespace)
-    return plan(job, options)
-
-
-def render_pod_named(job_plan: JobPlan, name: str) -> dict[str, Any] | None:
-    """The pod manifest git holds for `name`, rendered exactly as compile does."""
-    pod = next((p for p in job_plan.pods if p.name == name), None)
-    return render_pod(job_plan, pod) if pod is not None else None
-
-
-def _container_name(pod: Any) -> str | None:
-    containers = (pod.template.get("spec") or {}).get("containers") or []
-    if pod.container is None or pod.container >= len(containers):
-        return None
-    return containers[pod.container].get("name")
 
 
 def _rules(job: Any) -> dict[str, RestartRule]:
@@ -77,10 +57,14 @@ def _rules(job: Any) -> dict[str, RestartRule]:
 _SCOPE = {"PyTorchTrainingJob": "pod", "GenericJob": "pod", "DeepSpeedJob": "group", "ColossalAIJob": "none"}
 
 
+def _torchrun(job: Any) -> bool:
+    tr = getattr(job.spec, "torchrun_config", None)
+    return tr is not None and bool(tr.enabled)
+
+
 def _launcher(job: Any) -> str | None:
     if job.kind == "PyTorchTrainingJob":
-        tr = job.spec.torchrun_config
-        return "torchrun" if tr is not None and tr.enabled else None
+        return "torchrun" if _torchrun(job) else None
     return {"DeepSpeedJob": "deepspeed", "ColossalAIJob": "colossalai"}.get(job.kind)
 
 
@@ -92,20 +76,63 @@ def _cleanup(job: Any) -> str:
     return job.spec.run_policy.clean_up_policy
 
 
+def _elastic(job: Any) -> Any:
+    """The elastic config in effect: PyTorchTrainingJob's only in torchrun mode (T9k), as compile."""
+    e = getattr(job.spec, "elastic", None)
+    if e is None or not e.enabled or (job.kind == "PyTorchTrainingJob" and not _torchrun(job)):
+        return None
+    return e
+
+
 def _ranks(rule: dict[str, list[Any]]) -> dict[str, tuple[int, ...]]:
     return {t: tuple(int(r) for r in ranks) for t, ranks in rule.items()}
 
 
-def job_view(record: dict[str, Any]) -> JobView:
-    """Everything the decisions need from a record."""
-    p = record_plan(record)
-    job = p.job
-    meta = record.get("metadata") or {}
-    pods = tuple(
-        PodSpecView(pod.name, pod.type, pod.index, pod.rank, pod.wave, pod.seat, render_pod(p, pod)["metadata"]["annotations"][keys.SPEC_HASH], _container_name(pod))
-        for pod in p.pods
+def _number(notes: Mapping[str, Any], key: str, name: str) -> int:
+    value = notes.get(key)
+    if not isinstance(value, str) or not value.isascii() or not value.isdigit():
+        raise ValueError(f"PodTemplate {name}: annotation {key} is {value!r}, not a number")
+    return int(value)
+
+
+def pod_spec(template: Mapping[str, Any]) -> PodSpecView:
+    """One PodTemplate as the decisions see its pod (ValueError when it was edited out of shape)."""
+    meta = template.get("metadata") or {}
+    name = meta.get("name")
+    labels, notes = meta.get("labels") or {}, meta.get("annotations") or {}
+    pod_notes = ((template.get("template") or {}).get("metadata") or {}).get("annotations") or {}
+    rtype, spec_hash = labels.get(keys.REPLICA_TYPE), pod_notes.get(keys.SPEC_HASH)
+    if not isinstance(name, str) or not isinstance(rtype, str) or not isinstance(spec_hash, str):
+        raise ValueError(f"PodTemplate {name}: no {keys.REPLICA_TYPE} label or {keys.SPEC_HASH} annotation")
+    seat = _number(notes, keys.SEAT, name) if keys.SEAT in notes else None
+    container = notes.get(keys.TRAINING_CONTAINER)
+    return PodSpecView(
+        name, rtype, _number(labels, keys.REPLICA_INDEX, name), _number(notes, keys.RANK, name), _number(notes, keys.WAVE, name), seat, spec_hash,
+        container if isinstance(container, str) else None,
     )
-    e = elastic_of(job)
+
+
+def _pods(record: Mapping[str, Any], templates: Mapping[str, Any]) -> tuple[tuple[PodSpecView, ...], str | None]:
+    """The pods in rank order, and why they cannot be used yet (templates out of step)."""
+    expected = ((record.get("metadata") or {}).get("annotations") or {}).get(keys.POD_TEMPLATES)
+    try:
+        pods = sorted((pod_spec(t) for t in templates.values()), key=lambda p: (p.rank, p.name))
+    except ValueError as exc:
+        return (), f"waiting for the job's PodTemplates: {exc}"
+    if templates_digest([p.name for p in pods]) != expected:
+        have = len(pods)
+        want = str(expected).split(":", 1)[0]
+        return tuple(pods), f"waiting for the job's PodTemplates to match the record ({have} present, {want} expected)"
+    return tuple(pods), None
+
+
+def job_view(record: Mapping[str, Any], templates: Mapping[str, Any]) -> JobView:
+    """Everything the decisions need from a record and its PodTemplates."""
+    job = typed_job(record)
+    meta = record.get("metadata") or {}
+    notes = meta.get("annotations") or {}
+    pods, problem = _pods(record, templates)
+    e = _elastic(job)
     target = min_nodes = None
     if e is not None:
         min_nodes = e.min_replicas
@@ -113,8 +140,6 @@ def job_view(record: dict[str, Any]) -> JobView:
         target = max(e.min_replicas or 1, min(want, e.max_replicas))
     run_policy = getattr(job.spec, "run_policy", None)
     generic = job.kind == "GenericJob"
-    from flatjob.compiler.render.podgroup import render_podgroup
-
     return JobView(
         kind=job.kind,
         name=job.metadata.name,
@@ -129,20 +154,13 @@ def job_view(record: dict[str, Any]) -> JobView:
         decider="rule" if generic else "first",
         success_rules=tuple(_ranks(r) for r in job.spec.success_rules) if generic else (),
         failure_rules=tuple(_ranks(r) for r in job.spec.failure_rules) if generic else (),
-        run_mode=p.run_mode,
+        run_mode=notes.get(keys.RUN_MODE) or "immediate",
         target=target,
         min_nodes=min_nodes,
-        ssh_secret=p.ssh_secret,
-        podgroup=bool(render_podgroup(p)) if p.run_mode != "pause" else False,
+        ssh_secret=(notes.get(keys.SSH_SECRET) or f"{job.metadata.name}-ssh") if job.kind in SSH_KINDS else None,
+        podgroup=any(keys.T9K_GROUP_NAME in (((t.get("template") or {}).get("metadata") or {}).get("labels") or {}) for t in templates.values()),
         launcher_kind=_launcher(job),
-        version=(meta.get("annotations") or {}).get(keys.VERSION),
-        **_added_facts(p),
+        version=notes.get(keys.VERSION),
+        tensorboard=notes.get(keys.TENSORBOARD),
+        problem=problem,
     )
-
-
-# --- Facts added after the first JobView (kept in one place, each with a default in model.py) ---
-
-
-def _added_facts(p: JobPlan) -> dict[str, Any]:
-    """JobView fields computed from the plan: the TensorBoard Deployment git holds (status.tensorboard)."""
-    return {"tensorboard": tensorboard_name(p.name) if render_tensorboard(p) else None}

@@ -1,9 +1,13 @@
 """The runtime's view of the world: observed pods, the crash-safe ledger, and the job itself.
 
-Everything here is plain data.  PodState is what the decisions see of a pod (from the API
-or the fake cluster); Ledger is the runtime's memory, persisted in the record's
-status.runtime before any action is taken; JobView is what the record's spec means for the
-decisions, computed with the compiler's own planner so it agrees with what git holds.
+Everything here is plain data.  PodState is what the decisions see of a pod; Ledger is the
+runtime's memory, persisted in the record's status.runtime before any action is taken;
+JobView is what the record and its PodTemplates mean for the decisions.
+
+The runtime is the only creator of the job's pods and stamps each with the attempt it
+belongs to (flatjob.dev/attempt), so the ledger names pods, never UIDs: a pod of an earlier
+attempt is recognised by its own annotation, a released one by its missing gate.  With names
+written as brace ranges (runtime.nameset) the ledger of a 5000-pod job stays small.
 """
 
 from __future__ import annotations
@@ -14,6 +18,8 @@ from functools import cached_property
 from typing import Any
 
 from flatjob.compiler import keys
+
+from . import nameset
 
 
 @dataclass(frozen=True)
@@ -29,34 +35,38 @@ class PodState:
     exit_code: int | None = None  # the training container's exit code, once terminated
     reason: str | None = None  # terminated reason (OOMKilled, Error, Evicted...)
     message: str | None = None  # termination message (torchrun's failure summary lands here)
-    spec_hash: str | None = None
-    annotations: Mapping[str, str] = field(default_factory=dict)
-    labels: Mapping[str, str] = field(default_factory=dict)
+    spec_hash: str | None = None  # copied from its PodTemplate when the runtime created it
+    attempt: int | None = None  # the attempt the runtime created it for (None: not the runtime's)
+    ours: bool = True  # owned by the job's record (an ownerReference with controller: true)
     containers: tuple[tuple[str, str, int | None], ...] = ()  # (name, state, exitCode)
 
+
+def _names(value: Any) -> tuple[str, ...]:
+    return nameset.decode(value or ())
 
 
 @dataclass(frozen=True)
 class Ledger:
     """The runtime's memory, written to status.runtime before it acts (DESIGN §6).
 
-    A runtime killed at any instant restarts from this: failures already counted are in
-    `counted` (by pod UID), so none is lost or counted twice, and `draining` lists the
-    incarnations being replaced, so none is restarted twice for one failure.
+    A runtime killed at any instant restarts from this.  A failure is counted in the cycle
+    that sees it and its pod leaves `released` in the same write, so it is never counted
+    again; pods of an earlier attempt carry that attempt's number and are deleted before
+    the next attempt's pods exist.
     """
 
     attempt: int = 1
-    counted: tuple[str, ...] = ()  # UIDs of failed incarnations already accounted for
-    draining: tuple[str, ...] = ()  # UIDs deleted for a restart; new pods wait until they are gone
-    released: Mapping[str, str] = field(default_factory=dict)  # pod name -> UID released this attempt
-    succeeded: tuple[str, ...] = ()  # pod names finished successfully this attempt (never re-run)
-    failed: tuple[str, ...] = ()  # pod names failed for good this attempt (no restart left)
-    stopped: Mapping[str, str] = field(default_factory=dict)  # pod name -> UID stopped by a scale-down
-    cleaned: tuple[str, ...] = ()  # UIDs deleted by clean-up after the finish
-    cleaned_up: bool = False  # clean-up was decided (once: later pods are never cleaned)
+    released: tuple[str, ...] = ()  # pods released in this attempt (running, or about to)
+    succeeded: tuple[str, ...] = ()  # pods finished successfully this attempt (never re-run)
+    failed: tuple[str, ...] = ()  # pods failed for good this attempt (no restart left)
+    cleaned_up: bool = False  # the outcome's clean-up was decided
     restarts: Mapping[str, int] = field(default_factory=dict)  # replica type -> restarts of its replicas, summed
+    replica_restarts: Mapping[str, int] = field(default_factory=dict)  # pod name -> its restarts (GenericJob's limit is per replica)
     backoff_count: int = 0
-    not_before: Mapping[str, float] = field(default_factory=dict)  # pod name -> earliest release (back-off)
+    not_before: Mapping[str, float] = field(default_factory=dict)  # pod name -> earliest release after its restart
+    gang_not_before: float | None = None  # earliest start of this attempt's gang (group restart, refused gang)
+    refused: str | None = None  # the API server's last refusal of a pod this attempt needs (quota, webhook)
+    refusals: int = 0  # refusals in a row (their back-off)
     start_time: float | None = None  # first release of the job
     size: int | None = None  # elastic: the target this attempt was started with
     outcome: str | None = None  # Succeeded | Failed, once decided (final)
@@ -66,33 +76,27 @@ class Ledger:
     paused: bool = False
     resuming: bool = False
     observed_generation: int | None = None
-    spec_hashes: Mapping[str, str] = field(default_factory=dict)  # pod name -> hash released this attempt
     replica_failed: str | None = None  # message of the latest replica failure (ReplicaFailure condition)
-    carry: Mapping[str, Mapping[str, Mapping[str, str]]] = field(default_factory=dict)  # pod -> labels/annotations to keep
-    replica_restarts: Mapping[str, int] = field(default_factory=dict)  # pod name -> its restarts (GenericJob's limit is per replica)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form kept in status.runtime (sorted, compact, stable)."""
         out: dict[str, Any] = {
             "attempt": self.attempt,
-            "counted": list(self.counted),
-            "draining": list(self.draining),
-            "released": dict(sorted(self.released.items())),
-            "succeeded": list(self.succeeded),
-            "failed": list(self.failed),
-            "stopped": dict(sorted(self.stopped.items())),
-            "cleaned": list(self.cleaned),
+            "released": nameset.encode(self.released),
+            "succeeded": nameset.encode(self.succeeded),
+            "failed": nameset.encode(self.failed),
             "cleanedUp": self.cleaned_up,
             "restarts": dict(sorted(self.restarts.items())),
+            "replicaRestarts": dict(sorted(self.replica_restarts.items())),
             "backoffCount": self.backoff_count,
             "notBefore": dict(sorted(self.not_before.items())),
             "paused": self.paused,
             "resuming": self.resuming,
-            "specHashes": dict(sorted(self.spec_hashes.items())),
-            "carry": {k: dict(v) for k, v in sorted(self.carry.items())},
-            "replicaRestarts": dict(sorted(self.replica_restarts.items())),
         }
         for key, value in (
+            ("gangNotBefore", self.gang_not_before),
+            ("refused", self.refused),
+            ("refusals", self.refusals or None),
             ("startTime", self.start_time),
             ("size", self.size),
             ("outcome", self.outcome),
@@ -108,40 +112,47 @@ class Ledger:
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any] | None) -> Ledger:
-        """Read status.runtime back; a missing or partial ledger yields defaults."""
+        """Read status.runtime back; a missing or partial ledger yields defaults, one edited into
+        another shape raises ValueError or TypeError (the runtime refuses the record)."""
         if not data:
             return cls()
         d = dict(data)
         return cls(
             attempt=int(d.get("attempt", 1)),
-            counted=tuple(d.get("counted", ())),
-            draining=tuple(d.get("draining", ())),
-            released=dict(d.get("released", {})),
-            succeeded=tuple(d.get("succeeded", ())),
-            failed=tuple(d.get("failed", ())),
-            stopped=dict(d.get("stopped", {})),
-            cleaned=tuple(d.get("cleaned", ())),
+            released=_names(d.get("released")),
+            succeeded=_names(d.get("succeeded")),
+            failed=_names(d.get("failed")),
             cleaned_up=bool(d.get("cleanedUp", False)),
-            restarts={k: int(v) for k, v in (d.get("restarts") or {}).items()},
+            restarts={str(k): int(v) for k, v in (d.get("restarts") or {}).items()},
+            replica_restarts={str(k): int(v) for k, v in (d.get("replicaRestarts") or {}).items()},
             backoff_count=int(d.get("backoffCount", 0)),
-            not_before={k: float(v) for k, v in (d.get("notBefore") or {}).items()},
-            start_time=d.get("startTime"),
+            not_before={str(k): float(v) for k, v in (d.get("notBefore") or {}).items()},
+            gang_not_before=_float(d.get("gangNotBefore")),
+            refused=d.get("refused"),
+            refusals=int(d.get("refusals", 0)),
+            start_time=_float(d.get("startTime")),
             size=d.get("size"),
             outcome=d.get("outcome"),
             reason=d.get("reason"),
             message=d.get("message"),
-            finished_at=d.get("finishedAt"),
+            finished_at=_float(d.get("finishedAt")),
             paused=bool(d.get("paused", False)),
             resuming=bool(d.get("resuming", False)),
             observed_generation=d.get("observedGeneration"),
-            spec_hashes=dict(d.get("specHashes", {})),
-            carry={k: dict(v) for k, v in (d.get("carry") or {}).items()},
             replica_failed=d.get("replicaFailed"),
-            replica_restarts={k: int(v) for k, v in (d.get("replicaRestarts") or {}).items()},
         )
 
     def evolve(self, **changes: Any) -> Ledger:
         return replace(self, **changes)
+
+    def without(self, field_name: str, names: Any) -> tuple[str, ...]:
+        """One of the name tuples, less `names`."""
+        gone = set(names)
+        return tuple(n for n in getattr(self, field_name) if n not in gone)
+
+
+def _float(value: Any) -> float | None:
+    return None if value is None else float(value)
 
 
 @dataclass(frozen=True)
@@ -174,7 +185,7 @@ class JobView:
     name: str
     namespace: str | None
     generation: int | None
-    pods: tuple[PodSpecView, ...]  # every pod git renders, in rank order (empty when paused)
+    pods: tuple[PodSpecView, ...]  # every pod of the job's PodTemplates, in rank order
     scope: str  # pod | group | none: what a failure restarts
     rules: Mapping[str, RestartRule]  # replica type -> restart rule
     backoff_limit: int | None  # restarts summed over the job, or None (GenericJob: per type)
@@ -191,6 +202,7 @@ class JobView:
     launcher_kind: str | None = None  # torchrun | deepspeed | colossalai | None (exit-code translation)
     version: str | None = None  # flatjob version that compiled the record
     tensorboard: str | None = None  # name of the TensorBoard Deployment git holds, if any (status.tensorboard)
+    problem: str | None = None  # why the job's pods cannot be created now (PodTemplates out of step with the record)
 
     @cached_property
     def _by_name(self) -> dict[str, PodSpecView]:
@@ -224,9 +236,3 @@ class JobView:
 
 
 GATE = keys.RELEASE_GATE
-
-
-def ran(pods: Mapping[str, PodState], ledger: Ledger) -> tuple[str, ...]:
-    """UIDs of observed pods that were released (no gate) and are not already being drained:
-    everything a new attempt must wait for, whatever state those pods reached."""
-    return tuple(p.uid for _, p in sorted(pods.items()) if not p.gated and p.uid not in ledger.draining)

@@ -29,16 +29,31 @@ def _state_name(status: dict[str, Any]) -> str:
     return "Unknown"
 
 
-def pod_state(obj: dict[str, Any], container: str | None = None) -> PodState:
-    """The decision-relevant view of one pod object."""
+def _int(text: Any) -> int | None:
+    """An annotation read as a number (None when absent or edited into something else)."""
+    try:
+        return int(text)
+    except (TypeError, ValueError):
+        return None
+
+
+def _owned_by(meta: dict[str, Any], owner_uid: str | None) -> bool:
+    if owner_uid is None:
+        return True
+    return any(isinstance(r, dict) and r.get("controller") and r.get("uid") == owner_uid for r in meta.get("ownerReferences") or [])
+
+
+def pod_state(obj: dict[str, Any], container: str | None = None, owner_uid: str | None = None) -> PodState:
+    """The decision-relevant view of one pod object (`owner_uid`: the record's, if known)."""
     meta = obj.get("metadata") or {}
     spec = obj.get("spec") or {}
     status = obj.get("status") or {}
-    statuses = status.get("containerStatuses") or []
+    statuses = [s for s in status.get("containerStatuses") or [] if isinstance(s, dict)]
     main = _container(statuses, container)
     term = ((main or {}).get("state") or {}).get("terminated") or {}
     exit_code = term.get("exitCode") if term else None
     ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or [])
+    notes = meta.get("annotations") or {}
     return PodState(
         name=meta.get("name", ""),
         uid=meta.get("uid", ""),
@@ -46,11 +61,11 @@ def pod_state(obj: dict[str, Any], container: str | None = None) -> PodState:
         gated=any(g.get("name") == GATE for g in spec.get("schedulingGates") or []),
         deleting=meta.get("deletionTimestamp") is not None,
         ready=ready,
-        exit_code=exit_code,
+        exit_code=exit_code if isinstance(exit_code, int) else None,
         reason=term.get("reason") or status.get("reason"),
         message=term.get("message") or status.get("message"),
-        spec_hash=(meta.get("annotations") or {}).get(keys.SPEC_HASH),
-        annotations=dict(meta.get("annotations") or {}),
-        labels=dict(meta.get("labels") or {}),
+        spec_hash=notes.get(keys.SPEC_HASH),
+        attempt=_int(notes.get(keys.ATTEMPT)),
+        ours=_owned_by(meta, owner_uid),
         containers=tuple((s.get("name", ""), _state_name(s), ((s.get("state") or {}).get("terminated") or {}).get("exitCode")) for s in statuses),
     )

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import orjson
+
 Obj = dict[str, Any]
 
 _META = ("name", "namespace", "uid", "resourceVersion", "generation", "deletionTimestamp", "creationTimestamp")
@@ -85,3 +87,36 @@ def record(obj: Obj) -> Obj:
 def named(obj: Obj) -> Obj:
     """Objects watched only for existence (the SSH Secret, the PodGroup): never their data."""
     return {"metadata": meta(obj, labels=False, annotations=False)}
+
+
+def template(obj: Obj) -> Obj:
+    """A PodTemplate: its metadata (labels, the compiler's annotations), its pod's labels and
+    annotations, and its pod spec kept as compact JSON bytes until a pod is created from it
+    (a 5000-pod job's templates would otherwise be the runtime's largest cache)."""
+    pod = _dict(obj.get("template"))
+    pod_meta = _dict(pod.get("metadata"))
+    kept = {k: pod_meta[k] for k in ("labels", "annotations") if k in pod_meta}
+    return {"metadata": meta(obj), "template": {"metadata": kept, "spec": orjson.dumps(_dict(pod.get("spec")), option=orjson.OPT_SORT_KEYS)}}
+
+
+def pod_from_template(tpl: Obj, namespace: str, annotations: dict[str, str], owner: Obj) -> Obj:
+    """The pod a trimmed PodTemplate holds, verbatim, plus the runtime's annotations and owner.
+
+    Only the template's own metadata and spec are copied: labels and annotations that GitOps
+    tools put on the PodTemplate object (Argo CD's tracking, Flux's) never reach a pod.
+    """
+    body = _dict(tpl.get("template"))
+    pod_meta = _dict(body.get("metadata"))
+    spec = body.get("spec")
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            **{k: v for k, v in pod_meta.items() if k not in ("name", "namespace", "ownerReferences", "generateName")},
+            "name": tpl["metadata"]["name"],
+            "namespace": namespace,
+            "annotations": {**_strings(pod_meta.get("annotations")), **annotations},
+            "ownerReferences": [owner],
+        },
+        "spec": orjson.loads(spec) if isinstance(spec, bytes) else _dict(spec),
+    }

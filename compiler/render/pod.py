@@ -15,6 +15,7 @@ import orjson
 
 from .. import keys
 from ..plan import ContainerPatch, JobPlan, PodPlan, scripts
+from ..podtemplate import templates_digest
 from .meta import metadata, pod_labels
 from .scheduling import PodScheduling, pod_scheduling
 
@@ -212,6 +213,5 @@ def render_pod_templates(plan: JobPlan) -> list[dict[str, Any]]:
 
 
 def pod_templates_digest(plan: JobPlan) -> str:
-    """`<count>:<digest of the pod names>`: the set of PodTemplates a record revision renders."""
-    names = "\n".join(p.name for p in plan.pods)
-    return f"{len(plan.pods)}:{hashlib.sha256(names.encode()).hexdigest()[:16]}"
+    """The digest of the job's PodTemplates, for the record (compiler.podtemplate)."""
+    return templates_digest([p.name for p in sorted(plan.pods, key=lambda p: (p.rank, p.name))])

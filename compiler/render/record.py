@@ -14,6 +14,7 @@ from ..plan import JobPlan
 from ..version import __version__
 from .meta import common_labels, metadata
 from .pod import pod_templates_digest
+from .tensorboard import render_tensorboard, tensorboard_name
 
 PLURALS = {
     "GenericJob": "genericjobs",
@@ -34,6 +35,8 @@ def render_record(plan: JobPlan) -> list[dict[str, Any]]:
     job = plan.job
     labels = {**job.metadata.labels, **common_labels(plan, "job")}
     annotations = {**job.metadata.annotations, keys.VERSION: __version__, keys.RUN_MODE: plan.run_mode, keys.POD_TEMPLATES: pod_templates_digest(plan)}
+    if render_tensorboard(plan):
+        annotations[keys.TENSORBOARD] = tensorboard_name(plan.name)
     recorded = plan.options.recorded()
     if recorded:
         annotations[keys.OPTIONS] = recorded

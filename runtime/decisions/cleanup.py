@@ -1,8 +1,9 @@
 """Clean-up after the job finished (cleanUpPolicy; ColossalAI's cleanUpWorkers).
 
-Each pod present at the time is deleted once (its UID is recorded): a GitOps tool that
-recreates a deleted pod gets a gated pod that is never released and holds no node.  Two
-failures stop pods whatever the policy says (docs/architecture.md, "Clean-up"):
+The runtime is the only creator of the job's pods and creates none after the outcome, so
+what the policy deletes never comes back, and the choice is simply re-derived every cycle.
+Pods that never ran (still gated) go whatever the policy says: they hold quota and no log.
+Two failures stop pods whatever the policy says (docs/architecture.md, "Clean-up"):
 - a deadline or restart-limit failure stops every unfinished pod: otherwise the deadline
   would not stop anything;
 - a ColossalAIJob failed by one of its workers stops the other unfinished workers: they hold
@@ -22,7 +23,7 @@ _UNFINISHED = ("Pending", "Running", "Unknown")
 
 @dataclass(frozen=True)
 class CleanupDecision:
-    """The ledger with the cleaned UIDs, and the pods to delete."""
+    """The ledger (clean-up decided), and the pods to delete."""
 
     ledger: Ledger
     delete: tuple[str, ...] = ()
@@ -58,11 +59,8 @@ def policy_after(job: JobView, ledger: Ledger) -> str:
 
 
 def decide_cleanup(job: JobView, pods: Mapping[str, PodState], ledger: Ledger) -> CleanupDecision:
-    """Delete, once, what the policy says; pods recreated afterwards stay gated."""
-    if ledger.cleaned_up:
-        return CleanupDecision(ledger)
+    """The finished job's pods that go: what the policy names, and every pod that never ran."""
     policy = policy_after(job, ledger)
-    known = set(ledger.cleaned) | set(ledger.draining)
-    chosen = [p for p in pods.values() if p.uid not in known and not p.deleting and _selected(job, p, policy)]
-    led = ledger.evolve(cleaned=ledger.cleaned + tuple(p.uid for p in chosen), cleaned_up=True)
-    return CleanupDecision(led, tuple(p.name for p in chosen))
+    chosen = [p for p in pods.values() if p.ours and not p.deleting and (p.gated or _selected(job, p, policy))]
+    led = ledger if ledger.cleaned_up else ledger.evolve(cleaned_up=True)
+    return CleanupDecision(led, tuple(sorted(p.name for p in chosen)))

@@ -1,8 +1,11 @@
-"""Spec edits in git while the job runs: pods are immutable, so an edit is a new attempt.
+"""Spec edits in git while the job runs: a changed PodTemplate means a new attempt.
 
-Detected by the spec-hash annotation: a released pod whose hash differs from what the
-current record renders belongs to an older spec.  Every pod of the attempt is replaced
-(the group must agree on one spec); this is not a failure and not counted as a restart.
+Detected by comparing the spec-hash the compiler wrote on each PodTemplate with the one the
+pod was created with (the runtime copies it verbatim), never by hashing a live object: the
+API server stores `cpu: 1.0` as "1", so a hash of the live pod would never match.  A
+released pod whose template changed makes every pod of the attempt go (the group must agree
+on one spec); the new attempt starts at once from the new templates, and is not a restart.
+Pods not released yet are simply replaced (runtime.decisions.release).
 """
 
 from __future__ import annotations
@@ -23,16 +26,15 @@ class EditDecision:
 
 
 def decide_edit(job: JobView, pods: Mapping[str, PodState], ledger: Ledger) -> EditDecision:
-    """Start a new attempt when a running pod no longer matches the record."""
+    """Start a new attempt when a running pod no longer matches its PodTemplate."""
     stale = []
-    for name, uid in ledger.released.items():
+    for name in ledger.released:
         spec = job.pod(name)
         pod = pods.get(name)
-        if pod is not None and pod.uid == uid and (spec is None or pod.spec_hash != spec.spec_hash):
+        if pod is not None and pod.attempt == ledger.attempt and (spec is None or pod.spec_hash != spec.spec_hash):
             stale.append(name)
     if not stale:
         return EditDecision(ledger)
-    names = sorted(ledger.released)
-    drain = tuple(pods[n].uid for n in names if n in pods and pods[n].uid not in ledger.draining)
-    led = ledger.evolve(attempt=ledger.attempt + 1, draining=ledger.draining + drain, released={}, succeeded=(), failed=(), spec_hashes={}, not_before={})
-    return EditDecision(led, tuple(names), (("Normal", "SpecChanged", f"the job spec changed ({', '.join(stale[:3])} differ); starting a new attempt"),))
+    names = tuple(sorted(ledger.released))
+    led = ledger.evolve(attempt=ledger.attempt + 1, released=(), succeeded=(), failed=(), not_before={}, gang_not_before=None)
+    return EditDecision(led, names, (("Normal", "SpecChanged", f"the job's PodTemplates changed ({', '.join(stale[:3])} differ); starting a new attempt"),))

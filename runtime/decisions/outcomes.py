@@ -1,8 +1,10 @@
-"""Observe what the current attempt's pods did: successes, and failures not yet accounted for.
+"""Observe what the current attempt's released pods did: successes, and new failures.
 
-A failure is a released incarnation that ended non-zero, was evicted, or vanished without
-finishing (deleted by someone else, node lost).  Pods the runtime itself deleted (restarts,
-scale-downs, clean-up, pause) are never failures.
+A failure is a released pod that ended non-zero, was evicted, or vanished without finishing
+(deleted by someone else, node lost; or replaced by a pod that is not this attempt's).  A
+failure is seen once: the cycle that counts it also takes the pod out of `released`.  Pods
+the runtime itself deleted (restarts, scale-downs, clean-up, pause) were taken out first, so
+they are never failures.
 """
 
 from __future__ import annotations
@@ -35,16 +37,16 @@ class Outcomes:
 
 
 def observe(job: JobView, pods: Mapping[str, PodState], ledger: Ledger) -> Outcomes:
-    """Compare released incarnations with what is observed now."""
+    """Compare the released pods with what is observed now."""
     succeeded: list[str] = []
     failures: list[Failure] = []
-    for name, uid in sorted(ledger.released.items()):
+    for name in ledger.released:
         spec = job.pod(name)
-        if spec is None or uid in ledger.counted:
+        if spec is None:
             continue
         pod = pods.get(name)
-        if pod is None or pod.uid != uid:
-            failures.append(Failure(name, uid, spec.type, LOST, "was deleted before it finished"))
+        if pod is None or pod.attempt != ledger.attempt:
+            failures.append(Failure(name, pod.uid if pod is not None else "", spec.type, LOST, "was deleted before it finished"))
         elif pod.phase == "Succeeded":
             succeeded.append(name)
         elif pod.phase == "Failed":
@@ -52,7 +54,7 @@ def observe(job: JobView, pods: Mapping[str, PodState], ledger: Ledger) -> Outco
             what = f"failed with exit code {code}" if pod.exit_code is not None else f"was lost ({pod.reason or 'evicted'})"
             if pod.exit_code is not None and code != pod.exit_code:
                 what = f"failed with exit code {pod.exit_code} (effective {code})"
-            failures.append(Failure(name, uid, spec.type, code, what, pod.exit_code))
+            failures.append(Failure(name, pod.uid, spec.type, code, what, pod.exit_code))
     return Outcomes(tuple(succeeded), tuple(failures))
 
 

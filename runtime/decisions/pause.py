@@ -1,10 +1,10 @@
 """Pause and resume (docs/architecture.md, "Pause and resume").
 
-Pausing is a git change: with runMode.pause.enabled the compiler renders no pods, so the
-GitOps tool prunes them; the runtime deletes any that remain (pruning may be off) and
-reports Paused once they are gone.  Resuming is the reverse change: the pods come back
-from git, gated, and are released as a new attempt with the flatjob.dev/resuming
-annotation, which selects the resumeSpecs command.  Neither counts as a restart.
+Pausing is a git change: runMode.pause.enabled on the record.  The runtime then deletes
+every pod of the job (gracefully) and reports Paused; the PodTemplates stay in git.  Resuming
+is the reverse change: a fresh attempt whose pods the runtime creates with the
+flatjob.dev/resuming annotation, which selects the resumeSpecs command.  Neither counts as a
+restart.
 """
 
 from __future__ import annotations
@@ -17,29 +17,21 @@ from ..model import JobView, Ledger, PodState
 
 @dataclass(frozen=True)
 class PauseDecision:
-    """The ledger after a pause or resume transition, and the pods to delete."""
+    """The ledger after a pause or resume transition."""
 
     ledger: Ledger
-    delete: tuple[str, ...] = ()
     events: tuple[tuple[str, str, str], ...] = field(default=())
 
 
 def decide_pause(job: JobView, pods: Mapping[str, PodState], ledger: Ledger) -> PauseDecision:
-    """Enter pause (drain every pod) or leave it (a fresh attempt that resumes)."""
+    """Enter pause (every pod goes) or leave it (a fresh attempt that resumes)."""
     if job.run_mode == "pause":
-        live = [p for p in pods.values() if p.uid not in ledger.draining]
-        if ledger.paused and not live:
+        if ledger.paused:
             return PauseDecision(ledger)
-        led = ledger.evolve(
-            paused=True,
-            resuming=False,
-            draining=ledger.draining + tuple(p.uid for p in live),
-            released={},
-            not_before={},
-        )
-        events = (("Normal", "Pausing", f"deleting {len(live)} pod(s)"),) if live else ()
-        return PauseDecision(led, tuple(p.name for p in live), events)
+        led = ledger.evolve(paused=True, resuming=False, released=(), not_before={}, gang_not_before=None, refused=None, refusals=0)
+        live = [p for p in pods.values() if p.ours and not p.deleting]
+        return PauseDecision(led, (("Normal", "Pausing", f"deleting {len(live)} pod(s)"),))
     if ledger.paused:
-        led = ledger.evolve(paused=False, resuming=True, attempt=ledger.attempt + 1, succeeded=(), failed=(), spec_hashes={})
-        return PauseDecision(led, (), (("Normal", "Resuming", "the job resumes as a new attempt"),))
+        led = ledger.evolve(paused=False, resuming=True, attempt=ledger.attempt + 1, succeeded=(), failed=())
+        return PauseDecision(led, (("Normal", "Resuming", "the job resumes as a new attempt"),))
     return PauseDecision(ledger)

@@ -1,11 +1,16 @@
-"""Decide which gated pods may run now, and which missing pods to create.
+"""Decide which pods to create from their PodTemplates, which to release, which to replace.
 
-Gang start: nothing of an attempt runs until every pod it needs exists (created by the
-GitOps tool or by the runtime), the SSH Secret and the PodGroup exist, the previous
-attempt's pods are gone, and the back-off has passed.  Launchers (wave 1) follow once the
-workers (wave 0) are Ready, i.e. their sshd accepts connections.  After the gang start,
-replacements and elastic scale-ups are released one by one.  A gated pod whose spec-hash
-differs from the record's rendering is stale (an old git revision): it is deleted, never run.
+The runtime is the only creator of the job's pods.  An attempt's pods are created gated (the
+gate is in the template), stamped with the attempt, and released once the whole gang exists:
+- a gang waits for the SSH Secret and the PodGroup, for every pod of earlier attempts to be
+  gone (BlockingRecreate, jobset#684), and for the restart back-off;
+- launchers (wave 1) follow once the workers (wave 0) are Ready, i.e. their sshd answers;
+- after the gang start, replacements (a pod-scope restart, an elastic scale-up) are created
+  after their back-off and released one by one;
+- a create the API server refuses (403 over quota, an admission webhook) rolls the gang
+  back: its gated pods are deleted, the record says why, and the gang is tried again after
+  a back-off of 10 s doubling to 5 min;
+- a gated pod made for another attempt or from an older template is deleted, never run.
 """
 
 from __future__ import annotations
@@ -14,72 +19,110 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from ..model import JobView, Ledger, PodSpecView, PodState
+from .restart import backoff
 
 
 @dataclass(frozen=True)
 class Deps:
-    """Objects besides pods that a release waits for."""
+    """What a gang waits for besides its pods, and what the API server said last time."""
 
     secret_ready: bool = True
     podgroup_ready: bool = True
+    refused: tuple[str, str] | None = None  # (pod, the API server's message): its create was refused
 
 
 @dataclass(frozen=True)
 class ReleaseDecision:
-    """Pods to release (recorded in the ledger), create, or delete as stale; and why not more."""
+    """Pods to release (recorded in the ledger), create and delete; and why not more."""
 
     ledger: Ledger
     release: tuple[str, ...] = ()
     create: tuple[str, ...] = ()
-    stale: tuple[str, ...] = ()
+    delete: tuple[str, ...] = ()
     wait: str | None = None
     wake_at: float | None = None
     events: tuple[tuple[str, str, str], ...] = field(default=())
 
 
-def _usable(spec: PodSpecView, pod: PodState | None, ledger: Ledger) -> bool:
-    """A gated, current incarnation that never ran and belongs to no finished business."""
-    if pod is None or not pod.gated or pod.deleting or pod.phase != "Pending":
-        return False
-    gone = set(ledger.counted) | set(ledger.draining) | set(ledger.cleaned) | set(ledger.stopped.values())
-    return pod.uid not in gone and pod.spec_hash == spec.spec_hash
+def _current(spec: PodSpecView, pod: PodState | None, ledger: Ledger) -> bool:
+    """A gated pod created for this attempt from the PodTemplate as it is now."""
+    return pod is not None and pod.gated and not pod.deleting and pod.phase == "Pending" and pod.attempt == ledger.attempt and pod.spec_hash == spec.spec_hash
+
+
+def _stale(job: JobView, pods: Mapping[str, PodState], ledger: Ledger) -> tuple[str, ...]:
+    """Gated pods that must never run: another attempt's, or from an older template."""
+    out = []
+    for name, pod in sorted(pods.items()):
+        spec = job.pod(name)
+        if pod.ours and pod.gated and not pod.deleting and (spec is None or pod.attempt != ledger.attempt or pod.spec_hash != spec.spec_hash):
+            out.append(name)
+    return tuple(out)
+
+
+def _refused(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, refusal: tuple[str, str], now: float) -> ReleaseDecision:
+    """A pod the attempt needs was refused: roll the gang back (or delay the one pod), say why."""
+    name, message = refusal
+    count = ledger.refusals + 1
+    until = now + backoff(count)
+    text = f"the API server refused pod {name}: {message}"
+    if not ledger.released:
+        gang = tuple(n for n, p in sorted(pods.items()) if p.ours and p.gated and not p.deleting)
+        led = ledger.evolve(refused=text, refusals=count, gang_not_before=until)
+        event = ("Warning", "GangRefused", f"{text}; deleted the {len(gang)} pod(s) created for this attempt, retrying in {until - now:.0f} s")
+        return ReleaseDecision(led, delete=gang, wait=f"{text}; retrying in {until - now:.0f} s", wake_at=until, events=(event,))
+    led = ledger.evolve(refused=text, refusals=count, not_before={**ledger.not_before, name: until})
+    event = ("Warning", "PodRefused", f"{text}; retrying in {until - now:.0f} s")
+    return ReleaseDecision(led, wait=f"{text}; retrying in {until - now:.0f} s", wake_at=until, events=(event,))
 
 
 def decide_release(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, deps: Deps, now: float) -> ReleaseDecision:
-    """The release step of one reconcile cycle (called only while the job runs)."""
+    """The create-and-release step of one reconcile cycle (called only while the job runs)."""
+    if job.problem:
+        return ReleaseDecision(ledger, wait=job.problem)
+    if deps.refused is not None:
+        return _refused(job, pods, ledger, deps.refused, now)
+    stale = _stale(job, pods, ledger)
     settled = set(ledger.succeeded) | set(ledger.failed)
     wanted = [p for p in job.wanted() if p.name not in settled]
-    stale = tuple(p.name for p in wanted if (o := pods.get(p.name)) is not None and o.gated and not o.deleting and o.spec_hash != p.spec_hash)
-    create = tuple(p.name for p in wanted if p.name not in pods)
-    waiting_drain = [o.name for o in pods.values() if o.uid in ledger.draining]
-    if not deps.secret_ready:
-        return ReleaseDecision(ledger, (), create, stale, f"waiting for the SSH Secret {job.ssh_secret}")
-    if not deps.podgroup_ready:
-        return ReleaseDecision(ledger, (), create, stale, f"waiting for the PodGroup {job.name}")
     pending = [p for p in wanted if p.name not in ledger.released]
     if not pending:
-        return ReleaseDecision(ledger, (), create, stale)
-    if job.scope == "group" and waiting_drain:
-        return ReleaseDecision(ledger, (), create, stale, f"waiting for {len(waiting_drain)} pod(s) of the previous attempt to terminate")
-    usable = [p for p in pending if _usable(p, pods.get(p.name), ledger) and p.name not in waiting_drain]
-    later = [ledger.not_before[p.name] for p in usable if ledger.not_before.get(p.name, 0) > now]
-    ready_now = [p for p in usable if ledger.not_before.get(p.name, 0) <= now]
+        return ReleaseDecision(ledger, delete=stale)
+    if not deps.secret_ready:
+        return ReleaseDecision(ledger, delete=stale, wait=f"waiting for the SSH Secret {job.ssh_secret}")
+    if not deps.podgroup_ready:
+        return ReleaseDecision(ledger, delete=stale, wait=f"waiting for the PodGroup {job.name}")
     gang = not ledger.released
+    if gang:
+        old = [p for p in pods.values() if p.ours and p.attempt != ledger.attempt]
+        if old:
+            return ReleaseDecision(ledger, delete=stale, wait=f"waiting for {len(old)} pod(s) of the previous attempt to terminate")
+        if ledger.gang_not_before is not None and now < ledger.gang_not_before:
+            why = ledger.refused or "backing off before the restart"
+            return ReleaseDecision(ledger, delete=stale, wait=why, wake_at=ledger.gang_not_before)
+    due = [p for p in pending if ledger.not_before.get(p.name, 0) <= now]
+    later = [ledger.not_before[p.name] for p in pending if ledger.not_before.get(p.name, 0) > now]
+    wake = min(later) if later else None
+    create = tuple(p.name for p in due if p.name not in pods)
+    usable = [p for p in due if _current(p, pods.get(p.name), ledger)]
     if gang and len(usable) < len(pending):
         missing = len(pending) - len(usable)
-        return ReleaseDecision(ledger, (), create, stale, f"waiting for {missing} of {len(pending)} pod(s) to exist before starting them together")
-    if gang and later:
-        return ReleaseDecision(ledger, (), create, stale, "backing off before the restart", wake_at=max(later))
-    release = _by_wave(job, wanted, ready_now, pods, ledger)
-    wake = min(later) if later else None
+        wait = f"waiting for {missing} of {len(pending)} pod(s) to exist before starting them together"
+        return ReleaseDecision(ledger, create=create, delete=stale, wait=wait, wake_at=wake)
+    release = _by_wave(job, wanted, usable, pods, ledger)
     if not release:
-        return ReleaseDecision(ledger, (), create, stale, "waiting for the workers' sshd to be ready" if ready_now else None, wake)
-    released = {**ledger.released, **{p.name: pods[p.name].uid for p in release}}
-    hashes = {**ledger.spec_hashes, **{p.name: p.spec_hash for p in release}}
-    size = job.target if gang else ledger.size
-    led = ledger.evolve(released=released, spec_hashes=hashes, start_time=ledger.start_time if ledger.start_time is not None else now, size=size)
-    events = (("Normal", "Released", f"released {len(release)} pod(s): {', '.join(p.name for p in release[:5])}{' ...' if len(release) > 5 else ''}"),)
-    return ReleaseDecision(led, tuple(p.name for p in release), create, stale, None, wake, events)
+        return ReleaseDecision(ledger, create=create, delete=stale, wait="waiting for the workers' sshd to be ready" if usable else None, wake_at=wake)
+    led = ledger.evolve(
+        released=(*ledger.released, *(p.name for p in release)),
+        start_time=ledger.start_time if ledger.start_time is not None else now,
+        size=job.target if gang else ledger.size,
+        not_before={k: v for k, v in ledger.not_before.items() if k not in {p.name for p in release}},
+        gang_not_before=None if gang else ledger.gang_not_before,
+        refused=None,
+        refusals=0,
+    )
+    names = [p.name for p in release]
+    events = (("Normal", "Released", f"released {len(names)} pod(s): {', '.join(names[:5])}{' ...' if len(names) > 5 else ''}"),)
+    return ReleaseDecision(led, tuple(names), create, stale, None, wake, events)
 
 
 def _by_wave(job: JobView, wanted: list[PodSpecView], ready_now: list[PodSpecView], pods: Mapping[str, PodState], ledger: Ledger) -> list[PodSpecView]:

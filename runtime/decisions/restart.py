@@ -10,8 +10,10 @@ Scope (docs/architecture.md, "Restart scope"):
 Limits: each replica's own limit (GenericJob's restartPolicy.limit), else backoffLimit summed
 over the job.  Counts: backoffCount counts restarts (a group restart is one); each type's
 restartCount sums its replicas' restarts (a group restart adds one per replaced pod), as T9k's
-status documents.  The replaced pods are drained (deleted and awaited) before their
-successors are released, after an exponential, capped back-off.
+status documents.  A failure is accounted for in the cycle that sees it: its pod leaves
+`released` (so it is never counted twice) and is deleted; its successor is created once the
+pod is gone (a group restart's once every pod of the old attempt is gone) and released after
+an exponential, capped back-off.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from ..model import JobView, Ledger, PodState, ran
+from ..model import JobView, Ledger, PodState
 from .exitcodes import retryable
 from .outcomes import Failure
 
@@ -78,18 +80,12 @@ def replica_failure_message(f: Failure) -> str:
     return f"Pod[{f.name}] {f.reason}"
 
 
-def _drain(pods: Mapping[str, PodState], names: list[str]) -> tuple[str, ...]:
-    """UIDs of the observed incarnations of these pods (they must be gone before successors run)."""
-    return tuple(pods[n].uid for n in names if n in pods)
-
-
 def decide_restart(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, failures: tuple[Failure, ...], now: float) -> RestartDecision:
-    """Count each failure once, restart what the policy allows, and name a fatal one."""
-    failures = tuple(f for f in failures if f.uid not in ledger.counted)
+    """Count each failure (once: its pod leaves `released`), restart what the policy allows,
+    and name a fatal one."""
     if not failures:
         return RestartDecision(ledger)
-    counted = ledger.counted + tuple(f.uid for f in failures if f.uid not in ledger.counted)
-    led = ledger.evolve(counted=counted, replica_failed=replica_failure_message(failures[0]))
+    led = ledger.evolve(replica_failed=replica_failure_message(failures[0]), released=ledger.without("released", [f.name for f in failures]))
     events: list[tuple[str, str, str]] = []
     restarted: list[str] = []
     for f in failures:
@@ -100,7 +96,7 @@ def decide_restart(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, f
         wants = job.scope != "none" and retryable(policy, f.code)
         if not wants or not _within_limits(job, led, f.name, f.type):
             exhausted = wants  # the policy would restart it, but the limit is reached
-            led = led.evolve(failed=(*led.failed, f.name), released={k: v for k, v in led.released.items() if k != f.name})
+            led = led.evolve(failed=(*led.failed, f.name))
             events.append(("Warning", "ReplicaFailed", f"{f.name} {f.reason}; not restarted ({'limit reached' if exhausted else f'restartPolicy {policy}'})"))
             if _is_fatal(job, f):
                 return RestartDecision(led, tuple(restarted), f, exhausted, tuple(events))
@@ -108,27 +104,20 @@ def decide_restart(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, f
         count = led.backoff_count + 1
         delay = now + backoff(count)
         if job.scope == "group":
-            names = sorted(set(led.released) | {f.name})
+            names = sorted(set(ledger.released) | {f.name})
             led = _counted(job, led, names).evolve(
                 attempt=led.attempt + 1,
                 backoff_count=count,
-                draining=led.draining + ran(pods, led),
-                released={},
+                released=(),
                 succeeded=(),
                 failed=(),
-                spec_hashes={},
-                not_before={p.name: delay for p in job.pods},
+                not_before={},
+                gang_not_before=delay,
             )
             events.append(("Warning", "Restarting", f"{f.name} {f.reason}; restarting all {len(job.pods)} pods (restart {count})"))
             restarted.extend(names)
             break  # the whole group is being replaced: one restart, whatever else failed
-        led = _counted(job, led, [f.name]).evolve(
-            backoff_count=count,
-            draining=led.draining + _drain(pods, [f.name] if f.name in pods and pods[f.name].uid == f.uid else []),
-            released={k: v for k, v in led.released.items() if k != f.name},
-            spec_hashes={k: v for k, v in led.spec_hashes.items() if k != f.name},
-            not_before={**led.not_before, f.name: delay},
-        )
+        led = _counted(job, led, [f.name]).evolve(backoff_count=count, not_before={**led.not_before, f.name: delay})
         events.append(("Warning", "Restarting", f"{f.name} {f.reason}; restarting it (restart {count})"))
         restarted.append(f.name)
     return RestartDecision(led, tuple(restarted), None, False, tuple(events))

@@ -29,17 +29,17 @@ def rfc3339(ts: float) -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ts))
 
 
-def _replica_phase(name: str, pod: PodState | None, ledger: Ledger) -> str:
+def _replica_phase(name: str, pod: PodState | None, ledger: Ledger, wanted: set[str]) -> str:
     if pod is None:
-        return "Deleted" if ledger.cleaned_up or ledger.paused or name in ledger.stopped else "Creating"
+        return "Deleted" if ledger.cleaned_up or ledger.paused or name not in wanted else "Creating"
     if pod.deleting:
         return "Deleted"
     return pod.phase if pod.phase in ("Pending", "Running", "Succeeded", "Failed") else "Unknown"
 
 
 def _released_now(pods: Mapping[str, PodState], ledger: Ledger) -> list[PodState]:
-    """The observed incarnations this attempt released (not those being deleted)."""
-    return [p for n, uid in sorted(ledger.released.items()) if (p := pods.get(n)) is not None and p.uid == uid and not p.deleting]
+    """The observed pods this attempt released (not those being deleted)."""
+    return [p for n in sorted(ledger.released) if (p := pods.get(n)) is not None and p.attempt == ledger.attempt and not p.deleting]
 
 
 def unknown_pods(pods: Mapping[str, PodState], ledger: Ledger) -> list[str]:
@@ -92,6 +92,29 @@ def _conditions(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, wait
     return out
 
 
+# tasks[].replicas lists at most this many replicas per type, the most telling first
+# (docs/architecture.md, "Status"): a 5000-pod job's full list would be ~750 KB of a 1.5 MiB
+# object, and `aggregate` counts every replica anyway.
+REPLICAS_LISTED = 100
+_PHASE_ORDER = {phase: i for i, phase in enumerate(("Failed", "Unknown", "Pending", "Creating", "Deleted", "Running", "Succeeded"))}
+
+
+def _listed(replicas: list[tuple[Any, PodState | None, str]]) -> list[tuple[Any, PodState | None, str]]:
+    """Every replica, or for a large type the REPLICAS_LISTED most telling, in index order."""
+    if len(replicas) <= REPLICAS_LISTED:
+        return replicas
+    chosen = sorted(replicas, key=lambda r: (_PHASE_ORDER.get(r[2], 9), r[0].index))[:REPLICAS_LISTED]
+    return sorted(chosen, key=lambda r: r[0].index)
+
+
+def _replica(spec: Any, pod: PodState | None, rphase: str) -> dict[str, Any]:
+    entry: dict[str, Any] = {"name": spec.name, "phase": rphase}
+    if pod is not None:
+        entry["uid"] = pod.uid
+        entry["containers"] = [{"name": n, "state": s, **({"exitCode": c} if c is not None else {})} for n, s, c in pod.containers]
+    return entry
+
+
 def tensorboard_status(job: JobView, ready: bool | None) -> dict[str, Any] | None:
     """T9k's DependentStatus for the TensorBoard, naming the Deployment that stands in for T9k's
     TensorBoard object; `ready` is None until the runtime observes the Deployment."""
@@ -124,18 +147,15 @@ def build_status(
         conditions.append(cond)
     tasks: list[dict[str, Any]] = []
     aggregate = dict.fromkeys(("creating", "pending", "running", "succeeded", "failed", "unknown", "deleted"), 0)
+    wanted = {p.name for p in job.wanted()}
     for rtype in dict.fromkeys(p.type for p in job.pods):
         replicas = []
         for spec in (p for p in job.pods if p.type == rtype):
             pod = pods.get(spec.name)
-            rphase = _replica_phase(spec.name, pod, ledger)
+            rphase = _replica_phase(spec.name, pod, ledger, wanted)
             aggregate[rphase.lower()] += 1
-            entry: dict[str, Any] = {"name": spec.name, "phase": rphase}
-            if pod is not None:
-                entry["uid"] = pod.uid
-                entry["containers"] = [{"name": n, "state": s, **({"exitCode": c} if c is not None else {})} for n, s, c in pod.containers]
-            replicas.append(entry)
-        tasks.append({"type": rtype, "restartCount": ledger.restarts.get(rtype, 0), "replicas": replicas})
+            replicas.append((spec, pod, rphase))
+        tasks.append({"type": rtype, "restartCount": ledger.restarts.get(rtype, 0), "replicas": [_replica(spec, pod, rphase) for spec, pod, rphase in _listed(replicas)]})
     status: dict[str, Any] = {
         "phase": phase(job, pods, ledger),
         "conditions": conditions,

@@ -41,11 +41,12 @@ def rendered_pod(tmp_path: Path) -> tuple[dict, dict[str, str]]:
     from flatjob.compiler.loader import Loaded, parse
     from flatjob.compiler.options import CompileOptions
     from flatjob.compiler.pipeline import compile_documents
+    from manifestkit import pod_of
 
     docs, _ = parse(JOB, "job.yaml")
     result = compile_documents(Loaded(jobs=docs), CompileOptions(local_addresses=True))
     files = result.jobs[0].files
-    pod = next(d for d in yaml.safe_load_all(files["pods.yaml"]) if d)
+    pod = pod_of(next(d for d in yaml.safe_load_all(files["podtemplates.yaml"]) if d))
     return pod, result.jobs[0].plan.files
 
 

@@ -1,8 +1,8 @@
 """Builders for the decision tables: JobView, PodState, Ledger and Failure from a few words.
 
 Naming follows the compiler: the job is `j`, its pods `j-<type>-<index>` (`j-launcher`); an observed pod's
-UID is `uid-<pod>` (`uid-<pod>#2` for its second incarnation) and its spec-hash `h-<pod>`,
-which is also what the JobView expects, so a pod built with defaults is current.
+UID is `uid-<pod>` (`uid-<pod>#2` for its second incarnation), its spec-hash `h-<pod>`, which
+is also what the JobView expects, and its attempt 1, so a pod built with defaults is current.
 Kind defaults mirror runtime.job.job_view; test_decisions_jobview.py checks that they agree
 with what the compiler really produces.
 
@@ -143,10 +143,11 @@ def pod(
     message: str | None = None,
     spec_hash: str | None = None,
     deleting: bool = False,
-    annotations: Mapping[str, str] | None = None,
-    labels: Mapping[str, str] | None = None,
+    attempt: int | None = 1,
+    ours: bool = True,
 ) -> PodState:
-    """An observed pod: gated while Pending, ready while Running, exit 0 once Succeeded."""
+    """An observed pod the runtime created for `attempt`: gated while Pending, ready while
+    Running, exit 0 once Succeeded."""
     if phase == "Succeeded" and exit is None:
         exit = 0
     term = phase in ("Succeeded", "Failed") and exit is not None
@@ -161,8 +162,8 @@ def pod(
         reason=reason if reason is not None else (("Completed" if exit == 0 else "Error") if term else None),
         message=message,
         spec_hash=spec_hash if spec_hash is not None else f"h-{pod_name}",
-        annotations=dict(annotations or {}),
-        labels=dict(labels or {}),
+        attempt=attempt,
+        ours=ours,
         containers=(("main", "Terminated" if term else "Running" if phase == "Running" else "Waiting", exit),),
     )
 
@@ -176,9 +177,9 @@ def observed(*states: PodState) -> dict[str, PodState]:
     return {p.name: p for p in states}
 
 
-def released_from(pods: Mapping[str, PodState], *names: str) -> dict[str, str]:
+def released_from(pods: Mapping[str, PodState], *names: str) -> tuple[str, ...]:
     """ledger.released for these pods (all of them when no names are given)."""
-    return {n: p.uid for n, p in pods.items() if not names or n in names}
+    return tuple(sorted(n for n in pods if not names or n in names))
 
 
 def all_running(job: JobView) -> dict[str, PodState]:
@@ -189,7 +190,7 @@ def all_running(job: JobView) -> dict[str, PodState]:
 def running_ledger(job: JobView, **fields: Any) -> Ledger:
     """The ledger of a job whose pods were all released at NOW - 100."""
     pods = all_running(job)
-    base = Ledger(released=released_from(pods), spec_hashes={p.name: p.spec_hash for p in job.pods}, start_time=NOW - 100)
+    base = Ledger(released=released_from(pods), start_time=NOW - 100)
     return base.evolve(**fields)
 
 

@@ -91,7 +91,7 @@ class Scenario:
             self.kubelet = FakeKubelet(self.cluster, NAMESPACE, self.clock)
         self.tool = make_gitops(self.gitops, self.cluster, self.manifests) if self.gitops else None
         for obj in self.manifests:
-            if obj["kind"] in ("Pod", "PodGroup") or obj["apiVersion"] == keys.RECORD_API_VERSION:
+            if obj["kind"] in ("PodTemplate", "PodGroup") or obj["apiVersion"] == keys.RECORD_API_VERSION:
                 self.cluster.apply(copy.deepcopy(obj))
         self.runner = None
         self.generation = 0  # which runtime process this is (its User-Agent names it)
@@ -238,11 +238,12 @@ class Scenario:
     def update_spec(self, text: str) -> None:
         """A new commit: recompile and let the GitOps tool (or a plain apply) sync it."""
         self.manifests = compile_text(text, self.options)
-        record = next(o for o in self.manifests if o["apiVersion"] == keys.RECORD_API_VERSION)
         if self.tool is not None:
             self.tool.sync(self.manifests)
-        else:
-            self.cluster.apply_record(self.namespace, PLURAL(self.kind), record)
+        else:  # `kubectl apply -k`: the record and the PodTemplates (no prune)
+            from .gitops import _Tool
+
+            _Tool(self.cluster, self.manifests).reconcile()
 
 
 def _rv(text: str) -> int:

@@ -12,6 +12,8 @@
 
 from __future__ import annotations
 
+from manifestkit import pods_of
+
 import json
 from pathlib import Path
 from typing import Any
@@ -247,7 +249,7 @@ def test_a_running_pod_of_a_compiled_job_is_as_big_as_a_real_one(example: str) -
     root = Path(__file__).resolve().parents[2]
     docs, _ = parse((root / "examples" / f"{example}.yaml").read_text(), f"{example}.yaml")
     files = compile_documents(Loaded(jobs=docs), CompileOptions(namespace=NS)).jobs[0].files
-    rendered: list[Obj] = [d for d in yaml.safe_load_all(files["pods.yaml"]) if d]
+    rendered: list[Obj] = pods_of([d for d in yaml.safe_load_all(files["podtemplates.yaml"]) if d])
     clock = Clock()
     cluster = FakeCluster(clock)
     kubelet = FakeKubelet(cluster, NS, clock, behaviors={p["metadata"]["name"]: (lambda pod, env: (float("inf"), None)) for p in rendered})
