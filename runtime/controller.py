@@ -27,7 +27,7 @@ from flatjob.compiler.version import __version__
 
 from . import trim
 from .api import EVENTS, LEASES, POD_TEMPLATES, PODGROUPS, PODS, SECRETS, AlreadyExists, ApiError, Cluster, Conflict, Forbidden, Invalid, NotFound, Obj, record_resource
-from .decisions import Action, Cycle, World, reconcile
+from .decisions import Action, Cycle, World, reconcile, scale_backoff
 from .decisions.refuse import refused_status
 from .informer import Informer
 from .job import RecordError, job_view
@@ -67,6 +67,7 @@ class Controller:
     metrics: Metrics = field(default_factory=Metrics)
     secret_factory: Callable[[str, str, Obj], Obj] = ssh_secret
     use_lease: bool = True
+    backoff_scale: float = 1.0  # restart back-offs times this (run-local's --backoff-scale)
     wake_at: float | None = None
     last_cycle: Cycle | None = None
     refused: str | None = None  # why the controller refuses to act (version mismatch...)
@@ -178,7 +179,8 @@ class Controller:
         owner = (record.get("metadata") or {}).get("uid")
         pods = {n: pod_state(o, (job.pod(n).container if job.pod(n) else None), owner) for n, o in self.pods.cache.items()}
         world, self._refused = self._world(job), None
-        cycle = reconcile(job, pods, ledger, world, status, self.clock())
+        now = self.clock()
+        cycle = scale_backoff(reconcile(job, pods, ledger, world, status, now), ledger, now, self.backoff_scale)
         self.cycles += 1
         if cycle.status != status and not self._write_status(record, cycle.status):
             return None

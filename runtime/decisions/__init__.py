@@ -12,7 +12,7 @@ The runtime acts only on pods its record owns (ownerReference, controller: true)
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from flatjob.compiler import keys
@@ -166,4 +166,18 @@ def reconcile(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, world:
     return Cycle(led, status, tuple(_ensure(job, pods, led, creates, deletes, world)), tuple(events), wake, wait)
 
 
-__all__ = ["Action", "Cycle", "World", "keys", "reconcile"]
+def scale_backoff(cycle: Cycle, before: Ledger, now: float, scale: float) -> Cycle:
+    """The cycle with the back-offs it just set shortened (or lengthened) by `scale`, older
+    ones left alone: `flatjob run-local --backoff-scale` for quick smoke tests."""
+    led = cycle.ledger
+    fresh = {k: v for k, v in led.not_before.items() if before.not_before.get(k) != v and v > now}
+    gang = led.gang_not_before if led.gang_not_before != before.gang_not_before and led.gang_not_before is not None and led.gang_not_before > now else None
+    if scale == 1.0 or not (fresh or gang):
+        return cycle
+    shrink = lambda t: now + (t - now) * scale  # noqa: E731
+    led = led.evolve(not_before={**led.not_before, **{k: shrink(v) for k, v in fresh.items()}}, gang_not_before=shrink(gang) if gang else led.gang_not_before)
+    times = [t for t in (cycle.wake_at, *(shrink(v) for v in fresh.values()), shrink(gang) if gang else None) if t is not None]
+    return replace(cycle, ledger=led, status={**cycle.status, "runtime": led.to_dict()}, wake_at=min(times) if times else None)
+
+
+__all__ = ["Action", "Cycle", "World", "keys", "reconcile", "scale_backoff"]
