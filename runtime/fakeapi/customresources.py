@@ -91,8 +91,10 @@ def _crd(doc: Obj) -> Crd:
 
 @functools.lru_cache(maxsize=1)
 def shipped() -> tuple[Crd, ...]:
-    """The CRDs of schemas/crds (the job records)."""
-    return tuple(_crd(yaml.safe_load(p.read_text())) for p in sorted(CRD_DIR.glob("*.flatjob.dev.yaml")))
+    """The CRDs of schemas/crds (the job records); libyaml's loader when there is one (the pure
+    Python one takes a second for these files, on every run-local start)."""
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    return tuple(_crd(yaml.load(p.read_text(), Loader=loader)) for p in sorted(CRD_DIR.glob("*.flatjob.dev.yaml")))
 
 
 # T9k's PodGroup CRD is not shipped with flatjob: its schema is unknown, so it keeps every field.
