@@ -43,6 +43,15 @@ def _owned_by(meta: dict[str, Any], owner_uid: str | None) -> bool:
     return any(isinstance(r, dict) and r.get("controller") and r.get("uid") == owner_uid for r in meta.get("ownerReferences") or [])
 
 
+def _failed_init(status: dict[str, Any]) -> str | None:
+    """kubectl's words for a pod whose init container failed (Init:Error), else None."""
+    for s in status.get("initContainerStatuses") or []:
+        term = (s.get("state") or {}).get("terminated") if isinstance(s, dict) else None
+        if isinstance(term, dict) and term.get("exitCode") not in (None, 0):
+            return f"Init:{term.get('reason') or 'ExitCode:' + str(term.get('exitCode'))}"
+    return None
+
+
 def pod_state(obj: dict[str, Any], container: str | None = None, owner_uid: str | None = None) -> PodState:
     """The decision-relevant view of one pod object (`owner_uid`: the record's, if known)."""
     meta = obj.get("metadata") or {}
@@ -52,6 +61,9 @@ def pod_state(obj: dict[str, Any], container: str | None = None, owner_uid: str 
     main = _container(statuses, container)
     term = ((main or {}).get("state") or {}).get("terminated") or {}
     exit_code = term.get("exitCode") if term else None
+    init = _failed_init(status) if not term and status.get("phase") == "Failed" else None
+    if init is not None:
+        term = {"reason": init}
     ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or [])
     notes = meta.get("annotations") or {}
     return PodState(

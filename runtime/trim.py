@@ -74,6 +74,9 @@ def pod(obj: Obj) -> Obj:
     statuses = [_container_status(s) for s in _list(status.get("containerStatuses"))]
     if statuses:
         out["status"]["containerStatuses"] = statuses
+    failed_init = [c for c in (_container_status(s) for s in _list(status.get("initContainerStatuses"))) if c["state"].get("terminated", {}).get("exitCode") not in (None, 0)]
+    if failed_init:  # why a pod failed before its containers started (kubectl's Init:Error)
+        out["status"]["initContainerStatuses"] = failed_init[:1]
     return out
 
 
