@@ -16,5 +16,7 @@ dist.init_process_group("gloo")
 rank, world = dist.get_rank(), dist.get_world_size()
 t = torch.tensor([float(rank + 1)])
 dist.all_reduce(t)
-print(f"rank={rank} world={world} allreduce={t.item():g}", flush=True)
+# One write per line: the ranks of a node share the launcher's pipe, and print() writes the
+# text and its newline separately, so two ranks' lines could interleave.
+print(f"rank={rank} world={world} allreduce={t.item():g}\n", end="", flush=True)
 dist.destroy_process_group()
