@@ -13,8 +13,13 @@ from .kit import run_local
 
 pytestmark = pytest.mark.e2e
 
-# The master waits for the worker of its attempt to finish, so the worker decides.
-MASTER = 'for i in $(seq 200); do [ -e "$E2E_OUT/worker-done-$FLATJOB_ATTEMPT" ] && exit 0; sleep 0.05; done; exit 3'
+# The master waits for the worker of its attempt to finish (exit 0) or to give up (exit 3,
+# 2 s later, so the runtime has seen the worker fail first), so the worker decides; it gives
+# up by itself after 10 s.
+MASTER = (
+    'for i in $(seq 200); do [ -e "$E2E_OUT/worker-done-$FLATJOB_ATTEMPT" ] && exit 0; '
+    '[ -e "$E2E_OUT/worker-gave-up-$FLATJOB_ATTEMPT" ] && sleep 2 && exit 3; sleep 0.05; done; exit 3'
+)
 
 
 def job(worker_script: str, out: Path) -> str:
@@ -62,10 +67,11 @@ def test_exit_137_once_is_restarted_under_exit_code_and_the_job_succeeds(tmp_pat
 def test_exit_1_is_not_restarted_under_exit_code_and_the_master_decides(tmp_path: Path, tag: str) -> None:
     out = tmp_path / "out"
     out.mkdir()
-    run = run_local(tmp_path, job('echo "cannot go on" >&2; exit 1', out), "--backoff-scale", "0.01", tag=tag, timeout=60)
+    worker = 'echo "cannot go on" >&2; touch "$E2E_OUT/worker-gave-up-$FLATJOB_ATTEMPT"; exit 1'
+    run = run_local(tmp_path, job(worker, out), "--backoff-scale", "0.01", tag=tag, timeout=60)
     assert run.code == 1, run.explain()
     assert "[restarts-worker-0] cannot go on" in run.stdout
     assert "restarts-worker-0 failed with exit code 1; not restarted (restartPolicy ExitCode)" in run.stderr
-    # T9k: the master decides; it gave up waiting for the worker (exit 3).
+    # T9k: the master decides; it saw the worker give up (exit 3).
     assert "PyTorchTrainingJob restarts has failed: restarts-master-0 failed with exit code 3" in run.stderr
     assert "Restarting" not in run.stderr
