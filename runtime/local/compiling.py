@@ -2,7 +2,8 @@
 
 The pipeline is the one `flatjob compile` runs (load, overlays, validate, normalize, plan,
 render, emit) with one option on, CompileOptions.local_addresses, so every pod's address is
-its own loopback IP.  The emitted files are parsed back: what runs is what git would hold.
+its own loopback IP.  The emitted files are parsed back: what the local API server gets
+(record, PodTemplates, PodGroup) is what git would hold.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import Any
 
 import yaml
 
+from flatjob.compiler import keys
 from flatjob.compiler.loader import Document
 from flatjob.compiler.options import CompileOptions
 from flatjob.compiler.pipeline import CompiledJob, compile_documents, load
@@ -27,13 +29,19 @@ class CompileFailed(LocalError):
     """The job does not compile; the message holds the diagnostics, as `flatjob lint` prints them."""
 
 
+# What the API server gets from the compiled files (the fake serves these kinds; the Service,
+# the ConfigMap and runtime.yaml have nothing to do on one machine, the Secret is the runtime's).
+APPLIED = ("job.yaml", "podtemplates.yaml", "podgroup.yaml")
+
+
 @dataclass(frozen=True)
 class LocalJob:
     """One compiled job, as the files git would hold, ready to run here."""
 
     plan: JobPlan
     record: dict[str, Any]
-    pods: tuple[dict[str, Any], ...]  # rendered Pod manifests, in rank order
+    templates: tuple[dict[str, Any], ...]  # the PodTemplates, in rank order
+    objects: tuple[dict[str, Any], ...]  # what a GitOps tool would apply: record, PodTemplates, PodGroup
     files: dict[str, str]  # ConfigMap data (hostfile, scripts), empty for most kinds
     lock: Any = None  # SSH kinds: the lock on the run's block of loopback addresses, held until exit
 
@@ -45,9 +53,30 @@ class LocalJob:
     def name(self) -> str:
         return self.plan.name
 
+    @property
+    def namespace(self) -> str:
+        return (self.record.get("metadata") or {}).get("namespace") or "default"
+
+    @property
+    def pods(self) -> tuple[dict[str, Any], ...]:
+        """Each PodTemplate as the pod the runtime creates from it (before the API server's
+        defaults), in rank order: what preflight checks."""
+        return tuple(pod_of(t) for t in self.templates)
+
     def address(self, pod: str) -> str:
         """The pod's loopback address."""
         return next(p.address for p in self.plan.pods if p.name == pod)
+
+    def training(self) -> dict[str, str | None]:
+        """Pod name -> its training container (the compiler notes it on each PodTemplate)."""
+        return {t["metadata"]["name"]: (t["metadata"].get("annotations") or {}).get(keys.TRAINING_CONTAINER) for t in self.templates}
+
+
+def pod_of(template: Mapping[str, Any]) -> dict[str, Any]:
+    """The pod a PodTemplate describes (its name is the template's)."""
+    inner = template.get("template") or {}
+    meta = {**(inner.get("metadata") or {}), "name": template["metadata"]["name"]}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": inner.get("spec") or {}}
 
 
 def parse_replicas(items: Iterable[str]) -> dict[str, int]:
@@ -108,7 +137,7 @@ def _pick(jobs: list[CompiledJob], name: str | None, path: str) -> CompiledJob:
 
 
 def _documents(text: str) -> list[dict[str, Any]]:
-    return [d for d in yaml.safe_load_all(text) if d]
+    return [d for d in yaml.load_all(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) if d]
 
 
 def compile_local(path: str, overlays: tuple[str, ...] = (), replicas: Mapping[str, int] | None = None, job: str | None = None) -> LocalJob:
@@ -122,12 +151,12 @@ def compile_local(path: str, overlays: tuple[str, ...] = (), replicas: Mapping[s
     plan = compiled.plan
     if plan.run_mode == "pause":
         raise Unsupported(f"{compiled.kind} {compiled.name} is paused (spec.runMode.pause): it renders no pods to run")
-    record = _documents(compiled.files["job.yaml"])[0]
-    templates = _documents(compiled.files["podtemplates.yaml"]) if "podtemplates.yaml" in compiled.files else []
-    pods = tuple({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": t["metadata"]["name"], **t["template"]["metadata"]}, "spec": t["template"]["spec"]} for t in templates)
-    if not pods:
+    objects = tuple(d for f in APPLIED if f in compiled.files for d in _documents(compiled.files[f]))
+    record = objects[0]
+    templates = tuple(o for o in objects if o.get("kind") == "PodTemplate")
+    if not templates:
         raise Unsupported(f"{compiled.kind} {compiled.name} has no pods to run")
-    return LocalJob(plan, record, pods, dict(plan.files), lock)
+    return LocalJob(plan, record, templates, objects, dict(plan.files), lock)
 
 
 def _compile(path: str, overlays: tuple[str, ...], replicas: Mapping[str, int] | None, job: str | None, block: int) -> CompiledJob:

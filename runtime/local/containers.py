@@ -119,7 +119,6 @@ def pod_launch(
         init=tuple(build(c) for c in chosen.init),
         sidecars=tuple(build(c) for c in chosen.sidecars),
         main=tuple(build(c) for c in chosen.main),
-        training=training,
         grace=float(DEFAULT_GRACE if grace is None else grace),
     )
 

@@ -22,8 +22,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from .pods import Ended
-
 MARK = "FLATJOB_LOCAL_MARK"
 TAIL_LINES, TAIL_BYTES = 80, 2048  # the kubelet's limits for a termination message from logs
 START_ERROR = 128  # what container runtimes report for a command that cannot start
@@ -76,6 +74,36 @@ def kill_marked(mark: str, sig: int = signal.SIGKILL, *, whole: bool = True, tit
         except OSError:
             pass
     return count
+
+
+@dataclass(frozen=True)
+class Exited:
+    """How one container ended, as a container runtime reports it."""
+
+    container: str
+    code: int  # 128+N for a death by signal N; 128 for a command that could not start
+    reason: str  # Completed | Error | StartError
+    message: str | None = None  # termination message (FallbackToLogsOnError: the log's tail)
+
+
+@dataclass(frozen=True)
+class Ended:
+    """How a pod's containers ended: what the kubelet turns into the pod's final status."""
+
+    containers: tuple[Exited, ...]  # the regular containers that ran, in spec order
+    init: tuple[Exited, ...] = ()  # init containers run to completion; a failed one is the last
+    sidecars: tuple[Exited, ...] = ()  # native sidecars, stopped after the regular containers
+    error: str | None = None  # run-local could not run the pod at all (a bug: it still ends)
+
+    @property
+    def init_failed(self) -> Exited | None:
+        return next((c for c in self.init if c.code != 0), None)
+
+    @property
+    def phase(self) -> str:
+        """Succeeded when every regular container exited 0 (sidecars' codes do not count)."""
+        ok = self.error is None and self.init_failed is None and bool(self.containers) and all(c.code == 0 for c in self.containers)
+        return "Succeeded" if ok else "Failed"
 
 
 @dataclass(frozen=True)
@@ -155,12 +183,12 @@ class PodLaunch:
     init: tuple[Launch, ...]  # run to completion, in order
     sidecars: tuple[Launch, ...]  # init containers with restartPolicy Always: run alongside
     main: tuple[Launch, ...]
-    training: str | None  # the container whose exit code the runtime judges
     grace: float  # terminationGracePeriodSeconds
 
 
 class PodRun:
-    """Runs one pod's containers on a thread and reports "running" and "ended" events."""
+    """Runs one pod's containers on a thread and reports "running" (the regular containers
+    that started) and "ended" (an Ended) for the pod's uid."""
 
     def __init__(self, launch: PodLaunch, sink: Sink, report: Report):
         self.launch = launch
@@ -174,6 +202,10 @@ class PodRun:
 
     def start(self) -> None:
         self.thread.start()
+
+    @property
+    def stopping(self) -> bool:
+        return self._stopping
 
     def stop(self, grace: float | None = None) -> None:
         """SIGTERM to every running container; SIGKILL to what is left after the grace period."""
@@ -196,61 +228,62 @@ class PodRun:
         for c in live:
             c.kill()
 
-    def _started(self, launch: Launch) -> Container | None:
+    def _started(self, launch: Launch) -> Container | str:
+        """The started container, or why it could not start."""
         c = Container(launch, self.sink)
         with self._lock:
             if self._stopping:
-                return None
+                return "the pod is being stopped"
             try:
                 c.start()
             except OSError as exc:
-                self.sink(launch.label, f"flatjob run-local: cannot start {launch.argv[0]!r}: {exc.strerror or exc}")
-                return None
+                why = f"cannot start {launch.argv[0]!r}: {exc.strerror or exc}"
+                self.sink(launch.label, f"flatjob run-local: {why}")
+                return why
             self._live.append(c)
         return c
 
     def _run(self) -> None:
         try:
             how = self._run_pod()
-        except Exception as exc:  # a bug here must still end the pod, or the loop waits forever
-            how = Ended("Failed", None, "StartError", f"flatjob run-local: {type(exc).__name__}: {exc}")
+        except Exception as exc:  # a bug here must still end the pod, or the pod runs for ever
+            how = Ended((), error=f"flatjob run-local: {type(exc).__name__}: {exc}")
         finally:
             if self._timer is not None:
                 self._timer.cancel()
         self.report("ended", self.launch.uid, how)
 
     def _run_pod(self) -> Ended:
+        init: list[Exited] = []
         for launch in self.launch.init:
-            c = self._started(launch)
-            code = c.wait() if c is not None else START_ERROR
-            if code != 0:
-                return Ended("Failed", None, "Init:Error", f"init container {launch.container} exited with code {code}")
-        sidecars = [c for c in (self._started(s) for s in self.launch.sidecars) if c is not None]
-        mains = {launch.container: self._started(launch) for launch in self.launch.main}
-        self.report("running", self.launch.uid, tuple(mains))
-        codes = {name: (c.wait() if c is not None else START_ERROR) for name, c in mains.items()}
-        self._stop_sidecars(sidecars)
-        return self._ended(mains, codes)
+            exited = _exited(launch, self._started(launch))
+            init.append(exited)
+            if exited.code != 0:
+                return Ended((), tuple(init))
+        sidecars = [(s, self._started(s)) for s in self.launch.sidecars]
+        mains = [(m, self._started(m)) for m in self.launch.main]
+        self.report("running", self.launch.uid, tuple(m.container for m, c in mains if isinstance(c, Container)))
+        containers = tuple(_exited(m, c) for m, c in mains)
+        return Ended(containers, tuple(init), self._stop_sidecars(sidecars))
 
-    def _stop_sidecars(self, sidecars: list[Container]) -> None:
+    def _stop_sidecars(self, sidecars: list[tuple[Launch, Container | str]]) -> tuple[Exited, ...]:
         """After the regular containers: SIGTERM to the sidecars, SIGKILL after the grace period."""
-        if not sidecars:
-            return
-        for c in sidecars:
+        live = [c for _, c in sidecars if isinstance(c, Container)]
+        for c in live:
             c.terminate()
-        timer = threading.Timer(self.launch.grace, lambda: [c.kill() for c in sidecars])
+        timer = threading.Timer(self.launch.grace, lambda: [c.kill() for c in live])
         timer.daemon = True
         timer.start()
-        for c in sidecars:
-            c.wait()
-        timer.cancel()
+        try:
+            return tuple(_exited(s, c) for s, c in sidecars)
+        finally:
+            timer.cancel()
 
-    def _ended(self, mains: dict[str, Container | None], codes: dict[str, int]) -> Ended:
-        phase = "Succeeded" if all(code == 0 for code in codes.values()) else "Failed"
-        name = self.launch.training if self.launch.training in codes else next(iter(codes), None)
-        code = codes.get(name) if name is not None else None
-        container = mains.get(name) if name is not None else None
-        reason = "Completed" if code == 0 else "StartError" if container is None else "Error"
-        message = container.message() if container is not None and code and container.launch.fallback_logs else None
-        states = tuple((n, "Terminated", c) for n, c in codes.items())
-        return Ended(phase, code, reason, message, states)
+
+def _exited(launch: Launch, started: Container | str) -> Exited:
+    """Wait for a started container (or take its start error): how it ended."""
+    if not isinstance(started, Container):
+        return Exited(launch.container, START_ERROR, "StartError", started)
+    code = started.wait()
+    message = started.message() if code and launch.fallback_logs else None
+    return Exited(launch.container, code, "Completed" if code == 0 else "Error", message)

@@ -1,16 +1,18 @@
-"""The run-local loop: the runtime's pure decisions over local pods, until the job finishes.
+"""One run of `flatjob run-local`: a cluster on this machine, the job in it, until it ends.
 
-Every process event (a pod's containers started or ended) and every wake-up the decisions
-ask for (back-off, deadline) runs one `reconcile` cycle with the in-memory ledger, then its
-actions are applied here: release starts a pod's processes with the release annotations,
-delete stops them (SIGTERM, SIGKILL after the grace period), create makes a new gated pod.
-After the outcome every pod still running is stopped, whatever cleanUpPolicy says (it only
-decides what a cluster keeps), and nothing of the run is left behind.
+The compiled job goes into a local API server (cluster.py), where the job's real runtime
+creates, releases, restarts and finishes its pods over HTTP, exactly as in a cluster; the
+local kubelet (kubelet.py) runs them as processes.  This module is what the user sees of it:
+it watches the API server in-process (the record's status, the pods, the runtime's Events)
+and shows them (table.py) until the record has an outcome, a signal arrives or --timeout
+expires.  Then the runtime is stopped, the kubelet stops every pod still running, whatever
+cleanUpPolicy says (it only decides what a cluster keeps), and nothing of the run is left
+behind: no process, no thread, no temp folder.
 """
 
 from __future__ import annotations
 
-import itertools
+import logging
 import queue
 import shutil
 import signal
@@ -23,25 +25,25 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..decisions import Action, Cycle, World, reconcile
-from ..job import job_view
+from flatjob.compiler.render.record import PLURALS
+
 from ..model import Ledger
 from .addresses import check_loopback
+from .cluster import LocalCluster
 from .compiling import LocalJob
 from .containers import Options, pod_launch, preflight
 from .errors import EnvError
 from .files import materialise
-from .pods import LocalPod, ended, new_pod, pod_state, released, running, terminating
-from .processes import PodRun, kill_marked
-from .ssh import SSH_KINDS, SshRun
+from .kubelet import LocalKubelet
+from .processes import PodLaunch, kill_marked
+from .ssh import SSH_KINDS, SshRun, secret_data
 from .ssh import preflight as ssh_preflight
 from .ssh import prepare as ssh_prepare
-from .table import Screen, rows, title
+from .table import RuntimeLog, Screen, Seen, rows, title
 
 EXIT_SUCCEEDED, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 EXIT_SIGNAL = {signal.SIGINT: 130, signal.SIGTERM: 143}
 TICK_LIVE, TICK_PLAIN = 1.0, 30.0  # how often the table refreshes without any event
-MAX_BUSY_CYCLES = 100  # cycles in a row without waiting: a bug guard, never reached normally
 
 
 @dataclass(frozen=True)
@@ -53,16 +55,6 @@ class Settings:
     options: Options = field(default_factory=Options)
 
 
-def scale_backoff(before: Ledger, after: Ledger, now: float, scale: float) -> Ledger:
-    """Shorten (or lengthen) back-offs the last cycle just set, leaving older ones alone."""
-    if scale == 1.0:
-        return after
-    fresh = {k: v for k, v in after.not_before.items() if before.not_before.get(k) != v and v > now}
-    if not fresh:
-        return after
-    return after.evolve(not_before={**after.not_before, **{k: now + (v - now) * scale for k, v in fresh.items()}})
-
-
 class Runner:
     """Runs one compiled job on this machine."""
 
@@ -71,47 +63,48 @@ class Runner:
         self.settings = settings
         self.screen = screen
         self.clock = clock
-        self.view = job_view(job.record)
-        self.token = uuid.uuid4().hex[:12]
-        self.manifests = {m["metadata"]["name"]: m for m in job.pods}
+        self.token = uuid.uuid4().hex[:12]  # marks every process of this run
         self.addresses = {p.name: p.address for p in job.plan.pods}
-        self._uids = (f"{self.token}-{n}" for n in itertools.count())
-        self.pods: dict[str, LocalPod] = {name: new_pod(m, next(self._uids)) for name, m in self.manifests.items()}
-        self.runs: dict[str, PodRun] = {}  # uid -> running pod
-        self.ledger = Ledger()
-        self.status: dict[str, Any] = {}
-        self.events: queue.Queue[tuple[str, Any, Any]] = queue.Queue()
+        self.training = job.training()
         self.folder = Path(tempfile.mkdtemp(prefix=f"flatjob-{job.name}-"))
+        self.inbox: queue.Queue[tuple[str, Any, Any]] = queue.Queue()
+        self.seen = Seen()
+        self.status: dict[str, Any] = {}
         self.started = clock()
-        self.wake: float | None = None
-        self.why: str | None = None  # what the runtime waits for (the table's title says it)
         self.signals = 0
         self.last_signal: int = signal.SIGINT
-        self.stopping = False  # after the outcome or a signal: ended pods stay in the table
-        self.incarnations: dict[str, int] = {}
-        self.ssh: SshRun | None = None  # SSH kinds: key pair, host keys, per-pod sshd folders
+        self.ssh: SshRun | None = None
+        self.cluster: LocalCluster | None = None
+        self.kubelet: LocalKubelet | None = None
+        self.record_key = f"records/{PLURALS[job.kind]}"
 
-    # --- the loop -----------------------------------------------------------------------------
+    # --- the run ------------------------------------------------------------------------------
     def run(self) -> int:
         """Run the job to its outcome; the exit status of `flatjob run-local`."""
         previous = self._trap_signals()
+        log = logging.getLogger("flatjob.runtime")
+        handler, propagate = RuntimeLog(self.screen), log.propagate
+        log.addHandler(handler)
+        log.propagate = False
         try:
             self._preflight()
             materialise(self.job.files, self.folder / "config")
             if self.job.kind in SSH_KINDS:
-                ssh = self.job.plan.job.spec.ssh
-                self.ssh = ssh_prepare(self.folder / "pods", self.job.record, self.job.plan.ssh_secret or "", self.job.files, ssh.auth_mount_path, self.settings.options.base_env.get("PATH", ""))
-            return self._loop()
+                mount = self.job.plan.job.spec.ssh.auth_mount_path
+                self.ssh = ssh_prepare(self.folder / "pods", self.job.files, mount, self.settings.options.base_env.get("PATH", ""))
+            self._start()
+            return self._watch()
         finally:
-            self._kill_everything()
-            for signum, handler in previous.items():
-                signal.signal(signum, handler)
+            self._close()
+            log.removeHandler(handler)
+            log.propagate = propagate
+            for signum, old in previous.items():
+                signal.signal(signum, old)
             shutil.rmtree(self.folder, ignore_errors=True)
 
     def _preflight(self) -> None:
         check_loopback(self.addresses.values())
-        training = {p.name: p.container for p in self.view.pods}
-        errors, warnings = preflight(list(self.manifests.values()), training, self.settings.options)
+        errors, warnings = preflight(list(self.job.pods), self.training, self.settings.options)
         if self.job.kind in SSH_KINDS:
             errors += ssh_preflight(self.job.kind, self.job.plan.job.spec.ssh.sshd_path, self.settings.options.base_env)
         for w in warnings:
@@ -119,165 +112,138 @@ class Runner:
         if errors:
             raise EnvError("cannot run this job here:\n  " + "\n  ".join(errors))
 
-    def _loop(self) -> int:
-        deadline = self.started + self.settings.timeout if self.settings.timeout else None
-        busy = 0
-        dirty = True
-        while True:
-            if dirty:
-                dirty = self._cycle()
-                busy = busy + 1 if dirty else 0
-                if self.ledger.outcome is not None:
-                    return self._finish()
-                if busy < MAX_BUSY_CYCLES and dirty:
-                    continue
-            self._show()
-            now = self.clock()
-            times = [t for t in (self.wake, deadline) if t is not None]
-            wait = min([TICK_LIVE if self.screen.live else TICK_PLAIN, *(t - now for t in times)])
-            dirty = self._take_events(max(wait, 0.0))
-            if self.signals:
-                return self._stop_all(f"stopping on {'Ctrl-C' if self.last_signal == signal.SIGINT else 'SIGTERM'}", EXIT_SIGNAL[self.last_signal])
-            now = self.clock()
-            if deadline is not None and now >= deadline:
-                return self._stop_all(f"gave up after {self.settings.timeout:g}s (--timeout); the job had not finished", EXIT_FAILED)
-            dirty = dirty or (self.wake is not None and now >= self.wake)
+    def _start(self) -> None:
+        """The API server with the job's objects, the kubelet, then the runtime."""
+        job = self.job
+        self.cluster = LocalCluster(job.objects, job.kind, job.name, job.namespace, self.settings.backoff_scale)
+        self.cluster.listen(self._on_change)
+        secret = job.plan.ssh_secret
+        if secret and secret != f"{job.name}-ssh":  # the job names its own Secret, which only a cluster has
+            from ..sshkeys import ssh_secret
 
-    def _cycle(self) -> bool:
-        """One reconcile cycle and its actions; True when something changed that needs another."""
-        now = self.clock()
-        states = {name: pod_state(p) for name, p in self.pods.items()}
-        cycle: Cycle = reconcile(self.view, states, self.ledger, World(), self.status or None, now)
-        ledger = scale_backoff(self.ledger, cycle.ledger, now, self.settings.backoff_scale)
-        rescaled = ledger is not cycle.ledger
-        wake = cycle.wake_at if cycle.wake_at is None or cycle.wake_at > now else None  # a past wake-up is this cycle
-        self.ledger, self.status, self.wake, self.why = ledger, cycle.status, wake, cycle.wait
-        for _etype, reason, message in cycle.events:
-            self.screen.note(f"{reason}: {message}")
-        changed = [self._act(a) for a in cycle.actions]
-        return rescaled or any(changed)
+            self.cluster.apply(ssh_secret(secret, job.namespace, job.record))
+        self.kubelet = LocalKubelet(self.cluster.store, self.cluster.fake, job.namespace, self.addresses, self._launch, self.screen.log)
+        self.kubelet.start()
+        self.cluster.start_runtime()
 
-    def _act(self, action: Action) -> bool:
-        """Apply one action to the local pods; True when it changed anything."""
-        pod = self.pods.get(action.name)
-        if action.kind == "create" and pod is None:
-            self.incarnations[action.name] = self.incarnations.get(action.name, 0) + 1
-            self.pods[action.name] = new_pod(self.manifests[action.name], next(self._uids), self.incarnations[action.name])
-            return True
-        if pod is None or (action.uid is not None and pod.uid != action.uid):
-            return False
-        if action.kind == "release" and pod.gated:
-            self.pods[action.name] = released(pod, action.annotations)
-            self._start(self.pods[action.name])
-            return True
-        if action.kind == "delete" and not pod.deleting:
-            run = self.runs.get(pod.uid)
-            if run is None:
-                del self.pods[action.name]
-            else:
-                self.pods[action.name] = terminating(pod)
-                run.stop()
-            return True
-        return False
-
-    def _start(self, pod: LocalPod) -> None:
-        spec = self.view.pod(pod.name)
-        manifest, address = self.manifests[pod.name], self.addresses[pod.name]
-        extra = self.ssh.pod(pod.name, pod.uid, manifest, address) if self.ssh else None
-        launch = pod_launch(
-            manifest, pod.uid, address, pod.annotations, spec.container if spec else None,
-            self.settings.options, self.folder / "config", f"{self.token}/{pod.name}/{pod.uid}", self.job.files, extra,
+    def _launch(self, pod: dict[str, Any]) -> PodLaunch:
+        """What the kubelet runs for a stored pod (its own annotations and UID)."""
+        meta = pod["metadata"]
+        name, uid = meta["name"], meta["uid"]
+        address = self.addresses[name]
+        extra = None
+        if self.ssh is not None and self.job.plan.ssh_secret:
+            extra = self.ssh.pod(name, uid, pod, address, secret_data(self._stored("secrets", self.job.plan.ssh_secret)))
+        return pod_launch(
+            pod, uid, address, meta.get("annotations") or {}, self.training.get(name),
+            self.settings.options, self.folder / "config", f"{self.token}/{name}/{uid}", self.job.files, extra,
         )
-        run = PodRun(launch, self.screen.log, lambda event, uid, payload: self.events.put((event, uid, payload)))
-        self.runs[pod.uid] = run
-        run.start()
 
-    def _take_events(self, timeout: float) -> bool:
-        """Wait up to `timeout` for process events, apply all that arrived; True if any did."""
+    def _stored(self, resource: str, name: str) -> dict[str, Any]:
+        assert self.cluster is not None
+        return self.cluster.get(resource, name)
+
+    # --- what the API server says -------------------------------------------------------------
+    def _on_change(self, change: Any) -> None:
+        """A store listener (any thread, under the store's lock): queue what this run shows."""
+        if change.namespace == self.job.namespace and (change.key in ("pods", "events") or change.key == self.record_key):
+            self.inbox.put(("change", change, None))
+
+    def _take(self, timeout: float) -> None:
+        """Wait up to `timeout` for news, then take in everything that arrived."""
         try:
-            first = self.events.get(timeout=timeout)
+            item = self.inbox.get(timeout=timeout) if timeout > 0 else self.inbox.get_nowait()
         except queue.Empty:
-            return False
-        batch = [first]
+            return
         while True:
+            self._apply(*item)
             try:
-                batch.append(self.events.get_nowait())
+                item = self.inbox.get_nowait()
             except queue.Empty:
-                break
-        for event, uid, payload in batch:
-            self._on_event(event, uid, payload)
-        return True
+                return
 
-    def _on_event(self, event: str, uid: Any, payload: Any) -> None:
-        if event == "signal":
+    def _apply(self, what: str, change: Any, _: Any) -> None:
+        if what == "signal":
             self.signals += 1
-            self.last_signal = uid
-            if self.signals > 1:
+            self.last_signal = change
+            if self.signals > 1 and self.kubelet is not None:
                 self.screen.note("killing every process now")
-                for run in list(self.runs.values()):
-                    run.kill()
+                self.kubelet.kill()
             return
-        name = next((n for n, p in self.pods.items() if p.uid == uid), None)
-        if event == "ended":
-            self.runs.pop(uid, None)
-        if name is None:
-            return
-        pod = self.pods[name]
-        if event == "running":
-            self.pods[name] = running(pod, payload)
-        elif event == "ended" and pod.deleting and not self.stopping:
-            del self.pods[name]
-        elif event == "ended":
-            self.pods[name] = ended(pod, payload)
+        obj = change.obj
+        if change.key == "pods":
+            self.seen.apply(change.type, obj)
+        elif change.key == "events":
+            if change.type == "ADDED":
+                self.screen.note(f"{obj.get('reason')}: {obj.get('message')}")
+        elif (obj.get("metadata") or {}).get("name") == self.job.name and change.type != "DELETED":
+            self.status = obj.get("status") or {}
+
+    def _watch(self) -> int:
+        deadline = self.started + self.settings.timeout if self.settings.timeout else None
+        while True:
+            now = self.clock()
+            wait = TICK_LIVE if self.screen.live else TICK_PLAIN
+            self._take(min(wait, deadline - now) if deadline is not None else wait)
+            if self.signals:
+                return self._stop(f"stopping on {'Ctrl-C' if self.last_signal == signal.SIGINT else 'SIGTERM'}", EXIT_SIGNAL[self.last_signal])
+            if self.status.get("phase") in ("Succeeded", "Failed"):
+                return self._finish()
+            if deadline is not None and self.clock() >= deadline:
+                return self._stop(f"gave up after {self.settings.timeout:g}s (--timeout); the job had not finished", EXIT_FAILED)
+            self._show()
 
     # --- the end ------------------------------------------------------------------------------
     def _show(self) -> None:
         if self.status:
-            head = title(self.job.kind, self.job.name, self.status, self.clock() - self.started, self.why)
-            self.screen.table(head, rows(self.status, self.pods, self.addresses))
+            head = title(self.job.kind, self.job.name, self.status, self.clock() - self.started)
+            self.screen.table(head, rows(self.status, self.seen, self.training, self.addresses))
 
     def _finish(self) -> int:
-        outcome, message = self.ledger.outcome, self.ledger.message
-        code = self._stop_all(None, EXIT_SUCCEEDED if outcome == "Succeeded" else EXIT_FAILED)
+        ledger = Ledger.from_dict(self.status.get("runtime"))
+        succeeded = self.status.get("phase") == "Succeeded"
+        code = self._stop(None, EXIT_SUCCEEDED if succeeded else EXIT_FAILED)
         if code in EXIT_SIGNAL.values():
             return code
         elapsed = self.clock() - self.started
-        if outcome == "Succeeded":
+        if succeeded:
             self.screen.note(f"{self.job.kind} {self.job.name} Succeeded in {elapsed:.1f}s")
         else:
-            self.screen.note(f"{self.job.kind} {self.job.name} Failed ({self.ledger.reason}) after {elapsed:.1f}s: {message}")
-        return EXIT_SUCCEEDED if outcome == "Succeeded" else EXIT_FAILED
+            self.screen.note(f"{self.job.kind} {self.job.name} Failed ({ledger.reason}) after {elapsed:.1f}s: {ledger.message}")
+        return code
 
-    def _stop_all(self, why: str | None, code: int) -> int:
-        """Stop every pod still running and wait for it (a second signal kills at once)."""
-        self.stopping = True
+    def _stop(self, why: str | None, code: int) -> int:
+        """Stop the runtime, then every pod still running, and wait for them (a second signal
+        kills at once); print the final table."""
+        assert self.cluster is not None and self.kubelet is not None
         if why:
-            self.screen.note(why + (" (Ctrl-C again to kill now)" if self.runs else ""))
-        for uid, run in list(self.runs.items()):
-            name = next((n for n, p in self.pods.items() if p.uid == uid), None)
-            if name is not None:
-                self.pods[name] = terminating(self.pods[name])
-            run.stop()
+            busy = any(p in self.seen.present and (self.seen.pods[p].get("status") or {}).get("phase") == "Running" for p in self.seen.pods)
+            self.screen.note(why + (" (Ctrl-C again to kill now)" if busy else ""))
         signals = self.signals
-        while self.runs:
-            self._take_events(0.5)
+        self.cluster.stop_runtime()
+        self.kubelet.shutdown()
+        while not self.kubelet.wait_idle(0):
+            self._take(0.1)
+        self._take(0)
         if self.status:
-            head = title(self.job.kind, self.job.name, self.status, self.clock() - self.started, "stopped" if why else None)
-            self.screen.final(head, rows(self.status, self.pods, self.addresses))
+            head = title(self.job.kind, self.job.name, self.status, self.clock() - self.started)
+            self.screen.final(head + (" (stopped)" if why else ""), rows(self.status, self.seen, self.training, self.addresses))
         if self.signals > signals and code == EXIT_SUCCEEDED:
             return EXIT_SIGNAL[self.last_signal]
         return code
 
-    def _kill_everything(self) -> None:
-        """Whatever happened, no process of this run survives it."""
-        for run in list(self.runs.values()):
-            run.kill()
+    def _close(self) -> None:
+        """Whatever happened, no process, thread or server of this run survives it."""
+        if self.kubelet is not None:
+            self.kubelet.close()
+        if self.cluster is not None:
+            self.cluster.close()
         kill_marked(f"{self.token}/", whole=False, titled=(f"{self.folder}/",))
 
     def _trap_signals(self) -> dict[int, Any]:
-        """SIGINT and SIGTERM become events; a helper thread queues them (no lock in a handler)."""
+        """SIGINT and SIGTERM become inbox items; a helper thread queues them (no lock in a handler)."""
         def on_signal(signum: int, frame: Any) -> None:
-            threading.Thread(target=self.events.put, args=(("signal", signum, None),), daemon=True).start()
+            threading.Thread(target=self.inbox.put, args=(("signal", signum, None),), daemon=True).start()
 
         if threading.current_thread() is not threading.main_thread():
             return {}

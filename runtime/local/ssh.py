@@ -4,7 +4,7 @@ The pods run the rendered scripts unchanged; what a cluster gives an SSH pod is 
 
 | in a cluster | here |
 |---|---|
-| the key Secret, projected at ssh.authMountPath | the runtime's own key pair (runtime/sshkeys.py), laid out as the kubelet lays out a projected volume: a 1777 folder, a timestamped folder holding each item at its mode, `..data` and one symlink per item (kubernetes#61049); sshd's StrictModes refuses it exactly as in a cluster |
+| the key Secret, projected at ssh.authMountPath | the Secret as the API server holds it (the runtime created it, runtime/sshkeys.py), laid out as the kubelet lays out a projected volume: a 1777 folder, a timestamped folder holding each item at its mode, `..data` and one symlink per item (kubernetes#61049); sshd's StrictModes refuses it exactly as in a cluster |
 | the image's /etc/ssh | FLATJOB_SSH_ROOT: `ssh-keygen -A` finds the run's host keys under the pod's folder; FLATJOB_SSHD_CONFIG: the pod's own sshd_config, which only places sshd (ListenAddress, HostKey, PidFile): every other option is the rendered command line's |
 | port 22 on the pod's IP | port 22 on the pod's loopback address (so run-local needs root) |
 | ~/.ssh for ssh clients | OpenSSH reads the passwd home, not $HOME: an `ssh` first on the pod's PATH runs the real one with `-F`/`-i` of the mount; fabric (paramiko) reads $HOME, the pod's folder with `.ssh` = the mount |
@@ -18,9 +18,11 @@ loopback addresses (127.0.B.x) under a lock file and checks the port is free.
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import errno
 import fcntl
+import importlib.util
 import os
 import pwd
 import shlex
@@ -117,6 +119,8 @@ def preflight(kind: str, sshd_path: str, environ: Mapping[str, str]) -> list[str
     missing = [t for t in TOOLS[kind] if shutil.which(t, path=path) is None]
     if missing:
         problems.append(f"{', '.join(missing)} not found on PATH: {INSTALL}")
+    if importlib.util.find_spec("cryptography") is None:
+        problems.append("the runtime makes the job's SSH key pair with the cryptography package: pip install 'flatjob[runtime]'")
     return problems
 
 
@@ -147,15 +151,22 @@ def project(target: Path, items: Iterable[tuple[str, bytes, int]], now: float | 
         (target / top).symlink_to(f"..data/{top}")
 
 
-def projected_items(volume: Mapping[str, Any], secret: Mapping[str, str], configmap: Mapping[str, str]) -> list[tuple[str, bytes, int]]:
-    """(path, data, mode) of a projected volume's items, from the Secret's and ConfigMap's data."""
+def projected_items(volume: Mapping[str, Any], secret: Mapping[str, bytes], configmap: Mapping[str, str]) -> list[tuple[str, bytes, int]]:
+    """(path, data, mode) of a projected volume's items, from the Secret's (decoded) and the
+    ConfigMap's data."""
     default = int((volume.get("projected") or {}).get("defaultMode", 0o644))
     out = []
     for source in (volume.get("projected") or {}).get("sources") or []:
-        for kind, data in (("secret", secret), ("configMap", configmap)):
-            for item in (source.get(kind) or {}).get("items") or []:
-                out.append((item["path"], data[item["key"]].encode(), int(item.get("mode", default))))
+        for item in (source.get("secret") or {}).get("items") or []:
+            out.append((item["path"], secret[item["key"]], int(item.get("mode", default))))
+        for item in (source.get("configMap") or {}).get("items") or []:
+            out.append((item["path"], configmap[item["key"]].encode(), int(item.get("mode", default))))
     return out
+
+
+def secret_data(secret: Mapping[str, Any]) -> dict[str, bytes]:
+    """A Secret's data as the kubelet writes it into a volume (base64 decoded)."""
+    return {k: base64.b64decode(v) for k, v in (secret.get("data") or {}).items()}
 
 
 def _mount(manifest: Mapping[str, Any], mount_path: str) -> Mapping[str, Any] | None:
@@ -174,25 +185,25 @@ def _mount(manifest: Mapping[str, Any], mount_path: str) -> Mapping[str, Any] | 
 
 @dataclass
 class SshRun:
-    """The run's key pair and host keys, and the folders of its pods."""
+    """The run's host keys, and the folders of its pods."""
 
     folder: Path
-    secret: dict[str, str]  # the Secret's data, as the runtime creates it
     configmap: Mapping[str, str]  # the job's ConfigMap data
     mount_path: str  # ssh.authMountPath
     base_path: str  # the machine's PATH (where the real ssh is found)
 
-    def pod(self, pod: str, uid: str, manifest: Mapping[str, Any], address: str) -> PodExtra:
-        """Make one pod incarnation's folder; what its processes get for it.  Its sshd is found
-        by the folder in its command line (sshd overwrites its environment for its title)."""
+    def pod(self, pod: str, uid: str, manifest: Mapping[str, Any], address: str, secret: Mapping[str, bytes]) -> PodExtra:
+        """Make one pod incarnation's folder, its key mount from `secret` (the Secret's data);
+        what its processes get for it.  Its sshd is found by the folder in its command line
+        (sshd overwrites its environment for its title)."""
         root = self.folder / f"{pod}-{uid}"
-        return PodExtra(self._pod_env(root, manifest, address), (f"{root}/",))
+        return PodExtra(self._pod_env(root, manifest, address, secret), (f"{root}/",))
 
-    def _pod_env(self, root: Path, manifest: Mapping[str, Any], address: str) -> dict[str, str]:
+    def _pod_env(self, root: Path, manifest: Mapping[str, Any], address: str, secret: Mapping[str, bytes]) -> dict[str, str]:
         mount = root / "ssh"
         volume = _mount(manifest, self.mount_path)
         if volume is not None:
-            project(mount, projected_items(volume, self.secret, self.configmap))
+            project(mount, projected_items(volume, secret, self.configmap))
         etc = root / "etc" / "ssh"
         etc.mkdir(parents=True)
         tmp = root / "tmp"  # the pod's own /tmp
@@ -240,14 +251,9 @@ class SshRun:
         return {"HOME": str(home), "PATH": f"{bin_dir}{os.pathsep}{self.base_path}"}
 
 
-def prepare(folder: Path, record: Mapping[str, Any], secret_name: str, configmap: Mapping[str, str], mount_path: str, base_path: str) -> SshRun:
-    """The run's key Secret (made by the runtime's own code) and one set of host keys."""
-    try:
-        from ..sshkeys import ssh_secret
-        secret = ssh_secret(secret_name, "default", dict(record))["stringData"]
-    except ImportError as exc:  # cryptography: the runtime extra
-        raise Unsupported(f"run-local needs the runtime's key generation for SSH jobs ({exc}): pip install 'flatjob[runtime]'") from exc
+def prepare(folder: Path, configmap: Mapping[str, str], mount_path: str, base_path: str) -> SshRun:
+    """One set of host keys for the run's pods (each pod's sshd gets a copy)."""
     host = folder / "host" / "etc" / "ssh"
     host.mkdir(parents=True)
     subprocess.run(["ssh-keygen", "-A", "-f", str(folder / "host")], check=True, capture_output=True, env={"PATH": base_path})
-    return SshRun(folder, secret, configmap, mount_path, base_path)
+    return SshRun(folder, configmap, mount_path, base_path)

@@ -1,52 +1,99 @@
 """What the user sees: a status table on stderr and each pod's log lines, prefixed, on stdout.
 
-On a terminal the table is redrawn in place under the logs; otherwise a plain line is
+The table is the record's status (its phase, restarts and what the runtime waits for; the
+replicas in rank order) with each pod as last seen in the API server, as `kubectl get` shows
+them.  On a terminal it is redrawn in place under the logs; otherwise a plain line is
 printed whenever a pod's row changes, so CI logs read top to bottom.
 """
 
 from __future__ import annotations
 
+import logging
 import shutil
 import sys
 import threading
 from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
 
-from .pods import LocalPod
+from ..trim import pod as trim_pod
 
 HEADER = ("POD", "PHASE", "RESTARTS", "EXIT", "ADDRESS")
 Row = tuple[str, str, str, str, str]
+Obj = dict[str, Any]
 
 
-def pod_phase(pod: LocalPod | None, recorded: str) -> str:
-    """The phase column, in kubectl's words: SchedulingGated, Pending, Running, Terminating..."""
+class Seen:
+    """The job's pods as last seen in the API server (`kubectl get pods -w`): each name's latest
+    object, kept (trimmed) after it is deleted, and how many times the runtime created it."""
+
+    def __init__(self) -> None:
+        self.pods: dict[str, Obj] = {}
+        self.present: set[str] = set()
+        self.created: dict[str, int] = {}
+
+    def apply(self, etype: str, obj: Obj) -> None:
+        """One watch event on a pod."""
+        name = (obj.get("metadata") or {}).get("name", "")
+        if etype == "ADDED":
+            self.created[name] = self.created.get(name, 0) + 1
+        self.pods[name] = trim_pod(obj)
+        if etype == "DELETED":
+            self.present.discard(name)
+        else:
+            self.present.add(name)
+
+
+def _exit_code(pod: Obj | None, container: str | None) -> int | None:
+    """The training container's exit code (else the first container's), once terminated."""
+    statuses = ((pod or {}).get("status") or {}).get("containerStatuses") or []
+    chosen = next((s for s in statuses if s.get("name") == container), statuses[0] if statuses else None)
+    code = (((chosen or {}).get("state") or {}).get("terminated") or {}).get("exitCode")
+    return code if isinstance(code, int) else None
+
+
+def pod_phase(pod: Obj | None, present: bool, recorded: str) -> str:
+    """The phase column, in kubectl's words: SchedulingGated, Pending, Running, Terminating...;
+    a pod that is gone is Deleted (Creating while the runtime is about to create it)."""
     if pod is None:
-        return recorded  # Creating, or Deleted (by clean-up or a scale-down)
-    if pod.deleting:
+        return recorded  # never created yet (Creating), or a seat beyond an elastic target (Deleted)
+    if not present:
+        return "Creating" if recorded == "Creating" else "Deleted"
+    if pod["metadata"].get("deletionTimestamp"):
         return "Terminating"
-    if pod.gated:
+    if pod["spec"].get("schedulingGates"):
         return "SchedulingGated"
-    return pod.phase
+    return (pod.get("status") or {}).get("phase") or "Pending"
 
 
-def rows(status: Mapping[str, Any], pods: Mapping[str, LocalPod], addresses: Mapping[str, str]) -> list[Row]:
-    """One row per pod the job renders, in rank order, from the status and the local pods."""
+def rows(status: Mapping[str, Any], seen: Seen, training: Mapping[str, str | None], addresses: Mapping[str, str]) -> list[Row]:
+    """One row per pod the job renders, in rank order: the record's status names them, the
+    pods as last seen give phase, restarts (creations after the first) and exit code."""
     out: list[Row] = []
     for task in status.get("tasks") or []:
         for replica in task.get("replicas") or []:
             name = replica["name"]
-            pod = pods.get(name)
-            code = pod.ended.exit_code if pod is not None and pod.ended is not None else None
-            restarts = str(pod.incarnation) if pod is not None else "-"
-            out.append((name, pod_phase(pod, replica.get("phase", "")), restarts, "" if code is None else str(code), addresses.get(name, "")))
+            pod = seen.pods.get(name)
+            code = _exit_code(pod, training.get(name))
+            made = seen.created.get(name, 0)
+            out.append((name, pod_phase(pod, name in seen.present, replica.get("phase", "")), str(made - 1) if made else "-", "" if code is None else str(code), addresses.get(name, "")))
     return out
 
 
-def title(kind: str, name: str, status: Mapping[str, Any], elapsed: float, why: str | None = None) -> str:
-    """The table's first line: the job's phase, why it waits, its restarts, time so far."""
+def title(kind: str, name: str, status: Mapping[str, Any], elapsed: float) -> str:
+    """The table's first line: the job's phase, what it waits for, its restarts, time so far."""
     phase = status.get("phase", "Pending")
     restarts = status.get("backoffCount", 0)
+    why = waiting_for(status)
     return f"{kind} {name}: {phase}{f' ({why})' if why else ''}, restarts {restarts}, {elapsed:.0f}s"
+
+
+def waiting_for(status: Mapping[str, Any]) -> str | None:
+    """What the runtime waits for, from the Reconciling condition (None when nothing particular)."""
+    for c in status.get("conditions") or []:
+        if c.get("type") == "Reconciling" and c.get("status") == "True":
+            message = str(c.get("message") or "")
+            return None if message.startswith("The job is ") else message or None
+    return None
 
 
 def render(head: str, table: Sequence[Row], width: int | None = None) -> list[str]:
@@ -125,3 +172,16 @@ class Screen:
             self._lines = []
             self.err.write("\n".join(render(head, table)) + "\n")
             self.err.flush()
+
+
+class RuntimeLog(logging.Handler):
+    """The runtime's warnings as notes, one line each and never a traceback (the runtime's
+    Events, shown as notes too, say what it did)."""
+
+    def __init__(self, screen: Screen):
+        super().__init__(logging.WARNING)
+        self.screen = screen
+
+    def emit(self, record: logging.LogRecord) -> None:
+        error = getattr(record, "error", None)
+        self.screen.note(f"runtime: {record.getMessage()}" + (f" ({error})" if error else ""))

@@ -122,7 +122,7 @@ def results(out: Path, pattern: str) -> list[dict[str, Any]]:
 
 def addresses(stderr: str) -> dict[str, str]:
     """Pod -> loopback address, from run-local's final table."""
-    return dict(re.findall(r"^(\S+)\s+(?:Succeeded|Failed|Running|Terminating)\s+\d+\s+\S+\s+(127\.\d+\.\d+\.\d+)\s*$", stderr, re.MULTILINE))
+    return dict(re.findall(r"^(\S+)\s+(?:Succeeded|Failed|Running|Terminating|Deleted)\s+\d+\s+\S+\s+(127\.\d+\.\d+\.\d+)\s*$", stderr, re.MULTILINE))
 
 
 RANK_LINE = re.compile(r"rank=(\d+) world=(\d+) allreduce=(\S+)")

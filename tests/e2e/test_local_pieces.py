@@ -2,9 +2,10 @@
 
 Covers: the kubelet-like environment (expansion order, $$ escapes, downward API with the
 loopback podIP, Secret/ConfigMap references, --env, envFrom, resource fields), the command
-line, inherited variables dropped; ConfigMap files and mount mapping; the back-off scale;
-replica overrides and refused kinds; the compile option that gives loopback addresses
-(and keeps spec hashes the runtime re-renders); the merged --rdzv_conf; the table rows.
+line, inherited variables dropped; ConfigMap files and mount mapping; replica overrides
+and refused kinds; the compile option that gives loopback addresses (and the PodTemplates
+the runtime reads); the merged --rdzv_conf; the pod status the local kubelet writes, as the
+runtime reads it; the table rows.
 """
 
 from __future__ import annotations
@@ -22,17 +23,16 @@ from flatjob.compiler.loader import Loaded, parse
 from flatjob.compiler.options import CompileOptions
 from flatjob.compiler.pipeline import compile_documents
 from flatjob.runtime.job import job_view
+from flatjob.runtime.local import podstatus
 from flatjob.runtime.local.compiling import compile_local, parse_replicas, with_replicas
 from flatjob.runtime.local.environment import PodFacts, command_line, declared_env, process_env
 from flatjob.runtime.local.errors import LocalError
 from flatjob.runtime.local.files import config_mounts, map_paths, materialise, path_env
-from flatjob.runtime.local.pods import Ended, ended, new_pod, pod_state, released
-from flatjob.runtime.local.processes import shell_code
-from flatjob.runtime.local.runner import scale_backoff
+from flatjob.runtime.local.processes import Ended, Exited, shell_code
 from flatjob.runtime.local.ssh import claim_block
 from flatjob.runtime.local.ssh import preflight as ssh_preflight
-from flatjob.runtime.local.table import change_line, rows
-from flatjob.runtime.model import Ledger
+from flatjob.runtime.local.table import Seen, change_line, rows, title
+from flatjob.runtime.observe import pod_state
 
 from .kit import free_port
 
@@ -121,13 +121,6 @@ def test_configmap_files_are_written_and_mount_paths_mapped(tmp_path: Path) -> N
     ]
 
 
-def test_backoff_scale_shortens_only_back_offs_set_by_the_last_cycle() -> None:
-    before = Ledger(not_before={"old": 500.0})
-    after = Ledger(not_before={"old": 500.0, "new": 110.0})
-    assert scale_backoff(before, after, 100.0, 1.0) is after
-    assert dict(scale_backoff(before, after, 100.0, 0.1).not_before) == {"old": 500.0, "new": 101.0}
-
-
 def test_replicas_override_and_its_errors() -> None:
     assert parse_replicas(["worker=1", "master=0"]) == {"worker": 1, "master": 0}
     with pytest.raises(LocalError, match="expected TYPE=N"):
@@ -184,8 +177,11 @@ def test_local_compile_gives_loopback_addresses_and_hashes_the_runtime_agrees_wi
     command = job.pods[1]["spec"]["containers"][0]["command"]
     assert "--rdzv_endpoint=127.0.1.1:29500" in command and "--nnodes=3" in command
     assert "local_addresses" in job.record["metadata"]["annotations"][keys.OPTIONS]
-    view = job_view(job.record)
+    view = job_view(job.record, {t["metadata"]["name"]: t for t in job.templates})
+    assert view.problem is None
+    assert [p.name for p in view.pods] == [p["metadata"]["name"] for p in job.pods]
     assert [p.spec_hash for p in view.pods] == [p["metadata"]["annotations"][keys.SPEC_HASH] for p in job.pods]
+    assert [o["kind"] for o in job.objects] == ["PyTorchTrainingJob", "PodTemplate", "PodTemplate", "PodTemplate"]
 
 
 def _torchrun(extra: str, backend: str = "c10d") -> list[list[str]]:
@@ -218,24 +214,58 @@ def test_a_users_rdzv_conf_is_merged_into_the_is_host_flag() -> None:
     assert "--rdzv_conf=is_host=true" in first
 
 
-def test_pod_state_follows_a_local_pod_through_its_life() -> None:
-    manifest = {"metadata": {"name": "j-worker-0", "annotations": {keys.SPEC_HASH: "h"}, "labels": {"a": "b"}}}
-    pod = new_pod(manifest, "u1")
-    assert (pod_state(pod).gated, pod_state(pod).spec_hash, pod_state(pod).phase) == (True, "h", "Pending")
-    pod = released(pod, {keys.ATTEMPT: "1"})
-    assert not pod_state(pod).gated and pod_state(pod).annotations[keys.ATTEMPT] == "1"
-    pod = ended(pod, Ended("Failed", 137, "Error", None, (("python", "Terminated", 137),)))
-    state = pod_state(pod)
-    assert (state.phase, state.exit_code, state.reason, state.containers) == ("Failed", 137, "Error", (("python", "Terminated", 137),))
+def _pod(name: str = "j-worker-0") -> dict:
+    return {
+        "metadata": {"name": name, "uid": "u1", "annotations": {keys.ATTEMPT: "1"}},
+        "spec": {"containers": [{"name": "python", "image": "i"}, {"name": "side", "image": "s"}], "initContainers": [{"name": "init", "image": "b"}]},
+        "status": {"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "True"}]},
+    }
+
+
+def test_the_kubelets_status_is_what_the_runtime_reads() -> None:
+    pod = _pod()
+    pod["status"] = podstatus.running(pod, "127.0.1.1", ("python", "side"), 100.0, 101.0)
+    state = pod_state(pod, "python")
+    assert (state.phase, state.ready, state.exit_code, state.containers) == ("Running", True, None, (("python", "Running", None), ("side", "Running", None)))
+    assert pod["status"]["podIP"] == "127.0.1.1" and {"type": "PodScheduled", "status": "True"} in pod["status"]["conditions"]
+    summary = "torchrun failed\n  exitcode  : -9 (pid: 12)"
+    how = Ended((Exited("python", 1, "Error", summary), Exited("side", 0, "Completed")), (Exited("init", 0, "Completed"),))
+    pod["status"] = podstatus.ended(pod, "127.0.1.1", how, 100.0, 130.0)
+    state = pod_state(pod, "python")
+    assert (state.phase, state.ready, state.exit_code, state.reason, state.message) == ("Failed", False, 1, "Error", summary)
+    assert pod["status"]["initContainerStatuses"][0]["state"]["terminated"]["exitCode"] == 0
+
+
+def test_a_failed_init_container_fails_the_pod_without_an_exit_code() -> None:
+    pod = _pod()
+    pod["status"] = podstatus.ended(pod, "127.0.1.1", Ended((), (Exited("init", 3, "Error"),)), 100.0, 101.0)
+    state = pod_state(pod, "python")
+    assert (state.phase, state.exit_code, state.reason) == ("Failed", None, "Init:Error")
+    assert [s["state"] for s in pod["status"]["containerStatuses"]] == [{"waiting": {"reason": "PodInitializing"}}] * 2
+    assert Ended((Exited("python", 0, "Completed"),), sidecars=(Exited("side", 143, "Error"),)).phase == "Succeeded"  # a sidecar's code does not count
+    assert Ended((), error="bug").phase == "Failed"
 
 
 def test_table_rows_and_plain_lines() -> None:
-    manifest = {"metadata": {"name": "j-worker-0"}}
-    pods = {"j-worker-0": ended(released(new_pod(manifest, "u"), {}), Ended("Failed", 1, "Error"))}
-    status = {"tasks": [{"type": "worker", "replicas": [{"name": "j-worker-0", "phase": "Failed"}, {"name": "j-worker-1", "phase": "Creating"}]}]}
-    table = rows(status, pods, {"j-worker-0": "127.0.1.1"})
-    assert table == [("j-worker-0", "Failed", "0", "1", "127.0.1.1"), ("j-worker-1", "Creating", "-", "", "")]
-    assert change_line(table[0]) == "flatjob: j-worker-0 Failed, exit 1"
+    seen = Seen()
+    pod = _pod("j-worker-0")
+    seen.apply("ADDED", pod)
+    pod = {**pod, "status": podstatus.ended(pod, "127.0.1.1", Ended((Exited("python", 1, "Error"),)), 1.0, 2.0)}
+    seen.apply("MODIFIED", pod)
+    seen.apply("DELETED", pod)
+    seen.apply("ADDED", {**_pod("j-worker-0"), "spec": {**pod["spec"], "schedulingGates": [{"name": keys.RELEASE_GATE}]}})
+    seen.apply("ADDED", _pod("j-worker-2"))
+    seen.apply("DELETED", pod | {"metadata": {**pod["metadata"], "name": "j-worker-2"}})
+    status = {"tasks": [{"type": "worker", "replicas": [
+        {"name": "j-worker-0", "phase": "Pending"}, {"name": "j-worker-1", "phase": "Creating"}, {"name": "j-worker-2", "phase": "Running"},
+    ]}]}
+    table = rows(status, seen, {"j-worker-0": "python"}, {"j-worker-0": "127.0.1.1"})
+    assert table == [("j-worker-0", "SchedulingGated", "1", "", "127.0.1.1"), ("j-worker-1", "Creating", "-", "", ""), ("j-worker-2", "Deleted", "0", "1", "")]
+    assert change_line(table[2]) == "flatjob: j-worker-2 Deleted, exit 1"
+    waiting = {"phase": "Pending", "backoffCount": 2, "conditions": [{"type": "Reconciling", "status": "True", "message": "waiting for the workers' sshd to be ready"}]}
+    assert title("DeepSpeedJob", "ds", waiting, 3.2) == "DeepSpeedJob ds: Pending (waiting for the workers' sshd to be ready), restarts 2, 3s"
+    plain = {"phase": "Running", "conditions": [{"type": "Reconciling", "status": "True", "message": "The job is running."}]}
+    assert title("DeepSpeedJob", "ds", plain, 0) == "DeepSpeedJob ds: Running, restarts 0, 0s"
 
 
 def test_signal_deaths_are_reported_as_128_plus_the_signal() -> None:

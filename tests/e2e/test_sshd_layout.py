@@ -20,6 +20,7 @@ import pytest
 import yaml
 
 from flatjob.runtime.local.ssh import claim_block, prepare
+from flatjob.runtime.sshkeys import ssh_secret
 
 from .sshkit import need
 
@@ -38,10 +39,11 @@ spec:
 
 
 def rendered_pod(tmp_path: Path) -> tuple[dict, dict[str, str]]:
+    from manifestkit import pod_of
+
     from flatjob.compiler.loader import Loaded, parse
     from flatjob.compiler.options import CompileOptions
     from flatjob.compiler.pipeline import compile_documents
-    from manifestkit import pod_of
 
     docs, _ = parse(JOB, "job.yaml")
     result = compile_documents(Loaded(jobs=docs), CompileOptions(local_addresses=True))
@@ -50,10 +52,17 @@ def rendered_pod(tmp_path: Path) -> tuple[dict, dict[str, str]]:
     return pod, result.jobs[0].plan.files
 
 
+def key_secret() -> dict[str, bytes]:
+    """The data of the Secret the runtime creates (run-local's kubelet mounts it from the API server)."""
+    string_data = ssh_secret("layout-ssh", "default", {"metadata": {"name": "layout"}})["stringData"]
+    return {k: v.encode() for k, v in string_data.items()}
+
+
 def test_the_key_mount_is_the_kubelets_projected_layout(tmp_path: Path) -> None:
     pod, data = rendered_pod(tmp_path)
-    run = prepare(tmp_path / "pods", {"metadata": {"name": "layout"}}, "layout-ssh", data, "/root/.ssh", os.environ.get("PATH", ""))
-    mount = Path(run.pod("layout-worker-0", "u1", pod, "127.0.1.1").env["FLATJOB_SSH_DIR"])
+    secret = key_secret()
+    run = prepare(tmp_path / "pods", data, "/root/.ssh", os.environ.get("PATH", ""))
+    mount = Path(run.pod("layout-worker-0", "u1", pod, "127.0.1.1", secret).env["FLATJOB_SSH_DIR"])
     assert stat.S_IMODE(mount.stat().st_mode) == 0o1777
     data_dir = mount / os.readlink(mount / "..data")
     assert data_dir.name.startswith("..") and data_dir.is_dir()
@@ -61,7 +70,7 @@ def test_the_key_mount_is_the_kubelets_projected_layout(tmp_path: Path) -> None:
     assert modes == {"id_ed25519": 0o600, "id_ed25519.pub": 0o644, "authorized_keys": 0o600, "config": 0o644}
     for name in modes:
         assert os.readlink(mount / name) == f"..data/{name}"
-    assert (mount / "authorized_keys").read_text() == run.secret["authorized_keys"]
+    assert (mount / "authorized_keys").read_bytes() == secret["authorized_keys"]
 
 
 @pytest.mark.parametrize(("strict", "works"), [("yes", False), ("no", True)], ids=["strict-modes-refuses", "rendered-no-works"])
@@ -71,8 +80,8 @@ def test_sshd_strict_modes_refuses_the_layout_and_the_rendered_flag_lets_it_in(t
     block, lock = claim_block(1)
     try:
         ip = f"127.0.{block}.1"
-        run = prepare(tmp_path / "pods", {"metadata": {"name": "layout"}}, "layout-ssh", data, "/root/.ssh", os.environ.get("PATH", ""))
-        env = run.pod("layout-worker-0", "u1", pod, ip).env
+        run = prepare(tmp_path / "pods", data, "/root/.ssh", os.environ.get("PATH", ""))
+        env = run.pod("layout-worker-0", "u1", pod, ip, key_secret()).env
         mount = env["FLATJOB_SSH_DIR"]
         os.makedirs("/run/sshd", exist_ok=True)
         log = tmp_path / "sshd.log"
