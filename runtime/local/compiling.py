@@ -150,7 +150,7 @@ def compile_local(path: str, overlays: tuple[str, ...] = (), replicas: Mapping[s
             compiled = _compile(path, overlays, replicas, job, block=block)
     plan = compiled.plan
     if plan.run_mode == "pause":
-        raise Unsupported(f"{compiled.kind} {compiled.name} is paused (spec.runMode.pause): it renders no pods to run")
+        raise Unsupported(f"{compiled.kind} {compiled.name} is paused (spec.runMode.pause.enabled): its runtime would run no pod; unpause it to run it here")
     objects = tuple(d for f in APPLIED if f in compiled.files for d in _documents(compiled.files[f]))
     record = objects[0]
     templates = tuple(o for o in objects if o.get("kind") == "PodTemplate")

@@ -106,15 +106,23 @@ class LocalKubelet:
         while not self._closed:
             self._wake.wait(SAFETY_WAKE)
             self._wake.clear()
-            while True:
-                try:
-                    event, uid, payload = self._reports.get_nowait()
-                except queue.Empty:
-                    break
-                self._on_report(event, uid, payload)
-            self._sync()
-            if self._shutdown and not self.runs:
-                self._idle.set()
+            try:
+                self._step()
+            except Exception as exc:  # a bug must not stop the kubelet: say it, look again soon
+                self.sink("flatjob", f"run-local's kubelet: {type(exc).__name__}: {exc}")
+                self._wake.set()
+                time.sleep(1.0)
+
+    def _step(self) -> None:
+        while True:
+            try:
+                event, uid, payload = self._reports.get_nowait()
+            except queue.Empty:
+                break
+            self._on_report(event, uid, payload)
+        self._sync()
+        if self._shutdown and not self.runs:
+            self._idle.set()
 
     def _sync(self) -> None:
         """Act on every pod of the namespace as it is stored now."""

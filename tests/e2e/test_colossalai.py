@@ -6,7 +6,8 @@ loopback address, the key Secret in the kubelet's projected layout, real `coloss
 - (2 workers x 1 rank from here on, to keep it quick; the example runs 2 x 2)
 - script arguments with spaces, `$` and quotes arrive whole; the worker template's env (a
   hostile value, downward-API values) reaches every rank with its own pod's values, and the
-  launcher's plain env reaches them too; FLATJOB_ATTEMPT is the worker's own;
+  launcher's plain env reaches them too; FLATJOB_ATTEMPT is the worker's own; the job names
+  its own key Secret (flatjob.dev/ssh-secret), which run-local provides;
 - a rank killed by SIGKILL fails the job (ColossalAI never restarts; T9k).
 No process of a run outlives it: E2E_TAG (tests/e2e/conftest.py), and sshd by its command line.
 """
@@ -40,13 +41,14 @@ def _tools() -> None:
     need("ColossalAIJob")
 
 
-def job(name: str, out: Path, *, procs: int, env: str = "", args: list[str] | None = None) -> str:
+def job(name: str, out: Path, *, procs: int, env: str = "", args: list[str] | None = None, secret: str | None = None) -> str:
     script = json.dumps([str(SCRIPTS / "ranks.py"), *(args or [])])
+    annotations = f"\n          annotations: {{flatjob.dev/ssh-secret: {secret}}}" if secret else ""
     return f"""
         apiVersion: batch.tensorstack.dev/v1beta1
         kind: ColossalAIJob
         metadata:
-          name: {name}
+          name: {name}{annotations}
         spec:
           torchConfig:
             procPerWorker: {procs}
@@ -85,8 +87,10 @@ def test_arguments_and_the_workers_env_arrive_whole_on_every_rank(tmp_path: Path
     env = f"""
                         - name: HOSTILE
                           value: {json.dumps(HOSTILE)}"""
-    run = run_local(tmp_path, job("cai-env", out, procs=1, env=env, args=ARGS), tag=tag, timeout=240, env=environment(tag, tmp_path))
+    # The job names its own key Secret: run-local puts a key pair there, as the user would in a cluster.
+    run = run_local(tmp_path, job("cai-env", out, procs=1, env=env, args=ARGS, secret="cai-keys"), tag=tag, timeout=240, env=environment(tag, tmp_path))
     assert run.code == 0, run.explain()
+    assert "SecretCreated" not in run.stderr  # the runtime made none of its own
     seen = results(out, "attempt-1-rank-*.json")
     assert sorted(r["rank"] for r in seen) == [0, 1]
     assert {(r["world_size"], r["sum"]) for r in seen} == {(2, 3.0)}

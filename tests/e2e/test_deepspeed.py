@@ -99,6 +99,7 @@ def test_a_killed_rank_restarts_the_group_and_attempt_2_has_every_value(tmp_path
         pod = f"ds-restart-worker-{r['rank']}"
         assert (r["env"]["POD_NAME"], r["env"]["POD_IP"], r["env"]["HOSTNAME"]) == (pod, where[pod], pod)
     assert "Restarting" in run.stderr or "restart" in run.stderr.lower()
+    assert "SecretCreated: generated an ed25519 key pair in Secret ds-restart-ssh" in run.stderr  # the keys every pod mounted
     assert not sshd_left(tmp_path)
 
 

@@ -316,6 +316,8 @@ def test_cli_exits_2_for_specs_that_do_not_compile_and_for_bad_options(tmp_path:
     assert code == 2 and "--env 'TOKEN': expected NAME=VALUE" in output
     code, output = _cli(tmp_path, SECRET_JOB, "--replicas-scale", "ps=1")
     assert code == 2 and "no replica type 'ps'" in output
+    code, output = _cli(tmp_path, SECRET_JOB.replace("spec:\n      replicaSpecs:", "spec:\n      runMode: {pause: {enabled: true}}\n      replicaSpecs:", 1))
+    assert code == 2 and "GenericJob s is paused (spec.runMode.pause.enabled)" in output
 
 
 def test_a_container_ends_with_its_main_process_and_takes_only_its_own_processes(tmp_path: Path) -> None:
