@@ -144,7 +144,7 @@ def _ensure(job: JobView, pods: Mapping[str, PodState], led: Ledger, creates: tu
     if led.outcome is None:
         for name in led.released:
             pod = pods.get(name)
-            if pod is not None and pod.gated and not pod.deleting and pod.attempt == led.attempt:
+            if pod is not None and pod.ours and pod.gated and not pod.deleting and pod.attempt == led.attempt:
                 actions.append(Action("release", name, pod.uid))
         notes = {ATTEMPT: str(led.attempt), RESTART_COUNT: str(led.backoff_count), RESUMING: "true" if led.resuming else "false"}
         actions.extend(Action("create", name, annotations=notes) for name in creates if name not in pods)
