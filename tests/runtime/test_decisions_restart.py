@@ -314,10 +314,21 @@ def test_replica_failure_message_is_t9ks(exit_code: int | None, reason: str, mes
     assert decision.ledger.replica_failed == message
 
 
-@pytest.mark.parametrize(("restarts", "seconds"), [(0, 10), (1, 10), (2, 20), (3, 40), (4, 80), (5, 160), (6, 300), (20, 300)])
+@pytest.mark.parametrize(("restarts", "seconds"), [(0, 10), (1, 10), (2, 20), (3, 40), (4, 80), (5, 160), (6, 300), (20, 300), (1100, 300), (10**6, 300)])
 def test_backoff_doubles_from_10s_capped_at_5min(restarts: int, seconds: float) -> None:
     assert backoff(restarts) == seconds
     assert backoff(restarts) <= BACKOFF_CAP
+
+
+def test_a_job_without_backoff_limit_restarts_past_a_thousand_restarts() -> None:
+    """GenericJob limits each replica, not the job: 2000 replicas lost at once are 2000
+    restarts in one cycle (backoffCount past 2**10 used to overflow the back-off)."""
+    job = generic({"worker": 3}, types={"worker": 2000})
+    pods = {n: pod(n, "Failed", exit=137) for n in all_running(job)}
+    c = cycle(job, pods, running_ledger(job))
+    assert c.ledger.outcome is None and c.ledger.backoff_count == 2000
+    assert set(c.ledger.not_before.values()) <= {NOW + backoff(n) for n in range(1, 2001)}
+    assert max(c.ledger.not_before.values()) == NOW + BACKOFF_CAP
 
 
 def test_no_failures_is_no_change() -> None:
