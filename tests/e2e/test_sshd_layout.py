@@ -38,10 +38,11 @@ spec:
 
 
 def rendered_pod(tmp_path: Path) -> tuple[dict, dict[str, str]]:
+    from manifestkit import pod_of
+
     from flatjob.compiler.loader import Loaded, parse
     from flatjob.compiler.options import CompileOptions
     from flatjob.compiler.pipeline import compile_documents
-    from manifestkit import pod_of
 
     docs, _ = parse(JOB, "job.yaml")
     result = compile_documents(Loaded(jobs=docs), CompileOptions(local_addresses=True))
