@@ -11,6 +11,12 @@ T9K_API_VERSION = f"{T9K_GROUP}/v1beta1"
 RECORD_GROUP = "flatjob.dev"  # the in-cluster job record lives here, so the T9k operator never acts on it
 RECORD_API_VERSION = f"{RECORD_GROUP}/v1beta1"
 PODGROUP_API_VERSION = "scheduler.tensorstack.dev/v1beta1"
+RECORD_PLURALS = {  # the record's resource per kind (its CRD's plural)
+    "GenericJob": "genericjobs",
+    "PyTorchTrainingJob": "pytorchtrainingjobs",
+    "DeepSpeedJob": "deepspeedjobs",
+    "ColossalAIJob": "colossalaijobs",
+}
 
 # --- T9k's documented pod labels (user manuals, see docs/architecture.md) ---------------
 T9K_OWNER_NAME = "tensorstack.dev/owner-name"  # PyTorchTrainingJob, DeepSpeedJob pods

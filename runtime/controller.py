@@ -22,16 +22,31 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from flatjob.compiler import keys
-from flatjob.compiler.render.record import PLURALS
 from flatjob.compiler.version import __version__
 
 from . import trim
-from .api import EVENTS, LEASES, POD_TEMPLATES, PODGROUPS, PODS, SECRETS, AlreadyExists, ApiError, Cluster, Conflict, Forbidden, Invalid, NotFound, Obj, record_resource
+from .api import (
+    EVENTS,
+    LEASES,
+    POD_TEMPLATES,
+    PODGROUPS,
+    PODS,
+    SECRETS,
+    AlreadyExists,
+    ApiError,
+    Cluster,
+    Conflict,
+    Forbidden,
+    Invalid,
+    NotFound,
+    Obj,
+    record_resource,
+)
 from .decisions import Action, Cycle, World, reconcile, scale_backoff
 from .decisions.refuse import refused_status
 from .informer import Informer
 from .job import RecordError, job_view
-from .lease import RENEW_EVERY, Observed, decide_lease, lease_body, leading, observe, released_body
+from .lease import RENEW_EVERY, Observed, decide_lease, leading, lease_body, observe, released_body
 from .metrics import Metrics
 from .model import GATE, JobView, Ledger
 from .observe import pod_state
@@ -86,7 +101,7 @@ class Controller:
     _writes: int = 0  # status writes in the current cycle (one by design)
 
     def __post_init__(self) -> None:
-        self.plural = PLURALS[self.kind]
+        self.plural = keys.RECORD_PLURALS[self.kind]
         self.record_res = record_resource(self.plural)
         self.records = self._informer("record", self.record_res, fields={"metadata.name": self.name}, trim_fn=trim.record)
         self.pods = self._informer("pods", PODS, labels={keys.JOB_NAME: self.name}, trim_fn=trim.pod)

@@ -70,6 +70,7 @@ class Request:
     name: str | None
     code: int
     agent: str = ""  # the client's User-Agent (the runtime names its process there)
+    query: str = ""  # the raw query string (selectors, watch parameters)
 
 
 @dataclass(eq=False)
@@ -178,7 +179,7 @@ class _Handler(BaseHTTPRequestHandler):
         except ApiError as exc:
             code = self._error(exc)
         finally:
-            api._record(Request(method, url.path, verb, resource, route.namespace, route.name, code, agent))
+            api._record(Request(method, url.path, verb, resource, route.namespace, route.name, code, agent, url.query))
 
     def _dispatch(self, method: str, verb: str, route: _Route, query: dict[str, list[str]]) -> int:
         if route.text is not None:

@@ -16,7 +16,7 @@ from flatjob.compiler import keys
 from flatjob.compiler.jobtypes import KINDS
 from flatjob.compiler.normalize import normalize
 from flatjob.compiler.podtemplate import templates_digest
-from flatjob.compiler.validate.typed import strict_job
+from flatjob.compiler.typedjob import strict_job
 
 from .model import JobView, PodSpecView, RestartRule
 

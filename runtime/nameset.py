@@ -40,7 +40,10 @@ def encode(names: Iterable[str]) -> list[str]:
 
 
 def decode(items: Iterable[object]) -> tuple[str, ...]:
-    """The names back, sorted; raises ValueError for anything `encode` does not write."""
+    """The names back, sorted; raises ValueError for anything `encode` does not write (a
+    string or a map is not a list of names, though iterating it would yield strings)."""
+    if not isinstance(items, (list, tuple)):
+        raise ValueError(f"not a list of pod names: {items!r}"[:200])
     out: set[str] = set()
     for item in items:
         if not isinstance(item, str) or not item:

@@ -54,10 +54,10 @@ def record(ledger: Ledger, pods: dict[str, PodState] | None = None, generation: 
     return {"apiVersion": "flatjob.dev/v1beta1", "kind": "PyTorchTrainingJob", "metadata": {"name": "j", "generation": generation}, "spec": {}, "status": status}
 
 
-RUNNING = {POD: PodState(POD, "uid-1", "Running", gated=False, ready=True)}
+RUNNING = {POD: PodState(POD, "uid-1", "Running", gated=False, ready=True, attempt=1)}
 PHASES: dict[str, tuple[dict[str, Any], str, str]] = {
     "pending": (record(Ledger()), "Progressing", "The job is pending."),
-    "running": (record(Ledger(released={POD: "uid-1"}, start_time=1.0), RUNNING), "Progressing", MSG_RUNNING),
+    "running": (record(Ledger(released=(POD,), start_time=1.0), RUNNING), "Progressing", MSG_RUNNING),
     "resuming": (record(Ledger(resuming=True, start_time=1.0)), "Progressing", "The job is resuming."),
     "paused": (record(Ledger(paused=True, start_time=1.0)), "Suspended", MSG_PAUSED),
     "succeeded": (record(Ledger(outcome="Succeeded", message="j-worker-0 succeeded", start_time=1.0)), "Healthy", "j-worker-0 succeeded"),

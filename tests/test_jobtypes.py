@@ -218,7 +218,7 @@ def test_infinity_in_a_template_is_null_on_the_wire_as_in_pydantic() -> None:
 
 
 def test_snake_case_spec_is_accepted_through_pydantic() -> None:
-    from flatjob.compiler.validate.typed import strict_job
+    from flatjob.compiler.typedjob import strict_job
 
     data = _job(run_policy={"backoffLimit": 1})
     job = strict_job("PyTorchTrainingJob", data)

@@ -55,6 +55,23 @@ def test_only_runtime_kube_imports_kubernetes(path: Path) -> None:
     assert uses == (path.name in KUBERNETES_USERS and path.parent.name == "runtime"), path
 
 
+# The runtime never plans or renders pods: it creates them from the PodTemplates git holds
+# (docs/architecture.md §4).  run-local (runtime/local) compiles the job it runs, so it may.
+PLANNING = ("flatjob.compiler.plan", "flatjob.compiler.render", "flatjob.compiler.pipeline")
+
+
+@pytest.mark.parametrize("path", [p for p in _modules("runtime") if p.parent.name != "local"], ids=lambda p: str(p.relative_to(ROOT)))
+def test_the_runtime_never_imports_the_planner_or_renderers(path: Path) -> None:
+    bad = {m for m in _imports(path) if m.startswith(PLANNING)}
+    assert not bad, f"{path.relative_to(ROOT)} imports {sorted(bad)}"
+
+
+def test_the_runtime_process_never_loads_the_planner_or_renderers() -> None:
+    code = "import sys, flatjob.runtime.cli, flatjob.runtime.controller, flatjob.runtime.kube; print(sorted(m for m in sys.modules if m.startswith(" + repr(PLANNING) + ")))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]", out.stdout
+
+
 def test_the_fake_server_imports_kubernetes_only_when_asked_for_a_client() -> None:
     code = "import sys, flatjob.runtime.fakeserver; print(sorted(m for m in sys.modules if m.split('.')[0] == 'kubernetes'))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

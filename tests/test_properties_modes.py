@@ -111,8 +111,9 @@ def test_podgroup_min_member_matches_the_first_release(job: dict[str, Any]) -> N
         return
     group = groups[0]["spec"]
     assert sum(r["minMember"] for r in group["roles"]) == group["minMember"]
-    view = job_view({**record, "metadata": {**record["metadata"], "generation": 1}})
-    observed = {p["metadata"]["name"]: PodState(p["metadata"]["name"], f"uid-{i}", spec_hash=p["metadata"]["annotations"]["flatjob.dev/spec-hash"]) for i, p in enumerate(pods)}
+    templates = {m["metadata"]["name"]: m for m in manifests if m["kind"] == "PodTemplate"}
+    view = job_view({**record, "metadata": {**record["metadata"], "generation": 1}}, templates)
+    observed = {p["metadata"]["name"]: PodState(p["metadata"]["name"], f"uid-{i}", spec_hash=p["metadata"]["annotations"]["flatjob.dev/spec-hash"], attempt=1) for i, p in enumerate(pods)}
     released = {a.name for a in reconcile(view, observed, Ledger(), World(), None, 0.0).actions if a.kind == "release"}
     elastic = (record["spec"].get("elastic") or {}).get("enabled")
     if not elastic:

@@ -16,12 +16,7 @@ from .meta import common_labels, metadata
 from .pod import pod_templates_digest
 from .tensorboard import render_tensorboard, tensorboard_name
 
-PLURALS = {
-    "GenericJob": "genericjobs",
-    "PyTorchTrainingJob": "pytorchtrainingjobs",
-    "DeepSpeedJob": "deepspeedjobs",
-    "ColossalAIJob": "colossalaijobs",
-}
+PLURALS = keys.RECORD_PLURALS
 ELASTIC_KINDS = ("PyTorchTrainingJob", "DeepSpeedJob")
 
 

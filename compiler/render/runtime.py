@@ -32,16 +32,24 @@ def _rule(groups: list[str], resources: list[str], verbs: list[str], names: list
 
 
 def rbac_rules(plan: JobPlan) -> list[dict[str, Any]]:
-    """Exactly what the runtime calls, per the runtime's kube module (pinned by a test)."""
+    """Exactly what the runtime calls, narrowed by name wherever Kubernetes can (pinned by
+    tests/runtime/test_rbac.py against every request the runtime makes in its scenarios).
+
+    Creating cannot be narrowed by name (the API has no name at create-authorization time);
+    list and watch can, when the request selects metadata.name, as the runtime's do for its
+    record, Secret and PodGroup, but not with a label selector (its PodTemplates and pods).
+    """
     job, plural = plan.name, PLURALS[plan.kind]
+    pods = [p.name for p in plan.pods]
     rules = [
         # Read the job's PodTemplates (git holds them); the runtime never changes them.
-        _rule([""], ["podtemplates"], ["get", "list", "watch"]),
-        # Create the job's pods from them, release (patch gates), restart and clean up (delete).
-        _rule([""], ["pods"], ["list", "watch", "create", "delete", "patch"]),
-        # Read its own record (list/watch are narrowed with a metadata.name field selector).
-        _rule([keys.RECORD_GROUP], [plural], ["get", "list", "watch"], [job]),
-        _rule([keys.RECORD_GROUP], [f"{plural}/status"], ["get", "update", "patch"], [job]),
+        _rule([""], ["podtemplates"], ["list", "watch"]),
+        # Create the job's pods from them; release (patch the gate) and delete only those.
+        _rule([""], ["pods"], ["create", "list", "watch"]),
+        _rule([""], ["pods"], ["delete", "patch"], pods),
+        # Watch its own record (a metadata.name field selector) and write its status.
+        _rule([keys.RECORD_GROUP], [plural], ["list", "watch"], [job]),
+        _rule([keys.RECORD_GROUP], [f"{plural}/status"], ["update"], [job]),
         # Events on every transition.
         _rule([""], ["events"], ["create"]),
         # Leader election: one runtime acts at a time during a rollout.
@@ -49,10 +57,10 @@ def rbac_rules(plan: JobPlan) -> list[dict[str, Any]]:
         _rule(["coordination.k8s.io"], ["leases"], ["get", "update"], [runtime_name(job)]),
     ]
     if plan.kind in SSH_KINDS and plan.ssh_secret:
-        # Watched by name (a metadata.name field selector), so a deleted Secret is noticed.
-        rules += [_rule([""], ["secrets"], ["create"]), _rule([""], ["secrets"], ["get", "list", "watch"], [plan.ssh_secret])]
+        # Watched by name, so a deleted Secret is noticed and (when it is the job's own) made again.
+        rules += [_rule([""], ["secrets"], ["create"]), _rule([""], ["secrets"], ["list", "watch"], [plan.ssh_secret])]
     if plan.min_member and _uses_podgroup(plan):
-        rules.append(_rule(["scheduler.tensorstack.dev"], ["podgroups"], ["get", "list", "watch"], [job]))
+        rules.append(_rule(["scheduler.tensorstack.dev"], ["podgroups"], ["list", "watch"], [job]))
     return rules
 
 

@@ -96,12 +96,3 @@ def validate_model(doc: Document) -> tuple[jobtypes.Typed | None, list[Diagnosti
     model, problems = validate_with_model(doc, kind, data, problems)
     return (jobtypes.plain(model) if model is not None else None), problems
 
-
-def strict_job(kind: str, data: dict[str, Any]) -> jobtypes.Typed:
-    """The typed job for trusted data (a record); raises pydantic's ValidationError if invalid."""
-    job = jobtypes.parse(kind, data)
-    if job is not None:
-        return job
-    from ..models import MODELS
-
-    return jobtypes.plain(MODELS[kind].model_validate(data))

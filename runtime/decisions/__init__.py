@@ -74,13 +74,15 @@ def _finish(led: Ledger, fd: FinishDecision, now: float) -> tuple[Ledger, tuple[
 def _run(job: JobView, pods: Mapping[str, PodState], led: Ledger, world: World, now: float) -> tuple[Ledger, list[Any], tuple[str, ...], tuple[str, ...], str | None, float | None]:
     """The steps while the job has no outcome yet; returns ledger, events, creates, deletes, wait, wake."""
     events: list[Any] = []
-    if job.run_mode != "pause" and not led.paused:
+    if job.run_mode != "pause" and not led.paused and not job.problem:
         ed = decide_edit(job, pods, led)
         led, events = ed.ledger, [*events, *ed.events]
     pd = decide_pause(job, pods, led)
     led, events = pd.ledger, [*events, *pd.events]
     if led.paused:
         return led, events, (), (), "paused", None
+    if job.problem:  # a partial view of the pods: judge nothing (outcomes, edits, scale) until it is whole
+        return led, events, (), (), job.problem, None
     out = observe(job, pods, led)
     if out.succeeded:
         led = led.evolve(succeeded=led.succeeded + out.succeeded, released=led.without("released", out.succeeded))
@@ -111,12 +113,17 @@ def _run(job: JobView, pods: Mapping[str, PodState], led: Ledger, world: World, 
 
 
 def _doomed(job: JobView, pod: PodState, led: Ledger, wanted: set[str], settled: set[str]) -> bool:
-    """Whether a pod of the job must go while it runs (re-derived every cycle)."""
-    return (
+    """Whether a pod of the job must go while it runs (re-derived every cycle); while the
+    PodTemplates are out of step with the record (job.problem), by the ledger alone."""
+    by_ledger = (
         led.paused
         or pod.attempt != led.attempt  # an earlier attempt's (or made by someone else)
-        or job.pod(pod.name) is None  # its PodTemplate left git
         or (not pod.gated and pod.name not in led.released and pod.name not in settled)  # ran, and is not wanted in this attempt any more
+    )
+    if by_ledger or job.problem:
+        return by_ledger
+    return (
+        job.pod(pod.name) is None  # its PodTemplate left git
         or (pod.name not in wanted and pod.name not in settled)  # a seat beyond the elastic target
     )
 
@@ -137,7 +144,7 @@ def _ensure(job: JobView, pods: Mapping[str, PodState], led: Ledger, creates: tu
     if led.outcome is None:
         for name in led.released:
             pod = pods.get(name)
-            if pod is not None and pod.gated and not pod.deleting and pod.attempt == led.attempt:
+            if pod is not None and pod.ours and pod.gated and not pod.deleting and pod.attempt == led.attempt:
                 actions.append(Action("release", name, pod.uid))
         notes = {ATTEMPT: str(led.attempt), RESTART_COUNT: str(led.backoff_count), RESUMING: "true" if led.resuming else "false"}
         actions.extend(Action("create", name, annotations=notes) for name in creates if name not in pods)

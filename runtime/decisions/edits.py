@@ -31,7 +31,7 @@ def decide_edit(job: JobView, pods: Mapping[str, PodState], ledger: Ledger) -> E
     for name in ledger.released:
         spec = job.pod(name)
         pod = pods.get(name)
-        if pod is not None and pod.attempt == ledger.attempt and (spec is None or pod.spec_hash != spec.spec_hash):
+        if pod is not None and pod.ours and pod.attempt == ledger.attempt and (spec is None or pod.spec_hash != spec.spec_hash):
             stale.append(name)
     if not stale:
         return EditDecision(ledger)

@@ -1,10 +1,10 @@
 """Observe what the current attempt's released pods did: successes, and new failures.
 
 A failure is a released pod that ended non-zero, was evicted, or vanished without finishing
-(deleted by someone else, node lost; or replaced by a pod that is not this attempt's).  A
-failure is seen once: the cycle that counts it also takes the pod out of `released`.  Pods
-the runtime itself deleted (restarts, scale-downs, clean-up, pause) were taken out first, so
-they are never failures.
+(deleted by someone else, node lost; or replaced by a pod that is not this attempt's, or not
+the record's).  A failure is seen once: the cycle that counts it also takes the pod out of
+`released`.  Pods the runtime itself deleted (restarts, scale-downs, clean-up, pause) were
+taken out first, so they are never failures.
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ def observe(job: JobView, pods: Mapping[str, PodState], ledger: Ledger) -> Outco
         if spec is None:
             continue
         pod = pods.get(name)
-        if pod is None or pod.attempt != ledger.attempt:
+        if pod is None or not pod.ours or pod.attempt != ledger.attempt:
             failures.append(Failure(name, pod.uid if pod is not None else "", spec.type, LOST, "was deleted before it finished"))
         elif pod.phase == "Succeeded":
             succeeded.append(name)

@@ -45,8 +45,8 @@ class ReleaseDecision:
 
 
 def _current(spec: PodSpecView, pod: PodState | None, ledger: Ledger) -> bool:
-    """A gated pod created for this attempt from the PodTemplate as it is now."""
-    return pod is not None and pod.gated and not pod.deleting and pod.phase == "Pending" and pod.attempt == ledger.attempt and pod.spec_hash == spec.spec_hash
+    """A gated pod of ours, created for this attempt from the PodTemplate as it is now."""
+    return pod is not None and pod.ours and pod.gated and not pod.deleting and pod.phase == "Pending" and pod.attempt == ledger.attempt and pod.spec_hash == spec.spec_hash
 
 
 def _stale(job: JobView, pods: Mapping[str, PodState], ledger: Ledger) -> tuple[str, ...]:

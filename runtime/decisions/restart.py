@@ -41,8 +41,9 @@ class RestartDecision:
 
 
 def backoff(restarts: int) -> float:
-    """Seconds to wait before releasing the replacement after the n-th restart."""
-    return min(BACKOFF_BASE * 2 ** max(restarts - 1, 0), BACKOFF_CAP)
+    """Seconds to wait before releasing the replacement after the n-th restart (the exponent is
+    capped: past 2**1023 the float product overflows, and a GenericJob's count has no limit)."""
+    return min(BACKOFF_BASE * 2 ** min(max(restarts - 1, 0), 64), BACKOFF_CAP)
 
 
 

@@ -4,11 +4,12 @@ Naming follows the compiler: the job is `j`, its pods `j-<type>-<index>` (`j-lau
 UID is `uid-<pod>` (`uid-<pod>#2` for its second incarnation), its spec-hash `h-<pod>`, which
 is also what the JobView expects, and its attempt 1, so a pod built with defaults is current.
 Kind defaults mirror runtime.job.job_view; test_decisions_jobview.py checks that they agree
-with what the compiler really produces.
+with what the compiler really produces (`compiled`: a record and its PodTemplates).
 
     job = job_view("PyTorchTrainingJob", types={"master": 1, "worker": 2})
     pods = observed(pod("j-master-0", "Running"), pod("j-worker-0", "Failed", exit=1))
     led = Ledger(released=released_from(pods))
+    c = cycle(job, pods, led)          # one whole reconcile; acts(c) lists its actions
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
+from flatjob.runtime.decisions import Cycle, World, reconcile
 from flatjob.runtime.decisions.outcomes import Failure
 from flatjob.runtime.model import JobView, Ledger, PodSpecView, PodState, RestartRule
 
@@ -177,6 +179,12 @@ def observed(*states: PodState) -> dict[str, PodState]:
     return {p.name: p for p in states}
 
 
+def gated(job: JobView, *skip: str, attempt: int | None = 1, **overrides: PodState) -> dict[str, PodState]:
+    """Every pod of the job created for `attempt` and still gated, except `skip`; `overrides`
+    replace single pods by name (`**{"j-worker-0": pod(...)}`)."""
+    return observed(*(overrides.get(p.name) or pod(p.name, attempt=attempt) for p in job.pods if p.name not in skip))
+
+
 def released_from(pods: Mapping[str, PodState], *names: str) -> tuple[str, ...]:
     """ledger.released for these pods (all of them when no names are given)."""
     return tuple(sorted(n for n in pods if not names or n in names))
@@ -203,3 +211,32 @@ def failure(pod_name: str, code: int, *, rtype: str | None = None, incarnation: 
 def conditions(status: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     """status.conditions by type."""
     return {c["type"]: c for c in status["conditions"]}
+
+
+def cycle(job: JobView, pods: Mapping[str, PodState], led: Ledger | None = None, world: World | None = None, now: float = NOW, previous: Mapping[str, Any] | None = None) -> Cycle:
+    """One whole reconcile cycle (ledger, status, actions) with everything ready by default."""
+    return reconcile(job, pods, led or Ledger(), world or World(), previous, now)
+
+
+def acts(c: Cycle, *kinds: str) -> tuple[tuple[str, str], ...]:
+    """The cycle's actions as (kind, pod), in order; only these kinds when given."""
+    return tuple((a.kind, a.name) for a in c.actions if not kinds or a.kind in kinds)
+
+
+def compiled(text: str) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """A job spec compiled as `flatjob compile` does (compile_documents), seen as the runtime
+    sees it: the record, and the PodTemplates by name (what runtime.job.job_view takes)."""
+    from manifestkit import objects_of
+
+    from flatjob.compiler import keys
+    from flatjob.compiler.loader import Loaded, parse
+    from flatjob.compiler.options import CompileOptions
+    from flatjob.compiler.pipeline import compile_documents
+
+    docs, problems = parse(text, "job.yaml")
+    assert not problems, problems
+    result = compile_documents(Loaded(jobs=docs), CompileOptions())
+    assert not result.failed, [d.message for d in result.diagnostics]
+    objects = objects_of(result.jobs[0].files)
+    record = next(o for o in objects if o["apiVersion"] == keys.RECORD_API_VERSION)
+    return record, {o["metadata"]["name"]: o for o in objects if o["kind"] == "PodTemplate"}

@@ -15,6 +15,7 @@ write they make goes through the store with their own field manager, which the t
 
 from __future__ import annotations
 
+import contextlib
 import copy
 from typing import Any
 
@@ -79,10 +80,8 @@ class _Tool:
         for obj in self.prune:
             kind, ns, name = _key(obj)
             res = kinds.by_kind(obj["apiVersion"], kind)
-            try:
+            with contextlib.suppress(NotFound):
                 store.delete(res, ns, name, {"propagationPolicy": "Background"})  # type: ignore[arg-type]
-            except NotFound:
-                pass
         self.prune = []
         for obj in self.manifests:
             if obj["apiVersion"] == keys.RECORD_API_VERSION:
@@ -103,7 +102,8 @@ class _Tool:
             store.create(res, ns, desired, self.manager)
             self.applies += 1
             return
-        if not _subset({k: v for k, v in desired.items() if k != "metadata"}, live) or not _subset(desired["metadata"].get("labels", {}), live["metadata"].get("labels", {})):
+        meta_ok = all(_subset(desired["metadata"].get(k, {}), live["metadata"].get(k, {})) for k in ("labels", "annotations"))
+        if not meta_ok or not _subset({k: v for k, v in desired.items() if k != "metadata"}, live):
             body = {**copy.deepcopy(live), **{k: v for k, v in desired.items() if k != "metadata"}}
             body["metadata"]["labels"] = desired["metadata"].get("labels", {})
             body["metadata"]["annotations"] = desired["metadata"].get("annotations", {})

@@ -18,40 +18,38 @@ from collections.abc import Callable
 from typing import Any
 
 from flatjob.compiler import keys
-from flatjob.runtime.api import AlreadyExists, NotFound
+from flatjob.runtime.api import POD_TEMPLATES, PODS, AlreadyExists, NotFound, record_resource
 from flatjob.runtime.cli import run_loop
 from flatjob.runtime.controller import Controller
+from flatjob.runtime.kube import path
 from flatjob.runtime.server import Health
-
-RECORD_VERSION = keys.RECORD_API_VERSION.split("/", 1)[1]
 
 
 class RealCluster:
     """KubeCluster plus the helper calls the harness and the GitOps simulators make."""
 
     def __init__(self) -> None:
-        from flatjob.runtime.kube import KubeCluster, _call
+        from flatjob.runtime.kube import KubeCluster
 
-        self.kube = KubeCluster()
-        self._call = _call
+        self.kube = KubeCluster(identity="scenario")
         self.calls: Counter[str] = Counter()
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self.kube, name)
 
     def create_namespace(self, name: str) -> None:
-        self._call(self.kube.core.create_namespace, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+        self.kube.http.call("POST", "/api/v1/namespaces", None, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
 
     def delete_namespace(self, name: str) -> None:
         with contextlib.suppress(NotFound):
-            self._call(self.kube.core.delete_namespace, name)
+            self.kube.http.call("DELETE", f"/api/v1/namespaces/{name}")
 
     def pods(self, namespace: str) -> dict[str, dict[str, Any]]:
-        items, _ = self.kube.list_pods(namespace, {})
+        items, _ = self.kube.list(PODS, namespace, labels=None)
         return {p["metadata"]["name"]: p for p in items if keys.JOB_NAME in (p["metadata"].get("labels") or {})}
 
     def record(self, namespace: str, plural: str, name: str) -> dict[str, Any]:
-        return self._call(self.kube.custom.get_namespaced_custom_object, keys.RECORD_GROUP, RECORD_VERSION, namespace, plural, name)
+        return self.kube.get(record_resource(plural), namespace, name)
 
     def apply_record(self, namespace: str, plural: str, body: dict[str, Any]) -> dict[str, Any]:
         body = copy.deepcopy(body)
@@ -60,22 +58,22 @@ class RealCluster:
         try:
             live = self.record(namespace, plural, name)
         except NotFound:
-            return self._call(self.kube.custom.create_namespaced_custom_object, keys.RECORD_GROUP, RECORD_VERSION, namespace, plural, body)
+            return self.kube.create(record_resource(plural), namespace, body)
         live["spec"] = body["spec"]
         live["metadata"]["labels"] = body["metadata"].get("labels", {})
         live["metadata"]["annotations"] = body["metadata"].get("annotations", {})
-        return self._call(self.kube.custom.replace_namespaced_custom_object, keys.RECORD_GROUP, RECORD_VERSION, namespace, plural, name, live)
+        return self.kube.replace(record_resource(plural), namespace, live)
 
     def scale_record(self, namespace: str, plural: str, name: str, replicas: int) -> None:
-        self._call(self.kube.custom.patch_namespaced_custom_object_scale, keys.RECORD_GROUP, RECORD_VERSION, namespace, plural, name, {"spec": {"replicas": replicas}})
+        self.kube.http.call("PATCH", path(record_resource(plural), namespace, name, "scale"), None, {"spec": {"replicas": replicas}}, "application/merge-patch+json")
 
     def apply(self, obj: dict[str, Any]) -> None:
         ns = obj["metadata"]["namespace"]
         if obj["apiVersion"] == keys.RECORD_API_VERSION:
             self.apply_record(ns, obj["kind"].lower() + "s", obj)
-        elif obj["kind"] == "Pod":
+        elif obj["kind"] == "PodTemplate":
             with contextlib.suppress(AlreadyExists):
-                self.kube.create_pod(ns, obj)
+                self.kube.create(POD_TEMPLATES, ns, obj)
 
 
 class RealRunner:

@@ -5,7 +5,10 @@
 - a ColossalAIJob failed by a worker stops its other unfinished workers, keeps the launcher;
 - GenericJob's default is None (T9k's API reference): a replica still running after the
   success rule was met keeps running, with its logs;
-- clean-up happens once: pods recreated later (by a GitOps tool) are never cleaned.
+- a pod that never ran (still gated) goes whatever the policy says: it holds quota, has no log;
+- the choice is re-derived every cycle (the runtime creates nothing after the outcome, so
+  nothing comes back); pods already being deleted and pods not ours are left alone, and the
+  cycle also deletes pods of other attempts.
 """
 
 from __future__ import annotations
@@ -15,33 +18,35 @@ import pytest
 from flatjob.runtime.decisions.cleanup import decide_cleanup
 from flatjob.runtime.model import Ledger, PodState
 
-from .builders import job_view, observed, pod, uid
+from .builders import acts, cycle, job_view, observed, pod
 
 # One pod per phase; for the Workers policy the launcher is a running pod that must stay.
+# j-worker-0 was released but not scheduled yet (Pending, ungated); j-worker-5 never ran (gated).
 PODS = observed(
     pod("j-launcher", "Succeeded"),
-    pod("j-worker-0", "Pending"),
+    pod("j-worker-0", "Pending", gated=False),
     pod("j-worker-1", "Running"),
     pod("j-worker-2", "Succeeded"),
     pod("j-worker-3", "Failed", exit=1),
     pod("j-worker-4", "Unknown"),
+    pod("j-worker-5"),
 )
-JOB_TYPES = {"launcher": 1, "worker": 5}
+JOB_TYPES = {"launcher": 1, "worker": 6}
 
-# policy, outcome reason: pods deleted
+# policy, outcome reason: pods deleted (j-worker-5, never run, always)
 CASES = [
-    ("All", "Succeeded", ("j-launcher", "j-worker-0", "j-worker-1", "j-worker-2", "j-worker-3", "j-worker-4")),
-    ("Unfinished", "Succeeded", ("j-worker-0", "j-worker-1", "j-worker-4")),
-    ("None", "Succeeded", ()),
-    ("Workers", "Succeeded", ("j-worker-0", "j-worker-1", "j-worker-2", "j-worker-3", "j-worker-4")),
-    ("All", "Failed", ("j-launcher", "j-worker-0", "j-worker-1", "j-worker-2", "j-worker-3", "j-worker-4")),
-    ("None", "Failed", ()),
+    ("All", "Succeeded", ("j-launcher", "j-worker-0", "j-worker-1", "j-worker-2", "j-worker-3", "j-worker-4", "j-worker-5")),
+    ("Unfinished", "Succeeded", ("j-worker-0", "j-worker-1", "j-worker-4", "j-worker-5")),
+    ("None", "Succeeded", ("j-worker-5",)),
+    ("Workers", "Succeeded", ("j-worker-0", "j-worker-1", "j-worker-2", "j-worker-3", "j-worker-4", "j-worker-5")),
+    ("All", "Failed", ("j-launcher", "j-worker-0", "j-worker-1", "j-worker-2", "j-worker-3", "j-worker-4", "j-worker-5")),
+    ("None", "Failed", ("j-worker-5",)),
     # A deadline or restart limit must stop what still runs: None and Workers become Unfinished.
-    ("None", "DeadlineExceeded", ("j-worker-0", "j-worker-1", "j-worker-4")),
-    ("None", "BackoffLimitExceeded", ("j-worker-0", "j-worker-1", "j-worker-4")),
-    ("Workers", "DeadlineExceeded", ("j-worker-0", "j-worker-1", "j-worker-4")),
-    ("Unfinished", "DeadlineExceeded", ("j-worker-0", "j-worker-1", "j-worker-4")),
-    ("All", "BackoffLimitExceeded", ("j-launcher", "j-worker-0", "j-worker-1", "j-worker-2", "j-worker-3", "j-worker-4")),
+    ("None", "DeadlineExceeded", ("j-worker-0", "j-worker-1", "j-worker-4", "j-worker-5")),
+    ("None", "BackoffLimitExceeded", ("j-worker-0", "j-worker-1", "j-worker-4", "j-worker-5")),
+    ("Workers", "DeadlineExceeded", ("j-worker-0", "j-worker-1", "j-worker-4", "j-worker-5")),
+    ("Unfinished", "DeadlineExceeded", ("j-worker-0", "j-worker-1", "j-worker-4", "j-worker-5")),
+    ("All", "BackoffLimitExceeded", ("j-launcher", "j-worker-0", "j-worker-1", "j-worker-2", "j-worker-3", "j-worker-4", "j-worker-5")),
 ]
 
 
@@ -50,28 +55,47 @@ def test_cleanup_policy(policy: str, reason: str, deleted: tuple[str, ...]) -> N
     job = job_view("ColossalAIJob", types=JOB_TYPES, cleanup=policy)
     outcome = "Succeeded" if reason == "Succeeded" else "Failed"
     d = decide_cleanup(job, PODS, Ledger(outcome=outcome, reason=reason))
-    assert tuple(sorted(d.delete)) == deleted
-    assert d.ledger.cleaned == tuple(uid(n) for n in deleted)
+    assert d.delete == deleted
     assert d.ledger.cleaned_up
 
 
-def test_cleanup_happens_once() -> None:
+def test_cleanup_is_re_derived_and_settles() -> None:
+    """The same pods give the same choice every cycle; once they are being deleted, or gone,
+    nothing more is asked, and the ledger keeps `cleanedUp`."""
     job = job_view("ColossalAIJob", types=JOB_TYPES, cleanup="All")
     first = decide_cleanup(job, PODS, Ledger(outcome="Succeeded", reason="Succeeded"))
-    recreated = observed(*(pod(n, incarnation=2) for n in PODS))  # git brings them back, gated
-    again = decide_cleanup(job, recreated, first.ledger)
-    assert again.delete == () and again.ledger is first.ledger
+    assert decide_cleanup(job, PODS, first.ledger).delete == first.delete
+    terminating = {n: pod(n, p.phase, gated=p.gated, exit=p.exit_code, deleting=True) for n, p in PODS.items()}
+    for pods in (terminating, {}):
+        again = decide_cleanup(job, pods, first.ledger)
+        assert again.delete == () and again.ledger is first.ledger
 
 
-def test_pods_already_deleting_or_draining_are_left_alone() -> None:
+def test_pods_already_deleting_or_not_ours_are_left_alone() -> None:
     job = job_view("ColossalAIJob", types=JOB_TYPES, cleanup="All")
     pods: dict[str, PodState] = {
         "j-worker-0": pod("j-worker-0", "Running", deleting=True),
-        "j-worker-1": pod("j-worker-1", "Running"),
+        "j-worker-1": pod("j-worker-1", "Running", ours=False),
         "j-worker-2": pod("j-worker-2", "Running"),
+        "j-worker-3": pod("j-worker-3", ours=False),
     }
-    d = decide_cleanup(job, pods, Ledger(outcome="Failed", reason="Failed", draining=(uid("j-worker-1"),)))
+    d = decide_cleanup(job, pods, Ledger(outcome="Failed", reason="Failed"))
     assert d.delete == ("j-worker-2",)
+
+
+@pytest.mark.parametrize(
+    ("policy", "deleted"),
+    [
+        pytest.param("None", ("j-worker-1",), id="None"),
+        pytest.param("All", ("j-worker-0", "j-worker-1"), id="All"),
+    ],
+)
+def test_the_cycle_also_deletes_pods_of_other_attempts(policy: str, deleted: tuple[str, ...]) -> None:
+    """A finished job keeps only what its policy keeps of its last attempt."""
+    job = job_view("GenericJob", types={"worker": 2}, cleanup=policy)
+    pods = observed(pod("j-worker-0", "Succeeded", attempt=2), pod("j-worker-1", "Running", attempt=1))
+    c = cycle(job, pods, Ledger(attempt=2, outcome="Succeeded", reason="Succeeded", succeeded=("j-worker-0",)))
+    assert acts(c) == tuple(("delete", n) for n in deleted)
 
 
 def test_nothing_present_still_marks_cleanup_done() -> None:
@@ -84,9 +108,9 @@ def test_nothing_present_still_marks_cleanup_done() -> None:
 
 # failed pods (ledger.failed), policy: pods deleted
 COLOSSAL = [
-    (("j-worker-3",), "None", ("j-worker-0", "j-worker-1", "j-worker-4")),  # unfinished workers; launcher kept
-    (("j-worker-3",), "Workers", ("j-worker-0", "j-worker-1", "j-worker-2", "j-worker-3", "j-worker-4")),  # cleanUpWorkers: all workers
-    (("j-launcher",), "None", ()),  # the launcher decided: T9k's cleanUpWorkers false keeps the workers
+    (("j-worker-3",), "None", ("j-worker-0", "j-worker-1", "j-worker-4", "j-worker-5")),  # unfinished workers; launcher kept
+    (("j-worker-3",), "Workers", ("j-worker-0", "j-worker-1", "j-worker-2", "j-worker-3", "j-worker-4", "j-worker-5")),  # cleanUpWorkers: all workers
+    (("j-launcher",), "None", ("j-worker-5",)),  # the launcher decided: T9k's cleanUpWorkers false keeps the workers that ran
 ]
 
 
@@ -95,7 +119,7 @@ def test_colossalai_worker_failure_stops_the_other_workers(failed: tuple[str, ..
     job = job_view("ColossalAIJob", types=JOB_TYPES, cleanup=policy)
     pods = {**PODS, "j-launcher": pod("j-launcher", "Running")}
     d = decide_cleanup(job, pods, Ledger(outcome="Failed", reason="Failed", failed=failed))
-    assert tuple(sorted(d.delete)) == deleted
+    assert d.delete == deleted
     assert "j-launcher" not in d.delete  # its log says how the run ended
 
 

@@ -1,7 +1,8 @@
-"""Elastic resizing: runtime.decisions.elastic.decide_scale and forget_stopped.
+"""Elastic resizing: runtime.decisions.elastic.decide_scale, and what the cycle then does.
 
-- torchrun (scope pod): shrinking stops the highest released seats; growing is left to the
-  release step; stopped seats come back once their old incarnation is gone;
+- torchrun (scope pod): shrinking takes the highest seats out of `released` and the cycle
+  deletes their pods; growing is left to the release step, which creates the next seats;
+  a seat back within the target is created again once its old pod is gone;
 - group-scoped kinds (DeepSpeed): any change of size is a new attempt, never a restart;
 - no change when the job is not elastic or already at its size.
 """
@@ -12,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from flatjob.runtime.decisions.elastic import decide_scale, forget_stopped
+from flatjob.runtime.decisions.elastic import decide_scale
 from flatjob.runtime.model import JobView, Ledger
 
-from .builders import NOW, job_view, observed, pod, uid
+from .builders import NOW, acts, cycle, job_view, observed, pod
 
 NODES = ("j-node-0", "j-node-1", "j-node-2", "j-node-3")
 
@@ -28,17 +29,13 @@ def deepspeed(target: int) -> JobView:
     return job_view("DeepSpeedJob", types={"worker": 4}, elastic=True, target=target)
 
 
-def running(*names: str) -> dict[str, Any]:
-    return observed(*(pod(n, "Running") for n in names))
-
-
-def released(*names: str) -> dict[str, str]:
-    return {n: uid(n) for n in names}
+def running(*names: str, **kw: Any) -> dict[str, Any]:
+    return observed(*(pod(n, "Running", **kw) for n in names))
 
 
 def test_not_elastic_is_no_change() -> None:
     job = job_view("PyTorchTrainingJob")
-    led = Ledger(released=released("j-master-0"))
+    led = Ledger(released=("j-master-0",))
     assert decide_scale(job, running("j-master-0"), led).ledger is led
 
 
@@ -51,21 +48,40 @@ def test_not_elastic_is_no_change() -> None:
     ],
 )
 def test_torchrun_shrink_stops_the_highest_seats(target: int, stopped: tuple[str, ...]) -> None:
-    led = Ledger(released=released(*NODES), start_time=NOW)
+    led = Ledger(released=NODES, start_time=NOW, size=4)
     d = decide_scale(torchrun(target), running(*NODES), led)
     assert d.stopped == stopped
-    assert d.ledger.stopped == released(*stopped)
-    assert set(d.ledger.released) == set(NODES) - set(stopped)
-    assert d.ledger.attempt == 1 and d.ledger.backoff_count == 0
+    assert d.ledger.released == tuple(n for n in NODES if n not in stopped)
+    assert (d.ledger.attempt, d.ledger.backoff_count, d.ledger.size) == (1, 0, 4)
     if stopped:
         assert d.events == (("Normal", "ScaledDown", f"stopped {', '.join(stopped)} (target {target})"),)
+    c = cycle(torchrun(target), running(*NODES), led)
+    assert acts(c) == tuple(("delete", n) for n in stopped)
+    assert c.ledger.backoff_count == 0 and c.ledger.failed == ()  # a stopped seat is no failure
 
 
 def test_torchrun_growth_is_left_to_the_release_step() -> None:
-    led = Ledger(released=released("j-node-0", "j-node-1"), start_time=NOW)
-    pods = {**running("j-node-0", "j-node-1"), **observed(pod("j-node-2"), pod("j-node-3"))}
+    led = Ledger(released=("j-node-0", "j-node-1"), start_time=NOW, size=2)
+    pods = running("j-node-0", "j-node-1")
     d = decide_scale(torchrun(4), pods, led)
     assert d.ledger is led and d.stopped == ()
+    assert acts(cycle(torchrun(4), pods, led)) == (("create", "j-node-2"), ("create", "j-node-3"))
+
+
+# the pod of seat j-node-3 after a shrink to 2, when the target goes back to 4: actions for it
+BACK = [
+    pytest.param(pod("j-node-3", "Running"), (("delete", "j-node-3"),), id="still-running-deleted-first"),
+    pytest.param(pod("j-node-3", "Running", deleting=True), (), id="terminating-waited-for"),
+    pytest.param(None, (("create", "j-node-3"),), id="gone-created-again"),
+    pytest.param(pod("j-node-3"), (("release", "j-node-3"),), id="created-again-released"),
+]
+
+
+@pytest.mark.parametrize(("old", "actions"), BACK)
+def test_a_seat_back_within_the_target_is_created_again_once_its_old_pod_is_gone(old: Any, actions: tuple[tuple[str, str], ...]) -> None:
+    pods = {**running("j-node-0", "j-node-1", "j-node-2"), **({"j-node-3": old} if old else {})}
+    led = Ledger(released=("j-node-0", "j-node-1", "j-node-2"), start_time=NOW - 50, size=4)
+    assert acts(cycle(torchrun(4), pods, led)) == actions
 
 
 @pytest.mark.parametrize(
@@ -77,57 +93,30 @@ def test_torchrun_growth_is_left_to_the_release_step() -> None:
 )
 def test_group_scope_resizes_as_a_new_attempt_without_a_restart(target: int, pods_running: int) -> None:
     names = tuple(f"j-worker-{i}" for i in range(pods_running))
-    led = Ledger(released=released(*names), start_time=NOW, backoff_count=1, restarts={"worker": 1}, size=pods_running)
+    led = Ledger(released=names, start_time=NOW, backoff_count=1, restarts={"worker": 1}, size=pods_running, gang_not_before=NOW - 5)
     d = decide_scale(deepspeed(target), running(*names), led)
-    assert d.ledger.attempt == 2
-    assert set(d.ledger.draining) == {uid(n) for n in names}
-    assert d.ledger.released == {}
+    assert d.stopped == names
+    assert (d.ledger.attempt, d.ledger.released, d.ledger.size, d.ledger.gang_not_before) == (2, (), None, None)
     assert (d.ledger.backoff_count, d.ledger.restarts) == (1, {"worker": 1})
     assert d.events == (("Normal", "Rescaling", f"restarting the job at {target} node(s) (was {pods_running})"),)
+    c = cycle(deepspeed(target), running(*names), led)
+    assert acts(c) == tuple(("delete", n) for n in names)  # the old attempt goes before the new gang
 
 
 def test_group_scope_at_its_size_is_no_change() -> None:
     names = ("j-worker-0", "j-worker-1", "j-worker-2")
-    led = Ledger(released=released(*names), start_time=NOW, size=3)
+    led = Ledger(released=names, start_time=NOW, size=3)
     assert decide_scale(deepspeed(3), running(*names), led).ledger is led
 
 
 def test_group_scope_gang_start_waiting_for_its_launcher_is_not_a_resize() -> None:
     # Wave 0 (worker-1, worker-2) released; worker-0 (the launcher) waits for their sshd.
     job = deepspeed(3)
-    pods = {**running("j-worker-1", "j-worker-2"), **observed(pod("j-worker-0"), pod("j-worker-3"))}
-    led = Ledger(released=released("j-worker-1", "j-worker-2"), start_time=NOW)
-    d = decide_scale(job, pods, led)
-    assert d.ledger == led
+    pods = {**running("j-worker-1", "j-worker-2"), **observed(pod("j-worker-0"))}
+    led = Ledger(released=("j-worker-1", "j-worker-2"), start_time=NOW, size=3)
+    assert decide_scale(job, pods, led).ledger is led
 
 
 def test_succeeded_seats_are_not_missing() -> None:
-    names = ("j-worker-0", "j-worker-1")
-    led = Ledger(released=released("j-worker-0"), succeeded=("j-worker-1",), start_time=NOW)
-    assert decide_scale(deepspeed(2), running(*names), led).ledger is led
-
-
-# --- forget_stopped -----------------------------------------------------------------------------
-
-@pytest.mark.parametrize(
-    ("target", "present", "kept"),
-    [
-        pytest.param(2, True, True, id="still-beyond-target-kept"),
-        pytest.param(4, True, True, id="back-in-target-old-incarnation-still-there"),
-        pytest.param(4, False, False, id="back-in-target-old-incarnation-gone"),
-        pytest.param(2, False, True, id="beyond-target-and-gone-kept"),
-    ],
-)
-def test_forget_stopped(target: int, present: bool, kept: bool) -> None:
-    led = Ledger(released=released("j-node-0", "j-node-1"), stopped=released("j-node-3"))
-    pods = running("j-node-0", "j-node-1")
-    if present:
-        pods["j-node-3"] = pod("j-node-3", "Running", deleting=True)
-    out = forget_stopped(torchrun(target), pods, led)
-    assert ("j-node-3" in out.stopped) is kept
-
-
-def test_a_new_incarnation_of_a_stopped_seat_does_not_keep_it_stopped() -> None:
-    led = Ledger(stopped=released("j-node-3"))
-    pods = observed(pod("j-node-3", incarnation=2))  # git recreated it, gated
-    assert forget_stopped(torchrun(4), pods, led).stopped == {}
+    led = Ledger(released=("j-worker-0",), succeeded=("j-worker-1",), start_time=NOW, size=2)
+    assert decide_scale(deepspeed(2), running("j-worker-0", "j-worker-1"), led).ledger is led

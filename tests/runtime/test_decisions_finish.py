@@ -16,8 +16,7 @@ from flatjob.runtime.decisions.finish import FinishDecision, decide_failure, dec
 from flatjob.runtime.job import job_view as record_job_view
 from flatjob.runtime.model import JobView, Ledger, RestartRule
 
-from .builders import NOW, failure, job_view
-from .harness import compile_text
+from .builders import NOW, compiled, failure, job_view
 
 SUCCEEDED = FinishDecision("Succeeded", "Succeeded", "The job has finished successfully.")
 NOTHING = FinishDecision()
@@ -160,8 +159,7 @@ spec:
 
 
 def test_string_ranks_from_the_spec_become_integers() -> None:
-    record = next(o for o in compile_text(GENERIC_STRING_RANKS) if o["apiVersion"].startswith("flatjob.dev/"))
-    job = record_job_view(record)
+    job = record_job_view(*compiled(GENERIC_STRING_RANKS))
     assert job.success_rules == ({"worker": (0, 1)},)
     assert job.failure_rules == ({"master": (0,)},)
     assert decide_success(job, Ledger(succeeded=("rules-worker-0", "rules-worker-1"))) == SUCCEEDED
@@ -181,8 +179,8 @@ def test_a_failure_rule_counts_a_replica_only_once_it_will_not_restart() -> None
     first = decide_restart(job, pods, running_ledger(job), (failure("j-worker-0", 1),), NOW)
     assert first.restarted == ("j-worker-0",)
     assert decide_failure(job, first.ledger, first.fatal, first.exhausted, NOW).outcome is None
-    again = {**pods, "j-worker-0": pod("j-worker-0", "Failed", exit=1, incarnation=2)}
-    led = first.ledger.evolve(released={**first.ledger.released, "j-worker-0": "uid-j-worker-0#2"})
+    again = {**pods, "j-worker-0": pod("j-worker-0", "Failed", exit=1, incarnation=2)}  # its replacement failed too
+    led = first.ledger.evolve(released=(*first.ledger.released, "j-worker-0"))
     second = decide_restart(job, again, led, (failure("j-worker-0", 1, incarnation=2),), NOW + 60)
     assert second.ledger.failed == ("j-worker-0",)
     assert decide_failure(job, second.ledger, second.fatal, second.exhausted, NOW + 60).message == 'The job is failed with rule: { "worker": [0] }'

@@ -1,19 +1,26 @@
-"""The builders' kind defaults agree with what runtime.job.job_view derives from real records.
+"""runtime.job.job_view against what the compiler renders: a record and its PodTemplates.
 
 The decision tables build JobViews by hand (tests/runtime/builders.py); this module compiles
-one small job of each kind and checks that scope, decider, launcher, limits, clean-up, waves
-and restart rules are what the builders assume, so the tables test the real configurations.
+one small job of each kind with compile_documents, feeds the record and its PodTemplates to
+job_view, and checks that scope, decider, launcher, limits, clean-up, waves and restart
+rules are what the builders assume, that each pod is read from its own PodTemplate, and that
+PodTemplates out of step with the record (missing, extra, renamed, edited out of shape) set
+`problem`, under which the runtime creates nothing and deletes nothing that runs.
 """
 
 from __future__ import annotations
 
+import copy
+from collections.abc import Callable
+from typing import Any
+
 import pytest
 
-from flatjob.runtime.job import job_view as record_job_view
-from flatjob.runtime.model import JobView, RestartRule
+from flatjob.compiler import keys
+from flatjob.runtime.job import job_view
+from flatjob.runtime.model import JobView, Ledger, RestartRule
 
-from .builders import KIND_DEFAULTS
-from .harness import compile_text
+from .builders import KIND_DEFAULTS, NOW, acts, compiled, cycle, gated, observed, pod
 
 CONTAINER = "{spec: {containers: [{name: %s, image: busybox, command: [sh, -c, 'exit 0']}]}}"
 TORCHRUN = "{spec: {containers: [{name: python, image: busybox, command: [python], args: [train.py]}]}}"
@@ -32,6 +39,15 @@ spec:
   torchrunConfig: {{enabled: true, procPerNode: "1"}}
   replicaSpecs:
     - {{type: node, replicas: 2, restartPolicy: OnFailure, template: {TORCHRUN}}}
+""",
+    "elastic": f"""
+kind: PyTorchTrainingJob
+spec:
+  torchrunConfig: {{enabled: true, procPerNode: "1"}}
+  elastic: {{enabled: true, minReplicas: 2, maxReplicas: 4, expectedReplicas: 3}}
+  scheduler: {{t9kScheduler: {{queue: research}}}}
+  replicaSpecs:
+    - {{type: node, replicas: 4, restartPolicy: OnFailure, template: {TORCHRUN}}}
 """,
     "GenericJob": f"""
 kind: GenericJob
@@ -55,16 +71,21 @@ spec:
 }
 
 
-def compiled(kind: str) -> JobView:
-    text = "apiVersion: batch.tensorstack.dev/v1beta1\nmetadata: {name: j}\n" + SPECS[kind]
-    record = next(o for o in compile_text(text) if o["apiVersion"].startswith("flatjob.dev/"))
-    return record_job_view(record)
+def source(kind: str) -> str:
+    return "apiVersion: batch.tensorstack.dev/v1beta1\nmetadata: {name: j}\n" + SPECS[kind]
 
+
+def view(kind: str) -> JobView:
+    return job_view(*compiled(source(kind)))
+
+
+# --- the builders' defaults are the compiled kinds' ------------------------------------------
 
 @pytest.mark.parametrize("kind", list(KIND_DEFAULTS))
 def test_builder_defaults_match_compiled_records(kind: str) -> None:
-    job = compiled(kind)
+    job = view(kind)
     d = KIND_DEFAULTS[kind]
+    assert job.problem is None
     assert (job.scope, job.decider, job.backoff_limit, job.cleanup, job.launcher_kind) == (
         d["scope"], d["decider"], d["backoff_limit"], d["cleanup"], d["launcher_kind"],
     )
@@ -73,8 +94,25 @@ def test_builder_defaults_match_compiled_records(kind: str) -> None:
         types[p.type] = types.get(p.type, 0) + 1
     assert types == d["types"]
     assert tuple(p.name for p in job.pods if p.wave == 1) == d["wave1"]
-    assert job.pods[0].rank == 0
+    assert [p.rank for p in job.pods] == list(range(len(job.pods)))
     assert {r.policy for r in job.rules.values()} == {d["policy"]}
+
+
+@pytest.mark.parametrize("kind", list(KIND_DEFAULTS))
+def test_each_pod_is_read_from_its_own_podtemplate(kind: str) -> None:
+    """Name, type, index, rank, wave, training container and spec-hash come from the
+    PodTemplate git holds (the runtime never renders a pod)."""
+    record, templates = compiled(source(kind))
+    job = job_view(record, templates)
+    assert {p.name for p in job.pods} == set(templates)
+    for p in job.pods:
+        t = templates[p.name]
+        notes, labels = t["metadata"]["annotations"], t["metadata"]["labels"]
+        assert p.spec_hash == t["template"]["metadata"]["annotations"][keys.SPEC_HASH]
+        assert (p.type, str(p.index)) == (labels[keys.REPLICA_TYPE], labels[keys.REPLICA_INDEX])
+        assert (str(p.rank), str(p.wave)) == (notes[keys.RANK], notes[keys.WAVE])
+        assert p.container == notes.get(keys.TRAINING_CONTAINER)
+        assert p.seat is None
 
 
 @pytest.mark.parametrize(
@@ -85,29 +123,139 @@ def test_builder_defaults_match_compiled_records(kind: str) -> None:
     ],
 )
 def test_pytorch_scope_follows_torchrun(spec: str, scope: str, launcher: str | None) -> None:
-    job = compiled(spec)
+    job = view(spec)
     assert (job.scope, job.launcher_kind) == (scope, launcher)
 
 
 def test_generic_rules_carry_the_type_limit() -> None:
-    job = compiled("GenericJob")
+    job = view("GenericJob")
     assert job.rules == {"worker": RestartRule("OnFailure", 0)}
     assert job.success_rules == () and job.failure_rules == ()
 
 
+@pytest.mark.parametrize(("kind", "secret"), [("DeepSpeedJob", "j-ssh"), ("ColossalAIJob", "j-ssh"), ("PyTorchTrainingJob", None), ("GenericJob", None)])
+def test_ssh_kinds_wait_for_their_secret(kind: str, secret: str | None) -> None:
+    assert view(kind).ssh_secret == secret
+
+
 def test_colossalai_launcher_is_first_and_named_without_index() -> None:
-    job = compiled("ColossalAIJob")
+    job = view("ColossalAIJob")
     assert job.pods[0].name == "j-launcher" and job.pods[0].type == "launcher"
+
+
+def test_elastic_seats_target_and_podgroup_come_from_the_record_and_templates() -> None:
+    """Seats from each PodTemplate's annotation; the target is expectedReplicas clamped to
+    [minReplicas, maxReplicas]; a PodGroup is waited for when the templates name one."""
+    job = view("elastic")
+    assert (job.target, job.min_nodes, job.elastic, job.podgroup) == (3, 2, True, True)
+    assert [p.seat for p in job.pods] == [0, 1, 2, 3]
+    assert [p.name for p in job.wanted()] == ["j-node-0", "j-node-1", "j-node-2"]
 
 
 def test_elastic_without_torchrun_is_ignored_as_t9k_ignores_it() -> None:
     """T9k API reference: elastic "is effective only in torchrun mode" (lint warns, FJ302):
     the job renders and runs its replicas, not maxReplicas, and is not resized."""
-    text = "apiVersion: batch.tensorstack.dev/v1beta1\nmetadata: {name: j}\n" + SPECS["PyTorchTrainingJob"].replace(
-        "spec:\n", "spec:\n  elastic: {enabled: true, minReplicas: 1, maxReplicas: 6, expectedReplicas: 5}\n", 1
-    )
-    objects = compile_text(text)
-    assert sorted(o["metadata"]["name"] for o in objects if o["kind"] == "Pod") == ["j-master-0", "j-worker-0", "j-worker-1"]
-    job = record_job_view(next(o for o in objects if o["apiVersion"].startswith("flatjob.dev/")))
-    assert (job.target, job.min_nodes, job.elastic) == (None, None, False)
+    text = source("PyTorchTrainingJob").replace("spec:\n", "spec:\n  elastic: {enabled: true, minReplicas: 1, maxReplicas: 6, expectedReplicas: 5}\n", 1)
+    record, templates = compiled(text)
+    assert sorted(templates) == ["j-master-0", "j-worker-0", "j-worker-1"]
+    job = job_view(record, templates)
+    assert (job.target, job.min_nodes, job.elastic, job.problem) == (None, None, False, None)
     assert [p.seat for p in job.pods] == [None, None, None]
+
+
+# --- PodTemplates out of step with the record: `problem` ----------------------------------------
+
+Templates = dict[str, dict[str, Any]]
+
+
+def _without(name: str) -> Callable[[Templates], None]:
+    def edit(ts: Templates) -> None:
+        del ts[name]
+    return edit
+
+
+def _extra(ts: Templates) -> None:
+    copy_ = copy.deepcopy(ts["j-worker-1"])
+    copy_["metadata"]["name"] = "j-worker-3"
+    ts["j-worker-3"] = copy_
+
+
+def _renamed(ts: Templates) -> None:
+    t = ts.pop("j-worker-1")
+    t["metadata"]["name"] = "j-worker-9"
+    ts["j-worker-9"] = t
+
+
+def _note(name: str, key: str, value: str | None, where: str = "metadata") -> Callable[[Templates], None]:
+    """Set (or with None remove) an annotation or label of one PodTemplate."""
+    def edit(ts: Templates) -> None:
+        meta = ts[name]["template"]["metadata"] if where == "pod" else ts[name]["metadata"]
+        section = meta.setdefault("labels" if key.startswith("flatjob.dev/replica-") else "annotations", {})
+        if value is None:
+            section.pop(key, None)
+        else:
+            section[key] = value
+    return edit
+
+
+OUT_OF_STEP = "waiting for the job's PodTemplates to match the record"
+SHAPE = "waiting for the job's PodTemplates: PodTemplate j-worker-1:"
+
+# edit of the compiled DeepSpeedJob's three PodTemplates: problem, pods still seen
+PROBLEMS = [
+    pytest.param(lambda ts: None, None, 3, id="as-compiled"),
+    pytest.param(_without("j-worker-1"), f"{OUT_OF_STEP} (2 present, 3 expected)", 2, id="one-missing"),
+    pytest.param(lambda ts: ts.clear(), f"{OUT_OF_STEP} (0 present, 3 expected)", 0, id="none-yet"),
+    pytest.param(_extra, f"{OUT_OF_STEP} (4 present, 3 expected)", 4, id="one-extra"),
+    pytest.param(_renamed, f"{OUT_OF_STEP} (3 present, 3 expected)", 3, id="same-count-other-names"),
+    pytest.param(_note("j-worker-1", keys.RANK, "x"), f"{SHAPE} annotation {keys.RANK} is 'x', not a number", 0, id="rank-not-a-number"),
+    pytest.param(_note("j-worker-1", keys.WAVE, None), f"{SHAPE} annotation {keys.WAVE} is None, not a number", 0, id="wave-missing"),
+    pytest.param(_note("j-worker-1", keys.SEAT, "-1"), f"{SHAPE} annotation {keys.SEAT} is '-1', not a number", 0, id="seat-negative"),
+    pytest.param(_note("j-worker-1", keys.RANK, "\u0661"), f"{SHAPE} annotation {keys.RANK} is '\u0661', not a number", 0, id="rank-non-ascii-digit"),
+    pytest.param(_note("j-worker-1", keys.REPLICA_INDEX, "one"), f"{SHAPE} annotation {keys.REPLICA_INDEX} is 'one', not a number", 0, id="index-not-a-number"),
+    pytest.param(_note("j-worker-1", keys.SPEC_HASH, None, where="pod"),
+                 f"{SHAPE} no {keys.REPLICA_TYPE} label or {keys.SPEC_HASH} annotation", 0, id="spec-hash-missing"),
+    pytest.param(_note("j-worker-1", keys.REPLICA_TYPE, None),
+                 f"{SHAPE} no {keys.REPLICA_TYPE} label or {keys.SPEC_HASH} annotation", 0, id="type-missing"),
+]
+
+
+@pytest.mark.parametrize(("edit", "problem", "seen"), PROBLEMS)
+def test_podtemplates_out_of_step_with_the_record_are_a_problem(edit: Callable[[Templates], None], problem: str | None, seen: int) -> None:
+    record, templates = compiled(source("DeepSpeedJob"))
+    edit(templates)
+    job = job_view(record, templates)
+    assert job.problem == problem
+    assert len(job.pods) == seen
+
+
+def test_a_record_revision_ahead_of_its_templates_is_a_problem() -> None:
+    """A commit that adds a replica: the record arrives before the new PodTemplate."""
+    record, _ = compiled(source("DeepSpeedJob").replace("replicas: 3", "replicas: 4"))
+    _, templates = compiled(source("DeepSpeedJob"))
+    assert job_view(record, templates).problem == f"{OUT_OF_STEP} (3 present, 4 expected)"
+
+
+@pytest.mark.parametrize(("edit", "problem", "seen"), [p for p in PROBLEMS if p.id != "as-compiled"])
+def test_a_problem_creates_nothing_and_stops_nothing_that_runs(edit: Callable[[Templates], None], problem: str, seen: int) -> None:
+    """While the templates are out of step the runtime waits, saying why: it creates no pod
+    and neither deletes running pods nor starts a new attempt for templates it cannot see."""
+    record, templates = compiled(source("DeepSpeedJob"))
+    edit(templates)
+    job = job_view(record, templates)
+    names = ("j-worker-0", "j-worker-1", "j-worker-2")
+
+    fresh = cycle(job, gated(job, *(p.name for p in job.pods)))
+    assert acts(fresh, "create", "release") == ()
+    assert fresh.wait == problem
+
+    pods = observed(*(pod(n, "Running", spec_hash=_hash(templates, n)) for n in names))
+    led = Ledger(released=names, start_time=NOW - 60, size=None)
+    running = cycle(job, pods, led)
+    assert acts(running) == ()
+    assert (running.ledger.attempt, running.ledger.released) == (1, names)
+
+
+def _hash(templates: Templates, name: str) -> str | None:
+    t = templates.get(name)
+    return t["template"]["metadata"]["annotations"].get(keys.SPEC_HASH) if t else None

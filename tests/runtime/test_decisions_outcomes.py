@@ -1,7 +1,9 @@
 """What the released pods did: runtime.decisions.outcomes.observe.
 
-- success, failure with its effective code, a pod that vanished or was replaced (lost);
-- incarnations already counted are never reported again;
+- success, failure with its effective code; a released pod that vanished, or whose name is now
+  held by a pod of another attempt or of another owner, is lost (137);
+- only released pods are outcomes: a counted failure leaves `released` in the cycle that
+  counts it (runtime.decisions.restart), so it is never reported twice;
 - a launcher's exit translation applies where the launcher runs: every torchrun pod, only
   rank 0 (worker-0, the launcher) for DeepSpeed and ColossalAI.
 """
@@ -12,9 +14,10 @@ import pytest
 
 from flatjob.runtime.decisions.exitcodes import LOST
 from flatjob.runtime.decisions.outcomes import observe
-from flatjob.runtime.model import Ledger
+from flatjob.runtime.decisions.restart import decide_restart
+from flatjob.runtime.model import Ledger, PodState
 
-from .builders import job_view, observed, pod, released_from, uid
+from .builders import NOW, job_view, observed, pod, released_from, uid
 
 
 def test_success_and_failure_are_reported_once() -> None:
@@ -28,33 +31,52 @@ def test_success_and_failure_are_reported_once() -> None:
 
 
 @pytest.mark.parametrize(
-    ("observed_pod", "reason"),
+    ("observed_pod", "reason", "the_uid"),
     [
-        pytest.param(None, "was deleted before it finished", id="vanished"),
-        pytest.param(pod("j-worker-0", "Pending", incarnation=2), "was deleted before it finished", id="replaced-by-new-incarnation"),
-        pytest.param(pod("j-worker-0", "Failed", reason="Evicted"), "was lost (Evicted)", id="evicted"),
+        pytest.param(None, "was deleted before it finished", "", id="vanished"),
+        pytest.param(pod("j-worker-0", "Running", attempt=1), "was deleted before it finished", uid("j-worker-0"), id="held-by-the-previous-attempt"),
+        pytest.param(pod("j-worker-0", attempt=3), "was deleted before it finished", uid("j-worker-0"), id="held-by-a-later-attempt"),
+        pytest.param(pod("j-worker-0", "Running", attempt=None), "was deleted before it finished", uid("j-worker-0"), id="held-by-a-pod-without-attempt"),
+        pytest.param(pod("j-worker-0", "Succeeded", attempt=2, ours=False), "was deleted before it finished", uid("j-worker-0"), id="held-by-a-pod-not-ours"),
+        pytest.param(pod("j-worker-0", "Failed", attempt=2, reason="Evicted"), "was lost (Evicted)", uid("j-worker-0"), id="evicted"),
     ],
 )
-def test_lost_pods_fail_with_sigkill(observed_pod: object, reason: str) -> None:
+def test_lost_pods_fail_with_sigkill(observed_pod: PodState | None, reason: str, the_uid: str) -> None:
     job = job_view("PyTorchTrainingJob")
-    pods = observed(pod("j-master-0", "Running"), *([observed_pod] if observed_pod else []))
-    led = Ledger(released={"j-master-0": uid("j-master-0"), "j-worker-0": uid("j-worker-0")})
+    pods = observed(pod("j-master-0", "Running", attempt=2), *([observed_pod] if observed_pod else []))
+    led = Ledger(attempt=2, released=("j-master-0", "j-worker-0"))
     (f,) = observe(job, pods, led).failures
-    assert (f.name, f.uid, f.code, f.reason) == ("j-worker-0", uid("j-worker-0"), LOST, reason)
+    assert (f.name, f.uid, f.code, f.reason) == ("j-worker-0", the_uid, LOST, reason)
 
 
-def test_counted_incarnations_are_not_reported_again() -> None:
+def test_a_counted_failure_leaves_released_so_it_is_never_counted_twice() -> None:
     job = job_view("PyTorchTrainingJob")
-    pods = observed(pod("j-master-0", "Running"), pod("j-worker-0", "Failed", exit=1))
-    led = Ledger(released=released_from(pods), counted=(uid("j-worker-0"),))
-    assert observe(job, pods, led).failures == ()
+    pods = observed(pod("j-master-0", "Running"), pod("j-worker-0", "Failed", exit=1), pod("j-worker-1", "Running"))
+    led = Ledger(released=released_from(pods))
+    counted = decide_restart(job, pods, led, observe(job, pods, led).failures, NOW).ledger
+    assert counted.released == ("j-master-0", "j-worker-1")
+    assert observe(job, pods, counted).failures == ()
 
 
-def test_pods_not_released_are_not_outcomes() -> None:
+@pytest.mark.parametrize(
+    "ledger",
+    [
+        pytest.param(Ledger(), id="nothing-released"),
+        pytest.param(Ledger(succeeded=("j-master-0",), failed=("j-worker-0",)), id="already-settled"),
+    ],
+)
+def test_pods_not_released_are_not_outcomes(ledger: Ledger) -> None:
     job = job_view("PyTorchTrainingJob")
     pods = observed(pod("j-master-0", "Succeeded"), pod("j-worker-0", "Failed", exit=1))
-    out = observe(job, pods, Ledger())
+    out = observe(job, pods, ledger)
     assert out.succeeded == () and out.failures == ()
+
+
+def test_a_released_pod_whose_template_left_is_not_judged() -> None:
+    """Its PodTemplate left git: an edit (runtime.decisions.edits), not a failure."""
+    job = job_view("PyTorchTrainingJob", types={"master": 1, "worker": 1})
+    pods = observed(pod("j-master-0", "Running"), pod("j-worker-0", "Running"), pod("j-worker-1", "Failed", exit=1))
+    assert observe(job, pods, Ledger(released=released_from(pods))).failures == ()
 
 
 @pytest.mark.parametrize(

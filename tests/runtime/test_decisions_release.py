@@ -1,12 +1,18 @@
-"""Releasing gated pods: runtime.decisions.release.decide_release.
+"""Creating and releasing pods: runtime.decisions.release.decide_release.
 
-- gang start waits for every pod, the SSH Secret and the PodGroup, and creates what is missing;
-- pods whose spec-hash differs from the record's rendering are stale: never released, listed;
-- back-off: nothing before not_before, and a wake-up time is returned;
+- gang start: the missing pods are created (only once the SSH Secret and the PodGroup exist),
+  and released together once every one exists gated, for this attempt, from the current
+  PodTemplate;
+- gated pods of another attempt or from an older template are deleted, never released; a
+  pod of the previous attempt blocks the new gang until it is gone;
+- back-off: a group restart's gang waits for gang_not_before, a replacement for its own
+  not_before (created only then); both say when to wake;
+- a refused create rolls the gang back (its gated pods deleted) with a back-off that doubles
+  per refusal and is reset by the release; once the gang runs it delays only that pod;
 - wave 1 (launchers) only after every wave-0 pod is released and Ready;
-- elastic jobs release only the seats below the target;
-- pods that succeeded or failed for good in this attempt are never released again;
-- draining pods of the previous attempt block a group-scoped job entirely.
+- elastic jobs create and release only the seats below the target;
+- pods that succeeded or failed for good in this attempt are never created or released again;
+- PodTemplates out of step with the record (problem): nothing is created.
 """
 
 from __future__ import annotations
@@ -16,14 +22,14 @@ from typing import Any
 import pytest
 
 from flatjob.runtime.decisions.release import Deps, decide_release
-from flatjob.runtime.model import JobView, Ledger
+from flatjob.runtime.decisions.restart import backoff
+from flatjob.runtime.model import JobView, Ledger, PodState
 
-from .builders import NOW, job_view, observed, pod, uid
+from .builders import NOW, gated, job_view, observed, pod
 
-
-def gated(job: JobView, *skip: str, **overrides: Any) -> dict[str, Any]:
-    """Every pod of the job present and gated (as git created them), except `skip`."""
-    return observed(*(overrides.get(p.name) or pod(p.name) for p in job.pods if p.name not in skip))
+PT = job_view("PyTorchTrainingJob")
+ALL = ("j-master-0", "j-worker-0", "j-worker-1")
+QUOTA = "exceeded quota: gpu, requested: nvidia.com/gpu=8, used: nvidia.com/gpu=16, limited: nvidia.com/gpu=16"
 
 
 def release(job: JobView, pods: dict[str, Any], led: Ledger | None = None, deps: Deps | None = None, now: float = NOW) -> Any:
@@ -33,23 +39,27 @@ def release(job: JobView, pods: dict[str, Any], led: Ledger | None = None, deps:
 # --- gang start ---------------------------------------------------------------------------
 
 def test_gang_start_releases_every_pod_at_once() -> None:
-    job = job_view("PyTorchTrainingJob")
-    d = release(job, gated(job))
-    assert d.release == ("j-master-0", "j-worker-0", "j-worker-1")
-    assert d.ledger.released == {p.name: uid(p.name) for p in job.pods}
-    assert d.ledger.spec_hashes == {p.name: p.spec_hash for p in job.pods}
-    assert d.ledger.start_time == NOW
-    assert d.wait is None and d.create == () and d.stale == ()
+    d = release(PT, gated(PT))
+    assert d.release == ALL
+    assert d.ledger.released == ALL
+    assert (d.ledger.start_time, d.ledger.size) == (NOW, None)
+    assert d.wait is None and d.create == () and d.delete == ()
     assert d.events == (("Normal", "Released", "released 3 pod(s): j-master-0, j-worker-0, j-worker-1"),)
 
 
-@pytest.mark.parametrize("missing", ["j-master-0", "j-worker-1"])
-def test_gang_start_waits_for_every_pod_and_creates_the_missing(missing: str) -> None:
-    job = job_view("PyTorchTrainingJob")
-    d = release(job, gated(job, missing))
-    assert d.release == () and d.ledger.released == {}
-    assert d.create == (missing,)
-    assert d.wait == "waiting for 1 of 3 pod(s) to exist before starting them together"
+@pytest.mark.parametrize(
+    ("missing", "wait"),
+    [
+        pytest.param(ALL, "waiting for 3 of 3 pod(s) to exist before starting them together", id="none-yet"),
+        pytest.param(("j-master-0",), "waiting for 1 of 3 pod(s) to exist before starting them together", id="master"),
+        pytest.param(("j-worker-1",), "waiting for 1 of 3 pod(s) to exist before starting them together", id="worker"),
+    ],
+)
+def test_gang_start_creates_the_missing_and_waits_for_every_pod(missing: tuple[str, ...], wait: str) -> None:
+    d = release(PT, gated(PT, *missing))
+    assert d.release == () and d.ledger.released == ()
+    assert d.create == missing
+    assert d.wait == wait
     assert d.ledger.start_time is None
 
 
@@ -60,74 +70,166 @@ def test_gang_start_waits_for_every_pod_and_creates_the_missing(missing: str) ->
         pytest.param(Deps(podgroup_ready=False), "waiting for the PodGroup j", id="podgroup"),
     ],
 )
-def test_gang_start_waits_for_the_secret_and_the_podgroup(deps: Deps, wait: str) -> None:
+def test_gang_start_creates_nothing_before_the_secret_and_the_podgroup(deps: Deps, wait: str) -> None:
+    """A gated pod holds quota from its creation: none is made before the gang can start."""
     job = job_view("DeepSpeedJob", ssh_secret="j-ssh", podgroup=True)
     d = release(job, gated(job, "j-worker-2"), deps=deps)
-    assert d.release == () and d.wait == wait
-    assert d.create == ("j-worker-2",)  # creating missing pods does not wait
+    assert (d.release, d.create, d.wait) == ((), (), wait)
 
 
-def test_a_deleting_pod_is_not_usable() -> None:
-    job = job_view("PyTorchTrainingJob")
-    d = release(job, gated(job, **{"j-worker-0": pod("j-worker-0", deleting=True)}))
-    assert d.release == ()
-    assert d.wait == "waiting for 1 of 3 pod(s) to exist before starting them together"
+# pod that stands in for j-worker-0: whether it may be released with the gang, and whether it is deleted
+USABLE = [
+    pytest.param(pod("j-worker-0"), True, False, id="current"),
+    pytest.param(pod("j-worker-0", deleting=True), False, False, id="being-deleted"),
+    pytest.param(pod("j-worker-0", spec_hash="h-old"), False, True, id="older-template"),
+    pytest.param(pod("j-worker-0", attempt=None), False, True, id="no-attempt-annotation"),
+    pytest.param(pod("j-worker-0", spec_hash="h-old", deleting=True), False, False, id="older-template-being-deleted"),
+    pytest.param(pod("j-worker-0", ours=False), False, False, id="not-ours"),
+    pytest.param(pod("j-worker-0", ours=False, spec_hash="h-old"), False, False, id="not-ours-older-template"),
+    pytest.param(pod("j-worker-0", "Running", gated=False), False, False, id="ungated"),
+]
 
 
-# --- stale pods ---------------------------------------------------------------------------
-
-def test_stale_pods_are_listed_and_never_released() -> None:
-    job = job_view("PyTorchTrainingJob")
-    old = pod("j-worker-1", spec_hash="h-old")
-    d = release(job, gated(job, **{"j-worker-1": old}))
-    assert d.stale == ("j-worker-1",)
-    assert d.release == ()
-    assert "j-worker-1" not in d.ledger.released
-
-
-def test_a_stale_replacement_is_not_released_after_the_gang_start() -> None:
-    job = job_view("PyTorchTrainingJob", scope="pod")
-    pods = observed(pod("j-master-0", "Running"), pod("j-worker-0", "Running"), pod("j-worker-1", incarnation=2, spec_hash="h-old"))
-    led = Ledger(released={"j-master-0": uid("j-master-0"), "j-worker-0": uid("j-worker-0")}, start_time=NOW - 50)
-    d = release(job, pods, led)
-    assert d.stale == ("j-worker-1",) and d.release == ()
+@pytest.mark.parametrize(("stand_in", "usable", "deleted"), USABLE)
+def test_only_current_gated_pods_of_ours_start_a_gang(stand_in: PodState, usable: bool, deleted: bool) -> None:
+    d = release(PT, gated(PT, **{"j-worker-0": stand_in}))
+    assert d.release == (ALL if usable else ())
+    assert d.delete == (("j-worker-0",) if deleted else ())
+    assert d.create == ()  # a pod of that name exists: it is never created twice
+    if not usable:
+        assert d.wait in ("waiting for 1 of 3 pod(s) to exist before starting them together", "waiting for 1 pod(s) of the previous attempt to terminate")
 
 
-def test_a_stale_pod_being_deleted_is_not_listed_again() -> None:
-    job = job_view("PyTorchTrainingJob")
-    d = release(job, gated(job, **{"j-worker-1": pod("j-worker-1", spec_hash="h-old", deleting=True)}))
-    assert d.stale == ()
+def test_a_stale_replacement_is_deleted_not_released_after_the_gang_start() -> None:
+    pods = observed(pod("j-master-0", "Running"), pod("j-worker-0", "Running"), pod("j-worker-1", spec_hash="h-old"))
+    d = release(PT, pods, Ledger(released=ALL[:2], start_time=NOW - 50))
+    assert (d.release, d.delete) == ((), ("j-worker-1",))
+
+
+# --- the previous attempt ---------------------------------------------------------------------
+
+@pytest.mark.parametrize(
+    "old",
+    [
+        pytest.param(pod("j-worker-0", "Running", attempt=1), id="running"),
+        pytest.param(pod("j-worker-0", "Running", attempt=1, deleting=True), id="terminating"),
+        pytest.param(pod("j-worker-0", "Failed", exit=1, attempt=1), id="failed"),
+        pytest.param(pod("j-worker-0", attempt=1), id="gated"),
+    ],
+)
+def test_a_pod_of_the_previous_attempt_blocks_the_new_gang_until_gone(old: PodState) -> None:
+    """BlockingRecreate (jobset#684): no pod of attempt 2 is created or released while a pod of
+    attempt 1 exists; a gated one is deleted here, the others by the cycle (test_decisions_cycle)."""
+    job = job_view("DeepSpeedJob", wave1=())
+    led = Ledger(attempt=2, backoff_count=1)
+    d = release(job, {"j-worker-0": old, "j-worker-1": pod("j-worker-1", attempt=2)}, led)
+    assert (d.release, d.create) == ((), ())
+    assert d.wait == "waiting for 1 pod(s) of the previous attempt to terminate"
+    assert d.delete == (("j-worker-0",) if old.gated and not old.deleting else ())
+    gone = release(job, {"j-worker-1": pod("j-worker-1", attempt=2)}, led)
+    assert gone.create == ("j-worker-0", "j-worker-2")
+
+
+def test_a_pod_of_another_owner_does_not_block_the_gang() -> None:
+    job = job_view("DeepSpeedJob", wave1=())
+    d = release(job, {"j-worker-0": pod("j-worker-0", "Running", attempt=1, ours=False)}, Ledger(attempt=2))
+    assert d.create == ("j-worker-1", "j-worker-2")
+
+
+def test_a_replacement_waits_only_for_its_own_predecessor() -> None:
+    """Pod scope: the rest of the job runs; the new pod of a name is created once the old is gone."""
+    pods = observed(pod("j-master-0", "Running"), pod("j-worker-0", "Failed", exit=1, deleting=True), pod("j-worker-1"))
+    d = release(PT, pods, Ledger(released=("j-master-0",), start_time=NOW - 5))
+    assert (d.release, d.create) == (("j-worker-1",), ())
+    d = release(PT, observed(pod("j-master-0", "Running"), pod("j-worker-1", "Running")), d.ledger)
+    assert d.create == ("j-worker-0",)
 
 
 # --- back-off ------------------------------------------------------------------------------
 
 def test_gang_restart_waits_for_the_back_off_and_says_when() -> None:
-    job = job_view("PyTorchTrainingJob")
-    led = Ledger(attempt=2, backoff_count=1, not_before={p.name: NOW + 10 for p in job.pods})
-    d = release(job, gated(job), led)
-    assert d.release == ()
-    assert d.wait == "backing off before the restart"
-    assert d.wake_at == NOW + 10
+    led = Ledger(attempt=2, backoff_count=1, gang_not_before=NOW + 10, start_time=NOW - 100)
+    for pods in ({}, gated(PT, attempt=2)):
+        d = release(PT, pods, led)
+        assert (d.release, d.create) == ((), ())
+        assert (d.wait, d.wake_at) == ("backing off before the restart", NOW + 10)
 
 
 @pytest.mark.parametrize("now", [NOW + 10, NOW + 11], ids=["at-not-before", "after-not-before"])
-def test_gang_restart_releases_once_the_back_off_passed(now: float) -> None:
-    job = job_view("PyTorchTrainingJob")
-    led = Ledger(attempt=2, backoff_count=1, not_before={p.name: NOW + 10 for p in job.pods}, start_time=NOW - 100)
-    d = release(job, gated(job), led, now=now)
-    assert d.release == ("j-master-0", "j-worker-0", "j-worker-1")
+def test_gang_restart_starts_once_the_back_off_passed(now: float) -> None:
+    led = Ledger(attempt=2, backoff_count=1, gang_not_before=NOW + 10, start_time=NOW - 100)
+    assert release(PT, {}, led, now=now).create == ALL
+    d = release(PT, gated(PT, attempt=2), led, now=now)
+    assert d.release == ALL
     assert d.ledger.start_time == NOW - 100  # the job's start does not move on a restart
+    assert d.ledger.gang_not_before is None
 
 
-def test_a_pod_restart_waits_for_its_back_off_while_others_run() -> None:
-    job = job_view("PyTorchTrainingJob", scope="pod")
-    pods = observed(pod("j-master-0", "Running"), pod("j-worker-0", "Running"), pod("j-worker-1", incarnation=2))
-    led = Ledger(released={"j-master-0": uid("j-master-0"), "j-worker-0": uid("j-worker-0")}, not_before={"j-worker-1": NOW + 20})
-    d = release(job, pods, led)
-    assert d.release == () and d.wake_at == NOW + 20
-    d = release(job, pods, led, now=NOW + 20)
+def test_a_pod_restart_is_created_after_its_back_off_while_others_run() -> None:
+    pods = observed(pod("j-master-0", "Running"), pod("j-worker-0", "Running"))
+    led = Ledger(released=ALL[:2], not_before={"j-worker-1": NOW + 20}, start_time=NOW - 100)
+    d = release(PT, pods, led)
+    assert (d.release, d.create, d.wake_at) == ((), (), NOW + 20)
+    d = release(PT, pods, led, now=NOW + 20)
+    assert (d.release, d.create) == ((), ("j-worker-1",))
+    d = release(PT, {**pods, "j-worker-1": pod("j-worker-1")}, led, now=NOW + 20)
     assert d.release == ("j-worker-1",)
-    assert d.ledger.released["j-worker-1"] == uid("j-worker-1", 2)
+    assert d.ledger.released == ALL and d.ledger.not_before == {}
+
+
+# --- a refused create ----------------------------------------------------------------------------
+
+def refused(name: str = "j-worker-1", message: str = QUOTA) -> Deps:
+    return Deps(refused=(name, message))
+
+
+@pytest.mark.parametrize(("refusals", "delay"), [(0, 10), (1, 20), (2, 40), (5, 300), (9, 300)])
+def test_a_refused_gang_is_rolled_back_and_retried_after_a_back_off(refusals: int, delay: float) -> None:
+    """403 over quota or a webhook's refusal: the gang's gated pods are deleted (they would hold
+    quota for a gang that cannot start), the record says why, and the gang is retried later."""
+    pods = {**gated(PT, "j-worker-1"), "j-old": pod("j-old", "Running", deleting=True), "j-theirs": pod("j-theirs", ours=False)}
+    d = release(PT, pods, Ledger(refusals=refusals), refused())
+    text = f"the API server refused pod j-worker-1: {QUOTA}"
+    assert d.delete == ("j-master-0", "j-worker-0")
+    assert (d.release, d.create) == ((), ())
+    assert (d.ledger.refused, d.ledger.refusals, d.ledger.gang_not_before) == (text, refusals + 1, NOW + delay)
+    assert (d.wait, d.wake_at) == (f"{text}; retrying in {delay:.0f} s", NOW + delay)
+    assert d.events == (("Warning", "GangRefused", f"{text}; deleted the 2 pod(s) created for this attempt, retrying in {delay:.0f} s"),)
+    assert backoff(refusals + 1) == delay
+
+
+def test_a_refused_gang_waits_saying_why_then_starts_and_forgets_the_refusal() -> None:
+    led = release(PT, gated(PT, "j-worker-1"), Ledger(), refused()).ledger
+    waiting = release(PT, {}, led, now=NOW + 9)
+    assert (waiting.create, waiting.wait, waiting.wake_at) == ((), led.refused, NOW + 10)
+    assert release(PT, {}, led, now=NOW + 10).create == ALL
+    started = release(PT, gated(PT), led, now=NOW + 10)
+    assert started.release == ALL
+    assert (started.ledger.refused, started.ledger.refusals, started.ledger.gang_not_before) == (None, 0, None)
+
+
+def test_a_refused_replacement_delays_only_that_pod() -> None:
+    """Once the gang runs, a refused replacement (or elastic seat) waits alone; nothing running is deleted."""
+    pods = observed(pod("j-master-0", "Running"), pod("j-worker-0", "Running"))
+    led = Ledger(released=ALL[:2], start_time=NOW - 100, refusals=1)
+    d = release(PT, pods, led, refused())
+    assert (d.delete, d.release, d.create) == ((), (), ())
+    assert (d.ledger.not_before, d.ledger.refusals, d.ledger.gang_not_before) == ({"j-worker-1": NOW + 20}, 2, None)
+    assert d.events == (("Warning", "PodRefused", f"the API server refused pod j-worker-1: {QUOTA}; retrying in 20 s"),)
+    later = release(PT, pods, d.ledger, now=NOW + 20)
+    assert later.create == ("j-worker-1",)
+    done = release(PT, {**pods, "j-worker-1": pod("j-worker-1")}, d.ledger, now=NOW + 20)
+    assert (done.release, done.ledger.refused, done.ledger.refusals) == (("j-worker-1",), None, 0)
+
+
+# --- PodTemplates out of step with the record ---------------------------------------------------
+
+def test_a_problem_creates_releases_and_deletes_nothing() -> None:
+    job = job_view(problem="waiting for the job's PodTemplates to match the record (2 present, 3 expected)")
+    for pods in ({}, gated(PT), gated(PT, **{"j-worker-0": pod("j-worker-0", spec_hash="h-old")})):
+        d = release(job, pods)
+        assert (d.create, d.release, d.delete, d.wait) == ((), (), (), job.problem)
+        assert d.ledger == Ledger()
 
 
 # --- waves -----------------------------------------------------------------------------------
@@ -146,6 +248,7 @@ def test_launcher_waits_until_every_worker_is_released_and_ready() -> None:
     ready = observed(pod("j-worker-0"), pod("j-worker-1", "Running"), pod("j-worker-2", "Running"))
     d = release(job, ready, released)
     assert d.release == ("j-worker-0",)
+    assert d.ledger.released == ("j-worker-1", "j-worker-2", "j-worker-0")
 
 
 def test_colossalai_launcher_goes_last() -> None:
@@ -158,66 +261,43 @@ def test_colossalai_launcher_goes_last() -> None:
 
 # --- elastic ---------------------------------------------------------------------------------
 
-def test_elastic_releases_only_seats_below_the_target() -> None:
-    job = job_view("PyTorchTrainingJob", types={"node": 4}, scope="pod", elastic=True, target=2)
-    d = release(job, gated(job))
-    assert d.release == ("j-node-0", "j-node-1")
-    assert d.create == ()
+def nodes(target: int) -> JobView:
+    return job_view("PyTorchTrainingJob", types={"node": 4}, launcher_kind="torchrun", elastic=True, target=target)
 
 
-def test_elastic_growth_releases_the_next_seat() -> None:
-    job = job_view("PyTorchTrainingJob", types={"node": 4}, scope="pod", elastic=True, target=3)
-    pods = observed(pod("j-node-0", "Running"), pod("j-node-1", "Running"), pod("j-node-2"), pod("j-node-3"))
-    led = Ledger(released={"j-node-0": uid("j-node-0"), "j-node-1": uid("j-node-1")}, start_time=NOW - 10)
-    assert release(job, pods, led).release == ("j-node-2",)
+def test_elastic_creates_and_releases_only_seats_below_the_target() -> None:
+    job = nodes(2)
+    assert release(job, {}).create == ("j-node-0", "j-node-1")
+    d = release(job, gated(job, "j-node-2", "j-node-3"))
+    assert (d.release, d.create) == (("j-node-0", "j-node-1"), ())
+    assert d.ledger.size == 2
 
 
-def test_elastic_creates_only_wanted_seats() -> None:
-    job = job_view("PyTorchTrainingJob", types={"node": 4}, scope="pod", elastic=True, target=2)
-    d = release(job, gated(job, "j-node-1", "j-node-3"))
-    assert d.create == ("j-node-1",)
+def test_elastic_growth_creates_then_releases_the_next_seat() -> None:
+    job = nodes(3)
+    running = observed(pod("j-node-0", "Running"), pod("j-node-1", "Running"))
+    led = Ledger(released=("j-node-0", "j-node-1"), start_time=NOW - 10, size=2)
+    assert release(job, running, led).create == ("j-node-2",)
+    d = release(job, {**running, "j-node-2": pod("j-node-2")}, led)
+    assert d.release == ("j-node-2",)
+    assert d.ledger.size == 2  # the attempt's size is the target it started with
 
 
-# --- settled pods and draining ----------------------------------------------------------------
+# --- settled pods --------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("settled", ["succeeded", "failed"])
-def test_settled_pods_are_never_released_again(settled: str) -> None:
+def test_settled_pods_are_never_created_or_released_again(settled: str) -> None:
     job = job_view("GenericJob")
-    pods = observed(pod("j-worker-0", incarnation=2), pod("j-worker-1", "Running"))  # worker-0 recreated by git
-    led = Ledger(released={"j-worker-1": uid("j-worker-1")}, start_time=NOW - 10, **{settled: ("j-worker-0",)})
-    d = release(job, pods, led)
+    led = Ledger(released=("j-worker-1",), start_time=NOW - 10, **{settled: ("j-worker-0",)})
+    running = {"j-worker-1": pod("j-worker-1", "Running")}
+    d = release(job, running, led)
+    assert (d.release, d.create) == ((), ())
+    d = release(job, {**running, "j-worker-0": pod("j-worker-0")}, led)
     assert d.release == () and "j-worker-0" not in d.ledger.released
-    d = release(job, {"j-worker-1": pods["j-worker-1"]}, led)
-    assert d.create == ()  # and never recreated either
-
-
-def test_draining_blocks_a_group_scoped_job() -> None:
-    job = job_view("DeepSpeedJob", wave1=())
-    pods = observed(pod("j-worker-0", "Running", deleting=True), pod("j-worker-1"), pod("j-worker-2"))
-    led = Ledger(attempt=2, draining=(uid("j-worker-0"),))
-    d = release(job, pods, led)
-    assert d.release == ()
-    assert d.wait == "waiting for 1 pod(s) of the previous attempt to terminate"
-
-
-def test_draining_blocks_only_that_pod_in_a_pod_scoped_job() -> None:
-    job = job_view("PyTorchTrainingJob", scope="pod")
-    pods = observed(pod("j-master-0", "Running"), pod("j-worker-0", "Running", deleting=True), pod("j-worker-1", incarnation=2))
-    led = Ledger(released={"j-master-0": uid("j-master-0")}, draining=(uid("j-worker-0"),), start_time=NOW - 5)
-    d = release(job, pods, led)
-    assert d.release == ("j-worker-1",)
-
-
-def test_counted_or_cleaned_incarnations_are_never_released() -> None:
-    job = job_view("GenericJob", types={"worker": 1})
-    for field in ("counted", "draining", "cleaned"):
-        d = release(job, gated(job), Ledger(**{field: (uid("j-worker-0"),)}))
-        assert d.release == (), field
 
 
 def test_nothing_to_release_once_everything_runs() -> None:
-    job = job_view("PyTorchTrainingJob")
-    pods = observed(*(pod(p.name, "Running") for p in job.pods))
-    led = Ledger(released={p.name: uid(p.name) for p in job.pods}, start_time=NOW - 5)
-    d = release(job, pods, led)
-    assert d.ledger is led and d.release == () and d.wait is None and d.wake_at is None
+    pods = observed(*(pod(n, "Running") for n in ALL))
+    led = Ledger(released=ALL, start_time=NOW - 5)
+    d = release(PT, pods, led)
+    assert d.ledger is led and (d.release, d.create, d.delete, d.wait, d.wake_at) == ((), (), (), None, None)

@@ -8,7 +8,9 @@
 - scope none (ColossalAI): nothing is restarted, the failure ends the job;
 - limits: backoffLimit summed over the job, GenericJob's limit per replica;
 - several failures in one cycle; the deciding pod vs another pod;
-- every failure is counted once, by UID, before anything acts.
+- every failure is counted once, before anything acts: its pod leaves `released` in the same
+  ledger write, so it is never seen again; a pod-scope replacement waits for `not_before`,
+  a group restart's new attempt for `gang_not_before`.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from flatjob.runtime.decisions.restart import (
 )
 from flatjob.runtime.model import JobView, Ledger, RestartRule
 
-from .builders import NOW, all_running, failure, job_view, pod, running_ledger, uid
+from .builders import NOW, acts, all_running, cycle, failure, job_view, pod, running_ledger, uid
 
 PT = {"master": 1, "worker": 2}
 ALL = ("j-master-0", "j-worker-0", "j-worker-1")
@@ -63,10 +65,10 @@ class Want:
     attempt: int = 1
     restarts: dict[str, int] = field(default_factory=dict)
     replica_restarts: dict[str, int] = field(default_factory=dict)
-    draining: tuple[str, ...] = ()  # pod names whose current UID is being drained
     released: tuple[str, ...] = ALL
     failed: tuple[str, ...] = ()
-    not_before: dict[str, float] = field(default_factory=dict)
+    not_before: dict[str, float] = field(default_factory=dict)  # pod scope: when each replacement may start
+    gang_not_before: float | None = None  # group scope: when the new attempt may start
 
 
 def decide(job: JobView, fails: dict[str, int], **ledger: Any) -> Any:
@@ -87,22 +89,22 @@ def check(decision: Any, want: Want) -> None:
         attempt=led.attempt,
         restarts={k: v for k, v in led.restarts.items() if v},
         replica_restarts=dict(led.replica_restarts),
-        draining=tuple(sorted(u.removeprefix("uid-") for u in led.draining)),
         released=tuple(sorted(led.released)),
         failed=led.failed,
         not_before=dict(led.not_before),
+        gang_not_before=led.gang_not_before,
     )
     assert got == want
 
 
-GROUP_ALL = {"restarted": DS, "backoff_count": 1, "attempt": 2, "draining": DS, "released": (), "not_before": dict.fromkeys(DS, NOW + 10),
+GROUP_ALL = {"restarted": DS, "backoff_count": 1, "attempt": 2, "released": (), "gang_not_before": NOW + 10,
              "restarts": {"worker": 3}}  # a group restart restarts every replica: restartCount sums them (T9k)
 
 
 def restarts_alone(name: str, job_pods: tuple[str, ...] = ALL, count: int = 1, rtype: str | None = None, **kw: Any) -> Want:
     """Only `name` is replaced: its type's restartCount grows by one, the others keep running."""
     rtype = rtype or name.split("-")[1]
-    return Want(restarted=(name,), backoff_count=count, restarts={rtype: 1}, draining=(name,),
+    return Want(restarted=(name,), backoff_count=count, restarts={rtype: 1},
                 released=tuple(n for n in job_pods if n != name), not_before={name: NOW + backoff(count)}, **kw)
 
 
@@ -123,7 +125,7 @@ CASES = [
     pytest.param(deepspeed(policy="ExitCode"), {"j-worker-1": 1}, {}, fatal("j-worker-1", DS), id="group-ExitCode-1-fatal"),
     pytest.param(deepspeed(policy="Never"), {"j-worker-2": 137}, {}, fatal("j-worker-2", DS), id="group-Never-any-pod-fatal"),
     pytest.param(deepspeed(policy="OnFailure"), {"j-worker-1": 1}, {"backoff_count": 2, "restarts": {"worker": 6}},
-                 Want(**{**GROUP_ALL, "backoff_count": 3, "restarts": {"worker": 9}, "not_before": dict.fromkeys(DS, NOW + 40)}),
+                 Want(**{**GROUP_ALL, "backoff_count": 3, "restarts": {"worker": 9}, "gang_not_before": NOW + 40}),
                  id="group-backoffLimit-not-reached"),
     pytest.param(deepspeed(policy="OnFailure"), {"j-worker-1": 1}, {"backoff_count": 3},
                  fatal("j-worker-1", DS, exhausted=True, backoff_count=3), id="group-backoffLimit-reached"),
@@ -157,7 +159,7 @@ CASES = [
                  fatal("j-master-0", exhausted=True, backoff_count=3), id="pod-backoffLimit-reached-deciding-pod-fatal"),
     # --- GenericJob: the limit is per replica ("当前副本的最大重启次数"), no backoffLimit ------------
     pytest.param(generic({"worker": 2}), {"j-worker-0": 1}, {"restarts": {"worker": 1}, "replica_restarts": {"j-worker-0": 1}, "backoff_count": 1},
-                 Want(restarted=("j-worker-0",), backoff_count=2, restarts={"worker": 2}, replica_restarts={"j-worker-0": 2}, draining=("j-worker-0",),
+                 Want(restarted=("j-worker-0",), backoff_count=2, restarts={"worker": 2}, replica_restarts={"j-worker-0": 2},
                       released=("j-worker-1",), not_before={"j-worker-0": NOW + 20}),
                  id="generic-replica-limit-not-reached"),
     pytest.param(generic({"worker": 2}), {"j-worker-0": 1}, {"restarts": {"worker": 2}, "replica_restarts": {"j-worker-0": 2}, "backoff_count": 2},
@@ -165,7 +167,7 @@ CASES = [
                  id="generic-replica-limit-reached"),
     pytest.param(generic({"worker": 1}), {"j-worker-1": 1}, {"restarts": {"worker": 1}, "replica_restarts": {"j-worker-0": 1}, "backoff_count": 1},
                  Want(restarted=("j-worker-1",), backoff_count=2, restarts={"worker": 2}, replica_restarts={"j-worker-0": 1, "j-worker-1": 1},
-                      draining=("j-worker-1",), released=("j-worker-0",), not_before={"j-worker-1": NOW + 20}),
+                      released=("j-worker-0",), not_before={"j-worker-1": NOW + 20}),
                  id="generic-limit-1-second-replica-still-restarts"),
     pytest.param(generic({}), {"j-worker-0": 1}, {}, failed_alone("j-worker-0", ("j-worker-0", "j-worker-1")), id="generic-default-limit-0"),
     pytest.param(generic({"worker": 5}, policy="Never"), {"j-worker-0": 1}, {}, failed_alone("j-worker-0", ("j-worker-0", "j-worker-1")), id="generic-Never"),
@@ -175,7 +177,7 @@ CASES = [
     pytest.param(generic({"worker": 5}, types={"master": 1, "worker": 2}), {"j-worker-1": 1},
                  {"restarts": {"worker": 4}, "replica_restarts": {"j-worker-0": 4}, "backoff_count": 4},
                  Want(restarted=("j-worker-1",), backoff_count=5, restarts={"worker": 5}, replica_restarts={"j-worker-0": 4, "j-worker-1": 1},
-                      draining=("j-worker-1",), released=("j-master-0", "j-worker-0"), not_before={"j-worker-1": NOW + 160}),
+                      released=("j-master-0", "j-worker-0"), not_before={"j-worker-1": NOW + 160}),
                  id="generic-limits-are-per-replica-worker-restarts"),
     # --- scope none: ColossalAI ----------------------------------------------------------------
     pytest.param(job_view("ColossalAIJob"), {"j-launcher": 137}, {},
@@ -203,23 +205,20 @@ def _relative(want: Want, job: JobView) -> Want:
 def test_group_several_failures_are_one_restart() -> None:
     decision, _ = decide(deepspeed(policy="OnFailure"), {"j-worker-0": 1, "j-worker-1": 137})
     check(decision, Want(**GROUP_ALL))
-    assert set(decision.ledger.counted) == {uid("j-worker-0"), uid("j-worker-1")}
 
 
 def test_pod_several_failures_are_one_restart_each() -> None:
     decision, _ = decide(torchrun(policy="OnFailure"), {"j-worker-0": 1, "j-worker-1": 137})
     check(decision, Want(
         restarted=("j-worker-0", "j-worker-1"), backoff_count=2, restarts={"worker": 2},
-        draining=("j-worker-0", "j-worker-1"), released=("j-master-0",),
-        not_before={"j-worker-0": NOW + 10, "j-worker-1": NOW + 20},
+        released=("j-master-0",), not_before={"j-worker-0": NOW + 10, "j-worker-1": NOW + 20},
     ))
-    assert set(decision.ledger.counted) == {uid("j-worker-0"), uid("j-worker-1")}
 
 
 def test_pod_several_failures_stop_at_the_limit() -> None:
     decision, _ = decide(torchrun(policy="OnFailure"), {"j-worker-0": 1, "j-worker-1": 1}, backoff_count=2)
     check(decision, Want(
-        restarted=("j-worker-0",), backoff_count=3, restarts={"worker": 1}, draining=("j-worker-0",),
+        restarted=("j-worker-0",), backoff_count=3, restarts={"worker": 1},
         released=("j-master-0",), failed=("j-worker-1",), not_before={"j-worker-0": NOW + 40},
     ))
 
@@ -234,48 +233,53 @@ def test_group_a_fatal_failure_wins_over_a_retryable_one_when_it_comes_first() -
 # --- counting once --------------------------------------------------------------------------
 
 @pytest.mark.parametrize("job", [deepspeed(policy="OnFailure"), torchrun(policy="OnFailure")], ids=["group", "pod"])
-def test_decide_restart_twice_with_the_same_failure_changes_nothing(job: JobView) -> None:
-    first, _ = decide(job, {"j-worker-0": 1})
-    pods = {**all_running(job), "j-worker-0": pod("j-worker-0", "Failed", exit=1)}
-    again = decide_restart(job, pods, first.ledger, (failure("j-worker-0", 1),), NOW + 1)
-    assert again.ledger == first.ledger
-
-
-@pytest.mark.parametrize("job", [deepspeed(policy="OnFailure"), torchrun(policy="OnFailure")], ids=["group", "pod"])
 def test_observe_then_restart_twice_counts_once(job: JobView) -> None:
+    """The counted pod leaves `released` in the same ledger, so the next look does not see it."""
     pods = {**all_running(job), "j-worker-0": pod("j-worker-0", "Failed", exit=1)}
     led = running_ledger(job)
     first = decide_restart(job, pods, led, observe(job, pods, led).failures, NOW)
+    assert "j-worker-0" not in first.ledger.released
+    assert observe(job, pods, first.ledger).failures == ()
     second = decide_restart(job, pods, first.ledger, observe(job, pods, first.ledger).failures, NOW + 1)
     assert second.ledger == first.ledger
     assert first.ledger.backoff_count == 1
 
 
-def test_a_vanished_pod_is_counted_but_nothing_is_drained() -> None:
+@pytest.mark.parametrize("job", [deepspeed(policy="OnFailure"), torchrun(policy="OnFailure")], ids=["group", "pod"])
+def test_a_runtime_restarted_from_the_written_ledger_does_not_count_again(job: JobView) -> None:
+    """Crash safety: the failed pod is still there (its delete never happened); a cycle from the
+    ledger written before the delete deletes it again and counts nothing."""
+    pods = {**all_running(job), "j-worker-0": pod("j-worker-0", "Failed", exit=1)}
+    first = cycle(job, pods, running_ledger(job))
+    again = cycle(job, pods, first.ledger, now=NOW + 1)
+    assert first.ledger.backoff_count == 1
+    assert (again.ledger.backoff_count, again.ledger.restarts) == (first.ledger.backoff_count, first.ledger.restarts)
+    assert ("delete", "j-worker-0") in acts(again)
+
+
+def test_a_vanished_pod_is_counted_and_replaced_after_its_back_off() -> None:
     job = torchrun(policy="OnFailure")
     pods = all_running(job)
     del pods["j-worker-0"]
     decision = decide_restart(job, pods, running_ledger(job), (failure("j-worker-0", 137),), NOW)
     assert decision.restarted == ("j-worker-0",)
-    assert decision.ledger.draining == ()
-    assert decision.ledger.counted == (uid("j-worker-0"),)
+    assert (decision.ledger.released, decision.ledger.not_before) == (("j-master-0", "j-worker-1"), {"j-worker-0": NOW + 10})
 
 
-def test_a_new_gated_incarnation_is_not_drained() -> None:
-    # Argo CD recreated the pod before the runtime saw the old one go: the new one is kept.
-    job = torchrun(policy="OnFailure")
-    pods = {**all_running(job), "j-worker-0": pod("j-worker-0", incarnation=2)}
-    decision = decide_restart(job, pods, running_ledger(job), (failure("j-worker-0", 137),), NOW)
-    assert uid("j-worker-0", 2) not in decision.ledger.draining
+def test_a_pod_restart_keeps_the_attempt() -> None:
+    """Pod scope: the replacement belongs to the same attempt; only its release waits."""
+    decision, _ = decide(torchrun(policy="OnFailure"), {"j-worker-0": 137})
+    assert (decision.ledger.attempt, decision.ledger.gang_not_before) == (1, None)
 
 
-def test_group_restart_does_not_drain_gated_pods() -> None:
+def test_group_restart_counts_only_the_pods_that_ran() -> None:
     job = deepspeed(policy="OnFailure")
-    pods = {**all_running(job), "j-worker-1": pod("j-worker-1", "Failed", exit=1), "j-worker-2": pod("j-worker-2")}
-    led = running_ledger(job, released={"j-worker-0": uid("j-worker-0"), "j-worker-1": uid("j-worker-1")})
+    pods = {**all_running(job), "j-worker-1": pod("j-worker-1", "Failed", exit=1), "j-worker-0": pod("j-worker-0")}
+    led = running_ledger(job, released=("j-worker-1", "j-worker-2"))  # worker-0 (the launcher) was still gated
     decision = decide_restart(job, pods, led, (failure("j-worker-1", 1),), NOW)
-    assert set(decision.ledger.draining) == {uid("j-worker-0"), uid("j-worker-1")}
+    assert decision.restarted == ("j-worker-1", "j-worker-2")
     assert decision.ledger.restarts == {"worker": 2}  # the two that ran; the gated one never did
+    assert (decision.ledger.attempt, decision.ledger.released) == (2, ())
 
 
 # --- events, back-off, Always ------------------------------------------------------------------
@@ -310,10 +314,21 @@ def test_replica_failure_message_is_t9ks(exit_code: int | None, reason: str, mes
     assert decision.ledger.replica_failed == message
 
 
-@pytest.mark.parametrize(("restarts", "seconds"), [(0, 10), (1, 10), (2, 20), (3, 40), (4, 80), (5, 160), (6, 300), (20, 300)])
+@pytest.mark.parametrize(("restarts", "seconds"), [(0, 10), (1, 10), (2, 20), (3, 40), (4, 80), (5, 160), (6, 300), (20, 300), (1100, 300), (10**6, 300)])
 def test_backoff_doubles_from_10s_capped_at_5min(restarts: int, seconds: float) -> None:
     assert backoff(restarts) == seconds
     assert backoff(restarts) <= BACKOFF_CAP
+
+
+def test_a_job_without_backoff_limit_restarts_past_a_thousand_restarts() -> None:
+    """GenericJob limits each replica, not the job: 2000 replicas lost at once are 2000
+    restarts in one cycle (backoffCount past 2**10 used to overflow the back-off)."""
+    job = generic({"worker": 3}, types={"worker": 2000})
+    pods = {n: pod(n, "Failed", exit=137) for n in all_running(job)}
+    c = cycle(job, pods, running_ledger(job))
+    assert c.ledger.outcome is None and c.ledger.backoff_count == 2000
+    assert set(c.ledger.not_before.values()) <= {NOW + backoff(n) for n in range(1, 2001)}
+    assert max(c.ledger.not_before.values()) == NOW + BACKOFF_CAP
 
 
 def test_no_failures_is_no_change() -> None:
@@ -326,7 +341,7 @@ def test_no_failures_is_no_change() -> None:
 def test_completed_pods_run_again_only_under_always(policy: str, restarted: tuple[str, ...]) -> None:
     job = torchrun(policy=policy)
     pods = {**all_running(job), "j-worker-0": pod("j-worker-0", "Succeeded")}
-    led = running_ledger(job, succeeded=("j-worker-0",), released={"j-master-0": uid("j-master-0"), "j-worker-1": uid("j-worker-1")})
+    led = running_ledger(job, succeeded=("j-worker-0",), released=("j-master-0", "j-worker-1"))
     decision = restart_completed(job, pods, led, ("j-worker-0",), NOW)
     assert decision.restarted == restarted
     assert decision.fatal is None
@@ -352,7 +367,7 @@ def test_decisions_never_change_their_inputs() -> None:
 def test_a_completed_pod_that_cannot_run_again_stays_succeeded() -> None:
     job = generic({"worker": 0}, policy="Always")
     pods = {**all_running(job), "j-worker-0": pod("j-worker-0", "Succeeded")}
-    led = running_ledger(job, succeeded=("j-worker-0",), released={"j-worker-1": uid("j-worker-1")})
+    led = running_ledger(job, succeeded=("j-worker-0",), released=("j-worker-1",))
     decision = restart_completed(job, pods, led, ("j-worker-0",), NOW)
     assert decision.restarted == ()
     assert decision.ledger.failed == ()
@@ -364,9 +379,10 @@ def test_plain_always_reruns_a_finished_worker_alone() -> None:
     the master keeps running and the job is not started over (row 1 of issue 15)."""
     job = plain({"master": "Always", "worker": "Always"})
     pods = {**all_running(job), "j-worker-0": pod("j-worker-0", "Succeeded")}
-    led = running_ledger(job, succeeded=("j-worker-0",), released={"j-master-0": uid("j-master-0"), "j-worker-1": uid("j-worker-1")})
+    led = running_ledger(job, succeeded=("j-worker-0",), released=("j-master-0", "j-worker-1"))
     decision = restart_completed(job, pods, led, ("j-worker-0",), NOW)
     assert decision.restarted == ("j-worker-0",)
-    assert decision.ledger.attempt == 1 and decision.ledger.draining == (uid("j-worker-0"),)
-    assert dict(decision.ledger.released) == {"j-master-0": uid("j-master-0"), "j-worker-1": uid("j-worker-1")}
+    assert (decision.ledger.attempt, decision.ledger.not_before) == (1, {"j-worker-0": NOW + 10})
+    assert (decision.ledger.released, decision.ledger.succeeded) == (("j-master-0", "j-worker-1"), ())
     assert dict(decision.ledger.restarts) == {"worker": 1}
+    assert acts(cycle(job, pods, decision.ledger)) == (("delete", "j-worker-0"),)  # the finished pod goes; its successor follows

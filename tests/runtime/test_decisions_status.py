@@ -5,11 +5,14 @@
   and the kstatus conditions (Ready, Reconciling, Stalled) Flux and Argo CD read;
 - status.tensorboard: T9k's DependentStatus for the TensorBoard Deployment;
 - lastTransitionTime changes only when a condition's status does;
-- aggregate counts per replica phase, tasks with restartCount, observedGeneration, the ledger.
+- aggregate counts per replica phase, tasks with restartCount, observedGeneration, the ledger;
+- tasks[].replicas lists at most REPLICAS_LISTED replicas per type, the most telling phases
+  first, so the status of a 5000-pod job, during a group restart too, stays under 256 KiB.
 """
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -20,16 +23,28 @@ from flatjob.runtime.decisions.status import (
     MSG_INITIALIZED,
     MSG_PAUSED,
     MSG_RUNNING,
+    REPLICAS_LISTED,
     build_status,
     rfc3339,
 )
-from flatjob.runtime.model import Ledger, PodState
+from flatjob.runtime.model import JobView, Ledger, PodState
 
-from .builders import NOW, conditions, job_view, observed, pod, uid
+from .builders import (
+    NOW,
+    acts,
+    all_running,
+    conditions,
+    cycle,
+    job_view,
+    observed,
+    pod,
+    running_ledger,
+    uid,
+)
 
 JOB = job_view("PyTorchTrainingJob")
 NAMES = ("j-master-0", "j-worker-0", "j-worker-1")
-RELEASED = {n: uid(n) for n in NAMES}
+RELEASED = NAMES
 FAILED_MSG = "PyTorchTrainingJob j has failed: j-master-0 failed with exit code 1"
 REPLICA_MSG = "Pod[j-master-0] exited with error code 1"  # T9k's wording (ucman genericjob.md)
 WAIT = "waiting for 1 of 3 pod(s) to exist before starting them together"
@@ -48,7 +63,7 @@ STATES: dict[str, tuple[dict[str, PodState], Ledger, str | None, str]] = {
         Ledger(released=RELEASED, start_time=NOW), None, "Running",
     ),
     "running": (everything("Running"), Ledger(released=RELEASED, start_time=NOW), None, "Running"),
-    "paused": (everything("Running", deleting=True), Ledger(paused=True, draining=tuple(RELEASED.values()), start_time=NOW), "paused", "Paused"),
+    "paused": (everything("Running", deleting=True), Ledger(paused=True, start_time=NOW), "paused", "Paused"),
     "resuming": (everything("Pending"), Ledger(resuming=True, attempt=2, start_time=NOW), None, "Resuming"),
     "succeeded": (everything("Succeeded"), Ledger(outcome="Succeeded", reason="Succeeded", message=SUCCEEDED.message, start_time=NOW), None, "Succeeded"),
     "failed": (
@@ -187,14 +202,17 @@ def test_aggregate_counts_every_replica_phase() -> None:
 
 
 @pytest.mark.parametrize(
-    "ledger",
-    [Ledger(cleaned_up=True), Ledger(paused=True), Ledger(stopped={"j-worker-0": "uid-x"})],
-    ids=["cleaned-up", "paused", "scaled-down"],
+    ("job", "ledger", "deleted"),
+    [
+        pytest.param(job_view("GenericJob", types={"worker": 2}), Ledger(), 0, id="not-created-yet"),
+        pytest.param(job_view("GenericJob", types={"worker": 2}), Ledger(cleaned_up=True), 2, id="cleaned-up"),
+        pytest.param(job_view("GenericJob", types={"worker": 2}), Ledger(paused=True), 2, id="paused"),
+        pytest.param(job_view("GenericJob", types={"worker": 2}, elastic=True, target=1), Ledger(), 1, id="seat-beyond-the-target"),
+    ],
 )
-def test_a_missing_pod_is_deleted_not_creating_after_cleanup_pause_or_scale_down(ledger: Ledger) -> None:
-    job = job_view("GenericJob", types={"worker": 1})
+def test_a_missing_pod_is_deleted_not_creating_after_cleanup_pause_or_scale_down(job: JobView, ledger: Ledger, deleted: int) -> None:
     st = build_status(job, {}, ledger, None, NOW)
-    assert st["aggregate"]["deleted"] == 1 and st["aggregate"]["creating"] == 0
+    assert (st["aggregate"]["deleted"], st["aggregate"]["creating"]) == (deleted, 2 - deleted)
 
 
 def test_tasks_restart_count_and_replicas() -> None:
@@ -232,7 +250,7 @@ def test_restart_count_sums_the_replicas_restarted_by_a_group_restart() -> None:
     """T9k: restartCount is "the restarts of the replicas of this type, summed"."""
     from flatjob.runtime.decisions.restart import decide_restart
 
-    from .builders import all_running, failure, running_ledger
+    from .builders import failure
 
     job = job_view("DeepSpeedJob")
     pods = {**all_running(job), "j-worker-2": pod("j-worker-2", "Failed", exit=137)}
@@ -266,3 +284,72 @@ def test_tensorboard_status_is_t9ks_dependent_status(ready: bool | None, reason:
 
 def test_no_tensorboard_no_status_tensorboard() -> None:
     assert "tensorboard" not in build_status(job_view(), {}, Ledger(), None, NOW)
+
+
+# --- large jobs: replicas listed, status size -------------------------------------------------
+
+BIG = 5000
+STATUS_LIMIT = 256 * 1024
+
+
+def big(kind: str = "DeepSpeedJob", **kw: Any) -> JobView:
+    return job_view(kind, types={"worker": BIG}, **kw)
+
+
+def listed(status: dict[str, Any]) -> list[tuple[int, str]]:
+    """(index, phase) of the replicas tasks[0] lists."""
+    return [(int(r["name"].rsplit("-", 1)[1]), r["phase"]) for r in status["tasks"][0]["replicas"]]
+
+
+@pytest.mark.parametrize(
+    ("size", "odd", "first"),
+    [
+        pytest.param(REPLICAS_LISTED, {}, list(range(REPLICAS_LISTED)), id="at-the-cap-all-listed"),
+        pytest.param(BIG, {}, list(range(REPLICAS_LISTED)), id="all-running-the-first-listed"),
+        pytest.param(BIG, {4999: "Failed", 2500: "Unknown", 3000: "Pending", 4000: "Creating", 10: "Succeeded"},
+                     [*range(10), *range(11, REPLICAS_LISTED - 3), 2500, 3000, 4000, 4999], id="telling-phases-first"),
+        pytest.param(BIG, {i: "Failed" for i in range(4800, 5000)}, list(range(4800, 4800 + REPLICAS_LISTED)), id="more-failed-than-listed"),
+    ],
+)
+def test_replicas_listed_per_type_are_capped_most_telling_first(size: int, odd: dict[int, str], first: list[int]) -> None:
+    job = job_view("GenericJob", types={"worker": size})
+    pods = all_running(job)
+    for i, phase in odd.items():
+        name = f"j-worker-{i}"
+        if phase == "Creating":
+            del pods[name]
+        else:
+            pods[name] = pod(name, phase, exit=1 if phase == "Failed" else None, gated=False)
+    st = build_status(job, pods, Ledger(released=tuple(pods), start_time=NOW), None, NOW)
+    got = listed(st)
+    assert len(got) == min(size, REPLICAS_LISTED)
+    assert [i for i, _ in got] == first  # in index order
+    assert all(phase == odd.get(i, "Running") for i, phase in got)
+    assert sum(st["aggregate"].values()) == size  # the aggregate still counts every replica
+
+
+def test_a_5000_pod_ledger_is_a_few_brace_ranges() -> None:
+    job = big()
+    st = build_status(job, all_running(job), running_ledger(job), None, NOW)
+    assert st["runtime"]["released"] == ["j-worker-{0..4999}"]
+    assert len(json.dumps(st)) < 32 * 1024
+
+
+def test_a_group_restart_of_a_5000_pod_job_keeps_its_status_under_256_kib() -> None:
+    """Every status written from the failure to the new gang's start: the failure cycle, the
+    old attempt terminating, the new gang being created and released."""
+    job = big()
+    lost = {**all_running(job), "j-worker-7": pod("j-worker-7", "Failed", exit=137)}
+    failed = cycle(job, lost, running_ledger(job))
+    assert (failed.ledger.attempt, failed.ledger.restarts) == (2, {"worker": BIG})
+    assert len(acts(failed, "delete")) == BIG
+    terminating = {n: pod(n, p.phase, exit=p.exit_code, gated=False, deleting=True) for n, p in lost.items()}
+    draining = cycle(job, terminating, failed.ledger, now=NOW + 5, previous=failed.status)
+    creating = cycle(job, {}, failed.ledger, now=NOW + 10, previous=draining.status)
+    assert len(acts(creating, "create")) == BIG
+    gang = {n: pod(n, attempt=2) for n in lost}
+    started = cycle(job, gang, creating.ledger, now=NOW + 11, previous=creating.status)
+    assert len(acts(started, "release")) == BIG - 1  # the launcher follows the workers' sshd
+    for c in (failed, draining, creating, started):
+        assert len(json.dumps(c.status)) < STATUS_LIMIT
+        assert len(c.status["tasks"][0]["replicas"]) == REPLICAS_LISTED

@@ -12,14 +12,13 @@
 
 from __future__ import annotations
 
-from manifestkit import pods_of
-
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from manifestkit import pods_of
 
 from flatjob.compiler import keys
 from flatjob.compiler.loader import Loaded, parse

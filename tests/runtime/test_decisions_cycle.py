@@ -1,0 +1,202 @@
+"""One whole cycle: the actions runtime.decisions.reconcile re-derives from the ledger and the pods.
+
+- deletes: every pod of a paused job; pods of another attempt (running or gated) and pods
+  without the runtime's attempt annotation; a pod whose PodTemplate left git; a pod that ran
+  but is no longer released (a counted failure, a scaled-down seat); after the outcome,
+  pods of other attempts and every pod that never ran;
+- never: a pod the record does not own (ours=False), whatever state the job is in, and a pod
+  already being deleted;
+- releases: only gated pods of this attempt that the record owns;
+- creates: the runtime's annotations (attempt, restart count, resuming) are set at create;
+- a refused create rolls the gang back; the status says why until the gang is released;
+- the SSH Secret is created when it is missing and the runtime's to make.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from flatjob.compiler import keys
+from flatjob.runtime.decisions import Action, World, scale_backoff
+from flatjob.runtime.model import JobView, Ledger, PodState
+
+from .builders import (
+    NOW,
+    acts,
+    all_running,
+    conditions,
+    cycle,
+    gated,
+    job_view,
+    observed,
+    pod,
+    running_ledger,
+)
+
+PT = job_view("PyTorchTrainingJob")
+TORCHRUN = job_view("PyTorchTrainingJob", launcher_kind="torchrun")
+GENERIC = job_view("GenericJob", types={"worker": 3})
+DS = job_view("DeepSpeedJob", ssh_secret="j-ssh", wave1=())
+ELASTIC = job_view("PyTorchTrainingJob", types={"node": 4}, launcher_kind="torchrun", elastic=True, target=2)
+ALL = ("j-master-0", "j-worker-0", "j-worker-1")
+QUOTA = "exceeded quota: gpu, requested: nvidia.com/gpu=8, used: nvidia.com/gpu=16, limited: nvidia.com/gpu=16"
+
+
+def each(job: JobView, phase: str = "Running", **kw: Any) -> dict[str, PodState]:
+    """Every pod of the job in one phase, with the same pod() options."""
+    return observed(*(pod(p.name, phase, **kw) for p in job.pods))
+
+
+def deletes(*names: str) -> tuple[tuple[str, str], ...]:
+    return tuple(("delete", n) for n in names)
+
+
+def creates(*names: str) -> tuple[tuple[str, str], ...]:
+    return tuple(("create", n) for n in names)
+
+
+def releases(*names: str) -> tuple[tuple[str, str], ...]:
+    return tuple(("release", n) for n in names)
+
+
+FINISHED = Ledger(outcome="Succeeded", reason="Succeeded", start_time=NOW - 100)
+
+# id: (job, pods, ledger, world, actions)
+CASES: dict[str, tuple[JobView, dict[str, PodState], Ledger, World, tuple[tuple[str, str], ...]]] = {
+    # --- gang start and release ---------------------------------------------------------------
+    "fresh-gang-creates-every-pod": (PT, {}, Ledger(), World(), creates(*ALL)),
+    "complete-gang-released": (PT, gated(PT), Ledger(), World(), releases(*ALL)),
+    "released-pods-running-nothing-to-do": (PT, all_running(PT), running_ledger(PT), World(), ()),
+    # --- another attempt's pods: deleted, never released; the new gang waits until they are gone
+    "other-attempt-running-deleted-gang-waits": (PT, each(PT), Ledger(attempt=2), World(), deletes(*ALL)),
+    "other-attempt-gated-deleted-never-released": (PT, gated(PT, attempt=1), Ledger(attempt=2), World(), deletes(*ALL)),
+    "other-attempt-one-left-blocks-the-gang": (
+        PT, {**gated(PT, "j-worker-1", attempt=2), "j-worker-1": pod("j-worker-1", "Running", attempt=1)}, Ledger(attempt=2), World(), deletes("j-worker-1"),
+    ),
+    "other-attempt-already-deleting-nothing-more": (PT, each(PT, deleting=True), Ledger(attempt=2), World(), ()),
+    "no-attempt-annotation-deleted": (PT, gated(PT, attempt=None), Ledger(), World(), deletes(*ALL)),
+    # --- pods the record does not own are never touched --------------------------------------
+    "not-ours-gated-this-attempt-never-released": (PT, observed(*(pod(n, ours=False) for n in ALL)), Ledger(), World(), ()),
+    "not-ours-other-attempt-never-deleted": (PT, each(PT, attempt=7, ours=False), Ledger(), World(), ()),
+    "not-ours-released-name-never-released": (PT, observed(*(pod(n, ours=False) for n in ALL)), Ledger(released=ALL, start_time=NOW), World(), ()),
+    "not-ours-while-paused": (job_view(run_mode="pause"), each(PT, ours=False), Ledger(paused=True), World(), ()),
+    "not-ours-after-the-outcome": (job_view(cleanup="All"), each(PT, "Succeeded", ours=False), FINISHED, World(), ()),
+    "not-ours-gang-refused": (PT, {**gated(PT, "j-worker-1"), "j-master-0": pod("j-master-0", ours=False)}, Ledger(), World(refused=("j-worker-1", QUOTA)),
+                              deletes("j-worker-0")),
+    "not-ours-template-left": (job_view(types={"master": 1, "worker": 1}), {**all_running(PT), "j-worker-1": pod("j-worker-1", "Running", ours=False)},
+                               running_ledger(PT, released=ALL[:2]), World(), ()),
+    # --- pause -------------------------------------------------------------------------------
+    "paused-deletes-every-pod-of-ours": (job_view(run_mode="pause"), {**all_running(PT), "j-worker-1": pod("j-worker-1")}, running_ledger(PT), World(), deletes(*ALL)),
+    "paused-a-pod-that-appears-is-deleted": (job_view(run_mode="pause"), observed(pod("j-worker-0", attempt=2)), Ledger(paused=True, attempt=2), World(), deletes("j-worker-0")),
+    # --- restarts, replacements, seats, templates --------------------------------------------
+    "pod-restart-deletes-the-failed-pod": (
+        TORCHRUN, {**all_running(TORCHRUN), "j-worker-0": pod("j-worker-0", "Failed", exit=1)}, running_ledger(TORCHRUN), World(), deletes("j-worker-0"),
+    ),
+    "pod-restart-creates-after-the-back-off": (
+        TORCHRUN, observed(pod("j-master-0", "Running"), pod("j-worker-1", "Running")),
+        running_ledger(TORCHRUN, released=("j-master-0", "j-worker-1"), not_before={"j-worker-0": NOW}, backoff_count=1), World(), creates("j-worker-0"),
+    ),
+    "pod-restart-a-gated-replacement-is-kept-and-released": (
+        TORCHRUN, {**all_running(TORCHRUN), "j-worker-0": pod("j-worker-0")},
+        running_ledger(TORCHRUN, released=("j-master-0", "j-worker-1"), not_before={"j-worker-0": NOW}), World(), releases("j-worker-0"),
+    ),
+    "group-restart-deletes-the-old-attempt": (
+        DS, {**all_running(DS), "j-worker-1": pod("j-worker-1", "Failed", exit=1)}, running_ledger(DS), World(), deletes("j-worker-0", "j-worker-1", "j-worker-2"),
+    ),
+    "template-left-git-gated-pod-deleted": (job_view(types={"master": 1, "worker": 1}), gated(PT), Ledger(), World(),
+                                            deletes("j-worker-1") + releases("j-master-0", "j-worker-0")),
+    "scaled-down-seat-deleted": (
+        ELASTIC, observed(*(pod(f"j-node-{i}", "Running") for i in range(3))),
+        Ledger(released=("j-node-0", "j-node-1", "j-node-2"), start_time=NOW - 10, size=3), World(), deletes("j-node-2"),
+    ),
+    "gated-seat-beyond-the-target-deleted": (ELASTIC, gated(ELASTIC), Ledger(), World(), deletes("j-node-2", "j-node-3") + releases("j-node-0", "j-node-1")),
+    # --- after the outcome -------------------------------------------------------------------
+    "finished-deletes-never-ran-and-other-attempts": (
+        GENERIC, observed(pod("j-worker-0", "Succeeded"), pod("j-worker-1", "Running", attempt=0), pod("j-worker-2")),
+        FINISHED.evolve(succeeded=("j-worker-0",)), World(), deletes("j-worker-1", "j-worker-2"),
+    ),
+    "finished-creates-and-releases-nothing": (PT, gated(PT, "j-worker-1"), FINISHED.evolve(released=("j-master-0",)), World(), deletes("j-master-0", "j-worker-0")),
+    # --- what a gang waits for ----------------------------------------------------------------
+    "ssh-secret-missing-is-created-first": (DS, {}, Ledger(), World(secret_exists=False), (("create-secret", "j-ssh"),)),
+    "a-named-secret-is-waited-for": (DS, {}, Ledger(), World(secret_exists=False, secret_is_ours=False), ()),
+    "podgroup-missing-nothing-created": (DS, {}, Ledger(), World(podgroup_exists=False), ()),
+    "templates-out-of-step-nothing-created": (job_view(problem="waiting for the job's PodTemplates to match the record (2 present, 3 expected)"), {}, Ledger(), World(), ()),
+}
+
+
+@pytest.mark.parametrize(("job", "pods", "led", "world", "expected"), list(CASES.values()), ids=list(CASES))
+def test_actions(job: JobView, pods: dict[str, PodState], led: Ledger, world: World, expected: tuple[tuple[str, str], ...]) -> None:
+    assert acts(cycle(job, pods, led, world)) == expected
+
+
+def test_pods_not_ours_never_appear_in_any_action() -> None:
+    """Whatever the job's state, no action names a pod the record does not own."""
+    for case, (job, pods, led, world, _) in CASES.items():
+        foreign = {n for n, p in pods.items() if not p.ours}
+        touched = {name for kind, name in acts(cycle(job, pods, led, world)) if kind in ("delete", "release")}
+        assert not foreign & touched, case
+
+
+# --- what a create and a release carry ----------------------------------------------------------
+
+@pytest.mark.parametrize(
+    ("led", "notes"),
+    [
+        pytest.param(Ledger(), ("1", "0", "false"), id="first-attempt"),
+        pytest.param(Ledger(attempt=3, backoff_count=2, gang_not_before=NOW), ("3", "2", "false"), id="after-two-restarts"),
+        pytest.param(Ledger(attempt=4, backoff_count=1, resuming=True), ("4", "1", "true"), id="resuming"),
+    ],
+)
+def test_creates_carry_the_runtimes_annotations(led: Ledger, notes: tuple[str, str, str]) -> None:
+    """The runtime stamps each pod at create time: its attempt (what the ledger matches it by),
+    the restart count and resuming (read by the pod through the downward API)."""
+    c = cycle(PT, {}, led)
+    want = dict(zip((keys.ATTEMPT, keys.RESTART_COUNT, keys.RESUMING), notes, strict=True))
+    assert [(a.kind, a.name, dict(a.annotations)) for a in c.actions] == [("create", n, want) for n in ALL]
+
+
+def test_a_release_names_the_pod_it_saw_and_adds_nothing() -> None:
+    """A release removes the gate of exactly the observed pod (its UID) and sets no annotation."""
+    pods = gated(PT)
+    assert cycle(PT, pods).actions == tuple(Action("release", n, pods[n].uid) for n in ALL)
+
+
+# --- a refused create: the gang is rolled back, retried after a back-off, and the record says why
+
+def test_a_refused_gang_is_rolled_back_retried_and_reset_on_release() -> None:
+    refused = f"the API server refused pod j-worker-1: {QUOTA}"
+    first = cycle(PT, gated(PT, "j-worker-1"), Ledger(), World(refused=("j-worker-1", QUOTA)))
+    assert acts(first) == deletes("j-master-0", "j-worker-0")
+    assert (first.ledger.refused, first.ledger.refusals, first.ledger.gang_not_before, first.wake_at) == (refused, 1, NOW + 10, NOW + 10)
+    assert conditions(first.status)["Ready"]["message"] == f"{refused}; retrying in 10 s"
+
+    waiting = cycle(PT, {}, first.ledger, now=NOW + 5, previous=first.status)
+    assert acts(waiting) == () and waiting.wait == refused
+    assert conditions(waiting.status)["Initialized"]["message"] == refused
+
+    again = cycle(PT, {}, first.ledger, now=NOW + 10)
+    assert acts(again) == creates(*ALL)
+    second = cycle(PT, gated(PT, "j-worker-1"), again.ledger, World(refused=("j-worker-1", QUOTA)), now=NOW + 10)
+    assert (second.ledger.refusals, second.ledger.gang_not_before) == (2, NOW + 30)
+
+    started = cycle(PT, gated(PT), second.ledger, now=NOW + 30)
+    assert acts(started) == releases(*ALL)
+    assert (started.ledger.refused, started.ledger.refusals, started.ledger.gang_not_before) == (None, 0, None)
+    assert started.ledger.to_dict().keys().isdisjoint({"refused", "refusals", "gangNotBefore"})
+
+
+# --- run-local's back-off scale -------------------------------------------------------------------
+
+@pytest.mark.parametrize(
+    ("scale", "gang_not_before"),
+    [(1.0, NOW + 10), (0.1, NOW + 1), (0.0, NOW)],
+)
+def test_scale_backoff_shortens_the_back_off_this_cycle_set(scale: float, gang_not_before: float) -> None:
+    before = running_ledger(DS)
+    c = cycle(DS, {**all_running(DS), "j-worker-1": pod("j-worker-1", "Failed", exit=1)}, before)
+    scaled = scale_backoff(c, before, NOW, scale)
+    assert scaled.ledger.gang_not_before == gang_not_before
+    assert scaled.status["runtime"] == scaled.ledger.to_dict()
+    assert scale_backoff(scaled, scaled.ledger, NOW, scale).ledger == scaled.ledger  # older back-offs are left alone

@@ -1,0 +1,88 @@
+"""The runtime's Role is exactly what it uses: every request it makes is allowed, every rule is used.
+
+The Role (compiler/render/runtime.py, rendered into runtime.yaml) is checked with RBAC's own
+matching rules (k8s.io/apiserver/pkg/authorization, rbac/v1 PolicyRule): apiGroups,
+resources with subresources, verbs, and resourceNames, which a create never satisfies and a
+list or watch satisfies only through a `metadata.name` field selector
+(k8s.io/apiserver/pkg/endpoints/request/requestinfo.go).  The requests are those the runtime
+really sends to the fake API server while an SSH-launched job with a PodGroup, a Lease, a
+restart and a clean-up runs to its end.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+from urllib.parse import parse_qs
+
+import pytest
+
+from flatjob.runtime.controller import Controller
+
+from .harness import NAMESPACE, REAL, Scenario
+from .test_scenarios import DEEPSPEED, _launcher_fails_once
+
+pytestmark = pytest.mark.skipif(REAL, reason="reads the fake API server's request log")
+
+JOB = DEEPSPEED.replace("spec:\n  config:", "spec:\n  scheduler:\n    t9kScheduler:\n      queue: default\n  runPolicy:\n    cleanUpPolicy: All\n    backoffLimit: 2\n  config:", 1).replace("  runPolicy:\n    backoffLimit: 2\n  worker:", "  worker:")
+
+
+def _split(resource: str) -> tuple[str, str]:
+    """The server log's `plural[.group][/sub]` as (group, plural[/sub])."""
+    head, _, sub = resource.partition("/")
+    plural, _, group = head.partition(".")
+    return group, plural + (f"/{sub}" if sub else "")
+
+
+def _name(verb: str, name: str | None, query: str) -> str | None:
+    if verb in ("list", "watch"):
+        selector = (parse_qs(query).get("fieldSelector") or [""])[0]
+        return selector[len("metadata.name="):] if selector.startswith("metadata.name=") else None
+    return name
+
+
+def allowed(rules: list[dict[str, Any]], verb: str, group: str, resource: str, name: str | None) -> dict[str, Any] | None:
+    """The first rule that allows the request (RBAC's PolicyRule matching), or None."""
+    for rule in rules:
+        if group not in rule["apiGroups"] or resource not in rule["resources"] or verb not in rule["verbs"]:
+            continue
+        names = rule.get("resourceNames")
+        if names and (verb == "create" or name not in names):
+            continue
+        return rule
+    return None
+
+
+def test_every_request_of_the_runtime_is_allowed_and_every_rule_is_used() -> None:
+    s = Scenario(JOB)
+    role = next(o for o in s.manifests if o["kind"] == "Role")
+    s.kubelet.behaviors["ds-worker-0"] = _launcher_fails_once
+    for name in ("ds-worker-1", "ds-worker-2"):
+        s.kubelet.behaviors[name] = lambda pod, env: (float("inf"), None)
+    s.controller.close()
+    s.controller = Controller(s.kube("rbac"), NAMESPACE, s.kind, s.name, identity="rbac", clock=s.clock)  # with its Lease
+    s.controller.start()
+    s.finished()
+    s.settle(60)
+    s.controller.release_lease()
+    s.controller.close()
+    s.server.drop_watches()  # a watch is logged when its stream ends
+    end = time.monotonic() + 10
+    while s.server.open_watches and time.monotonic() < end:
+        time.sleep(0.05)
+    used: dict[int, set[str]] = {}
+    refused = []
+    for r in s.server.log:
+        if not r.agent.endswith("(rbac)"):
+            continue
+        group, resource = _split(r.resource)
+        rule = allowed(role["rules"], r.verb, group, resource, _name(r.verb, r.name, r.query))
+        if rule is None:
+            refused.append((r.verb, r.resource, r.name, r.query))
+        else:
+            used.setdefault(id(rule), set()).add(r.verb)
+    assert not refused, refused
+    unused = [(rule["resources"], sorted(set(rule["verbs"]) - used.get(id(rule), set()))) for rule in role["rules"] if set(rule["verbs"]) - used.get(id(rule), set())]
+    assert not unused, f"the Role grants what the runtime never uses: {unused}"
+    pods = next(r for r in role["rules"] if r["resources"] == ["pods"] and "delete" in r["verbs"])
+    assert pods["resourceNames"] == ["ds-worker-0", "ds-worker-1", "ds-worker-2"]
