@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from flatjob.compiler.render.record import PLURALS
+from flatjob.compiler import keys
 
 from ..model import Ledger
 from .addresses import check_loopback
@@ -76,7 +76,7 @@ class Runner:
         self.ssh: SshRun | None = None
         self.cluster: LocalCluster | None = None
         self.kubelet: LocalKubelet | None = None
-        self.record_key = f"records/{PLURALS[job.kind]}"
+        self.record_key = f"records/{keys.RECORD_PLURALS[job.kind]}"
 
     # --- the run ------------------------------------------------------------------------------
     def run(self) -> int:
