@@ -222,8 +222,8 @@ class Runner:
         signals = self.signals
         self.cluster.stop_runtime()
         self.kubelet.shutdown()
-        while not self.kubelet.wait_idle(0):
-            self._take(0.1)
+        while not self.kubelet.wait_idle(0.02):
+            self._take(0)
         self._take(0)
         if self.status:
             head = title(self.job.kind, self.job.name, self.status, self.clock() - self.started)
