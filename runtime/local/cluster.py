@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from .errors import Unsupported
+from .errors import LocalError, Unsupported
 
 Obj = dict[str, Any]
 IDENTITY = "run-local"  # the runtime's User-Agent suffix and identity
@@ -39,7 +39,7 @@ class LocalCluster:
         self.namespace = namespace
         self.fake = FakeCluster(time.time)
         for obj in objects:
-            self.fake.apply(copy.deepcopy(obj))
+            self.apply(obj)
         self.server = FakeApiServer(self.fake)
         kube = KubeCluster(self.server.api_client().configuration, identity=IDENTITY)
         self._notify = kube.notify
@@ -63,8 +63,15 @@ class LocalCluster:
         return self.fake.store.get(kinds.by_key(resource_key), self.namespace, name)
 
     def apply(self, obj: Obj) -> None:
-        """Create an object as `kubectl apply` would (an existing one is left alone)."""
-        self.fake.apply(copy.deepcopy(obj))
+        """Create an object as `kubectl apply` would (an existing one is left alone); one the
+        API server refuses is a LocalError with its message, as kubectl would print it."""
+        from ..api import ApiError
+
+        try:
+            self.fake.apply(copy.deepcopy(obj))
+        except ApiError as exc:
+            meta = obj.get("metadata") or {}
+            raise LocalError(f"the API server refused {obj.get('kind')} {meta.get('name')}: {exc}") from None
 
     def start_runtime(self) -> None:
         """Run the job's runtime (runtime.cli.run_loop) on its own thread."""

@@ -73,9 +73,10 @@ def rows(status: Mapping[str, Any], seen: Seen, training: Mapping[str, str | Non
         for replica in task.get("replicas") or []:
             name = replica["name"]
             pod = seen.pods.get(name)
-            code = _exit_code(pod, training.get(name))
+            phase = pod_phase(pod, name in seen.present, replica.get("phase", ""))
+            code = _exit_code(pod, training.get(name)) if phase != "Creating" else None  # not the previous incarnation's
             made = seen.created.get(name, 0)
-            out.append((name, pod_phase(pod, name in seen.present, replica.get("phase", "")), str(made - 1) if made else "-", "" if code is None else str(code), addresses.get(name, "")))
+            out.append((name, phase, str(made - 1) if made else "-", "" if code is None else str(code), addresses.get(name, "")))
     return out
 
 

@@ -254,13 +254,20 @@ def test_table_rows_and_plain_lines() -> None:
     seen.apply("MODIFIED", pod)
     seen.apply("DELETED", pod)
     seen.apply("ADDED", {**_pod("j-worker-0"), "spec": {**pod["spec"], "schedulingGates": [{"name": keys.RELEASE_GATE}]}})
-    seen.apply("ADDED", _pod("j-worker-2"))
-    seen.apply("DELETED", pod | {"metadata": {**pod["metadata"], "name": "j-worker-2"}})
+    for name in ("j-worker-2", "j-worker-3"):
+        seen.apply("ADDED", _pod(name))
+        seen.apply("DELETED", pod | {"metadata": {**pod["metadata"], "name": name}})
     status = {"tasks": [{"type": "worker", "replicas": [
-        {"name": "j-worker-0", "phase": "Pending"}, {"name": "j-worker-1", "phase": "Creating"}, {"name": "j-worker-2", "phase": "Running"},
+        {"name": "j-worker-0", "phase": "Pending"}, {"name": "j-worker-1", "phase": "Creating"},
+        {"name": "j-worker-2", "phase": "Running"}, {"name": "j-worker-3", "phase": "Creating"},
     ]}]}
     table = rows(status, seen, {"j-worker-0": "python"}, {"j-worker-0": "127.0.1.1"})
-    assert table == [("j-worker-0", "SchedulingGated", "1", "", "127.0.1.1"), ("j-worker-1", "Creating", "-", "", ""), ("j-worker-2", "Deleted", "0", "1", "")]
+    assert table == [
+        ("j-worker-0", "SchedulingGated", "1", "", "127.0.1.1"),  # created again: its restart, gated
+        ("j-worker-1", "Creating", "-", "", ""),  # not created yet
+        ("j-worker-2", "Deleted", "0", "1", ""),  # gone: how it ended (the status is older than the deletion)
+        ("j-worker-3", "Creating", "0", "", ""),  # gone, to be created again: no exit code of the one before
+    ]
     assert change_line(table[2]) == "flatjob: j-worker-2 Deleted, exit 1"
     waiting = {"phase": "Pending", "backoffCount": 2, "conditions": [{"type": "Reconciling", "status": "True", "message": "waiting for the workers' sshd to be ready"}]}
     assert title("DeepSpeedJob", "ds", waiting, 3.2) == "DeepSpeedJob ds: Pending (waiting for the workers' sshd to be ready), restarts 2, 3s"

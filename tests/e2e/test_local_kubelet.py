@@ -1,0 +1,127 @@
+"""run-local's kubelet against the API server's store, without the runtime (fast; not marked e2e).
+
+It binds a pod once its gate is gone and runs it with the pod's own annotations, writes
+Running and then the final status with exit codes (a kubelet's shape, read back as the
+runtime reads it); a deleted pod gets SIGTERM, its final status, and is removed; a pod it
+never ran is removed at once; on shutdown it stops every pod and starts no more.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from flatjob.compiler import keys
+from flatjob.runtime.fake import FakeCluster
+from flatjob.runtime.local.containers import Options, pod_launch
+from flatjob.runtime.local.kubelet import LocalKubelet
+from flatjob.runtime.local.processes import PodLaunch
+from flatjob.runtime.observe import pod_state
+
+pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs /proc")
+
+NS = "default"
+IP = {"p-0": "127.0.1.1", "p-1": "127.0.1.2"}
+
+
+def pod(name: str, script: str, grace: int = 30, gated: bool = True) -> dict[str, Any]:
+    spec: dict[str, Any] = {
+        "terminationGracePeriodSeconds": grace,
+        "containers": [{"name": "main", "image": "busybox", "command": ["sh", "-c", script], "env": [
+            {"name": "ATTEMPT", "valueFrom": {"fieldRef": {"fieldPath": f"metadata.annotations['{keys.ATTEMPT}']"}}},
+            {"name": "IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
+        ]}],
+    }
+    if gated:
+        spec["schedulingGates"] = [{"name": keys.RELEASE_GATE}]
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": NS, "annotations": {keys.ATTEMPT: "4"}}, "spec": spec}
+
+
+@pytest.fixture
+def world(tmp_path: Path) -> Iterator[tuple[FakeCluster, LocalKubelet, list[tuple[str, str]]]]:
+    fake = FakeCluster(time.time)
+    lines: list[tuple[str, str]] = []
+
+    def launch(p: dict[str, Any]) -> PodLaunch:
+        meta = p["metadata"]
+        mark = f"kubelet-test-{os.getpid()}/{meta['name']}/{meta['uid']}"
+        return pod_launch(p, meta["uid"], IP[meta["name"]], meta.get("annotations") or {}, "main", Options(cwd=str(tmp_path)), tmp_path, mark, {})
+
+    kubelet = LocalKubelet(fake.store, fake, NS, IP, launch, lambda label, line: lines.append((label, line)))
+    kubelet.start()
+    yield fake, kubelet, lines
+    kubelet.close()
+
+
+def until(check: Callable[[], Any], seconds: float = 10.0) -> Any:
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        found = check()
+        if found:
+            return found
+        time.sleep(0.01)
+    raise AssertionError("not reached in time")
+
+
+def stored(fake: FakeCluster, name: str) -> dict[str, Any] | None:
+    return fake.pods(NS).get(name)
+
+
+def phase(fake: FakeCluster, name: str) -> str | None:
+    p = stored(fake, name)
+    return (p.get("status") or {}).get("phase") if p else None
+
+
+def test_a_released_pod_runs_with_its_annotations_and_ends_with_its_exit_code(world: Any) -> None:
+    fake, _, lines = world
+    fake.create_pod(NS, pod("p-0", 'echo "attempt $ATTEMPT at $IP"; exit 3'))
+    time.sleep(0.2)
+    assert phase(fake, "p-0") == "Pending" and not lines  # gated: never bound, never run
+    fake.patch_pod(NS, "p-0", [{"op": "remove", "path": "/spec/schedulingGates"}])
+    until(lambda: phase(fake, "p-0") == "Failed")
+    p = stored(fake, "p-0")
+    assert p["spec"]["nodeName"] and p["status"]["podIP"] == "127.0.1.1"
+    state = pod_state(p, "main")
+    assert (state.phase, state.exit_code, state.reason) == ("Failed", 3, "Error")
+    assert lines == [("p-0", "attempt 4 at 127.0.1.1")]
+
+
+def test_a_deleted_pod_is_stopped_reported_and_removed(world: Any) -> None:
+    fake, _, _ = world
+    fake.create_pod(NS, pod("p-0", "echo up; exec sleep 300", gated=False))
+    until(lambda: phase(fake, "p-0") == "Running")
+    uid = stored(fake, "p-0")["metadata"]["uid"]
+    seen: list[dict[str, Any]] = []
+    fake.store.listeners.append(lambda change: seen.append(change.obj) if change.key == "pods" else None)
+    fake.delete_pod(NS, "p-0", uid)  # graceful: the kubelet ends it
+    until(lambda: stored(fake, "p-0") is None)
+    final = [o for o in seen if (o.get("status") or {}).get("phase") == "Failed"]
+    assert final and pod_state(final[-1], "main").exit_code == 143  # SIGTERM, reported before removal
+
+
+def test_a_pod_that_ignores_sigterm_is_killed_after_the_deletions_grace_period(world: Any) -> None:
+    fake, _, _ = world
+    fake.create_pod(NS, pod("p-0", 'trap "" TERM; echo up; sleep 300 & wait', grace=1, gated=False))
+    until(lambda: phase(fake, "p-0") == "Running")
+    started = time.monotonic()
+    fake.delete_pod(NS, "p-0", stored(fake, "p-0")["metadata"]["uid"])
+    until(lambda: stored(fake, "p-0") is None)
+    assert 0.9 < time.monotonic() - started < 5
+
+
+def test_shutdown_stops_every_pod_keeps_its_status_and_starts_no_more(world: Any) -> None:
+    fake, kubelet, _ = world
+    fake.create_pod(NS, pod("p-0", "exec sleep 300", gated=False))
+    until(lambda: phase(fake, "p-0") == "Running")
+    kubelet.shutdown()
+    assert kubelet.wait_idle(10)
+    assert pod_state(stored(fake, "p-0"), "main").exit_code == 143  # like a node shutting down: the pod stays, Failed
+    fake.create_pod(NS, pod("p-1", "exit 0", gated=False))
+    time.sleep(0.2)
+    assert phase(fake, "p-1") == "Pending"
