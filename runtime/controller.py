@@ -316,6 +316,8 @@ class Controller:
         return True
 
     def _act(self, action: Action, record: Obj) -> None:
+        if action.kind == "create" and self._refused is not None:
+            return  # one refusal is enough: the gang is rolled back next cycle
         try:
             {
                 "release": self._release,

@@ -95,6 +95,14 @@ def _number(notes: Mapping[str, Any], key: str, name: str) -> int:
     return int(value)
 
 
+def _gated(pod: Mapping[str, Any]) -> bool:
+    """Whether a template's pod carries flatjob's release gate (trimmed templates say so)."""
+    if "gated" in pod:
+        return bool(pod["gated"])
+    spec = pod.get("spec")
+    return isinstance(spec, Mapping) and any(isinstance(g, Mapping) and g.get("name") == keys.RELEASE_GATE for g in spec.get("schedulingGates") or [])
+
+
 def pod_spec(template: Mapping[str, Any]) -> PodSpecView:
     """One PodTemplate as the decisions see its pod (ValueError when it was edited out of shape)."""
     meta = template.get("metadata") or {}
@@ -104,6 +112,8 @@ def pod_spec(template: Mapping[str, Any]) -> PodSpecView:
     rtype, spec_hash = labels.get(keys.REPLICA_TYPE), pod_notes.get(keys.SPEC_HASH)
     if not isinstance(name, str) or not isinstance(rtype, str) or not isinstance(spec_hash, str):
         raise ValueError(f"PodTemplate {name}: no {keys.REPLICA_TYPE} label or {keys.SPEC_HASH} annotation")
+    if not _gated(template.get("template") or {}):
+        raise ValueError(f"PodTemplate {name}: its pod has no {keys.RELEASE_GATE} scheduling gate, so it would run before its gang exists")
     seat = _number(notes, keys.SEAT, name) if keys.SEAT in notes else None
     container = notes.get(keys.TRAINING_CONTAINER)
     return PodSpecView(

@@ -87,9 +87,9 @@ class Ledger:
             "failed": nameset.encode(self.failed),
             "cleanedUp": self.cleaned_up,
             "restarts": dict(sorted(self.restarts.items())),
-            "replicaRestarts": dict(sorted(self.replica_restarts.items())),
+            "replicaRestarts": _grouped(self.replica_restarts, str),
             "backoffCount": self.backoff_count,
-            "notBefore": dict(sorted(self.not_before.items())),
+            "notBefore": _grouped(self.not_before, repr),
             "paused": self.paused,
             "resuming": self.resuming,
         }
@@ -124,9 +124,9 @@ class Ledger:
             failed=_names(d.get("failed")),
             cleaned_up=bool(d.get("cleanedUp", False)),
             restarts={str(k): int(v) for k, v in (d.get("restarts") or {}).items()},
-            replica_restarts={str(k): int(v) for k, v in (d.get("replicaRestarts") or {}).items()},
+            replica_restarts=_ungrouped(d.get("replicaRestarts"), int),
             backoff_count=int(d.get("backoffCount", 0)),
-            not_before={str(k): float(v) for k, v in (d.get("notBefore") or {}).items()},
+            not_before=_ungrouped(d.get("notBefore"), float),
             gang_not_before=_float(d.get("gangNotBefore")),
             refused=d.get("refused"),
             refusals=int(d.get("refusals", 0)),
@@ -145,10 +145,37 @@ class Ledger:
     def evolve(self, **changes: Any) -> Ledger:
         return replace(self, **changes)
 
+    @cached_property
+    def released_set(self) -> frozenset[str]:
+        """`released` for membership tests (a 5000-pod cycle asks thousands of times)."""
+        return frozenset(self.released)
+
+    @cached_property
+    def settled(self) -> frozenset[str]:
+        """Pods finished for this attempt, either way: never run again, never replaced."""
+        return frozenset(self.succeeded) | frozenset(self.failed)
+
     def without(self, field_name: str, names: Any) -> tuple[str, ...]:
         """One of the name tuples, less `names`."""
         gone = set(names)
         return tuple(n for n in getattr(self, field_name) if n not in gone)
+
+
+def _grouped(values: Mapping[str, Any], text: Any) -> dict[str, list[str]]:
+    """name -> value written as value -> names (brace ranges): thousands of pods restarted
+    together share one back-off time and one count."""
+    groups: dict[Any, list[str]] = {}
+    for name, value in values.items():
+        groups.setdefault(value, []).append(name)
+    return {text(v): nameset.encode(names) for v, names in sorted(groups.items())}
+
+
+def _ungrouped(data: Any, kind: Any) -> dict[str, Any]:
+    if data is None:
+        return {}
+    if not isinstance(data, Mapping):
+        raise TypeError(f"expected a mapping, not {type(data).__name__}")
+    return {name: kind(value) for value, names in data.items() for name in nameset.decode(names)}
 
 
 def _float(value: Any) -> float | None:

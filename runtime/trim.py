@@ -12,6 +12,8 @@ from typing import Any
 
 import orjson
 
+from flatjob.compiler.keys import RELEASE_GATE
+
 Obj = dict[str, Any]
 
 _META = ("name", "namespace", "uid", "resourceVersion", "generation", "deletionTimestamp", "creationTimestamp")
@@ -99,7 +101,9 @@ def template(obj: Obj) -> Obj:
     pod = _dict(obj.get("template"))
     pod_meta = _dict(pod.get("metadata"))
     kept = {k: pod_meta[k] for k in ("labels", "annotations") if k in pod_meta}
-    return {"metadata": meta(obj), "template": {"metadata": kept, "spec": orjson.dumps(_dict(pod.get("spec")), option=orjson.OPT_SORT_KEYS)}}
+    spec = _dict(pod.get("spec"))
+    gated = any(isinstance(g, dict) and g.get("name") == RELEASE_GATE for g in _list(spec.get("schedulingGates")))
+    return {"metadata": meta(obj), "template": {"metadata": kept, "gated": gated, "spec": orjson.dumps(spec, option=orjson.OPT_SORT_KEYS)}}
 
 
 def pod_from_template(tpl: Obj, namespace: str, annotations: dict[str, str], owner: Obj) -> Obj:

@@ -31,11 +31,11 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from manifestkit import pods_of
 
 from flatjob.compiler.loader import Loaded, parse
 from flatjob.compiler.options import CompileOptions
 from flatjob.compiler.pipeline import compile_documents
-from manifestkit import pods_of
 
 API = "batch.tensorstack.dev/v1beta1"
 STUB = Path(__file__).resolve().parent / "stubs" / "stub.py"

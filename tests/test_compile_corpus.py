@@ -11,9 +11,12 @@ Skipped when the corpus is not beside the project (set FLATJOB_CORPUS to point a
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
+import yaml
 from click.testing import CliRunner
 from conftest import corpus_dir, corpus_files
 from manifestkit import name_problems, objects_of, record_problems, secret_problems
@@ -30,6 +33,7 @@ BROKEN = {
     "genericjob--examples-dcu-llama3-job-finetune.yaml": "FJ400",
     "pytorchtrainingjob--user-manuals-src-modules-auxiliary-secret-block1.yaml": "FJ400",
 }
+ROOT = Path(__file__).resolve().parents[1]
 FILES = corpus_files("t9k")
 VALID = [f for f in FILES if f.name not in BROKEN]
 
@@ -94,3 +98,17 @@ def test_secret_check_catches_key_material() -> None:
     assert secret_problems({"a/config.yaml": pem})
     assert len(secret_problems({"a/secret.yaml": secret})) == 2
     assert secret_problems({"a/notes.txt": items}) == []
+
+
+@pytest.mark.skipif(shutil.which("kubernetes-validate") is None, reason="kubernetes-validate is not installed (pip install -e '.[test]')")
+def test_every_pod_template_passes_kubernetes_validate_strict(tmp_path: Path) -> None:
+    """The real validator, not flatjob's own: every PodTemplate of the corpus's and the
+    examples' output against Kubernetes 1.32, unknown fields refused (the other objects are
+    few and the same for every job: flatjob's validator checks them in the test above)."""
+    paths = [*VALID, *sorted((ROOT / "examples").glob("*.yaml"))]
+    objects = [o for p in paths for o in objects_of(compile_paths([str(p)]).tree()) if o["kind"] in ("PodTemplate", "Pod")]
+    assert sum(o["kind"] == "PodTemplate" for o in objects) > 100 and not [o for o in objects if o["kind"] == "Pod"]
+    manifest = tmp_path / "all.yaml"
+    manifest.write_text(yaml.safe_dump_all(objects), encoding="utf-8")
+    done = subprocess.run(["kubernetes-validate", "--strict", "--quiet", "-k", "1.32.0", str(manifest)], capture_output=True, text=True, timeout=600, check=False)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]

@@ -11,11 +11,11 @@ import textwrap
 from typing import Any
 
 import yaml
+from manifestkit import pod_of
 
 from flatjob.compiler.loader import Loaded, parse
 from flatjob.compiler.options import CompileOptions
 from flatjob.compiler.pipeline import compile_documents
-from manifestkit import pod_of
 
 
 def render(spec: str, **options: Any) -> dict[tuple[str, str], dict[str, Any]]:

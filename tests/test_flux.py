@@ -23,7 +23,7 @@ import yaml
 from overlaykit import write
 from test_argocd import PHASES
 
-from flatjob.compiler import flux, keys
+from flatjob.compiler import flux
 from flatjob.compiler.pipeline import compile_paths
 from flatjob.compiler.scaffold import overlay_files
 

@@ -31,6 +31,7 @@ PACKAGE = "kubernetes-validate"
 
 ROOTS = (
     "io.k8s.api.core.v1.Pod",
+    "io.k8s.api.core.v1.PodTemplate",
     "io.k8s.api.core.v1.PodTemplateSpec",
     "io.k8s.api.core.v1.Service",
     "io.k8s.api.core.v1.ServicePort",

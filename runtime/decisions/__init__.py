@@ -118,7 +118,7 @@ def _doomed(job: JobView, pod: PodState, led: Ledger, wanted: set[str], settled:
     by_ledger = (
         led.paused
         or pod.attempt != led.attempt  # an earlier attempt's (or made by someone else)
-        or (not pod.gated and pod.name not in led.released and pod.name not in settled)  # ran, and is not wanted in this attempt any more
+        or (not pod.gated and pod.name not in led.released_set and pod.name not in settled)  # ran, and is not wanted in this attempt any more
     )
     if by_ledger or job.problem:
         return by_ledger
@@ -134,7 +134,7 @@ def _ensure(job: JobView, pods: Mapping[str, PodState], led: Ledger, creates: tu
     if job.ssh_secret and not world.secret_exists and world.secret_is_ours and led.outcome is None:
         actions.append(Action("create-secret", job.ssh_secret))
     wanted = {p.name for p in job.wanted()}
-    settled = set(led.succeeded) | set(led.failed)
+    settled = led.settled
     extra = set(deletes)
     for pod in sorted(pods.values(), key=lambda p: p.name):
         if not pod.ours or pod.deleting:

@@ -82,9 +82,9 @@ def decide_release(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, d
     if deps.refused is not None:
         return _refused(job, pods, ledger, deps.refused, now)
     stale = _stale(job, pods, ledger)
-    settled = set(ledger.succeeded) | set(ledger.failed)
+    settled = ledger.settled
     wanted = [p for p in job.wanted() if p.name not in settled]
-    pending = [p for p in wanted if p.name not in ledger.released]
+    pending = [p for p in wanted if p.name not in ledger.released_set]
     if not pending:
         return ReleaseDecision(ledger, delete=stale)
     if not deps.secret_ready:
@@ -104,9 +104,12 @@ def decide_release(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, d
     wake = min(later) if later else None
     create = tuple(p.name for p in due if p.name not in pods)
     usable = [p for p in due if _current(p, pods.get(p.name), ledger)]
+    squatted = [p.name for p in pending if (o := pods.get(p.name)) is not None and not o.ours]
     if gang and len(usable) < len(pending):
         missing = len(pending) - len(usable)
         wait = f"waiting for {missing} of {len(pending)} pod(s) to exist before starting them together"
+        if squatted:
+            wait = f"pod {squatted[0]} exists but was not created by this job's runtime (no ownerReference to the record): delete it to let the job start"
         return ReleaseDecision(ledger, create=create, delete=stale, wait=wait, wake_at=wake)
     release = _by_wave(job, wanted, usable, pods, ledger)
     if not release:
@@ -129,6 +132,6 @@ def _by_wave(job: JobView, wanted: list[PodSpecView], ready_now: list[PodSpecVie
     """Wave 0 now; wave 1 once every wanted wave-0 pod is released and Ready."""
     first = [p for p in ready_now if p.wave == 0]
     workers = [p for p in wanted if p.wave == 0]
-    workers_ready = all(p.name in ledger.released and (o := pods.get(p.name)) is not None and o.ready for p in workers)
+    workers_ready = all(p.name in ledger.released_set and (o := pods.get(p.name)) is not None and o.ready for p in workers)
     second = [p for p in ready_now if p.wave == 1] if workers_ready else []
     return first + second

@@ -103,7 +103,7 @@ def decide_restart(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, f
                 return RestartDecision(led, tuple(restarted), f, exhausted, tuple(events))
             continue
         count = led.backoff_count + 1
-        delay = now + backoff(count)
+        delay = now + backoff(ledger.backoff_count + 1)  # failures seen together back off together
         if job.scope == "group":
             names = sorted(set(ledger.released) | {f.name})
             led = _counted(job, led, names).evolve(

@@ -63,9 +63,10 @@ def phase(job: JobView, pods: Mapping[str, PodState], ledger: Ledger) -> str:
 
 def all_running(job: JobView, pods: Mapping[str, PodState], ledger: Ledger) -> bool:
     """Every pod that should run now is released and running (or already succeeded)."""
-    wanted = [p for p in job.wanted() if p.name not in ledger.succeeded]
+    done = frozenset(ledger.succeeded)
+    wanted = [p for p in job.wanted() if p.name not in done]
     return bool(job.wanted()) and all(
-        p.name in ledger.released and (o := pods.get(p.name)) is not None and o.phase == "Running" for p in wanted
+        p.name in ledger.released_set and (o := pods.get(p.name)) is not None and o.phase == "Running" for p in wanted
     )
 
 

@@ -156,9 +156,11 @@ class Store:
             self.dependents.setdefault(uid, set()).add(key)
 
     def of(self, resource_key: str, namespace: str | None = None) -> list[tuple[Key, Obj]]:
-        """The objects of one resource (in one namespace), sorted by key."""
-        keys = sorted(k for k in self.keys_of.get(resource_key, ()) if namespace in (None, k[1]))
-        return [(k, self.objects[k]) for k in keys]
+        """The objects of one resource (in one namespace), sorted by key (under the lock: the
+        HTTP server's threads write meanwhile)."""
+        with self.lock:
+            keys = sorted(k for k in self.keys_of.get(resource_key, ()) if namespace in (None, k[1]))
+            return [(k, self.objects[k]) for k in keys]
 
     def compact(self) -> None:
         """Forget the whole event history: watches from before now get 410."""

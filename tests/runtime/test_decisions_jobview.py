@@ -217,6 +217,8 @@ PROBLEMS = [
                  f"{SHAPE} no {keys.REPLICA_TYPE} label or {keys.SPEC_HASH} annotation", 0, id="spec-hash-missing"),
     pytest.param(_note("j-worker-1", keys.REPLICA_TYPE, None),
                  f"{SHAPE} no {keys.REPLICA_TYPE} label or {keys.SPEC_HASH} annotation", 0, id="type-missing"),
+    pytest.param(lambda ts: ts["j-worker-1"]["template"]["spec"].pop("schedulingGates"),
+                 f"{SHAPE} its pod has no {keys.RELEASE_GATE} scheduling gate, so it would run before its gang exists", 0, id="gate-removed"),
 ]
 
 

@@ -97,7 +97,8 @@ def test_only_current_gated_pods_of_ours_start_a_gang(stand_in: PodState, usable
     assert d.delete == (("j-worker-0",) if deleted else ())
     assert d.create == ()  # a pod of that name exists: it is never created twice
     if not usable:
-        assert d.wait in ("waiting for 1 of 3 pod(s) to exist before starting them together", "waiting for 1 pod(s) of the previous attempt to terminate")
+        squatter = "pod j-worker-0 exists but was not created by this job's runtime (no ownerReference to the record): delete it to let the job start"
+        assert d.wait in ("waiting for 1 of 3 pod(s) to exist before starting them together", "waiting for 1 pod(s) of the previous attempt to terminate", squatter)
 
 
 def test_a_stale_replacement_is_deleted_not_released_after_the_gang_start() -> None:
@@ -301,3 +302,10 @@ def test_nothing_to_release_once_everything_runs() -> None:
     led = Ledger(released=ALL, start_time=NOW - 5)
     d = release(PT, pods, led)
     assert d.ledger is led and (d.release, d.create, d.delete, d.wait, d.wake_at) == ((), (), (), None, None)
+
+
+def test_a_pod_of_another_owner_holding_a_name_is_named_in_the_wait() -> None:
+    job = job_view("DeepSpeedJob", wave1=())
+    d = release(job, {"j-worker-0": pod("j-worker-0", attempt=2, ours=False)}, Ledger(attempt=2))
+    assert d.wait is not None and d.wait.startswith("pod j-worker-0 exists but was not created by this job's runtime")
+    assert d.release == ()

@@ -353,3 +353,14 @@ def test_a_group_restart_of_a_5000_pod_job_keeps_its_status_under_256_kib() -> N
     for c in (failed, draining, creating, started):
         assert len(json.dumps(c.status)) < STATUS_LIMIT
         assert len(c.status["tasks"][0]["replicas"]) == REPLICAS_LISTED
+
+
+def test_losing_5000_replicas_with_their_own_limits_keeps_the_status_small() -> None:
+    """Per-replica back-offs and restart counts are grouped by value: one time, one count."""
+    job = job_view("GenericJob", types={"worker": BIG}, limit=3)
+    lost = {n: pod(n, "Failed", exit=137, gated=False) for n in all_running(job)}
+    failed = cycle(job, lost, running_ledger(job))
+    assert len(failed.ledger.not_before) == BIG and set(failed.ledger.replica_restarts.values()) == {1}
+    runtime = failed.status["runtime"]
+    assert list(runtime["replicaRestarts"]) == ["1"] and len(runtime["notBefore"]) == 1  # lost together, back off together
+    assert len(json.dumps(failed.status)) < 32 * 1024

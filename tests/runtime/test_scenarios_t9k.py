@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import pytest
 
+from flatjob.runtime.model import Ledger
+
 from .harness import REAL, Scenario
 
 fake_only = pytest.mark.skipif(REAL, reason="needs the kubelet stand-in")
@@ -92,7 +94,7 @@ def test_generic_limit_is_per_replica() -> None:
     assert st["phase"] == "Succeeded", st["conditions"]
     assert runs(s, "gen-worker-0") == 2 and runs(s, "gen-worker-1") == 2
     assert {t["type"]: t["restartCount"] for t in st["tasks"]} == {"worker": 2}
-    assert st["runtime"]["replicaRestarts"] == {"gen-worker-0": 1, "gen-worker-1": 1}
+    assert Ledger.from_dict(st["runtime"]).replica_restarts == {"gen-worker-0": 1, "gen-worker-1": 1}
 
 
 def test_generic_default_cleanup_keeps_a_replica_running_after_success() -> None:
