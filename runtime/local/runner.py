@@ -238,6 +238,8 @@ class Runner:
             self.kubelet.close()
         if self.cluster is not None:
             self.cluster.close()
+        if self.ssh is not None:
+            self.ssh.close()
         kill_marked(f"{self.token}/", whole=False, titled=(f"{self.folder}/",))
 
     def _trap_signals(self) -> dict[int, Any]:

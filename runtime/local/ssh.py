@@ -38,7 +38,7 @@ from typing import IO, Any
 from flatjob.compiler.plan import scripts
 
 from .containers import PodExtra
-from .errors import Unsupported
+from .errors import LocalError, Unsupported
 
 SSH_KINDS = frozenset({"DeepSpeedJob", "ColossalAIJob"})
 # Programs each kind's pods run, found on PATH (sshd is the job's ssh.sshdPath).
@@ -191,13 +191,31 @@ class SshRun:
     configmap: Mapping[str, str]  # the job's ConfigMap data
     mount_path: str  # ssh.authMountPath
     base_path: str  # the machine's PATH (where the real ssh is found)
+    keygen: subprocess.Popen[bytes] | None = None  # `ssh-keygen -A`, until the first pod needs its keys
 
     def pod(self, pod: str, uid: str, manifest: Mapping[str, Any], address: str, secret: Mapping[str, bytes]) -> PodExtra:
         """Make one pod incarnation's folder, its key mount from `secret` (the Secret's data);
         what its processes get for it.  Its sshd is found by the folder in its command line
         (sshd overwrites its environment for its title)."""
+        self._host_keys()
         root = self.folder / f"{pod}-{uid}"
         return PodExtra(self._pod_env(root, manifest, address, secret), (f"{root}/",))
+
+    def _host_keys(self) -> None:
+        """Wait for the host keys (LocalError when ssh-keygen failed)."""
+        if self.keygen is None:
+            return
+        keygen, self.keygen = self.keygen, None
+        _, err = keygen.communicate()
+        if keygen.returncode != 0:
+            raise LocalError(f"ssh-keygen -A failed (exit {keygen.returncode}): {err.decode(errors='replace').strip()}")
+
+    def close(self) -> None:
+        """Stop ssh-keygen if it still runs (the run ended before any pod started)."""
+        if self.keygen is not None and self.keygen.poll() is None:
+            self.keygen.kill()
+        if self.keygen is not None:
+            self.keygen.wait()
 
     def _pod_env(self, root: Path, manifest: Mapping[str, Any], address: str, secret: Mapping[str, bytes]) -> dict[str, str]:
         mount = root / "ssh"
@@ -252,8 +270,9 @@ class SshRun:
 
 
 def prepare(folder: Path, configmap: Mapping[str, str], mount_path: str, base_path: str) -> SshRun:
-    """One set of host keys for the run's pods (each pod's sshd gets a copy)."""
+    """One set of host keys for the run's pods (each pod's sshd gets a copy).  `ssh-keygen -A`
+    (an RSA key: ~0.6 s of CPU) runs in the background while the cluster starts."""
     host = folder / "host" / "etc" / "ssh"
     host.mkdir(parents=True)
-    subprocess.run(["ssh-keygen", "-A", "-f", str(folder / "host")], check=True, capture_output=True, env={"PATH": base_path})
-    return SshRun(folder, configmap, mount_path, base_path)
+    keygen = subprocess.Popen(["ssh-keygen", "-A", "-f", str(folder / "host")], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env={"PATH": base_path})
+    return SshRun(folder, configmap, mount_path, base_path, keygen)
