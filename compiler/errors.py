@@ -33,7 +33,9 @@ _TABLE = [
     Code("FJ101", "duplicate-key", "A mapping has the same key twice."),
     Code("FJ102", "no-job", "A file named on the command line holds no T9k job."),
     Code("FJ103", "unreadable", "A path cannot be read (missing, a directory where a file is expected, not UTF-8)."),
-    Code("FJ104", "yaml-unsupported", "A YAML feature Kubernetes does not accept (complex keys, unknown tags)."),
+    Code("FJ104", "yaml-unsupported", "A YAML feature Kubernetes does not accept (complex keys, unknown tags, recursive aliases)."),
+    Code("FJ105", "input-limit", "An input is larger than flatjob reads: file size, YAML nodes (aliases and merges counted), nesting depth."),
+    Code("FJ106", "link-skipped", "A symbolic link that leads outside the folder being read, or into a hidden folder, was not followed."),
     # Document shape
     Code("FJ200", "unknown-kind", "The kind is not one of the T9k job kinds flatjob handles."),
     Code("FJ201", "unknown-field", "A field that the job type does not have."),
