@@ -95,16 +95,22 @@ def read_text(path: Path, budget: Budget) -> tuple[str | None, Diagnostic | None
             raw = f.read(cap + 1)
         except OSError as exc:
             return None, Diagnostic("FJ103", f"cannot read: {exc.strerror or exc}", str(path))
+    return decode(raw, str(path), budget, cap)
+
+
+def decode(raw: bytes, path: str, budget: Budget, cap: int | None = None) -> tuple[str | None, Diagnostic | None]:
+    """Bytes read (at most cap + 1 of them) as UTF-8 text, or FJ105 / FJ103 at the position."""
+    cap = min(budget.limits.file_bytes, max(budget.bytes, 0)) if cap is None else cap
     if len(raw) > cap:
         return None, _too_big(path, raw, cap, budget)
     budget.bytes -= len(raw)
     try:
         return raw.decode("utf-8-sig"), None
     except UnicodeDecodeError as exc:
-        return None, _not_utf8(str(path), raw, exc)
+        return None, _not_utf8(path, raw, exc)
 
 
-def _too_big(path: Path, raw: bytes, cap: int, budget: Budget) -> Diagnostic:
+def _too_big(path: str, raw: bytes, cap: int, budget: Budget) -> Diagnostic:
     """FJ105 at the line and column where reading stopped (the line itself is not quoted)."""
     line = raw.count(b"\n", 0, cap) + 1
     col = cap - (raw.rfind(b"\n", 0, cap) + 1) + 1
@@ -113,7 +119,7 @@ def _too_big(path: Path, raw: bytes, cap: int, budget: Budget) -> Diagnostic:
         what = f"larger than {limits.file_bytes // 1024:,} KiB, the most flatjob reads from one file"
     else:
         what = f"past {limits.run_bytes // 1024:,} KiB read in this run, the most flatjob reads from all its inputs"
-    return Diagnostic("FJ105", f"file is {what}; flatjob stops reading here", str(path), line, col)
+    return Diagnostic("FJ105", f"file is {what}; flatjob stops reading here", path, line, col)
 
 
 def _not_utf8(path: str, raw: bytes, exc: UnicodeDecodeError) -> Diagnostic:
