@@ -50,7 +50,7 @@ _TABLE = [
     Code("FJ302", "elastic-needs-torchrun", "An elastic PyTorchTrainingJob must enable torchrunConfig."),
     Code("FJ303", "duplicate-replica-type", "Two replica specs share one type."),
     Code("FJ304", "rule-reference", "A success/failure rule names a missing replica type or an out-of-range rank."),
-    Code("FJ305", "bad-name", "A job name or derived pod name is not a valid DNS label of at most 63 characters."),
+    Code("FJ305", "bad-name", "A job name, namespace or derived pod name is not a valid DNS label of at most 63 characters."),
     Code("FJ306", "unknown-replica-type", "A runMode entry names a replica type the job does not have."),
     Code("FJ307", "run-mode-conflict", "Debug and pause mode are both enabled."),
     Code("FJ308", "proc-per-node", "procPerNode must be a positive integer or 'gpu'."),
@@ -64,6 +64,7 @@ _TABLE = [
     Code("FJ316", "torchrun-script", "torchrun mode takes the script from the training container's args, which are empty."),
     Code("FJ318", "resume-needs-command", "resumeSpecs change a container that has no command to wrap (it runs the image entrypoint)."),
     Code("FJ317", "bad-log-location", "A TensorBoard log location is not of the form t9k://pvc/<pvc>/<path>."),
+    Code("FJ319", "name-collision", "Two jobs render a Pod or Service of the same name in one namespace."),
     # Kubernetes pod template (strict schema of the pinned version)
     Code("FJ400", "k8s-unknown-field", "A field the pinned Kubernetes version does not know."),
     Code("FJ401", "k8s-wrong-type", "A Kubernetes field of the wrong type."),
@@ -82,6 +83,10 @@ _TABLE = [
     # Output
     Code("FJ700", "stale-output", "The committed rendered output differs from what compile produces."),
     Code("FJ701", "output-conflict", "The output folder holds files flatjob did not write where it must write."),
+    Code("FJ702", "output-link", "The output folder holds a symbolic link (or a folder) where flatjob reads, writes or deletes a file."),
+    Code("FJ703", "empty-source", "The sources hold no job, so compiling would delete every rendered job (pass --allow-empty)."),
+    Code("FJ704", "output-busy", "Another flatjob compile kept the output folder locked for longer than flatjob waits."),
+    Code("FJ705", "output-recovered", "A compile killed while writing the output folder was finished or undone first."),
 ]
 
 CODES: dict[str, Code] = {c.id: c for c in _TABLE}
