@@ -72,11 +72,7 @@ class SafeDir:
         walked = []
         for name in names:
             walked.append(name)
-            try:
-                fd = self._step(fd, name, create, PurePosixPath(*walked).as_posix(), root_level=True)
-            except BaseException:
-                os.close(fd)
-                raise
+            fd = self._step(fd, name, create, PurePosixPath(*walked).as_posix(), root_level=True)  # closes the parent
             if fd < 0:
                 return False
         self._fds[""] = fd
