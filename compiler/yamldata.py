@@ -590,7 +590,7 @@ class _Builder:
             return event.value
         try:
             return make(event.value, tag)
-        except (ConstructorError, ValueError, KeyError):  # only an explicit tag can fail: !!bool x
+        except (ConstructorError, ValueError, KeyError, IndexError, OverflowError):  # only an explicit tag can fail: !!bool x, !!int ""
             shown = event.value if len(event.value) <= 40 else event.value[:37] + "..."
             self._problem("FJ104", f"{shown!r} is not a valid {tag.replace(_TAG, '!!')} value", _mark(event))
             return event.value

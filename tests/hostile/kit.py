@@ -69,10 +69,10 @@ class Run:
         return {m["code"] for m in FINDING.finditer(self.output)} | {m["code"] for m in FINDING_NO_POS.finditer(self.output)}
 
 
-def _limits() -> None:
+def _limits(cpu: int = CPU_SECONDS) -> None:
     """In the child, before exec: cap memory and CPU, no core file, default signals."""
     resource.setrlimit(resource.RLIMIT_AS, (MEMORY, MEMORY))
-    resource.setrlimit(resource.RLIMIT_CPU, (CPU_SECONDS, CPU_SECONDS))
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):
         signal.signal(sig, signal.SIG_DFL)
