@@ -22,7 +22,7 @@ class Limits:
 
     file_bytes: int = 4 * MIB  # one input file
     run_bytes: int = 64 * MIB  # every input file of a run together
-    file_nodes: int = 100_000  # YAML nodes built from one file, each alias or merge expansion counted again
+    file_nodes: int = 50_000  # YAML nodes built from one file, each alias or merge expansion counted again
     run_nodes: int = 1_000_000  # the same over every file of a run
     depth: int = 100  # nesting of collections in one document
     job_pods: int = 10_000  # pods one job renders (replicas, or elastic maxReplicas)

@@ -15,18 +15,28 @@ from pathlib import Path
 
 import pytest
 
+from flatjob.compiler.limits import DEFAULT
+
 from .kit import JOB, SECRET, TOKEN, Sandbox, assert_clean_exit, flatjob
 
 CPU_BUDGET = 5.0  # seconds of CPU per run, start-up included (the limits act in ~0.5 s)
 
 
 def alias_bomb() -> tuple[str, tuple[int, int]]:
-    """9 aliases of 9 aliases...: 427 bytes that ask for 9**9 nodes; stops at the 6th line."""
+    """9 aliases of 9 aliases...: 460 bytes that ask for 9**9 nodes, and where reading stops:
+    at the first alias whose copy would take the file past the node limit."""
     lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x]"]
     for i in range(1, 10):
         lines.append(f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 9) + "]")
-    text = "\n".join(lines) + "\n"
-    return text, (6, lines[5].index("*a4") + 1)
+    total, size = 1 + 1 + 10, 10  # the document's mapping, key a0, its list of 9
+    for i in range(1, 10):
+        total += 2  # key a<i> and its list
+        for j in range(9):
+            if total + size > DEFAULT.file_nodes:
+                return "\n".join(lines) + "\n", (i + 1, lines[i].index(f"*a{i - 1}") + 1 + j * len(f"*a{i - 1}, "))
+            total += size
+        size = 1 + 9 * size
+    raise AssertionError("the bomb fits the limit")
 
 
 def merge_bomb() -> str:
