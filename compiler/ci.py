@@ -268,4 +268,6 @@ def main(jobs: tuple[str, ...], overlays: str, rendered: str, base: str | None, 
 
 
 if __name__ == "__main__":
-    main()
+    from .cli import guarded
+
+    guarded(main, None, "python -m flatjob.compiler.ci")
