@@ -222,11 +222,13 @@ def check(jobs: Sequence[str], envs: Sequence[Environment], base: str | None = N
             try:
                 with session(env.out, write=False) as s:
                     changes = s.plan(result.tree(env.out))
-            except (LinkFound, NotAFile) as exc:  # the rendered folder itself is a link
+            except LinkFound as exc:  # the rendered folder itself is a link
                 changes = TreeChanges(links=[exc.rel])
-            if changes.links:  # never read (or print) what a link points at
-                run.compile += [Diagnostic("FJ702", "is a symbolic link; flatjob never reads through links in the output folder", (env.out / rel).as_posix()) for rel in changes.links]
-                rep.errors += len(changes.links)
+            except NotAFile as exc:
+                changes = TreeChanges(blocked=[exc.rel])
+            if changes.links or changes.blocked:  # never read (or print) what a link points at
+                run.compile += [Diagnostic("FJ702", "is a symbolic link (or not a plain file or folder); flatjob never reads through it", (env.out / rel).as_posix()) for rel in (*changes.links, *changes.blocked)]
+                rep.errors += len(changes.links) + len(changes.blocked)
             else:
                 rep.stale_diff = unified_diff(changes) if not changes.empty else ""
                 rep.files = (len(changes.write), len(changes.delete))

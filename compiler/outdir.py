@@ -5,8 +5,9 @@ be a symbolic link (to `/etc`, to `../.git/config`).  Each folder under the outp
 opened with O_NOFOLLOW | O_DIRECTORY relative to its parent's descriptor, and each file
 with O_NOFOLLOW relative to its folder's, so a read, write, rename or delete can neither
 leave the root nor pass through a link: meeting one raises LinkFound instead.  A relative
-root is opened the same way from the working directory; an absolute one is the caller's
-(only its last component must not be a link).
+root is opened the same way from the working directory (a committed link on the way is
+refused; `..` is the caller's); an absolute one is the caller's (only its last component
+must not be a link).
 """
 
 from __future__ import annotations
@@ -40,6 +41,13 @@ class NotAFile(Exception):
 
 def _is_link_error(exc: OSError) -> bool:
     return exc.errno in _LINK_ERRNOS
+
+
+def _is_link(parent: int, name: str) -> bool:
+    try:
+        return stat.S_ISLNK(os.stat(name, dir_fd=parent, follow_symlinks=False).st_mode)
+    except OSError:
+        return False
 
 
 class SafeDir:
@@ -81,8 +89,6 @@ class SafeDir:
     def _step(self, parent: int, name: str, create: bool, shown: str, root_level: bool = False) -> int:
         """Open folder `name` under `parent` (closing `parent` when at root level); -1 if missing."""
         try:
-            if name == "..":
-                raise LinkFound(shown)  # never reached for flatjob's own names; a root may not climb
             try:
                 return os.open(name, _DIR, dir_fd=parent)
             except FileNotFoundError:
@@ -93,7 +99,8 @@ class SafeDir:
                     self.made.append(shown)
                 return os.open(name, _DIR, dir_fd=parent)
             except OSError as exc:
-                if _is_link_error(exc):
+                # O_DIRECTORY | O_NOFOLLOW on a link gives ENOTDIR on Linux, ELOOP elsewhere.
+                if _is_link_error(exc) or (exc.errno == errno.ENOTDIR and _is_link(parent, name)):
                     raise LinkFound(shown) from None
                 if exc.errno == errno.ENOTDIR:
                     raise NotAFile(shown) from None

@@ -59,7 +59,8 @@ class TreeChanges:
     delete: list[str] = field(default_factory=list)  # files flatjob wrote before, now gone
     unchanged: list[str] = field(default_factory=list)
     conflicts: list[str] = field(default_factory=list)  # existing files flatjob did not write
-    links: list[str] = field(default_factory=list)  # links (or folders) where a file is read or written
+    links: list[str] = field(default_factory=list)  # links where a file is read, written or deleted
+    blocked: list[str] = field(default_factory=list)  # a folder where a file belongs, or a file where a folder does
     kept: list[str] = field(default_factory=list)  # claimed by the metadata, but not flatjob's: not deleted
     old: dict[str, str | None] = field(default_factory=dict)  # what the changed files hold now, for the diff
 
@@ -104,7 +105,7 @@ def plan_changes(d: SafeDir, desired: dict[str, str]) -> TreeChanges:
     owned_before = before if before is not None else set()
     for rel, text in sorted(desired.items()):
         raw = _read(d, rel, changes)
-        if rel in changes.links:
+        if rel in changes.links or rel in changes.blocked:
             continue
         current = _text(raw)
         if current == text:
@@ -116,7 +117,7 @@ def plan_changes(d: SafeDir, desired: dict[str, str]) -> TreeChanges:
         changes.old[rel] = current
     for rel in sorted(owned_before - set(desired)):
         raw = _read(d, rel, changes)
-        if raw is None or rel in changes.links:
+        if raw is None:
             continue
         if raw.startswith(_HEADER):
             changes.delete.append(rel)
@@ -127,13 +128,16 @@ def plan_changes(d: SafeDir, desired: dict[str, str]) -> TreeChanges:
 
 
 def _read(d: SafeDir, rel: str, changes: TreeChanges) -> bytes | None:
-    """A file's bytes; a link or a folder on the way is recorded in changes.links."""
+    """A file's bytes; a link on the way goes to changes.links, a wrong kind of entry to changes.blocked."""
     try:
         return d.read(rel)
-    except (LinkFound, NotAFile) as exc:
+    except LinkFound as exc:
         if exc.rel not in changes.links:
             changes.links.append(exc.rel)
-        return None
+    except NotAFile as exc:
+        if exc.rel not in changes.blocked:
+            changes.blocked.append(exc.rel)
+    return None
 
 
 def unified_diff(changes: TreeChanges) -> str:

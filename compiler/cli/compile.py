@@ -90,7 +90,11 @@ def _at(root: Path, rel: str, code: str, message: str, warning: bool = False) ->
 
 
 def _link(root: Path, rel: str) -> Diagnostic:
-    return _at(root, rel, "FJ702", "is a symbolic link (or a folder where a file belongs); flatjob never reads, writes or deletes through one in the output folder")
+    return _at(root, rel, "FJ702", "is a symbolic link; flatjob never reads, writes or deletes through one in the output folder")
+
+
+def _blocked(root: Path, rel: str) -> Diagnostic:
+    return _at(root, rel, "FJ702", "is a folder where flatjob writes a file, or a file where it needs a folder")
 
 
 @contextmanager
@@ -106,8 +110,10 @@ def _output(root: Path, write: bool) -> Iterator[Session]:
             if s.notes:
                 _print([_at(root, "", "FJ705", note, warning=True) for note in s.notes])
             yield s
-    except (LinkFound, NotAFile) as exc:
+    except LinkFound as exc:
         _stop([_link(root, exc.rel)], "flatjob: nothing was written.")
+    except NotAFile as exc:
+        _stop([_blocked(root, exc.rel)], "flatjob: nothing was written.")
     except Busy:
         _stop([_at(root, "", "FJ704", f"another flatjob compile kept this folder locked for {LOCK_WAIT:.0f} s")], "flatjob: nothing was written.")
     except OSError as exc:
@@ -118,8 +124,8 @@ def _output(root: Path, write: bool) -> Iterator[Session]:
 def _plan(s: Session, result: Any, root: Path) -> TreeChanges:
     """The changes a compile makes; links where it reads or writes end the run (FJ702)."""
     changes = s.plan(result.tree(root))
-    if changes.links:
-        _stop([_link(root, rel) for rel in changes.links], "flatjob: nothing was written.")
+    if changes.links or changes.blocked:
+        _stop([*(_link(root, rel) for rel in changes.links), *(_blocked(root, rel) for rel in changes.blocked)], "flatjob: nothing was written.")
     return changes
 
 

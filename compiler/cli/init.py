@@ -71,7 +71,7 @@ def init_command(folder: str, gitops: str, repo_url: str | None, force: bool) ->
         out = root / "rendered" / env
         with session(out, write=True) as s:
             changes = s.plan(result.tree(out))
-            if (changes.conflicts and not force) or changes.links:
+            if (changes.conflicts and not force) or changes.links or changes.blocked:
                 click.echo(f"{out}: holds files flatjob did not write, or links; nothing was rendered there. Use --force for files.", err=True)
                 sys.exit(1)
             s.apply(changes)

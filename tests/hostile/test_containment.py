@@ -138,3 +138,23 @@ def test_check_and_ci_never_print_what_a_link_points_at(box: Sandbox, where: str
     assert TOKEN not in ci.output and TOKEN not in comment.read_text() and "FJ702" in ci.output
     comment.unlink()
     assert box.untouched()
+
+
+def test_a_folder_where_a_file_goes_is_refused(box: Sandbox) -> None:
+    compiled(box)
+    (box.out / "alpha" / "pods.yaml").unlink()
+    (box.out / "alpha" / "pods.yaml").mkdir()
+    box.freeze()
+    run_ = box.compile("--force")
+    assert_clean_exit(run_, 1)
+    assert "rendered/alpha/pods.yaml: error: is a folder where flatjob writes a file" in run_.output and "[FJ702]" in run_.output
+    assert box.untouched()
+
+
+def test_an_output_folder_named_through_parent_folders_is_the_callers(box: Sandbox) -> None:
+    """`..` on the command line is the caller's choice; only links inside the repository are refused."""
+    box.job()
+    (box.repo / "sub").mkdir()
+    run_ = run([sys.executable, "-m", "flatjob.compiler.cli", "compile", "../jobs", "-o", "../rendered"], box.repo / "sub")
+    assert_clean_exit(run_, 0)
+    assert (box.out / "ok" / "pods.yaml").is_file()
