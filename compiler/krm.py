@@ -161,7 +161,9 @@ def _diagnostic_result(d: Diagnostic, item: Item | None, at: bool = False) -> di
 
 def _generated(job_file: str | None, folder: str, rendered: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
     """The rendered manifests, annotated with the file each would be written to (for kpt sink)."""
-    base = posixpath.dirname(job_file) if job_file else ""
+    base = posixpath.dirname(job_file) if isinstance(job_file, str) else ""
+    if base.startswith("/") or ".." in base.split("/"):
+        base = ""  # a path annotation that leaves the package: render beside nothing but the root
     out = []
     for name, docs in rendered.items():
         for index, doc in enumerate(docs):
@@ -238,7 +240,8 @@ def _job_items(rl: Document, items: list[Any], config: Any) -> tuple[list[Item],
         candidates.append((-1, ("functionConfig",), config))
     for index, path, obj in candidates:
         ann = _annotations(obj)
-        item = Item(index, obj, ann.get(PATH, ann.get(LEGACY_PATH)), _int(ann.get(INDEX, ann.get(LEGACY_INDEX))))
+        file = ann.get(PATH, ann.get(LEGACY_PATH))
+        item = Item(index, obj, file if isinstance(file, str) else None, _int(ann.get(INDEX, ann.get(LEGACY_INDEX))))
         found.append(item)
         subdocs.append(_sub_document(rl, path, _strip(obj), f"items[{index}]"))
     return found, subdocs

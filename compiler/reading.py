@@ -29,7 +29,6 @@ class Input:
 
     path: Path
     explicit: bool
-    root: Path  # where links may lead
 
 
 def confined(path: Path, root: Path) -> bool:
@@ -68,14 +67,14 @@ def find_inputs(paths: Iterable[str]) -> Iterator[Input | Diagnostic]:
             yield _skipped(p, Path())
             continue
         if not p.is_dir():
-            yield Input(p, True, Path() if not p.is_absolute() else p.parent)
+            yield Input(p, True)
             continue
         for folder, dirs, files in os.walk(p):
             dirs[:] = sorted(d for d in dirs if not d.startswith("."))
             for name in sorted(files):
                 if name.endswith(YAML_SUFFIXES):
                     file = Path(folder) / name
-                    yield Input(file, False, p) if confined(file, p) else _skipped(file, p)
+                    yield Input(file, False) if confined(file, p) else _skipped(file, p)
 
 
 def read_text(path: Path, budget: Budget) -> tuple[str | None, Diagnostic | None]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from .kit import SECRET, Sandbox, assert_clean_exit
+from .kit import SECRET, Sandbox, assert_clean_exit, resource_list
 
 RL = "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\n"
 
@@ -87,3 +87,12 @@ def test_compile_of_an_empty_source_refuses_to_prune(box: Sandbox) -> None:
     assert_clean_exit(box.compile("--allow-empty"), 0)
     assert sorted(p.name for p in box.out.iterdir()) == ["flatjob-meta.json", "kustomization.yaml"]
     assert box.untouched()
+
+
+@pytest.mark.parametrize("path", ["../../etc/job.yaml", "/etc/job.yaml", "a/../../job.yaml"])
+def test_krm_renders_inside_the_package_whatever_an_item_claims(box: Sandbox, path: str) -> None:
+    job = box.job().read_text().replace("metadata:\n", f"metadata:\n  annotations: {{internal.config.kubernetes.io/path: '{path}'}}\n", 1)
+    run_ = box.flatjob("krm", stdin=resource_list(job))
+    assert_clean_exit(run_, 0)
+    paths = [d["metadata"]["annotations"]["internal.config.kubernetes.io/path"] for d in yaml.safe_load(run_.stdout)["items"]]
+    assert paths and all(not p.startswith("/") and ".." not in p.split("/") for p in paths), paths
