@@ -137,13 +137,13 @@ def _finish(d: SafeDir, journal: dict[str, Any]) -> int:
         if d.exists(staged_name(rel)):
             d.rename(staged_name(rel), rel)
             done += 1
-    emptied: set[str] = set()
     for rel in journal["delete"]:
         raw = d.read(rel)
         if raw is not None and raw.startswith(_HEADER) and d.unlink(rel):
             done += 1
-            emptied.update(folders_of(rel))
-    for folder in sorted(emptied, key=lambda f: -f.count("/")):
+    # Every folder a deleted file was in, also when a killed run already deleted the file:
+    # a folder is removed only when empty.
+    for folder in sorted({f for rel in journal["delete"] for f in folders_of(rel)}, key=lambda f: (-f.count("/"), f)):
         d.remove_empty(folder)
     if META_FILE in journal["write"] and d.exists(staged_name(META_FILE)):
         d.rename(staged_name(META_FILE), META_FILE)

@@ -176,3 +176,33 @@ def test_a_failed_compile_in_between_keeps_the_old_tree(box: Sandbox) -> None:
     run_ = box.compile()
     assert_clean_exit(run_, 1)
     assert tree(box.out) == before
+
+
+class Killed(BaseException):
+    """Stands for SIGKILL at one exact point of an in-process compile."""
+
+
+def test_a_kill_between_deleting_and_pruning_leaves_no_empty_folder(box: Sandbox, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Found by the random kills: files deleted, folders not yet pruned, metadata still old."""
+    from click.testing import CliRunner
+
+    from flatjob.compiler.cli import cli
+    from flatjob.compiler.outdir import SafeDir
+
+    box.job("alpha")
+    box.job("beta")
+    compile_now(box)
+    (box.jobs / "beta.yaml").unlink()
+
+    def killed(self: SafeDir, rel: str) -> bool:
+        raise Killed
+
+    monkeypatch.chdir(box.repo)
+    monkeypatch.setattr(SafeDir, "remove_empty", killed)
+    with pytest.raises(Killed):
+        CliRunner().invoke(cli, ["compile", "jobs", "-o", "rendered"], catch_exceptions=False)
+    monkeypatch.undo()
+    assert (box.out / "beta").is_dir() and not any((box.out / "beta").iterdir())
+    assert json.loads((box.out / JOURNAL).read_text())["state"] == "commit"
+    assert "[FJ705]" in compile_now(box)
+    assert not (box.out / "beta").exists() and not (box.out / JOURNAL).exists()
