@@ -27,7 +27,7 @@ import pytest
 from .kit import JOB, Sandbox, assert_clean_exit, child_env, snapshot
 
 JOURNAL = ".flatjob-journal.json"
-JOBS = 24
+JOBS = 16
 TRIALS = 8
 
 
@@ -135,7 +135,7 @@ def test_two_compiles_at_once_leave_one_whole_tree(box: Sandbox) -> None:
     tree_a = tree(box.out)
     compile_now(box, "jobs-b")
     tree_b = tree(box.out)
-    for _ in range(4):
+    for _ in range(3):
         shutil.rmtree(box.out)
         first, second = start(box, "jobs-a"), start(box, "jobs-b")
         runs = [p.communicate(timeout=120) for p in (first, second)]

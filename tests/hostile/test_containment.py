@@ -19,7 +19,7 @@ import pytest
 
 from .kit import JOB, TOKEN, Sandbox, assert_clean_exit, resource_list, run
 
-NAMESPACES = ["../../../escaped", "/tmp/flatjob-escaped", "..", "a/b", "UPPER", "x" * 64]
+NAMESPACES = ["../../../escaped", "/tmp/flatjob-escaped", "a/b"]  # a path in every form; other bad names: test_lint_rules
 
 
 def with_namespace(name: str, namespace: str) -> str:
