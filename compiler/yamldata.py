@@ -123,10 +123,10 @@ class _Frame:
         self.end = -1  # the index after its end event, once read
         self.key: Any = _KEY
         self.explicit: dict[str, Mark] = {}  # a mapping's own keys and where each is
-        self.merges: list[tuple[int, int]] = []  # `<<` sources, as event ranges
+        self.merges: list[tuple[int, int]] | None = None  # `<<` sources, as event ranges (made when met)
         self.merge_mark: Mark | None = None
         self.pending: list[Pair] | None = None  # merged pairs still to build, at the mapping's end
-        self.merged: list[str] = []  # keys taken from merges, in order
+        self.merged: list[str] | None = None  # keys taken from merges, in order
 
 
 class _Cursor:
@@ -347,7 +347,16 @@ class _Builder:
     def _open_collection(self, event: Event, index: int, top: _Frame | None) -> None:
         before = self.file_nodes
         path = self._child_path(top)
-        anchor = self._begin_node(event, index, path)
+        if event.anchor is None:  # most collections: count and mark inline
+            anchor = None
+            self.file_nodes += 1
+            if self.file_nodes > self._cap:
+                raise self._spent(event)
+            if path is not None:
+                sm = event.start_mark
+                self.value_marks[path] = _NEW_MARK((sm.line + 1, sm.column + 1))
+        else:
+            anchor = self._begin_node(event, index, path)
         if len(self.frames) >= self.limits.depth:
             raise self._limit(f"collections nested more than {self.limits.depth} levels deep", self._where(event))
         if event.tag is not None and event.tag != "!" and event.tag not in _PLAIN_TAGS[event.__class__]:
@@ -461,12 +470,14 @@ class _Builder:
             if anchor is None:
                 return
             if self.events[anchor.start].__class__ is MappingStartEvent:
+                top.merges = top.merges or []
                 top.merges.append((anchor.start, anchor.end))
                 return
             mark = anchor.mark
         else:
             end = self._skip(event, index) if cls in _STARTS else index + 1
             if cls is MappingStartEvent:
+                top.merges = top.merges or []
                 top.merges.append((index, end))
                 return
             mark = _mark(event)
@@ -490,7 +501,7 @@ class _Builder:
         """The pairs a mapping inherits: the first source to name a key wins, its own keys win over all."""
         seen: set[str] = set()
         out: list[Pair] = []
-        for start, end in top.merges:
+        for start, end in top.merges or ():
             for pair in self._pairs(start, end):
                 if pair[0] not in top.explicit and pair[0] not in seen:
                     seen.add(pair[0])
@@ -557,6 +568,7 @@ class _Builder:
         key, mark, start, end = top.pending.pop(0)
         self.key_marks[(*top.path, key)] = mark  # type: ignore[misc]
         top.key = key
+        top.merged = top.merged or []
         top.merged.append(key)
         self.replay.append(_Cursor(start, end, self._origin(top.merge_mark or mark)))
         return True
