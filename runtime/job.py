@@ -13,7 +13,9 @@ from flatjob.compiler.jobtypes import KINDS
 from flatjob.compiler.normalize import normalize
 from flatjob.compiler.options import CompileOptions
 from flatjob.compiler.plan import JobPlan, plan
+from flatjob.compiler.plan.common import elastic_of
 from flatjob.compiler.render.pod import render_pod
+from flatjob.compiler.render.tensorboard import render_tensorboard, tensorboard_name
 from flatjob.compiler.validate.typed import strict_job
 
 from .model import JobView, PodSpecView, RestartRule
@@ -70,12 +72,9 @@ def _rules(job: Any) -> dict[str, RestartRule]:
     return {r.type: RestartRule("Never") for r in spec.replica_specs or []}  # ColossalAI: no re-join
 
 
-def _scope(job: Any) -> str:
-    """What one failure restarts (docs/architecture.md, "Restart scope")."""
-    if job.kind == "PyTorchTrainingJob":
-        tr = job.spec.torchrun_config
-        return "pod" if tr is not None and tr.enabled else "group"
-    return {"GenericJob": "pod", "DeepSpeedJob": "group", "ColossalAIJob": "none"}[job.kind]
+# What one failure restarts (docs/architecture.md, "Restart scope"): PyTorchTrainingJob
+# restarts replicas by their own policy in both modes, as T9k's manual describes.
+_SCOPE = {"PyTorchTrainingJob": "pod", "GenericJob": "pod", "DeepSpeedJob": "group", "ColossalAIJob": "none"}
 
 
 def _launcher(job: Any) -> str | None:
@@ -106,9 +105,9 @@ def job_view(record: dict[str, Any]) -> JobView:
         PodSpecView(pod.name, pod.type, pod.index, pod.rank, pod.wave, pod.seat, render_pod(p, pod)["metadata"]["annotations"][keys.SPEC_HASH], _container_name(pod))
         for pod in p.pods
     )
-    e = getattr(job.spec, "elastic", None)
+    e = elastic_of(job)
     target = min_nodes = None
-    if e is not None and e.enabled:
+    if e is not None:
         min_nodes = e.min_replicas
         want = e.expected_replicas or e.max_replicas
         target = max(e.min_replicas or 1, min(want, e.max_replicas))
@@ -122,7 +121,7 @@ def job_view(record: dict[str, Any]) -> JobView:
         namespace=job.metadata.namespace,
         generation=meta.get("generation"),
         pods=pods,
-        scope=_scope(job),
+        scope=_SCOPE[job.kind],
         rules=_rules(job),
         backoff_limit=None if generic or job.kind == "ColossalAIJob" else run_policy.backoff_limit,
         deadline=getattr(run_policy, "active_deadline_seconds", None),
@@ -137,4 +136,13 @@ def job_view(record: dict[str, Any]) -> JobView:
         podgroup=bool(render_podgroup(p)) if p.run_mode != "pause" else False,
         launcher_kind=_launcher(job),
         version=(meta.get("annotations") or {}).get(keys.VERSION),
+        **_added_facts(p),
     )
+
+
+# --- Facts added after the first JobView (kept in one place, each with a default in model.py) ---
+
+
+def _added_facts(p: JobPlan) -> dict[str, Any]:
+    """JobView fields computed from the plan: the TensorBoard Deployment git holds (status.tensorboard)."""
+    return {"tensorboard": tensorboard_name(p.name) if render_tensorboard(p) else None}

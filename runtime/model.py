@@ -54,7 +54,7 @@ class Ledger:
     stopped: Mapping[str, str] = field(default_factory=dict)  # pod name -> UID stopped by a scale-down
     cleaned: tuple[str, ...] = ()  # UIDs deleted by clean-up after the finish
     cleaned_up: bool = False  # clean-up was decided (once: later pods are never cleaned)
-    restarts: Mapping[str, int] = field(default_factory=dict)  # replica type -> restarts
+    restarts: Mapping[str, int] = field(default_factory=dict)  # replica type -> restarts of its replicas, summed
     backoff_count: int = 0
     not_before: Mapping[str, float] = field(default_factory=dict)  # pod name -> earliest release (back-off)
     start_time: float | None = None  # first release of the job
@@ -69,6 +69,7 @@ class Ledger:
     spec_hashes: Mapping[str, str] = field(default_factory=dict)  # pod name -> hash released this attempt
     replica_failed: str | None = None  # message of the latest replica failure (ReplicaFailure condition)
     carry: Mapping[str, Mapping[str, Mapping[str, str]]] = field(default_factory=dict)  # pod -> labels/annotations to keep
+    replica_restarts: Mapping[str, int] = field(default_factory=dict)  # pod name -> its restarts (GenericJob's limit is per replica)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form kept in status.runtime (sorted, compact, stable)."""
@@ -89,6 +90,7 @@ class Ledger:
             "resuming": self.resuming,
             "specHashes": dict(sorted(self.spec_hashes.items())),
             "carry": {k: dict(v) for k, v in sorted(self.carry.items())},
+            "replicaRestarts": dict(sorted(self.replica_restarts.items())),
         }
         for key, value in (
             ("startTime", self.start_time),
@@ -135,6 +137,7 @@ class Ledger:
             spec_hashes=dict(d.get("specHashes", {})),
             carry={k: dict(v) for k, v in (d.get("carry") or {}).items()},
             replica_failed=d.get("replicaFailed"),
+            replica_restarts={k: int(v) for k, v in (d.get("replicaRestarts") or {}).items()},
         )
 
     def evolve(self, **changes: Any) -> Ledger:
@@ -187,6 +190,7 @@ class JobView:
     podgroup: bool = False
     launcher_kind: str | None = None  # torchrun | deepspeed | colossalai | None (exit-code translation)
     version: str | None = None  # flatjob version that compiled the record
+    tensorboard: str | None = None  # name of the TensorBoard Deployment git holds, if any (status.tensorboard)
 
     @cached_property
     def _by_name(self) -> dict[str, PodSpecView]:

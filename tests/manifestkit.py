@@ -1,6 +1,7 @@
 """Pure helpers to read rendered output back and check it independently of the renderers.
 
 - `objects_of(files)`: every manifest in emitted YAML files, kustomizations left out;
+- `compiled_objects(text, options)`: one job spec compiled in memory, its manifests;
 - `name_problems(obj)`: names, hostnames and labels that the API server would reject;
 - `record_validator(kind)`: the job record's own CRD schema as strict JSON Schema;
 - `secret_problems(files)`: private key material, which must never be rendered.
@@ -40,6 +41,19 @@ def objects_of(files: dict[str, str]) -> list[dict[str, Any]]:
         for obj in yaml.load_all(text, LOADER)
         if obj["kind"] != "Kustomization"
     ]
+
+
+def compiled_objects(text: str, options: Any = None) -> list[dict[str, Any]]:
+    """Compile one job spec (text) in memory and return every manifest it renders."""
+    from flatjob.compiler.loader import Loaded, parse
+    from flatjob.compiler.options import CompileOptions
+    from flatjob.compiler.pipeline import compile_documents
+
+    docs, problems = parse(text, "job.yaml")
+    assert not problems, problems
+    result = compile_documents(Loaded(jobs=docs), options or CompileOptions())
+    assert not result.failed, [d.message for d in result.diagnostics]
+    return [obj for job in result.jobs for obj in objects_of(job.files)]
 
 
 def _label_problems(labels: dict[str, Any]) -> list[str]:

@@ -49,7 +49,7 @@ DOCUMENTS = _documents()
 def both(data: Any) -> tuple[Any, Any]:
     """(plain object or None, pydantic model or None) for one document."""
     kind = data.get("kind") if isinstance(data, dict) else None
-    kind = kind if isinstance(kind, str) and kind in MODELS else "PyTorchTrainingJob"
+    kind = kind if isinstance(kind, str) and kind in MODELS else "PyTorchTrainingJob"  # a mutated kind may be a list
     fast = jobtypes.parse(kind, data)
     try:
         model = MODELS[kind].model_validate(data)

@@ -1,9 +1,10 @@
-"""Cross-field rules (compiler/validate/rules.py, FJ300-FJ317), one malformed job each.
+"""Cross-field rules (compiler/validate/rules.py, FJ300-FJ321), one malformed job each.
 
 Covers: DeepSpeed run target, elastic ranges and torchrun, unique replica types, GenericJob
 success/failure rules, job and pod names, runMode, procPerNode, reserved paths, required
 containers and images, launcher args, ColossalAI shapes, labels, jobs without pods,
-duplicate jobs in one file, torchrun's script, TensorBoard log locations; plus `valid-*`
+duplicate jobs in one file, torchrun's script (and the command it drops), etcd endpoints,
+TensorBoard log sources, ColossalAI restart policies; plus `valid-*`
 cases that must stay clean. Findings are drawn in the YAML (`# ^ CODE`, lintkit.marked).
 """
 
@@ -109,7 +110,15 @@ CASES = [
           elastic: {enabled: true, minReplicas: 1, maxReplicas: 2}
         #                    ^ FJ302
         """),
-        message="elastic training needs torchrun",
+        message="spec.elastic is ignored without torchrun",
+        hint="set spec.torchrunConfig.enabled: true to train elastically",
+    ),
+    Case(
+        "elastic-without-torchrun-range-not-checked",  # ignored as T9k ignores it: a warning only
+        pytorch("""
+          elastic: {enabled: true, minReplicas: 3, maxReplicas: 2}
+        #                    ^ FJ302
+        """),
     ),
     Case(
         "duplicate-replica-type",
@@ -208,8 +217,25 @@ CASES = [
           torchrunConfig: {enabled: true, procPerNode: gpus}
         #                                              ^ FJ308
         """),
-        message="procPerNode 'gpus' must be a positive integer (as a string) or 'gpu'",
+        message="procPerNode 'gpus' must be a positive integer (as a string) or one of 'gpu', 'cpu', 'auto'",
         hint="did you mean 'gpu'?",
+    ),
+    *(
+        Case(f"valid-proc-per-node-{word}", pytorch(f"torchrunConfig: {{enabled: true, procPerNode: {word}}}"))
+        for word in ("gpu", "cpu", "auto", '"8"')
+    ),
+    Case(
+        "torchrun-etcd-without-endpoint",
+        pytorch("""
+          torchrunConfig: {enabled: true, rdzvBackend: etcd}
+        #                                              ^ FJ319
+        """),
+        message="rdzvBackend etcd uses your etcd server, but extraOptions names none",
+        hint="add --rdzv_endpoint=<etcd-host>:<port> to spec.torchrunConfig.extraOptions",
+    ),
+    Case(
+        "valid-torchrun-etcd-with-endpoint",
+        pytorch("torchrunConfig: {enabled: true, rdzvBackend: etcd-v2, extraOptions: [--rdzv-endpoint, 'etcd:2379']}"),
     ),
     Case(
         "proc-per-node-zero",
@@ -331,6 +357,22 @@ CASES = [
         message="torchrun mode runs `torchrun <options> <args>`",
     ),
     Case(
+        "torchrun-drops-the-script-in-command",  # T9k ignores command in torchrun mode
+        pytorch("torchrunConfig: {enabled: true}", """
+                  command: [python, train.py]
+        #                  ^ FJ316
+        """),
+        message="torchrun mode ignores the container's command (T9k): 'train.py' is not run, only args are",
+    ),
+    *(
+        Case(f"valid-torchrun-command-{i}", pytorch("torchrunConfig: {enabled: true}", f"command: {command}"))
+        for i, command in enumerate(("[python]", "[python3]", "[/usr/bin/python3.10]"))
+    ),
+    Case(
+        "valid-plain-mode-keeps-the-command",
+        pytorch("torchrunConfig: {enabled: false}", "command: [python, -u]"),
+    ),
+    Case(
         "duplicate-job-in-one-file",
         pytorch() + "---\n" + pytorch(),
         also=((20, 9, "FJ315"),),
@@ -398,6 +440,73 @@ CASES = [
         #                         ^ FJ317
         """),
         message="log location 'pvc://logs/run1' is not of the form t9k://pvc/<pvc>/<path>",
+        also=((6, 3, "FJ321"),),  # and so there is no PVC to show
+    ),
+    Case(
+        "tensorboard-without-logs",  # image and resources only: nothing to show, nothing rendered
+        pytorch("""
+          tensorboardSpec:
+        # ^ FJ321
+            image: tensorboard
+            resources: {requests: {cpu: 100m}}
+        """),
+        message="tensorboardSpec names no PVC log location, so flatjob renders no TensorBoard",
+    ),
+    Case(
+        "tensorboard-minio-s3-http-are-not-shown",
+        pytorch("""
+          tensorboardSpec:
+            image: tensorboard
+            trainingLogFilesets: [t9k://pvc/logs/a, t9k://minio/cred/bucket/run1]
+        #                                           ^ FJ321
+            logDir:
+              s3: {secretRef: {name: cred}, uri: [s3://bucket/run1]}
+        #     ^ FJ321
+              http: {url: [http://logs.example/run1]}
+        #     ^ FJ321
+        """),
+        message="is not shown: flatjob mounts only PVCs",
+    ),
+    Case(
+        "valid-tensorboard-suspended-with-scheduler",
+        pytorch("""
+          tensorboardSpec:
+            image: tensorboard
+            suspend: true
+            scheduler: {t9kScheduler: {queue: default}}
+            logDir: {pvc: [{name: logs, subPath: [run1]}]}
+        """),
+    ),
+    Case(
+        "colossalai-restart-policy-is-ignored",
+        """
+        apiVersion: batch.tensorstack.dev/v1beta1
+        kind: ColossalAIJob
+        metadata: {name: job}
+        spec:
+          torchConfig: {script: [train.py]}
+          replicaSpecs:
+            - type: worker
+              restartPolicy: {policy: OnFailure, limit: 3}
+        #     ^ FJ320
+              template: {spec: {containers: [{name: worker, image: c}]}}
+        """,
+        message="restartPolicy OnFailure is ignored: a restarted pod cannot re-join `colossalai run`",
+        hint="remove restartPolicy, or set policy: Never",
+    ),
+    Case(
+        "valid-colossalai-restart-policy-never",
+        """
+        apiVersion: batch.tensorstack.dev/v1beta1
+        kind: ColossalAIJob
+        metadata: {name: job}
+        spec:
+          torchConfig: {script: [train.py]}
+          replicaSpecs:
+            - type: worker
+              restartPolicy: {policy: Never}
+              template: {spec: {containers: [{name: worker, image: c}]}}
+        """,
     ),
 ]
 

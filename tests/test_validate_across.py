@@ -84,7 +84,7 @@ def test_two_jobs_rendering_one_pod_fail_lint_and_compile(tmp_path: Path) -> Non
     (jobs / "a.yaml").write_text(job("a", "b-c"))
     (jobs / "ab.yaml").write_text(job("a-b", "c"))
     linted, compiled = run_both(jobs)
-    assert linted == compiled == [("ab.yaml", 7, 13, "FJ319")]
+    assert linted == compiled == [("ab.yaml", 7, 13, "FJ323")]
     assert "Pod 'a-b-c-0' is also rendered by job 'a'" in run_cli("lint", str(jobs)).output
 
 
@@ -107,7 +107,7 @@ def test_a_job_named_like_another_jobs_tensorboard(tmp_path: Path) -> None:
     (jobs / "a.yaml").write_text(tb)
     (jobs / "b.yaml").write_text(job("a-tensorboard"))
     linted, compiled = run_both(jobs)
-    assert linted == compiled == [("b.yaml", 4, 9, "FJ319")]
+    assert linted == compiled == [("b.yaml", 4, 9, "FJ323")]
 
 
 def test_one_job_name_in_two_files(tmp_path: Path) -> None:

@@ -122,7 +122,15 @@ def _output(root: Path, write: bool) -> Iterator[Session]:
 
 
 def _plan(s: Session, result: Any, root: Path) -> TreeChanges:
-    """The changes a compile makes; links where it reads or writes end the run (FJ702)."""
+    """The changes a compile makes; links where it reads or writes end the run (FJ702).
+
+    First, T9k's immutable fields against the records in OUT (FJ322, warnings).
+    """
+    from ..previous import check_previous
+
+    previous = check_previous(s.dir, root, result.jobs)
+    if previous:
+        _print(previous)
     changes = s.plan(result.tree(root))
     if changes.links or changes.blocked:
         _stop([*(_link(root, rel) for rel in changes.links), *(_blocked(root, rel) for rel in changes.blocked)], "flatjob: nothing was written.")

@@ -44,7 +44,7 @@ class GenericReplicaSpec(Typed):
 
 
 class ServiceOption(Typed):
-    """The ports exposed for every replica at <job>-<type>-<rank>."""
+    """The ports exposed for every replica: a headless Service <job>-<type>-<rank> per replica."""
 
     __slots__ = ("ports",)
     FIELDS = (
@@ -133,7 +133,7 @@ class GenericJobSpec(Typed):
         Field("success_rules", "successRules", ListOf(DictOf(ListOf(Either(INT, STR)))), factory=list),
         Field("failure_rules", "failureRules", ListOf(DictOf(ListOf(Either(INT, STR)))), factory=list),
         Field("service", "service", Opt(Nested(ServiceOption)), None),
-        Field("clean_up_policy", "cleanUpPolicy", OneOf("All", "Unfinished", "None"), "Unfinished"),
+        Field("clean_up_policy", "cleanUpPolicy", OneOf("All", "Unfinished", "None"), "None"),
         Field("run_mode", "runMode", Opt(Nested(RunMode)), None),
         Field("scheduler", "scheduler", Opt(Nested(SchedulePolicy)), None),
     )
@@ -201,24 +201,74 @@ class TensorBoardLogPVC(Typed):
     )
 
 
+class SecretRef(Typed):
+    """A Secret in the job's namespace, by name."""
+
+    __slots__ = ("name",)
+    FIELDS = (
+        Field("name", "name", STR),
+    )
+
+
+class TensorBoardLogS3(Typed):
+    """T9k's S3 log source. Accepted for T9k compatibility; flatjob does not mount it (FJ321)."""
+
+    __slots__ = ("secret_ref", "uri")
+    FIELDS = (
+        Field("secret_ref", "secretRef", Opt(Nested(SecretRef)), None),
+        Field("uri", "uri", ListOf(STR), factory=list),
+    )
+
+
+class TensorBoardLogHTTP(Typed):
+    """T9k's HTTP log source. Accepted for T9k compatibility; flatjob does not mount it (FJ321)."""
+
+    __slots__ = ("url",)
+    FIELDS = (
+        Field("url", "url", ListOf(STR), factory=list),
+    )
+
+
 class TensorBoardLogDir(Typed):
     """Where TensorBoard reads logs from."""
 
-    __slots__ = ("pvc",)
+    __slots__ = ("http", "pvc", "s3")
     FIELDS = (
         Field("pvc", "pvc", ListOf(Nested(TensorBoardLogPVC)), factory=list),
+        Field("s3", "s3", Opt(Nested(TensorBoardLogS3)), None),
+        Field("http", "http", Opt(Nested(TensorBoardLogHTTP)), None),
+    )
+
+
+class TensorBoardQueue(Typed):
+    """T9k Scheduler settings of the TensorBoard pod: its queue."""
+
+    __slots__ = ("queue",)
+    FIELDS = (
+        Field("queue", "queue", STR),
+    )
+
+
+class TensorBoardScheduler(Typed):
+    """Which scheduler places the TensorBoard pod; unset means the default kube-scheduler."""
+
+    __slots__ = ("t9k_scheduler",)
+    FIELDS = (
+        Field("t9k_scheduler", "t9kScheduler", Opt(Nested(TensorBoardQueue)), None),
     )
 
 
 class TensorBoardSpec(Typed):
-    """A TensorBoard shown next to the job, reading its logs from PVCs."""
+    """A TensorBoard shown next to the job: a Deployment and a Service reading its logs from PVCs."""
 
-    __slots__ = ("image", "log_dir", "resources", "training_log_filesets")
+    __slots__ = ("image", "log_dir", "resources", "scheduler", "suspend", "training_log_filesets")
     FIELDS = (
         Field("image", "image", STR),
         Field("training_log_filesets", "trainingLogFilesets", ListOf(STR), factory=list),
         Field("log_dir", "logDir", Opt(Nested(TensorBoardLogDir)), None),
         Field("resources", "resources", Opt(DictOf(ANY)), None),
+        Field("suspend", "suspend", BOOL, False),
+        Field("scheduler", "scheduler", Opt(Nested(TensorBoardScheduler)), None),
     )
 
 
@@ -459,10 +509,15 @@ __all__ = [
     "RunType",
     "SSHConfig",
     "SchedulePolicy",
+    "SecretRef",
     "ServiceOption",
     "T9kScheduler",
     "TensorBoardLogDir",
+    "TensorBoardLogHTTP",
     "TensorBoardLogPVC",
+    "TensorBoardLogS3",
+    "TensorBoardQueue",
+    "TensorBoardScheduler",
     "TensorBoardSpec",
     "TorchConfig",
     "TorchrunConfig",

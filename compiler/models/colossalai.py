@@ -46,7 +46,9 @@ class ColossalAIReplicaSpec(T9kModel):
 
     type: Literal["launcher", "worker"] = Field(description="launcher (exactly one pod) or worker.")
     replicas: NonNegInt = Field(1, description="Number of pods; the launcher always has one.")
-    restart_policy: ReplicaRestartPolicy | None = Field(None, description="Accepted for T9k compatibility; ColossalAI pods cannot re-join, so failures are not restarted.")
+    restart_policy: ReplicaRestartPolicy | None = Field(
+        None, description="Accepted for T9k compatibility and ignored: a restarted pod cannot re-join `colossalai run`, so no ColossalAI pod is restarted (lint warns, FJ320)."
+    )
     template: PodTemplate = Field(description="Kubernetes PodTemplateSpec.")
 
 

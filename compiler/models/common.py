@@ -61,7 +61,7 @@ class PauseMode(T9kModel):
     """Pause mode: the job is kept but its pods are deleted (or not created)."""
 
     enabled: bool = Field(False, description="Whether the job is paused. May be toggled at any time.")
-    resume_specs: list[ResumeSpec] = Field(default_factory=list, description="How each type restarts on resume. Cannot be changed once set.")
+    resume_specs: list[ResumeSpec] = Field(default_factory=list, description="How each type restarts on resume. T9k: cannot be changed (compile warns, FJ322).")
 
 
 class RunMode(T9kModel):
@@ -87,9 +87,9 @@ class SchedulePolicy(T9kModel):
 class ElasticConfig(T9kModel):
     """Elastic training: the number of nodes may change between min and max while the job runs."""
 
-    enabled: bool = Field(False, description="Whether elastic mode is on (PyTorchTrainingJob: torchrun only).")
-    min_replicas: PosInt | None = Field(None, description="Fewest nodes the job runs with. Immutable.")
-    max_replicas: PosInt | None = Field(None, description="Most nodes the job runs with; pods are rendered up to this. Immutable.")
+    enabled: bool = Field(False, description="Whether elastic mode is on (PyTorchTrainingJob: only with torchrun; ignored without it, as T9k ignores it, FJ302).")
+    min_replicas: PosInt | None = Field(None, description="Fewest nodes the job runs with. T9k: cannot change once the job exists (compile warns, FJ322).")
+    max_replicas: PosInt | None = Field(None, description="Most nodes the job runs with; pods are rendered up to this. T9k: cannot change once the job exists (FJ322).")
     expected_replicas: PosInt | None = Field(None, description="Nodes wanted now; default maxReplicas. May be changed in git or by `kubectl scale`.")
 
 
@@ -97,9 +97,9 @@ class RunPolicy(T9kModel):
     """Run policy of PyTorchTrainingJob and DeepSpeedJob."""
 
     active_deadline_seconds: PosInt | None = Field(None, description="Seconds from job start after which the job fails.")
-    backoff_limit: NonNegInt = Field(3, description="Restarts allowed, summed over all replicas, before the job fails.")
+    backoff_limit: NonNegInt = Field(3, description="Restarts allowed, summed over all replicas, before the job fails (a DeepSpeed group restart counts once).")
     clean_up_policy: Literal["All", "Unfinished", "None"] = Field(
-        "Unfinished", description="Pods deleted after the job finishes: All, Unfinished (still running) or None."
+        "Unfinished", description="Pods deleted after the job finishes: All, Unfinished (still running) or None. T9k documents no default here; flatjob frees the GPUs of pods still running."
     )
 
 
@@ -117,21 +117,56 @@ class TensorBoardLogPVC(T9kModel):
     sub_path: list[str] = Field(default_factory=list, description="Paths inside the PVC holding event files.")
 
 
+class SecretRef(T9kModel):
+    """A Secret in the job's namespace, by name."""
+
+    name: str = Field(description="Secret name.")
+
+
+class TensorBoardLogS3(T9kModel):
+    """T9k's S3 log source. Accepted for T9k compatibility; flatjob does not mount it (FJ321)."""
+
+    secret_ref: SecretRef | None = Field(None, description="Secret with the S3 endpoint and keys (T9k's layout).")
+    uri: list[str] = Field(default_factory=list, description="S3 object URIs of the logs.")
+
+
+class TensorBoardLogHTTP(T9kModel):
+    """T9k's HTTP log source. Accepted for T9k compatibility; flatjob does not mount it (FJ321)."""
+
+    url: list[str] = Field(default_factory=list, description="URLs of the log files.")
+
+
 class TensorBoardLogDir(T9kModel):
     """Where TensorBoard reads logs from."""
 
-    pvc: list[TensorBoardLogPVC] = Field(default_factory=list, description="PVCs with training logs.")
+    pvc: list[TensorBoardLogPVC] = Field(default_factory=list, description="PVCs with training logs; each is mounted read-only.")
+    s3: TensorBoardLogS3 | None = Field(None, description="S3 logs: not rendered by flatjob (lint warns, FJ321).")
+    http: TensorBoardLogHTTP | None = Field(None, description="HTTP logs: not rendered by flatjob (lint warns, FJ321).")
+
+
+class TensorBoardQueue(T9kModel):
+    """T9k Scheduler settings of the TensorBoard pod: its queue."""
+
+    queue: str = Field(description="Queue the TensorBoard pod waits in (label scheduler.tensorstack.dev/queue).")
+
+
+class TensorBoardScheduler(T9kModel):
+    """Which scheduler places the TensorBoard pod; unset means the default kube-scheduler."""
+
+    t9k_scheduler: TensorBoardQueue | None = Field(None, alias="t9kScheduler", description="Use T9k Scheduler with this queue.")
 
 
 class TensorBoardSpec(T9kModel):
-    """A TensorBoard shown next to the job, reading its logs from PVCs."""
+    """A TensorBoard shown next to the job: a Deployment and a Service reading its logs from PVCs."""
 
     image: str = Field(description="Image that runs tensorboard.")
     training_log_filesets: list[str] = Field(
-        default_factory=list, description="Deprecated log locations, each t9k://pvc/<pvc>/<path>."
+        default_factory=list, description="Deprecated log locations, each t9k://pvc/<pvc>/<path> (t9k://minio/... is not rendered, FJ321)."
     )
-    log_dir: TensorBoardLogDir | None = Field(None, description="Log locations on PVCs.")
+    log_dir: TensorBoardLogDir | None = Field(None, description="Log locations; PVCs are rendered.")
     resources: Resources | None = Field(None, description="Container resources (Kubernetes ResourceRequirements).")
+    suspend: bool = Field(False, description="Keep the TensorBoard's Service but run no pod (the Deployment has 0 replicas).")
+    scheduler: TensorBoardScheduler | None = Field(None, description="Scheduler choice for the TensorBoard pod; unset means kube-scheduler.")
 
 
 RestartPolicyName = Literal["Never", "OnFailure", "Always", "ExitCode"]
@@ -141,4 +176,4 @@ class ReplicaRestartPolicy(T9kModel):
     """GenericJob/ColossalAIJob restart policy: what to do when a replica fails, and how often."""
 
     policy: Literal["Never", "OnFailure", "Always"] = Field("OnFailure", description="Never, OnFailure or Always.")
-    limit: NonNegInt = Field(0, description="Restarts allowed for this replica type.")
+    limit: NonNegInt = Field(0, description="Restarts allowed for each replica of this type (T9k: the maximum restarts of this replica).")

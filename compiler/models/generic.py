@@ -24,9 +24,9 @@ class GenericReplicaSpec(T9kModel):
 
 
 class ServiceOption(T9kModel):
-    """The ports exposed for every replica at <job>-<type>-<rank>."""
+    """The ports exposed for every replica: a headless Service <job>-<type>-<rank> per replica."""
 
-    ports: list[ServicePort] = Field(default_factory=list, description="Kubernetes ServicePorts; names are used by $(service.port[name]).")
+    ports: list[ServicePort] = Field(default_factory=list, description="Kubernetes ServicePorts of every replica's Service; names are used by $(service.port[name]).")
 
 
 class GenericJobSpec(T9kModel):
@@ -35,8 +35,10 @@ class GenericJobSpec(T9kModel):
     replica_specs: list[GenericReplicaSpec] = Field(min_length=1, description="The replica groups.")
     success_rules: list[FinishRule] = Field(default_factory=list, description="The job succeeds when all replicas of any one rule succeeded. Default: every replica.")
     failure_rules: list[FinishRule] = Field(default_factory=list, description="The job fails when all replicas of any one rule failed for good.")
-    service: ServiceOption | None = Field(None, description="Expose ports per replica; enables $(service...) variables.")
-    clean_up_policy: Literal["All", "Unfinished", "None"] = Field("Unfinished", description="Pods deleted after the job finishes.")
+    service: ServiceOption | None = Field(None, description="Expose every replica as <job>-<type>-<rank> in the namespace; enables $(service...) variables.")
+    clean_up_policy: Literal["All", "Unfinished", "None"] = Field(
+        "None", description="Pods deleted after the job finishes: None (keep every pod; T9k API reference's default), Unfinished (those still running) or All."
+    )
     run_mode: RunMode | None = Field(None, description="Debug or pause mode.")
     scheduler: SchedulePolicy | None = Field(None, description="Scheduler choice; unset means kube-scheduler.")
 

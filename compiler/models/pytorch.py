@@ -24,7 +24,7 @@ class PyTorchReplicaSpec(T9kModel):
     type: str = Field(description="Replica type, e.g. master, worker, node, ps. The first spec's replica 0 is the master.")
     replicas: NonNegInt = Field(1, description="Number of pods of this type.")
     restart_policy: RestartPolicyName = Field(
-        "Never", description="Never, OnFailure, Always or ExitCode (retry only on 130, 137, 138, 143). The pod's own restartPolicy is forced to Never."
+        "Never", description="Never, OnFailure, Always or ExitCode (retry only on 130, 137, 138, 143); each replica of this type restarts alone, by this policy. The pod's own restartPolicy is forced to Never."
     )
     scaling_weight: NonNegInt | None = Field(None, description="Elastic mode: share of the nodes given to this type (default: its replicas).")
     template: PodTemplate = Field(description="Kubernetes PodTemplateSpec for these pods.")
@@ -35,7 +35,7 @@ class TorchrunConfig(T9kModel):
 
     enabled: bool = Field(False, description="Rewrite the training container's command to torchrun <options> <args>.")
     max_restarts: NonNegInt = Field(0, description="torchrun --max-restarts: worker-group restarts inside a pod.")
-    proc_per_node: str = Field("1", description="torchrun --nproc-per-node: a number, or 'gpu' for the replica's GPU count.")
+    proc_per_node: str = Field("1", description="torchrun --nproc-per-node: a number; 'gpu' (the replica's GPU count); 'cpu' or 'auto' (passed on to torchrun).")
     rdzv_backend: Literal["c10d", "etcd", "etcd-v2"] = Field("c10d", description="Rendezvous backend: c10d (built in), etcd or etcd-v2 (user-provided).")
     extra_options: list[str] = Field(default_factory=list, description="More torchrun options, placed before the script.")
     min_nodes: int | None = Field(None, description="Deprecated and ignored (shown in one T9k example); use spec.elastic.", exclude=True)
@@ -46,8 +46,8 @@ class PyTorchTrainingJobSpec(T9kModel):
 
     replica_specs: list[PyTorchReplicaSpec] = Field(min_length=1, description="The replica groups; order sets global ranks.")
     torchrun_config: TorchrunConfig | None = Field(None, description="Use torchrun to launch training.")
-    elastic: ElasticConfig | None = Field(None, description="Elastic training (torchrun only).")
-    tensorboard_spec: TensorBoardSpec | None = Field(None, description="A TensorBoard for the training logs.")
+    elastic: ElasticConfig | None = Field(None, description="Elastic training; effective only with torchrun (T9k), ignored otherwise (FJ302).")
+    tensorboard_spec: TensorBoardSpec | None = Field(None, description="A TensorBoard for the training logs: a Deployment and Service <job>-tensorboard (T9k: a TensorBoard object).")
     run_policy: RunPolicy = Field(default_factory=RunPolicy, description="Deadline, backoff limit and clean-up.")
     run_mode: RunMode | None = Field(None, description="Debug or pause mode.")
     scheduler: SchedulePolicy | None = Field(None, description="Scheduler choice; unset means kube-scheduler.")

@@ -66,16 +66,26 @@ class JobCondition(T9kModel):
     observed_generation: int | None = Field(None, description="Record generation this condition describes.")
 
 
+class DependentReference(T9kModel):
+    """The object that shows the job's TensorBoard (flatjob: the Deployment git holds)."""
+
+    api_version: str | None = Field(None, description="apps/v1 (T9k: tensorstack.dev/v1beta1).")
+    kind: str | None = Field(None, description="Deployment (T9k: TensorBoard).")
+    name: str | None = Field(None, description="<job>-tensorboard.")
+    namespace: str | None = Field(None, description="The job's namespace.")
+    uid: str | None = Field(None, description="UID of the object, when known.")
+
+
 class DependentStatus(T9kModel):
-    """Status of an object the job created (the TensorBoard)."""
+    """T9k's DependentStatus of an object the job has (the TensorBoard)."""
 
     name: str | None = None
-    dependent: dict | None = Field(None, description="Object reference.")
-    ready: bool | None = None
-    reason: str | None = None
-    action: str | None = None
-    note: str | None = None
-    type: str | None = None
+    dependent: DependentReference | None = Field(None, description="Which object.")
+    ready: bool | None = Field(None, description="Whether it is ready (false while not observed).")
+    reason: str | None = Field(None, description="DependentReady, DependentNotReady or DependentUnknown (not observed yet).")
+    action: str | None = Field(None, description="NOP: the runtime never changes the object (git owns it).")
+    note: str | None = Field(None, description="Human-readable state, e.g. TensorBoard [<name>] is ready.")
+    type: str | None = Field(None, description="Normal or Warning.")
 
 
 class JobStatus(T9kModel):
@@ -86,6 +96,6 @@ class JobStatus(T9kModel):
     conditions: list[JobCondition] = Field(default_factory=list, description="Observed conditions.")
     phase: Phase | None = Field(None, description="Pending, Running, Paused, Resuming, Succeeded, Failed or Unknown.")
     backoff_count: int = Field(0, description="Restarts performed so far, counted against backoffLimit.")
-    tensorboard: DependentStatus | None = Field(None, description="TensorBoard status (PyTorchTrainingJob).")
+    tensorboard: DependentStatus | None = Field(None, description="TensorBoard status (PyTorchTrainingJob with a rendered tensorboardSpec).")
     observed_generation: int | None = Field(None, description="Record generation the runtime last acted on.")
     runtime: dict[str, Any] | None = Field(None, description="The runtime's crash-safe ledger (restarts counted by pod UID, attempt, releases).")

@@ -53,10 +53,11 @@ class PodPlan:
 
 @dataclass(frozen=True)
 class ServicePlan:
-    """The job's one headless Service."""
+    """The job's headless Service, and whether every pod also gets its own (GenericJob spec.service)."""
 
     name: str
     ports: tuple[dict[str, Any], ...] = ()
+    per_replica: bool = False  # a headless Service named as each pod, so T9k's <job>-<type>-<rank> resolves
 
 
 @dataclass(frozen=True)

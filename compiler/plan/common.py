@@ -42,9 +42,17 @@ def local_address(position: int) -> str:
 
 
 def elastic_of(job: Any) -> ElasticConfig | None:
-    """The job's elastic config when enabled, else None."""
+    """The job's elastic config when it is in effect, else None.
+
+    A PyTorchTrainingJob's elastic config is "effective only in torchrun mode" (T9k API
+    reference): without torchrun it is ignored, and lint warns (FJ302).
+    """
     e = getattr(job.spec, "elastic", None)
-    return e if e is not None and e.enabled else None
+    if e is None or not e.enabled:
+        return None
+    if isinstance(job, PyTorchTrainingJob) and not (job.spec.torchrun_config is not None and job.spec.torchrun_config.enabled):
+        return None
+    return e
 
 
 def elastic_weights(job: Any, specs: list[tuple[str, int]]) -> list[tuple[str, int]]:

@@ -9,21 +9,25 @@ from ..jobtypes import GenericJob
 from ..options import CompileOptions
 from ..substitution import Context, substitute
 from . import ContainerPatch, JobPlan, PodPlan, ServicePlan
-from .common import address, base_pods, layout, mode_patch, pod_name, release_counts, run_mode_name
+from .common import base_pods, layout, mode_patch, pod_name, release_counts, run_mode_name
 
 
 def context(job: GenericJob, addresses: dict[tuple[str, int], str] | None = None) -> Context:
-    """What $(...) variables resolve against for this job (`addresses`: planned (type, rank) -> address)."""
+    """What $(...) variables resolve against for this job.
+
+    $(service.<type>[<rank>].host) is T9k's documented replica name `<job>-<type>-<rank>`,
+    which the replica's own Service makes resolvable from any pod in the namespace
+    (render/service.py); `addresses` overrides it (run-local's loopback addresses).
+    """
     ports = None
     if job.spec.service is not None:
         ports = {p["name"]: p["port"] for p in job.spec.service.ports if "name" in p}
-    service = job.metadata.name
     known = addresses or {}
     return Context(
         job.metadata.name,
         {r.type: r.replicas for r in job.spec.replica_specs},
         ports,
-        lambda t, r: known.get((t, r)) or address(pod_name(job.metadata.name, t, r), service),
+        lambda t, r: known.get((t, r)) or pod_name(job.metadata.name, t, r),
     )
 
 
@@ -54,7 +58,7 @@ def plan_generic(job: GenericJob, options: CompileOptions) -> JobPlan:
     service = job.metadata.name
     lay = layout(job, [(r.type, r.replicas, r.template) for r in job.spec.replica_specs])
     planned = base_pods(job, lay, service, local=options.local_addresses)
-    ctx = context(job, {(p.type, p.index): p.address for p in planned})
+    ctx = context(job, {(p.type, p.index): p.address for p in planned} if options.local_addresses else None)
     pods: list[PodPlan] = []
     for pod in planned:
         patch, drop, skip = mode_patch(job.spec.run_mode, pod.type, ("sleep", "inf"), ContainerPatch())
@@ -62,4 +66,5 @@ def plan_generic(job: GenericJob, options: CompileOptions) -> JobPlan:
         pods.append(replace(pod, template=template, patch=patch, drop_init_containers=drop, skip_init_on_resume=skip))
     ports = tuple(dict(p) for p in job.spec.service.ports) if job.spec.service is not None else ()
     _, gang = release_counts(job, len(pods))
-    return JobPlan(job, options, ServicePlan(service, ports), tuple(pods), min_member=gang, run_mode=run_mode_name(job.spec.run_mode))
+    per_replica = job.spec.service is not None  # T9k: every replica at <job>-<type>-<rank>
+    return JobPlan(job, options, ServicePlan(service, ports, per_replica), tuple(pods), min_member=gang, run_mode=run_mode_name(job.spec.run_mode))

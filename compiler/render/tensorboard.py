@@ -1,4 +1,11 @@
-"""spec.tensorboardSpec as a plain Deployment and Service reading the log PVCs (no T9k needed)."""
+"""spec.tensorboardSpec as a plain Deployment and Service reading the log PVCs (no T9k needed).
+
+T9k creates a `TensorBoard` object, which needs T9k's operator; flatjob renders what that
+object would run: one tensorboard pod mounting the log PVCs read-only, and a Service.  The pod
+is hardened like the runtime's (non-root, no service-account token, read-only root, no
+capabilities); tensorboard writes only its info file, in an emptyDir at /tmp.  Log sources
+flatjob cannot mount (S3, HTTP, t9k://minio filesets) are left out, and lint says so (FJ321).
+"""
 
 from __future__ import annotations
 
@@ -8,10 +15,15 @@ from typing import Any
 from .. import keys
 from ..plan import JobPlan
 from .meta import common_labels, metadata
+from .scheduling import T9K_SCHEDULER_NAME
 
 TB_PORT = 6006
 MOUNT_ROOT = "/t9k/tensorboard"
+TB_USER = 65532  # the runtime's non-root uid; tensorboard only reads the mounted logs
 _T9K_URL = re.compile(r"t9k://pvc/([^/]+)(/.*)?")
+# Defaults used when tensorboardSpec.resources is unset: a request, so the pod is scheduled
+# where it fits, and no limit, so a large log folder is never OOM-killed by a guess.
+DEFAULT_REQUESTS = {"cpu": "100m", "memory": "256Mi"}
 
 
 def tensorboard_name(job: str) -> str:
@@ -20,7 +32,7 @@ def tensorboard_name(job: str) -> str:
 
 
 def log_locations(spec: Any) -> list[tuple[str, str]]:
-    """(pvc, path inside it) for every log location, deprecated filesets first, deduplicated."""
+    """(pvc, path inside it) for every PVC log location, deprecated filesets first, deduplicated."""
     out: list[tuple[str, str]] = []
     for url in spec.training_log_filesets:
         m = _T9K_URL.fullmatch(url)
@@ -40,38 +52,63 @@ def tensorboard_args(locations: list[tuple[str, str]]) -> list[str]:
     return [logdir, "--host=0.0.0.0", f"--port={TB_PORT}"]
 
 
-def render_tensorboard(plan: JobPlan) -> list[dict[str, Any]]:
-    """Deployment + Service for the job's TensorBoard, or nothing when none is asked for."""
-    spec = getattr(plan.job.spec, "tensorboard_spec", None)
-    if spec is None:
-        return []
-    locations = log_locations(spec)
-    if not locations:
-        return []
-    name = tensorboard_name(plan.name)
-    labels = {**common_labels(plan, "tensorboard"), keys.RUNTIME_FOR: plan.name, keys.ROLE: "tensorboard"}
-    match = {keys.RUNTIME_FOR: plan.name, keys.ROLE: "tensorboard"}
-    pvcs = list(dict.fromkeys(pvc for pvc, _ in locations))
-    container: dict[str, Any] = {
+def _probe(period: int, failures: int) -> dict[str, Any]:
+    return {"httpGet": {"path": "/", "port": "http"}, "periodSeconds": period, "failureThreshold": failures}
+
+
+def _container(spec: Any, locations: list[tuple[str, str]], pvcs: list[str]) -> dict[str, Any]:
+    mounts = [{"name": f"logs-{i}", "mountPath": f"{MOUNT_ROOT}/{pvc}", "readOnly": True} for i, pvc in enumerate(pvcs)]
+    return {
         "name": "tensorboard",
         "image": spec.image,
         "command": ["tensorboard"],
         "args": tensorboard_args(locations),
         "ports": [{"name": "http", "containerPort": TB_PORT, "protocol": "TCP"}],
-        "readinessProbe": {"httpGet": {"path": "/", "port": "http"}, "periodSeconds": 10},
-        "volumeMounts": [{"name": f"logs-{i}", "mountPath": f"{MOUNT_ROOT}/{pvc}", "readOnly": True} for i, pvc in enumerate(pvcs)],
+        "readinessProbe": _probe(10, 3),
+        "livenessProbe": _probe(30, 6),  # a slow first load of a large log folder is not a crash
+        "resources": spec.resources or {"requests": dict(DEFAULT_REQUESTS)},
+        "securityContext": {"allowPrivilegeEscalation": False, "readOnlyRootFilesystem": True, "capabilities": {"drop": ["ALL"]}},
+        "volumeMounts": [*mounts, {"name": "tmp", "mountPath": "/tmp"}],
     }
-    if spec.resources:
-        container["resources"] = spec.resources
+
+
+def _scheduling(spec: Any) -> tuple[dict[str, str], dict[str, Any]]:
+    """T9k Scheduler for a lone pod: the queue label and schedulerName (T9k manual, use-queue.md)."""
+    t9k = spec.scheduler.t9k_scheduler if spec.scheduler is not None else None
+    if t9k is None:
+        return {}, {}
+    return {keys.T9K_QUEUE: t9k.queue}, {"schedulerName": T9K_SCHEDULER_NAME}
+
+
+def render_tensorboard(plan: JobPlan) -> list[dict[str, Any]]:
+    """Deployment + Service for the job's TensorBoard, or nothing when it has no PVC to read."""
+    spec = getattr(plan.job.spec, "tensorboard_spec", None)
+    if spec is None:
+        return []
+    locations = log_locations(spec)
+    if not locations:
+        return []  # nothing flatjob can mount: lint warns (FJ321)
+    name = tensorboard_name(plan.name)
+    labels = {**common_labels(plan, "tensorboard"), keys.RUNTIME_FOR: plan.name, keys.ROLE: "tensorboard"}
+    match = {keys.RUNTIME_FOR: plan.name, keys.ROLE: "tensorboard"}
+    pvcs = list(dict.fromkeys(pvc for pvc, _ in locations))
     volumes = [{"name": f"logs-{i}", "persistentVolumeClaim": {"claimName": pvc, "readOnly": True}} for i, pvc in enumerate(pvcs)]
+    sched_labels, sched_spec = _scheduling(spec)
+    pod_spec = {
+        "automountServiceAccountToken": False,
+        "securityContext": {"runAsNonRoot": True, "runAsUser": TB_USER, "runAsGroup": TB_USER, "seccompProfile": {"type": "RuntimeDefault"}},
+        **sched_spec,
+        "containers": [_container(spec, locations, pvcs)],
+        "volumes": [*volumes, {"name": "tmp", "emptyDir": {}}],
+    }
     deployment = {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
         "metadata": metadata(plan, name, labels),
         "spec": {
-            "replicas": 1,
+            "replicas": 0 if spec.suspend else 1,  # suspend: T9k keeps the Service, deletes the pod
             "selector": {"matchLabels": match},
-            "template": {"metadata": {"labels": labels}, "spec": {"containers": [container], "volumes": volumes}},
+            "template": {"metadata": {"labels": {**labels, **sched_labels}}, "spec": pod_spec},
         },
     }
     service = {

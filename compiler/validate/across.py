@@ -1,9 +1,10 @@
 """Checks across jobs, the same in lint and compile: what only the set of inputs can show.
 
 - FJ315: two jobs with one namespace and name (they would share an output folder and a record);
-- FJ319: two jobs whose objects share a kind, namespace and name (job `a` with replica type
+- FJ323: two jobs whose objects share a kind, namespace and name (job `a` with replica type
   `b-c` and job `a-b` with type `c` both render pod `a-b-c-0`; job `a-tensorboard`'s Service
-  is job `a`'s TensorBoard Service);
+  is job `a`'s TensorBoard Service; a GenericJob with spec.service has a Service per pod,
+  named as the pod, which a job of that name would also have);
 - FJ105: more pods in all than flatjob renders in one run.
 
 Only Pods and Services can collide between jobs of different names: every other object is
@@ -20,7 +21,7 @@ from collections.abc import Iterable, Iterator
 from typing import Any
 
 from ..errors import Diagnostic
-from ..jobtypes import ColossalAIJob
+from ..jobtypes import ColossalAIJob, GenericJob
 from ..limits import DEFAULT as DEFAULT_LIMITS
 from ..loader import Document, PathT
 from ..plan.common import pod_name
@@ -64,17 +65,21 @@ def object_names(job: Any) -> Iterator[tuple[str, str, PathT]]:
     yield "Service", name, ("metadata", "name")
     if getattr(job.spec, "tensorboard_spec", None) is not None:
         yield "Service", tensorboard_name(name), ("spec", "tensorboardSpec")
+    per_replica = isinstance(job, GenericJob) and job.spec.service is not None  # a Service named as each pod
     counts = pod_counts(job)
     for g in groups(job):
         if isinstance(job, ColossalAIJob) and g.type == "launcher":
             yield "Pod", f"{name}-launcher", g.path
             continue
+        where = (*g.path, "type") if g.template is not None else g.path
         for index in range(counts.get(g.type, 0)):
-            yield "Pod", pod_name(name, g.type, index), (*g.path, "type") if g.template is not None else g.path
+            yield "Pod", pod_name(name, g.type, index), where
+            if per_replica:
+                yield "Service", pod_name(name, g.type, index), where
 
 
 def name_collisions(jobs: Iterable[tuple[Document, Any]]) -> list[Diagnostic]:
-    """FJ319 where a job renders an object an earlier job in its namespace already renders."""
+    """FJ323 where a job renders an object an earlier job in its namespace already renders."""
     owners: dict[tuple[str, str, str], tuple[Document, Any]] = {}
     out: list[Diagnostic] = []
     for doc, job in jobs:
@@ -84,7 +89,7 @@ def name_collisions(jobs: Iterable[tuple[Document, Any]]) -> list[Diagnostic]:
             if first is not job:
                 line = first_doc.locate(("metadata", "name")).line
                 at = f"line {line}" if first_doc.path == doc.path else f"{first_doc.path}:{line}"
-                out.append(doc.diagnostic("FJ319", f"{kind} {name!r} is also rendered by job {first.metadata.name!r} ({at})", path if _exists(doc, path) else ("metadata", "name"), hint="rename one of the jobs or replica types"))
+                out.append(doc.diagnostic("FJ323", f"{kind} {name!r} is also rendered by job {first.metadata.name!r} ({at})", path if _exists(doc, path) else ("metadata", "name"), hint="rename one of the jobs or replica types"))
                 break  # one finding per pair of jobs is enough
     return out
 

@@ -11,9 +11,10 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from ..errors import Diagnostic, Severity
-from ..jobtypes import ColossalAIJob, DeepSpeedJob, ElasticConfig, GenericJob, PyTorchTrainingJob
+from ..jobtypes import ColossalAIJob, DeepSpeedJob, GenericJob, PyTorchTrainingJob
 from ..limits import DEFAULT as DEFAULT_LIMITS
 from ..loader import Document, PathT
+from ..plan.common import elastic_of
 from ..plan.elastic import allocation
 from ..podtemplate import containers_of, training_index
 from ..substitution import Context, RefError, find_refs, is_ours, resolve
@@ -33,7 +34,11 @@ DEEPSPEED_CONFLICTS = {
     "--hostfile": "flatjob provides the hostfile at /t9k/hostfile",
     "-H": "flatjob provides the hostfile at /t9k/hostfile",
 }
+# torchrun --nproc_per_node takes a number or one of these words (torch >= 1.13, distributed/run.py);
+# flatjob resolves 'gpu' to the container's GPU limit and passes the others on.
+PROC_PER_NODE_WORDS = ("gpu", "cpu", "auto")
 _T9K_PVC_URL = re.compile(r"t9k://pvc/([^/]+)(/.*)?")
+_T9K_MINIO_URL = re.compile(r"t9k://minio/[^/]+/[^/]+(/.*)?")  # t9k://minio/<secret>/<bucket>/<path>
 # $(service...[$(rank)]...): ours, with another $( before it closes; $$( is an escape.
 _NESTED_REF = re.compile(r"(?<!\$)\$\((?=(?:service|replicas)[^()]*\$\()")
 _UNCLOSED_REF = re.compile(r"(?<!\$)\$\((?:type|rank|replicas|service)[^()]*$")
@@ -49,9 +54,9 @@ def _decimal(text: str) -> bool:
 
 def pod_counts(job: Any) -> dict[str, int]:
     """Pods rendered per replica type: replicas, or the elastic share of maxReplicas."""
-    elastic: ElasticConfig | None = getattr(job.spec, "elastic", None)
+    elastic = elastic_of(job)
     gs = groups(job)
-    if elastic is not None and elastic.enabled and elastic.max_replicas:
+    if elastic is not None and elastic.max_replicas:
         return allocation(elastic_weights(job), elastic.max_replicas)
     return {g.type: g.replicas for g in gs}
 
@@ -82,8 +87,8 @@ def job_namespace(job: Any, doc: Document) -> Iterator[Diagnostic]:
 
 def planned_pods(job: Any) -> tuple[int, PathT]:
     """How many pods the job renders, and the field that asks for the most of them."""
-    elastic: ElasticConfig | None = getattr(job.spec, "elastic", None)
-    if elastic is not None and elastic.enabled and elastic.max_replicas:
+    elastic = elastic_of(job)
+    if elastic is not None and elastic.max_replicas:
         return elastic.max_replicas, ("spec", "elastic", "maxReplicas")
     gs = groups(job)
     biggest = max(gs, key=lambda g: g.replicas, default=None)
@@ -248,8 +253,8 @@ def container_images(job: Any, doc: Document) -> Iterator[Diagnostic]:
 
 
 def elastic_range(job: Any, doc: Document) -> Iterator[Diagnostic]:
-    e: ElasticConfig | None = job.spec.elastic
-    if e is None or not e.enabled:
+    e = elastic_of(job)  # an elastic config that is ignored (FJ302) is not checked
+    if e is None:
         return
     base = ("spec", "elastic")
     for field, value in (("minReplicas", e.min_replicas), ("maxReplicas", e.max_replicas)):
@@ -269,10 +274,13 @@ def elastic_range(job: Any, doc: Document) -> Iterator[Diagnostic]:
 
 
 def elastic_needs_torchrun(job: PyTorchTrainingJob, doc: Document) -> Iterator[Diagnostic]:
+    """T9k ignores elastic without torchrun ("effective only in torchrun mode"); so does flatjob."""
     e = job.spec.elastic
-    tr = job.spec.torchrun_config
-    if e is not None and e.enabled and not (tr is not None and tr.enabled):
-        yield doc.diagnostic("FJ302", "elastic training needs torchrun: set spec.torchrunConfig.enabled: true", ("spec", "elastic", "enabled"))
+    if e is not None and e.enabled and elastic_of(job) is None:
+        yield doc.diagnostic(
+            "FJ302", "spec.elastic is ignored without torchrun: the job runs the replicas of its replicaSpecs, not an elastic range",
+            ("spec", "elastic", "enabled"), severity=Severity.WARNING, hint="set spec.torchrunConfig.enabled: true to train elastically",
+        )
 
 
 def torchrun_fields(job: PyTorchTrainingJob, doc: Document) -> Iterator[Diagnostic]:
@@ -281,8 +289,9 @@ def torchrun_fields(job: PyTorchTrainingJob, doc: Document) -> Iterator[Diagnost
         return
     base = ("spec", "torchrunConfig")
     ppn = tr.proc_per_node
-    if not (ppn == "gpu" or (_decimal(ppn) and int(ppn) >= 1)):
-        yield doc.diagnostic("FJ308", f"procPerNode {ppn!r} must be a positive integer (as a string) or 'gpu'", (*base, "procPerNode"), hint=did_you_mean(ppn, ["gpu"]))
+    if not (ppn in PROC_PER_NODE_WORDS or (_decimal(ppn) and int(ppn) >= 1)):
+        words = ", ".join(repr(w) for w in PROC_PER_NODE_WORDS)
+        yield doc.diagnostic("FJ308", f"procPerNode {ppn!r} must be a positive integer (as a string) or one of {words}", (*base, "procPerNode"), hint=did_you_mean(ppn, PROC_PER_NODE_WORDS))
     if tr.min_nodes is not None:
         yield doc.diagnostic("FJ206", "torchrunConfig.minNodes is not used; the node range comes from spec.elastic", (*base, "minNodes"), key=True, severity=Severity.WARNING)
     if not tr.enabled:
@@ -291,22 +300,64 @@ def torchrun_fields(job: PyTorchTrainingJob, doc: Document) -> Iterator[Diagnost
         idx = training_index(job.kind, g.template)
         if idx is None:
             continue
-        args = containers_of(g.template)[idx].get("args")
+        container = containers_of(g.template)[idx]
+        args, command = container.get("args"), container.get("command")
+        path = (*g.template_path, "spec", "containers", idx)
         if not args:
-            path = (*g.template_path, "spec", "containers", idx)
             yield doc.diagnostic(
                 "FJ316", "torchrun mode runs `torchrun <options> <args>`: the training container needs the script in args",
                 path, key=True, hint="move the script from command to args, e.g. command: [python], args: [train.py, ...]",
             )
+        elif isinstance(command, list) and (dropped := _dropped_by_torchrun(command)):
+            yield doc.diagnostic(
+                "FJ316", f"torchrun mode ignores the container's command (T9k): {' '.join(map(str, dropped))!r} is not run, only args are",
+                (*path, "command"), severity=Severity.WARNING, hint="move it into args, e.g. command: [python], args: [train.py, ...]",
+            )
+    if tr.rdzv_backend != "c10d" and not _flags_given(tr.extra_options, "--rdzv_endpoint"):
+        yield doc.diagnostic(
+            "FJ319", f"rdzvBackend {tr.rdzv_backend} uses your etcd server, but extraOptions names none: torchrun would look for etcd at the master pod",
+            (*base, "rdzvBackend"), severity=Severity.WARNING, hint="add --rdzv_endpoint=<etcd-host>:<port> to spec.torchrunConfig.extraOptions",
+        )
+
+
+_INTERPRETER = re.compile(r"(?:.*/)?python(?:\d+(?:\.\d+)?)?")
+
+
+def _dropped_by_torchrun(command: list[Any]) -> list[Any]:
+    """What of a command torchrun mode drops beyond the documented `command: [python]`."""
+    if command and isinstance(command[0], str) and _INTERPRETER.fullmatch(command[0]):
+        return command[1:]
+    return command
+
+
+def _flags_given(options: list[str], flag: str) -> bool:
+    """Whether torchrun options set `flag` (either spelling, `--f=v` or `--f v`)."""
+    spellings = {flag, flag.replace("_", "-")}
+    return any(o.partition("=")[0] in spellings for o in options)
 
 
 def tensorboard(job: PyTorchTrainingJob, doc: Document) -> Iterator[Diagnostic]:
+    """Log locations: t9k://pvc is mounted; T9k's MinIO, S3 and HTTP sources are not (FJ321)."""
     tb = job.spec.tensorboard_spec
     if tb is None:
         return
+    base = ("spec", "tensorboardSpec")
+    unmounted = "flatjob mounts only PVCs (T9k's TensorBoard operator reads the others)"
     for i, url in enumerate(tb.training_log_filesets):
-        if not _T9K_PVC_URL.fullmatch(url):
-            yield doc.diagnostic("FJ317", f"log location {url!r} is not of the form t9k://pvc/<pvc>/<path>", ("spec", "tensorboardSpec", "trainingLogFilesets", i))
+        if _T9K_MINIO_URL.fullmatch(url):
+            yield doc.diagnostic("FJ321", f"log location {url!r} is not shown: {unmounted}", (*base, "trainingLogFilesets", i), severity=Severity.WARNING, hint="copy the logs to a PVC and name it t9k://pvc/<pvc>/<path>")
+        elif not _T9K_PVC_URL.fullmatch(url):
+            yield doc.diagnostic("FJ317", f"log location {url!r} is not of the form t9k://pvc/<pvc>/<path>", (*base, "trainingLogFilesets", i))
+    log_dir = tb.log_dir
+    for source in ("s3", "http"):
+        if log_dir is not None and getattr(log_dir, source) is not None:
+            yield doc.diagnostic("FJ321", f"logDir.{source} is not shown: {unmounted}", (*base, "logDir", source), key=True, severity=Severity.WARNING, hint="use logDir.pvc")
+    has_pvc = any(_T9K_PVC_URL.fullmatch(u) for u in tb.training_log_filesets) or (log_dir is not None and bool(log_dir.pvc))
+    if not has_pvc:
+        yield doc.diagnostic(
+            "FJ321", "tensorboardSpec names no PVC log location, so flatjob renders no TensorBoard", base, key=True,
+            severity=Severity.WARNING, hint="add logDir.pvc: [{name: <pvc>, subPath: [<path>]}]",
+        )
 
 
 # --- DeepSpeedJob ------------------------------------------------------------------------
@@ -401,6 +452,18 @@ def colossalai_worker_container(job: ColossalAIJob, doc: Document) -> Iterator[D
             yield doc.diagnostic(
                 "FJ310", f"ColossalAIJob workers need a container named 'worker' (found {found})",
                 (*g.template_path, "spec", "containers"), key=True, hint=did_you_mean(str(cs[0].get("name")), ["worker"]),
+            )
+
+
+def colossalai_restart_policy(job: ColossalAIJob, doc: Document) -> Iterator[Diagnostic]:
+    """T9k's API reference defaults restartPolicy to OnFailure, its manual says ColossalAI pods
+    are not restarted (a restarted pod cannot re-join `colossalai run`): flatjob follows the manual."""
+    for i, r in enumerate(job.spec.replica_specs or []):
+        rp = r.restart_policy
+        if rp is not None and (rp.policy != "Never" or rp.limit > 0):
+            yield doc.diagnostic(
+                "FJ320", f"restartPolicy {rp.policy} is ignored: a restarted pod cannot re-join `colossalai run`, so no ColossalAI pod is restarted and a failed {r.type} fails the job",
+                ("spec", "replicaSpecs", i, "restartPolicy"), key=True, severity=Severity.WARNING, hint="remove restartPolicy, or set policy: Never",
             )
 
 
@@ -510,7 +573,7 @@ COMMON: tuple[Rule, ...] = (job_name, job_namespace, metadata_labels, flatjob_an
 RULES: dict[type, tuple[Rule, ...]] = {
     PyTorchTrainingJob: (*COMMON, elastic_range, elastic_needs_torchrun, torchrun_fields, tensorboard),
     DeepSpeedJob: (*COMMON, elastic_range, deepspeed_run, deepspeed_other_args, reserved_paths),
-    ColossalAIJob: (colossalai_shape, *COMMON, colossalai_worker_container, colossalai_extra_args, reserved_paths),
+    ColossalAIJob: (colossalai_shape, *COMMON, colossalai_worker_container, colossalai_extra_args, colossalai_restart_policy, reserved_paths),
     GenericJob: (*COMMON, finish_rules, references),
 }
 

@@ -59,6 +59,7 @@ class World:
     secret_exists: bool = True
     secret_is_ours: bool = True  # False when the user named an existing Secret
     podgroup_exists: bool = True
+    tensorboard_ready: bool | None = None  # the TensorBoard Deployment's readiness, once observed
 
 
 def _housekeep(job: JobView, pods: Mapping[str, PodState], led: Ledger) -> Ledger:
@@ -168,7 +169,7 @@ def reconcile(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, world:
         cd = decide_cleanup(job, pods, led)
         led = cd.ledger
     led = _carry(pods, led).evolve(observed_generation=job.generation)
-    status = build_status(job, pods, led, previous_status, now, wait)
+    status = build_status(job, pods, led, previous_status, now, wait, world.tensorboard_ready)
     before = (previous_status or {}).get("phase")
     if before != status["phase"]:
         kind = "Warning" if status["phase"] == "Failed" else "Normal"

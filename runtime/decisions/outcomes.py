@@ -23,6 +23,7 @@ class Failure:
     type: str
     code: int
     reason: str  # human words: "failed with exit code 1", "was deleted before it finished"
+    exit_code: int | None = None  # the training container's own exit code, when it has one
 
 
 @dataclass(frozen=True)
@@ -51,7 +52,7 @@ def observe(job: JobView, pods: Mapping[str, PodState], ledger: Ledger) -> Outco
             what = f"failed with exit code {code}" if pod.exit_code is not None else f"was lost ({pod.reason or 'evicted'})"
             if pod.exit_code is not None and code != pod.exit_code:
                 what = f"failed with exit code {pod.exit_code} (effective {code})"
-            failures.append(Failure(name, uid, spec.type, code, what))
+            failures.append(Failure(name, uid, spec.type, code, what, pod.exit_code))
     return Outcomes(tuple(succeeded), tuple(failures))
 
 

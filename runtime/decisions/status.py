@@ -1,9 +1,13 @@
 """Build the record's status: T9k's JobStatus shape, plus kstatus conditions and the ledger.
 
-T9k condition types and messages (user manuals): Initialized, Running, ReplicaFailure,
-Completed, Failed, Paused.  For Flux's kstatus and Argo CD: observedGeneration, Ready
-(running as wanted, or succeeded), Reconciling (starting, restarting, resuming) and
-Stalled (failed).  A condition's lastTransitionTime changes only when its status does.
+T9k condition types and messages (user manuals): Initialized, Running, ReplicaFailure (reason
+ErrorInPod, message `Pod[<pod>] exited with error code N`, ucman genericjob.md), Completed,
+Failed, Paused.  Phase Unknown ("the controller cannot obtain the job's phase") while a
+released pod's own phase is Unknown (its node stopped reporting).  For Flux's kstatus and
+Argo CD: observedGeneration, Ready (running as wanted, or succeeded), Reconciling (starting,
+restarting, resuming) and Stalled (failed).  A condition's lastTransitionTime changes only
+when its status does.  status.tensorboard is T9k's DependentStatus for the TensorBoard
+Deployment git holds.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from ..model import JobView, Ledger, PodState
 MSG_INITIALIZED = "The job has been initialized successfully."
 MSG_RUNNING = "All pods are running normally."
 MSG_PAUSED = "All replicas are deleted or being deleted."
+REASON_REPLICA_FAILURE = "ErrorInPod"  # T9k's reason (ucman genericjob.md)
 
 
 def rfc3339(ts: float) -> str:
@@ -32,15 +37,27 @@ def _replica_phase(name: str, pod: PodState | None, ledger: Ledger) -> str:
     return pod.phase if pod.phase in ("Pending", "Running", "Succeeded", "Failed") else "Unknown"
 
 
+def _released_now(pods: Mapping[str, PodState], ledger: Ledger) -> list[PodState]:
+    """The observed incarnations this attempt released (not those being deleted)."""
+    return [p for n, uid in sorted(ledger.released.items()) if (p := pods.get(n)) is not None and p.uid == uid and not p.deleting]
+
+
+def unknown_pods(pods: Mapping[str, PodState], ledger: Ledger) -> list[str]:
+    """Released pods whose phase is Unknown: their node no longer reports them."""
+    return [p.name for p in _released_now(pods, ledger) if p.phase == "Unknown"]
+
+
 def phase(job: JobView, pods: Mapping[str, PodState], ledger: Ledger) -> str:
-    """Pending, Running, Paused, Resuming, Succeeded or Failed."""
+    """Pending, Running, Paused, Resuming, Succeeded, Failed or Unknown."""
     if ledger.outcome:
         return ledger.outcome
     if ledger.paused:
         return "Paused"
     if ledger.resuming:
         return "Resuming"
-    running = any((p := pods.get(n)) is not None and p.uid == uid and p.phase == "Running" for n, uid in ledger.released.items())
+    if unknown_pods(pods, ledger):
+        return "Unknown"
+    running = any(p.phase == "Running" for p in _released_now(pods, ledger))
     return "Running" if running else "Pending"
 
 
@@ -59,10 +76,12 @@ def _conditions(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, wait
     done = ledger.outcome is not None
     reason = ledger.reason or "-"
     message = ledger.message or ""
+    if ph == "Unknown":
+        wait = f"The phase of {', '.join(unknown_pods(pods, ledger))} is Unknown: the node does not report it."
     out = [
         ("Initialized", "True", "-", MSG_INITIALIZED) if ledger.start_time is not None else ("Initialized", "False", "Initializing", wait or "Waiting for the job's pods."),
-        ("Running", "False", reason, message) if done else ("Running", "True", "-", MSG_RUNNING) if ph == "Running" else ("Running", "False", ph, wait or ph),
-        ("ReplicaFailure", "True", "ReplicaFailed", ledger.replica_failed) if ledger.replica_failed else ("ReplicaFailure", "False", "-", MSG_RUNNING),
+        ("Running", "False", reason, message) if done else ("Running", "True", "-", MSG_RUNNING) if ph == "Running" else ("Running", "Unknown" if ph == "Unknown" else "False", ph, wait or ph),
+        ("ReplicaFailure", "True", REASON_REPLICA_FAILURE, ledger.replica_failed) if ledger.replica_failed else ("ReplicaFailure", "False", "-", MSG_RUNNING),
         ("Completed", "True", "Succeeded", message) if ledger.outcome == "Succeeded" else ("Completed", "False", reason if failed else "-", message if failed else "The job has not finished."),
         ("Failed", "True", reason, message) if failed else ("Failed", "False", ledger.outcome or "-", message if done else "The job has not failed."),
         ("Paused", "True", "Paused", MSG_PAUSED) if ledger.paused else ("Paused", "False", "-", "The job is not paused."),
@@ -73,7 +92,26 @@ def _conditions(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, wait
     return out
 
 
-def build_status(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, previous: Mapping[str, Any] | None, now: float, wait: str | None = None) -> dict[str, Any]:
+def tensorboard_status(job: JobView, ready: bool | None) -> dict[str, Any] | None:
+    """T9k's DependentStatus for the TensorBoard, naming the Deployment that stands in for T9k's
+    TensorBoard object; `ready` is None until the runtime observes the Deployment."""
+    if job.tensorboard is None:
+        return None
+    dependent = {"apiVersion": "apps/v1", "kind": "Deployment", "name": job.tensorboard}
+    if job.namespace:
+        dependent["namespace"] = job.namespace
+    reason, note, kind = {
+        True: ("DependentReady", "is ready", "Normal"),
+        False: ("DependentNotReady", "is not ready", "Warning"),
+        None: ("DependentUnknown", "is not observed by the runtime", "Normal"),
+    }[ready]
+    return {"action": "NOP", "dependent": dependent, "note": f"TensorBoard [{job.tensorboard}] {note}", "ready": bool(ready), "reason": reason, "type": kind}
+
+
+def build_status(
+    job: JobView, pods: Mapping[str, PodState], ledger: Ledger, previous: Mapping[str, Any] | None, now: float, wait: str | None = None,
+    tensorboard_ready: bool | None = None,
+) -> dict[str, Any]:
     """The whole status document for one reconcile cycle."""
     prev = {c.get("type"): c for c in (previous or {}).get("conditions") or [] if isinstance(c, dict)}
     conditions = []
@@ -108,4 +146,7 @@ def build_status(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, pre
     }
     if job.generation is not None:
         status["observedGeneration"] = job.generation
+    tensorboard = tensorboard_status(job, tensorboard_ready)
+    if tensorboard is not None:
+        status["tensorboard"] = tensorboard
     return status

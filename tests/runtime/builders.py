@@ -27,7 +27,7 @@ NOW = 1_000_000.0
 KIND_DEFAULTS: dict[str, dict[str, Any]] = {
     "PyTorchTrainingJob": {
         "types": {"master": 1, "worker": 2},
-        "scope": "group",
+        "scope": "pod",  # replicas restart by their own policy (T9k), torchrun or not
         "decider": "first",
         "backoff_limit": 3,
         "cleanup": "Unfinished",
@@ -40,7 +40,7 @@ KIND_DEFAULTS: dict[str, dict[str, Any]] = {
         "scope": "pod",
         "decider": "rule",
         "backoff_limit": None,
-        "cleanup": "Unfinished",
+        "cleanup": "None",  # T9k's API reference: None is GenericJob's default
         "launcher_kind": None,
         "policy": "OnFailure",
         "wave1": (),
@@ -196,7 +196,7 @@ def running_ledger(job: JobView, **fields: Any) -> Ledger:
 def failure(pod_name: str, code: int, *, rtype: str | None = None, incarnation: int = 1, reason: str | None = None) -> Failure:
     """One failed incarnation as outcomes.observe reports it."""
     rtype = rtype or pod_name.split("-")[1]
-    return Failure(pod_name, uid(pod_name, incarnation), rtype, code, reason or f"failed with exit code {code}")
+    return Failure(pod_name, uid(pod_name, incarnation), rtype, code, reason or f"failed with exit code {code}", code if reason is None else None)
 
 
 def conditions(status: Mapping[str, Any]) -> dict[str, dict[str, Any]]:

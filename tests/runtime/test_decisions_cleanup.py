@@ -2,6 +2,9 @@
 
 - cleanUpPolicy All / Unfinished / None, and ColossalAI's cleanUpWorkers (Workers) x pod phase;
 - a deadline or restart-limit failure stops unfinished pods whatever the policy says;
+- a ColossalAIJob failed by a worker stops its other unfinished workers, keeps the launcher;
+- GenericJob's default is None (T9k's API reference): a replica still running after the
+  success rule was met keeps running, with its logs;
 - clean-up happens once: pods recreated later (by a GitOps tool) are never cleaned.
 """
 
@@ -74,4 +77,40 @@ def test_pods_already_deleting_or_draining_are_left_alone() -> None:
 def test_nothing_present_still_marks_cleanup_done() -> None:
     job = job_view("PyTorchTrainingJob", cleanup="All")
     d = decide_cleanup(job, {}, Ledger(outcome="Succeeded", reason="Succeeded"))
+    assert d.delete == () and d.ledger.cleaned_up
+
+
+# --- ColossalAI: a failed worker fails the job; the other workers stop (T9k fidelity, row 4) ----
+
+# failed pods (ledger.failed), policy: pods deleted
+COLOSSAL = [
+    (("j-worker-3",), "None", ("j-worker-0", "j-worker-1", "j-worker-4")),  # unfinished workers; launcher kept
+    (("j-worker-3",), "Workers", ("j-worker-0", "j-worker-1", "j-worker-2", "j-worker-3", "j-worker-4")),  # cleanUpWorkers: all workers
+    (("j-launcher",), "None", ()),  # the launcher decided: T9k's cleanUpWorkers false keeps the workers
+]
+
+
+@pytest.mark.parametrize(("failed", "policy", "deleted"), COLOSSAL, ids=["worker-failed", "worker-failed-cleanUpWorkers", "launcher-failed"])
+def test_colossalai_worker_failure_stops_the_other_workers(failed: tuple[str, ...], policy: str, deleted: tuple[str, ...]) -> None:
+    job = job_view("ColossalAIJob", types=JOB_TYPES, cleanup=policy)
+    pods = {**PODS, "j-launcher": pod("j-launcher", "Running")}
+    d = decide_cleanup(job, pods, Ledger(outcome="Failed", reason="Failed", failed=failed))
+    assert tuple(sorted(d.delete)) == deleted
+    assert "j-launcher" not in d.delete  # its log says how the run ended
+
+
+def test_only_colossalai_stops_the_others_when_a_member_fails() -> None:
+    """A GenericJob under None keeps every pod after a failure rule (T9k's documented None)."""
+    job = job_view("GenericJob", types={"worker": 2})
+    assert job.cleanup == "None"
+    pods = observed(pod("j-worker-0", "Failed", exit=1), pod("j-worker-1", "Running"))
+    d = decide_cleanup(job, pods, Ledger(outcome="Failed", reason="Failed", failed=("j-worker-0",)))
+    assert d.delete == ()
+
+
+def test_generic_default_keeps_a_replica_running_after_success() -> None:
+    """T9k GenericJob API reference: "None: (default) no resources reclamation"."""
+    job = job_view("GenericJob", types={"worker": 2})
+    pods = observed(pod("j-worker-0", "Succeeded"), pod("j-worker-1", "Running"))
+    d = decide_cleanup(job, pods, Ledger(outcome="Succeeded", reason="Succeeded"))
     assert d.delete == () and d.ledger.cleaned_up

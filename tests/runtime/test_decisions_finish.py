@@ -167,3 +167,22 @@ def test_string_ranks_from_the_spec_become_integers() -> None:
     assert decide_success(job, Ledger(succeeded=("rules-worker-0", "rules-worker-1"))) == SUCCEEDED
     got = decide_failure(job, Ledger(failed=("rules-master-0",)), None, False, NOW)
     assert got == FinishDecision("Failed", "Failed", 'The job is failed with rule: { "master": [0] }')
+
+
+def test_a_failure_rule_counts_a_replica_only_once_it_will_not_restart() -> None:
+    """UM: replicas "failed or out of restarts", UC: "failed": a replica that failed and is
+    being restarted has not failed yet (docs/architecture.md §7)."""
+    from flatjob.runtime.decisions.restart import decide_restart
+
+    from .builders import all_running, pod, running_ledger
+
+    job = job_view("GenericJob", types={"worker": 2}, failure_rules=({"worker": (0,)},), rules={"worker": RestartRule("OnFailure", 1)})
+    pods = {**all_running(job), "j-worker-0": pod("j-worker-0", "Failed", exit=1)}
+    first = decide_restart(job, pods, running_ledger(job), (failure("j-worker-0", 1),), NOW)
+    assert first.restarted == ("j-worker-0",)
+    assert decide_failure(job, first.ledger, first.fatal, first.exhausted, NOW).outcome is None
+    again = {**pods, "j-worker-0": pod("j-worker-0", "Failed", exit=1, incarnation=2)}
+    led = first.ledger.evolve(released={**first.ledger.released, "j-worker-0": "uid-j-worker-0#2"})
+    second = decide_restart(job, again, led, (failure("j-worker-0", 1, incarnation=2),), NOW + 60)
+    assert second.ledger.failed == ("j-worker-0",)
+    assert decide_failure(job, second.ledger, second.fatal, second.exhausted, NOW + 60).message == 'The job is failed with rule: { "worker": [0] }'

@@ -81,7 +81,7 @@ def test_builder_defaults_match_compiled_records(kind: str) -> None:
     ("spec", "scope", "launcher"),
     [
         pytest.param("torchrun", "pod", "torchrun", id="torchrun-is-pod-scoped"),
-        pytest.param("PyTorchTrainingJob", "group", None, id="plain-ddp-is-group-scoped"),
+        pytest.param("PyTorchTrainingJob", "pod", None, id="plain-ddp-restarts-replicas-by-their-own-policy"),
     ],
 )
 def test_pytorch_scope_follows_torchrun(spec: str, scope: str, launcher: str | None) -> None:
@@ -98,3 +98,16 @@ def test_generic_rules_carry_the_type_limit() -> None:
 def test_colossalai_launcher_is_first_and_named_without_index() -> None:
     job = compiled("ColossalAIJob")
     assert job.pods[0].name == "j-launcher" and job.pods[0].type == "launcher"
+
+
+def test_elastic_without_torchrun_is_ignored_as_t9k_ignores_it() -> None:
+    """T9k API reference: elastic "is effective only in torchrun mode" (lint warns, FJ302):
+    the job renders and runs its replicas, not maxReplicas, and is not resized."""
+    text = "apiVersion: batch.tensorstack.dev/v1beta1\nmetadata: {name: j}\n" + SPECS["PyTorchTrainingJob"].replace(
+        "spec:\n", "spec:\n  elastic: {enabled: true, minReplicas: 1, maxReplicas: 6, expectedReplicas: 5}\n", 1
+    )
+    objects = compile_text(text)
+    assert sorted(o["metadata"]["name"] for o in objects if o["kind"] == "Pod") == ["j-master-0", "j-worker-0", "j-worker-1"]
+    job = record_job_view(next(o for o in objects if o["apiVersion"].startswith("flatjob.dev/")))
+    assert (job.target, job.min_nodes, job.elastic) == (None, None, False)
+    assert [p.seat for p in job.pods] == [None, None, None]

@@ -192,9 +192,9 @@ def test_settled_pods_are_never_released_again(settled: str) -> None:
 
 
 def test_draining_blocks_a_group_scoped_job() -> None:
-    job = job_view("PyTorchTrainingJob")
-    pods = observed(pod("j-master-0", "Running", deleting=True), pod("j-worker-0"), pod("j-worker-1"))
-    led = Ledger(attempt=2, draining=(uid("j-master-0"),))
+    job = job_view("DeepSpeedJob", wave1=())
+    pods = observed(pod("j-worker-0", "Running", deleting=True), pod("j-worker-1"), pod("j-worker-2"))
+    led = Ledger(attempt=2, draining=(uid("j-worker-0"),))
     d = release(job, pods, led)
     assert d.release == ()
     assert d.wait == "waiting for 1 pod(s) of the previous attempt to terminate"

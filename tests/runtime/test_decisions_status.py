@@ -1,7 +1,9 @@
 """The record's status: runtime.decisions.status.build_status.
 
-- every phase (Pending, Running, Paused, Resuming, Succeeded, Failed) with T9k's condition set
-  and messages, and the kstatus conditions (Ready, Reconciling, Stalled) Flux and Argo CD read;
+- every phase (Pending, Running, Paused, Resuming, Succeeded, Failed, Unknown) with T9k's
+  condition set and messages (ReplicaFailure: ErrorInPod, `Pod[<pod>] exited with error code N`),
+  and the kstatus conditions (Ready, Reconciling, Stalled) Flux and Argo CD read;
+- status.tensorboard: T9k's DependentStatus for the TensorBoard Deployment;
 - lastTransitionTime changes only when a condition's status does;
 - aggregate counts per replica phase, tasks with restartCount, observedGeneration, the ledger.
 """
@@ -12,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from flatjob.compiler.models.status import JobStatus
 from flatjob.runtime.decisions.finish import SUCCEEDED
 from flatjob.runtime.decisions.status import (
     MSG_INITIALIZED,
@@ -28,6 +31,7 @@ JOB = job_view("PyTorchTrainingJob")
 NAMES = ("j-master-0", "j-worker-0", "j-worker-1")
 RELEASED = {n: uid(n) for n in NAMES}
 FAILED_MSG = "PyTorchTrainingJob j has failed: j-master-0 failed with exit code 1"
+REPLICA_MSG = "Pod[j-master-0] exited with error code 1"  # T9k's wording (ucman genericjob.md)
 WAIT = "waiting for 1 of 3 pod(s) to exist before starting them together"
 
 
@@ -49,8 +53,12 @@ STATES: dict[str, tuple[dict[str, PodState], Ledger, str | None, str]] = {
     "succeeded": (everything("Succeeded"), Ledger(outcome="Succeeded", reason="Succeeded", message=SUCCEEDED.message, start_time=NOW), None, "Succeeded"),
     "failed": (
         observed(pod("j-master-0", "Failed", exit=1), pod("j-worker-0", "Running"), pod("j-worker-1", "Running")),
-        Ledger(outcome="Failed", reason="Failed", message=FAILED_MSG, replica_failed="j-master-0 failed with exit code 1", start_time=NOW),
+        Ledger(outcome="Failed", reason="Failed", message=FAILED_MSG, replica_failed=REPLICA_MSG, start_time=NOW),
         None, "Failed",
+    ),
+    "unknown": (  # a node stopped reporting: the controller cannot tell the job's phase
+        observed(pod("j-master-0", "Running"), pod("j-worker-0", "Unknown", gated=False), pod("j-worker-1", "Running")),
+        Ledger(released=RELEASED, start_time=NOW), None, "Unknown",
     ),
     "backoff-limit": (
         everything("Failed", exit=137),
@@ -61,7 +69,7 @@ STATES: dict[str, tuple[dict[str, PodState], Ledger, str | None, str]] = {
 
 TYPES = ("Initialized", "Running", "ReplicaFailure", "Completed", "Failed", "Paused", "Ready", "Reconciling", "Stalled")
 
-# state: statuses of TYPES in order (T = True, F = False)
+# state: statuses of TYPES in order (T = True, F = False, U = Unknown)
 CONDITION_TABLE = {
     "pending":              "F F F F F F F T F",
     "released-not-started": "T F F F F F F T F",
@@ -71,6 +79,7 @@ CONDITION_TABLE = {
     "resuming":             "T F F F F F F T F",
     "succeeded":            "T F F T F F T F F",
     "failed":               "T F T F T F F F T",
+    "unknown":              "T U F F F F F T F",
     "backoff-limit":        "T F F F T F F F T",
 }
 
@@ -87,7 +96,8 @@ def test_phase(state: str) -> None:
 
 @pytest.mark.parametrize("state", list(CONDITION_TABLE))
 def test_condition_set(state: str) -> None:
-    expected = dict(zip(TYPES, ("True" if s == "T" else "False" for s in CONDITION_TABLE[state].split()), strict=True))
+    words = {"T": "True", "F": "False", "U": "Unknown"}
+    expected = dict(zip(TYPES, (words[s] for s in CONDITION_TABLE[state].split()), strict=True))
     got = {c["type"]: c["status"] for c in build(state)["conditions"]}
     assert list(got) == list(TYPES)
     assert got == expected
@@ -116,7 +126,8 @@ def reason_message(state: str, ctype: str) -> tuple[str, str]:
         ("failed", "Failed", "Failed", FAILED_MSG),
         ("failed", "Completed", "Failed", FAILED_MSG),
         ("failed", "Stalled", "Failed", FAILED_MSG),
-        ("failed", "ReplicaFailure", "ReplicaFailed", "j-master-0 failed with exit code 1"),
+        ("failed", "ReplicaFailure", "ErrorInPod", REPLICA_MSG),
+        ("unknown", "Running", "Unknown", "The phase of j-worker-0 is Unknown: the node does not report it."),
         ("backoff-limit", "Failed", "BackoffLimitExceeded", FAILED_MSG + "; restart limit 3 reached"),
     ],
     ids=lambda v: v if isinstance(v, str) and len(v) < 20 else None,
@@ -213,3 +224,45 @@ def test_no_generation_no_observed_generation() -> None:
     st = build_status(job_view(generation=None), {}, Ledger(), None, NOW)
     assert "observedGeneration" not in st
     assert all("observedGeneration" not in c for c in st["conditions"])
+
+
+# --- T9k fidelity: restartCount after a group restart, status.tensorboard ----------------------
+
+def test_restart_count_sums_the_replicas_restarted_by_a_group_restart() -> None:
+    """T9k: restartCount is "the restarts of the replicas of this type, summed"."""
+    from flatjob.runtime.decisions.restart import decide_restart
+
+    from .builders import all_running, failure, running_ledger
+
+    job = job_view("DeepSpeedJob")
+    pods = {**all_running(job), "j-worker-2": pod("j-worker-2", "Failed", exit=137)}
+    led = decide_restart(job, pods, running_ledger(job), (failure("j-worker-2", 137),), NOW).ledger
+    st = build_status(job, pods, led, None, NOW)
+    assert [(t["type"], t["restartCount"]) for t in st["tasks"]] == [("worker", 3)]
+    assert st["backoffCount"] == 1
+
+
+@pytest.mark.parametrize(
+    ("ready", "reason", "note", "kind"),
+    [
+        (True, "DependentReady", "TensorBoard [j-tensorboard] is ready", "Normal"),
+        (False, "DependentNotReady", "TensorBoard [j-tensorboard] is not ready", "Warning"),
+        (None, "DependentUnknown", "TensorBoard [j-tensorboard] is not observed by the runtime", "Normal"),
+    ],
+)
+def test_tensorboard_status_is_t9ks_dependent_status(ready: bool | None, reason: str, note: str, kind: str) -> None:
+    job = job_view(tensorboard="j-tensorboard")
+    st = build_status(job, {}, Ledger(), None, NOW, tensorboard_ready=ready)
+    assert st["tensorboard"] == {
+        "action": "NOP",
+        "dependent": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "j-tensorboard", "namespace": "default"},
+        "note": note,
+        "ready": bool(ready),
+        "reason": reason,
+        "type": kind,
+    }
+    JobStatus.model_validate(st)  # the shape the CRD declares
+
+
+def test_no_tensorboard_no_status_tensorboard() -> None:
+    assert "tensorboard" not in build_status(job_view(), {}, Ledger(), None, NOW)
