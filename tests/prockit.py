@@ -79,7 +79,10 @@ class Proc:
 
 
 def _table() -> dict[int, Proc]:
-    out = {}
+    """Every process, from /proc (none where there is no /proc: the check is Linux's)."""
+    out: dict[int, Proc] = {}
+    if not os.path.isdir("/proc/self"):
+        return out
     for name in os.listdir("/proc"):
         if not name.isdigit():
             continue
