@@ -28,6 +28,7 @@ class CompileOptions:
     runtime_image: str = f"{DEFAULT_IMAGE_REPOSITORY}:{__version__}"
     flux: bool = True  # annotate pods with kustomize.toolkit.fluxcd.io/ssa: IfNotPresent
     local_addresses: bool = False  # run-local: each pod's address is its own loopback IP, not a DNS name
+    local_block: int = 1  # run-local: the pods' addresses are 127.0.<block>.1 onwards
 
     def problems(self) -> dict[str, str]:
         """Option name -> why its value cannot be used (the namespace also names an output folder)."""

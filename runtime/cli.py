@@ -93,10 +93,12 @@ def run_local_command(job_file: str, job_name: str | None, overlays: tuple[str, 
     """Run a job on this machine: every pod's containers as local processes (Linux).
 
     The job is compiled exactly as `flatjob compile` does, except that every pod's address
-    is its own loopback IP (127.0.1.1, 127.0.1.2, ...); env, commands and torchrun flags are
+    is its own loopback IP (127.0.1.1, 127.0.1.2, ...); env, commands and launcher flags are
     the rendered ones. The runtime's own decisions release, restart and finish the job, so
     restart policies, backoffLimit, success/failure rules and deadlines behave as in a
     cluster. Logs go to stdout as `[pod] line`; a status table goes to stderr.
+    DeepSpeedJob and ColossalAIJob run with a real sshd per pod on port 22 of its address
+    (as root; with openssh-server, pdsh, deepspeed or colossalai installed).
 
     \b
     Out of reach here, by design:
@@ -104,7 +106,6 @@ def run_local_command(job_file: str, job_name: str | None, overlays: tuple[str, 
         environment that has your framework installed); a container needs a command
       - GPUs: everything runs on CPU (use gloo; lower procPerNode / --replicas-scale)
       - volumes: not mounted; paths in the job refer to this machine's filesystem
-      - DeepSpeedJob, ColossalAIJob: their launchers need sshd in every pod (exit 2)
       - a program that binds 0.0.0.0 on a fixed port in several pods collides here
     Docs: docs/run-local.md.
 

@@ -7,15 +7,16 @@
   spec.ssh.sshdPath, so `deepspeed_job`/`colossalai_job` take the stub's path (`sshd=`);
 - `Scripts`: the ConfigMap materialised in a temp folder; `run()`/`start()` execute
   `/bin/sh <script>` (dash on Debian: a strict POSIX shell) with FLATJOB_DIR, FLATJOB_HOSTFILE,
-  FLATJOB_RUN_HOSTFILE and DS_ENV_FILE pointing into it; `Run` holds what the stubs saw;
-- `deepspeed_env(text)`: DeepSpeed's own reading of .deepspeed_env; `listeners(...)`: TCP
-  listeners on loopback addresses, standing in for peers' sshd.
+  FLATJOB_RUN_HOSTFILE, FLATJOB_SSH_DIR, FLATJOB_SSHD_CONFIG, FLATJOB_POD_ENV and TMPDIR
+  pointing into it; `Run` holds what the stubs saw;
+- `listeners(...)`: TCP listeners on loopback addresses, standing in for peers' sshd.
 
 Used by tests/test_scripts_*.py.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -217,13 +218,18 @@ class Scripts:
         self.dir.mkdir(parents=True, exist_ok=True)
         for name, text in data.items():
             (self.dir / name).write_text(text, encoding="utf-8")
+            (self.dir / name).chmod(0o755)  # the ConfigMap volume's defaultMode
         self.bin = bin_dir
         self.log = root / "stub.log"
         self.cwd = root / "cwd"
         self.cwd.mkdir(exist_ok=True)
         self.hostfile = self.dir / "hostfile"
         self.run_hostfile = root / "run-hostfile"
-        self.env_file = root / "deepspeed_env"
+        self.pod_env = root / "pod-env"
+        self.ssh_dir = root / "ssh"
+        self.sshd_config = root / "sshd_config"
+        self.tmp = root / "tmp"
+        self.tmp.mkdir(exist_ok=True)
 
     def environ(self, extra: dict[str, str] | None = None) -> dict[str, str]:
         env = {
@@ -233,7 +239,10 @@ class Scripts:
             "FLATJOB_DIR": str(self.dir),
             "FLATJOB_HOSTFILE": str(self.hostfile),
             "FLATJOB_RUN_HOSTFILE": str(self.run_hostfile),
-            "DS_ENV_FILE": str(self.env_file),
+            "FLATJOB_SSH_DIR": str(self.ssh_dir),
+            "FLATJOB_SSHD_CONFIG": str(self.sshd_config),
+            "FLATJOB_POD_ENV": str(self.pod_env),
+            "TMPDIR": str(self.tmp),
             "STUB_LOG": str(self.log),
         }
         env.update(extra or {})
@@ -254,10 +263,18 @@ class Scripts:
         )
 
     def finish(self, proc: subprocess.Popen[str], started: float | None = None) -> Run:
-        """Wait for a started script (20 s at most) and collect what the stubs saw."""
+        """Wait for a started script (20 s at most) and collect what the stubs saw; stubs left
+        running (a blocking background sshd) are killed, as a pod's end would."""
         started = time.monotonic() if started is None else started
+        try:
+            proc.wait(timeout=20)
+        finally:
+            calls = self.calls()
+            for c in calls:  # they hold the script's output pipes open
+                with contextlib.suppress(OSError):
+                    os.kill(c.pid, signal.SIGKILL)
         out, err = proc.communicate(timeout=20)
-        return Run(proc.returncode, out, err, self.calls(), time.monotonic() - started)
+        return Run(proc.returncode, out, err, calls, time.monotonic() - started)
 
     def run(self, script: str = "launch.sh", env: dict[str, str] | None = None) -> Run:
         started = time.monotonic()
@@ -282,20 +299,6 @@ class Scripts:
 
 
 SIGNALS = {"TERM": signal.SIGTERM, "INT": signal.SIGINT}
-
-
-# --- what the launchers read ------------------------------------------------------------
-
-
-def deepspeed_env(text: str) -> dict[str, str]:
-    """.deepspeed_env as DeepSpeed's runner reads it (runner.py main, launchers.md §2):
-    `key, val = var.split('=', maxsplit=1)` for every line, no comment or blank-line
-    handling (a line without `=` raises), then add_export strips both."""
-    out = {}
-    for line in text.splitlines(keepends=True):
-        key, val = line.split("=", maxsplit=1)
-        out[key.strip()] = val.strip()
-    return out
 
 
 # --- peers --------------------------------------------------------------------------------

@@ -144,17 +144,26 @@ def test_deepspeed_hostfile_paths_and_command() -> None:
     launch = data["launch.sh"]
     line = next(ln for ln in launch.splitlines() if ln.startswith("deepspeed "))
     assert shlex.split(line.removesuffix(" &")) == [
-        "deepspeed", "--hostfile=$FLATJOB_HOSTFILE", "--master_addr=ds-worker-0.ds", "--no_local_rank", "--autotuning=run",
-        "--module", "--master_port=12346", "pkg.train", "--x", "a b",
+        "deepspeed", "--hostfile=$FLATJOB_HOSTFILE", "--master_addr=ds-worker-0.ds", "--force_multi", "--no_local_rank",
+        "--autotuning=run", "--module", "--master_port=12346", "pkg.train", "--x", "a b",
     ]
-    assert 'env_file="${DS_ENV_FILE:-/root/.deepspeed_env}"' in launch
-    assert "exec /usr/sbin/sshd -D -e -p 22" in data["sshd.sh"]
+    assert "deepspeed_env" not in launch  # every pod's sessions load its own env (session.sh)
+    assert '(umask 077 && export -p > "$FLATJOB_POD_ENV")' in data["sshd.sh"]
+    sshd = next(ln for ln in data["sshd.sh"].splitlines() if ln.startswith("exec "))
+    assert shlex.split(sshd) == [
+        "exec", "/usr/sbin/sshd", "-D", "-e", "-p", "22", "-f", "$FLATJOB_SSHD_CONFIG", "-o", "StrictModes=no",
+        "-o", "AuthorizedKeysFile=$FLATJOB_SSH_DIR/authorized_keys", "-o", "ForceCommand=/bin/sh $FLATJOB_DIR/session.sh $FLATJOB_POD_ENV",
+    ]
+    assert "FLATJOB_SSH_DIR=${FLATJOB_SSH_DIR:-/root/.ssh}" in data["sshd.sh"]
     w0 = m[("Pod", "ds-worker-0")]
     mounts = {v["mountPath"]: v for v in container(w0)["volumeMounts"]}
     assert mounts["/t9k/hostfile"]["subPath"] == "hostfile" and "/root/.ssh" in mounts and "/flatjob" in mounts
     assert container(w0)["command"] == ["/bin/sh", "/flatjob/launch.sh"]
     assert container(m[("Pod", "ds-worker-1")])["command"] == ["/bin/sh", "/flatjob/sshd.sh"]
-    assert container(w0)["readinessProbe"]["tcpSocket"] == {"port": 22}
+    # Started (and Ready) once sshd accepts connections, then never probed again: sshd logs
+    # two lines per probe connection.
+    assert container(w0)["startupProbe"] == {"tcpSocket": {"port": 22}, "periodSeconds": 2, "failureThreshold": 300}
+    assert "readinessProbe" not in container(w0)
     ssh = next(v for v in w0["spec"]["volumes"] if v["name"] == "flatjob-ssh")["projected"]
     assert ssh["sources"][0]["secret"]["name"] == "ds-ssh" and ssh["defaultMode"] == 0o600
     assert "StrictHostKeyChecking no" in data["ssh_config"] and "UserKnownHostsFile /dev/null" in data["ssh_config"]
@@ -185,9 +194,9 @@ def test_colossalai_launcher_hostfile_and_command() -> None:
     line = next(ln for ln in data["launch.sh"].splitlines() if ln.startswith("colossalai "))
     assert shlex.split(line.removesuffix(" &")) == [
         "colossalai", "run", "--hostfile=$FLATJOB_HOSTFILE", "--nproc_per_node=4", "--master_addr=cai-worker-0.cai",
-        "--master_port=29500", "--extra_launch_args=max_restarts=0", "train.py", "--config", "c.py",
+        "--master_port=29500", "--extra_launch_args=max_restarts=0", "train.py", "--", "--config", "c.py",
     ]
-    assert "unset HOSTNAME" in data["launch.sh"]
+    assert "for name in FLATJOB_ATTEMPT FLATJOB_RESTART_COUNT FLATJOB_RESUMING HOSTNAME; do unset" in data["launch.sh"]
     assert container(m[("Pod", "cai-launcher")])["workingDir"] == "/work"
 
 

@@ -2,18 +2,24 @@
 
 Covers:
 - `colossalai run --hostfile --nproc_per_node --master_addr --master_port
-  [--extra_launch_args=...] script args`, exact argv, for both spec shapes;
+  [--extra_launch_args=...] script -- args`, exact argv, for both spec shapes; the script's
+  arguments shell-quoted (colossalai joins the remote command unquoted); master_port or
+  master_addr in extraArgs replace flatjob's flag;
 - both shapes render the same launch script, hostfile and sshd script;
-- hostile script args and extraArgs values reach colossalai intact;
-- HOSTNAME is unset in colossalai's environment (it would overwrite the workers'), the rest
-  of the launcher's environment is kept; the launch runs in the launcher's working directory;
+- hostile script args reach the workers' shell intact, as colossalai joins them;
+- per-pod variables (HOSTNAME, FLATJOB_*), the names the worker template sets and values
+  colossalai cannot quote are left out of its environment, the rest is kept; the launch runs
+  in the launcher's working directory;
 - exit codes: colossalai's own, 143 on SIGTERM;
-- sshd.sh (both kinds): `ssh-keygen -A`, then exec `<sshdPath> -D -e -p 22`.
+- sshd.sh (both kinds): `ssh-keygen -A`, the kept environment, then exec `<sshdPath> -D -e -p 22`
+  with StrictModes off, the key mount and session.sh.
+The same scripts run with the real sshd and `colossalai run` in tests/e2e/test_colossalai.py.
 """
 
 from __future__ import annotations
 
 import signal
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +44,8 @@ def bin_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def worker_template() -> dict[str, Any]:
-    return {"spec": {"containers": [container(workingDir="/w")]}}
+    env = [{"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}]
+    return {"spec": {"containers": [container(workingDir="/w", env=env)]}}
 
 
 def old_shape(
@@ -83,9 +90,9 @@ ARGV = [
         ["train.py", "--config", "c.py"],
         [],
         4,
-        ["--nproc_per_node=4", MASTER, PORT, "train.py", "--config", "c.py"],
+        ["--nproc_per_node=4", MASTER, PORT, "train.py", "--", "--config", "c.py"],
     ),
-    ("one-proc", ["train.py"], [], 1, ["--nproc_per_node=1", MASTER, PORT, "train.py"]),
+    ("one-proc", ["train.py"], [], 1, ["--nproc_per_node=1", MASTER, PORT, "train.py", "--"]),
     (
         "split-value",
         ["train.py"],
@@ -97,6 +104,7 @@ ARGV = [
             PORT,
             "--extra_launch_args=max_restarts=3,monitor_interval=5",
             "train.py",
+            "--",
         ],
     ),
     (
@@ -104,7 +112,21 @@ ARGV = [
         ["train.py", "-x"],
         ["--a=1", "--b"],
         2,
-        ["--nproc_per_node=2", MASTER, PORT, "--extra_launch_args=a=1,b", "train.py", "-x"],
+        ["--nproc_per_node=2", MASTER, PORT, "--extra_launch_args=a=1,b", "train.py", "--", "-x"],
+    ),
+    (
+        "user-master-port",
+        ["train.py", "two words", "--master_port", "1"],
+        ["--master_port=29400"],
+        2,
+        ["--nproc_per_node=2", MASTER, "--extra_launch_args=master_port=29400", "train.py", "--", "'two words'", "--master_port", "1"],
+    ),
+    (
+        "user-master-addr",
+        ["-m", "pkg.train", "--lr", "1"],
+        ["--master_addr", "10.0.0.1"],
+        2,
+        ["--nproc_per_node=2", PORT, "--extra_launch_args=master_addr=10.0.0.1", "-m", "pkg.train", "--", "--lr", "1"],
     ),
 ]
 ARGV_IDS = [f"{shape}-{r[0]}" for shape in SHAPES for r in ARGV]
@@ -142,36 +164,35 @@ def test_both_shapes_render_the_same_scripts(
     assert old == new
 
 
-def test_hostile_script_args_and_extra_args_reach_colossalai(tmp_path: Path, bin_dir: Path) -> None:
-    # extraArgs values are joined into one --extra_launch_args string, which colossalai splits
-    # on `,` and a leading `-` starts a new option: values without those pass through intact.
-    values = [v for v in HOSTILE if "," not in v and not v.startswith("-")]
-    extra = [x for i, v in enumerate(values) for x in (f"--k{i}", v)]
-    s = scripts(tmp_path, bin_dir, new_shape(["train.py", *HOSTILE], extra))
+def test_hostile_script_args_reach_the_workers_shell_intact(tmp_path: Path, bin_dir: Path) -> None:
+    # colossalai run joins `torchrun ... script args` with spaces, unquoted, and the worker's
+    # shell runs it: the arguments are passed to colossalai shell-quoted, after `--`.
+    s = scripts(tmp_path, bin_dir, new_shape(["train.py", *HOSTILE], ["--max_restarts=3"]))
     (s.cwd / "glob-bait.py").write_text("")
     run = s.run()
     assert run.code == 0, run.stderr
-    joined = ",".join(f"k{i}={v}" for i, v in enumerate(values))
-    assert run.argv("colossalai") == [
-        "run",
-        f"--hostfile={s.hostfile}",
-        "--nproc_per_node=4",
-        MASTER,
-        PORT,
-        f"--extra_launch_args={joined}",
-        "train.py",
-        *HOSTILE,
-    ]
+    argv = run.argv("colossalai")
+    assert argv[:7] == ["run", f"--hostfile={s.hostfile}", "--nproc_per_node=4", MASTER, PORT, "--extra_launch_args=max_restarts=3", "train.py"]
+    assert argv[7] == "--"
+    joined = " ".join(["printf '%s\\0'", *argv[8:]])  # as colossalai joins them, then a shell
+    out = subprocess.run(["/bin/sh", "-c", joined], cwd=s.cwd, capture_output=True, check=True).stdout
+    assert out.decode().split("\0")[:-1] == HOSTILE
     assert not list(tmp_path.rglob("pwned"))
 
 
-def test_hostname_is_unset_for_colossalai(tmp_path: Path, bin_dir: Path) -> None:
+def test_per_pod_worker_and_unquotable_values_are_left_out(tmp_path: Path, bin_dir: Path) -> None:
     s = scripts(tmp_path, bin_dir, old_shape(["train.py"], []))
-    run = s.run(env={"HOSTNAME": "cai-launcher", "NCCL_DEBUG": "INFO"})
+    env = {
+        "HOSTNAME": "cai-launcher", "FLATJOB_ATTEMPT": "1", "POD_NAME": "cai-launcher",  # per pod; POD_NAME: the worker sets it
+        "NCCL_DEBUG": "INFO", "QUOTE": 'say "hi"', "DOLLAR": "$HOME", "TICK": "`id`", "BACKSLASH": "a\\b",
+    }
+    run = s.run(env=env)
     assert run.code == 0, run.stderr
     (call,) = run.of("colossalai")
-    assert "HOSTNAME" not in call.env
+    assert not {"HOSTNAME", "FLATJOB_ATTEMPT", "POD_NAME", "QUOTE", "DOLLAR", "TICK", "BACKSLASH"} & set(call.env)
     assert call.env["NCCL_DEBUG"] == "INFO" and call.env["PATH"].startswith(str(bin_dir))
+    (line,) = [ln for ln in run.stderr.splitlines() if "cannot quote" in ln]
+    assert sorted(line.split("values of ")[1].split(";")[0].split()) == ["BACKSLASH", "DOLLAR", "QUOTE", "TICK"]
     assert call.cwd == str(s.cwd)  # colossalai run cds the workers into this directory
 
 
@@ -222,9 +243,20 @@ def test_sshd_script_generates_host_keys_then_execs_sshd(
     assert [(c.prog, c.argv) for c in run.calls] == [
         ("ssh-keygen", ["-A"]),
         ("mkdir", ["-p", "/run/sshd"]),
-        ("sshd", ["-D", "-e", "-p", "22"]),
+        ("sshd", [
+            "-D", "-e", "-p", "22", "-f", str(s.sshd_config), "-o", "StrictModes=no",
+            "-o", f"AuthorizedKeysFile={s.ssh_dir}/authorized_keys",
+            "-o", f"ForceCommand=/bin/sh {s.dir}/session.sh {s.pod_env}",
+        ]),
     ]
     assert run.calls[-1].pid == proc.pid  # exec: sshd replaces the script (PID 1 in the pod)
+    assert s.pod_env.is_file()  # the environment kept for ssh sessions
+
+
+def test_ssh_keygen_writes_under_flatjob_ssh_root_when_set(tmp_path: Path, bin_dir: Path) -> None:
+    s = Scripts(tmp_path, sshd_scripts("colossalai", str(bin_dir / "sshd")), bin_dir)
+    run = s.run("sshd.sh", env={"FLATJOB_SSH_ROOT": "/some root"})
+    assert run.argv("ssh-keygen") == ["-A", "-f", "/some root"]
 
 
 def test_sshd_script_fails_when_host_keys_cannot_be_made(tmp_path: Path, bin_dir: Path) -> None:
@@ -235,4 +267,4 @@ def test_sshd_script_fails_when_host_keys_cannot_be_made(tmp_path: Path, bin_dir
 
 def test_sshd_path_is_used_verbatim() -> None:
     data = sshd_scripts("deepspeed", "/opt/my ssh/sbin/sshd")
-    assert "exec '/opt/my ssh/sbin/sshd' -D -e -p 22\n" in data["sshd.sh"]
+    assert "exec '/opt/my ssh/sbin/sshd' -D -e -p 22 -f " in data["sshd.sh"]

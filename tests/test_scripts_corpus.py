@@ -3,13 +3,15 @@
 tests/test_compile_corpus.py already compiles every corpus file, validates every object
 strictly and greps for private keys; this adds what only running shows: each job's launch.sh
 runs under /bin/sh (dash) to its launcher, which receives the user's program and arguments
-exactly as the spec lists them, and the hostfile parses by the launcher's own rule.
+exactly as the spec lists them (ColossalAI: after `--`, quoted for the workers' shell, since
+`colossalai run` joins them unquoted), and the hostfile parses by the launcher's own rule.
 The specs are used as written, except spec.ssh.sshdPath, pointed at the stub sshd.
 """
 
 from __future__ import annotations
 
 import re
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -30,12 +32,14 @@ def bin_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def program(job: dict[str, Any]) -> list[str]:
-    """The user's program and its arguments, straight from the spec."""
+    """The user's program and its arguments as the launcher receives them, from the spec."""
     spec = job["spec"]
     if job["kind"] == "DeepSpeedJob":
         run = spec["config"].get("run") or {}
         return next((run[k] for k in ("python", "module", "exec") if k in run), [])
-    return spec["worker"]["command"] if "worker" in spec else spec["torchConfig"]["script"]
+    script = spec["worker"]["command"] if "worker" in spec else spec["torchConfig"]["script"]
+    n = 2 if script[:1] == ["-m"] else 1
+    return [*script[:n], "--", *(shlex.quote(a) for a in script[n:])]
 
 
 def test_corpus_has_both_kinds() -> None:

@@ -2,34 +2,42 @@
 
 Covers, with the ConfigMap read back from the emitted YAML and run by dash:
 - the exact deepspeed argv for every spec.config field (run.python/module/exec, localRank,
-  autotune, otherArgs incl. a user --master_port, elastic) and the hostfile's slots;
+  autotune, otherArgs incl. a user --master_port, elastic: no elastic flags) and the
+  hostfile's slots; --force_multi unless otherArgs has it;
 - customCommand runs as `sh -c` with $FLATJOB_HOSTFILE_IN_USE (elastic: the run hostfile);
 - hostile arguments reach deepspeed intact through run args, otherArgs and customCommand;
-- the env file: declared names that are set, KEY=VALUE only, newline values skipped with a
-  message, DeepSpeed's own parse rule, disableCustomEnv; the order of the steps;
+- the kept environment: `export -p` of the container, which session.sh loads byte for byte
+  (disableCustomEnv: FLATJOB_* only); values deepspeed cannot quote are left out of its own
+  environment, by name; the order of the steps;
+- the pdsh wrapper: a signal death is passed on as 128+N; deepspeed exiting 0 while pdsh
+  never finished is 137;
 - exit codes: deepspeed's own, 143/130 on SIGTERM/SIGINT even when deepspeed exits 0 or 1.
+The same scripts run with the real sshd, pdsh and deepspeed in tests/e2e/test_deepspeed.py.
 """
 
 from __future__ import annotations
 
+import json
 import shlex
 import signal
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 from scriptkit import (
     HOSTILE,
+    SH,
     SIGNALS,
     Scripts,
     compile_job,
-    deepspeed_env,
     deepspeed_job,
     stub_bin,
 )
 
 MASTER = "--master_addr=job-worker-0.job"
-PORT = "--master_port=29500"
+PORT = "--master_port=29500 --force_multi"
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +52,6 @@ def launch(tmp_path: Path, bin_dir: Path, config: dict[str, Any], **spec: Any) -
 
 PY = {"run": {"python": ["train.py", "--lr", "0.1"]}}
 ELASTIC = {"elastic": {"enabled": True, "minReplicas": 1, "maxReplicas": 3}}
-ELASTIC_FLAGS = "--elastic_training --min_elastic_nodes=1 --max_elastic_nodes=3"
 M, P = MASTER, PORT
 # (id, spec.config, more spec, deepspeed's argv after --hostfile, as sh words)
 ARGV = [
@@ -76,13 +83,13 @@ ARGV = [
         "user-master-port",
         {**PY, "otherArgs": ["--master_port=12346"]},
         {},
-        f"{M} --master_port=12346 train.py --lr 0.1",
+        f"{M} --force_multi --master_port=12346 train.py --lr 0.1",
     ),
     (
         "user-master-port-split",
         {**PY, "otherArgs": ["--master_port", "1"]},
         {},
-        f"{M} --master_port 1 train.py --lr 0.1",
+        f"{M} --force_multi --master_port 1 train.py --lr 0.1",
     ),
     (
         "user-master-addr",
@@ -90,7 +97,13 @@ ARGV = [
         {},
         f"{P} --master_addr=10.0.0.1 train.py --lr 0.1",
     ),
-    ("elastic", PY, ELASTIC, f"{M} {P} {ELASTIC_FLAGS} train.py --lr 0.1"),
+    (
+        "user-force-multi",
+        {**PY, "otherArgs": ["--force_multi"]},
+        {},
+        f"{M} --master_port=29500 --force_multi train.py --lr 0.1",
+    ),
+    ("elastic", PY, ELASTIC, f"{M} {P} train.py --lr 0.1"),
     (
         "everything",
         {
@@ -100,7 +113,7 @@ ARGV = [
             "otherArgs": ["--ssh_port=22"],
         },
         ELASTIC,
-        f"{M} {P} --no_local_rank --autotuning=run {ELASTIC_FLAGS} --module --ssh_port=22 m",
+        f"{M} {P} --no_local_rank --autotuning=run --module --ssh_port=22 m",
     ),
 ]
 
@@ -136,17 +149,30 @@ def test_steps_run_in_order(tmp_path: Path, bin_dir: Path) -> None:
     s = launch(tmp_path, bin_dir, PY)
     run = s.run()
     sequential = [
-        (c.prog, c.argv[:2]) for c in run.calls if not (c.prog == "sshd" and "-D" in c.argv)
+        (c.prog, c.argv[:2]) for c in run.calls if not (c.prog == "sshd" and "-t" not in c.argv)
     ]
     assert sequential == [
         ("ssh-keygen", ["-A"]),
         ("mkdir", ["-p", "/run/sshd"]),
-        ("sshd", ["-t", "-p"]),
+        ("sshd", ["-D", "-e"]),
         ("python3", [f"{s.dir}/wait_for_peers.py", "--hostfile"]),
         ("deepspeed", [f"--hostfile={s.hostfile}", MASTER]),
     ]
-    # worker-0 is in its own hostfile: sshd checked, then in the background, logging to stderr.
-    assert [c.argv for c in run.of("sshd")] == [["-t", "-p", "22"], ["-D", "-e", "-p", "22"]]
+    # worker-0 is in its own hostfile: sshd checked (-t), then in the background, logging to
+    # stderr; the peer wait watches that sshd.
+    sshd = [*SSHD_ARGV(s)]
+    assert [c.argv for c in run.of("sshd")] == [[*sshd, "-t"], sshd]
+    (bg,) = [c for c in run.of("sshd") if "-t" not in c.argv]
+    assert run.argv("python3")[-2:] == ["--sshd-pid", str(bg.pid)]
+
+
+def SSHD_ARGV(s: Scripts) -> list[str]:
+    """sshd's argv: -D -e -p 22, the config, StrictModes off, the key mount, session.sh."""
+    return [
+        "-D", "-e", "-p", "22", "-f", str(s.sshd_config), "-o", "StrictModes=no",
+        "-o", f"AuthorizedKeysFile={s.ssh_dir}/authorized_keys",
+        "-o", f"ForceCommand=/bin/sh {s.dir}/session.sh {s.pod_env}",
+    ]
 
 
 # --- customCommand --------------------------------------------------------------------------
@@ -184,13 +210,13 @@ HOSTILE_CASES = [
     (
         "run-python-args",
         {"run": {"python": ["train.py", *HOSTILE]}},
-        [MASTER, PORT, "train.py", *HOSTILE],
+        [MASTER, *PORT.split(), "train.py", *HOSTILE],
     ),
-    ("run-exec", {"run": {"exec": HOSTILE}}, [MASTER, PORT, "--no_python", *HOSTILE]),
+    ("run-exec", {"run": {"exec": HOSTILE}}, [MASTER, *PORT.split(), "--no_python", *HOSTILE]),
     (
         "other-args",
         {"run": {"python": ["t.py"]}, "otherArgs": HOSTILE},
-        [MASTER, PORT, *HOSTILE, "t.py"],
+        [MASTER, *PORT.split(), *HOSTILE, "t.py"],
     ),
     ("custom-command", {"customCommand": "exec deepspeed " + shlex.join(HOSTILE)}, None),
 ]
@@ -214,80 +240,110 @@ def test_hostile_arguments_reach_deepspeed_intact(
     assert not list(tmp_path.rglob("pwned")), "a hostile argument was executed"
 
 
-# --- the env file ------------------------------------------------------------------------------
+# --- the environment for ssh sessions ------------------------------------------------------
 
 ENV = [
     {"name": "PLAIN", "value": "1"},
     {"name": "FROM_SECRET", "valueFrom": {"secretKeyRef": {"name": "s", "key": "k"}}},
-    {"name": "MULTILINE", "value": "a\nb"},
-    {"name": "ABSENT", "valueFrom": {"secretKeyRef": {"name": "s", "key": "x", "optional": True}}},
-    {"name": "EMPTY", "value": ""},
     {"name": "TRICKY", "value": "x=y 'q' \"d\" $HOME `b` # not a comment"},
-    {"name": "UNICODE", "value": "ü ✓"},
 ]
-# What the kubelet would put in the container's environment (ABSENT: optional, missing).
+# What the kubelet would put in the container's environment.
 EXPORTED = {
     "PLAIN": "1",
     "FROM_SECRET": "s3cret-from-valueFrom",
-    "MULTILINE": "a\nb",
-    "EMPTY": "",
+    "MULTILINE": "a\nb\n",
     "TRICKY": "x=y 'q' \"d\" $HOME `b` # not a comment",
     "UNICODE": "ü ✓",
-    "UNDECLARED": "not in the spec",
+    "LEADING": " space",
+    "BACKSLASH": "a\\b",
+    "PYTHONSAFE": "/opt/a:/opt/b",
+    "FLATJOB_ATTEMPT": "2",
 }
+PRINT_ENV = [sys.executable, "-c", "import json, os; print(json.dumps(dict(os.environ)))"]
 
 
-def test_env_file_forwards_declared_vars_from_the_environment(
-    tmp_path: Path, bin_dir: Path
-) -> None:
+def session(s: Scripts, command: str, login: dict[str, str] | None = None) -> dict[str, str]:
+    """Run session.sh as sshd would (ForceCommand, a login environment): the environment the
+    client's `command` ran with."""
+    env = {"PATH": "/usr/bin:/bin", "HOME": "/root", "SHELL": SH, "SSH_ORIGINAL_COMMAND": command, **(login or {})}
+    out = subprocess.run([SH, str(s.dir / "session.sh"), str(s.pod_env)], env=env, capture_output=True, text=True, check=True)
+    return json.loads(out.stdout)
+
+
+def test_sessions_get_the_containers_environment_byte_for_byte(tmp_path: Path, bin_dir: Path) -> None:
     s = launch(tmp_path, bin_dir, PY, env=ENV)
     run = s.run(env=EXPORTED)
     assert run.code == 0, run.stderr
-    text = s.env_file.read_text(encoding="utf-8")
-    assert text == (
-        "PLAIN=1\nFROM_SECRET=s3cret-from-valueFrom\nEMPTY=\n"
-        "TRICKY=x=y 'q' \"d\" $HOME `b` # not a comment\nUNICODE=ü ✓\n"
-    )
-    assert all(line and not line.startswith("#") and "=" in line for line in text.splitlines())
-    assert deepspeed_env(text) == {
-        "PLAIN": "1",
-        "FROM_SECRET": "s3cret-from-valueFrom",
-        "EMPTY": "",
-        "TRICKY": "x=y 'q' \"d\" $HOME `b` # not a comment",
-        "UNICODE": "ü ✓",
-    }
-    assert run.stderr.count("flatjob:") == 1
-    assert "flatjob: MULTILINE holds a newline; not forwarded to other workers" in run.stderr
-    assert run.of("deepspeed"), "the launch goes on after a skipped value"
+    assert oct(s.pod_env.stat().st_mode & 0o777) == "0o600"  # valueFrom may hold secrets
+    seen = session(s, shlex.join(PRINT_ENV), login={"SSH_CONNECTION": "1.2.3.4 5 6.7.8.9 22"})
+    for name, value in EXPORTED.items():
+        assert seen[name] == value, name
+    assert seen["SSH_CONNECTION"] == "1.2.3.4 5 6.7.8.9 22"  # the session's own stay
+    assert seen["FLATJOB_DIR"] == str(s.dir)
 
 
-def test_env_file_is_written_before_the_wait(tmp_path: Path, bin_dir: Path) -> None:
-    s = launch(tmp_path, bin_dir, PY, env=ENV[:1])
-    run = s.run(env={"PLAIN": "1", "STUB_EXIT_PYTHON3": "1"})
-    assert run.code == 1 and not run.of("deepspeed")
-    assert s.env_file.read_text() == "PLAIN=1\n"
-
-
-def test_env_file_without_declared_env_is_empty(tmp_path: Path, bin_dir: Path) -> None:
+def test_session_runs_the_command_with_the_login_shell_and_its_exit_code(tmp_path: Path, bin_dir: Path) -> None:
     s = launch(tmp_path, bin_dir, PY)
-    s.env_file.write_text("STALE=1\n")
-    assert s.run(env={"PLAIN": "1"}).code == 0
-    assert s.env_file.read_text() == ""
+    assert s.run().code == 0
+    env = {"PATH": "/usr/bin:/bin", "SHELL": SH, "SSH_ORIGINAL_COMMAND": "exit 7"}
+    done = subprocess.run([SH, str(s.dir / "session.sh"), str(s.pod_env)], env=env, check=False)
+    assert done.returncode == 7
 
 
-def test_disable_custom_env_writes_no_file(tmp_path: Path, bin_dir: Path) -> None:
+def test_disable_custom_env_keeps_only_flatjobs_variables(tmp_path: Path, bin_dir: Path) -> None:
     s = launch(tmp_path, bin_dir, PY, env=ENV, disableCustomEnv=True)
     run = s.run(env=EXPORTED)
     assert run.code == 0, run.stderr
-    assert not s.env_file.exists()
-    assert "flatjob:" not in run.stderr
+    seen = session(s, shlex.join(PRINT_ENV))
+    assert seen["FLATJOB_ATTEMPT"] == "2"
+    assert not {"PLAIN", "FROM_SECRET", "TRICKY"} & set(seen)
 
 
-def test_deepspeed_env_rule_rejects_blank_and_comment_lines() -> None:
-    assert deepspeed_env("A=1\nB=x=y\n") == {"A": "1", "B": "x=y"}
-    for bad in ("A=1\n\n", "# comment\nA=1\n"):
-        with pytest.raises(ValueError):
-            deepspeed_env(bad)
+def test_values_deepspeed_cannot_quote_are_left_out_of_its_environment(tmp_path: Path, bin_dir: Path) -> None:
+    s = launch(tmp_path, bin_dir, PY, env=ENV)
+    run = s.run(env=EXPORTED)
+    assert run.code == 0, run.stderr
+    (call,) = run.of("deepspeed")
+    left_out = {"TRICKY", "MULTILINE", "LEADING", "BACKSLASH"}
+    assert not left_out & set(call.env)
+    assert call.env["PYTHONSAFE"] == "/opt/a:/opt/b" and call.env["UNICODE"] == "ü ✓"
+    assert call.env["PLAIN"] == "1" and call.env["FROM_SECRET"] == "s3cret-from-valueFrom"
+    (line,) = [ln for ln in run.stderr.splitlines() if "cannot quote" in ln]
+    assert sorted(line.split("values of ")[1].split(";")[0].split()) == sorted(left_out)
+    assert "s3cret" not in run.stderr and "$HOME" not in run.stderr  # names only
+
+
+# --- the pdsh wrapper ---------------------------------------------------------------------------
+
+
+def wrapper(s: Scripts, pdsh: str) -> subprocess.CompletedProcess[str]:
+    status = s.root / "status"
+    env = {"PATH": "/usr/bin:/bin", "FLATJOB_PDSH": pdsh, "FLATJOB_PDSH_STATUS": str(status)}
+    return subprocess.run([str(s.dir / "pdsh"), "-w", "a,b", "cmd"], env=env, capture_output=True, text=True, check=False)
+
+
+@pytest.mark.parametrize(("script", "code"), [("exit 0", 0), ("exit 3", 3), ("kill -KILL $$", 137), ("kill -TERM $$", 143)])
+def test_pdsh_wrapper_passes_a_signal_on_as_128_plus_n(tmp_path: Path, bin_dir: Path, script: str, code: int) -> None:
+    s = launch(tmp_path, bin_dir, PY)
+    fake = tmp_path / "fake-pdsh"
+    fake.write_text(f"#!/bin/sh\n{script}\n")
+    fake.chmod(0o755)
+    done = wrapper(s, str(fake))
+    assert done.returncode == code
+    assert (s.root / "status").read_text() == f"{code}\n"
+
+
+def test_deepspeed_exiting_0_while_pdsh_never_finished_is_137(tmp_path: Path, bin_dir: Path) -> None:
+    s = launch(tmp_path, bin_dir, PY)
+    # deepspeed's pdsh (the wrapper) started, then died without recording an end.
+    fake = tmp_path / "fake" / "deepspeed"
+    fake.parent.mkdir()
+    fake.write_text('#!/bin/sh\necho started > "$FLATJOB_PDSH_STATUS"\n')
+    fake.chmod(0o755)
+    run = s.run(env={"PATH": f"{fake.parent}:{bin_dir}:/usr/bin:/bin"})
+    assert run.code == 137
+    assert "pdsh was killed" in run.stderr
+    assert s.run().code == 0  # no pdsh at all (the stub): deepspeed's 0 stands
 
 
 # --- exit codes -------------------------------------------------------------------------------

@@ -280,6 +280,9 @@ def test_launch_calls_the_waiter(
         "--timeout",
         timeout,
     ]
+    if kind == "deepspeed":  # worker-0's own sshd runs in the background: the wait watches it
+        (bg,) = [c for c in run.of("sshd") if "-t" not in c.argv]
+        expected += ["--sshd-pid", str(bg.pid)]
     if elastic:
         expected += ["--min", "1", "--out", str(s.run_hostfile)]
     assert run.argv("python3") == expected
@@ -292,6 +295,7 @@ def real_waiter(s: Scripts, hosts: list[str], port: int, **env: str) -> dict[str
     hostfile.write_text(loopback_hostfile(s.hostfile.read_text(), hosts))
     return {
         "FLATJOB_HOSTFILE": str(hostfile),
+        "STUB_BLOCK_SSHD": str(s.root / "sshd.running"),  # DeepSpeed's worker-0: its sshd keeps running
         "STUB_EXEC_PYTHON3": json.dumps([sys.executable]),
         "STUB_APPEND_PYTHON3": json.dumps(
             ["--port", str(port), "--interval", "0.1", "--settle", "0.2"]
@@ -324,6 +328,21 @@ def test_launch_end_to_end_fails_naming_the_missing_host(
     assert run.code == 1
     assert missing_named(run.stderr) == ["127.0.0.2"]
     assert not run.of(kind)
+
+
+def test_launch_fails_at_once_when_its_own_sshd_exits(tmp_path: Path, bin_dir: Path) -> None:
+    # DeepSpeed's worker-0 runs sshd in the background; one that cannot bind exits at once.
+    s = Scripts(tmp_path, deepspeed(bin_dir), bin_dir)
+    fake = tmp_path / "sshd-that-cannot-bind"
+    fake.write_text('#!/bin/sh\ncase " $* " in *" -t "*) exit 0 ;; esac\necho "Bind to port 22 failed" >&2\nexit 255\n')
+    fake.chmod(0o755)
+    with listeners(2, up={0}) as (hosts, port):
+        env = real_waiter(s, hosts, port, FLATJOB_PEER_TIMEOUT="30", STUB_EXEC_SSHD=json.dumps([str(fake)]))
+        del env["STUB_BLOCK_SSHD"]
+        run = s.run(env=env)
+    assert run.code == 1
+    assert "this pod's sshd (pid" in run.stderr and "has exited" in run.stderr
+    assert run.seconds < 10 and not run.of("deepspeed")
 
 
 def test_launch_end_to_end_elastic_runs_on_the_hosts_that_answered(

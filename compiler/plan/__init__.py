@@ -23,7 +23,7 @@ class ContainerPatch:
     env: tuple[dict[str, Any], ...] = ()  # prepended, skipping names the container already sets
     volume_mounts: tuple[dict[str, Any], ...] = ()
     ports: tuple[dict[str, Any], ...] = ()
-    readiness_probe: dict[str, Any] | None = None
+    startup_probe: dict[str, Any] | None = None  # Ready once it succeeds; then never probed again
     # Put the last log lines in the termination message when the container fails and sets no
     # policy itself: torchrun's failure summary (with the worker's exit code) lands there.
     logs_on_error: bool = False

@@ -32,13 +32,14 @@ def address(pod: str, service: str) -> str:
     return f"{pod}.{service}"
 
 
-def local_address(position: int) -> str:
-    """run-local: the pod at `position` gets its own loopback IP (127.0.1.1, 127.0.1.2, ...).
+def local_address(position: int, block: int = 1) -> str:
+    """run-local: the pod at `position` gets its own loopback IP (127.0.1.1, 127.0.1.2, ...;
+    block B starts at 127.0.B.1).
 
     Linux routes all of 127/8 to the loopback device, so pods keep apart by address and may
     use the same port, as they do in a cluster.
     """
-    return f"127.0.{1 + position // 254}.{1 + position % 254}"
+    return f"127.0.{block + position // 254}.{1 + position % 254}"
 
 
 def elastic_of(job: Any) -> ElasticConfig | None:
@@ -71,10 +72,11 @@ def layout(job: Any, specs: list[tuple[str, int, dict[str, Any]]]) -> Layout:
     return Layout(tuple((t, counts[t], tpl) for t, _, tpl in specs))
 
 
-def base_pods(job: Any, lay: Layout, service: str, *, local: bool = False) -> list[PodPlan]:
+def base_pods(job: Any, lay: Layout, service: str, *, local: bool = False, block: int = 1) -> list[PodPlan]:
     """One PodPlan per pod in rank order, with elastic seats when the job is elastic.
 
-    `local` (CompileOptions.local_addresses, for run-local) gives each pod a loopback IP.
+    `local` (CompileOptions.local_addresses, for run-local) gives each pod a loopback IP in
+    `block` (CompileOptions.local_block).
     """
     name = job.metadata.name
     pods: list[PodPlan] = []
@@ -82,7 +84,7 @@ def base_pods(job: Any, lay: Layout, service: str, *, local: bool = False) -> li
         idx = training_index(job.kind, template)
         for i in range(count):
             pod = pod_name(name, rtype, i)
-            addr = local_address(len(pods)) if local else address(pod, service)
+            addr = local_address(len(pods), block) if local else address(pod, service)
             pods.append(PodPlan(pod, rtype, i, len(pods), addr, template, idx, role=rtype))
     e = elastic_of(job)
     if e is not None and e.max_replicas:

@@ -8,17 +8,14 @@ docs/architecture.md for the mapping and the paths.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
 
 from ..jobtypes import DeepSpeedJob
 from ..options import CompileOptions
-from ..podtemplate import containers_of
 from ..render.configmap import configmap_name
-from . import JobPlan, PodPlan, scripts, ssh
+from . import JobPlan, PodPlan, pdsh, scripts, ssh, sshd
 from .common import base_pods, elastic_of, layout, mode_patch, run_mode_name
 
 MASTER_PORT = 29500
-ENV_FILE = "/root/.deepspeed_env"
 LAUNCH_SCRIPT, SSHD_SCRIPT = ssh.LAUNCH_SCRIPT, ssh.SSHD_SCRIPT
 RUN_FLAGS = {"python": [], "module": ["--module"], "exec": ["--no_python"]}
 # T9k's default debug command for DeepSpeedJob is `/usr/sbin/sshd -D`; flatjob's sshd script
@@ -30,8 +27,18 @@ def _flag_names(args: list[str]) -> set[str]:
     return {a.split("=", 1)[0] for a in args if a.startswith("-")}
 
 
+# DeepSpeed's add_export strips a value and wraps it in double quotes it does not escape.
+UNQUOTABLE = '*[\\"\\$\\`\\\\]* | *"$nl"* | [[:space:]]* | *[[:space:]]'
+
+
 def deepspeed_args(job: DeepSpeedJob, master_addr: str) -> list[str]:
-    """deepspeed's arguments after --hostfile (spec.config mapped flag by flag)."""
+    """deepspeed's arguments after --hostfile (spec.config mapped flag by flag).
+
+    No elastic flags: --elastic_training and --min/max_elastic_nodes exist from deepspeed 0.7.0
+    to 0.19.7 only, and pdsh starts a fixed host list anyway; an elastic job's size is the
+    hosts that answered (docs/architecture.md).  --force_multi: one worker runs through pdsh
+    and ssh like many (the same environment, exit codes and quoting).
+    """
     cfg = job.spec.config
     own = _flag_names(cfg.other_args)
     argv: list[str] = []
@@ -39,13 +46,12 @@ def deepspeed_args(job: DeepSpeedJob, master_addr: str) -> list[str]:
         argv.append(f"--master_addr={master_addr}")
     if "--master_port" not in own:
         argv.append(f"--master_port={MASTER_PORT}")
+    if "--force_multi" not in own:
+        argv.append("--force_multi")
     if not cfg.local_rank:
         argv.append("--no_local_rank")
     if cfg.autotune != "none":
         argv.append(f"--autotuning={cfg.autotune}")
-    e = elastic_of(job)
-    if e is not None:
-        argv += ["--elastic_training", f"--min_elastic_nodes={e.min_replicas}", f"--max_elastic_nodes={e.max_replicas}"]
     run_kind, program = next(((k, getattr(cfg.run, k)) for k in RUN_FLAGS if cfg.run is not None and getattr(cfg.run, k) is not None), ("python", []))
     argv += RUN_FLAGS[run_kind]
     argv += cfg.other_args
@@ -58,28 +64,18 @@ def hostfile(pods: list[PodPlan], slots: int) -> str:
     return "".join(f"{p.address} slots={slots}\n" for p in pods)
 
 
-def env_names(template: dict[str, Any], container: int | None) -> list[str]:
-    """Env var names the training container declares (forwarded through the env file)."""
-    if container is None:
-        return []
-    env = containers_of(template)[container].get("env") or []
-    return [e["name"] for e in env if isinstance(e, dict) and isinstance(e.get("name"), str)]
-
-
 def launch_script(job: DeepSpeedJob, pod: PodPlan, master_addr: str) -> str:
-    """worker-0's script: sshd (in the background), env file, wait for peers, then deepspeed."""
+    """worker-0's script: sshd (in the background), wait for peers, then deepspeed."""
     cfg = job.spec.config
     e = elastic_of(job)
     body = [
-        scripts.header(),
+        scripts.header(job.spec.ssh.auth_mount_path),
         f"# DeepSpeedJob {job.metadata.name}: worker-0 runs deepspeed, which starts the training\n"
         "# processes on every host in the hostfile (this one included) over ssh (pdsh).\n",
         scripts.traps(),
-        scripts.sshd_setup(job.spec.ssh.sshd_path, foreground=False),
+        sshd.setup(job.spec.ssh.sshd_path, foreground=False, forward_all=ssh.forward_env(job)),
+        scripts.wait_for_peers(e.min_replicas if e is not None else None, watch_sshd=True),
     ]
-    if not job.spec.disable_custom_env:
-        body.append(scripts.env_file(env_names(pod.template, pod.container), f'"${{DS_ENV_FILE:-{ENV_FILE}}}"'))
-    body.append(scripts.wait_for_peers(e.min_replicas if e is not None else None))
     run_hostfile = '"$FLATJOB_RUN_HOSTFILE"' if e is not None else '"$FLATJOB_HOSTFILE"'
     if cfg.custom_command is not None:
         body.append(
@@ -89,11 +85,17 @@ def launch_script(job: DeepSpeedJob, pod: PodPlan, master_addr: str) -> str:
         launch = f"/bin/sh -c {scripts.quote([cfg.custom_command])}"
     else:
         body.append(
-            "# deepspeed, its flags from spec.config. --master_addr is worker-0's DNS name (else the\n"
+            "# deepspeed puts its NCCL*, PYTHON*... variables into the command it runs on every node,\n"
+            "# stripped and in double quotes it does not escape: leave out values that would break.\n"
+            + scripts.drop_unquotable("deepspeed", UNQUOTABLE, "every node has them from its own pod")
+            + "# deepspeed, its flags from spec.config. --master_addr is worker-0's DNS name (else the\n"
             "# runner ssh-es in for `hostname -I`). A child (&, wait), so the traps see SIGTERM.\n"
         )
+        body.append(pdsh.SETUP)
         launch = f"deepspeed --hostfile={run_hostfile} {scripts.quote(deepspeed_args(job, master_addr))}"
     body.append(scripts.background(launch))
+    if cfg.custom_command is None:
+        body.append(pdsh.CHECK)
     return "".join(body)
 
 
@@ -101,12 +103,13 @@ def plan_deepspeed(job: DeepSpeedJob, options: CompileOptions) -> JobPlan:
     """Plan the workers of a DeepSpeedJob, their ssh wiring and worker-0's launch."""
     name = job.metadata.name
     lay = layout(job, [("worker", job.spec.worker.replicas, job.spec.worker.template)])
-    pods = base_pods(job, lay, name)
+    pods = base_pods(job, lay, name, local=options.local_addresses, block=options.local_block)
     mode = run_mode_name(job.spec.run_mode)
     cm = configmap_name(name)
     files: dict[str, str] = {}
     if pods:
         files = ssh.shared_files(job, hostfile(pods, job.spec.config.slots_per_worker), launch_script(job, pods[0], pods[0].address))
+        files[pdsh.WRAPPER] = pdsh.WRAPPER_SH
     mounts = ssh.volume_mounts(job.spec.ssh.auth_mount_path)
     planned = []
     for pod in pods:

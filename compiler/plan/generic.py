@@ -57,7 +57,7 @@ def plan_generic(job: GenericJob, options: CompileOptions) -> JobPlan:
     """Plan the pods of a GenericJob."""
     service = job.metadata.name
     lay = layout(job, [(r.type, r.replicas, r.template) for r in job.spec.replica_specs])
-    planned = base_pods(job, lay, service, local=options.local_addresses)
+    planned = base_pods(job, lay, service, local=options.local_addresses, block=options.local_block)
     ctx = context(job, {(p.type, p.index): p.address for p in planned} if options.local_addresses else None)
     pods: list[PodPlan] = []
     for pod in planned:

@@ -107,7 +107,7 @@ def plan_pytorch(job: PyTorchTrainingJob, options: CompileOptions) -> JobPlan:
     """Plan pods, env and commands of a PyTorchTrainingJob."""
     service = job.metadata.name
     lay = layout(job, [(r.type, r.replicas, r.template) for r in job.spec.replica_specs])
-    pods = base_pods(job, lay, service, local=options.local_addresses)
+    pods = base_pods(job, lay, service, local=options.local_addresses, block=options.local_block)
     if not pods:
         return JobPlan(job, options, ServicePlan(service), (), run_mode=run_mode_name(job.spec.run_mode))
     port = master_port(pods[0])

@@ -4,7 +4,9 @@
 - The key pair from Secret <job>-ssh (created in the cluster by the runtime, never rendered;
   or an existing Secret named by the flatjob.dev/ssh-secret annotation), projected together
   with the client config into ssh.authMountPath with owner-only modes, as sshd requires.
-- A TCP readiness probe on the ssh port, so a pod is Ready only once sshd accepts connections.
+- A TCP startup probe on the ssh port: a pod is Ready once sshd accepts connections, and
+  then the probing stops (sshd logs about two lines per probe connection: a readiness probe
+  every 2 s would be some 86 000 lines a day per pod).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import keys
-from . import scripts
+from . import scripts, sshd
 
 CONFIG_VOLUME = "flatjob-config"
 SSH_VOLUME = "flatjob-ssh"
@@ -63,9 +65,11 @@ def volume_mounts(auth_mount_path: str) -> tuple[dict[str, Any], ...]:
     )
 
 
-def readiness_probe() -> dict[str, Any]:
-    """Ready once sshd accepts TCP connections on the ssh port."""
-    return {"tcpSocket": {"port": scripts.SSH_PORT}, "periodSeconds": 2, "failureThreshold": 3}
+def startup_probe() -> dict[str, Any]:
+    """Started (and so Ready) once sshd accepts TCP connections; probed every 2 s for up to
+    the peer wait's 600 s, then never again."""
+    period = 2
+    return {"tcpSocket": {"port": scripts.SSH_PORT}, "periodSeconds": period, "failureThreshold": scripts.PEER_TIMEOUT // period}
 
 
 def ssh_port() -> dict[str, Any]:
@@ -92,17 +96,24 @@ def shared_files(job: Any, hostfile: str, launch: str) -> dict[str, str]:
     return {
         "hostfile": hostfile,
         LAUNCH_SCRIPT: launch,
-        SSHD_SCRIPT: scripts.sshd_script(job.spec.ssh.sshd_path),
+        SSHD_SCRIPT: sshd.script(job.spec.ssh.sshd_path, job.spec.ssh.auth_mount_path, forward_env(job)),
+        sshd.SESSION_SCRIPT: sshd.SESSION_SH,
         "wait_for_peers.py": scripts.WAIT_FOR_PEERS_PY,
         SSH_CONFIG_KEY: SSH_CLIENT_CONFIG,
     }
 
 
+def forward_env(job: Any) -> bool:
+    """Whether ssh sessions get the container's whole environment (off: DeepSpeed's
+    disableCustomEnv, where only flatjob's own variables reach the ranks)."""
+    return not getattr(job.spec, "disable_custom_env", False)
+
+
 def sshd_patch(mounts: tuple[dict[str, Any], ...], script: str = SSHD_SCRIPT) -> Any:
-    """A pod that serves ssh: the script, the mounts, the ssh port and its readiness probe."""
+    """A pod that serves ssh: the script, the mounts, the ssh port and its startup probe."""
     from . import ContainerPatch
 
-    return ContainerPatch(command=script_command(script), args=[], volume_mounts=mounts, ports=(ssh_port(),), readiness_probe=readiness_probe())
+    return ContainerPatch(command=script_command(script), args=[], volume_mounts=mounts, ports=(ssh_port(),), startup_probe=startup_probe())
 
 
 def job_plan(job: Any, options: Any, pods: list[Any], files: dict[str, str], mode: str) -> Any:

@@ -39,8 +39,8 @@ def patch_container(container: dict[str, Any], patch: ContainerPatch, extra_env:
         extra = [p for p in patch.ports if p.get("name") not in names and p.get("containerPort") not in names]
         if extra:
             out["ports"] = list(own_ports) + extra
-    if patch.readiness_probe is not None and "readinessProbe" not in container:
-        out["readinessProbe"] = patch.readiness_probe
+    if patch.startup_probe is not None and "startupProbe" not in container:
+        out["startupProbe"] = patch.startup_probe
     if patch.logs_on_error and "terminationMessagePolicy" not in container:
         out["terminationMessagePolicy"] = "FallbackToLogsOnError"
     if patch.resume is not None:

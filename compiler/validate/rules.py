@@ -18,7 +18,7 @@ from ..plan.common import elastic_of
 from ..plan.elastic import allocation
 from ..podtemplate import containers_of, training_index
 from ..substitution import Context, RefError, find_refs, is_ours, resolve
-from . import names
+from . import launchers, names
 from .groups import Group, groups
 from .suggest import did_you_mean
 
@@ -572,8 +572,8 @@ def _balanced(value: str, start: int) -> str:
 COMMON: tuple[Rule, ...] = (job_name, job_namespace, metadata_labels, flatjob_annotations, pod_names, unique_types, run_mode, resume_specs, has_pods, has_containers, container_images)
 RULES: dict[type, tuple[Rule, ...]] = {
     PyTorchTrainingJob: (*COMMON, elastic_range, elastic_needs_torchrun, torchrun_fields, tensorboard),
-    DeepSpeedJob: (*COMMON, elastic_range, deepspeed_run, deepspeed_other_args, reserved_paths),
-    ColossalAIJob: (colossalai_shape, *COMMON, colossalai_worker_container, colossalai_extra_args, colossalai_restart_policy, reserved_paths),
+    DeepSpeedJob: (*COMMON, elastic_range, deepspeed_run, deepspeed_other_args, reserved_paths, *launchers.DEEPSPEED_RULES),
+    ColossalAIJob: (colossalai_shape, *COMMON, colossalai_worker_container, colossalai_extra_args, colossalai_restart_policy, reserved_paths, *launchers.COLOSSALAI_RULES),
     GenericJob: (*COMMON, finish_rules, references),
 }
 

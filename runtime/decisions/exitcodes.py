@@ -3,8 +3,10 @@
 Launchers hide their workers' exit codes: torchrun exits 1 whatever killed its workers
 (it prints the worker's code in its failure summary, which reaches the pod's termination
 message through terminationMessagePolicy FallbackToLogsOnError), DeepSpeed's runner exits
-0 when its child dies by a signal, and a Python launcher that exits with a negative code
-shows up as 256-N.  The restart policy is applied to the effective code this returns.
+0 when its child dies by a signal (flatjob's pdsh wrapper turns that into 128+N), a Python
+launcher that exits with a negative code shows up as 256-N, and DeepSpeed passes on pdsh's
+255, which is ssh's code for a connection lost to a peer (its pod died).  The restart
+policy is applied to the effective code this returns.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ RETRYABLE = frozenset({130, 137, 138, 143})  # SIGINT, SIGKILL, user "please res
 LOST = 137  # a released pod that vanished or was evicted: the node or someone killed it
 _TORCHRUN_EXIT = re.compile(r"exitcode\s*:\s*(-?\d+)")
 _SIGNAL_EXITS = {256 - n: 128 + n for n in (2, 9, 10, 15)}  # sys.exit(-N) seen as 256-N
+SSH_LOST = 255  # ssh: the connection to the peer failed or was lost
 
 
 def _from_torchrun(message: str | None) -> int | None:
@@ -46,6 +49,8 @@ def effective_exit_code(pod: PodState, launcher: str | None) -> int:
         return _from_torchrun(pod.message) or 1
     if launcher in ("torchrun", "deepspeed", "colossalai") and code in _SIGNAL_EXITS:
         return _SIGNAL_EXITS[code]
+    if launcher == "deepspeed" and code == SSH_LOST:
+        return LOST  # pdsh -S passes on ssh's 255: a peer's pod is gone, as if killed
     return code
 
 

@@ -20,12 +20,7 @@ from flatjob.compiler.pipeline import CompiledJob, compile_documents, load
 from flatjob.compiler.plan import JobPlan
 
 from .errors import LocalError, Unsupported
-
-# Kinds whose launchers reach other pods over ssh: out of reach without sshd in every pod.
-SSH_KINDS = {
-    "DeepSpeedJob": "deepspeed's runner starts every node over ssh (pdsh) into pods that run sshd",
-    "ColossalAIJob": "`colossalai run` starts every worker over ssh (fabric) into pods that run sshd",
-}
+from .ssh import SSH_KINDS, claim_block
 
 
 class CompileFailed(LocalError):
@@ -40,6 +35,7 @@ class LocalJob:
     record: dict[str, Any]
     pods: tuple[dict[str, Any], ...]  # rendered Pod manifests, in rank order
     files: dict[str, str]  # ConfigMap data (hostfile, scripts), empty for most kinds
+    lock: Any = None  # SSH kinds: the lock on the run's block of loopback addresses, held until exit
 
     @property
     def kind(self) -> str:
@@ -117,17 +113,12 @@ def _documents(text: str) -> list[dict[str, Any]]:
 
 def compile_local(path: str, overlays: tuple[str, ...] = (), replicas: Mapping[str, int] | None = None, job: str | None = None) -> LocalJob:
     """Compile the job in `path` for this machine; raise LocalError when it cannot run here."""
-    from flatjob.compiler.report import format_text
-
-    result = compile_documents(load([path]), CompileOptions(local_addresses=True), replicas_overlay(replicas or {}, _overlay(overlays)))
-    if result.failed:
-        raise CompileFailed(format_text(result.diagnostics).rstrip("\n"))
-    compiled = _pick(result.jobs, job, path)
-    if compiled.kind in SSH_KINDS:
-        raise Unsupported(
-            f"{compiled.kind} {compiled.name} cannot run locally: {SSH_KINDS[compiled.kind]}, and "
-            "run-local has no sshd; test it in a cluster (or as a PyTorchTrainingJob with torchrun)"
-        )
+    compiled = _compile(path, overlays, replicas, job, block=1)
+    lock = None
+    if compiled.kind in SSH_KINDS and compiled.plan.pods:  # sshd needs port 22 on every address
+        block, lock = claim_block(len(compiled.plan.pods))
+        if block != 1:
+            compiled = _compile(path, overlays, replicas, job, block=block)
     plan = compiled.plan
     if plan.run_mode == "pause":
         raise Unsupported(f"{compiled.kind} {compiled.name} is paused (spec.runMode.pause): it renders no pods to run")
@@ -135,4 +126,14 @@ def compile_local(path: str, overlays: tuple[str, ...] = (), replicas: Mapping[s
     pods = tuple(_documents(compiled.files["pods.yaml"])) if "pods.yaml" in compiled.files else ()
     if not pods:
         raise Unsupported(f"{compiled.kind} {compiled.name} has no pods to run")
-    return LocalJob(plan, record, pods, dict(plan.files))
+    return LocalJob(plan, record, pods, dict(plan.files), lock)
+
+
+def _compile(path: str, overlays: tuple[str, ...], replicas: Mapping[str, int] | None, job: str | None, block: int) -> CompiledJob:
+    from flatjob.compiler.report import format_text
+
+    options = CompileOptions(local_addresses=True, local_block=block)
+    result = compile_documents(load([path]), options, replicas_overlay(replicas or {}, _overlay(overlays)))
+    if result.failed:
+        raise CompileFailed(format_text(result.diagnostics).rstrip("\n"))
+    return _pick(result.jobs, job, path)

@@ -39,6 +39,15 @@ class Options:
 
 
 @dataclass(frozen=True)
+class PodExtra:
+    """More for a pod's processes: env after run-local's paths and before the declared env,
+    and command-line strings of processes that lose their mark (runtime/local/ssh.py)."""
+
+    env: Mapping[str, str] = field(default_factory=dict)
+    titled: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Selected:
     """A pod's containers in the roles they play here."""
 
@@ -68,7 +77,7 @@ def working_dir(container: Mapping[str, Any], options: Options) -> str:
     return wd if wd and os.path.isdir(wd) else options.cwd
 
 
-def _launch(manifest: Mapping[str, Any], container: Mapping[str, Any], facts: Any, options: Options, folder: Path, label: str, mark: str, files: Mapping[str, str]) -> Launch:
+def _launch(manifest: Mapping[str, Any], container: Mapping[str, Any], facts: Any, options: Options, folder: Path, label: str, mark: str, files: Mapping[str, str], extra: PodExtra) -> Launch:
     declared, problems = declared_env(container, facts, options.env, skip_env_from=options.skip_env_from)
     if problems:
         raise LocalError(f"{facts.name}/{container.get('name')}: cannot resolve {'; '.join(problems)}")
@@ -77,7 +86,7 @@ def _launch(manifest: Mapping[str, Any], container: Mapping[str, Any], facts: An
     job = (manifest["metadata"].get("labels") or {}).get(keys.JOB_NAME, "")
     mounts = config_mounts(manifest, container, configmap_name(job), folder)
     hostname = (manifest.get("spec") or {}).get("hostname") or name
-    env = process_env(options.base_env, declared, hostname, path_env(files, folder))
+    env = process_env(options.base_env, declared, hostname, {**path_env(files, folder), **extra.env})
     return Launch(
         container=str(container.get("name")),
         argv=tuple(map_paths(argv, mounts)),
@@ -86,21 +95,22 @@ def _launch(manifest: Mapping[str, Any], container: Mapping[str, Any], facts: An
         label=label,
         mark=mark,
         fallback_logs=container.get("terminationMessagePolicy") == "FallbackToLogsOnError",
+        titled=extra.titled,
     )
 
 
 def pod_launch(
     manifest: Mapping[str, Any], uid: str, ip: str, annotations: Mapping[str, str], training: str | None,
-    options: Options, folder: Path, mark: str, files: Mapping[str, str],
+    options: Options, folder: Path, mark: str, files: Mapping[str, str], extra: PodExtra | None = None,
 ) -> PodLaunch:
-    """Everything to run for one released pod incarnation."""
+    """Everything to run for one released pod incarnation (`extra`: what an SSH pod adds)."""
     name = manifest["metadata"]["name"]
     facts = pod_facts(manifest, uid, ip, annotations, socket.gethostname())
     chosen = select(manifest, training, options.only_training)
 
     def build(c: Mapping[str, Any]) -> Launch:
         label = name if c.get("name") == training or len(chosen.main) + len(chosen.init) + len(chosen.sidecars) == 1 else f"{name}/{c.get('name')}"
-        return _launch(manifest, c, facts, options, folder, label, f"{mark}/{c.get('name')}", files)
+        return _launch(manifest, c, facts, options, folder, label, f"{mark}/{c.get('name')}", files, extra or PodExtra())
 
     grace = (manifest.get("spec") or {}).get("terminationGracePeriodSeconds")
     return PodLaunch(

@@ -2,7 +2,9 @@
 
 Every process of a container carries FLATJOB_LOCAL_MARK=<run>/<pod>/<uid>/<container> in
 its environment, inherited by children of children (torchrun starts its workers in their
-own sessions, so a process group is not enough).  When a container's main process exits,
+own sessions, so a process group is not enough).  A program that rewrites its environment
+area for a process title (sshd) loses the mark: such processes are found by a string their
+command line keeps (`titled`: the pod's sshd_config path).  When a container's main process exits,
 whatever still carries its mark is killed, as the kernel kills a pid namespace whose init
 exits; stopping a pod is SIGTERM to each main process, then SIGKILL after the grace period.
 Output (stdout and stderr together) goes line by line to a sink; the last lines are kept
@@ -43,21 +45,31 @@ def _environ_has(pid: str, entry: bytes, whole: bool) -> bool:
     return any((e == entry) if whole else e.startswith(entry) for e in data.split(b"\0"))
 
 
-def marked(mark: str, *, whole: bool = True) -> list[int]:
-    """Pids of live processes carrying this mark (whole=False: any mark starting with it)."""
+def _cmdline_has(pid: str, needles: tuple[bytes, ...]) -> bool:
+    try:
+        data = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return False
+    return any(n in data for n in needles)
+
+
+def marked(mark: str, *, whole: bool = True, titled: tuple[str, ...] = ()) -> list[int]:
+    """Pids of live processes carrying this mark (whole=False: any mark starting with it),
+    or whose command line holds one of the `titled` strings."""
     entry = f"{MARK}={mark}".encode()
+    needles = tuple(t.encode() for t in titled)
     me = os.getpid()
     try:
         pids = [p for p in os.listdir("/proc") if p.isdigit() and int(p) != me]
     except OSError:
         return []
-    return [int(p) for p in pids if _environ_has(p, entry, whole)]
+    return [int(p) for p in pids if _environ_has(p, entry, whole) or (needles and _cmdline_has(p, needles))]
 
 
-def kill_marked(mark: str, sig: int = signal.SIGKILL, *, whole: bool = True) -> int:
-    """Signal every process carrying the mark; returns how many were signalled."""
+def kill_marked(mark: str, sig: int = signal.SIGKILL, *, whole: bool = True, titled: tuple[str, ...] = ()) -> int:
+    """Signal every process carrying the mark (or titled so); returns how many were signalled."""
     count = 0
-    for pid in marked(mark, whole=whole):
+    for pid in marked(mark, whole=whole, titled=titled):
         try:
             os.kill(pid, sig)
             count += 1
@@ -77,6 +89,7 @@ class Launch:
     label: str  # log prefix: the pod name, or pod/container for extra containers
     mark: str
     fallback_logs: bool = False  # terminationMessagePolicy FallbackToLogsOnError
+    titled: tuple[str, ...] = ()  # command-line strings of its processes that lose the mark (sshd)
 
 
 class Container:
@@ -111,7 +124,7 @@ class Container:
         """Wait for the main process; then kill what is left of the container; its exit code."""
         assert self.proc is not None
         code = shell_code(self.proc.wait())
-        kill_marked(self.launch.mark)
+        kill_marked(self.launch.mark, titled=self.launch.titled)
         if self._reader is not None:
             self._reader.join(timeout=5)
         return code
@@ -125,7 +138,7 @@ class Container:
         """SIGKILL to every process of the container."""
         if self.proc is not None and self.proc.poll() is None:
             self.proc.kill()
-        kill_marked(self.launch.mark)
+        kill_marked(self.launch.mark, titled=self.launch.titled)
 
     def message(self) -> str:
         """The termination message from the log: its last 80 lines, at most 2048 bytes."""

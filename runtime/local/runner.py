@@ -33,6 +33,9 @@ from .errors import EnvError
 from .files import materialise
 from .pods import LocalPod, ended, new_pod, pod_state, released, running, terminating
 from .processes import PodRun, kill_marked
+from .ssh import SSH_KINDS, SshRun
+from .ssh import preflight as ssh_preflight
+from .ssh import prepare as ssh_prepare
 from .table import Screen, rows, title
 
 EXIT_SUCCEEDED, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -86,6 +89,7 @@ class Runner:
         self.last_signal: int = signal.SIGINT
         self.stopping = False  # after the outcome or a signal: ended pods stay in the table
         self.incarnations: dict[str, int] = {}
+        self.ssh: SshRun | None = None  # SSH kinds: key pair, host keys, per-pod sshd folders
 
     # --- the loop -----------------------------------------------------------------------------
     def run(self) -> int:
@@ -94,6 +98,9 @@ class Runner:
         try:
             self._preflight()
             materialise(self.job.files, self.folder / "config")
+            if self.job.kind in SSH_KINDS:
+                ssh = self.job.plan.job.spec.ssh
+                self.ssh = ssh_prepare(self.folder / "pods", self.job.record, self.job.plan.ssh_secret or "", self.job.files, ssh.auth_mount_path, self.settings.options.base_env.get("PATH", ""))
             return self._loop()
         finally:
             self._kill_everything()
@@ -105,6 +112,8 @@ class Runner:
         check_loopback(self.addresses.values())
         training = {p.name: p.container for p in self.view.pods}
         errors, warnings = preflight(list(self.manifests.values()), training, self.settings.options)
+        if self.job.kind in SSH_KINDS:
+            errors += ssh_preflight(self.job.kind, self.job.plan.job.spec.ssh.sshd_path, self.settings.options.base_env)
         for w in warnings:
             self.screen.note(f"warning: {w}")
         if errors:
@@ -173,9 +182,11 @@ class Runner:
 
     def _start(self, pod: LocalPod) -> None:
         spec = self.view.pod(pod.name)
+        manifest, address = self.manifests[pod.name], self.addresses[pod.name]
+        extra = self.ssh.pod(pod.name, pod.uid, manifest, address) if self.ssh else None
         launch = pod_launch(
-            self.manifests[pod.name], pod.uid, self.addresses[pod.name], pod.annotations, spec.container if spec else None,
-            self.settings.options, self.folder / "config", f"{self.token}/{pod.name}/{pod.uid}", self.job.files,
+            manifest, pod.uid, address, pod.annotations, spec.container if spec else None,
+            self.settings.options, self.folder / "config", f"{self.token}/{pod.name}/{pod.uid}", self.job.files, extra,
         )
         run = PodRun(launch, self.screen.log, lambda event, uid, payload: self.events.put((event, uid, payload)))
         self.runs[pod.uid] = run
@@ -261,7 +272,7 @@ class Runner:
         """Whatever happened, no process of this run survives it."""
         for run in list(self.runs.values()):
             run.kill()
-        kill_marked(f"{self.token}/", whole=False)
+        kill_marked(f"{self.token}/", whole=False, titled=(f"{self.folder}/",))
 
     def _trap_signals(self) -> dict[int, Any]:
         """SIGINT and SIGTERM become events; a helper thread queues them (no lock in a handler)."""

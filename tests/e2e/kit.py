@@ -53,11 +53,11 @@ def write_job(tmp: Path, text: str) -> Path:
     return path
 
 
-def run_local(tmp: Path, text: str, *args: str, tag: str, timeout: float = 90) -> Run:
+def run_local(tmp: Path, text: str, *args: str, tag: str, timeout: float = 90, env: dict[str, str] | None = None) -> Run:
     """Write the job and run it with `flatjob run-local` to its end."""
     job = write_job(tmp, text)
     started = time.monotonic()
-    done = subprocess.run(command(job, "--timeout", str(timeout), *args), env=environment(tag), cwd=tmp, capture_output=True, text=True, timeout=timeout + 60)
+    done = subprocess.run(command(job, "--timeout", str(timeout), *args), env=env or environment(tag), cwd=tmp, capture_output=True, text=True, timeout=timeout + 60)
     return Run(done.returncode, done.stdout, done.stderr, time.monotonic() - started)
 
 

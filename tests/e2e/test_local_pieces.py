@@ -10,6 +10,7 @@ replica overrides and refused kinds; the compile option that gives loopback addr
 from __future__ import annotations
 
 import signal
+import socket
 import subprocess
 import textwrap
 from pathlib import Path
@@ -23,13 +24,17 @@ from flatjob.compiler.pipeline import compile_documents
 from flatjob.runtime.job import job_view
 from flatjob.runtime.local.compiling import compile_local, parse_replicas, with_replicas
 from flatjob.runtime.local.environment import PodFacts, command_line, declared_env, process_env
-from flatjob.runtime.local.errors import LocalError, Unsupported
+from flatjob.runtime.local.errors import LocalError
 from flatjob.runtime.local.files import config_mounts, map_paths, materialise, path_env
 from flatjob.runtime.local.pods import Ended, ended, new_pod, pod_state, released
 from flatjob.runtime.local.processes import shell_code
 from flatjob.runtime.local.runner import scale_backoff
+from flatjob.runtime.local.ssh import claim_block
+from flatjob.runtime.local.ssh import preflight as ssh_preflight
 from flatjob.runtime.local.table import change_line, rows
 from flatjob.runtime.model import Ledger
+
+from .kit import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 POD = PodFacts("j-worker-1", "default", "uid-1", "127.0.1.2", "node", {keys.ATTEMPT: "2"}, {"app": "x"})
@@ -134,10 +139,43 @@ def test_replicas_override_and_its_errors() -> None:
         with_replicas(doc, {"node": 1})
 
 
-@pytest.mark.parametrize("example", ["deepspeed.yaml", "colossalai.yaml"])
-def test_ssh_launched_kinds_are_refused(example: str) -> None:
-    with pytest.raises(Unsupported, match=r"cannot run locally: .*ssh"):
-        compile_local(str(ROOT / "examples" / example))
+@pytest.mark.parametrize(("example", "first"), [("deepspeed.yaml", "gpt-neox-worker-0"), ("colossalai.yaml", "palm-launcher")])
+def test_ssh_kinds_compile_with_loopback_hostfiles_in_a_block_of_their_own(example: str, first: str) -> None:
+    job = compile_local(str(ROOT / "examples" / example))
+    try:
+        ips = [job.address(p["metadata"]["name"]) for p in job.pods]
+        block = int(ips[0].split(".")[2])
+        assert ips == [f"127.0.{block}.{i + 1}" for i in range(len(ips))]
+        assert job.pods[0]["metadata"]["name"] == first
+        hosts = [ln.split()[0] for ln in job.files["hostfile"].splitlines()]
+        workers = [job.address(p["metadata"]["name"]) for p in job.pods if "-worker-" in p["metadata"]["name"]]
+        assert hosts == workers  # the launchers reach the workers at their loopback addresses
+        again, lock = claim_block(len(ips), port=free_port())
+        lock.close()
+        assert again != block  # this run's block stays this run's while it runs
+    finally:
+        job.lock.close()
+
+
+def test_claim_block_skips_held_blocks_and_taken_ports(tmp_path: Path) -> None:
+    port = free_port()
+    first, lock1 = claim_block(2, port=port, lock_dir=str(tmp_path))
+    second, lock2 = claim_block(2, port=port, lock_dir=str(tmp_path))
+    assert second > first
+    lock1.close()
+    with socket.socket() as taken:  # someone else's program on the first block's port
+        taken.bind((f"127.0.{first}.2", port))
+        third, lock3 = claim_block(2, port=port, lock_dir=str(tmp_path))
+        assert third not in (first, second)
+    lock2.close()
+    lock3.close()
+
+
+def test_ssh_preflight_names_every_missing_tool(tmp_path: Path) -> None:
+    problems = ssh_preflight("DeepSpeedJob", str(tmp_path / "no-sshd"), {"PATH": str(tmp_path)})
+    text = "\n".join(problems)
+    assert f"sshd is not at {tmp_path / 'no-sshd'}" in text
+    assert "ssh, ssh-keygen, pdsh, deepspeed not found on PATH" in text
 
 
 def test_local_compile_gives_loopback_addresses_and_hashes_the_runtime_agrees_with() -> None:

@@ -112,8 +112,9 @@ LAUNCHERS = (None, "torchrun", "deepspeed", "colossalai")
 # (exit, reason, message): expected per launcher (None, torchrun, deepspeed, colossalai), why.
 EFFECTIVE_TABLE = [
     ("exit-0", (0, None, None), (0, 0, 0, 0),
-     "success; note DeepSpeed's runner also exits 0 when its direct child dies by a signal "
-     "(runner.py only propagates codes > 0): that case cannot be told apart from the exit code"),
+     "success; DeepSpeed's runner also exits 0 when pdsh dies by a signal (runner.py only "
+     "propagates codes > 0), which cannot be told apart here: flatjob's pdsh wrapper and "
+     "launch.sh turn it into 128+N before the pod ends (compiler/plan/pdsh.py)"),
     ("exit-1-no-message", (1, None, None), (1, 1, 1, 1),
      "a plain error; torchrun exits 1 for any worker failure, and without its summary 1 is all we know"),
     ("exit-1-torchrun-sigkill", (1, None, SIGKILL_SUMMARY), (1, 137, 1, 1),
@@ -129,6 +130,11 @@ EFFECTIVE_TABLE = [
      "247 is the program's own choice"),
     ("exit-254", (254, None, None), (254, 130, 130, 130), "256-2: the launcher's child got SIGINT"),
     ("exit-241", (241, None, None), (241, 143, 143, 143), "256-15: the launcher's child got SIGTERM"),
+    ("exit-255", (255, None, None), (255, 255, LOST, 255),
+     "ssh exits 255 when the connection to a peer fails or is lost (the peer's pod died): "
+     "`pdsh -S` passes the largest remote code on and deepspeed exits with it, so for "
+     "DeepSpeed it means a lost peer, like a killed pod (137, retried by ExitCode); colossalai "
+     "run exits 1 for any failed node, and elsewhere 255 is the program's own exit(-1)"),
     ("exit-137-oomkilled", (137, "OOMKilled", None), (137, 137, 137, 137),
      "the kubelet OOM-killed the container: SIGKILL whatever the launcher"),
     ("evicted-no-exit", (None, "Evicted", None), (LOST, LOST, LOST, LOST),

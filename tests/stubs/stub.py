@@ -7,7 +7,8 @@ Then, by environment (NAME = the program's name upper-cased, other characters as
 - STUB_EXEC_<NAME>=<JSON list>: exec that argv, then ours, then STUB_APPEND_<NAME> (a JSON
   list); the python3 stub uses it to run the real wait_for_peers.py on test ports;
 - STUB_BLOCK_<NAME>=<path>: create <path>, then sleep until SIGTERM or SIGINT, record
-  {"event": "signal", "signal": N} and exit;
+  {"event": "signal", "signal": N} and exit (a config test, `sshd ... -t`, returns at once,
+  as the real one does, so a blocking sshd can stand for DeepSpeed's background sshd);
 - STUB_EXIT_<NAME>=<code>: the exit code (also after a signal); default 0.
 """
 
@@ -40,7 +41,7 @@ def main():
         ]
         os.execv(argv[0], argv)
     block = os.environ.get(f"STUB_BLOCK_{KEY}")
-    if block:
+    if block and not (NAME == "sshd" and "-t" in sys.argv[1:]):
 
         def stop(signum, frame):
             record("signal", signal=signum)

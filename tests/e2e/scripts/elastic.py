@@ -6,22 +6,15 @@ In the first round, the worker on the pod named by $E2E_LOSE kills its own torch
 fails, their agents re-form the group without it, and the job finishes with fewer nodes.
 """
 
-import json
 import os
 import signal
 import time
 
 import torch
 import torch.distributed as dist
+from outbox import record  # beside this script, which Python puts first on sys.path
 
 STEPS = 4
-
-
-def record(name: str, data: dict) -> None:
-    path = os.path.join(os.environ["E2E_OUT"], name)
-    with open(path + ".tmp", "w", encoding="utf-8") as f:
-        json.dump(data, f)
-    os.replace(path + ".tmp", path)
 
 
 def main() -> None:

@@ -1,0 +1,207 @@
+"""What deepspeed and `colossalai run` cannot carry to the nodes, reported at the line.
+
+Both launchers build one shell command per node and run it over ssh, and neither quotes all
+it puts there (../shared/research/launchers.md):
+- deepspeed (pdsh) passes a script argument raw, or in double quotes when it has a space,
+  so the node's shell expands `$`, backticks and `\\` in it, and splits or globs the rest;
+- `colossalai run` joins `torchrun ... script args` with spaces, unquoted (flatjob quotes the
+  script's arguments, but not the script's own path, which colossalai checks for `.py`, nor
+  the --extra_launch_args items), splits every extra item at each `=`, and exports the
+  launcher's environment in double quotes it does not escape;
+- some flags a launcher ignores (deepspeed's pdsh runner drops --bind_cores_to_rank), no
+  longer has (deepspeed 0.19.8 removed the elastic flags), or rejects while exiting 0
+  (`colossalai run` on a script that does not end in .py).
+Also: the SSH wiring needs root in every pod (sshd, its host keys, the 0600 key files).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from ..errors import Diagnostic, Severity
+from ..jobtypes import ColossalAIJob, DeepSpeedJob
+from ..loader import Document, PathT
+from ..plan.colossalai import extra_items
+from ..podtemplate import containers_of, training_index
+from .groups import groups
+
+# A word every POSIX shell (and bash) leaves exactly as it is (DeepSpeed's own "safe" set).
+PLAIN_WORD = re.compile(r"[A-Za-z0-9_@%+=:,./-]+")
+# Inside double quotes these still act: $ expands, ` runs, \ escapes.
+IN_DOUBLE_QUOTES = re.compile(r'[$`\\]')
+DROPPED_BY_PDSH = {
+    "--bind_cores_to_rank": "deepspeed's pdsh runner does not pass it to the nodes, so no rank is bound",
+    "--bind_core_list": "deepspeed's pdsh runner does not pass it to the nodes, so no rank is bound",
+}
+REMOVED_ELASTIC = {
+    f: "deepspeed 0.19.8 removed it (0.7.0-0.19.7 had it) and exits 2; flatjob sizes an elastic job itself"
+    for f in ("--elastic_training", "--min_elastic_nodes", "--max_elastic_nodes")
+}
+
+
+def _flag(arg: str) -> str:
+    return arg.split("=", 1)[0]
+
+
+# --- DeepSpeedJob ----------------------------------------------------------------------------
+
+
+def _pdsh_changes(arg: str) -> str | None:
+    """How the node's shell would change a script argument deepspeed passes through pdsh."""
+    if " " in arg:
+        found = IN_DOUBLE_QUOTES.search(arg)
+        return f"{found.group()!r} would act inside the double quotes deepspeed puts around it" if found else None
+    if arg == "":
+        return "an empty argument disappears"
+    if not PLAIN_WORD.fullmatch(arg):
+        return "it goes to the shell unquoted, which would expand, split or glob it"
+    return None
+
+
+def deepspeed_program(job: DeepSpeedJob, doc: Document) -> Iterator[Diagnostic]:
+    """Script arguments pdsh's remote shell would not pass on as written (a warning: `$VAR`
+    may be meant for that shell)."""
+    run = job.spec.config.run
+    if run is None or job.spec.config.custom_command is not None:
+        return
+    for name in ("python", "module", "exec"):
+        for i, arg in enumerate(getattr(run, name) or []):
+            why = _pdsh_changes(arg)
+            if why:
+                yield doc.diagnostic(
+                    "FJ340", f"deepspeed runs {arg!r} through each node's shell: {why}", ("spec", "config", "run", name, i),
+                    severity=Severity.WARNING, hint="use plain words, or pass the value in the worker's env",
+                )
+
+
+def deepspeed_flags(job: DeepSpeedJob, doc: Document) -> Iterator[Diagnostic]:
+    for i, arg in enumerate(job.spec.config.other_args):
+        why = DROPPED_BY_PDSH.get(_flag(arg)) or REMOVED_ELASTIC.get(_flag(arg))
+        if why:
+            yield doc.diagnostic("FJ341", f"{_flag(arg)} has no effect here: {why}", ("spec", "config", "otherArgs", i), severity=Severity.WARNING)
+
+
+# --- ColossalAIJob ---------------------------------------------------------------------------
+
+
+def _torch(job: ColossalAIJob) -> tuple[PathT, list[str], PathT, list[str]]:
+    """(script path, script, extra args path, extra args) in either shape."""
+    s = job.spec
+    if s.worker is not None:
+        return ("spec", "worker", "command"), s.worker.command, ("spec", "worker", "torchArgs"), s.worker.torch_args
+    tc = s.torch_config
+    return ("spec", "torchConfig", "script"), tc.script if tc else [], ("spec", "torchConfig", "extraArgs"), tc.extra_args if tc else []
+
+
+def colossalai_script(job: ColossalAIJob, doc: Document) -> Iterator[Diagnostic]:
+    """The script (or `-m module`) as `colossalai run` checks it; it exits 0 when it refuses."""
+    where, script, _, _ = _torch(job)
+    if job.spec.worker is None and job.spec.torch_config is None:
+        return
+    module = script[:1] == ["-m"]
+    target = script[1] if module and len(script) > 1 else (None if module else (script[0] if script else None))
+    at = (*where, 1 if module else 0)
+    if target is None:
+        yield doc.diagnostic("FJ341", "no script to run: colossalai run would print an error and exit 0", where, key=not script)
+    elif module and target.endswith(".py"):
+        yield doc.diagnostic("FJ341", f"-m takes a module, not a file: colossalai run refuses {target!r} and exits 0", at, hint=f"did you mean {target.removesuffix('.py').replace('/', '.')!r}?")
+    elif not module and not target.endswith(".py"):
+        yield doc.diagnostic("FJ341", f"colossalai run only runs a .py file (or -m module); it refuses {target!r} and exits 0", at)
+    elif not PLAIN_WORD.fullmatch(target):
+        yield doc.diagnostic("FJ340", f"colossalai run puts {target!r} unquoted into each worker's command, whose shell would split or expand it", at, hint="rename the file to plain characters")
+
+
+def colossalai_extra(job: ColossalAIJob, doc: Document) -> Iterator[Diagnostic]:
+    """--extra_launch_args items: one `=` at most, and plain shell words (joined unquoted).
+    (A comma cannot pass at all: FJ204, in rules.py.)"""
+    _, _, where, extra = _torch(job)
+    for item, i in extra_items(list(extra)):
+        if "," in item:
+            continue
+        if item.count("=") > 1:
+            yield doc.diagnostic(
+                "FJ340", f"colossalai run splits --extra_launch_args item {item!r} at every '=' and fails", (*where, i),
+                hint="it passes only key=value with a single '='",
+            )
+        elif not all(PLAIN_WORD.fullmatch(part) for part in item.split("=") if part):
+            yield doc.diagnostic("FJ340", f"colossalai run puts {item!r} unquoted into each worker's command, whose shell would split or expand it", (*where, i))
+
+
+def _launcher_env(job: ColossalAIJob) -> tuple[PathT, list[Any]]:
+    """The launcher's env (old shape: spec.launcher.env; new: its container's) and its path."""
+    s = job.spec
+    if s.launcher is not None:
+        return ("spec", "launcher", "env"), list(s.launcher.env)
+    for g in groups(job):
+        if g.type == "launcher" and g.template is not None:
+            cs = containers_of(g.template)
+            i = next((n for n, c in enumerate(cs) if c.get("name") == "launcher"), 0)
+            if cs:
+                env = cs[i].get("env")
+                return (*g.template_path, "spec", "containers", i, "env"), env if isinstance(env, list) else []
+    return (), []
+
+
+def _worker_env_names(job: ColossalAIJob) -> set[str]:
+    for g in groups(job):
+        if g.type == "worker" and g.template is not None:
+            idx = training_index(job.kind, g.template)
+            env = containers_of(g.template)[idx].get("env") if idx is not None else None
+            return {e.get("name") for e in env or [] if isinstance(e, dict)}
+    return set()
+
+
+def colossalai_launcher_env(job: ColossalAIJob, doc: Document) -> Iterator[Diagnostic]:
+    """Launcher env values `colossalai run` cannot export in its unescaped double quotes."""
+    where, env = _launcher_env(job)
+    declared = _worker_env_names(job)
+    for i, e in enumerate(env):
+        value = e.get("value") if isinstance(e, dict) else None
+        if isinstance(value, str) and e.get("name") not in declared and (IN_DOUBLE_QUOTES.search(value) or '"' in value):
+            yield doc.diagnostic(
+                "FJ340", f"colossalai run cannot export {e.get('name')}'s value to the workers (its quotes are not escaped); flatjob leaves it out",
+                (*where, i, "value"), severity=Severity.WARNING, hint="set it on the worker template, whose own env reaches the training processes",
+            )
+
+
+# --- both ------------------------------------------------------------------------------------
+
+
+def _non_root(context: Any) -> tuple[str, str] | None:
+    """(field, what it says) when a securityContext makes the container non-root."""
+    if not isinstance(context, dict):
+        return None
+    user = context.get("runAsUser")
+    if isinstance(user, int) and user != 0:
+        return "runAsUser", f"runAsUser: {user}"
+    if context.get("runAsNonRoot") is True:
+        return "runAsNonRoot", "runAsNonRoot: true"
+    return None
+
+
+def runs_as_root(job: Any, doc: Document) -> Iterator[Diagnostic]:
+    """Every pod of an SSH kind needs root: sshd (host keys in /etc/ssh, /run/sshd, port 22)
+    and the key files, mounted 0600 and owned by root."""
+    for g in groups(job):
+        if g.template is None:
+            continue
+        spec = g.template.get("spec") if isinstance(g.template.get("spec"), dict) else {}
+        idx = training_index(job.kind if g.type != "launcher" else "", g.template)
+        containers = containers_of(g.template)
+        container = containers[idx] if idx is not None and idx < len(containers) else {}
+        own = container.get("securityContext") if isinstance(container, dict) else None
+        found = _non_root(own)
+        path: PathT = (*g.template_path, "spec", "containers", idx or 0, "securityContext")
+        if found is None and not (isinstance(own, dict) and own.get("runAsUser") == 0):
+            found, path = _non_root(spec.get("securityContext")), (*g.template_path, "spec", "securityContext")
+        if found:
+            yield doc.diagnostic(
+                "FJ342", f"{found[1]}: {job.kind} pods must run as root, for flatjob's sshd and ssh keys", (*path, found[0]),
+                hint="sshd makes host keys in /etc/ssh, needs /run/sshd and port 22; the keys are 0600 files owned by root",
+            )
+
+
+DEEPSPEED_RULES = (deepspeed_program, deepspeed_flags, runs_as_root)
+COLOSSALAI_RULES = (colossalai_script, colossalai_extra, colossalai_launcher_env, runs_as_root)

@@ -1,0 +1,253 @@
+"""run-local for the SSH-launched kinds (DeepSpeedJob, ColossalAIJob): a real sshd in every pod.
+
+The pods run the rendered scripts unchanged; what a cluster gives an SSH pod is made here:
+
+| in a cluster | here |
+|---|---|
+| the key Secret, projected at ssh.authMountPath | the runtime's own key pair (runtime/sshkeys.py), laid out as the kubelet lays out a projected volume: a 1777 folder, a timestamped folder holding each item at its mode, `..data` and one symlink per item (kubernetes#61049); sshd's StrictModes refuses it exactly as in a cluster |
+| the image's /etc/ssh | FLATJOB_SSH_ROOT: `ssh-keygen -A` finds the run's host keys under the pod's folder; FLATJOB_SSHD_CONFIG: the pod's own sshd_config, which only places sshd (ListenAddress, HostKey, PidFile): every other option is the rendered command line's |
+| port 22 on the pod's IP | port 22 on the pod's loopback address (so run-local needs root) |
+| ~/.ssh for ssh clients | OpenSSH reads the passwd home, not $HOME: an `ssh` first on the pod's PATH runs the real one with `-F`/`-i` of the mount; fabric (paramiko) reads $HOME, the pod's folder with `.ssh` = the mount |
+| /run/flatjob-pod-env, /tmp/flatjob-hostfile, /tmp | FLATJOB_POD_ENV, FLATJOB_RUN_HOSTFILE, TMPDIR in the pod's folder |
+
+Processes behind ssh sessions carry their pod's FLATJOB_LOCAL_MARK (session.sh loads the
+container's environment), so they are stopped with their pod like any other of its processes.
+Pods of concurrent runs need port 22 on distinct addresses: each run claims a block of
+loopback addresses (127.0.B.x) under a lock file and checks the port is free.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import fcntl
+import os
+import pwd
+import shlex
+import shutil
+import socket
+import subprocess
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from flatjob.compiler.plan import scripts
+
+from .containers import PodExtra
+from .errors import Unsupported
+
+SSH_KINDS = frozenset({"DeepSpeedJob", "ColossalAIJob"})
+# Programs each kind's pods run, found on PATH (sshd is the job's ssh.sshdPath).
+TOOLS = {
+    "DeepSpeedJob": ("ssh", "ssh-keygen", "pdsh", "deepspeed"),
+    "ColossalAIJob": ("ssh", "ssh-keygen", "colossalai"),
+}
+INSTALL = "see docs/run-local.md, 'DeepSpeedJob and ColossalAIJob', for the packages"
+HOST_KEY_TYPES = ("rsa", "ecdsa", "ed25519")
+MAX_BLOCK = 254
+LOCK_DIR = "/tmp"  # machine-wide, whatever TMPDIR says: port 22 is machine-wide too
+
+
+# --- addresses ----------------------------------------------------------------------------
+
+
+def block_addresses(block: int, count: int) -> list[str]:
+    """The loopback addresses of `count` pods in a block (the compiler's local_address)."""
+    from flatjob.compiler.plan.common import local_address
+
+    return [local_address(i, block) for i in range(count)]
+
+
+def _port_free(ip: str, port: int) -> bool:
+    """Whether nothing listens on ip:port (a port only root may bind counts as free here:
+    the preflight says root is needed)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind((ip, port))
+        except OSError as exc:
+            return exc.errno in (errno.EACCES, errno.EPERM)
+    return True
+
+
+def _this_host() -> set[str]:
+    """Addresses this machine's own name resolves to (Debian maps it to 127.0.1.1): a pod
+    there would be taken by `colossalai run` for the launcher itself and run without ssh."""
+    with contextlib.suppress(OSError):
+        return set(socket.gethostbyname_ex(socket.gethostname())[2])
+    return set()
+
+
+def claim_block(count: int, port: int = scripts.SSH_PORT, lock_dir: str | None = None) -> tuple[int, IO[str]]:
+    """The first block whose `count` addresses are this run's: its lock file is free (held
+    until the run ends) and `port` is free on every address.  Returns (block, lock)."""
+    own = _this_host()
+    folder = Path(lock_dir or LOCK_DIR)
+    for block in range(1, MAX_BLOCK + 1):
+        addresses = block_addresses(block, count)
+        if own & set(addresses):
+            continue
+        lock = open(folder / f"flatjob-run-local-127.0.{block}.lock", "a", encoding="utf-8")  # noqa: SIM115 (held for the run)
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            lock.close()
+            continue
+        if all(_port_free(ip, port) for ip in addresses):
+            return block, lock
+        lock.close()
+    raise Unsupported(f"no block of {count} loopback addresses has port {port} free (127.0.1.x to 127.0.{MAX_BLOCK}.x)")
+
+
+# --- what must be here ----------------------------------------------------------------------
+
+
+def preflight(kind: str, sshd_path: str, environ: Mapping[str, str]) -> list[str]:
+    """Why this machine cannot run the job's pods (empty when it can)."""
+    problems = []
+    if os.geteuid() != 0:
+        problems.append(
+            f"{kind} needs root here: every pod runs sshd on port 22 of its loopback address, and a "
+            "root sshd needs /run/sshd (run with sudo, keeping your Python environment on PATH)"
+        )
+    if not os.access(sshd_path, os.X_OK):
+        problems.append(f"sshd is not at {sshd_path} (spec.ssh.sshdPath): install openssh-server; {INSTALL}")
+    path = environ.get("PATH", "")
+    missing = [t for t in TOOLS[kind] if shutil.which(t, path=path) is None]
+    if missing:
+        problems.append(f"{', '.join(missing)} not found on PATH: {INSTALL}")
+    return problems
+
+
+# --- the kubelet's projected-volume layout --------------------------------------------------
+
+
+def project(target: Path, items: Iterable[tuple[str, bytes, int]], now: float | None = None) -> None:
+    """Write files as the kubelet's atomic writer does for a Secret or projected volume.
+
+    `target` (mode 1777, kubernetes#61049) holds `..<timestamp>/` with each (path, data, mode),
+    `..data` -> that folder, and `<path>` -> `..data/<path>` for every top-level entry.
+    """
+    stamp = time.strftime("..%Y_%m_%d_%H_%M_%S", time.gmtime(now)) + f".{os.getpid()}"
+    target.mkdir(parents=True, exist_ok=True)
+    target.chmod(0o1777)
+    data_dir = target / stamp
+    data_dir.mkdir(mode=0o755)
+    data_dir.chmod(0o755)
+    tops = []
+    for rel, data, mode in items:
+        path = data_dir / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+        path.chmod(mode)
+        tops.append(rel.split("/", 1)[0])
+    (target / "..data").symlink_to(stamp)
+    for top in dict.fromkeys(tops):
+        (target / top).symlink_to(f"..data/{top}")
+
+
+def projected_items(volume: Mapping[str, Any], secret: Mapping[str, str], configmap: Mapping[str, str]) -> list[tuple[str, bytes, int]]:
+    """(path, data, mode) of a projected volume's items, from the Secret's and ConfigMap's data."""
+    default = int((volume.get("projected") or {}).get("defaultMode", 0o644))
+    out = []
+    for source in (volume.get("projected") or {}).get("sources") or []:
+        for kind, data in (("secret", secret), ("configMap", configmap)):
+            for item in (source.get(kind) or {}).get("items") or []:
+                out.append((item["path"], data[item["key"]].encode(), int(item.get("mode", default))))
+    return out
+
+
+def _mount(manifest: Mapping[str, Any], mount_path: str) -> Mapping[str, Any] | None:
+    """The projected volume a container of the pod mounts at `mount_path`."""
+    spec = manifest.get("spec") or {}
+    volumes = {v.get("name"): v for v in spec.get("volumes") or []}
+    for c in spec.get("containers") or []:
+        for m in c.get("volumeMounts") or []:
+            if m.get("mountPath", "").rstrip("/") == mount_path.rstrip("/") and "projected" in volumes.get(m.get("name"), {}):
+                return volumes[m["name"]]
+    return None
+
+
+# --- one run ----------------------------------------------------------------------------------
+
+
+@dataclass
+class SshRun:
+    """The run's key pair and host keys, and the folders of its pods."""
+
+    folder: Path
+    secret: dict[str, str]  # the Secret's data, as the runtime creates it
+    configmap: Mapping[str, str]  # the job's ConfigMap data
+    mount_path: str  # ssh.authMountPath
+    base_path: str  # the machine's PATH (where the real ssh is found)
+
+    def pod(self, pod: str, uid: str, manifest: Mapping[str, Any], address: str) -> PodExtra:
+        """Make one pod incarnation's folder; what its processes get for it.  Its sshd is found
+        by the folder in its command line (sshd overwrites its environment for its title)."""
+        root = self.folder / f"{pod}-{uid}"
+        return PodExtra(self._pod_env(root, manifest, address), (f"{root}/",))
+
+    def _pod_env(self, root: Path, manifest: Mapping[str, Any], address: str) -> dict[str, str]:
+        mount = root / "ssh"
+        volume = _mount(manifest, self.mount_path)
+        if volume is not None:
+            project(mount, projected_items(volume, self.secret, self.configmap))
+        etc = root / "etc" / "ssh"
+        etc.mkdir(parents=True)
+        tmp = root / "tmp"  # the pod's own /tmp
+        tmp.mkdir()
+        for f in (self.folder / "host" / "etc" / "ssh").iterdir():
+            shutil.copy2(f, etc / f.name)
+        config = root / "sshd_config"
+        config.write_text(
+            "# flatjob run-local: where this pod's sshd listens and its host keys; every other\n"
+            "# option is on the rendered command line (sshd.sh).\n"
+            f"ListenAddress {address}\n"
+            + "".join(f"HostKey {etc}/ssh_host_{t}_key\n" for t in HOST_KEY_TYPES)
+            + "PidFile none\n",
+            encoding="utf-8",
+        )
+        env = {
+            "FLATJOB_SSH_DIR": str(mount),
+            "FLATJOB_SSH_ROOT": str(root),
+            "FLATJOB_SSHD_CONFIG": str(config),
+            "FLATJOB_POD_ENV": str(root / "env"),
+            "FLATJOB_RUN_HOSTFILE": str(root / "run-hostfile"),
+            "TMPDIR": str(tmp),
+        }
+        if volume is not None and self.mount_path.rstrip("/") == os.path.join(pwd.getpwuid(os.getuid()).pw_dir, ".ssh"):
+            env.update(self._clients(root, mount))
+        return env
+
+    def _clients(self, root: Path, mount: Path) -> dict[str, str]:
+        """ssh clients find the mount as their ~/.ssh (the job mounts its keys there)."""
+        home = root / "home"
+        home.mkdir()
+        (home / ".ssh").symlink_to(mount)
+        real = shutil.which("ssh", path=self.base_path) or "/usr/bin/ssh"
+        bin_dir = root / "bin"
+        bin_dir.mkdir()
+        shim = bin_dir / "ssh"
+        shim.write_text(
+            "#!/bin/sh\n"
+            "# flatjob run-local: the pod's ssh client config and key, mounted at ~/.ssh in a cluster\n"
+            "# (OpenSSH reads the passwd entry's home, not $HOME).\n"
+            f"exec {shlex.quote(real)} -F {shlex.quote(str(mount / 'config'))} -i {shlex.quote(str(mount / 'id_ed25519'))} \"$@\"\n",
+            encoding="utf-8",
+        )
+        shim.chmod(0o755)
+        return {"HOME": str(home), "PATH": f"{bin_dir}{os.pathsep}{self.base_path}"}
+
+
+def prepare(folder: Path, record: Mapping[str, Any], secret_name: str, configmap: Mapping[str, str], mount_path: str, base_path: str) -> SshRun:
+    """The run's key Secret (made by the runtime's own code) and one set of host keys."""
+    try:
+        from ..sshkeys import ssh_secret
+        secret = ssh_secret(secret_name, "default", dict(record))["stringData"]
+    except ImportError as exc:  # cryptography: the runtime extra
+        raise Unsupported(f"run-local needs the runtime's key generation for SSH jobs ({exc}): pip install 'flatjob[runtime]'") from exc
+    host = folder / "host" / "etc" / "ssh"
+    host.mkdir(parents=True)
+    subprocess.run(["ssh-keygen", "-A", "-f", str(folder / "host")], check=True, capture_output=True, env={"PATH": base_path})
+    return SshRun(folder, secret, configmap, mount_path, base_path)

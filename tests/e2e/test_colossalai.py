@@ -1,0 +1,114 @@
+"""ColossalAIJob end to end under run-local with the real tools: one sshd per worker on its
+loopback address, the key Secret in the kubelet's projected layout, real `colossalai run`
+(fabric/paramiko) starting torchrun on every worker, gloo.
+
+- examples/local/colossalai-cpu.yaml: every rank prints its all-reduce line;
+- (2 workers x 1 rank from here on, to keep it quick; the example runs 2 x 2)
+- script arguments with spaces, `$` and quotes arrive whole; the worker template's env (a
+  hostile value, downward-API values) reaches every rank with its own pod's values, and the
+  launcher's plain env reaches them too; FLATJOB_ATTEMPT is the worker's own;
+- a rank killed by SIGKILL fails the job (ColossalAI never restarts; T9k).
+No process of a run outlives it: E2E_TAG (tests/e2e/conftest.py), and sshd by its command line.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from .kit import SCRIPTS, free_port, run_local
+from .sshkit import (
+    HOSTILE,
+    addresses,
+    check_example,
+    environment,
+    need,
+    pod_env,
+    results,
+    sshd_left,
+)
+
+pytestmark = pytest.mark.e2e
+
+ARGS = ["hello world", "$HOME", 'a "quoted" word', "--master_port", "1"]
+
+
+@pytest.fixture(autouse=True)
+def _tools() -> None:
+    need("ColossalAIJob")
+
+
+def job(name: str, out: Path, *, procs: int, env: str = "", args: list[str] | None = None) -> str:
+    script = json.dumps([str(SCRIPTS / "ranks.py"), *(args or [])])
+    return f"""
+        apiVersion: batch.tensorstack.dev/v1beta1
+        kind: ColossalAIJob
+        metadata:
+          name: {name}
+        spec:
+          torchConfig:
+            procPerWorker: {procs}
+            script: {script}
+            extraArgs: [--master_port={free_port()}]
+          replicaSpecs:
+            - type: launcher
+              replicas: 1
+              template:
+                spec:
+                  containers:
+                    - name: launcher
+                      image: hpcaitech/colossalai:0.5.0
+                      env:
+                        - name: FROM_LAUNCHER
+                          value: plain
+            - type: worker
+              replicas: 2
+              template:
+                spec:
+                  terminationGracePeriodSeconds: 5
+                  containers:
+                    - name: worker
+                      image: hpcaitech/colossalai:0.5.0
+                      env:{pod_env(out, 24)}{env}
+        """
+
+
+def test_the_example_prints_every_ranks_all_reduce(tmp_path: Path, tag: str) -> None:
+    check_example(tmp_path, tag, "colossalai-cpu", "{{torchConfig: {{extraArgs: [--master_port={port}]}}}}")
+
+
+def test_arguments_and_the_workers_env_arrive_whole_on_every_rank(tmp_path: Path, tag: str) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    env = f"""
+                        - name: HOSTILE
+                          value: {json.dumps(HOSTILE)}"""
+    run = run_local(tmp_path, job("cai-env", out, procs=1, env=env, args=ARGS), tag=tag, timeout=240, env=environment(tag, tmp_path))
+    assert run.code == 0, run.explain()
+    seen = results(out, "attempt-1-rank-*.json")
+    assert sorted(r["rank"] for r in seen) == [0, 1]
+    assert {(r["world_size"], r["sum"]) for r in seen} == {(2, 3.0)}
+    where = addresses(run.stderr)
+    for r in seen:
+        assert r["argv"] == ARGS  # colossalai joins them unquoted: flatjob quoted them
+        assert r["env"]["HOSTILE"] == HOSTILE
+        assert r["env"]["FROM_LAUNCHER"] == "plain"  # colossalai run exports the launcher's env
+        assert r["env"]["FLATJOB_ATTEMPT"] == "1"
+        pod = f"cai-env-worker-{r['rank']}"
+        assert (r["env"]["POD_NAME"], r["env"]["POD_IP"], r["env"]["HOSTNAME"]) == (pod, where[pod], pod)
+    assert not sshd_left(tmp_path)
+
+
+def test_a_killed_rank_fails_the_job(tmp_path: Path, tag: str) -> None:
+    out = tmp_path / "out"
+    out.mkdir()
+    env = """
+                        - name: E2E_KILL_RANK
+                          value: "1\""""
+    run = run_local(tmp_path, job("cai-kill", out, procs=1, env=env), tag=tag, timeout=240, env=environment(tag, tmp_path))
+    assert run.code == 1, run.explain()
+    assert [r["env"]["RANK"] for r in results(out, "killed-*.json")] == ["1"]
+    assert "cai-kill-launcher failed with exit code 1" in run.stderr
+    assert not sshd_left(tmp_path)

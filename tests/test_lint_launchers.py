@@ -1,0 +1,199 @@
+"""What deepspeed and `colossalai run` cannot carry (compiler/validate/launchers.py, FJ340-FJ342).
+
+Each case is one job; findings are drawn in the YAML (`# ^ CODE`, lintkit.marked), and
+`valid-*` cases must stay clean.  Why each launcher mangles what it does is in the module's
+docstring and docs/diagnostics.md; tests/e2e/ runs the same launchers for real.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from lintkit import Case, case_ids, check_case, deepspeed
+
+
+def colossalai(torch_config: str, rest: str = "") -> str:
+    """A new-shape ColossalAIJob; `torch_config` (indented, markers included) starts on line
+    6, `rest` replaces the worker container's closing line (for env, securityContext)."""
+    return f"""
+        apiVersion: batch.tensorstack.dev/v1beta1
+        kind: ColossalAIJob
+        metadata: {{name: job}}
+        spec:
+          torchConfig:
+{torch_config}
+          replicaSpecs:
+            - type: launcher
+              template: {{spec: {{containers: [{{name: launcher, image: c}}]}}}}
+            - type: worker
+              replicas: 2
+              template:
+                spec:
+                  containers:
+                    - name: worker
+                      image: c
+{rest}
+        """
+
+
+CASES = [
+    # --- deepspeed: script arguments through pdsh's remote shell (warnings) ---
+    Case(
+        "deepspeed-dollar-in-a-spaced-argument",
+        deepspeed("""
+          config:
+            run: {python: [train.py, "--name=a $HOME"]}
+        #                            ^ FJ340
+        """),
+        message="'$' would act inside the double quotes deepspeed puts around it",
+    ),
+    Case(
+        "deepspeed-unquoted-shell-characters",
+        deepspeed("""
+          config:
+            run: {python: [train.py, "it's", "*.txt", ""]}
+        #                            ^ FJ340
+        #                                    ^ FJ340
+        #                                             ^ FJ340
+        """),
+        message="it goes to the shell unquoted",
+    ),
+    Case(
+        "valid-deepspeed-plain-and-spaced-arguments",
+        deepspeed("""
+          config:
+            run: {python: [train.py, --data_path, "/data/enwik8 text", --lr=0.1, "say \\"hi\\" there"]}
+        """),
+    ),
+    Case(
+        "valid-deepspeed-custom-command-is-the-users",
+        deepspeed("""
+          config:
+            customCommand: deepspeed train.py --x '$HOME'
+        """),
+    ),
+    # --- deepspeed: flags it ignores or removed (warnings) ---
+    Case(
+        "deepspeed-bind-cores-dropped-by-pdsh",
+        deepspeed("""
+          config:
+            run: {python: [train.py]}
+            otherArgs: [--bind_cores_to_rank, --bind_core_list=0-3]
+        #               ^ FJ341
+        #                                     ^ FJ341
+        """),
+        message="deepspeed's pdsh runner does not pass it to the nodes",
+    ),
+    Case(
+        "deepspeed-elastic-flags-removed",
+        deepspeed("""
+          config:
+            run: {python: [train.py]}
+            otherArgs: [--elastic_training, --min_elastic_nodes=1]
+        #               ^ FJ341
+        #                                   ^ FJ341
+        """),
+        message="deepspeed 0.19.8 removed it",
+    ),
+    # --- colossalai: the script, extra args, the launcher's env ---
+    Case(
+        "colossalai-script-not-py-exits-0",
+        colossalai("""
+            script: [train.sh, --x]
+        #            ^ FJ341
+        """),
+        message="it refuses 'train.sh' and exits 0",
+    ),
+    Case(
+        "colossalai-module-given-a-file",
+        colossalai("""
+            script: ["-m", pkg/train.py]
+        #                  ^ FJ341
+        """),
+        hint="did you mean 'pkg.train'?",
+    ),
+    Case(
+        "colossalai-script-path-with-a-space",
+        colossalai("""
+            script: ["my train.py"]
+        #            ^ FJ340
+        """),
+        message="whose shell would split or expand it",
+    ),
+    Case(
+        "colossalai-extra-arg-with-two-equals",
+        colossalai("""
+            script: [train.py]
+            extraArgs: [--rdzv_conf=timeout=900]
+        #               ^ FJ340
+        """),
+        message="splits --extra_launch_args item 'rdzv_conf=timeout=900' at every '='",
+    ),
+    Case(
+        "colossalai-extra-arg-split-value-with-a-space",
+        colossalai("""
+            script: [train.py]
+            extraArgs: [--log_dir, "/tmp/a b"]
+        #               ^ FJ340
+        """),
+        message="'log_dir=/tmp/a b' unquoted",
+    ),
+    Case(
+        "colossalai-launcher-env-it-cannot-export",
+        """
+        apiVersion: batch.tensorstack.dev/v1beta1
+        kind: ColossalAIJob
+        metadata: {name: job}
+        spec:
+          launcher:
+            image: c
+            env:
+              - {name: GREETING, value: 'say "hi"'}
+        #                               ^ FJ340
+              - {name: SHARED, value: $x}
+          worker:
+            command: [train.py]
+            template:
+              spec:
+                containers:
+                  - {name: worker, image: c, env: [{name: SHARED, value: y}]}
+        """,
+        message="colossalai run cannot export GREETING's value",
+    ),
+    Case(
+        "valid-colossalai-quoted-script-arguments",
+        colossalai("""
+            script: [train.py, "two words", "$HOME", --master_port, "1"]
+            extraArgs: [--max_restarts, "3", --rdzv_conf=timeout]
+        """),
+    ),
+    # --- both: root ---
+    Case(
+        "deepspeed-pod-runs-as-non-root",
+        deepspeed(container="""
+          securityContext: {runAsUser: 1000}
+        #                              ^ FJ342
+        """),
+        message="runAsUser: 1000: DeepSpeedJob pods must run as root",
+    ),
+    Case(
+        "colossalai-worker-run-as-non-root",
+        colossalai("""
+            script: [train.py]
+        """, """
+                      securityContext: {runAsNonRoot: true}
+        #                                             ^ FJ342
+        """),
+        message="runAsNonRoot: true",
+    ),
+    Case(
+        "valid-container-root-over-a-non-root-pod",
+        deepspeed(container="securityContext: {runAsUser: 0}").replace("          spec:\n", "          spec:\n            securityContext: {runAsUser: 1000}\n", 1),
+    ),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=case_ids(CASES))
+def test_lint_finds_exactly(tmp_path: Path, case: Case) -> None:
+    check_case(tmp_path, case)
