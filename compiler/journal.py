@@ -111,7 +111,8 @@ def apply_changes(d: SafeDir, changes: TreeChanges) -> None:
         return
     d.open_root(create=True)
     write = sorted(changes.write)
-    made = sorted({f for rel in write for f in folders_of(rel) if d.folder(f) < 0}, key=lambda f: (f.count("/"), f))
+    folders = {f for rel in write for f in folders_of(rel)}
+    made = sorted((f for f in folders if d.folder(f) < 0), key=lambda f: (f.count("/"), f))  # each looked up once
     journal = {"version": 1, "state": "staging", "write": write, "delete": sorted(changes.delete), "made": made}
     _write_journal(d, journal)
     try:
@@ -134,9 +135,7 @@ def _finish(d: SafeDir, journal: dict[str, Any]) -> int:
     done = 0
     write = [rel for rel in journal["write"] if rel != META_FILE]
     for rel in write:
-        if d.exists(staged_name(rel)):
-            d.rename(staged_name(rel), rel)
-            done += 1
+        done += _rename(d, staged_name(rel), rel)
     for rel in journal["delete"]:
         raw = d.read(rel)
         if raw is not None and raw.startswith(_HEADER) and d.unlink(rel):
@@ -145,11 +144,19 @@ def _finish(d: SafeDir, journal: dict[str, Any]) -> int:
     # a folder is removed only when empty.
     for folder in sorted({f for rel in journal["delete"] for f in folders_of(rel)}, key=lambda f: (-f.count("/"), f)):
         d.remove_empty(folder)
-    if META_FILE in journal["write"] and d.exists(staged_name(META_FILE)):
-        d.rename(staged_name(META_FILE), META_FILE)
-        done += 1
+    if META_FILE in journal["write"]:
+        done += _rename(d, staged_name(META_FILE), META_FILE)
     d.unlink(JOURNAL)
     return done
+
+
+def _rename(d: SafeDir, staged: str, rel: str) -> int:
+    """Move a staged file into place; 0 when a killed run already did (it is gone)."""
+    try:
+        d.rename(staged, rel)
+    except FileNotFoundError:
+        return 0
+    return 1
 
 
 def _undo(d: SafeDir, journal: dict[str, Any]) -> int:

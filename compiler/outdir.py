@@ -196,7 +196,10 @@ class SafeDir:
         """Move file `src` over `dst` (atomic; a link at `dst` is replaced, never followed)."""
         shead, _, sname = src.rpartition("/")
         dhead, _, dname = dst.rpartition("/")
-        os.replace(sname, dname, src_dir_fd=self.folder(shead), dst_dir_fd=self.folder(dhead, create=True))
+        source = self.folder(shead)
+        if source < 0:
+            raise FileNotFoundError(2, "No such file or directory", src)
+        os.replace(sname, dname, src_dir_fd=source, dst_dir_fd=self.folder(dhead, create=True))
 
     def unlink(self, rel: str) -> bool:
         """Delete file `rel`; False when it was not there."""
