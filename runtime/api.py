@@ -1,16 +1,40 @@
-"""The handful of Kubernetes API calls the runtime makes, as an interface with two sides:
-runtime.kube (the real API server, the only module that imports `kubernetes`) and
-runtime.fake (an in-process fake for tests and simulations).
+"""The Kubernetes API as the runtime sees it: resources, errors, and the Cluster interface.
 
-Objects are plain dicts in the API's JSON shape.  Errors are the API's status codes.
+runtime.kube implements Cluster over HTTP (the only module that imports `kubernetes`); tests
+run it against runtime.fakeserver, a fake kube-apiserver.  Objects are plain dicts in the
+API's JSON shape.  Errors carry the API's HTTP status and reason; a server that cannot be
+reached is an ApiError too (status 0), so one `except ApiError` covers every failure.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 Obj = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Resource:
+    """A namespaced API resource: its group (empty for core), version and plural."""
+
+    group: str
+    version: str
+    plural: str
+
+
+PODS = Resource("", "v1", "pods")
+POD_TEMPLATES = Resource("", "v1", "podtemplates")
+SECRETS = Resource("", "v1", "secrets")
+EVENTS = Resource("", "v1", "events")
+LEASES = Resource("coordination.k8s.io", "v1", "leases")
+PODGROUPS = Resource("scheduler.tensorstack.dev", "v1beta1", "podgroups")
+
+
+def record_resource(plural: str) -> Resource:
+    """The job record's resource (flatjob.dev/v1beta1, one plural per kind)."""
+    return Resource("flatjob.dev", "v1beta1", plural)
 
 
 class ApiError(Exception):
@@ -53,35 +77,45 @@ class Invalid(ApiError):
     status, reason = 422, "Invalid"
 
 
+class Forbidden(ApiError):
+    """403: RBAC, or an admission plugin such as ResourceQuota refused the request."""
+
+    status, reason = 403, "Forbidden"
+
+
+class TooLarge(ApiError):
+    """413: the request body is over the API server's limit."""
+
+    status, reason = 413, "RequestEntityTooLarge"
+
+
+class Unreachable(ApiError):
+    """No answer: connection refused or reset, a time-out, TLS failure."""
+
+    status, reason = 0, "Unreachable"
+
+
 class Watch(Protocol):
     """A watch stream: events since a resourceVersion."""
 
     def next_events(self, timeout: float | None) -> list[tuple[str, Obj]]:
         """Events that arrived (ADDED/MODIFIED/DELETED/BOOKMARK); [] after `timeout` seconds.
-        Raises Expired when the resourceVersion is too old, ApiError when the stream broke."""
+        Raises Expired when the resourceVersion is too old, ApiError when the stream ended."""
         ...
 
     def close(self) -> None: ...
 
 
+Trim = Callable[[Obj], Obj]
+
+
 class Cluster(Protocol):
     """Everything the runtime asks of the API server."""
 
-    def list_pods(self, namespace: str, selector: Mapping[str, str]) -> tuple[list[Obj], str]: ...
-    def watch_pods(self, namespace: str, selector: Mapping[str, str], resource_version: str) -> Watch: ...
-    def create_pod(self, namespace: str, body: Obj) -> Obj: ...
-    def patch_pod(self, namespace: str, name: str, patch: Obj) -> Obj: ...
-    def delete_pod(self, namespace: str, name: str, uid: str | None) -> None: ...
-
-    def list_records(self, namespace: str, plural: str, name: str) -> tuple[list[Obj], str]: ...
-    def watch_records(self, namespace: str, plural: str, name: str, resource_version: str) -> Watch: ...
-    def replace_record_status(self, namespace: str, plural: str, body: Obj) -> Obj: ...
-
-    def get_secret(self, namespace: str, name: str) -> Obj: ...
-    def create_secret(self, namespace: str, body: Obj) -> Obj: ...
-    def get_podgroup(self, namespace: str, name: str) -> Obj: ...
-    def create_event(self, namespace: str, body: Obj) -> None: ...
-
-    def get_lease(self, namespace: str, name: str) -> Obj: ...
-    def create_lease(self, namespace: str, body: Obj) -> Obj: ...
-    def replace_lease(self, namespace: str, body: Obj) -> Obj: ...
+    def list(self, res: Resource, namespace: str, *, labels: Mapping[str, str] | None = None, fields: Mapping[str, str] | None = None, trim: Trim = ...) -> tuple[list[Obj], str]: ...
+    def watch(self, res: Resource, namespace: str, resource_version: str, *, labels: Mapping[str, str] | None = None, fields: Mapping[str, str] | None = None, trim: Trim = ...) -> Watch: ...
+    def get(self, res: Resource, namespace: str, name: str) -> Obj: ...
+    def create(self, res: Resource, namespace: str, body: Obj) -> Obj: ...
+    def replace(self, res: Resource, namespace: str, body: Obj, sub: str | None = None) -> Obj: ...
+    def patch(self, res: Resource, namespace: str, name: str, ops: list[Obj]) -> Obj: ...
+    def delete(self, res: Resource, namespace: str, name: str, uid: str | None = None) -> None: ...

@@ -7,6 +7,7 @@ when the command runs.
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import sys
@@ -17,23 +18,29 @@ from typing import Any
 import click
 
 IDLE_WAKE = 30.0  # the loop checks for shutdown at least this often; no API call is made
+log = logging.getLogger("flatjob.runtime")
 
 
-def run_loop(controller: Any, stop: threading.Event, notify: threading.Event | None, health: Any) -> None:
-    """Wait for watch events or the next timer, reconcile, repeat until `stop` is set."""
+def run_loop(controller: Any, stop: threading.Event, notify: threading.Event, health: Any, wall: Any = lambda seconds: seconds) -> None:
+    """Wait for watch events or the next timer, reconcile, repeat until `stop` is set.
+
+    Nothing a cycle raises ends the loop (the controller contains its own failures; this is
+    the last line of defence): the process ends only on SIGTERM/SIGINT.  `wall` turns
+    seconds of the controller's clock into seconds to wait (tests run faster clocks).
+    """
     controller.start()
-    health.ready = True
-    controller.step(0.0)
     while not stop.is_set():
         health.beat = time.monotonic()
-        wake = controller.wake_at
-        timeout = IDLE_WAKE if wake is None else max(0.0, min(IDLE_WAKE, wake - controller.clock()))
-        if notify is not None:
-            notify.wait(timeout)
-            notify.clear()
+        health.ready = controller.records.synced and controller.pods.synced
+        notify.clear()  # an event arriving from here on ends the wait below at once
+        try:
             controller.step(0.0)
-        else:
-            controller.step(timeout)
+        except Exception:
+            log.exception("runtime step failed")
+            controller.metrics.inc("flatjob_loop_errors_total", op="step", status="exception")
+        wake = controller.wake_at
+        timeout = IDLE_WAKE if wake is None else max(0.0, min(IDLE_WAKE, wall(wake - controller.clock())))
+        notify.wait(timeout)
 
 
 @click.command("runtime")
@@ -58,9 +65,11 @@ def runtime_command(kind: str, name: str, namespace: str, identity: str | None, 
     from .server import Health, serve
 
     logs.setup(log_level)
-    cluster = KubeCluster()
-    controller = Controller(cluster, namespace, kind, name, identity=identity or os.uname().nodename)
-    health = Health()
+    identity = identity or os.uname().nodename
+    cluster = KubeCluster(identity=identity)  # the pod's name in the API server's audit log
+    controller = Controller(cluster, namespace, kind, name, identity=identity)
+    deadline = 2 * cluster.timeouts.watch_read  # one missed bookmark and a reconnect, then /healthz fails
+    health = Health(lambda: controller.healthy(deadline))
     serve(http_port, health, controller.metrics)
     stop = threading.Event()
 
@@ -74,8 +83,7 @@ def runtime_command(kind: str, name: str, namespace: str, identity: str | None, 
         run_loop(controller, stop, cluster.notify, health)
     finally:
         controller.release_lease()
-        controller.pods.close()
-        controller.records.close()
+        controller.close()
     sys.exit(0)
 
 

@@ -1,351 +1,327 @@
-"""An in-process fake of the API server calls the runtime makes (see runtime.api.Cluster).
+"""The fake Kubernetes API server: every rule it emulates, with the source that says so.
 
-What it emulates, faithfully enough for the runtime's logic to be tested against it:
-- resourceVersion on every write; 409 Conflict on a stale status update or on a delete
-  whose UID precondition does not match; AlreadyExists on create; NotFound;
-- watch streams from a resourceVersion, and 410 Expired once that version is compacted away;
-- the status subresource (status writes never change spec or generation; spec writes bump
-  generation) and the scale subresource of the elastic records (spec.elastic.expectedReplicas);
-- graceful pod deletion (a running pod gets a deletionTimestamp, the kubelet stand-in stops it);
-- pod immutability: scheduling gates can only be removed, never added to an existing pod,
-  and the rest of the pod spec cannot change (422 Invalid);
-- JSON patches with `test` preconditions, as the runtime sends them (a failed patch, a failed
-  `test` included, is 422 Invalid, as kube-apiserver answers it).
+runtime/fakeapi holds the storage and the rules; FakeCluster (here) calls them in-process with
+the runtime.api.Cluster methods, runtime/fakeserver.py serves them over HTTP to the real
+`kubernetes` client.  Both get the same behaviour.  Sources are kubernetes/kubernetes paths
+(staging/src/k8s.io/... abbreviated to k8s.io/...) unless a URL is given.
 
-What it does not emulate: authentication and RBAC, admission webhooks, field managers and
-server-side apply, defaulting of pod fields, scheduling, resource quotas, owner-reference
-garbage collection, and any kind the runtime does not touch.  Mutating calls are counted
-(`calls`), and `crash_after` makes the N-th next mutating call raise Crash, to kill a
-runtime at an arbitrary point in chaos tests.
+Storage and the generic registry (fakeapi/store.py; k8s.io/apiserver/pkg/registry/generic/
+registry/store.go, k8s.io/apiserver/pkg/registry/rest/{create,update,delete}.go):
+- one resourceVersion counter for every write; uid a UUID, creationTimestamp RFC 3339
+  (rest.FillObjectMetaSystemFields); a body carrying a resourceVersion on create is refused as the
+  etcd3 store refuses it (500);
+- 409 AlreadyExists on create (`object is being deleted: ...` while the name is still held);
+  404 NotFound; 409 Conflict when metadata.resourceVersion is stale (OptimisticLockErrorMsg);
+  an update without resourceVersion where the kind does not allow it (custom resources) is 422
+  `metadata.resourceVersion: Invalid value: 0x0: must be specified for an update`;
+- uid, creationTimestamp, deletionTimestamp, generation cannot be changed by an update
+  (rest.BeforeUpdate); a changed name is 400; an update or patch that changes nothing writes
+  nothing (no new resourceVersion, no event);
+- delete preconditions on uid and resourceVersion (409, rest.BeforeDelete's message); graceful
+  deletion where the kind asks for it: deletionTimestamp = now + grace, deletionGracePeriodSeconds,
+  generation + 1; a second delete may only shorten the grace period, 0 removes; finalizers keep an
+  object (store.go ShouldDeleteDuringUpdate removes it once they are gone); pods and pod templates
+  answer a delete with the object (ReturnDeletedObject), other kinds with a Success Status;
+- a stored object over etcd's --max-request-bytes (1572864 bytes, etcd server/embed/config.go
+  DefaultMaxRequestBytes; measured here as compact JSON) is refused with etcd's error as
+  kube-apiserver passes it on: 500 `etcdserver: request is too large`
+  (k8s.io/apiserver/pkg/endpoints/handlers/responsewriters/status.go ErrorToAPIStatus,
+  kubernetes/kubernetes#112152); an HTTP body over 3 MiB is 413 before that
+  (k8s.io/apiserver/pkg/server/config.go MaxRequestBodyBytes);
+- lists: label selectors (k8s.io/apimachinery/pkg/labels/selector.go) and field selectors
+  (k8s.io/apimachinery/pkg/fields/selector.go; pods' field labels from
+  pkg/registry/core/pod/strategy.go ToSelectableFields, secrets' `type`; others 400);
+  limit/continue pages served from the snapshot of the first page with etcd3's continue token,
+  410 for a token older than the history, remainingItemCount when unfiltered; typed lists'
+  items carry no apiVersion/kind, custom resource lists' items do;
+- watches (fakeapi/watch.py; k8s.io/apiserver/pkg/storage/cacher): resourceVersion unset or "0"
+  starts with the current objects as ADDED; objects entering, staying in or leaving a selection
+  give ADDED, MODIFIED, DELETED; a compacted resourceVersion is an ERROR event carrying a 410
+  Expired Status (`too old resource version: N (M)`) — runtime.api.Expired in-process; a
+  resourceVersion the store has not reached waits 3 s, then a 504 ERROR event; BOOKMARK events
+  (allowWatchBookmarks) carry the resourceVersion sent up to, in the kind's empty object;
+  sendInitialEvents ends the initial events with the `k8s.io/initial-events-end` bookmark;
+- patches (fakeapi/patches.py; k8s.io/apiserver/pkg/endpoints/handlers/patch.go): JSON patch
+  (RFC 6902; any failure, a failed `test` included, is 422 `the server rejected our request due
+  to an error in our request`), merge patch (RFC 7386), strategic merge patch for built-in kinds
+  (lists merged by patchMergeKey, `$patch` directives; k8s.io/apimachinery/pkg/util/
+  strategicpatch) and 415 for it on custom resources;
+- managedFields (fakeapi/managedfields.py): an `operation: Update` entry per writer with the
+  fields it set, in fieldsV1 (k8s.io/apiserver/pkg/endpoints/handlers/fieldmanager).
+
+Built-in kinds decoded into their Go types (fakeapi/typed.py, with the Kubernetes 1.32 OpenAPI
+definitions in schemas/kubernetes): unknown fields dropped with a `Warning: 299` header (400 under
+fieldValidation=Strict); a value of the wrong JSON type is 400 (an int32 refuses `1.0`);
+resource quantities stored canonically (fakeapi/quantity.py, k8s.io/apimachinery/pkg/api/
+resource/quantity.go CanonicalizeBytes: `1.0` -> "1", `0.5` -> "500m", `1024Mi` -> "1Gi").
+
+Pods (fakeapi/pods.py, fakeapi/defaults.py):
+- defaults (pkg/apis/core/v1/defaults.go): dnsPolicy, restartPolicy, terminationGracePeriodSeconds,
+  schedulerName, securityContext, enableServiceLinks, terminationMessagePath/Policy,
+  imagePullPolicy (by tag), requests copied from limits, port protocol, probe timings, volume
+  defaultMode, fieldRef apiVersion; admission on create: serviceAccountName and the
+  kube-api-access-xxxxx projected volume and mounts (plugin/pkg/admission/serviceaccount),
+  not-ready/unreachable tolerations for 300 s (plugin/pkg/admission/defaulttolerationseconds),
+  priority and preemptionPolicy (plugin/pkg/admission/priority; unknown PriorityClass 403);
+- create (pkg/registry/core/pod/strategy.go PrepareForCreate): status Pending with qosClass,
+  generation 1, PodScheduled=False `SchedulingGated` while gated; validation of containers,
+  restartPolicy and nodeName-with-gates (pkg/apis/core/validation ValidatePodCreate, in part);
+- update (ValidatePodUpdate): only container/initContainer images, activeDeadlineSeconds (set or
+  lowered), added tolerations (validateOnlyAddedTolerations), removed scheduling gates
+  (validateOnlyDeletedSchedulingGates: `spec.schedulingGates[i].name: Forbidden: only deletion is
+  allowed, but found new scheduling gate 'x'`) and metadata may change; anything else is 422
+  `spec: Forbidden: pod updates may not change fields other than ...`; a spec change bumps
+  generation (updatePodGeneration); status is kept;
+- status writes (pods/status) keep spec and ownerReferences; terminated containers of pods that
+  do not restart stay terminated (ValidateContainerStateTransition);
+- graceful deletion (CheckGracefulDelete): the grace period asked for, else
+  terminationGracePeriodSeconds, but at once for a pod that is not scheduled (no spec.nodeName)
+  or is terminal; the kubelet stand-in (runtime/kubelet.py) ends it;
+- binding (pods/binding, pkg/registry/core/pod/storage/storage.go): nodeName is set once, never
+  on a gated or deleting pod; PodScheduled=True.
+
+Other kinds: PodTemplates (pod defaults without admission, validated like a pod spec, mutable,
+generation counts template changes: pkg/registry/core/podtemplate/strategy.go); Secrets
+(stringData merged into base64 data, type Opaque by default, ssh-auth needs ssh-privatekey,
+immutable type and data: pkg/apis/core/validation ValidateSecret); Events served by both
+core/v1 and events.k8s.io/v1 from one storage with events.k8s.io's strict validation
+(pkg/apis/core/validation/events.go); Leases (coordination.k8s.io/v1); ResourceQuotas.
+
+ResourceQuota (fakeapi/quota.py; k8s.io/apiserver/pkg/admission/plugin/resourcequota/
+controller.go, pkg/quota/v1/evaluator/core/pods.go): every non-terminal pod is charged its
+requests and limits from creation, gated or not (KEP-5465, kubernetes/enhancements#5490);
+`count/pods` counts every pod; a create over a quota is 403 `pods "x" is forbidden: exceeded
+quota: q, requested: ..., used: ..., limited: ...`, one that omits a quota'd cpu/memory value
+403 `failed quota: q: must specify ...`; status.used is kept current (synchronously).
+
+Custom resources (fakeapi/customresources.py; k8s.io/apiextensions-apiserver): the CRDs of
+schemas/crds (and T9k's PodGroup, schema unknown, fields kept); numbers read back as
+kube-apiserver's unstructured JSON decoding leaves them (k8s.io/apimachinery/pkg/util/json
+convertNumber: an integral float such as `1.0` comes back as `1`); unknown fields pruned;
+schema validation with kube-openapi's messages; status and scale subresources (a scale write
+must pass the CRD schema: `spec.elastic.expectedReplicas: Invalid value: 0: ... should be
+greater than or equal to 1`, and autoscaling's replicas >= 0).
+
+Garbage collection (fakeapi/gc.py; pkg/controller/garbagecollector): when an owner is removed,
+dependents naming it by uid lose the reference if another owner remains, else are deleted with
+background propagation (pods gracefully); propagationPolicy Orphan keeps them; an object born
+with all owners absent is collected.
+
+Left out: authentication, authorization and RBAC; admission webhooks and the admission plugins
+not named above (LimitRanger, PodSecurity...); server-side apply (apply patches are 415) and
+field-ownership conflicts; ResourceQuota scopes; foreground deletion (treated as background);
+most of ValidatePod (names, ports, volumes are not checked); conversion between API versions
+other than the two Event APIs; cluster-scoped kinds and namespaces (every namespace exists);
+deleteCollection; the watch cache's exact bookmark timing; the garbage collector's and quota
+controller's delays (both act at once).  In-process, `calls` counts reads and the writes that
+changed the cluster, and `crash_after` makes the N-th next write raise Crash, to kill a runtime
+at an arbitrary point in chaos tests.
 """
 
 from __future__ import annotations
 
 import copy
-import itertools
 from collections import Counter
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .api import AlreadyExists, Conflict, Expired, Invalid, NotFound, Obj
+from .api import Obj
+from .fakeapi import kinds
+from .fakeapi.selectors import label_selector_of
+from .fakeapi.store import Store
+from .fakeapi.watch import Watch
 
-Key = tuple[str, str, str]  # (resource, namespace, name)
+FakeWatch = Watch
+IN_PROCESS = "flatjob-fake-client"  # the field manager of in-process writes
 
 
 class Crash(BaseException):
     """Raised by the fake to kill the process under test at a chosen API call."""
 
 
-def _matches(labels: Mapping[str, str], selector: Mapping[str, str]) -> bool:
-    return all(labels.get(k) == v for k, v in selector.items())
-
-
-def _unescape(part: str) -> str:
-    return part.replace("~1", "/").replace("~0", "~")
-
-
-class FakeWatch:
-    """A watch over the fake's event log; never blocks (simulations drive time themselves)."""
-
-    def __init__(self, cluster: FakeCluster, accept: Callable[[str, Obj], bool], since: int):
-        self.cluster = cluster
-        self.accept = accept
-        self.cursor = since
-        self.closed = False
-
-    def next_events(self, timeout: float | None = None) -> list[tuple[str, Obj]]:
-        if self.cursor < self.cluster.compacted:
-            raise Expired(f"too old resource version: {self.cursor} ({self.cluster.compacted})")
-        out = []
-        for rv, resource, etype, obj in self.cluster.log:
-            if rv > self.cursor and self.accept(resource, obj):
-                out.append((etype, copy.deepcopy(obj)))
-        self.cursor = self.cluster.rv
-        return out
-
-    def close(self) -> None:
-        self.closed = True
-
-
 class FakeCluster:
-    """In-memory API objects with resourceVersions, watches and the subresources above."""
+    """The fake API server's store, called in-process with the runtime.api.Cluster methods."""
 
-    def __init__(self, clock: Callable[[], float] = lambda: 0.0, history: int = 10_000):
-        self.objects: dict[Key, Obj] = {}
-        self.rv = 0
-        self.log: list[tuple[int, str, str, Obj]] = []
-        self.compacted = 0  # watches from before this resourceVersion get 410
-        self.history = history
+    def __init__(self, clock: Callable[[], float] = lambda: 0.0, history: int = 10_000, seed: int = 0):
+        self.store = Store(clock, history, seed)
         self.clock = clock
         self.calls: Counter[str] = Counter()
         self.crash_after: int | None = None
-        self._uids = itertools.count(1)
+        self.lock = self.store.lock  # a caller may put its own lock around the calls
+        self.store.listeners.append(lambda change: self._bump(change.key, change.type, change.obj))
 
-    # --- bookkeeping -----------------------------------------------------------------
-    def _mutating(self, call: str) -> None:
-        self.calls[call] += 1
+    # --- the store's state ----------------------------------------------------------------------
+    @property
+    def objects(self) -> dict[tuple[str, str, str], Obj]:
+        return self.store.objects
+
+    @property
+    def rv(self) -> int:
+        return self.store.rv
+
+    @property
+    def log(self) -> list[Any]:
+        return self.store.log
+
+    @log.setter
+    def log(self, entries: list[Any]) -> None:
+        self.store.log = entries
+
+    @property
+    def compacted(self) -> int:
+        return self.store.compacted
+
+    @compacted.setter
+    def compacted(self, rv: int) -> None:
+        self.store.compacted = rv
+
+    def _bump(self, resource: str, etype: str, obj: Obj) -> None:
+        """Called after every write (a hook for subclasses, e.g. to wake a runtime)."""
+
+    def compact(self) -> None:
+        """Forget the whole event history: every open watch gets 410 next time."""
+        self.store.compact()
+
+    def _write(self, call: str, fn: Callable[[], Any]) -> Any:
+        """Run a write; `crash_after` counts every attempt, `calls` the ones that changed the
+        cluster (a refused or no-op write stores nothing, as in kube-apiserver)."""
         if self.crash_after is not None:
             if self.crash_after <= 0:
                 self.crash_after = None
                 raise Crash(call)
             self.crash_after -= 1
-
-    def _bump(self, resource: str, etype: str, obj: Obj) -> None:
-        self.rv += 1
-        obj["metadata"]["resourceVersion"] = str(self.rv)
-        self.log.append((self.rv, resource, etype, copy.deepcopy(obj)))
-        if len(self.log) > self.history:
-            drop = len(self.log) - self.history
-            self.compacted = self.log[drop - 1][0]
-            del self.log[:drop]
-
-    def compact(self) -> None:
-        """Forget the whole event history: every open watch gets 410 next time."""
-        self.compacted = self.rv
-        self.log.clear()
-
-    def _create(self, resource: str, namespace: str, body: Obj) -> Obj:
-        obj = copy.deepcopy(body)
-        meta = obj.setdefault("metadata", {})
-        key = (resource, namespace, meta["name"])
-        if key in self.objects:
-            raise AlreadyExists(f"{resource} {meta['name']!r} already exists")
-        meta["namespace"] = namespace
-        meta["uid"] = f"uid-{next(self._uids):06d}"
-        meta["creationTimestamp"] = self.clock()
-        meta.setdefault("generation", 1)
-        self.objects[key] = obj
-        self._bump(resource, "ADDED", obj)
-        return copy.deepcopy(obj)
-
-    def _get(self, resource: str, namespace: str, name: str) -> Obj:
+        before = self.store.rv
         try:
-            return self.objects[(resource, namespace, name)]
-        except KeyError:
-            raise NotFound(f"{resource} {name!r} not found") from None
+            return fn()
+        finally:
+            if self.store.rv != before:
+                self.calls[call] += 1
 
-    def _list(self, resource: str, namespace: str, accept: Callable[[Obj], bool]) -> tuple[list[Obj], str]:
-        items = [copy.deepcopy(o) for (r, ns, _), o in sorted(self.objects.items()) if r == resource and ns == namespace and accept(o)]
-        return items, str(self.rv)
-
-    def _remove(self, resource: str, namespace: str, name: str) -> None:
-        obj = self.objects.pop((resource, namespace, name))
-        self._bump(resource, "DELETED", obj)
-
-    # --- pods ------------------------------------------------------------------------
+    # --- pods --------------------------------------------------------------------------------------
     def list_pods(self, namespace: str, selector: Mapping[str, str]) -> tuple[list[Obj], str]:
         self.calls["list_pods"] += 1
-        return self._list("pods", namespace, lambda o: _matches(o["metadata"].get("labels") or {}, selector))
+        found = self.store.list(kinds.by_key("pods"), namespace, label_selector_of(selector))
+        return copy.deepcopy(found["items"]), found["metadata"]["resourceVersion"]
 
-    def watch_pods(self, namespace: str, selector: Mapping[str, str], resource_version: str) -> FakeWatch:
+    def watch_pods(self, namespace: str, selector: Mapping[str, str], resource_version: str) -> Watch:
         self.calls["watch_pods"] += 1
-        accept = lambda r, o: r == "pods" and o["metadata"].get("namespace") == namespace and _matches(o["metadata"].get("labels") or {}, selector)  # noqa: E731
-        return FakeWatch(self, accept, int(resource_version))
+        return self.store.watch(kinds.by_key("pods"), namespace, label_selector_of(selector), resource_version=resource_version)
 
     def create_pod(self, namespace: str, body: Obj) -> Obj:
-        self._mutating("create_pod")
-        obj = copy.deepcopy(body)
-        obj["status"] = {"phase": "Pending"}
-        return self._create("pods", namespace, obj)
+        return copy.deepcopy(self._write("create_pod", lambda: self.store.create(kinds.by_key("pods"), namespace, body, IN_PROCESS)[0]))
 
     def patch_pod(self, namespace: str, name: str, patch: Any) -> Obj:
-        """Apply a JSON patch (list of ops, `test` checked first) to a pod."""
-        self._mutating("patch_pod")
-        current = self._get("pods", namespace, name)
-        updated = copy.deepcopy(current)
-        for op in patch:
-            self._apply_op(updated, op)
-        old_gates = [g["name"] for g in current["spec"].get("schedulingGates") or []]
-        new_gates = [g["name"] for g in updated["spec"].get("schedulingGates") or []]
-        if any(g not in old_gates for g in new_gates):
-            raise Invalid("spec.schedulingGates: Forbidden: only deletion is allowed, but found new scheduling gate")
-        strip = lambda s: {k: v for k, v in s.items() if k != "schedulingGates"}  # noqa: E731
-        if strip(updated["spec"]) != strip(current["spec"]):
-            raise Invalid("spec: Forbidden: pod updates may not change fields other than scheduling gates")
-        if updated["metadata"].get("uid") != current["metadata"]["uid"]:
-            raise Conflict("Precondition failed: UID")
-        self.objects[("pods", namespace, name)] = updated
-        self._bump("pods", "MODIFIED", updated)
-        return copy.deepcopy(updated)
+        """A JSON patch (a list of operations) or a strategic merge patch (an object)."""
+        kind = "json" if isinstance(patch, list) else "strategic"
+        res = kinds.by_key("pods")
+        return copy.deepcopy(self._write("patch_pod", lambda: self.store.patch(res, namespace, name, kind, patch, manager=IN_PROCESS)[0]))
 
-    @staticmethod
-    def _locate(obj: Obj, op: Mapping[str, Any]) -> tuple[Any, Any]:
-        """The container holding the op's target and the key or index in it (RFC 6902)."""
-        parts = [_unescape(p) for p in op["path"].lstrip("/").split("/")]
-        parent: Any = obj
-        try:  # every part of the path but the last must exist
-            for p in parts[:-1]:
-                parent = parent[int(p)] if isinstance(parent, list) else parent[p]
-        except (KeyError, IndexError, ValueError, TypeError):
-            raise Invalid(f"{op['op']} {op['path']}: missing path") from None
-        last = parts[-1]
-        if isinstance(parent, dict):
-            return parent, last
-        if not isinstance(parent, list):
-            raise Invalid(f"{op['op']} {op['path']}: not an object or array")
-        adding = op["op"] == "add"
-        if last == "-" and adding:
-            return parent, len(parent)  # "-" appends
-        if last.isdigit() and int(last) < len(parent) + adding:
-            return parent, int(last)
-        raise Invalid(f"{op['op']} {op['path']}: bad array index")
+    def delete_pod(self, namespace: str, name: str, uid: str | None, grace_period_seconds: int | None = None) -> None:
+        """Delete with a UID precondition; scheduled pods that still run terminate gracefully."""
+        options: Obj = {"preconditions": {"uid": uid}} if uid else {}
+        if grace_period_seconds is not None:
+            options["gracePeriodSeconds"] = grace_period_seconds
+        self._write("delete_pod", lambda: self.store.delete(kinds.by_key("pods"), namespace, name, options))
 
-    @classmethod
-    def _apply_op(cls, obj: Obj, op: Mapping[str, Any]) -> None:
-        parent, index = cls._locate(obj, op)
-        present = index in parent if isinstance(parent, dict) else index < len(parent)
-        kind = op["op"]
-        if kind not in ("test", "remove", "add", "replace"):
-            raise Invalid(f"unsupported op {kind}")
-        if kind in ("test", "remove", "replace") and not present:
-            raise Invalid(f"{kind} {op['path']}: missing")
-        if kind == "test" and parent[index] != op["value"]:
-            # The API server answers any failed JSON patch, a failed `test` included, with 422.
-            raise Invalid(f"test failed at {op['path']}: {parent[index]!r} != {op['value']!r}")
-        if kind == "remove":
-            del parent[index]
-        elif kind == "add" and isinstance(parent, list):
-            parent.insert(index, op["value"])
-        elif kind in ("add", "replace"):
-            parent[index] = op["value"]
+    def bind_pod(self, namespace: str, name: str, node: str) -> None:
+        """The scheduler's binding: the pod is assigned to `node`."""
+        self.store.bind(namespace, name, node)
 
-    def delete_pod(self, namespace: str, name: str, uid: str | None) -> None:
-        """Delete with a UID precondition; running pods terminate gracefully first."""
-        self._mutating("delete_pod")
-        obj = self._get("pods", namespace, name)
-        if uid is not None and obj["metadata"]["uid"] != uid:
-            raise Conflict(f"Precondition failed: UID in precondition: {uid}, UID in object meta: {obj['metadata']['uid']}")
-        if obj["metadata"].get("deletionTimestamp") is not None:
-            return
-        if obj.get("status", {}).get("phase") == "Running":
-            obj["metadata"]["deletionTimestamp"] = self.clock()
-            self._bump("pods", "MODIFIED", obj)
-        else:
-            self._remove("pods", namespace, name)
-
-    # --- records (flatjob.dev job records) ---------------------------------------------
+    # --- records (flatjob.dev job records) -----------------------------------------------------------
     def list_records(self, namespace: str, plural: str, name: str) -> tuple[list[Obj], str]:
         self.calls["list_records"] += 1
-        return self._list(f"records/{plural}", namespace, lambda o: o["metadata"]["name"] == name)
+        found = self.store.list(kinds.record(plural), namespace, field_selector=f"metadata.name={name}")
+        return copy.deepcopy(found["items"]), found["metadata"]["resourceVersion"]
 
-    def watch_records(self, namespace: str, plural: str, name: str, resource_version: str) -> FakeWatch:
+    def watch_records(self, namespace: str, plural: str, name: str, resource_version: str) -> Watch:
         self.calls["watch_records"] += 1
-        res = f"records/{plural}"
-        accept = lambda r, o: r == res and o["metadata"].get("namespace") == namespace and o["metadata"]["name"] == name  # noqa: E731
-        return FakeWatch(self, accept, int(resource_version))
+        return self.store.watch(kinds.record(plural), namespace, field_selector=f"metadata.name={name}", resource_version=resource_version)
 
     def replace_record_status(self, namespace: str, plural: str, body: Obj) -> Obj:
         """The status subresource: optimistic concurrency on resourceVersion; spec untouched."""
-        self._mutating("replace_record_status")
-        name = body["metadata"]["name"]
-        current = self._get(f"records/{plural}", namespace, name)
-        if body["metadata"].get("resourceVersion") != current["metadata"]["resourceVersion"]:
-            raise Conflict("the object has been modified; please apply your changes to the latest version and try again")
-        current["status"] = copy.deepcopy(body.get("status"))
-        self._bump(f"records/{plural}", "MODIFIED", current)
-        return copy.deepcopy(current)
+        res = kinds.record(plural)
+        return copy.deepcopy(self._write("replace_record_status", lambda: self.store.update(res, namespace, body["metadata"]["name"], body, "status", IN_PROCESS)[0]))
 
     def apply_record(self, namespace: str, plural: str, body: Obj) -> Obj:
         """Create or update a record's metadata and spec (a GitOps apply); status is kept."""
-        res = f"records/{plural}"
-        key = (res, namespace, body["metadata"]["name"])
-        if key not in self.objects:
-            obj = copy.deepcopy(body)
-            obj.pop("status", None)
-            return self._create(res, namespace, obj)
-        current = self.objects[key]
-        changed = current.get("spec") != body.get("spec")
-        meta = body.get("metadata") or {}
-        if not changed and all(current["metadata"].get(k) == meta.get(k) for k in ("labels", "annotations")):
-            return copy.deepcopy(current)
-        current["spec"] = copy.deepcopy(body.get("spec"))
-        for k in ("labels", "annotations"):
-            if k in meta:
-                current["metadata"][k] = copy.deepcopy(meta[k])
-        if changed:
-            current["metadata"]["generation"] = current["metadata"].get("generation", 1) + 1
-        self._bump(res, "MODIFIED", current)
-        return copy.deepcopy(current)
+        res = kinds.record(plural)
+        with self.store.lock:
+            current = self.store.objects.get((res.key, namespace, body["metadata"]["name"]))
+            if current is None:
+                return copy.deepcopy(self.store.create(res, namespace, body, IN_PROCESS)[0])
+            desired = copy.deepcopy(current)
+            desired["spec"] = copy.deepcopy(body.get("spec"))
+            for key in ("labels", "annotations"):
+                if key in (body.get("metadata") or {}):
+                    desired["metadata"][key] = copy.deepcopy(body["metadata"][key])
+            return copy.deepcopy(self.store.update(res, namespace, current["metadata"]["name"], desired, "", IN_PROCESS)[0])
 
     def scale_record(self, namespace: str, plural: str, name: str, replicas: int) -> Obj:
-        """The scale subresource: sets spec.elastic.expectedReplicas."""
-        res = f"records/{plural}"
-        current = self._get(res, namespace, name)
-        elastic = (current.get("spec") or {}).get("elastic")
-        if not elastic:
-            raise NotFound("the record has no scale subresource value (not elastic)")
-        if elastic.get("expectedReplicas") == replicas:
-            return copy.deepcopy(current)  # a no-op update changes neither generation nor resourceVersion
-        elastic["expectedReplicas"] = replicas
-        current["metadata"]["generation"] = current["metadata"].get("generation", 1) + 1
-        self._bump(res, "MODIFIED", current)
-        return copy.deepcopy(current)
+        """`kubectl scale`: a patch of the scale subresource; returns the record."""
+        res = kinds.record(plural)
+        self.store.patch(res, namespace, name, "merge", {"spec": {"replicas": replicas}}, "scale", IN_PROCESS)
+        return self.record(namespace, plural, name)
 
     def delete_record(self, namespace: str, plural: str, name: str) -> None:
-        self._remove(f"records/{plural}", namespace, name)
+        self.store.delete(kinds.record(plural), namespace, name)
 
-    # --- everything else ---------------------------------------------------------------
+    # --- everything else ---------------------------------------------------------------------------
     def get_secret(self, namespace: str, name: str) -> Obj:
         self.calls["get_secret"] += 1
-        return copy.deepcopy(self._get("secrets", namespace, name))
+        return copy.deepcopy(self.store.get(kinds.by_key("secrets"), namespace, name))
 
     def create_secret(self, namespace: str, body: Obj) -> Obj:
-        self._mutating("create_secret")
-        return self._create("secrets", namespace, body)
+        return copy.deepcopy(self._write("create_secret", lambda: self.store.create(kinds.by_key("secrets"), namespace, body, IN_PROCESS)[0]))
 
     def get_podgroup(self, namespace: str, name: str) -> Obj:
         self.calls["get_podgroup"] += 1
-        return copy.deepcopy(self._get("podgroups", namespace, name))
+        return copy.deepcopy(self.store.get(kinds.by_key("podgroups"), namespace, name))
 
     def create_event(self, namespace: str, body: Obj) -> None:
-        self._mutating("create_event")
         body = copy.deepcopy(body)
-        body.setdefault("metadata", {}).setdefault("name", f"event-{self.rv + 1}")
-        self._create("events", namespace, body)
+        meta = body.setdefault("metadata", {})
+        if not meta.get("name") and not meta.get("generateName"):
+            meta["name"] = f"event-{self.store.rv + 1}"
+        self._write("create_event", lambda: self.store.create(kinds.by_key("events"), namespace, body, IN_PROCESS))
 
     def get_lease(self, namespace: str, name: str) -> Obj:
         self.calls["get_lease"] += 1
-        return copy.deepcopy(self._get("leases", namespace, name))
+        return copy.deepcopy(self.store.get(kinds.by_key("leases"), namespace, name))
 
     def create_lease(self, namespace: str, body: Obj) -> Obj:
-        self._mutating("create_lease")
-        return self._create("leases", namespace, body)
+        return copy.deepcopy(self._write("create_lease", lambda: self.store.create(kinds.by_key("leases"), namespace, body, IN_PROCESS)[0]))
 
     def replace_lease(self, namespace: str, body: Obj) -> Obj:
-        self._mutating("replace_lease")
-        current = self._get("leases", namespace, body["metadata"]["name"])
-        if body["metadata"].get("resourceVersion") != current["metadata"]["resourceVersion"]:
-            raise Conflict("lease changed")
-        current["spec"] = copy.deepcopy(body["spec"])
-        self._bump("leases", "MODIFIED", current)
-        return copy.deepcopy(current)
+        res = kinds.by_key("leases")
+        return copy.deepcopy(self._write("replace_lease", lambda: self.store.update(res, namespace, body["metadata"]["name"], body, "", IN_PROCESS)[0]))
 
-    # --- helpers for tests and GitOps simulations -----------------------------------------
+    # --- helpers for tests and GitOps simulations ------------------------------------------------------
     def apply(self, obj: Obj) -> None:
         """Create any object the way a GitOps tool would (pods and records get their rules)."""
         ns = obj["metadata"].get("namespace", "default")
-        kind = obj["kind"]
-        if obj.get("apiVersion", "").startswith("flatjob.dev/"):
-            self.apply_record(ns, kind.lower() + "s", obj)
-        elif kind == "Pod":
+        res = kinds.by_kind(obj.get("apiVersion", ""), obj.get("kind", ""))
+        if res is None:
+            raise ValueError(f"the fake API server does not serve {obj.get('apiVersion')} {obj.get('kind')}")
+        if res.custom and res.key.startswith("records/"):
+            self.apply_record(ns, res.plural, obj)
+        elif res.key == "pods":
             self.create_pod(ns, obj)
-        else:
-            resource = {"Secret": "secrets", "PodGroup": "podgroups"}.get(kind, kind.lower() + "s")
-            key = (resource, ns, obj["metadata"]["name"])
-            if key not in self.objects:
-                self._create(resource, ns, obj)
+        elif (res.key, ns, obj["metadata"]["name"]) not in self.store.objects:
+            self.store.create(res, ns, obj, IN_PROCESS)
 
     def pods(self, namespace: str = "default") -> dict[str, Obj]:
-        return {name: o for (r, ns, name), o in self.objects.items() if r == "pods" and ns == namespace}
+        """The stored pods by name (the store's own objects: read them, never change them)."""
+        return {name: o for (_, _, name), o in self.store.of("pods", namespace)}
 
     def record(self, namespace: str, plural: str, name: str) -> Obj:
-        return copy.deepcopy(self._get(f"records/{plural}", namespace, name))
+        return copy.deepcopy(self.store.get(kinds.record(plural), namespace, name))
 
     def set_pod_status(self, namespace: str, name: str, status: Obj, remove: bool = False) -> None:
-        """The kubelet's side: write a pod's status, or remove a terminated, deleting pod."""
-        key = ("pods", namespace, name)
+        """The kubelet's side: write a pod's status, or remove a pod it has stopped (grace 0)."""
+        res = kinds.by_key("pods")
         if remove:
-            self._remove("pods", namespace, name)
+            self.store.delete(res, namespace, name, {"gracePeriodSeconds": 0})
             return
-        self.objects[key]["status"] = status
-        self._bump("pods", "MODIFIED", self.objects[key])
+        with self.store.lock:
+            current = self.store.get(res, namespace, name)
+            self.store.update(res, namespace, name, {**current, "status": status}, "status", "kubelet")

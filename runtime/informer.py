@@ -1,11 +1,17 @@
-"""List once, then watch: a cache of objects kept current from a watch stream (never polling).
+"""List once, then watch: a cache of (trimmed) objects kept current from a watch stream.
 
-An expired resourceVersion (410) triggers a relist; a broken stream reconnects from the
-last seen resourceVersion with capped exponential back-off.
+An expired resourceVersion (410) triggers a relist.  A stream the server ends (its
+timeoutSeconds) is resumed at once from the last resourceVersion.  A stream that broke, a
+list or watch that failed, or a server that cannot be reached is retried after a capped
+exponential back-off; the informer never sleeps itself, it says when it wants to be polled
+again (`retry_at`), so the loop stays responsive to SIGTERM and to its other watches.
+Nothing a watch or a list raises escapes `poll`.  `last_heard` is the last time the server
+answered (a list, a watch opened, an event or bookmark), for the runtime's /healthz.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -14,16 +20,9 @@ from typing import Any
 from .api import ApiError, Expired, Obj, Watch
 
 MAX_BACKOFF = 30.0
+SHORT_LIVED = 1.0  # a stream the server ends sooner than this counts as a failure, not a time-out
 
-
-class _Broken:
-    """Stands for a watch that could not be reopened: every poll tries again."""
-
-    def next_events(self, timeout: float | None) -> list[tuple[str, Obj]]:
-        raise ApiError("watch not connected", 0, "NotConnected")
-
-    def close(self) -> None:
-        pass
+log = logging.getLogger("flatjob.runtime")
 
 
 @dataclass
@@ -32,73 +31,94 @@ class Informer:
 
     list_fn: Callable[[], tuple[list[Obj], str]]
     watch_fn: Callable[[str], Watch]
-    sleep: Callable[[float], None] = time.sleep
+    clock: Callable[[], float] = time.monotonic
+    name: str = "objects"
     cache: dict[str, Obj] = field(default_factory=dict)
     resource_version: str = "0"
     relists: int = 0
     reconnects: int = 0
     errors: int = 0
     synced: bool = False
+    last_heard: float = 0.0
+    retry_at: float | None = None  # set while broken: when to list or reconnect again
     _watch: Watch | None = None
+    _pending: str | None = "relist"  # None (watching) | "reopen" | "relist"
+    _opened: float = 0.0
     _failures: int = 0
 
-    def start(self) -> None:
-        """Initial list and watch."""
-        self._relist()
-
-    def _relist(self) -> None:
-        items, rv = self.list_fn()
-        self.cache = {o["metadata"]["name"]: o for o in items}
-        self.resource_version = rv
-        self.relists += 1
-        if self._watch is not None:
-            self._watch.close()
-        self._watch = self.watch_fn(rv)
-        self.synced = True
+    def start(self) -> bool:
+        """Initial list and watch; False (retried by later polls) when the server is away."""
+        self.last_heard = self.clock()
+        return self._connect(relist=True)
 
     def poll(self, timeout: float | None = 0.0) -> bool:
         """Apply the events that arrived (waiting up to `timeout`); True when the cache changed."""
-        if self._watch is None:
-            try:
-                self._relist()
-            except (ApiError, OSError):
-                self.errors += 1
-                self._failures += 1
-                self.sleep(min(2.0 ** (self._failures - 1), MAX_BACKOFF))
+        if self._pending is not None or self._watch is None:
+            if self.retry_at is not None and self.clock() < self.retry_at:
                 return False
-            return True
+            return self._connect(relist=self._pending != "reopen")
         try:
             events = self._watch.next_events(timeout)
         except Expired:
-            self._relist()
-            return True
-        except (ApiError, OSError):
-            self.errors += 1
-            self._failures += 1
-            self.sleep(min(2.0 ** (self._failures - 1), MAX_BACKOFF))
-            self._watch.close()
-            try:
-                self._watch = self.watch_fn(self.resource_version)
-                self.reconnects += 1
-            except Expired:
-                self._relist()
-            except (ApiError, OSError):
-                self._watch = _Broken()  # the next poll tries to reconnect again, after its back-off
+            return self._connect(relist=True)
+        except Exception as exc:  # a broken stream, an unreachable server, even a bug: never the loop's end
+            if isinstance(exc, ApiError) and exc.reason == "StreamClosed" and self.clock() - self._opened >= SHORT_LIVED:
+                return self._connect(relist=False)  # the server's timeoutSeconds: resume at once
+            self._fail(exc, "reopen")
             return False
         self._failures = 0
+        if events:
+            self.last_heard = self.clock()
         changed = False
         for etype, obj in events:
             changed |= self._apply(etype, obj)
         return changed
 
+    def _connect(self, relist: bool) -> bool:
+        """Reopen the watch from the last resourceVersion, or list again; True when relisted."""
+        try:
+            if not relist:
+                try:
+                    self._open(self.resource_version)
+                    self.reconnects += 1
+                    return False
+                except Expired:
+                    pass
+            items, rv = self.list_fn()
+            self.cache = {o["metadata"]["name"]: o for o in items}
+            self.resource_version = rv
+            self.relists += 1
+            self.synced = True
+            self._open(rv)
+            return True
+        except Exception as exc:
+            self._fail(exc, "relist" if relist else "reopen")
+            return False
+
+    def _open(self, rv: str) -> None:
+        self._close()
+        self._watch = self.watch_fn(rv)
+        self._opened = self.last_heard = self.clock()
+        self._pending = self.retry_at = None
+
+    def _fail(self, exc: Exception, pending: str) -> None:
+        self.errors += 1
+        self._failures += 1
+        self._close()
+        self._pending = pending
+        self.retry_at = self.clock() + min(2.0 ** (self._failures - 1), MAX_BACKOFF)
+        log.warning("watch failed", extra={"watch": self.name, "error": f"{type(exc).__name__}: {exc}"[:300], "retry_in": self.retry_at - self.clock()})
+
     def _apply(self, etype: str, obj: Obj) -> bool:
         meta = obj.get("metadata") or {}
         rv = meta.get("resourceVersion")
         if rv:
-            self.resource_version = rv
+            self.resource_version = str(rv)
         if etype == "BOOKMARK":
             return False
         name = meta.get("name")
+        if not isinstance(name, str):
+            return False
         if etype == "DELETED":
             return self.cache.pop(name, None) is not None
         if self.cache.get(name) == obj:
@@ -106,9 +126,17 @@ class Informer:
         self.cache[name] = obj
         return True
 
-    def close(self) -> None:
+    def silent_for(self) -> float:
+        """Seconds since the server last answered this informer."""
+        return self.clock() - self.last_heard
+
+    def _close(self) -> None:
         if self._watch is not None:
             self._watch.close()
+            self._watch = None
+
+    def close(self) -> None:
+        self._close()
 
     def get(self, name: str) -> Any:
         return self.cache.get(name)

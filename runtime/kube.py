@@ -1,8 +1,16 @@
 """The real API server behind runtime.api.Cluster: the only module that imports `kubernetes`.
 
-Responses are read as raw JSON (`_preload_content=False`) so the rest of the runtime sees the
-same plain dicts the fake cluster produces, and watches are streamed line by line on a
-thread into a queue, so the controller can wait on them with a timeout.
+From the `kubernetes` client it takes what is stable across its versions: loading the
+kubeconfig or the in-cluster config (TLS, client certificates, tokens and their refresh
+hook, exec plugins) and the urllib3 pool built from it.  Requests and responses are plain
+JSON on kube-apiserver's REST paths.  The client's typed models are never used: from v3x
+they validate bodies into pydantic classes that refuse integer quantities (`nvidia.com/gpu:
+1` raised before any request was sent) and drop fields the client version does not know.
+
+Every failure a call can meet (an HTTP error status, a refused or reset connection, a
+time-out, a body that is not JSON) becomes a runtime.api.ApiError, so nothing else escapes
+into the controller.  Every call has a connect and a read time-out; watches read with a
+time-out above the API server's bookmark interval and are reconnected by the informer.
 """
 
 from __future__ import annotations
@@ -12,174 +20,269 @@ import json
 import queue
 import threading
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
 from typing import Any
+from urllib.parse import quote, urlencode
 
+import urllib3
 from kubernetes import client, config
-from kubernetes.client.rest import ApiException
 
 from flatjob.compiler import keys
+from flatjob.compiler.version import __version__
 
-from .api import AlreadyExists, ApiError, Conflict, Expired, Invalid, NotFound, Obj
+from .api import AlreadyExists, ApiError, Conflict, Expired, Forbidden, Invalid, NotFound, Obj, Resource, TooLarge, Unreachable
 
-RECORD_VERSION = keys.RECORD_API_VERSION.split("/", 1)[1]
-WATCH_SECONDS = 300  # the server ends a watch after this; the informer resumes from its resourceVersion
-_ERRORS: dict[int, type[ApiError]] = {404: NotFound, 409: Conflict, 410: Expired, 422: Invalid}
-
-
-def _error(exc: ApiException) -> ApiError:
-    reason = ""
-    with contextlib.suppress(ValueError):
-        reason = json.loads(exc.body or "{}").get("reason", "")
-    if exc.status == 409 and reason == "AlreadyExists":
-        return AlreadyExists(str(exc.reason))
-    cls = _ERRORS.get(exc.status or 0, ApiError)
-    return cls(f"{exc.status} {exc.reason}: {(exc.body or '')[:300]}", exc.status, reason or None)
+_ERRORS: dict[int, type[ApiError]] = {403: Forbidden, 404: NotFound, 409: Conflict, 410: Expired, 413: TooLarge, 422: Invalid}
+PAGE = 250  # objects per list page: bounds the memory one response takes before trimming
+BACKLOG = 2048  # events a watch may hold before its reader waits (TCP then pushes back)
+USER_AGENT = f"flatjob-runtime/{__version__}"
 
 
-def _call(fn: Callable[..., Any], *args: Any, **kw: Any) -> Any:
-    """Call the API and return decoded JSON; API errors become runtime.api errors."""
-    try:
-        resp = fn(*args, _preload_content=False, **kw)
-    except ApiException as exc:
-        raise _error(exc) from exc
-    data = resp.data
-    return json.loads(data) if data else None
+@dataclass(frozen=True)
+class Timeouts:
+    """Seconds; `watch_read` must exceed the API server's bookmark interval (one minute)."""
+
+    connect: float = 5.0
+    read: float = 30.0
+    watch_read: float = 90.0
+    watch_server: int = 300  # timeoutSeconds asked of the server; the informer then resumes
+
+    def scaled(self, factor: float) -> Timeouts:
+        """The same timings `factor` times faster (tests on sped-up clocks)."""
+        return replace(self, connect=self.connect * factor, read=self.read * factor, watch_read=self.watch_read * factor, watch_server=max(1, round(self.watch_server * factor)))
 
 
-def _selector(labels: Mapping[str, str]) -> str:
+def path(res: Resource, namespace: str, name: str | None = None, sub: str | None = None) -> str:
+    """kube-apiserver's REST path of a namespaced collection, object or subresource."""
+    base = f"/api/{res.version}" if not res.group else f"/apis/{res.group}/{res.version}"
+    out = f"{base}/namespaces/{quote(namespace, safe='')}/{res.plural}"
+    if name is not None:
+        out += f"/{quote(name, safe='')}"
+    if sub is not None:
+        out += f"/{sub}"
+    return out
+
+
+def selector(labels: Mapping[str, str]) -> str:
     return ",".join(f"{k}={v}" for k, v in sorted(labels.items()))
 
 
+def _status_error(status: int, body: bytes) -> ApiError:
+    """The ApiError for an error response, from its `Status` body when it has one."""
+    try:
+        doc = json.loads(body or b"{}")
+    except ValueError:
+        doc = {}
+    if not isinstance(doc, dict):
+        doc = {}
+    reason = str(doc.get("reason") or "")
+    message = str(doc.get("message") or body[:300].decode("utf-8", "replace"))
+    if status == 409 and reason == "AlreadyExists":
+        return AlreadyExists(message)
+    cls = _ERRORS.get(status, ApiError)
+    return cls(f"{status} {reason or 'error'}: {message}"[:1000], status, reason or None)
+
+
+class Transport:
+    """JSON over the client's configured urllib3 pool, with its authentication."""
+
+    def __init__(self, configuration: client.Configuration, timeouts: Timeouts, identity: str | None = None):
+        self.configuration = configuration
+        self.user_agent = f"{USER_AGENT} ({identity})" if identity else USER_AGENT
+        self.host = configuration.host.rstrip("/")
+        self.pool = client.ApiClient(configuration).rest_client.pool_manager
+        self.timeouts = timeouts
+
+    def _headers(self, content_type: str | None) -> dict[str, str]:
+        headers = {"Accept": "application/json", "User-Agent": self.user_agent}
+        if content_type:
+            headers["Content-Type"] = content_type
+        token = self.configuration.get_api_key_with_prefix("authorization")
+        if token:
+            headers["Authorization"] = token
+        elif self.configuration.username or self.configuration.password:
+            headers.update(urllib3.util.make_headers(basic_auth=f"{self.configuration.username}:{self.configuration.password}"))
+        return headers
+
+    def open(self, method: str, url_path: str, query: Mapping[str, Any] | None = None, body: Any = None, content_type: str = "application/json", *, read: float | None = None) -> urllib3.BaseHTTPResponse:
+        """Send one request; the response is not read yet (watches stream it)."""
+        url = self.host + url_path + (f"?{urlencode(query)}" if query else "")
+        data = None if body is None else json.dumps(body, separators=(",", ":")).encode()
+        timeout = urllib3.Timeout(connect=self.timeouts.connect, read=self.timeouts.read if read is None else read)
+        try:
+            resp = self.pool.request(method, url, body=data, headers=self._headers(content_type if data is not None else None), timeout=timeout, retries=False, preload_content=False, redirect=False)
+        except Exception as exc:  # urllib3's MaxRetryError, ProtocolError, timeouts, OSError, SSL errors...
+            raise Unreachable(f"{method} {url_path}: {type(exc).__name__}: {exc}") from None
+        if resp.status >= 400:
+            try:
+                raw = resp.read()
+            except Exception:
+                raw = b""
+            finally:
+                resp.release_conn()
+            raise _status_error(resp.status, raw)
+        return resp
+
+    def call(self, method: str, url_path: str, query: Mapping[str, Any] | None = None, body: Any = None, content_type: str = "application/json") -> Any:
+        """One request and its decoded JSON answer."""
+        resp = self.open(method, url_path, query, body, content_type)
+        try:
+            raw = resp.read()
+        except Exception as exc:
+            raise Unreachable(f"{method} {url_path}: reading the answer: {type(exc).__name__}: {exc}") from None
+        finally:
+            resp.release_conn()
+        try:
+            return json.loads(raw) if raw else None
+        except ValueError as exc:
+            raise ApiError(f"{method} {url_path}: the answer is not JSON: {exc}", 0, "BadResponse") from None
+
+
 class HttpWatch:
-    """A streamed watch; a thread turns response lines into events on a queue.
+    """A streamed watch; a thread turns response lines into (trimmed) events on a bounded queue.
 
     Every arrival also sets `notify`, shared by all watches of a cluster, so the controller
-    can sleep on one event until any of its watches has news.
+    can sleep on one event until any of its watches has news.  An ERROR event with a 410
+    Status (kube-apiserver's "too old resource version") becomes Expired; a stream the
+    server ends (timeoutSeconds) is StreamClosed, and a silent one ends by the read time-out.
     """
 
-    def __init__(self, start: Callable[[], Any], notify: threading.Event):
+    def __init__(self, resp: urllib3.BaseHTTPResponse, notify: threading.Event, trim: Callable[[Obj], Obj]):
+        self._resp = resp
         self._notify = notify
-        self._queue: queue.Queue[Any] = queue.Queue()
-        self._resp = None
-        try:
-            self._resp = start()
-        except ApiException as exc:
-            raise _error(exc) from exc
-        threading.Thread(target=self._pump, daemon=True).start()
+        self._trim = trim
+        self._queue: queue.Queue[Any] = queue.Queue(maxsize=BACKLOG)
+        self._closed = threading.Event()
+        self._end: Exception | None = None
+        self._thread = threading.Thread(target=self._pump, daemon=True, name="flatjob-watch")
+        self._thread.start()
+
+    def _put(self, item: Any) -> bool:
+        """Queue an item unless the watch was closed meanwhile (never blocks for good)."""
+        while not self._closed.is_set():
+            try:
+                self._queue.put(item, timeout=0.5)
+            except queue.Full:
+                continue
+            self._notify.set()
+            return True
+        return False
 
     def _pump(self) -> None:
         buffer = b""
+        end: Any = ApiError("watch stream closed", 0, "StreamClosed")
         try:
-            for chunk in self._resp.stream(amt=65536, decode_content=True):
+            for chunk in self._resp.stream(65536, decode_content=True):
                 buffer += chunk
                 while b"\n" in buffer:
                     line, buffer = buffer.split(b"\n", 1)
-                    if line.strip():
-                        self._queue.put(json.loads(line))
-                        self._notify.set()
-        except Exception as exc:
-            self._queue.put(exc)
-        self._queue.put(StopIteration())
-        self._notify.set()
+                    if line.strip() and not self._put(self._event(json.loads(line))):
+                        return
+        except Exception as exc:  # read time-out, reset connection, malformed line
+            end = ApiError(f"watch stream failed: {type(exc).__name__}: {exc}", 0, "StreamError")
+        self._put(end)
+
+    def _event(self, item: Any) -> Any:
+        if not isinstance(item, dict) or not isinstance(item.get("object"), dict):
+            return ApiError(f"malformed watch event: {str(item)[:200]}", 0, "StreamError")
+        if item.get("type") == "ERROR":
+            status = item["object"]
+            if status.get("code") == 410:
+                return Expired(str(status.get("message", "too old resource version")))
+            return ApiError(str(status.get("message", "watch error")), status.get("code") or 500, status.get("reason"))
+        return (str(item.get("type")), self._trim(item["object"]))
 
     def next_events(self, timeout: float | None) -> list[tuple[str, Obj]]:
+        if self._end is not None:
+            raise self._end
         events: list[tuple[str, Obj]] = []
         try:
             item = self._queue.get(timeout=timeout) if timeout else self._queue.get_nowait()
         except queue.Empty:
             return events
         while True:
-            if isinstance(item, StopIteration):
-                if events:
-                    self._queue.put(item)
-                    return events
-                raise ApiError("watch stream closed", 0, "StreamClosed")
             if isinstance(item, Exception):
-                raise ApiError(f"watch stream failed: {item}", 0, "StreamError")
-            if item.get("type") == "ERROR":
-                status = item.get("object") or {}
-                if status.get("code") == 410:
-                    raise Expired(status.get("message", "expired"))
-                raise ApiError(status.get("message", "watch error"), status.get("code") or 500)
-            events.append((item["type"], item["object"]))
+                self._end = item  # the stream is over: every later call raises it
+                if events:
+                    return events
+                raise item
+            events.append(item)
             try:
                 item = self._queue.get_nowait()
             except queue.Empty:
                 return events
 
     def close(self) -> None:
-        if self._resp is not None:
-            self._resp.close()
+        self._closed.set()
+        for stop in ("shutdown", "release_conn", "close"):  # shutdown (urllib3 >= 2.3) wakes a blocked read
+            with contextlib.suppress(Exception):
+                getattr(self._resp, stop, lambda: None)()
+
+
+def load_configuration() -> client.Configuration:
+    """In-cluster config when running in a pod, else the kubeconfig (KUBECONFIG)."""
+    configuration = client.Configuration()
+    try:
+        config.load_incluster_config(client_configuration=configuration)
+    except config.ConfigException:
+        config.load_kube_config(client_configuration=configuration)
+    return configuration
 
 
 class KubeCluster:
-    """runtime.api.Cluster over the Kubernetes Python client."""
+    """runtime.api.Cluster over HTTP: list (paginated), watch, get, create, replace, patch, delete."""
 
-    def __init__(self, api_client: client.ApiClient | None = None):
-        if api_client is None:
-            try:
-                config.load_incluster_config()
-            except config.ConfigException:
-                config.load_kube_config()
-            api_client = client.ApiClient()
-        self.core = client.CoreV1Api(api_client)
-        self.custom = client.CustomObjectsApi(api_client)
-        self.coordination = client.CoordinationV1Api(api_client)
+    def __init__(self, configuration: client.Configuration | None = None, timeouts: Timeouts | None = None, identity: str | None = None):
+        self.timeouts = timeouts or Timeouts()
+        self.http = Transport(configuration or load_configuration(), self.timeouts, identity)
         self.notify = threading.Event()
 
-    # pods
-    def list_pods(self, namespace: str, selector: Mapping[str, str]) -> tuple[list[Obj], str]:
-        data = _call(self.core.list_namespaced_pod, namespace, label_selector=_selector(selector))
-        return data["items"], data["metadata"]["resourceVersion"]
+    def list(self, res: Resource, namespace: str, *, labels: Mapping[str, str] | None = None, fields: Mapping[str, str] | None = None, trim: Callable[[Obj], Obj] = lambda o: o) -> tuple[list[Obj], str]:
+        """Every object that matches, page by page, each trimmed as its page arrives."""
+        query: dict[str, Any] = {"limit": PAGE}
+        if labels:
+            query["labelSelector"] = selector(labels)
+        if fields:
+            query["fieldSelector"] = selector(fields)
+        items: list[Obj] = []
+        while True:
+            data = self.http.call("GET", path(res, namespace), query)
+            if not isinstance(data, dict) or not isinstance(data.get("items"), list):
+                raise ApiError(f"list {res.plural}: not a list answer", 0, "BadResponse")
+            items.extend(trim(o) for o in data["items"] if isinstance(o, dict))
+            meta = data.get("metadata") or {}
+            token = meta.get("continue")
+            if not token:
+                return items, str(meta.get("resourceVersion") or "")
+            query["continue"] = token
 
-    def watch_pods(self, namespace: str, selector: Mapping[str, str], resource_version: str) -> HttpWatch:
-        return HttpWatch(lambda: self.core.list_namespaced_pod(
-            namespace, label_selector=_selector(selector), watch=True, resource_version=resource_version,
-            allow_watch_bookmarks=True, timeout_seconds=WATCH_SECONDS, _preload_content=False), self.notify)
+    def watch(self, res: Resource, namespace: str, resource_version: str, *, labels: Mapping[str, str] | None = None, fields: Mapping[str, str] | None = None, trim: Callable[[Obj], Obj] = lambda o: o) -> HttpWatch:
+        query: dict[str, Any] = {"watch": "true", "resourceVersion": resource_version, "allowWatchBookmarks": "true", "timeoutSeconds": self.timeouts.watch_server}
+        if labels:
+            query["labelSelector"] = selector(labels)
+        if fields:
+            query["fieldSelector"] = selector(fields)
+        resp = self.http.open("GET", path(res, namespace), query, read=self.timeouts.watch_read)
+        return HttpWatch(resp, self.notify, trim)
 
-    def create_pod(self, namespace: str, body: Obj) -> Obj:
-        return _call(self.core.create_namespaced_pod, namespace, body)
+    def get(self, res: Resource, namespace: str, name: str) -> Obj:
+        return self.http.call("GET", path(res, namespace, name))
 
-    def patch_pod(self, namespace: str, name: str, patch: Any) -> Obj:
-        return _call(self.core.patch_namespaced_pod, name, namespace, patch)
+    def create(self, res: Resource, namespace: str, body: Obj) -> Obj:
+        return self.http.call("POST", path(res, namespace), None, body)
 
-    def delete_pod(self, namespace: str, name: str, uid: str | None) -> None:
-        body = {"preconditions": {"uid": uid}} if uid else None
-        _call(self.core.delete_namespaced_pod, name, namespace, body=body)
+    def replace(self, res: Resource, namespace: str, body: Obj, sub: str | None = None) -> Obj:
+        return self.http.call("PUT", path(res, namespace, body["metadata"]["name"], sub), None, body)
 
-    # records
-    def list_records(self, namespace: str, plural: str, name: str) -> tuple[list[Obj], str]:
-        data = _call(self.custom.list_namespaced_custom_object, keys.RECORD_GROUP, RECORD_VERSION, namespace, plural, field_selector=f"metadata.name={name}")
-        return data["items"], data["metadata"]["resourceVersion"]
+    def patch(self, res: Resource, namespace: str, name: str, ops: list[Obj]) -> Obj:
+        """A JSON patch (RFC 6902): `test` operations make it conditional."""
+        return self.http.call("PATCH", path(res, namespace, name), None, ops, "application/json-patch+json")
 
-    def watch_records(self, namespace: str, plural: str, name: str, resource_version: str) -> HttpWatch:
-        return HttpWatch(lambda: self.custom.list_namespaced_custom_object(
-            keys.RECORD_GROUP, RECORD_VERSION, namespace, plural, field_selector=f"metadata.name={name}", watch=True,
-            resource_version=resource_version, allow_watch_bookmarks=True, timeout_seconds=WATCH_SECONDS, _preload_content=False), self.notify)
+    def delete(self, res: Resource, namespace: str, name: str, uid: str | None = None) -> None:
+        body: Obj = {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": "Background"}
+        if uid:
+            body["preconditions"] = {"uid": uid}
+        self.http.call("DELETE", path(res, namespace, name), None, body)
 
-    def replace_record_status(self, namespace: str, plural: str, body: Obj) -> Obj:
-        name = body["metadata"]["name"]
-        return _call(self.custom.replace_namespaced_custom_object_status, keys.RECORD_GROUP, RECORD_VERSION, namespace, plural, name, body)
 
-    # the rest
-    def get_secret(self, namespace: str, name: str) -> Obj:
-        return _call(self.core.read_namespaced_secret, name, namespace)
-
-    def create_secret(self, namespace: str, body: Obj) -> Obj:
-        return _call(self.core.create_namespaced_secret, namespace, body)
-
-    def get_podgroup(self, namespace: str, name: str) -> Obj:
-        group, version = keys.PODGROUP_API_VERSION.split("/")
-        return _call(self.custom.get_namespaced_custom_object, group, version, namespace, "podgroups", name)
-
-    def create_event(self, namespace: str, body: Obj) -> None:
-        _call(self.core.create_namespaced_event, namespace, body)
-
-    def get_lease(self, namespace: str, name: str) -> Obj:
-        return _call(self.coordination.read_namespaced_lease, name, namespace)
-
-    def create_lease(self, namespace: str, body: Obj) -> Obj:
-        return _call(self.coordination.create_namespaced_lease, namespace, body)
-
-    def replace_lease(self, namespace: str, body: Obj) -> Obj:
-        return _call(self.coordination.replace_namespaced_lease, body["metadata"]["name"], namespace, body)
+RECORD_VERSION = keys.RECORD_API_VERSION.split("/", 1)[1]

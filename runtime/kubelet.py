@@ -1,17 +1,22 @@
-"""A kubelet stand-in for the fake cluster: it runs released pods' commands for real.
+"""A kubelet (and scheduler) stand-in for the fake cluster: it runs released pods' commands for real.
 
-A pod with no scheduling gates is scheduled after `schedule_delay` seconds of (virtual)
-time and its containers start.  A container whose command is a POSIX shell (`sh -c ...`,
+A pod with no scheduling gates is bound to the node `node` after `schedule_delay` seconds of
+(virtual) time, through the binding subresource as the scheduler does, and its containers
+start; the status it writes is shaped like a real kubelet's (conditions, hostIP, podIP,
+startTime, containerStatuses with image, imageID, containerID, started, volumeMounts).  A container whose command is a POSIX shell (`sh -c ...`,
 as the scenario tests' busybox pods are) is executed as a local process with the pod's
 environment (literal env, $(VAR) expansion and downward-API fields, the way the kubelet
 builds it); `sleep N` inside it does not block but adds N seconds of virtual run time
 (`sleep inf` runs until the pod is deleted).  Commands of other programs cannot run here:
 such containers run until deleted.  Readiness is reported as soon as a container runs.
-A deleted running pod is stopped with exit code 143 (SIGTERM) and then removed.
+A deleted pod is stopped (its running containers end with exit code 143, SIGTERM), its
+terminal status written, and then removed with a grace period of 0 and its UID as
+precondition, as the kubelet does.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import shutil
@@ -24,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from .fake import FakeCluster
+from .fakeapi.clock import stamp
 
 _VAR = re.compile(r"\$\$|\$\(([^)]*)\)")
 _FIELD = re.compile(r"metadata\.(annotations|labels)\['([^']+)'\]")
@@ -113,6 +119,21 @@ class _Running:
     code: int | None
 
 
+def full_image(image: str) -> str:
+    """The image reference a container runtime reports (`busybox` -> docker.io/library/busybox:latest)."""
+    name, _, digest = image.partition("@")
+    first = name.split("/", 1)[0]
+    if "/" not in name or ("." not in first and ":" not in first and first != "localhost"):
+        name = f"docker.io/{name if '/' in name else 'library/' + name}"
+    if not digest and ":" not in name.rsplit("/", 1)[-1]:
+        name += ":latest"
+    return f"{name}@{digest}" if digest else name
+
+
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
 @dataclass
 class FakeKubelet:
     """Moves released pods through Pending -> Running -> Succeeded/Failed on virtual time."""
@@ -122,11 +143,15 @@ class FakeKubelet:
     clock: Callable[[], float] = lambda: 0.0
     schedule_delay: float = 1.0
     runner: ShellRunner = field(default_factory=ShellRunner)
+    node: str = "fake-node-1"
+    host_ip: str = "10.0.0.1"
     # Scenario behaviour for pods whose real command cannot run here (sshd, deepspeed, torchrun):
     # pod name -> f(pod, env) -> (virtual seconds, exit code or None for "until deleted").
     behaviors: dict[str, Callable[[dict[str, Any], dict[str, str]], tuple[float, int | None]]] = field(default_factory=dict)
     seen: dict[str, float] = field(default_factory=dict)  # uid -> when the gates were gone
     running: dict[str, _Running] = field(default_factory=dict)  # uid -> run
+    ips: dict[str, str] = field(default_factory=dict)  # uid -> pod IP
+    started_at: dict[str, float] = field(default_factory=dict)  # uid -> start time
 
     def tick(self) -> bool:
         """Advance every pod as far as the clock allows; True when anything changed."""
@@ -150,7 +175,57 @@ class FakeKubelet:
                     changed = True
         return changed
 
+    def _ip(self, uid: str) -> str:
+        if uid not in self.ips:
+            n = len(self.ips) + 2
+            self.ips[uid] = f"10.244.{n // 250}.{n % 250 + 2}"
+        return self.ips[uid]
+
+    def _container_status(self, pod: dict[str, Any], c: dict[str, Any], state: dict[str, Any], ready: bool) -> dict[str, Any]:
+        uid = pod["metadata"]["uid"]
+        image = full_image(c.get("image", ""))
+        out = {
+            "name": c["name"], "state": state, "lastState": {}, "ready": ready, "restartCount": 0,
+            "image": image, "imageID": f"{image.split('@')[0].rsplit(':', 1)[0]}@sha256:{_digest(image)}",
+            "containerID": f"containerd://{_digest(uid + c['name'])}", "started": "running" in state,
+        }
+        mounts = [{"name": m["name"], "mountPath": m["mountPath"], **({"readOnly": True, "recursiveReadOnly": "Disabled"} if m.get("readOnly") else {})} for m in c.get("volumeMounts") or []]
+        if mounts:
+            out["volumeMounts"] = mounts
+        return out
+
+    def _status(self, pod: dict[str, Any], phase: str, states: list[dict[str, Any]], ready: bool, reason: str = "") -> dict[str, Any]:
+        """A pod status as a kubelet writes it."""
+        uid, now = pod["metadata"]["uid"], stamp(self.clock())
+        started = stamp(self.started_at.get(uid, self.clock()))
+        flag = "True" if ready else "False"
+        conditions = [
+            {"type": "PodReadyToStartContainers", "status": "True" if phase == "Running" else "False"},
+            {"type": "Initialized", "status": "True"},
+            {"type": "Ready", "status": flag, **({} if ready else {"reason": reason or "ContainersNotReady"})},
+            {"type": "ContainersReady", "status": flag, **({} if ready else {"reason": reason or "ContainersNotReady"})},
+            {"type": "PodScheduled", "status": "True"},
+        ]
+        containers = pod["spec"]["containers"]
+        ip = self._ip(uid)
+        status = {
+            "phase": phase,
+            "conditions": [{**c, "lastProbeTime": None, "lastTransitionTime": now} for c in conditions],
+            "hostIP": self.host_ip, "hostIPs": [{"ip": self.host_ip}],
+            "podIP": ip, "podIPs": [{"ip": ip}],
+            "startTime": started,
+            "containerStatuses": [self._container_status(pod, c, s, ready) for c, s in zip(containers, states, strict=True)],
+            "qosClass": pod.get("status", {}).get("qosClass", "BestEffort"),
+        }
+        inits = pod["spec"].get("initContainers") or []
+        if inits:
+            done = {"terminated": {"exitCode": 0, "reason": "Completed", "startedAt": started, "finishedAt": started}}
+            status["initContainerStatuses"] = [self._container_status(pod, c, done, False) for c in inits]
+        return status
+
     def _start(self, name: str, pod: dict[str, Any], now: float) -> None:
+        if not pod["spec"].get("nodeName"):
+            self.cluster.bind_pod(self.namespace, name, self.node)  # the scheduler's part
         containers = pod["spec"]["containers"]
         behave = self.behaviors.get(name)
         if behave is not None:
@@ -160,17 +235,20 @@ class FakeKubelet:
         seconds = max(s for s, _ in results)
         codes = [c for _, c in results]
         code = None if any(c is None for c in codes) else next((c for c in codes if c), 0)
-        self.running[pod["metadata"]["uid"]] = _Running(now, now + seconds, code)
-        statuses = [{"name": c["name"], "ready": True, "state": {"running": {"startedAt": now}}} for c in containers]
-        self.cluster.set_pod_status(self.namespace, name, {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}], "containerStatuses": statuses})
+        uid = pod["metadata"]["uid"]
+        self.running[uid] = _Running(now, now + seconds, code)
+        self.started_at[uid] = now
+        states = [{"running": {"startedAt": stamp(now)}} for _ in containers]
+        self.cluster.set_pod_status(self.namespace, name, self._status(pod, "Running", states, True))
 
     def _finish(self, name: str, pod: dict[str, Any], code: int) -> None:
-        statuses = [
-            {"name": c["name"], "ready": False, "state": {"terminated": {"exitCode": code, "reason": "Completed" if code == 0 else "Error"}}}
-            for c in pod["spec"]["containers"]
-        ]
+        uid, now = pod["metadata"]["uid"], stamp(self.clock())
+        started = stamp(self.started_at.get(uid, self.clock()))
+        reason = "Completed" if code == 0 else "Error"
+        states = [{"terminated": {"exitCode": code, "reason": reason, "startedAt": started, "finishedAt": now,
+                                  "containerID": f"containerd://{_digest(uid + c['name'])}"}} for c in pod["spec"]["containers"]]
         phase = "Succeeded" if code == 0 else "Failed"
-        self.cluster.set_pod_status(self.namespace, name, {"phase": phase, "conditions": [{"type": "Ready", "status": "False"}], "containerStatuses": statuses})
+        self.cluster.set_pod_status(self.namespace, name, self._status(pod, phase, states, False, "PodCompleted" if code == 0 else ""))
 
     def _stop(self, name: str, pod: dict[str, Any], code: int) -> None:
         """SIGTERM: a running pod's containers end with `code` (Failed), then the pod is removed."""
@@ -183,7 +261,10 @@ class FakeKubelet:
         """Evict a pod (node pressure, preemption): Failed without an exit code."""
         pod = self.cluster.pods(self.namespace)[name]
         self.running.pop(pod["metadata"]["uid"], None)
-        self.cluster.set_pod_status(self.namespace, name, {"phase": "Failed", "reason": "Evicted", "message": "The node was low on resource: memory."})
+        status = dict(pod.get("status") or {})
+        status.update(phase="Failed", reason="Evicted", message="The node was low on resource: memory. ")
+        status["conditions"] = [*status.get("conditions", []), {"type": "DisruptionTarget", "status": "True", "reason": "TerminationByKubelet", "message": "The node was low on resource: memory. ", "lastProbeTime": None, "lastTransitionTime": stamp(self.clock())}]
+        self.cluster.set_pod_status(self.namespace, name, status)
 
     def kill(self, name: str, code: int = 137) -> None:
         """Make a running pod's container exit now with `code` (e.g. OOM-killed: 137)."""

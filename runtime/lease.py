@@ -1,7 +1,13 @@
 """Leader election with a coordination.k8s.io Lease: two runtimes never act at once.
 
 During a rollout the old and new runtime pods may overlap; only the holder of the Lease
-<job>-runtime acts.  The decision is pure; runtime.controller does the API calls.
+<job>-runtime acts.  As in client-go's leaderelection:
+- another holder's Lease is judged by the *local* time at which its record was last seen to
+  change (`Observed`), never by comparing its renewTime with the local clock, so clock skew
+  between nodes cannot make a live leader look expired;
+- a leader that has not renewed within RENEW_DEADLINE stops acting, well before any other
+  runtime may take over (LEASE_SECONDS after it last saw the record change).
+The decisions are pure; runtime.controller does the API calls.
 """
 
 from __future__ import annotations
@@ -11,8 +17,9 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-LEASE_SECONDS = 30
-RENEW_EVERY = 10.0
+LEASE_SECONDS = 30  # another runtime takes over this long after the record last changed
+RENEW_DEADLINE = 15.0  # a leader that could not renew for this long stops acting
+RENEW_EVERY = 5.0  # a leader renews this often
 
 
 def micro_time(ts: float) -> str:
@@ -22,7 +29,7 @@ def micro_time(ts: float) -> str:
 
 def parse_micro_time(text: str | None) -> float | None:
     """Read a MicroTime back to UTC seconds (None when absent or malformed)."""
-    if not text:
+    if not text or not isinstance(text, str):
         return None
     try:
         head, _, frac = text.rstrip("Z").partition(".")
@@ -33,6 +40,30 @@ def parse_micro_time(text: str | None) -> float | None:
 
 
 @dataclass(frozen=True)
+class Observed:
+    """A Lease record as last read, and the local time it was first seen in that form."""
+
+    record: tuple[Any, ...] | None
+    at: float
+
+
+def _record(lease: dict[str, Any] | None) -> tuple[Any, ...] | None:
+    if lease is None:
+        return None
+    spec = lease.get("spec") or {}
+    keys = ("holderIdentity", "renewTime", "acquireTime", "leaseTransitions", "leaseDurationSeconds")
+    return tuple(str(spec.get(k)) for k in keys)
+
+
+def observe(lease: dict[str, Any] | None, before: Observed | None, now: float) -> Observed:
+    """The new observation: unchanged records keep the time they were first seen."""
+    record = _record(lease)
+    if before is not None and before.record == record:
+        return before
+    return Observed(record, now)
+
+
+@dataclass(frozen=True)
 class LeaseDecision:
     """acquire (create or take over), renew, or wait until `until`."""
 
@@ -40,30 +71,51 @@ class LeaseDecision:
     until: float | None = None
 
 
-def decide_lease(lease: dict[str, Any] | None, identity: str, now: float) -> LeaseDecision:
+def _duration(spec: dict[str, Any]) -> float:
+    value = spec.get("leaseDurationSeconds")
+    return float(value) if isinstance(value, int) and not isinstance(value, bool) and value > 0 else float(LEASE_SECONDS)
+
+
+def decide_lease(lease: dict[str, Any] | None, identity: str, observed: Observed, now: float) -> LeaseDecision:
     """Whether this runtime may act, and what to do about the Lease."""
     if lease is None:
         return LeaseDecision("acquire")
     spec = lease.get("spec") or {}
     holder = spec.get("holderIdentity")
-    renewed = parse_micro_time(spec.get("renewTime")) or 0.0
-    duration = spec.get("leaseDurationSeconds") or LEASE_SECONDS
     if holder == identity:
         return LeaseDecision("renew")
-    if not holder or now >= renewed + duration:
+    expires = observed.at + _duration(spec)
+    if not holder or now >= expires:
         return LeaseDecision("acquire")
-    return LeaseDecision("wait", renewed + duration)
+    return LeaseDecision("wait", expires)
 
 
-def lease_body(name: str, namespace: str, identity: str, now: float, current: dict[str, Any] | None) -> dict[str, Any]:
-    """The Lease object to create or replace for holding the lease now."""
+def leading(last_renewed: float | None, now: float) -> bool:
+    """A leader acts only while its last successful renewal is within the renew deadline."""
+    return last_renewed is not None and now - last_renewed < RENEW_DEADLINE
+
+
+def lease_body(name: str, namespace: str, identity: str, now: float, current: dict[str, Any] | None, owner: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The Lease object to create or replace for holding the lease now (owned by the record)."""
     spec = dict((current or {}).get("spec") or {})
     taking_over = spec.get("holderIdentity") != identity
     spec.update({"holderIdentity": identity, "leaseDurationSeconds": LEASE_SECONDS, "renewTime": micro_time(now)})
     if taking_over:
         spec["acquireTime"] = micro_time(now)
-        spec["leaseTransitions"] = int(spec.get("leaseTransitions") or 0) + (1 if current else 0)
+        transitions = spec.get("leaseTransitions")
+        spec["leaseTransitions"] = (transitions if isinstance(transitions, int) else 0) + (1 if current else 0)
     meta: dict[str, Any] = {"name": name, "namespace": namespace}
     if current:
-        meta["resourceVersion"] = current["metadata"]["resourceVersion"]
+        meta["resourceVersion"] = (current.get("metadata") or {}).get("resourceVersion")
+        if (current.get("metadata") or {}).get("ownerReferences"):
+            meta["ownerReferences"] = current["metadata"]["ownerReferences"]
+    if owner is not None and owner.get("uid") and "ownerReferences" not in meta:
+        meta["ownerReferences"] = [owner]
     return {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": meta, "spec": spec}
+
+
+def released_body(current: dict[str, Any], now: float) -> dict[str, Any]:
+    """The Lease handed over on shutdown: no holder, so another runtime acquires it at once."""
+    body = {k: v for k, v in current.items() if k in ("apiVersion", "kind", "metadata")}
+    body["spec"] = {**(current.get("spec") or {}), "holderIdentity": "", "renewTime": micro_time(now)}
+    return body

@@ -11,9 +11,11 @@ BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0)
 HELP = {
     "flatjob_restarts_total": ("counter", "Pod restarts performed by the runtime, by replica type."),
     "flatjob_releases_total": ("counter", "Pods released (scheduling gate removed)."),
-    "flatjob_api_errors_total": ("counter", "Kubernetes API errors, by operation and status."),
+    "flatjob_api_errors_total": ("counter", "Kubernetes API errors, by operation and status (0: unreachable)."),
+    "flatjob_loop_errors_total": ("counter", "Unexpected failures of a reconcile cycle, contained and retried."),
     "flatjob_status_writes_total": ("counter", "Status writes of the job record."),
     "flatjob_reconcile_seconds": ("histogram", "Time spent in one reconcile cycle."),
+    "flatjob_cycle_status_writes_max": ("gauge", "Most status writes made in one reconcile cycle (1 by design)."),
 }
 
 
@@ -30,6 +32,12 @@ class Metrics:
     def inc(self, name: str, amount: float = 1.0, **labels: str) -> None:
         with self.lock:
             self.counters[(name, tuple(sorted(labels.items())))] += amount
+
+    def maximum(self, name: str, value: float) -> None:
+        """A gauge that keeps the largest value seen."""
+        with self.lock:
+            key = (name, ())
+            self.counters[key] = max(self.counters.get(key, value), value)
 
     def observe(self, seconds: float) -> None:
         with self.lock:

@@ -13,20 +13,21 @@ STALE_AFTER = 90.0  # seconds without a loop iteration before /healthz fails
 
 
 class Health:
-    """What the probes report: the loop's heartbeat and whether the caches are synced."""
+    """What the probes report: the loop's heartbeat, its watches, whether the caches are synced."""
 
-    def __init__(self) -> None:
+    def __init__(self, watches_alive: Callable[[], bool] = lambda: True) -> None:
         self.beat = time.monotonic()
         self.ready = False
+        self.watches_alive = watches_alive  # False when a watch has been silent past its deadline
 
     def alive(self) -> bool:
-        return time.monotonic() - self.beat < STALE_AFTER
+        return time.monotonic() - self.beat < STALE_AFTER and self.watches_alive()
 
 
 def serve(port: int, health: Health, metrics: Metrics) -> ThreadingHTTPServer:
     """Start the probe and metrics server on a daemon thread."""
     routes: dict[str, Callable[[], tuple[int, str]]] = {
-        "/healthz": lambda: (200, "ok\n") if health.alive() else (500, "loop stalled\n"),
+        "/healthz": lambda: (200, "ok\n") if health.alive() else (500, "loop stalled or a watch silent past its deadline\n"),
         "/readyz": lambda: (200, "ok\n") if health.ready else (503, "not synced\n"),
         "/metrics": lambda: (200, metrics.render()),
     }

@@ -44,10 +44,21 @@ def test_compiler_never_imports_runtime_or_kubernetes(path: Path) -> None:
     assert not bad, f"{path.relative_to(ROOT)} imports {sorted(bad)}"
 
 
+# runtime/fakeserver.py is the test bed's HTTP server: it imports the client only inside
+# FakeApiServer.api_client(), for tests that want a configured ApiClient.
+KUBERNETES_USERS = {"kube.py", "fakeserver.py"}
+
+
 @pytest.mark.parametrize("path", _modules("runtime"), ids=lambda p: str(p.relative_to(ROOT)))
 def test_only_runtime_kube_imports_kubernetes(path: Path) -> None:
     uses = any(m.split(".")[0] == "kubernetes" for m in _imports(path))
-    assert uses == (path.name == "kube.py" and path.parent.name == "runtime"), path
+    assert uses == (path.name in KUBERNETES_USERS and path.parent.name == "runtime"), path
+
+
+def test_the_fake_server_imports_kubernetes_only_when_asked_for_a_client() -> None:
+    code = "import sys, flatjob.runtime.fakeserver; print(sorted(m for m in sys.modules if m.split('.')[0] == 'kubernetes'))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]", out.stdout
 
 
 def test_schemas_is_data_only() -> None:

@@ -1,7 +1,10 @@
 """Scenario harness: a compiled job, a cluster, the runtime and optionally a GitOps tool.
 
-On the fake cluster (default) time is virtual and every component is stepped in turn:
-the runtime, the kubelet stand-in, the GitOps simulator.  With FLATJOB_REAL_CLUSTER=1 and a
+The runtime always talks to its cluster through runtime.kube and the real `kubernetes`
+client over HTTP.  By default the cluster is the fake API server (runtime.fakeserver) with a
+kubelet stand-in; time is virtual and every component is stepped in turn: the runtime
+(after a sync barrier: a bookmark on each of its watches, so it has seen every change made
+so far), the kubelet stand-in, the GitOps simulator.  With FLATJOB_REAL_CLUSTER=1 and a
 KUBECONFIG, the same scenarios run against a real API server with busybox pods; the
 runtime then runs in a thread on real time.
 """
@@ -27,6 +30,8 @@ from flatjob.compiler.options import CompileOptions
 from flatjob.compiler.pipeline import compile_documents
 from flatjob.runtime.controller import Controller
 from flatjob.runtime.fake import FakeCluster
+from flatjob.runtime.fakeserver import ConnectionAbort, FakeApiServer
+from flatjob.runtime.kube import KubeCluster, Timeouts
 from flatjob.runtime.kubelet import FakeKubelet
 
 REAL = os.environ.get("FLATJOB_REAL_CLUSTER") == "1" and bool(os.environ.get("KUBECONFIG") or os.path.exists(os.path.expanduser("~/.kube/config")))
@@ -81,14 +86,25 @@ class Scenario:
             self.kubelet = None  # the real kubelet runs the pods
         else:
             self.cluster = FakeCluster(self.clock)
+            self.server = FakeApiServer(self.cluster)
+            self.server.on_request = self._on_request
             self.kubelet = FakeKubelet(self.cluster, NAMESPACE, self.clock)
         self.tool = make_gitops(self.gitops, self.cluster, self.manifests) if self.gitops else None
         for obj in self.manifests:
             if obj["kind"] in ("Pod", "PodGroup") or obj["apiVersion"] == keys.RECORD_API_VERSION:
                 self.cluster.apply(copy.deepcopy(obj))
         self.runner = None
+        self.generation = 0  # which runtime process this is (its User-Agent names it)
+        self.kill_after: int | None = None  # the runtime dies at its N-th next write (chaos tests)
+        self.dead = False
+        self.controller: Controller | None = None
         self.controller = self.new_controller()
         OPEN.append(self)
+
+    def kube(self, identity: str) -> KubeCluster:
+        """runtime.kube over HTTP to the fake API server, as the runtime image uses it."""
+        config = self.server.api_client().configuration
+        return KubeCluster(config, Timeouts(connect=2.0, read=5.0, watch_read=30.0, watch_server=300), identity=identity)
 
     def new_controller(self) -> Controller:
         """A fresh runtime process (nothing in memory), as after a crash or a rollout."""
@@ -99,15 +115,48 @@ class Scenario:
                 self.runner.close()
             self.runner = RealRunner(self.cluster, self.namespace, self.kind, self.name)  # type: ignore[arg-type]
             return self.runner.controller
-        c = Controller(self.cluster, NAMESPACE, self.kind, self.name, clock=self.clock, use_lease=False)
+        if self.controller is not None:
+            self.controller.close()
+        self.generation += 1
+        self.dead = False
+        c = Controller(self.kube(f"runtime-{self.generation}"), NAMESPACE, self.kind, self.name, clock=self.clock, use_lease=False)
         c.start()
         return c
 
+    def _on_request(self, verb: str, resource: str, namespace: str | None, name: str | None, agent: str = "") -> None:
+        """Chaos: the runtime process dies at its N-th write; a dead one is never heard again."""
+        if "(runtime-" not in agent:
+            return  # the kubelet stand-in, a GitOps simulator, the test itself
+        if not agent.endswith(f"(runtime-{self.generation})") or self.dead:
+            raise ConnectionAbort(resource)  # a killed process: nothing it sends arrives
+        if self.kill_after is not None and verb in ("create", "update", "patch", "delete"):
+            if self.kill_after <= 0:
+                self.kill_after = None
+                self.dead = True
+                raise ConnectionAbort(resource)
+            self.kill_after -= 1
+
+    def sync(self, limit: float = 10.0) -> None:
+        """Barrier: the runtime's watches have delivered every change made so far."""
+        rv = self.server.bookmark_all()
+        end = time.monotonic() + limit
+        while True:
+            behind = [i.name for i in self.controller.informers() if i.retry_at is None and _rv(i.resource_version) < rv]
+            if not behind:
+                return
+            if time.monotonic() > end:
+                raise AssertionError(f"the runtime's watches {behind} did not reach resourceVersion {rv}")
+            self.controller.observe(0.02)
+
     def close(self) -> None:
-        """Stop the runtime; on a real cluster, delete the scenario's namespace."""
+        """Stop the runtime and the fake API server; on a real cluster, delete the namespace."""
         if self.runner is not None:
             self.runner.close()
             self.cluster.delete_namespace(self.namespace)  # type: ignore[attr-defined]
+            return
+        if self.controller is not None:
+            self.controller.close()
+        self.server.close()
 
     def tick(self, dt: float = 1.0) -> None:
         """One round: runtime, kubelet, GitOps tool; then time moves on."""
@@ -117,6 +166,7 @@ class Scenario:
             if self.tool is not None:
                 self.tool.tick()
             return
+        self.sync()
         self.controller.step()
         before = {o["metadata"]["uid"]: o.get("status", {}).get("phase") for o in self.cluster.pods(NAMESPACE).values()}
         self.kubelet.tick()
@@ -193,6 +243,13 @@ class Scenario:
             self.tool.sync(self.manifests)
         else:
             self.cluster.apply_record(self.namespace, PLURAL(self.kind), record)
+
+
+def _rv(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        return 0
 
 
 def run_key(name: str, pod: dict[str, Any]) -> tuple[str, str, str]:

@@ -1,8 +1,11 @@
 """Chaos: kill the runtime at random API calls and random moments; nothing may change.
 
-A killed runtime loses everything in memory; a fresh one starts from the record's status
-(the ledger).  For every scenario the outcome, the restart counts and the attempt number
-must equal those of an undisturbed run, and no pod may run twice within one attempt.
+The runtime talks to the fake API server over HTTP through the real client; a kill at its
+N-th write drops that request unanswered and everything the dead process sends afterwards
+(the server's on_request hook), then a fresh process starts.  A killed runtime loses
+everything in memory; the fresh one starts from the record's status (the ledger).  For every
+scenario the outcome, the restart counts and the attempt number must equal those of an
+undisturbed run, and no pod may run twice within one attempt.
 """
 
 from __future__ import annotations
@@ -12,8 +15,6 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from flatjob.runtime.fake import Crash
 
 from .harness import REAL, Scenario, run_key
 from .test_scenarios import DEEPSPEED, FAIL_ONCE, GENERIC, _launcher_fails_once, pytorch
@@ -61,12 +62,12 @@ def _run(s: Scenario, kills: dict[int, int] | None = None, limit: int = 2000) ->
         if kills.get(tick) == -1:
             s.controller = s.new_controller()  # killed between two cycles
         elif tick in kills:
-            s.cluster.crash_after = kills[tick]  # die at the k-th API call of this runtime step
-        try:
-            s.controller.step()
-        except Crash:
+            s.kill_after = kills[tick]  # die at the k-th write of this runtime step
+        s.sync()
+        s.controller.step()
+        if s.dead:
             s.controller = s.new_controller()  # a fresh process: nothing survives but the ledger
-        s.cluster.crash_after = None
+        s.kill_after = None
         s.kubelet.tick()
         _count_starts(s)
         if s.tool is not None:

@@ -17,6 +17,8 @@ import copy
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from flatjob.compiler import keys
 from flatjob.runtime.api import AlreadyExists, ApiError, Conflict, Expired, Invalid, NotFound
@@ -38,7 +40,8 @@ def pod_body(name: str = "j-worker-0", gates: tuple[str, ...] = (GATE,), job: st
 
 
 def record_body(expected: int | None = 2) -> dict[str, Any]:
-    spec: dict[str, Any] = {"replicaSpecs": []}
+    worker = {"type": "worker", "replicas": 1, "template": {"spec": {"containers": [{"name": "c", "image": "busybox"}]}}}
+    spec: dict[str, Any] = {"replicaSpecs": [worker]}
     if expected is not None:
         spec["elastic"] = {"enabled": True, "minReplicas": 1, "maxReplicas": 4, "expectedReplicas": expected}
     return {"apiVersion": "flatjob.dev/v1beta1", "kind": "PyTorchTrainingJob", "metadata": {"name": "j", "namespace": NS}, "spec": spec}
@@ -105,7 +108,7 @@ def test_a_spec_change_bumps_generation_and_keeps_status(cluster: FakeCluster) -
     same = cluster.apply_record(NS, PLURAL, record_body())
     assert same["metadata"]["generation"] == 1  # nothing changed: no new generation
     edited = record_body()
-    edited["spec"]["replicaSpecs"] = [{"type": "worker"}]
+    edited["spec"]["replicaSpecs"][0]["replicas"] = 2
     after = cluster.apply_record(NS, PLURAL, edited)
     assert after["metadata"]["generation"] == 2
     assert after["status"] == {"phase": "Running"}
@@ -183,9 +186,10 @@ def test_patch_test_passes_then_applies(cluster: FakeCluster) -> None:
         {"op": "remove", "path": "/spec/schedulingGates/5"},
         {"op": "replace", "path": "/metadata/labels/absent", "value": "x"},
         {"op": "add", "path": "/spec/schedulingGates/x", "value": {"name": "g"}},
-        {"op": "move", "path": "/metadata/name", "from": "/metadata/uid"},
+        {"op": "frobnicate", "path": "/metadata/name"},
+        {"op": "move", "path": "/metadata/labels/x", "from": "/metadata/labels/absent"},
     ],
-    ids=["test-missing", "remove-missing", "add-under-missing-parent", "remove-beyond-list", "replace-missing", "bad-index", "unsupported-op"],
+    ids=["test-missing", "remove-missing", "add-under-missing-parent", "remove-beyond-list", "replace-missing", "bad-index", "unsupported-op", "move-missing"],
 )
 def test_a_patch_that_cannot_apply_is_422(cluster: FakeCluster, op: dict[str, Any]) -> None:
     cluster.create_pod(NS, pod_body())
@@ -221,11 +225,11 @@ def test_scheduling_gates_can_never_be_added(cluster: FakeCluster, gates: tuple[
 @pytest.mark.parametrize(
     "op",
     [
-        {"op": "replace", "path": "/spec/containers/0/image", "value": "busybox:2"},
         {"op": "add", "path": "/spec/nodeName", "value": "n1"},
-        {"op": "remove", "path": "/spec/containers/0/name"},
+        {"op": "replace", "path": "/spec/containers/0/name", "value": "d"},
+        {"op": "add", "path": "/spec/containers/0/args", "value": ["x"]},
     ],
-    ids=["image", "node-name", "container-name"],
+    ids=["node-name", "container-name", "args"],
 )
 def test_other_pod_spec_changes_are_422(cluster: FakeCluster, op: dict[str, Any]) -> None:
     cluster.create_pod(NS, pod_body())
@@ -243,7 +247,7 @@ def test_a_created_pod_gets_uid_and_pending_status(cluster: FakeCluster) -> None
     first = cluster.create_pod(NS, pod_body())
     cluster.delete_pod(NS, "j-worker-0", None)
     second = cluster.create_pod(NS, pod_body())
-    assert first["status"] == {"phase": "Pending"}
+    assert (first["status"]["phase"], first["status"]["qosClass"]) == ("Pending", "BestEffort")
     assert first["metadata"]["uid"] != second["metadata"]["uid"]
 
 
@@ -251,6 +255,7 @@ def test_a_created_pod_gets_uid_and_pending_status(cluster: FakeCluster) -> None
 
 def test_a_running_pod_is_deleted_gracefully(cluster: FakeCluster) -> None:
     cluster.create_pod(NS, pod_body(gates=()))
+    cluster.bind_pod(NS, "j-worker-0", "node-1")
     cluster.set_pod_status(NS, "j-worker-0", {"phase": "Running"})
     watch = cluster.watch_pods(NS, SELECTOR, str(cluster.rv))
     cluster.delete_pod(NS, "j-worker-0", None)
@@ -324,13 +329,13 @@ def test_410_after_history_overflow() -> None:
     slow = cluster.watch_pods(NS, SELECTOR, str(cluster.rv))
     keeping_up = cluster.watch_pods(NS, SELECTOR, str(cluster.rv))
     for i in range(12):
-        cluster.set_pod_status(NS, "j-worker-0", {"phase": "Running", "n": i})
+        cluster.set_pod_status(NS, "j-worker-0", {"phase": "Running", "message": str(i)})
         if i % 4 == 0:
             assert len(keeping_up.next_events()) >= 1
     with pytest.raises(Expired):
         slow.next_events()
     assert len(cluster.log) == 5
-    assert [o["status"]["n"] for _, o in keeping_up.next_events()] == [9, 10, 11]
+    assert [o["status"]["message"] for _, o in keeping_up.next_events()] == ["9", "10", "11"]
 
 
 # --- scale subresource ------------------------------------------------------------------------------
@@ -351,10 +356,11 @@ def test_scale_to_the_same_size_changes_nothing(cluster: FakeCluster) -> None:
     assert (after["metadata"]["generation"], cluster.rv) == (1, before)
 
 
-def test_scale_of_a_job_that_is_not_elastic_is_404(cluster: FakeCluster) -> None:
+def test_scale_of_a_job_that_is_not_elastic_writes_the_path(cluster: FakeCluster) -> None:
+    """ScaleREST reads a missing specReplicasPath as 0 and a write creates it (as kube-apiserver)."""
     cluster.apply_record(NS, PLURAL, record_body(expected=None))
-    with pytest.raises(NotFound):
-        cluster.scale_record(NS, PLURAL, "j", 3)
+    after = cluster.scale_record(NS, PLURAL, "j", 3)
+    assert after["spec"]["elastic"] == {"expectedReplicas": 3}
 
 
 # --- accounting and crash injection ------------------------------------------------------------------
@@ -382,3 +388,62 @@ def test_api_errors_carry_status_and_reason() -> None:
     assert [(e.status, e.reason) for e in (NotFound(), Conflict(), AlreadyExists(), Expired(), Invalid(), ApiError())] == [
         (404, "NotFound"), (409, "Conflict"), (409, "AlreadyExists"), (410, "Expired"), (422, "Invalid"), (500, "InternalError"),
     ]
+
+
+# --- properties of the store, whatever the sequence of calls ----------------------------------------
+
+_NAMES = ("a", "b", "c")
+
+
+def _op(cluster: FakeCluster, op: tuple[str, str, int]) -> None:
+    """One call of a small alphabet of the calls tests, the kubelet and GitOps tools make."""
+    kind, name, n = op
+    pods = cluster.pods()
+    uid = pods[name]["metadata"]["uid"] if name in pods else "gone"
+    calls = {
+        "create": lambda: cluster.create_pod(NS, pod_body(name, gates=(GATE,) * (n % 2))),
+        "ungate": lambda: cluster.patch_pod(NS, name, ungate(uid)),
+        "label": lambda: cluster.patch_pod(NS, name, {"metadata": {"labels": {"n": str(n)}}}),
+        "bind": lambda: cluster.bind_pod(NS, name, "node"),
+        "run": lambda: cluster.set_pod_status(NS, name, {"phase": ("Running", "Succeeded", "Failed")[n % 3]}),
+        "delete": lambda: cluster.delete_pod(NS, name, uid if n % 2 else None),
+        "kill": lambda: cluster.set_pod_status(NS, name, {}, remove=True),
+        "record": lambda: cluster.apply_record(NS, PLURAL, record_body(expected=1 + n % 3)),
+        "scale": lambda: cluster.scale_record(NS, PLURAL, "j", n % 3),
+        "status": lambda: cluster.replace_record_status(NS, PLURAL, {**cluster.record(NS, PLURAL, "j"), "status": {"phase": str(n)}}),
+        "unrecord": lambda: cluster.delete_record(NS, PLURAL, "j"),
+        "secret": lambda: cluster.create_secret(NS, {"metadata": {"name": name, "ownerReferences": [{"apiVersion": "flatjob.dev/v1beta1", "kind": "PyTorchTrainingJob", "name": "j", "uid": cluster.objects.get(("records/pytorchtrainingjobs", NS, "j"), {"metadata": {"uid": "x"}})["metadata"]["uid"]}]}}),
+    }
+    calls[kind]()
+
+
+_OPS = st.tuples(st.sampled_from(["create", "ungate", "label", "bind", "run", "delete", "kill", "record", "scale", "status", "unrecord", "secret"]), st.sampled_from(_NAMES), st.integers(0, 5))
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(_OPS, max_size=25))
+def test_the_store_keeps_its_invariants(ops: list[tuple[str, str, int]]) -> None:
+    """A refused call changes nothing; stored objects are never changed in place (the log and
+    list snapshots share them); resourceVersions grow; the indexes match the objects; replaying
+    a watch from the start rebuilds exactly the current pods."""
+    cluster = FakeCluster(lambda: 1_700_000_000.0)
+    logged: list[tuple[Any, dict[str, Any]]] = []
+    cluster.store.listeners.append(lambda change: logged.append((change, copy.deepcopy(change.obj))))
+    replay = cluster.watch_pods(NS, {}, "0")
+    for op in ops:
+        before, rv = copy.deepcopy(cluster.objects), cluster.rv
+        try:
+            _op(cluster, op)
+        except ApiError:
+            assert cluster.objects == before and cluster.rv == rv, op
+    assert all(change.obj == snapshot for change, snapshot in logged)
+    assert [c.rv for c, _ in logged] == sorted({c.rv for c, _ in logged})
+    for resource in {k[0] for k in cluster.objects} | set(cluster.store.keys_of):
+        assert cluster.store.keys_of.get(resource, set()) == {k for k in cluster.objects if k[0] == resource}
+    state: dict[str, Any] = {}
+    for etype, obj in replay.next_events():
+        if etype == "DELETED":
+            state.pop(obj["metadata"]["name"])
+        else:
+            state[obj["metadata"]["name"]] = obj
+    assert state == cluster.pods()

@@ -2,9 +2,11 @@
 
 - the cache follows ADDED / MODIFIED / DELETED, and poll says whether it changed;
 - 410 Expired relists (objects deleted meanwhile disappear from the cache);
-- a broken stream reconnects from the last resourceVersion with capped exponential back-off,
-  losing and repeating nothing (a flaky watch wrapper injects the failures);
-- a reconnect that itself gets 410 relists.
+- a broken stream reconnects from the last resourceVersion after a capped exponential
+  back-off, losing and repeating nothing (a flaky watch wrapper injects the failures); the
+  informer never sleeps: it returns at once and names the time to poll it again;
+- a stream the server ends (timeoutSeconds) is resumed at once, without counting an error;
+- a reconnect that itself gets 410 relists; nothing a list or a watch raises escapes poll.
 """
 
 from __future__ import annotations
@@ -47,13 +49,17 @@ class Harness:
         self.cluster = FakeCluster()
         self.stream_errors: list[Exception] = []  # raised by the current watch's next_events
         self.connect_errors: list[Exception] = []  # raised by watch_fn itself
-        self.sleeps: list[float] = []
+        self.now = 100.0
         self.watched_from: list[str] = []
-        self.informer = Informer(
-            lambda: self.cluster.list_pods(NS, SELECTOR),
-            self._watch,
-            sleep=self.sleeps.append,
-        )
+        self.informer = Informer(lambda: self.cluster.list_pods(NS, SELECTOR), self._watch, clock=lambda: self.now)
+
+    def back_off(self) -> float:
+        """Seconds until the informer wants to be polled again (0 when it is watching)."""
+        return 0.0 if self.informer.retry_at is None else self.informer.retry_at - self.now
+
+    def poll_when_due(self) -> bool:
+        self.now += self.back_off()
+        return self.informer.poll()
 
     def _watch(self, rv: str) -> Any:
         self.watched_from.append(rv)
@@ -74,7 +80,7 @@ def test_the_cache_follows_the_watch() -> None:
     h.cluster.create_pod(NS, pod_body("j-worker-1"))
     h.cluster.set_pod_status(NS, "j-worker-0", {"phase": "Running"})
     assert h.informer.poll() is True
-    assert h.informer.get("j-worker-0")["status"] == {"phase": "Running"}
+    assert h.informer.get("j-worker-0")["status"]["phase"] == "Running"
     h.cluster.delete_pod(NS, "j-worker-1", None)
     assert h.informer.poll() is True
     assert h.names() == ["j-worker-0"]
@@ -113,35 +119,55 @@ def test_a_broken_stream_reconnects_from_the_last_version_without_loss() -> None
     h.stream_errors.append(ApiError("stream reset"))
     h.cluster.create_pod(NS, pod_body("j-worker-1"))  # arrives while the stream is broken
     assert h.informer.poll() is False
+    assert h.back_off() == 1.0 and h.informer.errors == 1
+    assert h.informer.poll() is False  # not due yet: no reconnect, no sleep
+    assert h.informer.reconnects == 0
+    assert h.poll_when_due() is False
     assert (h.informer.errors, h.informer.reconnects, h.informer.relists) == (1, 1, 1)
     assert h.watched_from[-1] == seen
-    assert h.sleeps == [1.0]
     assert h.informer.poll() is True
     assert h.names() == ["j-worker-0", "j-worker-1"]
 
 
-def test_os_errors_are_stream_errors_too() -> None:
+def test_any_exception_is_a_stream_error() -> None:
     h = Harness()
     h.informer.start()
     h.stream_errors.append(ConnectionResetError("peer reset"))
-    assert h.informer.poll() is False and h.informer.reconnects == 1
+    assert h.informer.poll() is False and h.informer.errors == 1
+    h.stream_errors.append(KeyError("a bug"))
+    assert h.poll_when_due() is False and h.informer.reconnects == 1
+    assert h.informer.poll() is False and h.informer.errors == 2
 
 
 def test_back_off_doubles_is_capped_and_resets_after_success() -> None:
     h = Harness()
     h.informer.start()
+    h.stream_errors.append(ApiError("reset"))
     h.connect_errors.extend(ApiError("down") for _ in range(7))  # the API server is away a while
+    waits = []
+    h.informer.poll()
     for _ in range(8):
-        h.stream_errors.append(ApiError("reset"))  # and the stream keeps breaking
-        h.informer.poll()
-    assert h.sleeps == [1.0, 2.0, 4.0, 8.0, 16.0, MAX_BACKOFF, MAX_BACKOFF, MAX_BACKOFF]
+        waits.append(h.back_off())
+        h.poll_when_due()
+    assert waits == [1.0, 2.0, 4.0, 8.0, 16.0, MAX_BACKOFF, MAX_BACKOFF, MAX_BACKOFF]
     assert h.informer.reconnects == 1  # the eighth attempt connected
     h.cluster.create_pod(NS, pod_body("j-worker-0"))
-    h.stream_errors.clear()
     assert h.informer.poll() is True
     h.stream_errors.append(ApiError("reset"))
     h.informer.poll()
-    assert h.sleeps[-1] == 1.0
+    assert h.back_off() == 1.0
+
+
+def test_a_stream_the_server_ends_is_resumed_at_once() -> None:
+    h = Harness()
+    h.informer.start()
+    h.now += 300  # the server's timeoutSeconds
+    h.stream_errors.append(ApiError("watch stream closed", 0, "StreamClosed"))
+    assert h.informer.poll() is False
+    assert (h.informer.errors, h.informer.reconnects, h.back_off()) == (0, 1, 0.0)
+    h.stream_errors.append(ApiError("watch stream closed", 0, "StreamClosed"))  # at once again: not a time-out
+    h.informer.poll()
+    assert h.informer.errors == 1 and h.back_off() == 1.0
 
 
 def test_a_reconnect_that_gets_410_relists() -> None:
@@ -152,8 +178,26 @@ def test_a_reconnect_that_gets_410_relists() -> None:
     h.connect_errors.append(Expired("too old"))
     h.cluster.delete_pod(NS, "j-worker-0", None)
     h.informer.poll()
+    assert h.poll_when_due() is True
     assert h.informer.relists == 2
     assert h.names() == []
+
+
+def test_a_failed_start_is_retried() -> None:
+    h = Harness()
+    h.connect_errors.append(ApiError("down"))  # the list worked, the watch did not open
+    assert h.informer.start() is False and h.informer.retry_at is not None
+    assert h.poll_when_due() is True and h.informer.relists == 2 and h.informer.retry_at is None
+
+
+def test_silence_is_measured_from_the_last_answer() -> None:
+    h = Harness()
+    h.informer.start()
+    h.now += 50
+    assert h.informer.silent_for() == 50
+    h.cluster.create_pod(NS, pod_body("j-worker-0"))
+    h.informer.poll()
+    assert h.informer.silent_for() == 0
 
 
 def test_bookmarks_move_the_version_only() -> None:

@@ -1,8 +1,12 @@
-"""Leader election: runtime.lease.decide_lease, lease_body and MicroTime.
+"""Leader election: runtime.lease.decide_lease, observe, leading, lease_body and MicroTime.
 
-- acquire when there is no Lease, no holder, or the holder stopped renewing; renew our own;
-  otherwise wait until the holder's lease runs out (the boundary included);
-- the Lease body: renewTime always, acquireTime and leaseTransitions on a take-over;
+- acquire when there is no Lease or no holder; renew our own; otherwise wait until the
+  holder's record has not changed for its leaseDurationSeconds, measured from the *local*
+  time this runtime first saw that record (client-go's observedTime), never from renewTime;
+- a leader acts only while its last renewal is within the renew deadline, which is shorter
+  than the lease, so it stops before anyone may take over;
+- the Lease body: renewTime always, acquireTime and leaseTransitions on a take-over, an
+  ownerReference to the record;
 - MicroTime formatting and its round trip, also in a time zone with summer time.
 """
 
@@ -18,11 +22,16 @@ import pytest
 
 from flatjob.runtime.lease import (
     LEASE_SECONDS,
+    RENEW_DEADLINE,
     LeaseDecision,
+    Observed,
     decide_lease,
     lease_body,
+    leading,
     micro_time,
+    observe,
     parse_micro_time,
+    released_body,
 )
 
 T0 = 1_718_000_000.0  # 2024-06-10T06:13:20Z: summer time in Europe
@@ -39,6 +48,10 @@ def lease(holder: str | None, renewed: float | None = T0, duration: int | None =
     return {"metadata": {"name": "j-runtime", "resourceVersion": "7"}, "spec": spec}
 
 
+def seen_at(current: dict[str, Any] | None, at: float) -> Observed:
+    return observe(current, None, at)
+
+
 @pytest.mark.parametrize(
     ("current", "now", "expected"),
     [
@@ -53,17 +66,49 @@ def lease(holder: str | None, renewed: float | None = T0, duration: int | None =
         pytest.param(lease("other"), T0 + 300, LeaseDecision("acquire"), id="other-holder-long-expired"),
         pytest.param(lease("other", duration=None), T0 + 10, LeaseDecision("wait", T0 + LEASE_SECONDS), id="default-duration"),
         pytest.param(lease("other", duration=60), T0 + 45, LeaseDecision("wait", T0 + 60), id="their-duration"),
-        pytest.param(lease("other", renewed=None), T0, LeaseDecision("acquire"), id="never-renewed"),
+        pytest.param(lease("other", renewed=None), T0 + 10, LeaseDecision("wait", T0 + 30), id="never-renewed-but-just-seen"),
     ],
 )
 def test_decide_lease(current: dict[str, Any] | None, now: float, expected: LeaseDecision) -> None:
-    assert decide_lease(current, "me", now) == expected
+    # First seen at T0 (local time); expiry counts from there.
+    assert decide_lease(current, "me", seen_at(current, T0), now) == expected
 
 
-def test_a_malformed_renew_time_counts_as_expired() -> None:
+@pytest.mark.parametrize("skew", [-3600.0, -20.0, 0.0, 20.0, 3600.0])
+def test_expiry_ignores_the_holders_clock(skew: float) -> None:
+    # The holder's renewTime comes from its own clock; however far off it is, a record first
+    # seen now is live for a whole lease duration of *our* time.
+    current = lease("other", renewed=T0 + skew)
+    seen = seen_at(current, T0)
+    assert decide_lease(current, "me", seen, T0 + 29) == LeaseDecision("wait", T0 + 30)
+    assert decide_lease(current, "me", seen, T0 + 30).action == "acquire"
+
+
+def test_a_record_that_changes_is_live_again() -> None:
+    first = lease("other", renewed=T0)
+    seen = seen_at(first, T0)
+    renewed = lease("other", renewed=T0 + 25)
+    seen = observe(renewed, seen, T0 + 28)  # we read it again at T0+28 and see it renewed
+    assert seen.at == T0 + 28
+    assert decide_lease(renewed, "me", seen, T0 + 40) == LeaseDecision("wait", T0 + 58)
+    same = observe(renewed, seen, T0 + 50)  # unchanged: still first seen at T0+28
+    assert same.at == T0 + 28
+    assert decide_lease(renewed, "me", same, T0 + 58).action == "acquire"
+
+
+def test_a_leader_stops_acting_before_anyone_may_take_over() -> None:
+    assert RENEW_DEADLINE < LEASE_SECONDS
+    assert leading(T0, T0) and leading(T0, T0 + RENEW_DEADLINE - 0.001)
+    assert not leading(T0, T0 + RENEW_DEADLINE)
+    assert not leading(None, T0)
+
+
+@pytest.mark.parametrize("bad", [{"renewTime": "yesterday"}, {"leaseDurationSeconds": "30"}, {"leaseDurationSeconds": -1}, {"leaseTransitions": "x"}])
+def test_a_hand_edited_lease_is_judged_by_observation_without_error(bad: dict[str, Any]) -> None:
     current = lease("other")
-    current["spec"]["renewTime"] = "yesterday"
-    assert decide_lease(current, "me", T0).action == "acquire"
+    current["spec"].update(bad)
+    assert decide_lease(current, "me", seen_at(current, T0), T0 + 10) == LeaseDecision("wait", T0 + LEASE_SECONDS)
+    assert lease_body("j-runtime", "ns", "me", T0 + 40, current)["spec"]["holderIdentity"] == "me"
 
 
 def test_lease_body_on_create() -> None:
@@ -89,6 +134,21 @@ def test_lease_body_on_renew_keeps_acquire_time() -> None:
     assert body["metadata"]["resourceVersion"] == "7"
     assert body["spec"]["renewTime"] == micro_time(T0 + 10)
     assert (body["spec"]["acquireTime"], body["spec"]["leaseTransitions"]) == (micro_time(T0 - 100), 2)
+
+
+def test_the_lease_is_owned_by_the_record_and_keeps_its_owner() -> None:
+    owner = {"apiVersion": "flatjob.dev/v1beta1", "kind": "PyTorchTrainingJob", "name": "j", "uid": "u-1"}
+    created = lease_body("j-runtime", "ns", "me", T0, None, owner)
+    assert created["metadata"]["ownerReferences"] == [owner]
+    current = {**created, "metadata": {**created["metadata"], "resourceVersion": "3"}}
+    assert lease_body("j-runtime", "ns", "me", T0 + 5, current, {**owner, "uid": "u-2"})["metadata"]["ownerReferences"] == [owner]
+    assert "ownerReferences" not in lease_body("j-runtime", "ns", "me", T0, None, {**owner, "uid": None})["metadata"]
+
+
+def test_released_lease_has_no_holder() -> None:
+    body = released_body({"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": "j-runtime", "resourceVersion": "9"}, "spec": {"holderIdentity": "me", "leaseDurationSeconds": 30}}, T0)
+    assert body["spec"]["holderIdentity"] == "" and body["metadata"]["resourceVersion"] == "9"
+    assert decide_lease(body, "other", seen_at(body, T0), T0).action == "acquire"
 
 
 def test_lease_body_on_take_over_counts_a_transition() -> None:

@@ -7,6 +7,8 @@ same job on both backends.
 
 from __future__ import annotations
 
+import base64
+
 import pytest
 
 from .harness import REAL, Scenario
@@ -267,7 +269,7 @@ def test_ssh_launched_group_restart(gitops: str | None) -> None:
     s.run_until(lambda st: st.get("phase") == "Running")
     secret = s.cluster.objects[("secrets", "default", "ds-ssh")]
     assert secret["type"] == "kubernetes.io/ssh-auth"
-    assert "BEGIN OPENSSH PRIVATE KEY" in secret["stringData"]["ssh-privatekey"]
+    assert "BEGIN OPENSSH PRIVATE KEY" in base64.b64decode(secret["data"]["ssh-privatekey"]).decode()  # stringData is stored as data
     st = s.finished()
     assert st["phase"] == "Succeeded"
     assert st["backoffCount"] == 1 and st["runtime"]["attempt"] == 2
