@@ -26,12 +26,26 @@ from flatjob.compiler.render.record import PLURALS
 from flatjob.compiler.version import __version__
 
 from . import trim
-from .api import EVENTS, LEASES, PODGROUPS, PODS, SECRETS, AlreadyExists, ApiError, Cluster, Conflict, Invalid, NotFound, Obj, record_resource
+from .api import (
+    EVENTS,
+    LEASES,
+    PODGROUPS,
+    PODS,
+    SECRETS,
+    AlreadyExists,
+    ApiError,
+    Cluster,
+    Conflict,
+    Invalid,
+    NotFound,
+    Obj,
+    record_resource,
+)
 from .decisions import Action, Cycle, World, reconcile
 from .decisions.refuse import refused_status
 from .informer import Informer
 from .job import RecordError, job_view, record_plan, render_pod_named
-from .lease import RENEW_EVERY, Observed, decide_lease, lease_body, leading, observe, released_body
+from .lease import RENEW_EVERY, Observed, decide_lease, leading, lease_body, observe, released_body
 from .metrics import Metrics
 from .model import GATE, JobView, Ledger
 from .observe import pod_state

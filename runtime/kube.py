@@ -30,7 +30,19 @@ from kubernetes import client, config
 from flatjob.compiler import keys
 from flatjob.compiler.version import __version__
 
-from .api import AlreadyExists, ApiError, Conflict, Expired, Forbidden, Invalid, NotFound, Obj, Resource, TooLarge, Unreachable
+from .api import (
+    AlreadyExists,
+    ApiError,
+    Conflict,
+    Expired,
+    Forbidden,
+    Invalid,
+    NotFound,
+    Obj,
+    Resource,
+    TooLarge,
+    Unreachable,
+)
 
 _ERRORS: dict[int, type[ApiError]] = {403: Forbidden, 404: NotFound, 409: Conflict, 410: Expired, 413: TooLarge, 422: Invalid}
 PAGE = 250  # objects per list page: bounds the memory one response takes before trimming

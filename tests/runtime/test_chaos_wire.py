@@ -152,13 +152,13 @@ def test_outages_dropped_and_half_open_watches_change_nothing(plan: list[tuple[s
                 live.wait(lambda: False, length)
                 live.s.server.resume_serving()
                 back = live.clock.now
-                assert live.wait(lambda: live.watching_since(back), 2 * TIMEOUTS.read), f"not watching {2 * TIMEOUTS.read:g} s after an outage of {length:.1f} s"
+                assert live.wait(lambda back=back: live.watching_since(back), 2 * TIMEOUTS.read), f"not watching {2 * TIMEOUTS.read:g} s after an outage of {length:.1f} s"
             elif kind == "drop":
                 live.s.server.drop_watches()
             else:
                 froze = live.clock.now
                 live.s.server.half_open_watches()
-                assert live.wait(lambda: live.watching_since(froze + 0.001), 2 * TIMEOUTS.watch_read), "a half-open watch was never replaced"
+                assert live.wait(lambda froze=froze: live.watching_since(froze + 0.001), 2 * TIMEOUTS.watch_read), "a half-open watch was never replaced"
         assert live.wait(lambda: finished(live), 900), live.summary()
         assert live.runtime.is_alive() and not live.errors, live.errors
         assert live.summary() == BASELINE

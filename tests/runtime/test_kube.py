@@ -21,10 +21,21 @@ import pytest
 
 pytest.importorskip("kubernetes")
 
-from kubernetes import client  # noqa: E402
+from kubernetes import client
 
-from flatjob.runtime.api import PODS, AlreadyExists, ApiError, Conflict, Expired, Forbidden, Invalid, NotFound, Unreachable, record_resource  # noqa: E402
-from flatjob.runtime.kube import KubeCluster, Timeouts, path  # noqa: E402
+from flatjob.runtime.api import (
+    PODS,
+    AlreadyExists,
+    ApiError,
+    Conflict,
+    Expired,
+    Forbidden,
+    Invalid,
+    NotFound,
+    Unreachable,
+    record_resource,
+)
+from flatjob.runtime.kube import KubeCluster, Timeouts, path
 
 Handler = Callable[[BaseHTTPRequestHandler, bytes], None]
 
