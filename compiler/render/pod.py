@@ -14,7 +14,7 @@ from typing import Any
 import orjson
 
 from .. import keys
-from ..plan import ContainerPatch, JobPlan, PodPlan, scripts
+from ..plan import ContainerPatch, JobPlan, PodPlan
 from ..podtemplate import templates_digest
 from .meta import metadata, pod_labels
 from .scheduling import PodScheduling, pod_scheduling

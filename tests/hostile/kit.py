@@ -157,7 +157,7 @@ class Sandbox:
         (self.repo / ".git" / "config").write_text(f'[remote "origin"]\n\turl = https://x-access-token:{TOKEN}@github.com/o/r\n')
         (self.outside / "dir").mkdir(parents=True)
         (self.outside / "secret.txt").write_text(f"{SECRET}\n")
-        (self.outside / "dir" / "pods.yaml").write_text("# not flatjob's\n")
+        (self.outside / "dir" / "podtemplates.yaml").write_text("# not flatjob's\n")
         (self.outside / "kustomization.yaml").write_text("resources: []\n")
         self._before: dict[str, tuple[str, bytes]] | None = None
 

@@ -87,7 +87,7 @@ def test_a_job_folder_replaced_by_a_link_is_refused(box: Sandbox) -> None:
 def test_a_tampered_metadata_file_and_a_linked_folder_delete_nothing_outside(box: Sandbox) -> None:
     compiled(box)
     meta = json.loads((box.out / "flatjob-meta.json").read_text())
-    meta["files"] += ["gone/pods.yaml", "../../outside/secret.txt", "/etc/passwd", "gone/../../outside/kustomization.yaml"]
+    meta["files"] += ["gone/podtemplates.yaml", "../../outside/secret.txt", "/etc/passwd", "gone/../../outside/kustomization.yaml"]
     (box.out / "flatjob-meta.json").write_text(json.dumps(meta))
     os.symlink(box.outside / "dir", box.out / "gone")
     box.freeze()
@@ -101,16 +101,16 @@ def test_the_metadata_file_deletes_only_what_flatjob_wrote(box: Sandbox) -> None
     compiled(box)
     (box.out / "README.md").write_text("mine\n")
     (box.out / "notes").mkdir()
-    (box.out / "notes" / "pods.yaml").write_text("# mine, and named like flatjob's\n")
+    (box.out / "notes" / "podtemplates.yaml").write_text("# mine, and named like flatjob's\n")
     (box.out / "alpha" / "extra.yaml").write_text("mine\n")
     meta = json.loads((box.out / "flatjob-meta.json").read_text())
-    meta["files"] += ["README.md", "notes/pods.yaml", "alpha/extra.yaml"]
+    meta["files"] += ["README.md", "notes/podtemplates.yaml", "alpha/extra.yaml"]
     (box.out / "flatjob-meta.json").write_text(json.dumps(meta))
     (box.jobs / "beta.yaml").unlink()
     run_ = box.compile()
     assert_clean_exit(run_, 0)
     assert (box.out / "README.md").read_text() == "mine\n"
-    assert (box.out / "notes" / "pods.yaml").exists() and (box.out / "alpha" / "extra.yaml").exists()
+    assert (box.out / "notes" / "podtemplates.yaml").exists() and (box.out / "alpha" / "extra.yaml").exists()
     assert not (box.out / "beta").exists()
 
 
@@ -119,8 +119,8 @@ def test_check_and_ci_never_print_what_a_link_points_at(box: Sandbox, where: str
     compiled(box)
     target = box.repo / ".git" / "config"
     if where == "file":
-        (box.out / "alpha" / "pods.yaml").unlink()
-        os.symlink(target, box.out / "alpha" / "pods.yaml")
+        (box.out / "alpha" / "podtemplates.yaml").unlink()
+        os.symlink(target, box.out / "alpha" / "podtemplates.yaml")
     elif where == "metadata":
         (box.out / "flatjob-meta.json").unlink()
         os.symlink(target, box.out / "flatjob-meta.json")
@@ -142,12 +142,12 @@ def test_check_and_ci_never_print_what_a_link_points_at(box: Sandbox, where: str
 
 def test_a_folder_where_a_file_goes_is_refused(box: Sandbox) -> None:
     compiled(box)
-    (box.out / "alpha" / "pods.yaml").unlink()
-    (box.out / "alpha" / "pods.yaml").mkdir()
+    (box.out / "alpha" / "podtemplates.yaml").unlink()
+    (box.out / "alpha" / "podtemplates.yaml").mkdir()
     box.freeze()
     run_ = box.compile("--force")
     assert_clean_exit(run_, 1)
-    assert "rendered/alpha/pods.yaml: error: is a folder where flatjob writes a file" in run_.output and "[FJ702]" in run_.output
+    assert "rendered/alpha/podtemplates.yaml: error: is a folder where flatjob writes a file" in run_.output and "[FJ702]" in run_.output
     assert box.untouched()
 
 
@@ -157,4 +157,4 @@ def test_an_output_folder_named_through_parent_folders_is_the_callers(box: Sandb
     (box.repo / "sub").mkdir()
     run_ = run([sys.executable, "-m", "flatjob.compiler.cli", "compile", "../jobs", "-o", "../rendered"], box.repo / "sub")
     assert_clean_exit(run_, 0)
-    assert (box.out / "ok" / "pods.yaml").is_file()
+    assert (box.out / "ok" / "podtemplates.yaml").is_file()

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 import yaml
+from manifestkit import pod_of
 
 from flatjob.compiler.loader import Loaded, parse
 from flatjob.compiler.options import CompileOptions
@@ -75,7 +76,7 @@ def pod(value: str) -> dict[str, Any]:
     result = compile_documents(Loaded(jobs=docs), CompileOptions())
     assert not result.failed, result.diagnostics
     (job,) = result.jobs
-    return next(d for d in yaml.safe_load_all(job.files["pods.yaml"]) if d and d["kind"] == "Pod")
+    return pod_of(next(d for d in yaml.safe_load_all(job.files["podtemplates.yaml"]) if d and d["kind"] == "PodTemplate"))
 
 
 def run_container(manifest: dict[str, Any], container: dict[str, Any], tmp: Path, resuming: bool) -> list[str]:
