@@ -21,6 +21,7 @@ from pathlib import Path
 import click
 
 from .errors import Diagnostic
+from .output import TreeChanges
 
 COMMENT_LIMIT = 65_536  # GitHub's maximum issue/PR comment body
 MARKER = "<!-- flatjob -->"  # finds (and updates) the action's previous comment
@@ -203,8 +204,10 @@ def git_diff(base: str, path: Path) -> str:
 
 def check(jobs: Sequence[str], envs: Sequence[Environment], base: str | None = None) -> Run:
     """Lint the jobs and compile --check every environment."""
+    from .journal import session
     from .lint import lint_paths
-    from .output import plan_changes, unified_diff
+    from .outdir import LinkFound, NotAFile
+    from .output import unified_diff
     from .overlay import load_overlays
     from .pipeline import compile_paths, no_overlay
 
@@ -216,9 +219,19 @@ def check(jobs: Sequence[str], envs: Sequence[Environment], base: str | None = N
         run.compile += [d for d in result.diagnostics if (d.path, d.line, d.col, d.message) not in seen]
         rep = EnvReport(env.name, env.out.as_posix(), env.command(jobs), errors=sum(d.is_error for d in result.diagnostics))
         if not result.failed:
-            changes = plan_changes(env.out, result.tree(env.out))
-            rep.stale_diff = unified_diff(env.out, changes) if not changes.empty else ""
-            rep.files = (len(changes.write), len(changes.delete))
+            try:
+                with session(env.out, write=False) as s:
+                    changes = s.plan(result.tree(env.out))
+            except LinkFound as exc:  # the rendered folder itself is a link
+                changes = TreeChanges(links=[exc.rel])
+            except NotAFile as exc:
+                changes = TreeChanges(blocked=[exc.rel])
+            if changes.links or changes.blocked:  # never read (or print) what a link points at
+                run.compile += [Diagnostic("FJ702", "is a symbolic link (or not a plain file or folder); flatjob never reads through it", (env.out / rel).as_posix()) for rel in (*changes.links, *changes.blocked)]
+                rep.errors += len(changes.links) + len(changes.blocked)
+            else:
+                rep.stale_diff = unified_diff(changes) if not changes.empty else ""
+                rep.files = (len(changes.write), len(changes.delete))
         rep.changes = git_diff(base, env.out) if base else ""
         run.envs.append(rep)
     return run
@@ -257,4 +270,6 @@ def main(jobs: tuple[str, ...], overlays: str, rendered: str, base: str | None, 
 
 
 if __name__ == "__main__":
-    main()
+    from .cli import guarded
+
+    guarded(main, None, "python -m flatjob.compiler.ci")

@@ -11,6 +11,13 @@ Application's `spec.source.plugin.env`, without the prefix):
     NAMESPACE      namespace for jobs that set none (default: ARGOCD_APP_NAMESPACE)
     SCHEDULER      auto | t9k | kueue | default
     KUEUE_QUEUE, RUNTIME_IMAGE, CLUSTER_DOMAIN   as the flatjob compile options
+    ALLOW_EMPTY    true: generate even when the sources hold no job (else that is an error,
+                   since Argo CD would prune every job of the Application)
+
+Sources and overlays must lie inside the repository (the working directory, less the
+Application's ARGOCD_APP_SOURCE_PATH): the repository's content is a pull request's, the
+plugin must not read the repo-server's own files.  Nothing an input holds ever reaches
+stderr as a traceback: every problem is a diagnostic (exit 1) or a usage error (exit 2).
 """
 
 from __future__ import annotations
@@ -20,6 +27,7 @@ import re
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, get_args
 
 PREFIX = "ARGOCD_ENV_"
@@ -69,20 +77,46 @@ def manifests(result: Any) -> str:
     return "---\n".join(parts)
 
 
+def repository_root(env: Mapping[str, str]) -> Path:
+    """The repository's folder: the working directory less the Application's source path."""
+    cwd = Path.cwd()
+    app_path = Path(env.get("ARGOCD_APP_SOURCE_PATH") or ".")
+    depth = len([p for p in app_path.parts if p not in (".", "")])
+    if not app_path.is_absolute() and ".." not in app_path.parts and 0 < depth < len(cwd.parts) and cwd.parts[-depth:] == app_path.parts[-depth:]:
+        return cwd.parents[depth - 1]
+    return cwd
+
+
+def usage_problem(req: Request, env: Mapping[str, str]) -> str | None:
+    """Why the request cannot run (exit 2), or None."""
+    from .options import CompileOptions, SchedulerTarget
+
+    root = os.path.realpath(repository_root(env))
+    for p in (*req.sources, *req.overlays):
+        if not os.path.exists(p):
+            return f"not found (relative to {os.getcwd()}): {p}"
+        if os.path.commonpath([os.path.realpath(p), root]) != root:
+            return f"{p} is outside the repository ({root}); sources and overlays must be inside it"
+    scheduler = req.options.get("scheduler", "auto")
+    if scheduler not in get_args(SchedulerTarget):
+        return f"{PREFIX}SCHEDULER={scheduler!r}; use one of {', '.join(get_args(SchedulerTarget))}"
+    names = {v: k for k, v in OPTION_ENV.items()}
+    for name, why in CompileOptions(**{k: v for k, v in req.options.items() if k != "scheduler"}).problems().items():
+        return f"{PREFIX}{names[name]}={req.options[name]!r} {why}"
+    return None
+
+
 def generate(env: Mapping[str, str]) -> tuple[str, str, int]:
     """(stdout, stderr, exit status) of one generate run."""
-    from .options import CompileOptions, SchedulerTarget
+    from .options import CompileOptions
     from .overlay import load_overlays
     from .pipeline import compile_paths, no_overlay
     from .report import format_text
 
     req = request(env)
-    missing = [p for p in (*req.sources, *req.overlays) if not os.path.exists(p)]
-    if missing:
-        return "", f"flatjob: not found (relative to {os.getcwd()}): {', '.join(missing)}\n", 2
-    scheduler = req.options.get("scheduler", "auto")
-    if scheduler not in get_args(SchedulerTarget):
-        return "", f"flatjob: {PREFIX}SCHEDULER={scheduler!r}; use one of {', '.join(get_args(SchedulerTarget))}\n", 2
+    problem = usage_problem(req, env)
+    if problem:
+        return "", f"flatjob: {problem}\n", 2
     options = CompileOptions(**req.options)
     overlay = load_overlays(req.overlays) if req.overlays else no_overlay
     result = compile_paths(req.sources, options, overlay)
@@ -90,12 +124,20 @@ def generate(env: Mapping[str, str]) -> tuple[str, str, int]:
     if result.failed:
         errors = sum(d.is_error for d in result.diagnostics)
         return "", report + f"flatjob: {errors} error(s); no manifests generated\n", 1
+    if not result.jobs and env.get(PREFIX + "ALLOW_EMPTY", "").lower() not in ("true", "1", "yes"):
+        why = f"the sources ({' '.join(req.sources)}) hold no job: Argo CD would delete every job of this Application"
+        return "", report + f"{' '.join(req.sources)}: error: {why} [FJ703]\nflatjob: no manifests generated; set {PREFIX}ALLOW_EMPTY=true (ALLOW_EMPTY in the Application's plugin env) if every job is meant to go\n", 1
     return manifests(result), report, 0
 
 
 def main() -> None:
-    """Entry point for `python -m flatjob.compiler.cmp`."""
-    out, err, status = generate(os.environ)
+    """Entry point for `python -m flatjob.compiler.cmp`: no traceback ever reaches Argo CD's UI."""
+    try:
+        out, err, status = generate(os.environ)
+    except Exception as exc:  # a bug in flatjob: one line, no traceback (FLATJOB_DEBUG=1 shows it)
+        if os.environ.get("FLATJOB_DEBUG"):
+            raise
+        out, err, status = "", f"flatjob: internal error: {type(exc).__name__}; this is a bug in flatjob, please report it\n", 3
     sys.stdout.write(out)
     sys.stderr.write(err)
     sys.exit(status)

@@ -33,7 +33,9 @@ _TABLE = [
     Code("FJ101", "duplicate-key", "A mapping has the same key twice."),
     Code("FJ102", "no-job", "A file named on the command line holds no T9k job."),
     Code("FJ103", "unreadable", "A path cannot be read (missing, a directory where a file is expected, not UTF-8)."),
-    Code("FJ104", "yaml-unsupported", "A YAML feature Kubernetes does not accept (complex keys, unknown tags)."),
+    Code("FJ104", "yaml-unsupported", "A YAML feature Kubernetes does not accept (complex keys, unknown tags, recursive aliases)."),
+    Code("FJ105", "input-limit", "An input is larger than flatjob reads: file size, YAML nodes (aliases and merges counted), nesting depth."),
+    Code("FJ106", "link-skipped", "A symbolic link that leads outside the folder being read, or into a hidden folder, was not followed."),
     # Document shape
     Code("FJ200", "unknown-kind", "The kind is not one of the T9k job kinds flatjob handles."),
     Code("FJ201", "unknown-field", "A field that the job type does not have."),
@@ -48,7 +50,7 @@ _TABLE = [
     Code("FJ302", "elastic-needs-torchrun", "spec.elastic without torchrun is ignored, as T9k ignores it."),
     Code("FJ303", "duplicate-replica-type", "Two replica specs share one type."),
     Code("FJ304", "rule-reference", "A success/failure rule names a missing replica type or an out-of-range rank."),
-    Code("FJ305", "bad-name", "A job name or derived pod name is not a valid DNS label of at most 63 characters."),
+    Code("FJ305", "bad-name", "A job name, namespace or derived pod name is not a valid DNS label of at most 63 characters."),
     Code("FJ306", "unknown-replica-type", "A runMode entry names a replica type the job does not have."),
     Code("FJ307", "run-mode-conflict", "Debug and pause mode are both enabled."),
     Code("FJ308", "proc-per-node", "procPerNode must be a positive integer, 'gpu', 'cpu' or 'auto'."),
@@ -66,6 +68,7 @@ _TABLE = [
     Code("FJ320", "restart-ignored", "A ColossalAIJob restartPolicy: flatjob never restarts ColossalAI pods."),
     Code("FJ321", "tensorboard-source", "A TensorBoard log source flatjob does not mount (S3, HTTP, MinIO), or none at all."),
     Code("FJ322", "immutable-field", "A field T9k makes immutable changed since the record in the output folder."),
+    Code("FJ323", "name-collision", "Two jobs render a Pod or Service of the same name in one namespace."),
     Code("FJ340", "launcher-quoting", "A value deepspeed or colossalai run would not pass to the nodes as written (their remote shell splits, expands or runs it)."),
     Code("FJ341", "launcher-flag", "A launcher flag or script the launcher ignores, no longer has, or refuses while exiting 0."),
     Code("FJ342", "ssh-needs-root", "A DeepSpeedJob or ColossalAIJob pod is set to run as non-root; its sshd and ssh keys need root."),
@@ -87,6 +90,10 @@ _TABLE = [
     # Output
     Code("FJ700", "stale-output", "The committed rendered output differs from what compile produces."),
     Code("FJ701", "output-conflict", "The output folder holds files flatjob did not write where it must write."),
+    Code("FJ702", "output-link", "The output folder holds a symbolic link (or a folder) where flatjob reads, writes or deletes a file."),
+    Code("FJ703", "empty-source", "The sources hold no job, so compiling would delete every rendered job (pass --allow-empty)."),
+    Code("FJ704", "output-busy", "Another flatjob compile kept the output folder locked for longer than flatjob waits."),
+    Code("FJ705", "output-recovered", "A compile killed while writing the output folder was finished or undone first."),
 ]
 
 CODES: dict[str, Code] = {c.id: c for c in _TABLE}

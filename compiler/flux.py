@@ -9,6 +9,7 @@ expressions below add what kstatus cannot say: a paused job is as healthy as git
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from . import keys
@@ -19,6 +20,17 @@ HEALTH_EXPRS = {
     "failed": "status.phase == 'Failed'",
     "current": "status.phase in ['Running', 'Succeeded', 'Paused']",
 }
+
+
+def health_checks(records: Iterable[tuple[str, str, str]]) -> list[dict[str, str]]:
+    """spec.healthChecks for job records given as (kind, name, namespace).
+
+    Flux checks the health of the objects listed here (healthCheckExprs say how to read a
+    record); without a list it checks nothing, and `wait: true` would check every pod,
+    which stays Pending while gated.  Flux wants each object by name, so every job needs
+    its entry.
+    """
+    return [{"apiVersion": keys.RECORD_API_VERSION, "kind": kind, "name": name, "namespace": ns} for kind, name, ns in records]
 
 
 def health_check_exprs() -> list[dict[str, str]]:
@@ -36,12 +48,14 @@ def git_repository(name: str, url: str, branch: str = "main") -> dict[str, Any]:
     }
 
 
-def kustomization(name: str, source: str, path: str) -> dict[str, Any]:
-    """A Flux Kustomization applying one environment's rendered folder, with prune.
+def kustomization(name: str, source: str, path: str, records: Iterable[tuple[str, str, str]] = ()) -> dict[str, Any]:
+    """A Flux Kustomization applying one environment's rendered folder, with prune and the
+    health of the job records (kind, name, namespace) it is given.
 
     No `wait: true` (it health-checks every pod, and gated pods stay Pending by design) and
     no targetNamespace (set `namespace:` in the overlay, so the compiler knows it).
     """
+    checks = health_checks(records)
     return {
         "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
         "kind": "Kustomization",
@@ -52,6 +66,7 @@ def kustomization(name: str, source: str, path: str) -> dict[str, Any]:
             "path": f"./{path}",
             "prune": True,
             "timeout": "5m",
+            **({"healthChecks": checks} if checks else {}),
             "healthCheckExprs": health_check_exprs(),
         },
     }

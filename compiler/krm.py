@@ -64,6 +64,7 @@ class Outcome:
 
     items: list[Any] = field(default_factory=list)
     results: list[dict[str, Any]] = field(default_factory=list)
+    readable: bool = True  # the input is a ResourceList whose items can be written back
 
     @property
     def failed(self) -> bool:
@@ -85,8 +86,10 @@ def _int(value: Any) -> int | None:
 
 def _strip(job: dict[str, Any]) -> dict[str, Any]:
     """The job without kustomize/kpt bookkeeping annotations (they must not reach the record)."""
-    ann = {k: v for k, v in _annotations(job).items() if not k.startswith(FUNCTION_PREFIXES)}
-    meta = dict(job.get("metadata") or {})
+    if not isinstance(job.get("metadata"), dict):
+        return job  # validation reports the metadata
+    ann = {k: v for k, v in _annotations(job).items() if not (isinstance(k, str) and k.startswith(FUNCTION_PREFIXES))}
+    meta = dict(job["metadata"])
     if ann:
         meta["annotations"] = ann
     else:
@@ -134,23 +137,36 @@ def options_from(config: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         if key not in OPTIONS:
             problems.append(result(f"unknown functionConfig option {key!r}; options: {', '.join(OPTIONS)}", field_path=f"functionConfig.{key}"))
             continue
+        if isinstance(value, (dict, list)) or value is None:
+            problems.append(result(f"functionConfig option {key!r} must be a string", field_path=f"functionConfig.{key}"))
+            continue
         name, convert = OPTIONS[key]
         kw[name] = convert(value)
     if kw.get("scheduler", "auto") not in get_args(SchedulerTarget):
         problems.append(result(f"scheduler must be one of {', '.join(get_args(SchedulerTarget))}", field_path="functionConfig.scheduler"))
+    from .options import CompileOptions
+
+    names = {name: key for key, (name, _) in OPTIONS.items()}
+    for name, why in CompileOptions(**{k: v for k, v in kw.items() if k != "scheduler"}).problems().items():
+        problems.append(result(f"{names[name]} {kw[name]!r} {why}", field_path=f"functionConfig.{names[name]}"))
     return kw, problems
 
 
-def _diagnostic_result(d: Diagnostic, item: Item | None) -> dict[str, Any]:
+def _diagnostic_result(d: Diagnostic, item: Item | None, at: bool = False) -> dict[str, Any]:
+    """A finding as a result; `at` puts its line:col in the message (a problem of stdin itself)."""
     from .errors import CODES
 
     text = d.message + (f" ({d.hint})" if d.hint else "")
+    if at and d.line:
+        text = f"{d.path}:{d.line}:{d.col}: {text}"
     return result(f"{text} [{d.code}]", "error" if d.is_error else "warning", item, d.field, {"code": d.code, "name": CODES[d.code].name})
 
 
 def _generated(job_file: str | None, folder: str, rendered: dict[str, list[dict[str, Any]]]) -> list[dict[str, Any]]:
     """The rendered manifests, annotated with the file each would be written to (for kpt sink)."""
-    base = posixpath.dirname(job_file) if job_file else ""
+    base = posixpath.dirname(job_file) if isinstance(job_file, str) else ""
+    if base.startswith("/") or ".." in base.split("/"):
+        base = ""  # a path annotation that leaves the package: render beside nothing but the root
     out = []
     for name, docs in rendered.items():
         for index, doc in enumerate(docs):
@@ -166,16 +182,10 @@ def transform(text: str) -> Outcome:
     from .pipeline import compile_documents
     from .render import render_job
 
-    docs, problems = parse(text, "<stdin>")
-    if problems or len(docs) != 1 or not isinstance(docs[0].data, dict) or docs[0].data.get("kind") != "ResourceList":
-        why = problems[0].message if problems else "stdin must hold one ResourceList (apiVersion config.kubernetes.io/v1)"
-        return Outcome(results=[result(why)])
-    rl = docs[0]
-    inputs = list(rl.data.get("items") or [])
-    outcome = Outcome(items=[Kept(i) for i in range(len(inputs))])
-    if rl.data.get("apiVersion") not in API_VERSIONS:
-        outcome.results.append(result(f"unsupported ResourceList apiVersion {rl.data.get('apiVersion')!r}; expected {API_VERSIONS[0]}"))
+    outcome, rl = _resource_list(text)
+    if rl is None:
         return outcome
+    inputs = rl.data.get("items") or []
     config = rl.data.get("functionConfig")
     kw, found = options_from(config)
     outcome.results.extend(found)
@@ -197,6 +207,33 @@ def transform(text: str) -> Outcome:
     return outcome
 
 
+def _resource_list(text: str) -> tuple[Outcome, Document | None]:
+    """The ResourceList document, checked as the KRM functions spec describes it, or results."""
+    docs, problems = parse(text, "<stdin>")
+    if problems:
+        return Outcome(results=[_diagnostic_result(p, None, at=True) for p in problems], readable=False), None
+    if len(docs) != 1 or not isinstance(docs[0].data, dict) or docs[0].data.get("kind") != "ResourceList":
+        return Outcome(results=[result("stdin must hold one ResourceList (apiVersion config.kubernetes.io/v1)")], readable=False), None
+    rl = docs[0]
+    if rl.data.get("apiVersion") not in API_VERSIONS:
+        return Outcome(results=[result(f"unsupported ResourceList apiVersion {rl.data.get('apiVersion')!r}; expected {API_VERSIONS[0]}")], readable=False), None
+    inputs = rl.data.get("items")
+    if inputs is not None and not isinstance(inputs, list):
+        return Outcome(results=[result(f"items must be a list of resources, not {_kind_of(inputs)}", field_path="items")], readable=False), None
+    outcome = Outcome(items=[Kept(i) for i in range(len(inputs or []))])
+    for i, obj in enumerate(inputs or []):
+        if not isinstance(obj, dict):
+            outcome.results.append(result(f"items[{i}] must be a resource (a mapping), not {_kind_of(obj)}", field_path=f"items[{i}]"))
+    config = rl.data.get("functionConfig")
+    if config is not None and not isinstance(config, dict):
+        outcome.results.append(result(f"functionConfig must be a resource (a mapping), not {_kind_of(config)}", field_path="functionConfig"))
+    return outcome, (None if outcome.failed else rl)
+
+
+def _kind_of(value: Any) -> str:
+    return {str: "a string", list: "a list", dict: "a mapping", bool: "a boolean", type(None): "null"}.get(type(value), "a number")
+
+
 def _job_items(rl: Document, items: list[Any], config: Any) -> tuple[list[Item], list[Document]]:
     """The T9k job items (and a job functionConfig, index -1) as Items and Documents."""
     found: list[Item] = []
@@ -206,7 +243,8 @@ def _job_items(rl: Document, items: list[Any], config: Any) -> tuple[list[Item],
         candidates.append((-1, ("functionConfig",), config))
     for index, path, obj in candidates:
         ann = _annotations(obj)
-        item = Item(index, obj, ann.get(PATH, ann.get(LEGACY_PATH)), _int(ann.get(INDEX, ann.get(LEGACY_INDEX))))
+        file = ann.get(PATH, ann.get(LEGACY_PATH))
+        item = Item(index, obj, file if isinstance(file, str) else None, _int(ann.get(INDEX, ann.get(LEGACY_INDEX))))
         found.append(item)
         subdocs.append(_sub_document(rl, path, _strip(obj), f"items[{index}]"))
     return found, subdocs
@@ -232,17 +270,16 @@ def render_output(text: str, outcome: Outcome) -> str:
     yaml = YAML()
     yaml.width = 4096
     data = None
-    try:
-        data = yaml.load(text)
-    except Exception:  # unreadable input (any ruamel error): answer with results only
-        data = None
-    if not isinstance(data, dict):
-        data = {"apiVersion": API_VERSIONS[0], "kind": "ResourceList", "items": []}
-    originals = list(data.get("items") or [])
-    items = []
-    for entry in outcome.items:
-        items.append(originals[entry.index] if isinstance(entry, Kept) else _literal_strings(entry))
-    api = data.get("apiVersion") if data.get("apiVersion") in API_VERSIONS else API_VERSIONS[0]
+    if outcome.readable:  # checked within the reading limits first: never a bomb or a crash
+        try:
+            data = yaml.load(text)
+        except Exception:  # ruamel refuses what flatjob's reader took (any ruamel error)
+            data = None
+    originals = list(data.get("items") or []) if isinstance(data, dict) else []
+    if any(isinstance(e, Kept) and e.index >= len(originals) for e in outcome.items):
+        data, outcome = None, Outcome(results=[*outcome.results, result("the input's items could not be written back")])
+    items = [originals[e.index] if isinstance(e, Kept) else _literal_strings(e) for e in outcome.items]
+    api = data.get("apiVersion") if isinstance(data, dict) and data.get("apiVersion") in API_VERSIONS else API_VERSIONS[0]
     out = {"apiVersion": api, "kind": "ResourceList", "items": items}
     if outcome.results:
         out["results"] = outcome.results
@@ -251,10 +288,18 @@ def render_output(text: str, outcome: Outcome) -> str:
     return buffer.getvalue()
 
 
-def run(text: str) -> tuple[str, int]:
-    """The whole function: output text and exit status (1 when any result is an error)."""
-    outcome = transform(text)
-    return render_output(text, outcome), 1 if outcome.failed else 0
+def run(raw: bytes | str) -> tuple[str, int]:
+    """The whole function: output text and exit status (1 when any result is an error).
+
+    `raw` is stdin as read (at most the file size limit + 1 bytes): too long, or not UTF-8,
+    is a result like any other problem.
+    """
+    from .limits import Budget
+    from .reading import decode
+
+    text, problem = decode(raw.encode("utf-8", "surrogateescape") if isinstance(raw, str) else raw, "<stdin>", Budget())
+    outcome = transform(text) if text is not None else Outcome(results=[_diagnostic_result(problem, None, at=True)], readable=False)  # type: ignore[arg-type]
+    return render_output(text or "", outcome), 1 if outcome.failed else 0
 
 
 __all__ = ["run", "transform"]

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from .errors import Diagnostic
 from .loader import load_paths
 from .validate import Validated, validate_document
-from .validate.unique import duplicate_jobs
+from .validate.across import check_across
 
 
 @dataclass
@@ -36,5 +36,5 @@ def lint_paths(paths: Iterable[str]) -> LintResult:
         v = validate_document(doc)
         result.validated.append(v)
         result.diagnostics.extend(v.diagnostics)
-    result.diagnostics.extend(duplicate_jobs((v.doc, v.job) for v in result.validated if v.job is not None))
+    result.diagnostics.extend(check_across((v.doc, v.job) for v in result.validated if v.job is not None))
     return result

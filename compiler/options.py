@@ -29,6 +29,18 @@ class CompileOptions:
     local_addresses: bool = False  # run-local: each pod's address is its own loopback IP, not a DNS name
     local_block: int = 1  # run-local: the pods' addresses are 127.0.<block>.1 onwards
 
+    def problems(self) -> dict[str, str]:
+        """Option name -> why its value cannot be used (the namespace also names an output folder)."""
+        from .validate import names
+
+        why = {
+            "namespace": names.dns1123_label(self.namespace) if self.namespace is not None else None,
+            "cluster_domain": names.dns1123_subdomain(self.cluster_domain),
+            "kueue_queue": names.dns1123_subdomain(self.kueue_queue) if self.kueue_queue is not None else None,
+            "runtime_image": names.image_reference(self.runtime_image),
+        }
+        return {k: v for k, v in why.items() if v}
+
     def recorded(self) -> str | None:
         """The options that differ from the defaults, as compact JSON for the record (or None)."""
         default = CompileOptions()

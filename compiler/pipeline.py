@@ -28,6 +28,7 @@ from .plan import JobPlan, plan
 from .render import render_job
 from .render.kustomization import KUSTOMIZATION, kustomization
 from .validate import Validated, validate_document
+from .validate.across import check_across
 from .version import __version__
 
 Overlay = Callable[[list[Document]], tuple[list[Document], list[Diagnostic]]]
@@ -150,18 +151,8 @@ def compile_documents(loaded: Loaded, options: CompileOptions, overlay: Overlay 
     validated = [validate_document(d) for d in docs]
     for v in validated:
         result.diagnostics.extend(v.diagnostics)
-    if result.failed:
-        return result
-    seen: dict[str, Validated] = {}
-    for v in validated:
-        folder = job_folder(v.job)
-        if folder in seen:
-            first = seen[folder].doc
-            where = f" in namespace {v.job.metadata.namespace!r}" if v.job.metadata.namespace else ""
-            result.diagnostics.append(
-                v.doc.diagnostic("FJ315", f"job {v.job.metadata.name!r}{where} is also defined in {first.path}:{first.locate(('metadata', 'name')).line}; names must be unique per namespace", ("metadata", "name"))
-            )
-        seen[folder] = v
+    # Across the valid jobs even when others failed: the same findings as lint, all at once.
+    result.diagnostics.extend(check_across((v.doc, v.job) for v in validated if v.job is not None))
     if result.failed:
         return result
     result.jobs = [compile_job(v, options) for v in sorted(validated, key=lambda v: job_folder(v.job))]

@@ -7,6 +7,10 @@ is created", API reference).  flatjob has no admission step: a commit is the cha
 output folder (git's copy of what the cluster runs) and warn at the field's line.  Under
 flatjob such an edit takes effect (the record and pods follow git), and like every spec edit
 it starts a new attempt of a running job: the warning says so.
+
+The record in OUT is read like every other file there (outdir.SafeDir: never through a link;
+a link is the compile's FJ702) and parsed within the reading limits: it comes from the same
+pull request as the jobs.
 """
 
 from __future__ import annotations
@@ -15,10 +19,9 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from .errors import Diagnostic, Severity
 from .loader import parse
+from .outdir import LinkFound, NotAFile, SafeDir
 
 RECORD_FILE = "job.yaml"
 # (field path in spec, what T9k says): every field T9k documents as immutable.
@@ -52,31 +55,35 @@ def changed_fields(previous: dict[str, Any], current: dict[str, Any]) -> list[tu
     return out
 
 
-def _record(text: str | None) -> dict[str, Any] | None:
-    try:
-        doc = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) if text else None
-    except yaml.YAMLError:
+def _record(text: str | None, path: str) -> dict[str, Any] | None:
+    """A record's data, or None when it is missing, broken or past a reading limit."""
+    if not text:
         return None
-    return doc if isinstance(doc, dict) else None
+    docs, problems = parse(text, path)
+    if problems or len(docs) != 1 or not isinstance(docs[0].data, dict):
+        return None
+    return docs[0].data
 
 
-def check_previous(root: Path, jobs: Iterable[Any]) -> list[Diagnostic]:
+def check_previous(out: SafeDir, root: Path, jobs: Iterable[Any]) -> list[Diagnostic]:
     """FJ322 warnings for compiled jobs whose immutable fields differ from OUT/<folder>/job.yaml."""
     found: list[Diagnostic] = []
     for job in jobs:
+        rel = f"{job.folder}/{RECORD_FILE}"
         try:
-            before = (root / job.folder / RECORD_FILE).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError):
-            continue
+            raw = out.read(rel)
+            before = raw.decode("utf-8") if raw is not None else None
+        except (LinkFound, NotAFile, UnicodeDecodeError):
+            continue  # a link is refused by the compile itself (FJ702)
         after = job.files.get(RECORD_FILE)
-        if before == after or not any(word in before for word in WATCHED):
+        if before is None or before == after or not any(word in before for word in WATCHED):
             continue  # the common case costs one read and one compare, no YAML parse
-        previous, current = _record(before), _record(after)
+        previous, current = _record(before, str(root / rel)), _record(after, RECORD_FILE)
         if previous is None or current is None:
             continue
         changes = changed_fields(previous, current)
         if changes:
-            found.extend(_located(job, changes, root / job.folder / RECORD_FILE))
+            found.extend(_located(job, changes, root / rel))
     return found
 
 

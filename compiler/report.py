@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -30,13 +31,41 @@ def _one_line(text: str) -> str:
     return " ".join(text.splitlines()) if "\n" in text or "\r" in text else text
 
 
-def _printable(line: str) -> str:
-    """Show a quoted source line safely: control characters (never tabs) become U+FFFD.
+_CONTROL = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f]")
+_CONTROL_BUT_BREAKS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+QUOTE_WIDTH = 160  # a longer source line is quoted as a window around the column
+MESSAGE_WIDTH = 500  # a longer message (one that embeds a huge value) is cut
 
-    One character stays one column, so the caret still lines up; a raw ESC or NUL from a
-    broken file would otherwise reach the terminal.
+
+def _printable(text: str) -> str:
+    """Text safe for a terminal or a CI log: control characters (never tabs) become U+FFFD."""
+    return _CONTROL.sub("\ufffd", text) if _CONTROL.search(text) else text
+
+
+def _message(text: str, breaks: bool = False) -> str:
+    """Printable text of at most MESSAGE_WIDTH characters, on one line unless `breaks`."""
+    text = _CONTROL_BUT_BREAKS.sub("\ufffd", text) if breaks else _printable(_one_line(text))
+    return text if len(text) <= MESSAGE_WIDTH else text[: MESSAGE_WIDTH - 1] + "\u2026"
+
+
+def quotable(line: str | None) -> bool:
+    """Whether a source line may be shown: never one holding control characters.
+
+    A file that is not text (a link to /proc/self/environ, a binary) would otherwise print
+    its content, secrets included, into a terminal, a CI log or the Argo CD UI.
     """
-    return "".join("\ufffd" if (ch < " " and ch != "\t") or "\x7f" <= ch < "\xa0" else ch for ch in line)
+    return line is not None and not _CONTROL.search(line)
+
+
+def _window(line: str, col: int) -> tuple[str, int]:
+    """The part of a long line around a 1-based column, and the column within that part."""
+    if len(line) <= QUOTE_WIDTH:
+        return line, col
+    start = max(0, min(col - 1 - QUOTE_WIDTH // 3, len(line) - QUOTE_WIDTH))
+    part = line[start : start + QUOTE_WIDTH]
+    head = "\u2026" if start else ""
+    tail = "\u2026" if start + QUOTE_WIDTH < len(line) else ""
+    return head + part + tail, col - start + len(head)
 
 
 def format_text(diags: Sequence[Diagnostic], color: bool = False) -> str:
@@ -44,18 +73,20 @@ def format_text(diags: Sequence[Diagnostic], color: bool = False) -> str:
     out: list[str] = []
     for d in _sorted(diags):
         sev = _style(d.severity.value, "red" if d.is_error else "yellow", color)
-        where = f"{d.path}:{d.line}:{d.col}" if d.line else d.path
-        out.append(f"{_style(where, 'bold', color)}: {sev}: {_one_line(d.message)} [{d.code}]")
-        if d.source_line is not None and d.line:
+        where = _printable(f"{d.path}:{d.line}:{d.col}" if d.line else d.path)
+        out.append(f"{_style(where, 'bold', color)}: {sev}: {_message(d.message)} [{d.code}]")
+        hint = f" {_message(d.hint)}" if d.hint else ""
+        if d.line and quotable(d.source_line):
+            assert d.source_line is not None
+            line, col = _window(d.source_line, d.col)
             gutter = str(d.line)
             pad = " " * len(gutter)
-            prefix = "".join(ch if ch == "\t" else " " for ch in d.source_line[: max(d.col - 1, 0)])
+            prefix = "".join(ch if ch == "\t" else " " for ch in line[: max(col - 1, 0)])
             caret = _style("^", "red" if d.is_error else "yellow", color)
-            hint = f" {_one_line(d.hint)}" if d.hint else ""
-            out.append(f" {gutter} | {_printable(d.source_line)}")
+            out.append(f" {gutter} | {line}")
             out.append(f" {pad} | {prefix}{caret}{hint}")
         elif d.hint:
-            out.append(f"  hint: {_one_line(d.hint)}")
+            out.append(f"  hint:{hint}")
     return "\n".join(out) + ("\n" if out else "")
 
 
@@ -102,7 +133,7 @@ def format_github(diags: Sequence[Diagnostic]) -> str:
         if d.line:
             props += [f"line={d.line}", f"col={d.col}"]
         props.append(f"title={_gh_escape(f'{d.code} {CODES[d.code].name}', True)}")
-        msg = d.message + (f" ({d.hint})" if d.hint else "")
+        msg = _message(d.message + (f" ({d.hint})" if d.hint else ""), breaks=True)
         out.append(f"::{level} {','.join(props)}::{_gh_escape(msg)}")
     return "\n".join(out) + ("\n" if out else "")
 

@@ -30,6 +30,7 @@ SECRETS = Resource("", "v1", "secrets")
 EVENTS = Resource("", "v1", "events")
 LEASES = Resource("coordination.k8s.io", "v1", "leases")
 PODGROUPS = Resource("scheduler.tensorstack.dev", "v1beta1", "podgroups")
+DEPLOYMENTS = Resource("apps", "v1", "deployments")
 
 
 def record_resource(plural: str) -> Resource:

@@ -26,6 +26,7 @@ from flatjob.compiler.version import __version__
 
 from . import trim
 from .api import (
+    DEPLOYMENTS,
     EVENTS,
     LEASES,
     POD_TEMPLATES,
@@ -108,6 +109,7 @@ class Controller:
         self.templates = self._informer("podtemplates", POD_TEMPLATES, labels={keys.JOB_NAME: self.name}, trim_fn=trim.template)
         self.secrets: Informer | None = None  # watched once the record names the Secret
         self.podgroups: Informer | None = None
+        self.tensorboards: Informer | None = None  # the TensorBoard Deployment (status.tensorboard)
 
     def _informer(self, what: str, res: Any, *, labels: dict[str, str] | None = None, fields: dict[str, str] | None = None, trim_fn: Callable[[Obj], Obj]) -> Informer:
         return Informer(
@@ -118,7 +120,7 @@ class Controller:
         )
 
     def informers(self) -> list[Informer]:
-        return [i for i in (self.records, self.templates, self.pods, self.secrets, self.podgroups) if i is not None]
+        return [i for i in (self.records, self.templates, self.pods, self.secrets, self.podgroups, self.tensorboards) if i is not None]
 
     def close(self) -> None:
         """Stop every watch (their reader threads end)."""
@@ -271,14 +273,16 @@ class Controller:
         """Which of the objects a release waits for exist (watched by name, never polled)."""
         self.secrets = self._named(self.secrets, SECRETS, job.ssh_secret)
         self.podgroups = self._named(self.podgroups, PODGROUPS, job.name if job.podgroup else None)
+        self.tensorboards = self._named(self.tensorboards, DEPLOYMENTS, job.tensorboard, trim.deployment)
         return World(
             secret_exists=not job.ssh_secret or (self.secrets is not None and self.secrets.synced and job.ssh_secret in self.secrets.cache),
             secret_is_ours=job.ssh_secret is not None and job.ssh_secret == f"{job.name}-ssh",
             podgroup_exists=not job.podgroup or (self.podgroups is not None and job.name in self.podgroups.cache),
             refused=self._refused,
+            tensorboard_ready=trim.ready(self.tensorboards.get(job.tensorboard)) if self.tensorboards is not None and self.tensorboards.synced else None,
         )
 
-    def _named(self, current: Informer | None, res: Any, name: str | None) -> Informer | None:
+    def _named(self, current: Informer | None, res: Any, name: str | None, trim_fn: Callable[[Obj], Obj] = trim.named) -> Informer | None:
         """An informer on one named object, replaced when the name changes."""
         if name is None:
             if current is not None:
@@ -288,7 +292,7 @@ class Controller:
             return current
         if current is not None:
             current.close()
-        informer = self._informer(f"{res.plural}/{name}", res, fields={"metadata.name": name}, trim_fn=trim.named)
+        informer = self._informer(f"{res.plural}/{name}", res, fields={"metadata.name": name}, trim_fn=trim_fn)
         informer.start()
         return informer
 

@@ -127,3 +127,20 @@ def pod_from_template(tpl: Obj, namespace: str, annotations: dict[str, str], own
         },
         "spec": orjson.loads(spec) if isinstance(spec, bytes) else _dict(spec),
     }
+
+
+def deployment(obj: Obj) -> Obj:
+    """A Deployment watched for readiness (the TensorBoard): replicas and what is ready."""
+    spec, status = _dict(obj.get("spec")), _dict(obj.get("status"))
+    kept = {k: status[k] for k in ("observedGeneration", "readyReplicas", "availableReplicas", "replicas") if isinstance(status.get(k), int)}
+    return {"metadata": meta(obj, labels=False, annotations=False), "spec": {"replicas": spec.get("replicas", 1)}, "status": kept}
+
+
+def ready(deployment: Obj | None) -> bool | None:
+    """Whether a (trimmed) Deployment runs every replica it wants, as its controller last saw it."""
+    if deployment is None:
+        return False
+    status = deployment.get("status") or {}
+    if status.get("observedGeneration", 0) < (deployment.get("metadata") or {}).get("generation", 0):
+        return False
+    return status.get("readyReplicas", 0) >= (deployment.get("spec") or {}).get("replicas", 1)

@@ -1,14 +1,44 @@
-"""Shared fixtures: the real T9k corpus (skipped when ../shared is absent) and golden updates."""
+"""Shared fixtures: the real T9k corpus (skipped when ../shared is absent), golden updates,
+signal dispositions reset for children, and a check that no test leaves a process behind
+(tests/prockit.py)."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
+import prockit
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = Path(os.environ.get("FLATJOB_CORPUS", ROOT.parent / "shared" / "corpus"))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    prockit.reset_signals()  # `nohup pytest &` must test what an interactive run tests
+    prockit.count_spawns()
+    prockit.become_subreaper()
+
+
+@pytest.fixture(autouse=True)
+def no_process_left_behind() -> Iterator[None]:
+    """Fail a test whose processes still run after it (they are killed first)."""
+    watch = prockit.Watch()
+    yield
+    left = watch.leftovers()
+    if left:
+        prockit.kill(left)
+        pytest.fail("the test left processes running (killed now):\n  " + "\n  ".join(prockit.describe(left)), pytrace=False)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Nothing outlives the suite: whatever is still running below pytest is killed and reported."""
+    left = [p for p in prockit.descendants() if p.state != "Z"]
+    if left:
+        prockit.kill(left)
+        print("\nprocesses still running at the end of the session (killed):\n  " + "\n  ".join(prockit.describe(left)))
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -79,6 +79,22 @@ def test_gitops_objects(tmp_path: Path) -> None:
     assert ks["spec"]["path"] == "./rendered/dev" and ks["spec"]["prune"] is True
 
 
+@pytest.mark.parametrize("env", ["dev", "prod"])
+def test_flux_checks_the_health_of_every_rendered_record(tmp_path: Path, env: str) -> None:
+    """Flux checks only what healthChecks names (wait: true would check gated pods, Pending
+    by design): each record rendered for the environment is listed, and its kind has a
+    healthCheckExprs entry to read it with."""
+    assert invoke("init", "--gitops", "flux", "--repo-url", URL, str(tmp_path)).exit_code == 0  # type: ignore[attr-defined]
+    spec = yaml.safe_load((tmp_path / "gitops" / "flux" / f"{env}.yaml").read_text(encoding="utf-8"))["spec"]
+    records = [
+        {"apiVersion": d["apiVersion"], "kind": d["kind"], "name": d["metadata"]["name"], "namespace": d["metadata"]["namespace"]}
+        for p in sorted((tmp_path / "rendered" / env).rglob("job.yaml"))
+        for d in yaml.safe_load_all(p.read_text(encoding="utf-8"))
+    ]
+    assert records and spec["healthChecks"] == records and "wait" not in spec
+    assert {(e["apiVersion"], e["kind"]) for e in spec["healthCheckExprs"]} >= {(r["apiVersion"], r["kind"]) for r in records}
+
+
 def test_refuses_to_overwrite_unless_forced(tmp_path: Path) -> None:
     (tmp_path / "README.md").write_text("mine\n", encoding="utf-8")
     result = invoke("init", str(tmp_path))

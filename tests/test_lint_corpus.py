@@ -101,15 +101,32 @@ def test_service_error_points_at_the_first_reference() -> None:
 
 
 def test_corpus_folder_in_one_run() -> None:
+    """The folder as one run: each file's findings, plus what compile would refuse across files.
+
+    The corpus copies examples under the same job names, so compiling it as one folder fails
+    with FJ315 (one output folder per name); lint says so too (lint is compile's check).
+    """
     folder = corpus_dir("t9k")
     result = run_cli("lint", str(folder))
     assert result.exit_code == 1
     found = check_text_output(result.output)
-    assert sorted(
+    errors_found = sorted(
         (Path(m["path"]).name, int(m["line"]), int(m["col"]), m["code"])
         for m in found
         if m["severity"] == "error"
-    ) == sorted((name, e.line, e.col, e.code) for name, exp in KNOWN_BAD.items() for e in exp)
+    )
+    across = [e for e in errors_found if e[3] == "FJ315"]
+    assert [e for e in errors_found if e[3] != "FJ315"] == sorted(
+        (name, e.line, e.col, e.code) for name, exp in KNOWN_BAD.items() for e in exp
+    )
+    compiled = run_cli("compile", str(folder), "-o", "/nonexistent/never-written")
+    assert compiled.exit_code == 1 and compiled.output.endswith("; nothing was written\n")
+    assert sorted(
+        (Path(m["path"]).name, int(m["line"]), int(m["col"]), m["code"])
+        for m in check_text_output(compiled.output.rsplit("flatjob: ", 1)[0])
+        if m["severity"] == "error"
+    ) == errors_found
+    assert across != []
     files = len(corpus_files("t9k"))
     assert f"({files} jobs in {files} files checked)" in result.output
 

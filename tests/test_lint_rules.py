@@ -379,6 +379,18 @@ CASES = [
         message="job 'job' is also defined at line 4",
     ),
     Case(
+        "namespace-upper-case",
+        edit(pytorch(), "name: job", "name: job\n  namespace: Team"),
+        also=((5, 14, "FJ305"),),
+        message="namespace 'Team' must consist of lower-case letters",
+    ),
+    Case(
+        "namespace-too-long",
+        edit(pytorch(), "name: job", "name: job\n  namespace: " + "x" * 64),
+        also=((5, 14, "FJ305"),),
+        message="is 64 characters long; at most 63 are allowed",
+    ),
+    Case(
         "valid-same-name-other-namespace",
         pytorch() + "---\n" + edit(pytorch(), "name: job", "name: job\n  namespace: b"),
     ),

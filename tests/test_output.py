@@ -22,16 +22,15 @@ import os
 import shutil
 import subprocess
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
 from click.testing import CliRunner, Result
 from goldenkit import read_tree
 
-from flatjob.compiler import output
 from flatjob.compiler.cli import cli
 from flatjob.compiler.keys import GENERATED_HEADER
+from flatjob.compiler.outdir import SafeDir
 from flatjob.compiler.output import META_FILE
 from flatjob.compiler.version import __version__
 
@@ -116,23 +115,26 @@ def test_unchanged_files_are_not_touched(project: tuple[Path, Path]) -> None:
 
 
 def test_failed_write_leaves_no_partial_or_temp_file(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    project: tuple[Path, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    real_replace = os.replace
+    """A write that fails half-way (disk full) undoes the staging: the old tree, nothing else."""
+    src, out = project
+    before = snapshot(out)
+    real_write = SafeDir.write
     calls: list[str] = []
 
-    def flaky_replace(src: Any, dst: Any) -> None:
-        calls.append(str(dst))
-        if len(calls) == 2:
-            raise OSError("disk full")
-        real_replace(src, dst)
+    def flaky_write(self: SafeDir, rel: str, data: bytes) -> None:
+        calls.append(rel)
+        if len([c for c in calls if c.endswith(".flatjob-new")]) == 2:
+            raise OSError(28, "No space left on device")
+        real_write(self, rel, data)
 
-    monkeypatch.setattr(output.os, "replace", flaky_replace)
-    with pytest.raises(OSError, match="disk full"):
-        output.write_files(
-            tmp_path, {"a/one.yaml": "one\n", "a/two.yaml": "two\n", "a/three.yaml": "three\n"}
-        )
-    assert read_tree(tmp_path) == {"a/one.yaml": "one\n"}  # sorted order: one, three (failed)
+    write_job(src, "alpha", replicas=3)
+    write_job(src, "gamma")
+    monkeypatch.setattr(SafeDir, "write", flaky_write)
+    res = flatjob("compile", str(src), "-o", str(out))
+    assert res.exit_code == 1 and "No space left on device" in res.output
+    assert snapshot(out) == before
 
 
 def test_written_files_follow_the_umask(project: tuple[Path, Path]) -> None:

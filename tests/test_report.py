@@ -87,12 +87,31 @@ def test_text_without_a_position_or_source_line() -> None:
 
 
 def test_text_keeps_each_finding_on_one_line() -> None:
-    d = Diagnostic("FJ100", "first\nsecond", "a.yaml", 1, 2, source_line="a\x1b[31mb\x00")
+    d = Diagnostic("FJ100", "first\nsecond \x1b[31m", "a.yaml", 1, 2, source_line="ab", hint="x\x07y")
     assert format_text([d]).splitlines() == [
-        "a.yaml:1:2: error: first second [FJ100]",
-        " 1 | a\ufffd[31mb\ufffd",
-        "   |  ^",
+        "a.yaml:1:2: error: first second \ufffd[31m [FJ100]",
+        " 1 | ab",
+        "   |  ^ x\ufffdy",
     ]
+
+
+def test_text_never_quotes_a_line_with_control_characters() -> None:
+    """A link to /proc/self/environ or a binary must not print its content (secrets) anywhere."""
+    d = Diagnostic("FJ100", "bad", "a.yaml", 1, 2, source_line="TOKEN=s3cret\x00HOME=/root", hint="fix it")
+    assert format_text([d]).splitlines() == ["a.yaml:1:2: error: bad [FJ100]", "  hint: fix it"]
+
+
+def test_text_quotes_a_window_of_a_long_line() -> None:
+    line = "x" * 100_000 + "!" + "y" * 100_000
+    d = Diagnostic("FJ100", "bad", "a.yaml", 1, 100_001, source_line=line)
+    quoted, caret = format_text([d]).splitlines()[1:]
+    assert len(quoted) < 200 and quoted.startswith(" 1 | \u2026x") and quoted.endswith("y\u2026")
+    assert quoted[caret.index("^")] == "!"
+
+
+def test_text_cuts_a_huge_message() -> None:
+    d = Diagnostic("FJ305", "job name " + "a" * 10_000 + " is bad", "a.yaml", 1, 1)
+    assert len(format_text([d])) < 600
 
 
 def test_text_is_sorted_by_path_line_column() -> None:

@@ -100,8 +100,13 @@ def cli() -> None:
 
 def main(argv: list[str] | None = None) -> None:
     """Console-script entry point: no traceback ever reaches the user unless asked for."""
+    guarded(cli, argv, "flatjob")
+
+
+def guarded(command: click.Command, argv: list[str] | None, prog_name: str) -> None:
+    """Run a click command; a bug in flatjob is one line and exit 3, never a traceback."""
     try:
-        cli.main(args=argv, prog_name="flatjob", standalone_mode=True)
+        command.main(args=argv, prog_name=prog_name, standalone_mode=True)
     except SystemExit:
         raise
     except KeyboardInterrupt:

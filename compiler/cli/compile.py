@@ -8,11 +8,17 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
+from ..errors import Diagnostic, Severity
 from ..options import CompileOptions
+from ..outdir import LinkFound, NotAFile
+
+if TYPE_CHECKING:
+    from ..journal import Session
+    from ..output import TreeChanges
 
 _SCHEDULERS = ["auto", "t9k", "kueue", "default"]
 
@@ -36,36 +42,100 @@ def _options(f: Any) -> Any:
     return f
 
 
+_OPTION_FLAGS = {"namespace": "--namespace", "cluster_domain": "--cluster-domain", "kueue_queue": "--kueue-queue", "runtime_image": "--runtime-image"}
+
+
 def _build_options(namespace: str | None, cluster_domain: str, scheduler: str, kueue_queue: str | None, runtime_image: str | None, no_flux_annotations: bool) -> CompileOptions:
     kw: dict[str, Any] = {"namespace": namespace, "cluster_domain": cluster_domain, "scheduler": scheduler, "kueue_queue": kueue_queue}
     if runtime_image:
         kw["runtime_image"] = runtime_image
-    return CompileOptions(**kw)
+    options = CompileOptions(**kw)
+    for name, why in options.problems().items():
+        raise click.BadParameter(f"{getattr(options, name)!r} {why}", param_hint=_OPTION_FLAGS[name])
+    return options
 
 
-def _run(sources: tuple[str, ...], out: str, overlays: tuple[str, ...], options: CompileOptions) -> tuple[Any, Any, Path]:
+def _compile(sources: tuple[str, ...], overlays: tuple[str, ...], options: CompileOptions) -> Any:
+    """Run the pipeline; on errors print them and exit 1 (nothing is written)."""
     # flatjob uses no pydantic plugins; looking for them scans every installed package's
     # metadata (~20 ms of a ~250 ms cold start).  Set before the models are first built.
     os.environ.setdefault("PYDANTIC_DISABLE_PLUGINS", "__all__")
-    from ..output import plan_changes
     from ..pipeline import compile_paths
-    from ..report import format_text, use_color
 
     overlay = _overlay(overlays)
     with _no_cyclic_gc():
         result = compile_paths(sources, options, overlay)
     if result.failed:
-        sys.stderr.write(format_text(result.diagnostics, color=use_color(sys.stderr.isatty())))
         errors = sum(d.is_error for d in result.diagnostics)
-        click.echo(f"flatjob: {errors} error(s); nothing was written", err=True)
+        _stop(result.diagnostics, f"flatjob: {errors} error(s); nothing was written")
+    if result.diagnostics:
+        _print(result.diagnostics)
+    return result
+
+
+def _print(diags: list[Diagnostic]) -> None:
+    from ..report import format_text, use_color
+
+    sys.stderr.write(format_text(diags, color=use_color(sys.stderr.isatty())))
+
+
+def _stop(diags: list[Diagnostic], summary: str) -> NoReturn:
+    _print(diags)
+    click.echo(summary, err=True)
+    sys.exit(1)
+
+
+def _at(root: Path, rel: str, code: str, message: str, warning: bool = False) -> Diagnostic:
+    path = str(root / rel) if rel else str(root)
+    return Diagnostic(code, message, path, severity=Severity.WARNING if warning else Severity.ERROR)
+
+
+def _link(root: Path, rel: str) -> Diagnostic:
+    return _at(root, rel, "FJ702", "is a symbolic link; flatjob never reads, writes or deletes through one in the output folder")
+
+
+def _blocked(root: Path, rel: str) -> Diagnostic:
+    return _at(root, rel, "FJ702", "is a folder where flatjob writes a file, or a file where it needs a folder")
+
+
+@contextmanager
+def _output(root: Path, write: bool) -> Iterator[Session]:
+    """The locked output folder; links, a lock that never comes and I/O errors end the run (exit 1)."""
+    from ..journal import LOCK_WAIT, Busy, session
+
+    def waiting() -> None:
+        click.echo(f"{root}: another flatjob compile is writing this folder; waiting for it (up to {LOCK_WAIT:.0f} s)", err=True)
+
+    try:
+        with session(root, write, on_wait=waiting) as s:
+            if s.notes:
+                _print([_at(root, "", "FJ705", note, warning=True) for note in s.notes])
+            yield s
+    except LinkFound as exc:
+        _stop([_link(root, exc.rel)], "flatjob: nothing was written.")
+    except NotAFile as exc:
+        _stop([_blocked(root, exc.rel)], "flatjob: nothing was written.")
+    except Busy:
+        _stop([_at(root, "", "FJ704", f"another flatjob compile kept this folder locked for {LOCK_WAIT:.0f} s")], "flatjob: nothing was written.")
+    except OSError as exc:
+        click.echo(f"flatjob: cannot write {exc.filename or root}: {exc.strerror or exc}", err=True)
         sys.exit(1)
-    root = Path(out)
+
+
+def _plan(s: Session, result: Any, root: Path) -> TreeChanges:
+    """The changes a compile makes; links where it reads or writes end the run (FJ702).
+
+    First, T9k's immutable fields against the records in OUT (FJ322, warnings).
+    """
     from ..previous import check_previous
 
-    result.diagnostics.extend(check_previous(root, result.jobs))  # T9k's immutable fields vs the record in OUT (FJ322)
-    if result.diagnostics:
-        sys.stderr.write(format_text(result.diagnostics, color=use_color(sys.stderr.isatty())))
-    return result, plan_changes(root, result.tree(root)), root
+    previous = check_previous(s.dir, root, result.jobs)
+    if previous:
+        _print(previous)
+    changes = s.plan(result.tree(root))
+    if changes.links or changes.blocked:
+        _stop([*(_link(root, rel) for rel in changes.links), *(_blocked(root, rel) for rel in changes.blocked)], "flatjob: nothing was written.")
+    return changes
 
 
 @contextmanager
@@ -99,32 +169,40 @@ def _overlay(overlays: tuple[str, ...]) -> Any:
 @_options
 @click.option("--check", is_flag=True, help="Write nothing; print a diff and exit 1 when the output folder is stale.")
 @click.option("--force", is_flag=True, help="Overwrite files in the output folder that flatjob did not write.")
-def compile_command(sources: tuple[str, ...], out: str, overlays: tuple[str, ...], check: bool, force: bool, **opts: Any) -> None:
+@click.option("--allow-empty", is_flag=True, help="Compile even when the sources hold no job (every rendered job is deleted).")
+def compile_command(sources: tuple[str, ...], out: str, overlays: tuple[str, ...], check: bool, force: bool, allow_empty: bool, **opts: Any) -> None:
     """Compile T9k job specs in SOURCES into plain Kubernetes manifests under OUT.
 
     Each job gets a folder OUT/<job>/ with its record, Service, ConfigMap, Pods and runtime,
     plus a kustomization.yaml at every level for kubectl apply -k, Argo CD and Flux.
-    Nothing is written unless every job compiles; files of removed jobs are pruned.
+    Nothing is written unless every job compiles; OUT then changes as a whole (a compile
+    that is killed is finished or undone by the next one) and files of removed jobs are
+    pruned. One compile at a time writes a folder; another one waits for it.
 
     \b
     Exit status: 0 written (or up to date), 1 errors (or stale with --check), 2 usage error.
     """
-    from ..output import apply_changes, unified_diff
+    from ..output import unified_diff
 
-    result, changes, root = _run(sources, out, overlays, _build_options(**opts))
-    if check:
-        if changes.empty:
-            click.echo(f"{root}: up to date ({len(result.jobs)} jobs)", err=True)
-            return
-        sys.stdout.write(unified_diff(root, changes))
-        click.echo(f"{root}: stale: {len(changes.write)} file(s) to write, {len(changes.delete)} to delete; run `flatjob compile` and commit", err=True)
-        sys.exit(1)
-    if changes.conflicts and not force:
-        for rel in changes.conflicts:
-            click.echo(f"{root / rel}: exists and was not written by flatjob [FJ701]", err=True)
-        click.echo("flatjob: refusing to overwrite; move those files or pass --force. Nothing was written.", err=True)
-        sys.exit(1)
-    apply_changes(root, changes)
+    result = _compile(sources, overlays, _build_options(**opts))
+    root = Path(out)
+    with _output(root, write=not check) as s:
+        changes = _plan(s, result, root)
+        if check:
+            if s.interrupted:
+                _print([_at(root, "", "FJ700", "a flatjob compile was killed while writing this folder; run `flatjob compile` to finish it")])
+            elif changes.empty:
+                click.echo(f"{root}: up to date ({len(result.jobs)} jobs)", err=True)
+                return
+            sys.stdout.write(unified_diff(changes))
+            click.echo(f"{root}: stale: {len(changes.write)} file(s) to write, {len(changes.delete)} to delete; run `flatjob compile` and commit", err=True)
+            sys.exit(1)
+        if changes.conflicts and not force:
+            _stop([_at(root, rel, "FJ701", "exists and was not written by flatjob") for rel in changes.conflicts], "flatjob: refusing to overwrite; move those files or pass --force. Nothing was written.")
+        if not result.jobs and changes.delete and not allow_empty:
+            why = f"the sources hold no job: compiling would delete the {len(changes.delete)} rendered file(s) of every job here, and a GitOps tool that prunes would then delete the jobs from the cluster"
+            _stop([_at(root, "", "FJ703", why)], "flatjob: nothing was written; pass --allow-empty if every job is meant to go.")
+        s.apply(changes)
     click.echo(
         f"{root}: {len(result.jobs)} job(s), {len(changes.write)} file(s) written, {len(changes.delete)} deleted, {len(changes.unchanged)} unchanged",
         err=True,
@@ -138,7 +216,10 @@ def diff_command(sources: tuple[str, ...], out: str, overlays: tuple[str, ...], 
     """Show what `flatjob compile` would change in OUT, as a unified diff. Writes nothing."""
     from ..output import unified_diff
 
-    _, changes, root = _run(sources, out, overlays, _build_options(**opts))
-    sys.stdout.write(unified_diff(root, changes))
+    result = _compile(sources, overlays, _build_options(**opts))
+    root = Path(out)
+    with _output(root, write=False) as s:
+        changes = _plan(s, result, root)
+    sys.stdout.write(unified_diff(changes))
     if exit_code and not changes.empty:
         sys.exit(1)

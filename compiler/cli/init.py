@@ -43,8 +43,8 @@ def init_command(folder: str, gitops: str, repo_url: str | None, force: bool) ->
       git init -b main && git add -A && git commit -m "flatjob init"
       git remote add origin URL && git push -u origin main
     """
+    from ..journal import session
     from ..options import CompileOptions
-    from ..output import apply_changes, plan_changes
     from ..overlay import load_overlays
     from ..pipeline import compile_paths
     from ..report import format_text
@@ -69,11 +69,12 @@ def init_command(folder: str, gitops: str, repo_url: str | None, force: bool) ->
             sys.stderr.write(format_text(result.diagnostics))
             sys.exit(1)
         out = root / "rendered" / env
-        changes = plan_changes(out, result.tree(out))
-        if changes.conflicts and not force:
-            click.echo(f"{out}: holds files flatjob did not write; nothing was rendered there. Use --force.", err=True)
-            sys.exit(1)
-        apply_changes(out, changes)
+        with session(out, write=True) as s:
+            changes = s.plan(result.tree(out))
+            if (changes.conflicts and not force) or changes.links or changes.blocked:
+                click.echo(f"{out}: holds files flatjob did not write, or links; nothing was rendered there. Use --force for files.", err=True)
+                sys.exit(1)
+            s.apply(changes)
     click.echo(f"{root}: wrote {len(files)} files and rendered/{{{','.join(ENVIRONMENTS)}}}; see README.md", err=True)
     if url == REPO_PLACEHOLDER:
         click.echo(f"Replace {REPO_PLACEHOLDER} under gitops/ with the repository's URL (or rerun with --repo-url --force).", err=True)

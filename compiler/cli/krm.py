@@ -26,7 +26,8 @@ def krm_command() -> None:
     See docs/gitops.md.
     """
     from ..krm import run
+    from ..limits import DEFAULT
 
-    text, status = run(sys.stdin.read())
+    text, status = run(sys.stdin.buffer.read(DEFAULT.file_bytes + 1))
     sys.stdout.write(text)
     sys.exit(status)

@@ -25,6 +25,8 @@ from typing import Any
 
 from ..errors import Diagnostic
 from ..loader import Document, Mark, Source, parse, read_source
+from ..reading import confined
+from ..validate.names import dns1123_label
 from ..validate.suggest import did_you_mean
 from .fields import ImageRule
 from .located import Node, from_document
@@ -89,7 +91,7 @@ class _Reader:
 
     def read(self, path: Path, anchor: tuple[Source, Mark] | None = None) -> list[Document] | None:
         """Parse a YAML file of the overlay; problems are recorded, None when unreadable."""
-        text, problem = read_source(path)
+        text, problem = read_source(path) if confined(path, self.folder) else (None, Diagnostic("FJ602", "is a symbolic link that leads outside the overlay folder (or into a hidden folder); flatjob does not follow it", str(path)))
         if problem is not None:
             message = f"cannot read {path}: {problem.message}"
             if anchor is None:
@@ -164,8 +166,9 @@ def _kind(reader: _Reader, node: Node) -> None:
 
 
 def _namespace(reader: _Reader, node: Node) -> Node | None:
-    if not isinstance(node.value, str) or not node.value:
-        reader.bad(node, "namespace must be a namespace name")
+    why = dns1123_label(node.value) if isinstance(node.value, str) else "must be a string"
+    if why:
+        reader.bad(node, f"namespace {node.value!r} {why}", hint="a namespace name, e.g. training-prod")
         return None
     return node
 
@@ -260,7 +263,7 @@ def _from_file(reader: _Reader, path: Node) -> list[Node]:
         reader.bad(path, "path is a file name relative to the overlay folder")
         return []
     file = reader.folder / path.value
-    if not file.resolve().is_relative_to(reader.folder.resolve()):
+    if not file.resolve().is_relative_to(reader.folder.resolve()) or not confined(file, reader.folder):
         reader.bad(path, f"{path.value} is outside the overlay folder; keep patches inside it")
         return []
     docs = reader.read(file, (path.source, path.mark))

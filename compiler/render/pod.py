@@ -14,7 +14,7 @@ from typing import Any
 import orjson
 
 from .. import keys
-from ..plan import ContainerPatch, JobPlan, PodPlan, scripts
+from ..plan import ContainerPatch, JobPlan, PodPlan
 from ..podtemplate import templates_digest
 from .meta import metadata, pod_labels
 from .scheduling import PodScheduling, pod_scheduling
@@ -54,26 +54,39 @@ def patch_container(container: dict[str, Any], patch: ContainerPatch, extra_env:
 RESUME_TEST = 'if [ "${FLATJOB_RESUMING:-}" = true ]; then'
 
 
+def _positional(n: int) -> str:
+    """ "$1" "$2" ... "${10}": the first n arguments, as words (sh needs braces from 10 on)."""
+    return " ".join(f'"${i}"' if i < 10 else f'"${{{i}}}"' for i in range(1, n + 1))
+
+
 def _resume_wrapper(container: dict[str, Any], command: list[str] | None, args: list[str] | None) -> dict[str, Any]:
     """Run the resumeSpecs command when the runtime marks the pod as resuming, else the usual one.
 
-    Both argument lists are shell-quoted, so the wrapper passes them on exactly.
+    Both argument lists are passed to `sh -c` as arguments, never inside its script: the
+    kubelet expands $(VAR) in command and args before the shell starts, so a variable's
+    value (`x'$(touch f)'`, `it's`) must land in an argument, where the shell never parses
+    it.  The script holds only flatjob's text and the count of the usual argv.
     """
     normal = [*(container.get("command") or []), *(container.get("args") or [])]
     resumed = [*(command if command is not None else container.get("command") or []), *(args if args is not None else container.get("args") or [])]
-    script = f"{RESUME_TEST} exec {scripts.quote(resumed)}; fi\nexec {scripts.quote(normal)}"
-    out = {k: v for k, v in container.items() if k != "args"}
-    out["command"] = ["/bin/sh", "-c", script]
+    resume = f"{RESUME_TEST} shift {len(normal)}; exec \"$@\"; fi\n" if resumed else ""
+    out = dict(container)
+    out["command"] = ["/bin/sh", "-c", f"{resume}exec {_positional(len(normal))}", "flatjob-resume"]
+    out["args"] = [*normal, *resumed]
     return out
 
 
 def _skip_on_resume(container: dict[str, Any]) -> dict[str, Any]:
-    """An init container that does nothing when the pod starts a resume (resumeSpecs skipInitContainer)."""
+    """An init container that does nothing when the pod starts a resume (resumeSpecs skipInitContainer).
+
+    Its argv stays arguments of `sh -c` (see _resume_wrapper), never part of the script.
+    """
     argv = [*(container.get("command") or []), *(container.get("args") or [])]
     if not container.get("command"):
         return container  # no command to wrap (image entrypoint): lint reports this (FJ318)
-    out = {k: v for k, v in container.items() if k != "args"}
-    out["command"] = ["/bin/sh", "-c", f"{RESUME_TEST} exit 0; fi\nexec {scripts.quote(argv)}"]
+    out = dict(container)
+    out["command"] = ["/bin/sh", "-c", f'{RESUME_TEST} exit 0; fi\nexec "$@"', "flatjob-skip-init"]
+    out["args"] = argv
     out["env"] = [*RUNTIME_ENV[2:], *(container.get("env") or [])]
     return out
 

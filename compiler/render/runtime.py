@@ -13,6 +13,7 @@ from .. import keys
 from ..plan import JobPlan
 from .meta import common_labels, metadata
 from .record import PLURALS
+from .tensorboard import render_tensorboard, tensorboard_name
 
 HTTP_PORT = 8080
 SSH_KINDS = ("DeepSpeedJob", "ColossalAIJob")
@@ -59,6 +60,9 @@ def rbac_rules(plan: JobPlan) -> list[dict[str, Any]]:
     if plan.kind in SSH_KINDS and plan.ssh_secret:
         # Watched by name, so a deleted Secret is noticed and (when it is the job's own) made again.
         rules += [_rule([""], ["secrets"], ["create"]), _rule([""], ["secrets"], ["list", "watch"], [plan.ssh_secret])]
+    if render_tensorboard(plan):
+        # Watched by name for status.tensorboard (is the TensorBoard ready?); never changed.
+        rules.append(_rule(["apps"], ["deployments"], ["list", "watch"], [tensorboard_name(job)]))
     if plan.min_member and _uses_podgroup(plan):
         rules.append(_rule(["scheduler.tensorstack.dev"], ["podgroups"], ["list", "watch"], [job]))
     return rules

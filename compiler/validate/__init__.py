@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import Diagnostic
-from ..errors import unique as unique_findings  # validate.unique is a submodule
+from ..errors import unique as unique_findings
 from ..loader import Document
 from .kubecheck import check_embedded
 from .rules import check_rules

@@ -29,6 +29,22 @@ def dns1123_label(name: str) -> str | None:
     return None
 
 
+def dns1123_subdomain(name: str) -> str | None:
+    """Why `name` is not a DNS-1123 subdomain (a cluster domain, a queue name), or None if it is."""
+    if len(name) > 253:
+        return f"is {len(name)} characters long; at most 253 are allowed"
+    if not _DNS1123_SUBDOMAIN.fullmatch(name):
+        return "must consist of lower-case letters, digits, '-' and '.', and start and end with a letter or digit"
+    return None
+
+
+def image_reference(ref: str) -> str | None:
+    """Why `ref` cannot be a container image reference (whitespace, control characters), or None."""
+    if not ref or len(ref) > 4096 or any(ch.isspace() or ord(ch) < 32 or ord(ch) == 127 for ch in ref):
+        return "must be an image reference without spaces or control characters, e.g. ghcr.io/flatjob/flatjob:0.1.0"
+    return None
+
+
 def qualified_key(key: str) -> str | None:
     """Why `key` is not a valid label/annotation key ([prefix/]name), or None if it is."""
     prefix, slash, name = key.rpartition("/")

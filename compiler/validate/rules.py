@@ -12,6 +12,7 @@ from typing import Any
 
 from ..errors import Diagnostic, Severity
 from ..jobtypes import ColossalAIJob, DeepSpeedJob, GenericJob, PyTorchTrainingJob
+from ..limits import DEFAULT as DEFAULT_LIMITS
 from ..loader import Document, PathT
 from ..plan.common import elastic_of
 from ..plan.elastic import allocation
@@ -74,6 +75,32 @@ def job_name(job: Any, doc: Document) -> Iterator[Diagnostic]:
     why = names.dns1035_label(job.metadata.name)
     if why:
         yield doc.diagnostic("FJ305", f"job name {job.metadata.name!r} {why}", ("metadata", "name"))
+
+
+def job_namespace(job: Any, doc: Document) -> Iterator[Diagnostic]:
+    """A namespace is a DNS-1123 label; it is also a folder of the output (never `..` or `/`)."""
+    ns = job.metadata.namespace
+    why = names.dns1123_label(ns) if ns is not None else None
+    if why:
+        yield doc.diagnostic("FJ305", f"namespace {ns!r} {why}", ("metadata", "namespace"))
+
+
+def planned_pods(job: Any) -> tuple[int, PathT]:
+    """How many pods the job renders, and the field that asks for the most of them."""
+    elastic = elastic_of(job)
+    if elastic is not None and elastic.max_replicas:
+        return elastic.max_replicas, ("spec", "elastic", "maxReplicas")
+    gs = groups(job)
+    biggest = max(gs, key=lambda g: g.replicas, default=None)
+    where = (*biggest.path, "replicas") if biggest is not None and biggest.template is not None else ("spec",)
+    return sum(g.replicas for g in gs), where
+
+
+def job_size(job: Any, doc: Document) -> Iterator[Diagnostic]:
+    """At most limits.job_pods pods per job: a number in a pull request must not exhaust memory."""
+    total, where = planned_pods(job)
+    if total > DEFAULT_LIMITS.job_pods:
+        yield doc.diagnostic("FJ105", f"the job renders {total:,} pods, more than the {DEFAULT_LIMITS.job_pods:,} flatjob renders for one job", where, hint="split it into several jobs")
 
 
 def metadata_labels(job: Any, doc: Document) -> Iterator[Diagnostic]:
@@ -542,7 +569,7 @@ def _balanced(value: str, start: int) -> str:
 
 # --- the table ---------------------------------------------------------------------------
 
-COMMON: tuple[Rule, ...] = (job_name, metadata_labels, flatjob_annotations, pod_names, unique_types, run_mode, resume_specs, has_pods, has_containers, container_images)
+COMMON: tuple[Rule, ...] = (job_name, job_namespace, metadata_labels, flatjob_annotations, pod_names, unique_types, run_mode, resume_specs, has_pods, has_containers, container_images)
 RULES: dict[type, tuple[Rule, ...]] = {
     PyTorchTrainingJob: (*COMMON, elastic_range, elastic_needs_torchrun, torchrun_fields, tensorboard),
     DeepSpeedJob: (*COMMON, elastic_range, deepspeed_run, deepspeed_other_args, reserved_paths, *launchers.DEEPSPEED_RULES),
@@ -552,8 +579,10 @@ RULES: dict[type, tuple[Rule, ...]] = {
 
 
 def check_rules(job: Any, doc: Document) -> list[Diagnostic]:
-    """Run every rule that applies to the job's kind."""
-    out: list[Diagnostic] = []
+    """Run every rule that applies to the job's kind (none when the job is too big to check)."""
+    out = list(job_size(job, doc))
+    if out:
+        return out  # seat orders and pod names would cost time and memory in proportion
     for rule in RULES[type(job)]:
         out.extend(rule(job, doc))
     return out

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from ..api import Obj
 from . import events
 from .customresources import PODGROUP, Crd, CustomResourceStrategy, shipped
+from .deployments import DeploymentStrategy
 from .leases import LeaseStrategy
 from .pods import PodStrategy
 from .podtemplates import PodTemplateStrategy
@@ -65,6 +66,7 @@ def resources() -> tuple[Resource, ...]:
         Resource("resourcequotas", "", "v1", "resourcequotas", "ResourceQuota", "resourcequota", ResourceQuotaStrategy(), ("status",), short_names=("quota",)),
         Resource("events", "events.k8s.io", "v1", "events", "Event", "event", events.EventV1Strategy(), short_names=("ev",), to_storage=events.to_core, from_storage=events.from_core),
         Resource("leases", "coordination.k8s.io", "v1", "leases", "Lease", "lease", LeaseStrategy()),
+        Resource("deployments", "apps", "v1", "deployments", "Deployment", "deployment", DeploymentStrategy(), ("status",), short_names=("deploy",)),
     )
     records = tuple(_custom(crd, f"records/{crd.plural}") for crd in shipped())
     return (*builtin, _custom(PODGROUP, "podgroups"), *records)

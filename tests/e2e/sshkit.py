@@ -125,7 +125,7 @@ def addresses(stderr: str) -> dict[str, str]:
     return dict(re.findall(r"^(\S+)\s+(?:Succeeded|Failed|Running|Terminating|Deleted)\s+\d+\s+\S+\s+(127\.\d+\.\d+\.\d+)\s*$", stderr, re.MULTILINE))
 
 
-RANK_LINE = re.compile(r"rank=(\d+) world=(\d+) allreduce=(\S+)")
+RANK_LINE = re.compile(r"rank=(\d+) world=(\d+) allreduce=([0-9.e+-]+)")  # ranks print at once: lines may run together
 
 
 def check_example(tmp: Path, tag: str, name: str, spec_patch: str) -> None:

@@ -95,7 +95,7 @@ class Scenario:
             self.kubelet = FakeKubelet(self.cluster, NAMESPACE, self.clock)
         self.tool = make_gitops(self.gitops, self.cluster, self.manifests) if self.gitops else None
         for obj in self.manifests:
-            if obj["kind"] in ("PodTemplate", "PodGroup") or obj["apiVersion"] == keys.RECORD_API_VERSION:
+            if obj["kind"] in ("PodTemplate", "PodGroup", "Deployment") or obj["apiVersion"] == keys.RECORD_API_VERSION:
                 self.cluster.apply(copy.deepcopy(obj))
         self.runner = None
         self.generation = 0  # which runtime process this is (its User-Agent names it)

@@ -18,6 +18,7 @@ The GitOps tools apply the rendered folder (record and PodTemplates) and never a
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 import pytest
@@ -115,7 +116,7 @@ def test_quota_gang_that_does_not_fit_leaves_no_pod_and_says_why() -> None:
     # Back-off: refusals are spread out, not one per second.
     assert ledger["refusals"] <= 6
     # Once the quota is raised, the gang starts.
-    q = s.cluster.store.get(kinds.by_key("resourcequotas"), NAMESPACE, "team")
+    q = copy.deepcopy(s.cluster.store.get(kinds.by_key("resourcequotas"), NAMESPACE, "team"))
     q["spec"]["hard"]["requests.nvidia.com/gpu"] = "3"
     s.cluster.store.update(kinds.by_key("resourcequotas"), NAMESPACE, "team", q, manager="admin")
     st = s.run_until(lambda st: st.get("aggregate", {}).get("running") == 3, limit=600)

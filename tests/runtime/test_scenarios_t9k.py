@@ -6,11 +6,14 @@ manuals say the job does (docs/t9k-compatibility.md names the source of each).
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 
+from flatjob.runtime.fakeapi import kinds
 from flatjob.runtime.model import Ledger
 
-from .harness import REAL, Scenario
+from .harness import NAMESPACE, REAL, Scenario
 
 fake_only = pytest.mark.skipif(REAL, reason="needs the kubelet stand-in")
 
@@ -200,9 +203,17 @@ spec:
 """
 
 
-def test_status_names_the_tensorboard() -> None:
-    """Row 7: status.tensorboard is T9k's DependentStatus, naming the Deployment git holds."""
-    st = Scenario(TENSORBOARD).finished()
+def test_status_names_the_tensorboard_and_follows_its_readiness() -> None:
+    """Row 7: status.tensorboard is T9k's DependentStatus, naming the Deployment git holds;
+    the runtime watches that Deployment and reports whether it runs what it wants."""
+    s = Scenario(TENSORBOARD.replace("sleep 3; exit 0", "sleep 60; exit 0"))
+    st = s.run_until(lambda st: (st.get("tensorboard") or {}).get("reason") == "DependentNotReady", limit=30)
     tb = st["tensorboard"]
     assert tb["dependent"] == {"apiVersion": "apps/v1", "kind": "Deployment", "name": "tb-tensorboard", "namespace": tb["dependent"]["namespace"]}
-    assert tb["action"] == "NOP" and tb["note"].startswith("TensorBoard [tb-tensorboard]")
+    assert tb["action"] == "NOP" and tb["note"] == "TensorBoard [tb-tensorboard] is not ready" and tb["ready"] is False
+    res = kinds.by_key("deployments")
+    deployment = copy.deepcopy(s.cluster.store.get(res, NAMESPACE, "tb-tensorboard"))  # the store's own object: never change it in place
+    deployment["status"] = {"observedGeneration": deployment["metadata"]["generation"], "replicas": 1, "readyReplicas": 1, "availableReplicas": 1}
+    s.cluster.store.update(res, NAMESPACE, "tb-tensorboard", deployment, subresource="status", manager="deployment-controller")
+    st = s.run_until(lambda st: (st.get("tensorboard") or {}).get("ready") is True, limit=30)
+    assert st["tensorboard"]["reason"] == "DependentReady" and st["tensorboard"]["note"] == "TensorBoard [tb-tensorboard] is ready"

@@ -1,0 +1,233 @@
+"""The output folder as flatjob touches it: every path opened through folder descriptors, never a link.
+
+The rendered folder comes from the same pull request as the jobs, so any of its entries may
+be a symbolic link (to `/etc`, to `../.git/config`).  Each folder under the output root is
+opened with O_NOFOLLOW | O_DIRECTORY relative to its parent's descriptor, and each file
+with O_NOFOLLOW relative to its folder's, so a read, write, rename or delete can neither
+leave the root nor pass through a link: meeting one raises LinkFound instead.  A relative
+root is opened the same way from the working directory (a committed link on the way is
+refused; `..` is the caller's); an absolute one is the caller's (only its last component
+must not be a link).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+from pathlib import Path, PurePosixPath
+
+_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+_READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+_CREATE = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+_LINK_ERRNOS = {errno.ELOOP, errno.EMLINK}  # what O_NOFOLLOW gives for a link (Linux, BSD)
+
+
+class LinkFound(Exception):
+    """A symbolic link where flatjob reads or writes (rel: its path under the root)."""
+
+    def __init__(self, rel: str) -> None:
+        super().__init__(rel)
+        self.rel = rel
+
+
+class NotAFile(Exception):
+    """Something other than a regular file (a folder) where flatjob reads or writes a file."""
+
+    def __init__(self, rel: str) -> None:
+        super().__init__(rel)
+        self.rel = rel
+
+
+def _is_link_error(exc: OSError) -> bool:
+    return exc.errno in _LINK_ERRNOS
+
+
+def _is_link(parent: int, name: str) -> bool:
+    try:
+        return stat.S_ISLNK(os.stat(name, dir_fd=parent, follow_symlinks=False).st_mode)
+    except OSError:
+        return False
+
+
+class SafeDir:
+    """Descriptor-relative access to a root folder and everything under it."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._fds: dict[str, int] = {}
+        self.made: list[str] = []  # folders this object created, in creation order
+
+    # --- folders -----------------------------------------------------------------------
+
+    def open_root(self, create: bool) -> bool:
+        """Open the root (creating it and its parents if asked); False when it does not exist."""
+        if "" in self._fds:
+            return True
+        parts = self.root.parts
+        if self.root.is_absolute():
+            parent = Path(*parts[:-1]) if len(parts) > 1 else Path("/")
+            if create:
+                parent.mkdir(parents=True, exist_ok=True)
+            try:
+                fd = os.open(parent, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0))
+            except FileNotFoundError:
+                return False
+            names = parts[-1:] if len(parts) > 1 else ()
+        else:
+            fd = os.open(".", os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0))
+            names = tuple(p for p in parts if p != ".")
+        walked = []
+        for name in names:
+            walked.append(name)
+            fd = self._step(fd, name, create, PurePosixPath(*walked).as_posix(), root_level=True)  # closes the parent
+            if fd < 0:
+                return False
+        self._fds[""] = fd
+        return True
+
+    def _step(self, parent: int, name: str, create: bool, shown: str, root_level: bool = False) -> int:
+        """Open folder `name` under `parent` (closing `parent` when at root level); -1 if missing."""
+        try:
+            try:
+                return os.open(name, _DIR, dir_fd=parent)
+            except FileNotFoundError:
+                if not create:
+                    return -1
+                os.mkdir(name, dir_fd=parent)
+                if not root_level:
+                    self.made.append(shown)
+                return os.open(name, _DIR, dir_fd=parent)
+            except OSError as exc:
+                # O_DIRECTORY | O_NOFOLLOW on a link gives ENOTDIR on Linux, ELOOP elsewhere.
+                if _is_link_error(exc) or (exc.errno == errno.ENOTDIR and _is_link(parent, name)):
+                    raise LinkFound(shown) from None
+                if exc.errno == errno.ENOTDIR:
+                    raise NotAFile(shown) from None
+                raise
+        finally:
+            if root_level:
+                os.close(parent)
+
+    def folder(self, rel: str, create: bool = False) -> int:
+        """A descriptor of folder `rel` under the root ("" is the root); -1 when it does not exist."""
+        if rel in self._fds:
+            return self._fds[rel]
+        if rel == "":
+            return self._fds[""] if self.open_root(create) else -1
+        head, _, name = rel.rpartition("/")
+        parent = self.folder(head, create)
+        if parent < 0:
+            return -1
+        fd = self._step(parent, name, create, rel)
+        if fd >= 0:
+            self._fds[rel] = fd
+        return fd
+
+    def close(self) -> None:
+        for fd in self._fds.values():
+            os.close(fd)
+        self._fds.clear()
+
+    def __enter__(self) -> SafeDir:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # --- files -------------------------------------------------------------------------
+
+    def read(self, rel: str) -> bytes | None:
+        """A file's bytes, or None when it does not exist."""
+        head, _, name = rel.rpartition("/")
+        parent = self.folder(head)
+        if parent < 0:
+            return None
+        try:
+            fd = os.open(name, _READ, dir_fd=parent)
+        except FileNotFoundError:
+            return None
+        except OSError as exc:
+            if _is_link_error(exc):
+                raise LinkFound(rel) from None
+            if exc.errno == errno.ENOTDIR:
+                raise NotAFile(head) from None
+            raise
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise NotAFile(rel)
+            chunks = []
+            while chunk := os.read(fd, 1 << 20):
+                chunks.append(chunk)
+            return b"".join(chunks)
+        finally:
+            os.close(fd)
+
+    def exists(self, rel: str) -> bool:
+        """Whether anything (a file, a folder, a link) is at `rel`; folders on the way must not be links."""
+        head, _, name = rel.rpartition("/")
+        parent = self.folder(head)
+        if parent < 0:
+            return False
+        try:
+            os.stat(name, dir_fd=parent, follow_symlinks=False)
+        except FileNotFoundError:
+            return False
+        return True
+
+    def write(self, rel: str, data: bytes) -> None:
+        """Create or truncate file `rel` (never through a link) with the umask's mode."""
+        head, _, name = rel.rpartition("/")
+        parent = self.folder(head, create=True)
+        try:
+            fd = os.open(name, _CREATE, 0o666, dir_fd=parent)
+        except OSError as exc:
+            if _is_link_error(exc):
+                raise LinkFound(rel) from None
+            raise
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+        finally:
+            os.close(fd)
+
+    def rename(self, src: str, dst: str) -> None:
+        """Move file `src` over `dst` (atomic; a link at `dst` is replaced, never followed)."""
+        shead, _, sname = src.rpartition("/")
+        dhead, _, dname = dst.rpartition("/")
+        source = self.folder(shead)
+        if source < 0:
+            raise FileNotFoundError(2, "No such file or directory", src)
+        os.replace(sname, dname, src_dir_fd=source, dst_dir_fd=self.folder(dhead, create=True))
+
+    def unlink(self, rel: str) -> bool:
+        """Delete file `rel`; False when it was not there."""
+        head, _, name = rel.rpartition("/")
+        parent = self.folder(head)
+        if parent < 0:
+            return False
+        try:
+            os.unlink(name, dir_fd=parent)
+        except FileNotFoundError:
+            return False
+        return True
+
+    def remove_empty(self, rel: str) -> bool:
+        """Remove folder `rel` if it is empty; False when it is not (or not there)."""
+        head, _, name = rel.rpartition("/")
+        parent = self.folder(head)
+        if parent < 0 or not name:
+            return False
+        fd = self._fds.pop(rel, None)
+        if fd is not None:
+            os.close(fd)
+        try:
+            os.rmdir(name, dir_fd=parent)
+        except OSError:
+            return False
+        return True
+
+    def fileno(self) -> int:
+        """The root's descriptor (for locking it)."""
+        return self._fds[""]

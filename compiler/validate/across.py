@@ -1,0 +1,108 @@
+"""Checks across jobs, the same in lint and compile: what only the set of inputs can show.
+
+- FJ315: two jobs with one namespace and name (they would share an output folder and a record);
+- FJ323: two jobs whose objects share a kind, namespace and name (job `a` with replica type
+  `b-c` and job `a-b` with type `c` both render pod `a-b-c-0`; job `a-tensorboard`'s Service
+  is job `a`'s TensorBoard Service; a GenericJob with spec.service has a Service per pod,
+  named as the pod, which a job of that name would also have);
+- FJ105: more pods in all than flatjob renders in one run.
+
+Only Pods and Services can collide between jobs of different names: every other object is
+`<job>-<suffix>` with a suffix no other kind of object ends in (`-config`, `-runtime`; the
+TensorBoard Deployment's `-tensorboard` is no Deployment's other suffix), or the job's own
+name (the PodGroup, the record), which FJ315 covers.  tests/test_validate_across.py checks
+object_names against what is rendered.  Jobs without a namespace are compared with each
+other (they land in the same namespace), not with jobs that set one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from ..errors import Diagnostic
+from ..jobtypes import ColossalAIJob, GenericJob
+from ..limits import DEFAULT as DEFAULT_LIMITS
+from ..loader import Document, PathT
+from ..plan.common import pod_name
+from ..render.tensorboard import tensorboard_name
+from .groups import groups
+from .rules import pod_counts
+
+
+def job_key(job: Any) -> str:
+    """`namespace/name`, or `name` when the job sets no namespace (as compile's folders)."""
+    ns = job.metadata.namespace
+    return f"{ns}/{job.metadata.name}" if ns else job.metadata.name
+
+
+def check_across(jobs: Iterable[tuple[Document, Any]]) -> list[Diagnostic]:
+    """Every finding across the jobs, in input order; later jobs are reported, not the first."""
+    jobs = list(jobs)
+    found = duplicate_jobs(jobs) + run_size(jobs)
+    if not found:  # the objects of a job that is there twice, or of a run too big, are not compared
+        found += name_collisions(jobs)
+    return found
+
+
+def duplicate_jobs(jobs: Iterable[tuple[Document, Any]]) -> list[Diagnostic]:
+    """FJ315 at the name of every job whose namespace and name an earlier job already has."""
+    seen: dict[str, Document] = {}
+    out: list[Diagnostic] = []
+    for doc, job in jobs:
+        first = seen.setdefault(job_key(job), doc)
+        if first is not doc:
+            where = f" in namespace {job.metadata.namespace!r}" if job.metadata.namespace else ""
+            line = first.locate(("metadata", "name")).line
+            at = f"at line {line}" if first.path == doc.path else f"in {first.path}:{line}"
+            out.append(doc.diagnostic("FJ315", f"job {job.metadata.name!r}{where} is also defined {at}; names must be unique per namespace", ("metadata", "name"), hint="rename one of them"))
+    return out
+
+
+def object_names(job: Any) -> Iterator[tuple[str, str, PathT]]:
+    """(kind, name, field that makes it) of every Pod and Service the job renders (paused: would render)."""
+    name = job.metadata.name
+    yield "Service", name, ("metadata", "name")
+    if getattr(job.spec, "tensorboard_spec", None) is not None:
+        yield "Service", tensorboard_name(name), ("spec", "tensorboardSpec")
+    per_replica = isinstance(job, GenericJob) and job.spec.service is not None  # a Service named as each pod
+    counts = pod_counts(job)
+    for g in groups(job):
+        if isinstance(job, ColossalAIJob) and g.type == "launcher":
+            yield "Pod", f"{name}-launcher", g.path
+            continue
+        where = (*g.path, "type") if g.template is not None else g.path
+        for index in range(counts.get(g.type, 0)):
+            yield "Pod", pod_name(name, g.type, index), where
+            if per_replica:
+                yield "Service", pod_name(name, g.type, index), where
+
+
+def name_collisions(jobs: Iterable[tuple[Document, Any]]) -> list[Diagnostic]:
+    """FJ323 where a job renders an object an earlier job in its namespace already renders."""
+    owners: dict[tuple[str, str, str], tuple[Document, Any]] = {}
+    out: list[Diagnostic] = []
+    for doc, job in jobs:
+        ns = job.metadata.namespace or ""
+        for kind, name, path in object_names(job):
+            first_doc, first = owners.setdefault((ns, kind, name), (doc, job))
+            if first is not job:
+                line = first_doc.locate(("metadata", "name")).line
+                at = f"line {line}" if first_doc.path == doc.path else f"{first_doc.path}:{line}"
+                out.append(doc.diagnostic("FJ323", f"{kind} {name!r} is also rendered by job {first.metadata.name!r} ({at})", path if _exists(doc, path) else ("metadata", "name"), hint="rename one of the jobs or replica types"))
+                break  # one finding per pair of jobs is enough
+    return out
+
+
+def _exists(doc: Document, path: PathT) -> bool:
+    return tuple(path) in doc.value_marks
+
+
+def run_size(jobs: Iterable[tuple[Document, Any]]) -> list[Diagnostic]:
+    """FJ105 at the job whose pods take the run past limits.run_pods."""
+    total = 0
+    for doc, job in jobs:
+        total += sum(pod_counts(job).values())
+        if total > DEFAULT_LIMITS.run_pods:
+            return [doc.diagnostic("FJ105", f"the jobs read so far render {total:,} pods, more than the {DEFAULT_LIMITS.run_pods:,} flatjob renders in one run", ("metadata", "name"), hint="compile the folders separately")]
+    return []

@@ -1,0 +1,190 @@
+"""Run flatjob's entry points as a pull request's CI would, on hostile input, with the child capped.
+
+Every run is a child process under resource limits (address space, CPU seconds, no core
+file) and a wall-clock timeout, started from a sandbox: a repository (`repo/`, the working
+directory) with a job folder, an output folder and a `.git/config` holding a token, next to
+an `outside/` folder of files no run may touch.  `Sandbox.untouched()` compares everything
+but the output folder with how it was.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import resource
+import signal
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+MIB = 1024 * 1024
+MEMORY = 1024 * MIB  # RLIMIT_AS of every child: a bomb dies (and fails its test) long before the machine does
+CPU_SECONDS = 30  # RLIMIT_CPU
+WALL_SECONDS = 60.0
+TOKEN = "ghp_FLATJOBCANARYTOKEN0123456789abcdef"  # in .git/config, as checkout actions leave it
+SECRET = "FLATJOB_CANARY_SECRET_2f1e"  # in outside/ and in the children's environment
+
+FINDING = re.compile(r"^(?P<path>.+?):(?P<line>\d+):(?P<col>\d+): (?P<severity>error|warning): (?P<message>.*) \[(?P<code>FJ\d{3})\]$", re.MULTILINE)
+FINDING_NO_POS = re.compile(r"^(?P<path>[^\s:]+(?:[^:]*?)): (?P<severity>error|warning): (?P<message>.*) \[(?P<code>FJ\d{3})\]$", re.MULTILINE)
+
+JOB = """\
+apiVersion: batch.tensorstack.dev/v1beta1
+kind: PyTorchTrainingJob
+metadata:
+  name: {name}
+spec:
+  replicaSpecs:
+    - type: worker
+      replicas: 2
+      template:
+        spec:
+          containers:
+            - name: python
+              image: pytorch/pytorch:2.4.0
+              command: [python, train.py]
+"""
+
+
+@dataclass
+class Run:
+    """What a capped child did."""
+
+    code: int  # negative: killed by that signal
+    stdout: str
+    stderr: str
+    seconds: float  # wall time
+    cpu: float  # user + system seconds of the child
+
+    @property
+    def output(self) -> str:
+        return self.stdout + self.stderr
+
+    def findings(self) -> list[tuple[str, int, int, str, str]]:
+        """(file name, line, col, severity, code) of each finding printed."""
+        return [(Path(m["path"]).name, int(m["line"]), int(m["col"]), m["severity"], m["code"]) for m in FINDING.finditer(self.output)]
+
+    def codes(self) -> set[str]:
+        return {m["code"] for m in FINDING.finditer(self.output)} | {m["code"] for m in FINDING_NO_POS.finditer(self.output)}
+
+
+def _limits(cpu: int = CPU_SECONDS) -> None:
+    """In the child, before exec: cap memory and CPU, no core file, default signals."""
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY, MEMORY))
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):
+        signal.signal(sig, signal.SIG_DFL)
+
+
+def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("ARGOCD_", "FLATJOB_"))}
+    env.update({"NO_COLOR": "1", "CANARY": SECRET, "PYTHONDONTWRITEBYTECODE": "1"})
+    env.update(extra or {})
+    return env
+
+
+def run(argv: list[str], cwd: Path, stdin: bytes | None = None, env: dict[str, str] | None = None) -> Run:
+    """Run argv capped; the child's rusage gives its CPU time."""
+    started = time.monotonic()
+    proc = subprocess.Popen(
+        argv, cwd=cwd, env=child_env(env), stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=_limits,  # the limits must be set in the child, before exec
+    )
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    try:
+        out, err = proc.communicate(stdin, timeout=WALL_SECONDS)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        out, err = proc.communicate()
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return Run(proc.returncode, out.decode("utf-8", "replace"), err.decode("utf-8", "replace"), time.monotonic() - started, cpu)
+
+
+def flatjob(*args: str, cwd: Path, stdin: bytes | None = None) -> Run:
+    return run([sys.executable, "-m", "flatjob.compiler.cli", *args], cwd, stdin)
+
+
+def plugin(cwd: Path, **settings: str) -> Run:
+    """The Argo CD plugin's generate command, as the repo-server runs it."""
+    env = {f"ARGOCD_ENV_{k}": v for k, v in settings.items()}
+    env.setdefault("ARGOCD_APP_NAMESPACE", "training")
+    return run([sys.executable, "-m", "flatjob.compiler.cmp"], cwd, env=env)
+
+
+def resource_list(*items: str) -> bytes:
+    body = "".join("- " + "\n  ".join(i.rstrip("\n").split("\n")) + "\n" for i in items)
+    return ("apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n" + body).encode()
+
+
+def snapshot(root: Path, skip: Path | None = None) -> dict[str, tuple[str, bytes]]:
+    """Every entry under root (links not followed): its type and bytes or link target."""
+    out: dict[str, tuple[str, bytes]] = {}
+    for folder, dirs, files in os.walk(root):
+        here = Path(folder)
+        if skip is not None and (here == skip or skip in here.parents):
+            dirs[:] = []
+            continue
+        for name in sorted(dirs + files):
+            p = here / name
+            rel = p.relative_to(root).as_posix()
+            if skip is not None and p == skip:
+                continue
+            if p.is_symlink():
+                out[rel] = ("link", os.readlink(p).encode())
+            elif p.is_dir():
+                out[rel] = ("dir", b"")
+            elif p.is_file():
+                out[rel] = ("file", p.read_bytes())
+            else:
+                out[rel] = ("other", b"")
+    return out
+
+
+class Sandbox:
+    """tmp/repo (cwd: jobs/, rendered/, .git/config with a token) and tmp/outside (canaries)."""
+
+    def __init__(self, tmp: Path) -> None:
+        self.tmp = tmp
+        self.repo = tmp / "repo"
+        self.jobs = self.repo / "jobs"
+        self.out = self.repo / "rendered"
+        self.outside = tmp / "outside"
+        self.jobs.mkdir(parents=True)
+        (self.repo / ".git").mkdir()
+        (self.repo / ".git" / "config").write_text(f'[remote "origin"]\n\turl = https://x-access-token:{TOKEN}@github.com/o/r\n')
+        (self.outside / "dir").mkdir(parents=True)
+        (self.outside / "secret.txt").write_text(f"{SECRET}\n")
+        (self.outside / "dir" / "podtemplates.yaml").write_text("# not flatjob's\n")
+        (self.outside / "kustomization.yaml").write_text("resources: []\n")
+        self._before: dict[str, tuple[str, bytes]] | None = None
+
+    def job(self, name: str = "ok", text: str | None = None, file: str | None = None) -> Path:
+        path = self.jobs / (file or f"{name}.yaml")
+        path.write_text(text if text is not None else JOB.format(name=name), encoding="utf-8")
+        return path
+
+    def freeze(self) -> None:
+        """Remember everything but the output folder (call after setting up the hostile input)."""
+        self._before = snapshot(self.tmp, skip=self.out)
+
+    def untouched(self) -> bool:
+        assert self._before is not None, "freeze() first"
+        return snapshot(self.tmp, skip=self.out) == self._before
+
+    def flatjob(self, *args: str, stdin: bytes | None = None) -> Run:
+        return flatjob(*args, cwd=self.repo, stdin=stdin)
+
+    def plugin(self, **settings: str) -> Run:
+        return plugin(self.repo, **settings)
+
+    def compile(self, *extra: str) -> Run:
+        return self.flatjob("compile", "jobs", "-o", "rendered", *extra)
+
+
+def assert_clean_exit(run: Run, *codes: int) -> None:
+    """The run ended by itself with one of `codes`: no signal, no traceback, no internal error."""
+    assert run.code in codes, f"exit {run.code}\n{run.output[-3000:]}"
+    assert "Traceback" not in run.output and "internal error" not in run.output, run.output[-3000:]

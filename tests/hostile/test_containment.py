@@ -1,0 +1,160 @@
+"""Nothing a pull request holds makes flatjob write, delete or print outside the output folder.
+
+Covers: a namespace that is a path (`../../../escaped`, `/tmp/x`) in a job or an overlay is an
+error at its line in lint, compile and krm (before: files written at every level above -o);
+links in the output folder (a job folder, a file, the metadata file, the folder itself) are
+refused with FJ702 and nothing outside changes (before: files outside overwritten, a file
+outside deleted); the metadata file can only make flatjob delete files with flatjob's names
+that still carry its header; `compile --check` and the CI report never print what a link
+points at (before: a token from .git/config in the PR comment).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+
+import pytest
+
+from .kit import JOB, TOKEN, Sandbox, assert_clean_exit, resource_list, run
+
+NAMESPACES = ["../../../escaped", "/tmp/flatjob-escaped", "a/b"]  # a path in every form; other bad names: test_lint_rules
+
+
+def with_namespace(name: str, namespace: str) -> str:
+    return JOB.format(name=name).replace(f"  name: {name}\n", f"  name: {name}\n  namespace: {json.dumps(namespace)}\n", 1)
+
+
+@pytest.mark.parametrize("namespace", NAMESPACES)
+def test_a_namespace_that_is_a_path_is_an_error_at_its_line(box: Sandbox, namespace: str) -> None:
+    box.job(file="ns.yaml", text=with_namespace("esc", namespace))
+    box.freeze()
+    for args in (("lint", "jobs"), ("compile", "jobs", "-o", "rendered")):
+        run_ = box.flatjob(*args)
+        assert_clean_exit(run_, 1)
+        assert ("ns.yaml", 5, 14, "error", "FJ305") in run_.findings()
+    assert box.untouched() and not box.out.exists()
+    assert not os.path.exists("/tmp/flatjob-escaped")
+    krm = box.flatjob("krm", stdin=resource_list(with_namespace("esc", namespace)))
+    assert_clean_exit(krm, 1)
+    assert "[FJ305]" in krm.stdout and "config.kubernetes.io/path" not in krm.stdout  # the job, unchanged; nothing rendered
+
+
+def test_an_overlay_namespace_that_is_a_path_is_an_error_at_its_line(box: Sandbox) -> None:
+    box.job()
+    (box.repo / "overlays" / "prod").mkdir(parents=True)
+    (box.repo / "overlays" / "prod" / "overlay.yaml").write_text("labels: {env: prod}\nnamespace: ../../../escaped\n")
+    box.freeze()
+    run_ = box.flatjob("compile", "jobs", "--overlay", "overlays/prod", "-o", "rendered")
+    assert_clean_exit(run_, 1)
+    assert ("overlay.yaml", 2, 12, "error", "FJ602") in run_.findings()
+    assert box.untouched() and not box.out.exists()
+
+
+@pytest.mark.parametrize("flag", ["--namespace", "--cluster-domain"])
+def test_a_namespace_option_that_is_a_path_is_a_usage_error(box: Sandbox, flag: str) -> None:
+    box.job()
+    box.freeze()
+    run_ = box.compile(flag, "../x")
+    assert_clean_exit(run_, 2)
+    assert box.untouched() and not box.out.exists()
+
+
+# --- links in the output folder --------------------------------------------------------------
+
+
+def compiled(box: Sandbox) -> None:
+    box.job("alpha")
+    box.job("beta")
+    assert_clean_exit(box.compile(), 0)
+
+
+def test_a_job_folder_replaced_by_a_link_is_refused(box: Sandbox) -> None:
+    compiled(box)
+    (box.jobs / "alpha.yaml").write_text(JOB.format(name="alpha").replace("replicas: 2", "replicas: 3"))
+    for p in sorted((box.out / "alpha").iterdir()):
+        p.unlink()
+    (box.out / "alpha").rmdir()
+    os.symlink(box.outside / "dir", box.out / "alpha")
+    box.freeze()
+    run_ = box.compile()
+    assert_clean_exit(run_, 1)
+    assert "rendered/alpha: error: is a symbolic link" in run_.output and "[FJ702]" in run_.output
+    assert box.untouched()
+
+
+def test_a_tampered_metadata_file_and_a_linked_folder_delete_nothing_outside(box: Sandbox) -> None:
+    compiled(box)
+    meta = json.loads((box.out / "flatjob-meta.json").read_text())
+    meta["files"] += ["gone/podtemplates.yaml", "../../outside/secret.txt", "/etc/passwd", "gone/../../outside/kustomization.yaml"]
+    (box.out / "flatjob-meta.json").write_text(json.dumps(meta))
+    os.symlink(box.outside / "dir", box.out / "gone")
+    box.freeze()
+    run_ = box.compile()
+    assert_clean_exit(run_, 1)
+    assert "rendered/gone: error: is a symbolic link" in run_.output
+    assert box.untouched()
+
+
+def test_the_metadata_file_deletes_only_what_flatjob_wrote(box: Sandbox) -> None:
+    compiled(box)
+    (box.out / "README.md").write_text("mine\n")
+    (box.out / "notes").mkdir()
+    (box.out / "notes" / "podtemplates.yaml").write_text("# mine, and named like flatjob's\n")
+    (box.out / "alpha" / "extra.yaml").write_text("mine\n")
+    meta = json.loads((box.out / "flatjob-meta.json").read_text())
+    meta["files"] += ["README.md", "notes/podtemplates.yaml", "alpha/extra.yaml"]
+    (box.out / "flatjob-meta.json").write_text(json.dumps(meta))
+    (box.jobs / "beta.yaml").unlink()
+    run_ = box.compile()
+    assert_clean_exit(run_, 0)
+    assert (box.out / "README.md").read_text() == "mine\n"
+    assert (box.out / "notes" / "podtemplates.yaml").exists() and (box.out / "alpha" / "extra.yaml").exists()
+    assert not (box.out / "beta").exists()
+
+
+@pytest.mark.parametrize("where", ["file", "metadata", "root"])
+def test_check_and_ci_never_print_what_a_link_points_at(box: Sandbox, where: str) -> None:
+    compiled(box)
+    target = box.repo / ".git" / "config"
+    if where == "file":
+        (box.out / "alpha" / "podtemplates.yaml").unlink()
+        os.symlink(target, box.out / "alpha" / "podtemplates.yaml")
+    elif where == "metadata":
+        (box.out / "flatjob-meta.json").unlink()
+        os.symlink(target, box.out / "flatjob-meta.json")
+    else:
+        os.rename(box.out, box.repo / "real")
+        os.symlink(box.repo / ".git", box.out)
+    box.freeze()
+    for args in (("compile", "jobs", "-o", "rendered", "--check"), ("diff", "jobs", "-o", "rendered"), ("compile", "jobs", "-o", "rendered")):
+        run_ = box.flatjob(*args)
+        assert_clean_exit(run_, 1)
+        assert "[FJ702]" in run_.output and TOKEN not in run_.output
+    comment = box.repo / "comment.md"
+    ci = run([sys.executable, "-m", "flatjob.compiler.ci", "--jobs", "jobs", "--rendered", "rendered", "--comment", str(comment)], box.repo)
+    assert_clean_exit(ci, 1)
+    assert TOKEN not in ci.output and TOKEN not in comment.read_text() and "FJ702" in ci.output
+    comment.unlink()
+    assert box.untouched()
+
+
+def test_a_folder_where_a_file_goes_is_refused(box: Sandbox) -> None:
+    compiled(box)
+    (box.out / "alpha" / "podtemplates.yaml").unlink()
+    (box.out / "alpha" / "podtemplates.yaml").mkdir()
+    box.freeze()
+    run_ = box.compile("--force")
+    assert_clean_exit(run_, 1)
+    assert "rendered/alpha/podtemplates.yaml: error: is a folder where flatjob writes a file" in run_.output and "[FJ702]" in run_.output
+    assert box.untouched()
+
+
+def test_an_output_folder_named_through_parent_folders_is_the_callers(box: Sandbox) -> None:
+    """`..` on the command line is the caller's choice; only links inside the repository are refused."""
+    box.job()
+    (box.repo / "sub").mkdir()
+    run_ = run([sys.executable, "-m", "flatjob.compiler.cli", "compile", "../jobs", "-o", "../rendered"], box.repo / "sub")
+    assert_clean_exit(run_, 0)
+    assert (box.out / "ok" / "podtemplates.yaml").is_file()

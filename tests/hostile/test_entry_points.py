@@ -1,0 +1,98 @@
+"""The same error handling at every entry point, and an empty source that refuses to prune.
+
+Covers: krm given bytes that are not UTF-8, `items: 5`, `items: "abc"`, an item that is not
+a resource or a functionConfig that is not one answers with results and exit 1 (before: a
+crash, or wrong output and exit 0); the Argo CD plugin refuses sources outside the
+repository and option values that are not names (exit 2), and an Application whose sources
+hold no job (exit 1, unless ALLOW_EMPTY), with one line on stderr and never a traceback;
+`flatjob compile` of an empty folder over rendered jobs refuses to prune them (FJ703) unless
+--allow-empty (before: exit 0, and Flux's prune deleted every job).
+"""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from .kit import SECRET, Sandbox, assert_clean_exit, resource_list
+
+RL = "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\n"
+
+
+@pytest.mark.parametrize(
+    ("stdin", "message"),
+    [
+        (RL.encode() + b"items: [\xff\xfe]\n", "<stdin>:3:9: not UTF-8 text"),
+        ((RL + "items: 5\n").encode(), "items must be a list of resources, not a number"),
+        ((RL + 'items: "abc"\n').encode(), "items must be a list of resources, not a string"),
+        ((RL + "items: [5, {kind: ConfigMap}]\n").encode(), "items[0] must be a resource (a mapping), not a number"),
+        ((RL + "items: []\nfunctionConfig: [x]\n").encode(), "functionConfig must be a resource (a mapping), not a list"),
+        ((RL + "items: []\nfunctionConfig: {kind: ConfigMap, data: {namespace: ../x}}\n").encode(), "namespace '../x' must consist of"),
+        ((RL + "items: []\nfunctionConfig: {kind: ConfigMap, data: {namespace: [a]}}\n").encode(), "functionConfig option 'namespace' must be a string"),
+        (b"\x00" * 10, "unacceptable character #x0000"),
+        (b"", "stdin must hold one ResourceList"),
+    ],
+    ids=["not-utf8", "items-number", "items-string", "item-not-a-resource", "config-not-a-resource", "namespace-path", "option-not-a-string", "binary", "empty"],
+)
+def test_krm_reports_a_bad_resource_list_in_results(box: Sandbox, stdin: bytes, message: str) -> None:
+    run_ = box.flatjob("krm", stdin=stdin)
+    assert_clean_exit(run_, 1)
+    out = yaml.safe_load(run_.stdout)
+    assert out["kind"] == "ResourceList" and out["results"][0]["severity"] == "error"
+    assert any(message in r["message"] for r in out["results"]), out["results"]
+    assert run_.stderr == ""
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ({"SOURCES": "../outside"}, "is outside the repository"),
+        ({"SOURCES": "/etc"}, "is outside the repository"),
+        ({"SOURCES": "jobs", "OVERLAY": "../outside"}, "is outside the repository"),
+        ({"SOURCES": "jobs", "NAMESPACE": "../x"}, "ARGOCD_ENV_NAMESPACE='../x' must consist of"),
+        ({"SOURCES": "jobs", "CLUSTER_DOMAIN": "a b"}, "ARGOCD_ENV_CLUSTER_DOMAIN='a b' must consist of"),
+    ],
+    ids=["parent", "absolute", "overlay", "namespace", "cluster-domain"],
+)
+def test_plugin_usage_errors(box: Sandbox, settings: dict[str, str], message: str) -> None:
+    box.job()
+    box.freeze()
+    run_ = box.plugin(**settings)
+    assert_clean_exit(run_, 2)
+    assert run_.stdout == "" and message in run_.stderr and len(run_.stderr.splitlines()) == 1
+    assert SECRET not in run_.output and box.untouched()
+
+
+def test_plugin_refuses_to_generate_nothing(box: Sandbox) -> None:
+    run_ = box.plugin(SOURCES="jobs")
+    assert_clean_exit(run_, 1)
+    assert run_.stdout == "" and "[FJ703]" in run_.stderr and "ALLOW_EMPTY" in run_.stderr
+    allowed = box.plugin(SOURCES="jobs", ALLOW_EMPTY="true")
+    assert_clean_exit(allowed, 0)
+    assert allowed.stdout == ""
+
+
+def test_compile_of_an_empty_source_refuses_to_prune(box: Sandbox) -> None:
+    box.job("alpha")
+    box.job("beta")
+    assert_clean_exit(box.compile(), 0)
+    for p in box.jobs.iterdir():
+        p.unlink()
+    box.freeze()
+    before = sorted(p.relative_to(box.out).as_posix() for p in box.out.rglob("*"))
+    run_ = box.compile()
+    assert_clean_exit(run_, 1)
+    assert "rendered: error: the sources hold no job" in run_.output and "[FJ703]" in run_.output and "--allow-empty" in run_.output
+    assert sorted(p.relative_to(box.out).as_posix() for p in box.out.rglob("*")) == before
+    assert_clean_exit(box.compile("--allow-empty"), 0)
+    assert sorted(p.name for p in box.out.iterdir()) == ["flatjob-meta.json", "kustomization.yaml"]
+    assert box.untouched()
+
+
+@pytest.mark.parametrize("path", ["../../etc/job.yaml", "/etc/job.yaml", "a/../../job.yaml"])
+def test_krm_renders_inside_the_package_whatever_an_item_claims(box: Sandbox, path: str) -> None:
+    job = box.job().read_text().replace("metadata:\n", f"metadata:\n  annotations: {{internal.config.kubernetes.io/path: '{path}'}}\n", 1)
+    run_ = box.flatjob("krm", stdin=resource_list(job))
+    assert_clean_exit(run_, 0)
+    paths = [d["metadata"]["annotations"]["internal.config.kubernetes.io/path"] for d in yaml.safe_load(run_.stdout)["items"]]
+    assert paths and all(not p.startswith("/") and ".." not in p.split("/") for p in paths), paths

@@ -1,0 +1,214 @@
+"""Hostile input files: bombs, depth, size, links and non-text, at every entry point.
+
+Each case runs lint, compile, krm (the file as stdin) and the Argo CD plugin in a capped
+child (tests/hostile/kit.py: 1 GiB of address space, 30 CPU seconds) and asserts the exit
+code, the diagnostic's code and line:col, that nothing outside the output folder changed,
+and that the run took well under the caps.  Before the reading limits, the bombs below hit
+a 6 GB cap after about a minute, depth 100 000 was a segfault, a recursive alias an
+internal error.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from flatjob.compiler.limits import DEFAULT
+
+from .kit import JOB, SECRET, TOKEN, Sandbox, assert_clean_exit, flatjob
+
+CPU_BUDGET = 5.0  # seconds of CPU per run, start-up included (the limits act in ~0.5 s)
+
+
+def alias_bomb() -> tuple[str, tuple[int, int]]:
+    """9 aliases of 9 aliases...: 460 bytes that ask for 9**9 nodes, and where reading stops:
+    at the first alias whose copy would take the file past the node limit."""
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x]"]
+    for i in range(1, 10):
+        lines.append(f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 9) + "]")
+    total, size = 1 + 1 + 10, 10  # the document's mapping, key a0, its list of 9
+    for i in range(1, 10):
+        total += 2  # key a<i> and its list
+        for j in range(9):
+            if total + size > DEFAULT.file_nodes:
+                return "\n".join(lines) + "\n", (i + 1, lines[i].index(f"*a{i - 1}") + 1 + j * len(f"*a{i - 1}, "))
+            total += size
+        size = 1 + 9 * size
+    raise AssertionError("the bomb fits the limit")
+
+
+def merge_bomb() -> str:
+    """`<<` merges that double at every level."""
+    lines = ["m0: &m0 {k0: v, k1: v}"]
+    lines += [f"m{i}: &m{i} {{<<: [*m{i - 1}], x{i}: *m{i - 1}, y{i}: *m{i - 1}}}" for i in range(1, 40)]
+    return "\n".join(lines) + "\n"
+
+
+def deep_flow(depth: int) -> str:
+    return "[" * depth + "]" * depth + "\n"
+
+
+def deep_block(depth: int) -> str:
+    return "".join("  " * i + "k:\n" for i in range(depth)) + "  " * depth + "v: 1\n"
+
+
+BOMBS = {
+    # name: (file text, expected (line, col) or None when only the code is pinned)
+    "alias-bomb": (alias_bomb()[0], alias_bomb()[1]),
+    "merge-bomb": (merge_bomb(), None),
+    "depth-100000": (deep_flow(100_000), (1, 101)),
+    "depth-500-block": (deep_block(500), (101, 201)),
+    "flow-list-5MiB": ("[" + "1," * (5 * 1024 * 1024 // 2) + "1]\n", (1, 4 * 1024 * 1024 + 1)),
+}
+
+
+def _check(run_: object, box: Sandbox, where: tuple[int, int] | None, file: str, code: str = "FJ105") -> None:
+    assert_clean_exit(run_, 1)  # type: ignore[arg-type]
+    found = [f for f in run_.findings() if f[4] == code]  # type: ignore[attr-defined]
+    assert found, run_.output[-2000:]  # type: ignore[attr-defined]
+    if where is not None:
+        assert (found[0][0], found[0][1], found[0][2]) == (file, *where)
+    assert run_.cpu < CPU_BUDGET, run_.cpu  # type: ignore[attr-defined]
+    assert box.untouched()
+    assert not box.out.exists()
+
+
+@pytest.mark.parametrize("name", list(BOMBS))
+def test_a_bomb_in_a_job_file_stops_lint_and_compile(box: Sandbox, name: str) -> None:
+    text, where = BOMBS[name]
+    prefix = JOB.format(name="bombed") + "---\n"
+    box.job()
+    box.job(file="bomb.yaml", text=prefix + text)
+    box.freeze()
+    if where is not None:  # after the job document; a size limit counts its bytes too
+        where = (where[0] + prefix.count("\n"), where[1] - (len(prefix) if name.startswith("flow-list") else 0))
+    _check(box.flatjob("lint", "jobs"), box, where, "bomb.yaml")
+    _check(box.compile(), box, where, "bomb.yaml")
+
+
+@pytest.mark.parametrize("name", ["alias-bomb", "merge-bomb", "depth-100000"])
+def test_a_bomb_next_to_a_job_fails_lint_diff_and_the_plugin(box: Sandbox, name: str) -> None:
+    """A file that holds no job is read too (it might): its bomb is an error, not '0 errors'."""
+    text, where = BOMBS[name]
+    box.job()
+    (box.jobs / "values.yaml").write_text(text)
+    box.freeze()
+    _check(box.flatjob("lint", "jobs"), box, where, "values.yaml")
+    _check(box.flatjob("diff", "jobs", "-o", "rendered"), box, where, "values.yaml")
+    plugin = box.plugin(SOURCES="jobs")
+    _check(plugin, box, where, "values.yaml")
+    assert plugin.stdout == ""
+
+
+@pytest.mark.parametrize("name", list(BOMBS))
+def test_a_bomb_on_krm_stdin_is_a_result(box: Sandbox, name: str) -> None:
+    text, where = BOMBS[name]
+    box.freeze()
+    run_ = box.flatjob("krm", stdin=text.encode())
+    assert_clean_exit(run_, 1)
+    assert "[FJ105]" in run_.stdout and "severity: error" in run_.stdout
+    if where is not None:
+        assert f"<stdin>:{where[0]}:{where[1]}:" in run_.stdout
+    assert run_.cpu < CPU_BUDGET and box.untouched()
+
+
+def test_a_recursive_alias_is_a_diagnostic(box: Sandbox) -> None:
+    box.job(file="rec.yaml", text=JOB.format(name="rec").replace("spec:\n", "spec:\n  x: &r [1, *r]\n", 1))
+    box.freeze()
+    for args in (("lint", "jobs"), ("compile", "jobs", "-o", "rendered")):
+        run_ = box.flatjob(*args)
+        assert_clean_exit(run_, 1)
+        assert ("rec.yaml", 6, 13, "error", "FJ104") in run_.findings()
+    assert box.untouched()
+
+
+def test_tags_on_mappings_are_refused(box: Sandbox) -> None:
+    box.job(file="tag.yaml", text=JOB.format(name="tag").replace("spec:\n", "spec: !!omap\n", 1).replace("      template:\n", "      template: !custom\n"))
+    box.freeze()
+    run_ = box.flatjob("lint", "jobs")
+    assert_clean_exit(run_, 1)
+    assert {(f[1], f[4]) for f in run_.findings()} >= {(5, "FJ104"), (9, "FJ104")}
+
+
+def test_a_job_asking_for_a_billion_pods(box: Sandbox) -> None:
+    box.job(file="big.yaml", text=JOB.format(name="big").replace("replicas: 2", "replicas: 1000000000"))
+    box.freeze()
+    for args in (("lint", "jobs"), ("compile", "jobs", "-o", "rendered")):
+        run_ = box.flatjob(*args)
+        _check(run_, box, (8, 17), "big.yaml")
+
+
+# --- links and files that are not text ----------------------------------------------------
+
+
+LINKS = {
+    "dev-zero": "/dev/zero",
+    "proc-environ": "/proc/self/environ",
+    "git-config": "../.git/config",
+    "outside": "../../outside/secret.txt",
+}
+
+
+@pytest.mark.parametrize("target", list(LINKS))
+def test_a_link_leaving_the_folder_is_skipped_with_a_warning(box: Sandbox, target: str) -> None:
+    box.job()
+    os.symlink(LINKS[target], box.jobs / "linked.yaml")
+    box.freeze()
+    for run_ in (box.flatjob("lint", "jobs"), box.compile()):
+        assert_clean_exit(run_, 0)
+        assert "linked.yaml: warning: skipped: a symbolic link that leads outside jobs" in run_.output and "[FJ106]" in run_.output
+        assert SECRET not in run_.output and TOKEN not in run_.output
+        assert run_.cpu < CPU_BUDGET
+    assert box.untouched()
+    plugin = box.plugin(SOURCES="jobs")
+    assert_clean_exit(plugin, 0)
+    assert SECRET not in plugin.output and TOKEN not in plugin.output
+
+
+@pytest.mark.parametrize("target", ["/proc/self/environ", ".git/config", "../outside/secret.txt"])
+def test_a_named_link_leaving_the_working_directory_is_skipped(box: Sandbox, target: str) -> None:
+    """pre-commit names the changed files: a link among them is not followed out of the
+    repository, nor into a hidden folder of it."""
+    os.symlink(target, box.repo / "named.yaml")
+    box.freeze()
+    run_ = box.flatjob("lint", "named.yaml")
+    assert_clean_exit(run_, 0)
+    assert "named.yaml: warning:" in run_.output and "[FJ106]" in run_.output
+    assert SECRET not in run_.output and TOKEN not in run_.output
+
+
+def test_a_named_non_text_file_never_prints_its_content(box: Sandbox) -> None:
+    """An absolute path is the caller's: read, but a line with control characters is never quoted."""
+    box.freeze()
+    run_ = box.flatjob("lint", "/proc/self/environ")
+    assert_clean_exit(run_, 1)
+    assert [f[4] for f in run_.findings()] == ["FJ100"]
+    assert SECRET not in run_.output and "CANARY" not in run_.output
+
+
+def test_a_fifo_is_not_read(box: Sandbox) -> None:
+    box.job()
+    os.mkfifo(box.jobs / "pipe.yaml")
+    box.freeze()
+    run_ = box.flatjob("lint", "jobs")
+    assert_clean_exit(run_, 1)
+    assert "pipe.yaml: error: is not a regular file" in run_.output and run_.seconds < 30
+
+
+def test_a_control_character_line_is_not_quoted(box: Sandbox) -> None:
+    box.job(file="ctl.yaml", text=JOB.format(name="ctl").replace("kind: PyTorchTrainingJob", f"kind: PyTorch\x1b]0;{SECRET}\x07Job"))
+    box.freeze()
+    run_ = box.flatjob("lint", "jobs")
+    assert_clean_exit(run_, 1)
+    assert run_.findings()[0][1:3] == (2, 14) and SECRET not in run_.output and "\x1b" not in run_.output
+
+
+def test_a_file_too_big_for_the_run_is_reported_where_reading_stopped(tmp_path: Path) -> None:
+    big = tmp_path / "big.yaml"
+    big.write_text("# padding\n" * 500_000)  # 5 MB of comments: no node, only bytes
+    run_ = flatjob("lint", str(big), cwd=tmp_path)
+    assert_clean_exit(run_, 1)
+    cap = 4 * 1024 * 1024
+    assert run_.findings() == [("big.yaml", cap // 10 + 1, cap % 10 + 1, "error", "FJ105")]
