@@ -68,7 +68,7 @@ _TABLE = [
     Code("FJ320", "restart-ignored", "A ColossalAIJob restartPolicy: flatjob never restarts ColossalAI pods."),
     Code("FJ321", "tensorboard-source", "A TensorBoard log source flatjob does not mount (S3, HTTP, MinIO), or none at all."),
     Code("FJ322", "immutable-field", "A field T9k makes immutable changed since the record in the output folder."),
-    Code("FJ323", "name-collision", "Two jobs render a Pod or Service of the same name in one namespace."),
+    Code("FJ323", "name-collision", "Two jobs render a PodTemplate (so a pod) or a Service of the same name in one namespace."),
     Code("FJ340", "launcher-quoting", "A value deepspeed or colossalai run would not pass to the nodes as written (their remote shell splits, expands or runs it)."),
     Code("FJ341", "launcher-flag", "A launcher flag or script the launcher ignores, no longer has, or refuses while exiting 0."),
     Code("FJ342", "ssh-needs-root", "A DeepSpeedJob or ColossalAIJob pod is set to run as non-root; its sshd and ssh keys need root."),

@@ -61,7 +61,7 @@ def test_object_names_are_what_is_rendered(path: Path) -> None:
             (d["kind"], d["metadata"]["name"])
             for name, text in out.files.items()
             for d in yaml.safe_load_all(text)
-            if isinstance(d, dict) and d.get("kind") in ("Pod", "Service")
+            if isinstance(d, dict) and d.get("kind") in ("PodTemplate", "Service")
         }
         predicted = {(kind, name) for kind, name, _ in object_names(v.job)}
         paused = out.plan.run_mode == "pause"
@@ -85,7 +85,7 @@ def test_two_jobs_rendering_one_pod_fail_lint_and_compile(tmp_path: Path) -> Non
     (jobs / "ab.yaml").write_text(job("a-b", "c"))
     linted, compiled = run_both(jobs)
     assert linted == compiled == [("ab.yaml", 7, 13, "FJ323")]
-    assert "Pod 'a-b-c-0' is also rendered by job 'a'" in run_cli("lint", str(jobs)).output
+    assert "PodTemplate 'a-b-c-0' is also rendered by job 'a'" in run_cli("lint", str(jobs)).output
 
 
 @pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl not installed")

@@ -60,7 +60,8 @@ def duplicate_jobs(jobs: Iterable[tuple[Document, Any]]) -> list[Diagnostic]:
 
 
 def object_names(job: Any) -> Iterator[tuple[str, str, PathT]]:
-    """(kind, name, field that makes it) of every Pod and Service the job renders (paused: would render)."""
+    """(kind, name, field that makes it) of every PodTemplate (the pod is named as it) and Service
+    the job renders (paused: would render)."""
     name = job.metadata.name
     yield "Service", name, ("metadata", "name")
     if getattr(job.spec, "tensorboard_spec", None) is not None:
@@ -69,11 +70,11 @@ def object_names(job: Any) -> Iterator[tuple[str, str, PathT]]:
     counts = pod_counts(job)
     for g in groups(job):
         if isinstance(job, ColossalAIJob) and g.type == "launcher":
-            yield "Pod", f"{name}-launcher", g.path
+            yield "PodTemplate", f"{name}-launcher", g.path
             continue
         where = (*g.path, "type") if g.template is not None else g.path
         for index in range(counts.get(g.type, 0)):
-            yield "Pod", pod_name(name, g.type, index), where
+            yield "PodTemplate", pod_name(name, g.type, index), where
             if per_replica:
                 yield "Service", pod_name(name, g.type, index), where
 
