@@ -93,6 +93,22 @@ def render_runtime(plan: JobPlan) -> list[dict[str, Any]]:
     return [sa, role, binding, _deployment(plan, name, labels)]
 
 
+# The runtime's memory, from `python bench/runtime.py --pods N` (its own process over HTTP,
+# pods shaped like an API server's): ~48 MiB of interpreter, client and loop, plus ~20 KiB per
+# pod of trimmed informer objects and ledger.  The request is that estimate, the limit twice it
+# (never under 128 MiB): a relist holds the old and the new list at once.
+MEMORY_BASE_MIB = 48
+PODS_PER_MIB = 50
+MEMORY_LIMIT_MIN_MIB = 128
+
+
+def runtime_resources(pods: int) -> dict[str, Any]:
+    """The runtime container's requests and limits for a job of `pods` pods (its elastic maximum)."""
+    request = MEMORY_BASE_MIB + pods // PODS_PER_MIB
+    limit = max(MEMORY_LIMIT_MIN_MIB, 2 * request)
+    return {"requests": {"cpu": "10m", "memory": f"{request}Mi"}, "limits": {"memory": f"{limit}Mi"}}
+
+
 def _deployment(plan: JobPlan, name: str, labels: dict[str, str]) -> dict[str, Any]:
     # The role keeps this selector off the TensorBoard pods, which are also runtime-for the job.
     match = {keys.RUNTIME_FOR: plan.name, keys.ROLE: "runtime"}
@@ -108,7 +124,7 @@ def _deployment(plan: JobPlan, name: str, labels: dict[str, str]) -> dict[str, A
         "ports": [{"name": "http", "containerPort": HTTP_PORT, "protocol": "TCP"}],
         "readinessProbe": probe("/readyz"),
         "livenessProbe": probe("/healthz"),
-        "resources": {"requests": {"cpu": "10m", "memory": "48Mi"}, "limits": {"memory": "128Mi"}},
+        "resources": runtime_resources(len(plan.pods)),
         "securityContext": {
             "allowPrivilegeEscalation": False,
             "readOnlyRootFilesystem": True,

@@ -1,0 +1,53 @@
+"""The runtime Deployment's memory is sized from the job's pod count, as bench/runtime.py measured.
+
+Pins the convention in docs/architecture.md §5: request = 48 MiB + 1 MiB per 50 pods (the
+elastic maximum counts), limit = twice the request, never under 128 MiB.
+"""
+
+from __future__ import annotations
+
+import pytest
+from manifestkit import compiled_objects
+
+from flatjob.compiler.render.runtime import runtime_resources
+
+ELASTIC = """
+apiVersion: batch.tensorstack.dev/v1beta1
+kind: PyTorchTrainingJob
+metadata: {{name: big}}
+spec:
+  torchrunConfig:
+    enabled: true
+    maxRestarts: 3
+    procPerNode: "1"
+    rdzvBackend: c10d
+  elastic: {{enabled: true, minReplicas: 1, maxReplicas: {max}, expectedReplicas: 2}}
+  replicaSpecs:
+    - type: node
+      replicas: {max}
+      restartPolicy: OnFailure
+      template:
+        spec:
+          containers:
+            - {{name: pytorch, image: torch:1, args: [train.py]}}
+"""
+
+
+@pytest.mark.parametrize(
+    ("pods", "request_mib", "limit_mib"),
+    [(1, 48, 128), (49, 48, 128), (50, 49, 128), (1000, 68, 136), (5000, 148, 296), (20000, 448, 896)],
+)
+def test_memory_grows_with_the_pod_count(pods: int, request_mib: int, limit_mib: int) -> None:
+    assert runtime_resources(pods) == {
+        "requests": {"cpu": "10m", "memory": f"{request_mib}Mi"},
+        "limits": {"memory": f"{limit_mib}Mi"},
+    }
+
+
+def test_an_elastic_job_is_sized_for_its_maximum() -> None:
+    objects = compiled_objects(ELASTIC.format(max=3000))
+    templates = [o for o in objects if o["kind"] == "PodTemplate"]
+    (deployment,) = [o for o in objects if o["kind"] == "Deployment"]
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    assert container["resources"] == runtime_resources(len(templates))
+    assert len(templates) == 3000
