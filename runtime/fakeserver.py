@@ -106,6 +106,7 @@ def _one(query: dict[str, list[str]], key: str) -> str | None:
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    _log_as: Callable[[int], None] | None = None  # logs the request being served, once
     server: _HttpServer
 
     def log_message(self, format: str, *args: Any) -> None:
@@ -167,6 +168,9 @@ class _Handler(BaseHTTPRequestHandler):
             resource = route.res.plural + (f".{route.res.group}" if route.res.group else "") + (f"/{route.subresource}" if route.subresource else "")
         code = 0
         agent = self.headers.get("User-Agent") or ""
+        # Logged when the status line goes out (send_response), so a client that has its answer
+        # finds its request in the log; a request that got no answer is logged at the end.
+        self._log_as = lambda code: api._record(Request(method, url.path, verb, resource, route.namespace, route.name, code, agent, url.query))
         try:
             if api.on_request is not None:
                 api.on_request(verb, resource, route.namespace, route.name, agent)
@@ -179,7 +183,16 @@ class _Handler(BaseHTTPRequestHandler):
         except ApiError as exc:
             code = self._error(exc)
         finally:
-            api._record(Request(method, url.path, verb, resource, route.namespace, route.name, code, agent, url.query))
+            if self._log_as is not None:
+                self._log_as(code)
+            self._log_as = None
+
+    def send_response(self, code: int, message: str | None = None) -> None:
+        """The status line; the request enters the log now, before the client can read an answer."""
+        if self._log_as is not None:
+            log_as, self._log_as = self._log_as, None
+            log_as(code)
+        super().send_response(code, message)
 
     def _dispatch(self, method: str, verb: str, route: _Route, query: dict[str, list[str]]) -> int:
         if route.text is not None:
