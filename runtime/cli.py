@@ -95,8 +95,8 @@ def runtime_command(kind: str, name: str, namespace: str, identity: str | None, 
 @click.option("--env", "env", multiple=True, metavar="NAME=VALUE", help="Set NAME in every container; also supplies values that come from Secrets or ConfigMaps.")
 @click.option("--skip-env-from", is_flag=True, help="Ignore envFrom Secrets/ConfigMaps (pass what they hold with --env).")
 @click.option("--only-training", is_flag=True, help="Run only each pod's training container (no init containers, no sidecars).")
-@click.option("--timeout", type=float, default=None, metavar="SECONDS", help="Stop everything and exit 1 if the job has not finished by then.")
-@click.option("--backoff-scale", type=float, default=1.0, show_default=True, metavar="FACTOR", help="Multiply the restart back-off (10 s doubling to 5 min); e.g. 0.05 for a quick smoke test.")
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None, metavar="SECONDS", help="Stop everything and exit 1 if the job has not finished by then.")
+@click.option("--backoff-scale", type=click.FloatRange(min=0, min_open=True), default=1.0, show_default=True, metavar="FACTOR", help="Multiply the restart back-off (10 s doubling to 5 min); e.g. 0.05 for a quick smoke test.")
 def run_local_command(job_file: str, job_name: str | None, overlays: tuple[str, ...], replicas: tuple[str, ...], env: tuple[str, ...], skip_env_from: bool, only_training: bool, timeout: float | None, backoff_scale: float) -> None:
     """Run a job on this machine: every pod's containers as local processes (Linux).
 
@@ -124,20 +124,20 @@ def run_local_command(job_file: str, job_name: str | None, overlays: tuple[str, 
     from .local.compiling import compile_local, parse_replicas
     from .local.containers import Options
     from .local.errors import LocalError
-    from .local.runner import EXIT_USAGE, Runner, Settings
+    from .local.runner import EXIT_SIGNAL, EXIT_USAGE, Runner, Settings
     from .local.table import Screen
 
     screen = Screen()
     try:
         overrides = dict(_pair(e, "--env") for e in env)
         job = compile_local(job_file, overlays, parse_replicas(replicas), job_name)
-        if backoff_scale <= 0:
-            raise LocalError("--backoff-scale must be above 0")
         settings = Settings(timeout, backoff_scale, Options(overrides, skip_env_from, only_training, os.getcwd()))
         code = Runner(job, settings, screen).run()
     except LocalError as exc:
         click.echo(f"flatjob run-local: {exc}", err=True)
         sys.exit(EXIT_USAGE)
+    except KeyboardInterrupt:  # Ctrl-C before the run started (it traps signals once it runs)
+        sys.exit(EXIT_SIGNAL[signal.SIGINT])
     sys.exit(code)
 
 

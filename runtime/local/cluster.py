@@ -2,7 +2,7 @@
 runtime talking to it over HTTP.
 
 The API server is the test bed's fake kube-apiserver (runtime/fakeserver.py over
-runtime/fake.py's store) on 127.0.0.1, an ephemeral port.  It gets what a GitOps tool
+runtime/fakeapi/'s store) on 127.0.0.1, an ephemeral port.  It gets what a GitOps tool
 applies from git: the record, the PodTemplates and the PodGroup.  The runtime is the one
 the runtime image runs: `Controller` in `runtime.cli.run_loop`, through `runtime.kube` and
 the real `kubernetes` client, on a thread of its own.  It creates the pods from their

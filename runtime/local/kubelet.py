@@ -128,6 +128,9 @@ class LocalKubelet:
         """Act on every pod of the namespace as it is stored now."""
         with self.store.lock:
             pods = list(self.fake.pods(self.namespace).items())
+        stored = {pod["metadata"]["uid"] for _, pod in pods}
+        for uid in self.runs.keys() - stored:
+            self.runs[uid].run.kill()  # removed at once (grace 0): a kubelet kills what is no longer its
         for name, pod in pods:
             meta = pod["metadata"]
             uid = meta["uid"]
@@ -150,10 +153,14 @@ class LocalKubelet:
     def _start(self, name: str, pod: Obj) -> None:
         uid = pod["metadata"]["uid"]
         if not pod["spec"].get("nodeName"):
-            try:
-                self.fake.bind_pod(self.namespace, name, self.node)  # the scheduler's part
-            except ApiError:
-                return  # deleted or changed meanwhile: the next look decides
+            with self.store.lock:  # bind this incarnation only: the name may hold a new one now
+                current = self.fake.pods(self.namespace).get(name)
+                if current is None or current["metadata"]["uid"] != uid:
+                    return  # deleted or replaced meanwhile: the next look decides
+                try:
+                    self.fake.bind_pod(self.namespace, name, self.node)  # the scheduler's part
+                except ApiError:
+                    return
         now = self.clock()
         try:
             launch = self.launch(pod)

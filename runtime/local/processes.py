@@ -203,10 +203,6 @@ class PodRun:
     def start(self) -> None:
         self.thread.start()
 
-    @property
-    def stopping(self) -> bool:
-        return self._stopping
-
     def stop(self, grace: float | None = None) -> None:
         """SIGTERM to every running container; SIGKILL to what is left after the grace period."""
         with self._lock:

@@ -72,6 +72,7 @@ class Runner:
         self.status: dict[str, Any] = {}
         self.started = clock()
         self.signals = 0
+        self.stopping = False  # in _stop: a signal kills every process at once
         self.last_signal: int = signal.SIGINT
         self.ssh: SshRun | None = None
         self.cluster: LocalCluster | None = None
@@ -166,7 +167,7 @@ class Runner:
         if what == "signal":
             self.signals += 1
             self.last_signal = change
-            if self.signals > 1 and self.kubelet is not None:
+            if (self.signals > 1 or self.stopping) and self.kubelet is not None:
                 self.screen.note("killing every process now")
                 self.kubelet.kill()
             return
@@ -216,10 +217,11 @@ class Runner:
         """Stop the runtime, then every pod still running, and wait for them (a second signal
         kills at once); print the final table."""
         assert self.cluster is not None and self.kubelet is not None
-        if why:
-            busy = any(p in self.seen.present and (self.seen.pods[p].get("status") or {}).get("phase") == "Running" for p in self.seen.pods)
-            self.screen.note(why + (" (Ctrl-C again to kill now)" if busy else ""))
+        busy = any(p in self.seen.present and (self.seen.pods[p].get("status") or {}).get("phase") == "Running" for p in self.seen.pods)
+        if why or busy:
+            self.screen.note((why or "stopping the pods still running") + ((" (Ctrl-C again to kill now)" if self.signals else " (Ctrl-C to kill now)") if busy else ""))
         signals = self.signals
+        self.stopping = True  # from here a signal kills at once
         self.cluster.stop_runtime()
         self.kubelet.shutdown()
         while not self.kubelet.wait_idle(0.02):

@@ -115,6 +115,27 @@ def test_a_pod_that_ignores_sigterm_is_killed_after_the_deletions_grace_period(w
     assert 0.9 < time.monotonic() - started < 5
 
 
+def test_a_pod_removed_at_once_has_its_processes_killed(world: Any) -> None:
+    fake, kubelet, _ = world
+    fake.create_pod(NS, pod("p-0", "echo up; exec sleep 300", gated=False))
+    until(lambda: phase(fake, "p-0") == "Running")
+    fake.delete_pod(NS, "p-0", stored(fake, "p-0")["metadata"]["uid"], grace_period_seconds=0)  # no deletionTimestamp is ever seen
+    until(lambda: not kubelet.runs)  # killed and forgotten: a shutdown does not wait for it
+
+
+def test_a_pod_replaced_before_its_binding_is_not_run_as_the_old_incarnation(world: Any) -> None:
+    fake, kubelet, lines = world
+    fake.create_pod(NS, pod("p-0", 'echo "attempt $ATTEMPT"', gated=False))
+    old = stored(fake, "p-0")
+    fake.delete_pod(NS, "p-0", old["metadata"]["uid"], grace_period_seconds=0)
+    new = pod("p-0", 'echo "attempt $ATTEMPT"', gated=False)
+    new["metadata"]["annotations"][keys.ATTEMPT] = "5"
+    fake.create_pod(NS, new)
+    kubelet._start("p-0", old)  # the snapshot the kubelet took before the replacement
+    until(lambda: phase(fake, "p-0") == "Succeeded")
+    assert lines == [("p-0", "attempt 5")]
+
+
 def test_shutdown_stops_every_pod_keeps_its_status_and_starts_no_more(world: Any) -> None:
     fake, kubelet, _ = world
     fake.create_pod(NS, pod("p-0", "exec sleep 300", gated=False))
