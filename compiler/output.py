@@ -33,7 +33,10 @@ from .render import JOB_FILES
 from .render.kustomization import KUSTOMIZATION
 
 META_FILE = "flatjob-meta.json"
-OWNED_NAMES = frozenset({KUSTOMIZATION, *(name for name, _ in JOB_FILES)})
+# Names earlier versions wrote and this one no longer does: still flatjob's, so an upgrade
+# prunes them (pods.yaml held gated Pods before git held PodTemplates; architecture §4).
+RETIRED_NAMES = frozenset({"pods.yaml"})
+OWNED_NAMES = frozenset({KUSTOMIZATION, *(name for name, _ in JOB_FILES), *RETIRED_NAMES})
 _LABEL = r"[a-z0-9](?:[-a-z0-9]{0,61}[a-z0-9])?"
 # <file>, <job>/<file> or <namespace>/<job>/<file>: the only names the metadata may claim.
 _OWNED = re.compile(rf"(?:{_LABEL}/){{0,2}}(?:{'|'.join(re.escape(n) for n in sorted(OWNED_NAMES))})")

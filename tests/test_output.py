@@ -158,6 +158,19 @@ def test_failed_compile_leaves_output_untouched(project: tuple[Path, Path]) -> N
     assert snapshot(out) == before
 
 
+def test_an_upgrade_prunes_the_pods_yaml_an_earlier_version_wrote(project: tuple[Path, Path]) -> None:
+    src, out = project
+    old = out / "alpha" / "pods.yaml"  # before PodTemplates, git held gated Pods here
+    old.write_text(GENERATED_HEADER + "apiVersion: v1\nkind: Pod\nmetadata: {name: alpha-worker-0}\n")
+    meta = json.loads((out / META_FILE).read_text())
+    meta["files"] = sorted([*meta["files"], "alpha/pods.yaml"])
+    (out / META_FILE).write_text(json.dumps(meta))
+    res = flatjob("compile", str(src), "-o", str(out))
+    assert res.exit_code == 0, res.output
+    assert not old.exists()
+    assert "alpha/pods.yaml" not in json.loads((out / META_FILE).read_text())["files"]
+
+
 def test_jobs_that_disappear_are_pruned_and_user_files_kept(project: tuple[Path, Path]) -> None:
     src, out = project
     (out / "README.md").write_text("mine\n")
