@@ -335,6 +335,8 @@ class Controller:
             self._dirty = True  # our view was stale; the next cycle sees the new state
             log.info("stale action", extra={"action": action.kind, "pod": action.name, "error": str(exc)})
         except Exception as exc:  # an API error, an unreachable server, a bug: retried after back-off
+            if isinstance(exc, Forbidden):
+                self._report(exc)  # RBAC or a webhook will not change by retrying: say so on the record
             self._fail(action.kind, exc)
 
     def _release(self, action: Action, record: Obj) -> None:

@@ -41,13 +41,14 @@ def rbac_rules(plan: JobPlan) -> list[dict[str, Any]]:
     record, Secret and PodGroup, but not with a label selector (its PodTemplates and pods).
     """
     job, plural = plan.name, PLURALS[plan.kind]
-    pods = [p.name for p in plan.pods]
     rules = [
         # Read the job's PodTemplates (git holds them); the runtime never changes them.
         _rule([""], ["podtemplates"], ["list", "watch"]),
-        # Create the job's pods from them; release (patch the gate) and delete only those.
-        _rule([""], ["pods"], ["create", "list", "watch"]),
-        _rule([""], ["pods"], ["delete", "patch"], pods),
+        # Create the job's pods from them, release (patch the gate) and delete them. Not by
+        # name: this Role is rendered from the new templates, and a commit with fewer replicas
+        # must still let the runtime delete the pods whose templates went. The runtime deletes
+        # and patches only pods its record owns, with a uid precondition (docs/runtime.md, Trust).
+        _rule([""], ["pods"], ["create", "delete", "list", "patch", "watch"]),
         # Watch its own record (a metadata.name field selector) and write its status.
         _rule([keys.RECORD_GROUP], [plural], ["list", "watch"], [job]),
         _rule([keys.RECORD_GROUP], [f"{plural}/status"], ["update"], [job]),

@@ -219,6 +219,10 @@ PROBLEMS = [
                  f"{SHAPE} no {keys.REPLICA_TYPE} label or {keys.SPEC_HASH} annotation", 0, id="type-missing"),
     pytest.param(lambda ts: ts["j-worker-1"]["template"]["spec"].pop("schedulingGates"),
                  f"{SHAPE} its pod has no {keys.RELEASE_GATE} scheduling gate, so it would run before its gang exists", 0, id="gate-removed"),
+    pytest.param(lambda ts: ts["j-worker-1"]["template"]["metadata"]["labels"].pop(keys.JOB_NAME),
+                 f"{SHAPE} its pod is not labelled {keys.JOB_NAME}=j, so the runtime could not watch it", 0, id="pod-job-label-removed"),
+    pytest.param(lambda ts: ts["j-worker-1"]["template"]["metadata"]["labels"].update({keys.JOB_NAME: "other"}),
+                 f"{SHAPE} its pod is not labelled {keys.JOB_NAME}=j, so the runtime could not watch it", 0, id="pod-job-label-changed"),
 ]
 
 

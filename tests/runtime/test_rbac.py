@@ -66,7 +66,7 @@ def test_every_request_of_the_runtime_is_allowed_and_every_rule_is_used() -> Non
     s.settle(60)
     s.controller.release_lease()
     s.controller.close()
-    s.server.drop_watches()  # a watch is logged when its stream ends
+    s.server.drop_watches()  # every watch ends before the log is read
     end = time.monotonic() + 10
     while s.server.open_watches and time.monotonic() < end:
         time.sleep(0.05)
@@ -84,5 +84,37 @@ def test_every_request_of_the_runtime_is_allowed_and_every_rule_is_used() -> Non
     assert not refused, refused
     unused = [(rule["resources"], sorted(set(rule["verbs"]) - used.get(id(rule), set()))) for rule in role["rules"] if set(rule["verbs"]) - used.get(id(rule), set())]
     assert not unused, f"the Role grants what the runtime never uses: {unused}"
-    pods = next(r for r in role["rules"] if r["resources"] == ["pods"] and "delete" in r["verbs"])
-    assert pods["resourceNames"] == ["ds-worker-0", "ds-worker-1", "ds-worker-2"]
+
+
+SHRINK = """
+apiVersion: batch.tensorstack.dev/v1beta1
+kind: GenericJob
+metadata:
+  name: shrink
+spec:
+  replicaSpecs:
+    - type: worker
+      replicas: {replicas}
+      restartPolicy: {{policy: OnFailure, limit: 3}}
+      template:
+        spec:
+          containers:
+            - {{name: main, image: busybox:1.36, command: [sh, -c, 'sleep 3600']}}
+"""
+
+
+def test_a_commit_with_fewer_replicas_deletes_the_dropped_pods_under_the_new_role() -> None:
+    """The Role is rendered from the new templates only: pods must not be named in it, or the
+    runtime could not delete the pods whose templates a commit removed (they would run on)."""
+    s = Scenario(SHRINK.format(replicas=3), gitops="argo")
+    for i in range(3):
+        s.kubelet.behaviors[f"shrink-worker-{i}"] = lambda pod, env: (float("inf"), None)
+    s.run_until(lambda st: (st.get("aggregate") or {}).get("running") == 3)
+    start = len(s.server.log)
+    s.update_spec(SHRINK.format(replicas=2))
+    role = next(o for o in s.manifests if o["kind"] == "Role")
+    s.run_until(lambda st: sorted(s.pods()) == ["shrink-worker-0", "shrink-worker-1"] and (st.get("aggregate") or {}).get("running") == 2)
+    sent = [r for r in list(s.server.log)[start:] if "(runtime-" in r.agent]
+    assert any(r.verb == "delete" and r.name == "shrink-worker-2" for r in sent)
+    refused = [(r.verb, r.resource, r.name) for r in sent if allowed(role["rules"], r.verb, *_split(r.resource), _name(r.verb, r.name, r.query)) is None]
+    assert not refused
