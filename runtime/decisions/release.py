@@ -114,14 +114,16 @@ def decide_release(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, d
     release = _by_wave(job, wanted, usable, pods, ledger)
     if not release:
         return ReleaseDecision(ledger, create=create, delete=stale, wait="waiting for the workers' sshd to be ready" if usable else None, wake_at=wake)
+    not_before = {k: v for k, v in ledger.not_before.items() if k not in {p.name for p in release}}
+    waiting = bool(not_before) and ledger.refused is not None  # a refused pod still backs off: keep its count
     led = ledger.evolve(
         released=(*ledger.released, *(p.name for p in release)),
         start_time=ledger.start_time if ledger.start_time is not None else now,
         size=job.target if gang else ledger.size,
-        not_before={k: v for k, v in ledger.not_before.items() if k not in {p.name for p in release}},
+        not_before=not_before,
         gang_not_before=None if gang else ledger.gang_not_before,
-        refused=None,
-        refusals=0,
+        refused=ledger.refused if waiting else None,
+        refusals=ledger.refusals if waiting else 0,
     )
     names = [p.name for p in release]
     events = (("Normal", "Released", f"released {len(names)} pod(s): {', '.join(names[:5])}{' ...' if len(names) > 5 else ''}"),)

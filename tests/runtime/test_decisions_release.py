@@ -223,6 +223,19 @@ def test_a_refused_replacement_delays_only_that_pod() -> None:
     assert (done.release, done.ledger.refused, done.ledger.refusals) == (("j-worker-1",), None, 0)
 
 
+def test_releasing_another_pod_keeps_a_refused_pods_back_off_growing() -> None:
+    """A refused pod still backing off keeps its count when another pod is released, so a pod
+    refused again and again (an elastic seat over quota) backs off to 5 min, not 10 s each time."""
+    pods = observed(pod("j-master-0", "Running"))
+    led = Ledger(released=ALL[:1], start_time=NOW - 100)
+    first = release(PT, pods, led, refused("j-worker-1")).ledger
+    other = release(PT, {**pods, "j-worker-0": pod("j-worker-0")}, first, now=NOW + 1)
+    assert other.release == ("j-worker-0",)
+    assert (other.ledger.refusals, other.ledger.not_before) == (1, {"j-worker-1": NOW + 10})
+    again = release(PT, pods, other.ledger, refused("j-worker-1"), now=NOW + 10)
+    assert again.ledger.not_before["j-worker-1"] == NOW + 10 + 20
+
+
 # --- PodTemplates out of step with the record ---------------------------------------------------
 
 def test_a_problem_creates_releases_and_deletes_nothing() -> None:
