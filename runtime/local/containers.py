@@ -9,6 +9,7 @@ regular container runs, as in a pod; `--only-training` runs just the training co
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -136,9 +137,13 @@ def preflight(manifests: list[Mapping[str, Any]], training: Mapping[str, str | N
             declared, problems = declared_env(c, facts, options.env, skip_env_from=options.skip_env_from)
             errors += [f"{where}: cannot resolve {p}" for p in problems]
             try:
-                command_line(c, declared, name)
+                program = command_line(c, declared, name)[0]
             except LocalError as exc:
                 errors.append(str(exc))
+            else:
+                search = declared.get("PATH", options.base_env.get("PATH", ""))
+                if "/" not in program and shutil.which(program, path=search) is None:
+                    warnings.append(f"{where}: {program} is not on PATH here, so it will fail to start (exit 128, as where an image lacks it); activate the environment that has it")
             wd = c.get("workingDir")
             if wd and not os.path.isdir(wd):
                 warnings.append(f"{where}: workingDir {wd} does not exist here; it runs in {options.cwd}")

@@ -351,3 +351,19 @@ def test_a_container_ends_with_its_main_process_and_takes_only_its_own_processes
     other.kill()
     assert other.wait() == 137
     assert lines == [("p", "started")] and main.message() == "started"
+
+
+def test_preflight_warns_of_a_program_that_is_not_on_path(tmp_path: Path) -> None:
+    """A cluster whose image lacks the program fails the container (128) and restarts it by
+    policy; run-local does the same, and says so before it starts."""
+    from flatjob.runtime.local.containers import Options, preflight
+
+    pod = {"metadata": {"name": "p-0"}, "spec": {"containers": [
+        {"name": "missing", "image": "x", "command": ["definitely-not-a-program-here"]},
+        {"name": "found", "image": "x", "command": ["sh", "-c", "true"]},
+        {"name": "absolute", "image": "x", "command": ["/bin/sh", "-c", "true"]},
+    ]}}
+    errors, warnings = preflight([pod], {"p-0": None}, Options(cwd=str(tmp_path), base_env={"PATH": "/usr/bin:/bin"}))
+    assert errors == []
+    assert [w.split(":")[0] for w in warnings] == ["p-0/missing"]
+    assert "definitely-not-a-program-here is not on PATH here" in warnings[0]
