@@ -134,6 +134,11 @@ def _digest(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+
+def until_deleted(pod: dict[str, Any], env: dict[str, str]) -> tuple[float, int | None]:
+    """A scenario behaviour: the container runs until its pod is deleted (sshd, a launcher)."""
+    return float("inf"), None
+
 @dataclass
 class FakeKubelet:
     """Moves released pods through Pending -> Running -> Succeeded/Failed on virtual time."""

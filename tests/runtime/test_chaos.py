@@ -16,6 +16,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from flatjob.runtime.kubelet import until_deleted
+
 from .harness import REAL, Scenario, run_key
 from .test_scenarios import DEEPSPEED, FAIL_ONCE, GENERIC, _launcher_fails_once, pytorch
 
@@ -41,7 +43,7 @@ def _prepare(name: str) -> Scenario:
     if name == "deepspeed":
         s.kubelet.behaviors["ds-worker-0"] = _launcher_fails_once
         for pod in ("ds-worker-1", "ds-worker-2"):
-            s.kubelet.behaviors[pod] = lambda pod, env: (float("inf"), None)
+            s.kubelet.behaviors[pod] = until_deleted
     return s
 
 

@@ -18,6 +18,7 @@ from urllib.parse import parse_qs
 import pytest
 
 from flatjob.runtime.controller import Controller
+from flatjob.runtime.kubelet import until_deleted
 
 from .harness import NAMESPACE, REAL, Scenario
 from .test_scenarios import DEEPSPEED, _launcher_fails_once
@@ -58,7 +59,7 @@ def test_every_request_of_the_runtime_is_allowed_and_every_rule_is_used() -> Non
     role = next(o for o in s.manifests if o["kind"] == "Role")
     s.kubelet.behaviors["ds-worker-0"] = _launcher_fails_once
     for name in ("ds-worker-1", "ds-worker-2"):
-        s.kubelet.behaviors[name] = lambda pod, env: (float("inf"), None)
+        s.kubelet.behaviors[name] = until_deleted
     s.controller.close()
     s.controller = Controller(s.kube("rbac"), NAMESPACE, s.kind, s.name, identity="rbac", clock=s.clock)  # with its Lease
     s.controller.start()
@@ -108,7 +109,7 @@ def test_a_commit_with_fewer_replicas_deletes_the_dropped_pods_under_the_new_rol
     runtime could not delete the pods whose templates a commit removed (they would run on)."""
     s = Scenario(SHRINK.format(replicas=3), gitops="argo")
     for i in range(3):
-        s.kubelet.behaviors[f"shrink-worker-{i}"] = lambda pod, env: (float("inf"), None)
+        s.kubelet.behaviors[f"shrink-worker-{i}"] = until_deleted
     s.run_until(lambda st: (st.get("aggregate") or {}).get("running") == 3)
     start = len(s.server.log)
     s.update_spec(SHRINK.format(replicas=2))

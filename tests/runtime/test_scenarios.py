@@ -11,6 +11,8 @@ import base64
 
 import pytest
 
+from flatjob.runtime.kubelet import until_deleted
+
 from .harness import REAL, Scenario
 
 fake_only = pytest.mark.skipif(REAL, reason="needs the kubelet stand-in (images without sshd/torchrun run on kind)")
@@ -263,7 +265,7 @@ def test_ssh_launched_group_restart(gitops: str | None) -> None:
     s = Scenario(DEEPSPEED, gitops=gitops)
     s.kubelet.behaviors["ds-worker-0"] = _launcher_fails_once
     for name in ("ds-worker-1", "ds-worker-2"):
-        s.kubelet.behaviors[name] = lambda pod, env: (float("inf"), None)  # sshd runs until deleted
+        s.kubelet.behaviors[name] = until_deleted  # sshd runs until deleted
     # The runtime creates the key pair Secret itself; no key material is in git.
     s.run_until(lambda st: st.get("phase") == "Running")
     secret = s.cluster.objects[("secrets", "default", "ds-ssh")]
@@ -279,7 +281,7 @@ def test_ssh_launched_group_restart(gitops: str | None) -> None:
 def test_launcher_released_after_workers_are_ready() -> None:
     s = Scenario(DEEPSPEED)
     for name in ("ds-worker-0", "ds-worker-1", "ds-worker-2"):
-        s.kubelet.behaviors[name] = lambda pod, env: (float("inf"), None)
+        s.kubelet.behaviors[name] = until_deleted
     order: list[str] = []
     for _ in range(30):
         s.tick()
@@ -312,8 +314,8 @@ spec:
 @fake_only
 def test_colossalai_worker_failure_is_not_restarted() -> None:
     s = Scenario(COLOSSAL)
-    s.kubelet.behaviors["cai-launcher"] = lambda pod, env: (float("inf"), None)
-    s.kubelet.behaviors["cai-worker-0"] = lambda pod, env: (float("inf"), None)
+    s.kubelet.behaviors["cai-launcher"] = until_deleted
+    s.kubelet.behaviors["cai-worker-0"] = until_deleted
     s.kubelet.behaviors["cai-worker-1"] = lambda pod, env: (5.0, 137)
     st = s.finished()
     assert st["phase"] == "Failed" and st["backoffCount"] == 0
@@ -361,7 +363,7 @@ def test_elastic_deepspeed_starts_and_rescales_as_a_new_attempt() -> None:
     job = DEEPSPEED.replace("spec:\n  config:", "spec:\n  elastic:\n    enabled: true\n    minReplicas: 1\n    maxReplicas: 4\n    expectedReplicas: 3\n  config:")
     s = Scenario(job)
     for i in range(4):
-        s.kubelet.behaviors[f"ds-worker-{i}"] = lambda pod, env: (float("inf"), None)
+        s.kubelet.behaviors[f"ds-worker-{i}"] = until_deleted
     st = s.run_until(lambda st: st.get("aggregate", {}).get("running") == 3, limit=120)
     assert st["runtime"]["attempt"] == 1 and st["runtime"]["size"] == 3
     s.scale(2)

@@ -11,6 +11,7 @@ import copy
 import pytest
 
 from flatjob.runtime.fakeapi import kinds
+from flatjob.runtime.kubelet import until_deleted
 from flatjob.runtime.model import Ledger
 
 from .harness import NAMESPACE, REAL, Scenario
@@ -142,9 +143,8 @@ spec:
 def test_colossalai_worker_failure_stops_the_other_workers_keeps_the_launcher() -> None:
     """Row 4: one worker fails; the job is Failed and the other workers stop at once."""
     s = Scenario(COLOSSAL)
-    forever = lambda pod, env: (float("inf"), None)  # noqa: E731  sshd / colossalai run, until deleted
     for name in ("cai-launcher", "cai-worker-0", "cai-worker-2"):
-        s.kubelet.behaviors[name] = forever
+        s.kubelet.behaviors[name] = until_deleted  # sshd / colossalai run
     s.kubelet.behaviors["cai-worker-1"] = lambda pod, env: (5.0, 137)
     st = s.finished()
     assert st["phase"] == "Failed" and st["backoffCount"] == 0
@@ -178,7 +178,7 @@ def test_group_restart_counts_every_replica_it_restarts() -> None:
     s = Scenario(DEEPSPEED)
     s.kubelet.behaviors["ds-worker-0"] = lambda pod, env: (8.0, 1) if env.get("FLATJOB_RESTART_COUNT") == "0" else (8.0, 0)
     for name in ("ds-worker-1", "ds-worker-2"):
-        s.kubelet.behaviors[name] = lambda pod, env: (float("inf"), None)
+        s.kubelet.behaviors[name] = until_deleted
     st = s.finished()
     assert st["phase"] == "Succeeded"
     assert st["backoffCount"] == 1 and st["tasks"] == [{**st["tasks"][0], "type": "worker", "restartCount": 3}]
