@@ -615,16 +615,29 @@ def documents(source: Source, budget: Budget) -> Iterator[tuple[Any, dict[PathT,
     documents before either have already been yielded.
     """
     loader = _Loader(source.text)
+    builder = _Builder(source, budget, loader)
     try:
-        builder = _Builder(source, budget, loader)
         loader.get_event()  # StreamStartEvent
         while not isinstance(loader.get_event(), StreamEndEvent):  # DocumentStartEvent
             builder.begin()
             data = builder.build()
             # Each problem once: an alias built twice meets its anchor's problems twice.
             yield data, builder.value_marks, builder.key_marks, unique(builder.problems)
+    except yaml.MarkedYAMLError as exc:
+        if not _too_deep(exc):
+            raise
+        # The YAML library's own nesting limit (libyaml in PyYAML 6.0.4: 1000 levels, met while
+        # it scans ahead) is flatjob's limit too: the same FJ105 whichever stops first.
+        mark = exc.problem_mark
+        at = Mark(mark.line + 1, mark.column + 1) if mark is not None else Mark(1, 1)
+        raise builder._limit(f"collections nested more than {budget.limits.depth} levels deep", at) from None
     finally:
         loader.dispose()
+
+
+def _too_deep(exc: yaml.MarkedYAMLError) -> bool:
+    """Whether the parser gave up on nesting (libyaml: `exceeded maximum nesting depth`)."""
+    return "nesting depth" in (exc.problem or "")
 
 
 __all__ = ["MERGE", "LimitHit", "PathT", "documents"]

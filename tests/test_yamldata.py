@@ -85,6 +85,22 @@ def test_each_limit_stops_where_it_is_crossed(text: str, where: tuple[int, int] 
         assert found[0][:2] == where
 
 
+def test_the_yaml_librarys_own_nesting_limit_is_fj105(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Whichever limit stops a deep file first, flatjob's or the YAML library's (libyaml in
+    PyYAML 6.0.4 gives up at 1000 levels while scanning ahead), it is FJ105 at the library's
+    mark: the same code on every PyYAML version the project allows."""
+    from flatjob.compiler import yamldata
+
+    class Deep(yamldata._Loader):  # type: ignore[misc,valid-type]
+        def get_event(self) -> object:
+            mark = yaml.Mark("<input>", 0, 0, 6, None, None)
+            raise yaml.scanner.ScannerError("while increasing flow level", None, "exceeded maximum nesting depth", mark)
+
+    monkeypatch.setattr(yamldata, "_Loader", Deep)
+    data, found = one("a: 1\n", SMALL)
+    assert data is None and found == [(1, 7, "FJ105")]
+
+
 def test_the_run_budget_is_shared_by_files() -> None:
     budget = Budget(SMALL)
     text = "[" + "1, " * 24 + "1]\n"  # 26 nodes

@@ -54,11 +54,16 @@ def deep_block(depth: int) -> str:
     return "".join("  " * i + "k:\n" for i in range(depth)) + "  " * depth + "v: 1\n"
 
 
+# Where flatjob's depth limit (100) is crossed, or where the YAML library's own limit stopped
+# scanning ahead first (libyaml in PyYAML 6.0.4: 1000 levels): FJ105 either way.
+DEEP_FLOW_COLUMNS = (101, 1001)
+
 BOMBS = {
-    # name: (file text, expected (line, col) or None when only the code is pinned)
+    # name: (file text, expected (line, col) or None when only the code is pinned; col may be
+    # a tuple of the columns the allowed YAML library versions report)
     "alias-bomb": (alias_bomb()[0], alias_bomb()[1]),
     "merge-bomb": (merge_bomb(), None),
-    "depth-100000": (deep_flow(100_000), (1, 101)),
+    "depth-100000": (deep_flow(100_000), (1, DEEP_FLOW_COLUMNS)),
     "depth-500-block": (deep_block(500), (101, 201)),
     "flow-list-5MiB": ("[" + "1," * (5 * 1024 * 1024 // 2) + "1]\n", (1, 4 * 1024 * 1024 + 1)),
 }
@@ -69,10 +74,15 @@ def _check(run_: object, box: Sandbox, where: tuple[int, int] | None, file: str,
     found = [f for f in run_.findings() if f[4] == code]  # type: ignore[attr-defined]
     assert found, run_.output[-2000:]  # type: ignore[attr-defined]
     if where is not None:
-        assert (found[0][0], found[0][1], found[0][2]) == (file, *where)
+        assert (found[0][0], found[0][1]) == (file, where[0])
+        assert found[0][2] in _columns(where[1])
     assert run_.cpu < CPU_BUDGET, run_.cpu  # type: ignore[attr-defined]
     assert box.untouched()
     assert not box.out.exists()
+
+
+def _columns(col: int | tuple[int, ...]) -> tuple[int, ...]:
+    return col if isinstance(col, tuple) else (col,)
 
 
 @pytest.mark.parametrize("name", list(BOMBS))
@@ -83,7 +93,8 @@ def test_a_bomb_in_a_job_file_stops_lint_and_compile(box: Sandbox, name: str) ->
     box.job(file="bomb.yaml", text=prefix + text)
     box.freeze()
     if where is not None:  # after the job document; a size limit counts its bytes too
-        where = (where[0] + prefix.count("\n"), where[1] - (len(prefix) if name.startswith("flow-list") else 0))
+        shift = len(prefix) if name.startswith("flow-list") else 0
+        where = (where[0] + prefix.count("\n"), tuple(c - shift for c in _columns(where[1])))
     _check(box.flatjob("lint", "jobs"), box, where, "bomb.yaml")
     _check(box.compile(), box, where, "bomb.yaml")
 
@@ -110,7 +121,7 @@ def test_a_bomb_on_krm_stdin_is_a_result(box: Sandbox, name: str) -> None:
     assert_clean_exit(run_, 1)
     assert "[FJ105]" in run_.stdout and "severity: error" in run_.stdout
     if where is not None:
-        assert f"<stdin>:{where[0]}:{where[1]}:" in run_.stdout
+        assert any(f"<stdin>:{where[0]}:{col}:" in run_.stdout for col in _columns(where[1]))
     assert run_.cpu < CPU_BUDGET and box.untouched()
 
 
