@@ -94,9 +94,13 @@ class SafeDir:
             except FileNotFoundError:
                 if not create:
                     return -1
-                os.mkdir(name, dir_fd=parent)
-                if not root_level:
-                    self.made.append(shown)
+                try:
+                    os.mkdir(name, dir_fd=parent)
+                except FileExistsError:
+                    pass  # another compile made it between our open and mkdir: it is not ours to undo
+                else:
+                    if not root_level:
+                        self.made.append(shown)
                 return os.open(name, _DIR, dir_fd=parent)
             except OSError as exc:
                 # O_DIRECTORY | O_NOFOLLOW on a link gives ENOTDIR on Linux, ELOOP elsewhere.
