@@ -41,6 +41,19 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
+# What `-m slow` selects besides tests marked one by one: every end-to-end test (real
+# launchers, sshd, torchrun) and the chaos runs, which kill and restart runtimes many times.
+SLOW_PATHS = ("e2e/", "runtime/test_chaos.py", "runtime/test_chaos_wire.py")
+
+
+@pytest.hookimpl(tryfirst=True)  # before `-m` deselects anything
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        where = Path(str(item.path)).resolve().relative_to(ROOT / "tests").as_posix() if str(item.path).startswith(str(ROOT / "tests")) else ""
+        if where.startswith(SLOW_PATHS):
+            item.add_marker(pytest.mark.slow)
+
+
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--update-golden", action="store_true", help="rewrite golden files from the current output")
 
