@@ -1,4 +1,4 @@
-"""A CPU smoke test for the SSH-launched kinds under `flatjob run-local`: one gloo all-reduce.
+"""A CPU smoke test for `flatjob run-local` (torchrun and the SSH-launched kinds): one gloo all-reduce.
 
 Every rank adds rank + 1 and prints `rank=R world=W allreduce=<sum>`; the sum is
 W * (W + 1) / 2 when every rank joined.  deepspeed passes --local_rank, which is accepted.

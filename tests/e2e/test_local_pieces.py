@@ -172,7 +172,7 @@ def test_ssh_preflight_names_every_missing_tool(tmp_path: Path) -> None:
 
 
 def test_local_compile_gives_loopback_addresses_and_hashes_the_runtime_agrees_with() -> None:
-    job = compile_local(str(ROOT / "docs" / "run-local" / "torchrun-allreduce.yaml"), replicas={"node": 3})
+    job = compile_local(str(ROOT / "examples" / "local" / "torchrun-cpu.yaml"), replicas={"node": 3})
     assert [job.address(p["metadata"]["name"]) for p in job.pods] == ["127.0.1.1", "127.0.1.2", "127.0.1.3"]
     command = job.pods[1]["spec"]["containers"][0]["command"]
     assert "--rdzv_endpoint=127.0.1.1:29500" in command and "--nnodes=3" in command
