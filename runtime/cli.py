@@ -7,6 +7,7 @@ when the command runs.
 
 from __future__ import annotations
 
+import importlib.util
 import logging
 import os
 import signal
@@ -19,6 +20,16 @@ import click
 
 IDLE_WAKE = 30.0  # the loop checks for shutdown at least this often; no API call is made
 log = logging.getLogger("flatjob.runtime")
+RUNTIME_EXTRA = ("kubernetes", "cryptography")  # what `pip install 'flatjob[runtime]'` adds
+
+
+def missing_runtime_extra() -> str | None:
+    """What to install when the runtime's own dependencies are absent (a plain `pip install
+    flatjob` has only the compiler's), checked before any work so the answer comes first."""
+    missing = [m for m in RUNTIME_EXTRA if importlib.util.find_spec(m) is None]
+    if not missing:
+        return None
+    return f"it runs the job's own runtime, which needs {' and '.join(missing)}: pip install 'flatjob[runtime]'"
 
 
 def run_loop(controller: Any, stop: threading.Event, notify: threading.Event, health: Any, wall: Any = lambda seconds: seconds) -> None:
@@ -56,10 +67,10 @@ def runtime_command(kind: str, name: str, namespace: str, identity: str | None, 
     It releases the job's gated pods, restarts them by policy, resizes elastic jobs, creates
     the SSH key Secret and writes the record's status. It never changes what git renders.
     """
-    try:
-        from .kube import KubeCluster
-    except ImportError as exc:  # `pip install flatjob` without the runtime extra
-        raise click.UsageError(f"the runtime needs the kubernetes client ({exc}); install flatjob[runtime]") from None
+    missing = missing_runtime_extra()
+    if missing is not None:  # `pip install flatjob` without the runtime extra
+        raise click.UsageError(missing)
+    from .kube import KubeCluster
     from . import logs
     from .controller import Controller
     from .server import Health, serve
@@ -115,6 +126,7 @@ def run_local_command(job_file: str, job_name: str | None, overlays: tuple[str, 
       - GPUs: everything runs on CPU (use gloo; lower procPerNode / --replicas-scale)
       - volumes: not mounted; paths in the job refer to this machine's filesystem
       - a program that binds 0.0.0.0 on a fixed port in several pods collides here
+    Needs the runtime's dependencies: pip install 'flatjob[runtime]'.
     Docs: docs/run-local.md.
 
     \b
@@ -127,6 +139,10 @@ def run_local_command(job_file: str, job_name: str | None, overlays: tuple[str, 
     from .local.runner import EXIT_SIGNAL, EXIT_USAGE, Runner, Settings
     from .local.table import Screen
 
+    missing = missing_runtime_extra()
+    if missing is not None:
+        click.echo(f"flatjob run-local: {missing}", err=True)
+        sys.exit(EXIT_USAGE)
     screen = Screen()
     try:
         overrides = dict(_pair(e, "--env") for e in env)
