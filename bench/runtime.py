@@ -16,8 +16,10 @@ What it measures:
   status shows it, over --changes changes made one at a time;
 - status_writes_per_cycle_max: the runtime's own gauge (flatjob_cycle_status_writes_max);
 - api_calls_per_pod_event_max: the runtime's requests (watches and Lease aside) per change;
-- idle_calls: its requests during --idle seconds with nothing changing (Lease aside);
-- status_bytes_max: the largest status the runtime wrote (compact JSON).
+- idle_calls: its requests during --idle seconds with nothing changing, the Lease aside;
+- idle_lease_requests_per_s: the Lease's own requests meanwhile (a GET and a PUT every 5 s);
+- status_bytes_max: the largest status the runtime wrote (compact JSON);
+- versions: Python and the libraries the figures were measured with.
 """
 
 from __future__ import annotations
@@ -152,11 +154,12 @@ class Bench:
     def status(self) -> dict[str, Any]:
         return self.cluster.record(NS, self.plural, NAME).get("status") or {}
 
-    def runtime_calls(self) -> Counter[str]:
-        """The runtime's requests so far, by verb and resource (watches and the Lease aside)."""
+    def runtime_calls(self, lease: bool = False) -> Counter[str]:
+        """The runtime's requests so far, by verb and resource (watches aside; the Lease's
+        only when `lease`, otherwise everything but the Lease)."""
         out: Counter[str] = Counter()
         for r in list(self.server.log):
-            if getattr(r, "agent", RUNTIME_AGENT).endswith(RUNTIME_AGENT) and r.verb not in QUIET and not r.resource.startswith("leases"):
+            if getattr(r, "agent", RUNTIME_AGENT).endswith(RUNTIME_AGENT) and r.verb not in QUIET and r.resource.startswith("leases") == lease:
                 out[f"{r.verb} {r.resource}"] += 1
         return out
 
@@ -216,6 +219,19 @@ class Bench:
         self.server.close()
 
 
+def versions() -> dict[str, str]:
+    """What the figures were measured with: Python and the libraries on the runtime's path."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    out = {"python": sys.version.split()[0]}
+    for name in ("flatjob", "kubernetes", "urllib3", "orjson", "PyYAML"):
+        try:
+            out[name] = version(name)
+        except PackageNotFoundError:
+            out[name] = "absent"
+    return out
+
+
 def run(args: argparse.Namespace) -> dict[str, Any]:
     manifests = compile_job(args.pods)
     with tempfile.TemporaryDirectory() as tmp:
@@ -232,12 +248,13 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 bench.quiet()
                 after = bench.runtime_calls()
                 per_event.append(sum(after.values()) - sum(before.values()))
-            before = bench.runtime_calls()
+            before, lease_before = bench.runtime_calls(), bench.runtime_calls(lease=True)
             end = time.perf_counter() + args.idle
             while time.perf_counter() < end:
                 bench.sample()
                 time.sleep(0.05)
             idle = bench.runtime_calls() - before
+            lease = bench.runtime_calls(lease=True) - lease_before
             metrics = bench.metrics()
             bench.sample()
             out.update(
@@ -247,9 +264,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                 status_writes_per_cycle_max=int(metrics.get("flatjob_cycle_status_writes_max", 0)),
                 api_calls_per_pod_event_max=max(per_event),
                 idle_calls=sum(idle.values()),
+                idle_lease_requests_per_s=round(sum(lease.values()) / args.idle, 2),
                 status_bytes_max=bench.status_bytes_max,
                 reconcile_cycles=int(metrics.get("flatjob_reconcile_seconds_count", 0)),
                 api_errors=int(sum(v for k, v in metrics.items() if k.startswith("flatjob_api_errors_total"))),
+                versions=versions(),
             )
             return out
         finally:
@@ -260,7 +279,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pods", type=int, default=1000)
     parser.add_argument("--changes", type=int, default=20)
-    parser.add_argument("--idle", type=float, default=5.0)
+    parser.add_argument("--idle", type=float, default=10.0, help="seconds of nothing changing (two Lease renewals at least)")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args()
     result = run(args)
