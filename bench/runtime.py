@@ -5,8 +5,8 @@ like an API server's.
 
 What runs:
 - one GenericJob with N busybox replicas, compiled by flatjob (as git holds it);
-- the fake API server (runtime.fakeserver over runtime.fake) in this process, with the
-  kubelet stand-in (runtime.kubelet.FakeKubelet) whose containers run until the bench ends
+- the fake API server (runtime.sim.server over runtime.sim.cluster) in this process, with the
+  kubelet stand-in (runtime.sim.kubelet.FakeKubelet) whose containers run until the bench ends
   them: objects carry an API server's defaults, status and managedFields (~5-8 KB a pod);
 - the runtime: `flatjob runtime` in a separate process, with a kubeconfig for the fake,
   the real `kubernetes` client and runtime.kube, on real time, with its Lease.
@@ -100,9 +100,9 @@ class Bench:
 
     def __init__(self, manifests: list[dict[str, Any]], tmp: Path):
         from flatjob.compiler import keys
-        from flatjob.runtime.fake import FakeCluster
-        from flatjob.runtime.fakeserver import FakeApiServer
-        from flatjob.runtime.kubelet import FakeKubelet
+        from flatjob.runtime.sim.cluster import FakeCluster
+        from flatjob.runtime.sim.server import FakeApiServer
+        from flatjob.runtime.sim.kubelet import FakeKubelet
 
         self.cluster = FakeCluster(time.time)
         self.server = FakeApiServer(self.cluster)

@@ -1,7 +1,7 @@
 """The Kubernetes API as the runtime sees it: resources, errors, and the Cluster interface.
 
 runtime.kube implements Cluster over HTTP (the only module that imports `kubernetes`); tests
-run it against runtime.fakeserver, a fake kube-apiserver.  Objects are plain dicts in the
+run it against runtime.sim.server, a fake kube-apiserver.  Objects are plain dicts in the
 API's JSON shape.  Errors carry the API's HTTP status and reason; a server that cannot be
 reached is an ApiError too (status 0), so one `except ApiError` covers every failure.
 """

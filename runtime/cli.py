@@ -64,7 +64,7 @@ def run_loop(controller: Any, stop: threading.Event, notify: threading.Event, he
 def runtime_command(kind: str, name: str, namespace: str, identity: str | None, http_port: int, log_level: str) -> None:
     """Run the in-cluster runtime of one job (the entry point of the runtime image).
 
-    It releases the job's gated pods, restarts them by policy, resizes elastic jobs, creates
+    It creates the job's pods from their PodTemplates, releases each gang, restarts them by policy, resizes elastic jobs, creates
     the SSH key Secret and writes the record's status. It never changes what git renders.
     """
     missing = missing_runtime_extra()

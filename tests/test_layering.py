@@ -1,7 +1,8 @@
 """Layering rules of DESIGN §2, checked on the source and on a real process.
 
 - compiler/ never imports runtime/ or kubernetes (kubernetes costs 0.75 s to import);
-- only runtime/kube.py imports kubernetes;
+- only runtime/kube.py imports kubernetes (and the simulated API server, for test clients);
+- the runtime's own modules never import the simulated cluster (runtime/sim) or run-local;
 - compiler/jobtypes never imports pydantic, and linting or compiling valid specs never loads
   it (pydantic is ~100 ms of start-up; it is loaded only to explain a spec that is wrong);
 - schemas/ holds data only.
@@ -44,15 +45,37 @@ def test_compiler_never_imports_runtime_or_kubernetes(path: Path) -> None:
     assert not bad, f"{path.relative_to(ROOT)} imports {sorted(bad)}"
 
 
-# runtime/fakeserver.py is the test bed's HTTP server: it imports the client only inside
+# runtime/sim/server.py is the test bed's HTTP server: it imports the client only inside
 # FakeApiServer.api_client(), for tests that want a configured ApiClient.
-KUBERNETES_USERS = {"kube.py", "fakeserver.py"}
+KUBERNETES_USERS = {"runtime/kube.py", "runtime/sim/server.py"}
 
 
 @pytest.mark.parametrize("path", _modules("runtime"), ids=lambda p: str(p.relative_to(ROOT)))
 def test_only_runtime_kube_imports_kubernetes(path: Path) -> None:
     uses = any(m.split(".")[0] == "kubernetes" for m in _imports(path))
-    assert uses == (path.name in KUBERNETES_USERS and path.parent.name == "runtime"), path
+    assert uses == (path.relative_to(ROOT).as_posix() in KUBERNETES_USERS), path
+
+
+# What runs in a cluster (runtime/*.py, runtime/decisions) never imports what only simulates
+# one (runtime/sim) or runs a job on one machine (runtime/local); the simulation never
+# imports run-local either, which builds on it.
+SIMULATION = ("runtime.sim", "flatjob.runtime.sim", "runtime.local", "flatjob.runtime.local")
+
+
+def _in_cluster(path: Path) -> bool:
+    return path.relative_to(ROOT / "runtime").parts[0] not in ("sim", "local")
+
+
+@pytest.mark.parametrize("path", [p for p in _modules("runtime") if _in_cluster(p) and p.name != "cli.py"], ids=lambda p: str(p.relative_to(ROOT)))
+def test_the_runtime_never_imports_the_simulated_cluster(path: Path) -> None:
+    bad = {m for m in _imports(path) if m.startswith(SIMULATION)}
+    assert not bad, f"{path.relative_to(ROOT)} imports {sorted(bad)}"
+
+
+@pytest.mark.parametrize("path", _modules("runtime/sim"), ids=lambda p: str(p.relative_to(ROOT)))
+def test_the_simulated_cluster_never_imports_run_local(path: Path) -> None:
+    bad = {m for m in _imports(path) if m.startswith(("runtime.local", "flatjob.runtime.local"))}
+    assert not bad, f"{path.relative_to(ROOT)} imports {sorted(bad)}"
 
 
 # The runtime never plans or renders pods: it creates them from the PodTemplates git holds
@@ -73,7 +96,7 @@ def test_the_runtime_process_never_loads_the_planner_or_renderers() -> None:
 
 
 def test_the_fake_server_imports_kubernetes_only_when_asked_for_a_client() -> None:
-    code = "import sys, flatjob.runtime.fakeserver; print(sorted(m for m in sys.modules if m.split('.')[0] == 'kubernetes'))"
+    code = "import sys, flatjob.runtime.sim.server; print(sorted(m for m in sys.modules if m.split('.')[0] == 'kubernetes'))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]", out.stdout
 

@@ -1,8 +1,8 @@
 """The job's cluster on this machine: an API server holding the job's objects, and the real
 runtime talking to it over HTTP.
 
-The API server is the test bed's fake kube-apiserver (runtime/fakeserver.py over
-runtime/fakeapi/'s store) on 127.0.0.1, an ephemeral port.  It gets what a GitOps tool
+The API server is the test bed's fake kube-apiserver (runtime/sim/server.py over
+runtime/sim/apiserver/'s store) on 127.0.0.1, an ephemeral port.  It gets what a GitOps tool
 applies from git: the record, the PodTemplates and the PodGroup.  The runtime is the one
 the runtime image runs: `Controller` in `runtime.cli.run_loop`, through `runtime.kube` and
 the real `kubernetes` client, on a thread of its own.  It creates the pods from their
@@ -33,8 +33,8 @@ class LocalCluster:
             from ..kube import KubeCluster
         except ImportError as exc:  # the kubernetes client: the runtime extra
             raise Unsupported(f"run-local runs the job's own runtime, which needs the kubernetes client ({exc}): pip install 'flatjob[runtime]'") from None
-        from ..fake import FakeCluster
-        from ..fakeserver import FakeApiServer
+        from ..sim.cluster import FakeCluster
+        from ..sim.server import FakeApiServer
 
         self.namespace = namespace
         self.fake = FakeCluster(time.time)
@@ -58,7 +58,7 @@ class LocalCluster:
 
     def get(self, resource_key: str, name: str) -> Obj:
         """A stored object of the job's namespace (`secrets`, `records/<plural>`...)."""
-        from ..fakeapi import kinds
+        from ..sim.apiserver import kinds
 
         return self.fake.store.get(kinds.by_key(resource_key), self.namespace, name)
 

@@ -1,6 +1,6 @@
 """The kubelet of run-local: runs the pods the runtime releases as local processes.
 
-Modelled on the test bed's kubelet stand-in (runtime/kubelet.py), but it runs the real
+Modelled on the test bed's kubelet stand-in (runtime/sim/kubelet.py), but it runs the real
 commands (containers.py, processes.py).  It watches the API server's store in-process (a
 listener wakes its thread after every pod write) and, for the pods of its namespace:
 - binds a pod once its scheduling gates are gone (the scheduler's part: this machine is
@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..api import ApiError
-from . import podstatus
+from ..sim import podstatus
 from .processes import Ended, PodLaunch, PodRun, Sink
 
 Obj = dict[str, Any]
@@ -47,8 +47,8 @@ class LocalKubelet:
     """Binds, runs, reports and stops the job's pods on this machine."""
 
     def __init__(self, store: Any, fake: Any, namespace: str, addresses: Mapping[str, str], launch: Launcher, sink: Sink, clock: Callable[[], float] = time.time):
-        self.store = store  # runtime.fakeapi.store.Store: the API server's storage
-        self.fake = fake  # runtime.fake.FakeCluster over that store (bind, status, delete)
+        self.store = store  # runtime.sim.apiserver.store.Store: the API server's storage
+        self.fake = fake  # runtime.sim.cluster.FakeCluster over that store (bind, status, delete)
         self.namespace = namespace
         self.addresses = addresses
         self.launch = launch

@@ -22,6 +22,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..sim.podstatus import Ended, Exited
+
 MARK = "FLATJOB_LOCAL_MARK"
 TAIL_LINES, TAIL_BYTES = 80, 2048  # the kubelet's limits for a termination message from logs
 START_ERROR = 128  # what container runtimes report for a command that cannot start
@@ -74,36 +76,6 @@ def kill_marked(mark: str, sig: int = signal.SIGKILL, *, whole: bool = True, tit
         except OSError:
             pass
     return count
-
-
-@dataclass(frozen=True)
-class Exited:
-    """How one container ended, as a container runtime reports it."""
-
-    container: str
-    code: int  # 128+N for a death by signal N; 128 for a command that could not start
-    reason: str  # Completed | Error | StartError
-    message: str | None = None  # termination message (FallbackToLogsOnError: the log's tail)
-
-
-@dataclass(frozen=True)
-class Ended:
-    """How a pod's containers ended: what the kubelet turns into the pod's final status."""
-
-    containers: tuple[Exited, ...]  # the regular containers that ran, in spec order
-    init: tuple[Exited, ...] = ()  # init containers run to completion; a failed one is the last
-    sidecars: tuple[Exited, ...] = ()  # native sidecars, stopped after the regular containers
-    error: str | None = None  # run-local could not run the pod at all (a bug: it still ends)
-
-    @property
-    def init_failed(self) -> Exited | None:
-        return next((c for c in self.init if c.code != 0), None)
-
-    @property
-    def phase(self) -> str:
-        """Succeeded when every regular container exited 0 (sidecars' codes do not count)."""
-        ok = self.error is None and self.init_failed is None and bool(self.containers) and all(c.code == 0 for c in self.containers)
-        return "Succeeded" if ok else "Failed"
 
 
 @dataclass(frozen=True)

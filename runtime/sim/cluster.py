@@ -1,11 +1,11 @@
 """The fake Kubernetes API server: every rule it emulates, with the source that says so.
 
-runtime/fakeapi holds the storage and the rules; FakeCluster (here) calls them in-process with
-the runtime.api.Cluster methods, runtime/fakeserver.py serves them over HTTP to the real
+runtime/sim/apiserver holds the storage and the rules; FakeCluster (here) calls them in-process with
+the runtime.api.Cluster methods, runtime/sim/server.py serves them over HTTP to the real
 `kubernetes` client.  Both get the same behaviour.  Sources are kubernetes/kubernetes paths
 (staging/src/k8s.io/... abbreviated to k8s.io/...) unless a URL is given.
 
-Storage and the generic registry (fakeapi/store.py; k8s.io/apiserver/pkg/registry/generic/
+Storage and the generic registry (apiserver/store.py; k8s.io/apiserver/pkg/registry/generic/
 registry/store.go, k8s.io/apiserver/pkg/registry/rest/{create,update,delete}.go):
 - one resourceVersion counter for every write; uid a UUID, creationTimestamp RFC 3339
   (rest.FillObjectMetaSystemFields); a body carrying a resourceVersion on create is refused as the
@@ -34,28 +34,28 @@ registry/store.go, k8s.io/apiserver/pkg/registry/rest/{create,update,delete}.go)
   limit/continue pages served from the snapshot of the first page with etcd3's continue token,
   410 for a token older than the history, remainingItemCount when unfiltered; typed lists'
   items carry no apiVersion/kind, custom resource lists' items do;
-- watches (fakeapi/watch.py; k8s.io/apiserver/pkg/storage/cacher): resourceVersion unset or "0"
+- watches (apiserver/watch.py; k8s.io/apiserver/pkg/storage/cacher): resourceVersion unset or "0"
   starts with the current objects as ADDED; objects entering, staying in or leaving a selection
   give ADDED, MODIFIED, DELETED; a compacted resourceVersion is an ERROR event carrying a 410
   Expired Status (`too old resource version: N (M)`) — runtime.api.Expired in-process; a
   resourceVersion the store has not reached waits 3 s, then a 504 ERROR event; BOOKMARK events
   (allowWatchBookmarks) carry the resourceVersion sent up to, in the kind's empty object;
   sendInitialEvents ends the initial events with the `k8s.io/initial-events-end` bookmark;
-- patches (fakeapi/patches.py; k8s.io/apiserver/pkg/endpoints/handlers/patch.go): JSON patch
+- patches (apiserver/patches.py; k8s.io/apiserver/pkg/endpoints/handlers/patch.go): JSON patch
   (RFC 6902; any failure, a failed `test` included, is 422 `the server rejected our request due
   to an error in our request`), merge patch (RFC 7386), strategic merge patch for built-in kinds
   (lists merged by patchMergeKey, `$patch` directives; k8s.io/apimachinery/pkg/util/
   strategicpatch) and 415 for it on custom resources;
-- managedFields (fakeapi/managedfields.py): an `operation: Update` entry per writer with the
+- managedFields (apiserver/managedfields.py): an `operation: Update` entry per writer with the
   fields it set, in fieldsV1 (k8s.io/apiserver/pkg/endpoints/handlers/fieldmanager).
 
-Built-in kinds decoded into their Go types (fakeapi/typed.py, with the Kubernetes 1.32 OpenAPI
+Built-in kinds decoded into their Go types (apiserver/typed.py, with the Kubernetes 1.32 OpenAPI
 definitions in schemas/kubernetes): unknown fields dropped with a `Warning: 299` header (400 under
 fieldValidation=Strict); a value of the wrong JSON type is 400 (an int32 refuses `1.0`);
-resource quantities stored canonically (fakeapi/quantity.py, k8s.io/apimachinery/pkg/api/
+resource quantities stored canonically (apiserver/quantity.py, k8s.io/apimachinery/pkg/api/
 resource/quantity.go CanonicalizeBytes: `1.0` -> "1", `0.5` -> "500m", `1024Mi` -> "1Gi").
 
-Pods (fakeapi/pods.py, fakeapi/defaults.py):
+Pods (apiserver/pods.py, apiserver/defaults.py):
 - defaults (pkg/apis/core/v1/defaults.go): dnsPolicy, restartPolicy, terminationGracePeriodSeconds,
   schedulerName, securityContext, enableServiceLinks, terminationMessagePath/Policy,
   imagePullPolicy (by tag), requests copied from limits, port protocol, probe timings, volume
@@ -76,7 +76,7 @@ Pods (fakeapi/pods.py, fakeapi/defaults.py):
   do not restart stay terminated (ValidateContainerStateTransition);
 - graceful deletion (CheckGracefulDelete): the grace period asked for, else
   terminationGracePeriodSeconds, but at once for a pod that is not scheduled (no spec.nodeName)
-  or is terminal; the kubelet stand-in (runtime/kubelet.py) ends it;
+  or is terminal; the kubelet stand-in (runtime/sim/kubelet.py) ends it;
 - binding (pods/binding, pkg/registry/core/pod/storage/storage.go): nodeName is set once, never
   on a gated or deleting pod; PodScheduled=True.
 
@@ -87,14 +87,14 @@ immutable type and data: pkg/apis/core/validation ValidateSecret); Events served
 core/v1 and events.k8s.io/v1 from one storage with events.k8s.io's strict validation
 (pkg/apis/core/validation/events.go); Leases (coordination.k8s.io/v1); ResourceQuotas.
 
-ResourceQuota (fakeapi/quota.py; k8s.io/apiserver/pkg/admission/plugin/resourcequota/
+ResourceQuota (apiserver/quota.py; k8s.io/apiserver/pkg/admission/plugin/resourcequota/
 controller.go, pkg/quota/v1/evaluator/core/pods.go): every non-terminal pod is charged its
 requests and limits from creation, gated or not (KEP-5465, kubernetes/enhancements#5490);
 `count/pods` counts every pod; a create over a quota is 403 `pods "x" is forbidden: exceeded
 quota: q, requested: ..., used: ..., limited: ...`, one that omits a quota'd cpu/memory value
 403 `failed quota: q: must specify ...`; status.used is kept current (synchronously).
 
-Custom resources (fakeapi/customresources.py; k8s.io/apiextensions-apiserver): the CRDs of
+Custom resources (apiserver/customresources.py; k8s.io/apiextensions-apiserver): the CRDs of
 schemas/crds (and T9k's PodGroup, schema unknown, fields kept); numbers read back as
 kube-apiserver's unstructured JSON decoding leaves them (k8s.io/apimachinery/pkg/util/json
 convertNumber: an integral float such as `1.0` comes back as `1`); unknown fields pruned;
@@ -102,7 +102,7 @@ schema validation with kube-openapi's messages; status and scale subresources (a
 must pass the CRD schema: `spec.elastic.expectedReplicas: Invalid value: 0: ... should be
 greater than or equal to 1`, and autoscaling's replicas >= 0).
 
-Garbage collection (fakeapi/gc.py; pkg/controller/garbagecollector): when an owner is removed,
+Garbage collection (apiserver/gc.py; pkg/controller/garbagecollector): when an owner is removed,
 dependents naming it by uid lose the reference if another owner remains, else are deleted with
 background propagation (pods gracefully); propagationPolicy Orphan keeps them; an object born
 with all owners absent is collected.
@@ -125,11 +125,11 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from .api import Obj
-from .fakeapi import kinds
-from .fakeapi.selectors import label_selector_of
-from .fakeapi.store import Store
-from .fakeapi.watch import Watch
+from ..api import Obj
+from .apiserver import kinds
+from .apiserver.selectors import label_selector_of
+from .apiserver.store import Store
+from .apiserver.watch import Watch
 
 FakeWatch = Watch
 IN_PROCESS = "flatjob-fake-client"  # the field manager of in-process writes

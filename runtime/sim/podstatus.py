@@ -12,14 +12,44 @@ does not run (`--only-training`) are left out of containerStatuses.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
-from ..fakeapi.clock import stamp
-from .processes import Ended, Exited
+from .apiserver.clock import stamp
 
 HOST_IP = "127.0.0.1"
 
 Obj = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Exited:
+    """How one container ended, as a container runtime reports it."""
+
+    container: str
+    code: int  # 128+N for a death by signal N; 128 for a command that could not start
+    reason: str  # Completed | Error | StartError
+    message: str | None = None  # termination message (FallbackToLogsOnError: the log's tail)
+
+
+@dataclass(frozen=True)
+class Ended:
+    """How a pod's containers ended: what the kubelet turns into the pod's final status."""
+
+    containers: tuple[Exited, ...]  # the regular containers that ran, in spec order
+    init: tuple[Exited, ...] = ()  # init containers run to completion; a failed one is the last
+    sidecars: tuple[Exited, ...] = ()  # native sidecars, stopped after the regular containers
+    error: str | None = None  # run-local could not run the pod at all (a bug: it still ends)
+
+    @property
+    def init_failed(self) -> Exited | None:
+        return next((c for c in self.init if c.code != 0), None)
+
+    @property
+    def phase(self) -> str:
+        """Succeeded when every regular container exited 0 (sidecars' codes do not count)."""
+        ok = self.error is None and self.init_failed is None and bool(self.containers) and all(c.code == 0 for c in self.containers)
+        return "Succeeded" if ok else "Failed"
 
 
 def _conditions(pod: Obj, ready: bool, initialized: bool, running: bool, now: str) -> list[Obj]:

@@ -1,12 +1,12 @@
 """The fake Kubernetes API server over HTTP: kube-apiserver's URLs in front of a FakeCluster.
 
-FakeApiServer serves runtime.fake's store on 127.0.0.1 (an ephemeral port) to the real
+FakeApiServer serves runtime.sim.cluster's store on 127.0.0.1 (an ephemeral port) to the real
 `kubernetes` client: the REST paths (/api/v1/namespaces/<ns>/<plural>/<name>/<subresource>,
 /apis/<group>/<version>/...), the verbs (GET, list, watch, POST, PUT, PATCH, DELETE), the query
 parameters the client sends, `Status` error bodies with their HTTP codes, `Warning` headers,
 the patch content types, discovery (/api, /apis, /version) and watches as chunked streams of
 one JSON event per line that end after `timeoutSeconds` (1800 s when unset; kube-apiserver
-picks 1800-3600 s).  The rules themselves are the store's: runtime/fake.py lists them.
+picks 1800-3600 s).  The rules themselves are the store's: runtime/sim/cluster.py lists them.
 
 Test controls, for chaos and lockstep tests: stop_serving()/resume_serving() (connections
 refused meanwhile, every open connection dropped), drop_watches(), half_open_watches()
@@ -33,12 +33,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from .api import ApiError, Obj
-from .fake import FakeCluster
-from .fakeapi import kinds, status
-from .fakeapi.kinds import Resource
-from .fakeapi.store import compact_json
-from .fakeapi.watch import Watch
+from ..api import ApiError, Obj
+from .cluster import FakeCluster
+from .apiserver import kinds, status
+from .apiserver.kinds import Resource
+from .apiserver.store import compact_json
+from .apiserver.watch import Watch
 
 MAX_BODY = 3 * 1024 * 1024  # k8s.io/apiserver/pkg/server/config.go MaxRequestBodyBytes
 DEFAULT_WATCH_SECONDS = 1800.0  # minRequestTimeout; kube-apiserver randomizes up to twice that

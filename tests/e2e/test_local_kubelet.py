@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from flatjob.compiler import keys
-from flatjob.runtime.fake import FakeCluster
+from flatjob.runtime.sim.cluster import FakeCluster
 from flatjob.runtime.local.containers import Options, pod_launch
 from flatjob.runtime.local.kubelet import LocalKubelet
 from flatjob.runtime.local.processes import PodLaunch

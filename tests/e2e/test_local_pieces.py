@@ -23,7 +23,7 @@ from flatjob.compiler.loader import Loaded, parse
 from flatjob.compiler.options import CompileOptions
 from flatjob.compiler.pipeline import compile_documents
 from flatjob.runtime.job import job_view
-from flatjob.runtime.local import podstatus
+from flatjob.runtime.sim import podstatus
 from flatjob.runtime.local.compiling import compile_local, parse_replicas, with_replicas
 from flatjob.runtime.local.environment import PodFacts, command_line, declared_env, process_env
 from flatjob.runtime.local.errors import LocalError

@@ -24,7 +24,7 @@ from manifestkit import pod_of
 from flatjob.compiler.loader import Loaded, parse
 from flatjob.compiler.options import CompileOptions
 from flatjob.compiler.pipeline import compile_documents
-from flatjob.runtime.kubelet import container_env, expand
+from flatjob.runtime.sim.kubelet import container_env, expand
 
 HOSTILE = [
     "x'$(touch {marker})'",

@@ -22,8 +22,8 @@ pytest.importorskip("kubernetes")
 from kubernetes import client
 from kubernetes.client.rest import ApiException
 
-from flatjob.runtime.fake import FakeCluster
-from flatjob.runtime.fakeserver import FakeApiServer
+from flatjob.runtime.sim.cluster import FakeCluster
+from flatjob.runtime.sim.server import FakeApiServer
 
 GROUP, VERSION, PLURAL = "flatjob.dev", "v1beta1", "pytorchtrainingjobs"
 GATE = "flatjob.dev/release"

@@ -1,7 +1,7 @@
 """Scenario harness: a compiled job, a cluster, the runtime and optionally a GitOps tool.
 
 The runtime always talks to its cluster through runtime.kube and the real `kubernetes`
-client over HTTP.  By default the cluster is the fake API server (runtime.fakeserver) with a
+client over HTTP.  By default the cluster is the fake API server (runtime.sim.server) with a
 kubelet stand-in; time is virtual and every component is stepped in turn: the runtime
 (after a sync barrier: a bookmark on each of its watches, so it has seen every change made
 so far), the kubelet stand-in, the GitOps simulator.  With FLATJOB_REAL_CLUSTER=1 and a
@@ -29,10 +29,10 @@ from flatjob.compiler.loader import Loaded, parse
 from flatjob.compiler.options import CompileOptions
 from flatjob.compiler.pipeline import compile_documents
 from flatjob.runtime.controller import Controller
-from flatjob.runtime.fake import FakeCluster
-from flatjob.runtime.fakeserver import ConnectionAbort, FakeApiServer
+from flatjob.runtime.sim.cluster import FakeCluster
+from flatjob.runtime.sim.server import ConnectionAbort, FakeApiServer
 from flatjob.runtime.kube import KubeCluster, Timeouts
-from flatjob.runtime.kubelet import FakeKubelet
+from flatjob.runtime.sim.kubelet import FakeKubelet
 
 REAL = os.environ.get("FLATJOB_REAL_CLUSTER") == "1" and bool(os.environ.get("KUBECONFIG") or os.path.exists(os.path.expanduser("~/.kube/config")))
 NAMESPACE = "default"

@@ -16,7 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from flatjob.runtime.kubelet import until_deleted
+from flatjob.runtime.sim.kubelet import until_deleted
 
 from .harness import REAL, Scenario, run_key
 from .test_scenarios import DEEPSPEED, FAIL_ONCE, GENERIC, _launcher_fails_once, pytorch

@@ -1,4 +1,4 @@
-"""The fake API server (runtime.fake.FakeCluster) behaves like kube-apiserver where the runtime
+"""The fake API server (runtime.sim.cluster.FakeCluster) behaves like kube-apiserver where the runtime
 depends on it:
 
 - resourceVersion on every write; 409 on a stale status update and on a delete whose UID
@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from flatjob.compiler import keys
 from flatjob.runtime.api import AlreadyExists, ApiError, Conflict, Expired, Invalid, NotFound
-from flatjob.runtime.fake import Crash, FakeCluster
+from flatjob.runtime.sim.cluster import Crash, FakeCluster
 
 NS = "default"
 PLURAL = "pytorchtrainingjobs"

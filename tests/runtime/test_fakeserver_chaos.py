@@ -10,8 +10,8 @@ import pytest
 import urllib3
 from kubernetes import client, config
 
-from flatjob.runtime.fake import FakeCluster
-from flatjob.runtime.fakeserver import ConnectionAbort, FakeApiServer
+from flatjob.runtime.sim.cluster import FakeCluster
+from flatjob.runtime.sim.server import ConnectionAbort, FakeApiServer
 
 from .fakeserverkit import Clock, call, core, pod, raw
 from .test_fakeserver_watch import Lines

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from flatjob.runtime.fakeapi import quantity
+from flatjob.runtime.sim.apiserver import quantity
 
 from .fakeserverkit import api, call, core, failure, ns, pod, server  # noqa: F401
 

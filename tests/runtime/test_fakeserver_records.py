@@ -7,7 +7,7 @@ import copy
 
 import pytest
 
-from flatjob.runtime.fakeapi.customresources import number
+from flatjob.runtime.sim.apiserver.customresources import number
 
 from .fakeserverkit import (  # noqa: F401
     GROUP,

@@ -162,7 +162,7 @@ def test_periodic_bookmarks(api, ns, server) -> None:  # noqa: F811
 
 
 def test_a_resource_version_from_the_future_waits_then_504(api, ns, server) -> None:  # noqa: F811
-    import flatjob.runtime.fakeapi.watch as w
+    import flatjob.runtime.sim.apiserver.watch as w
 
     w.TOO_LARGE_WAIT, saved = 0.2, w.TOO_LARGE_WAIT
     try:

@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 from flatjob.compiler import keys
-from flatjob.runtime.fakeapi import kinds
+from flatjob.runtime.sim.apiserver import kinds
 
 from .gitops import TRACKING
 from .harness import NAMESPACE, REAL, Scenario

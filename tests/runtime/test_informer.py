@@ -15,7 +15,7 @@ from typing import Any
 
 from flatjob.compiler import keys
 from flatjob.runtime.api import ApiError, Expired
-from flatjob.runtime.fake import FakeCluster
+from flatjob.runtime.sim.cluster import FakeCluster
 from flatjob.runtime.informer import MAX_BACKOFF, Informer
 
 NS = "default"

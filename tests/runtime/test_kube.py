@@ -1,6 +1,6 @@
 """runtime.kube on the wire, against scripted HTTP answers the fake API server never gives.
 
-The fake API server (runtime.fakeserver) behaves like kube-apiserver; these cases are what a
+The fake API server (runtime.sim.server) behaves like kube-apiserver; these cases are what a
 real network and a real server can also do: an HTML 502 from a proxy, a body that is not
 JSON, a reset or refused connection, a server that never answers (read time-out), a watch
 line that is not JSON, a list split over `continue` pages.  Every one must surface as a

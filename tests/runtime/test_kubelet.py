@@ -1,4 +1,4 @@
-"""The kubelet stand-in (runtime.kubelet): what it runs, with which environment, and when.
+"""The kubelet stand-in (runtime.sim.kubelet): what it runs, with which environment, and when.
 
 - gated pods never start; released ones start after the scheduling delay, Ready at once;
 - `sh -c` containers run for real with the pod's env: literal values, $(VAR) expansion as
@@ -25,8 +25,8 @@ from flatjob.compiler.loader import Loaded, parse
 from flatjob.compiler.options import CompileOptions
 from flatjob.compiler.pipeline import compile_documents
 from flatjob.runtime.api import Obj
-from flatjob.runtime.fake import FakeCluster
-from flatjob.runtime.kubelet import FakeKubelet, container_env, expand
+from flatjob.runtime.sim.cluster import FakeCluster
+from flatjob.runtime.sim.kubelet import FakeKubelet, container_env, expand
 from flatjob.runtime.observe import pod_state
 
 NS = "default"

@@ -18,7 +18,7 @@ from urllib.parse import parse_qs
 import pytest
 
 from flatjob.runtime.controller import Controller
-from flatjob.runtime.kubelet import until_deleted
+from flatjob.runtime.sim.kubelet import until_deleted
 
 from .harness import NAMESPACE, REAL, Scenario
 from .test_scenarios import DEEPSPEED, _launcher_fails_once

@@ -11,7 +11,7 @@ import base64
 
 import pytest
 
-from flatjob.runtime.kubelet import until_deleted
+from flatjob.runtime.sim.kubelet import until_deleted
 
 from .harness import REAL, Scenario
 

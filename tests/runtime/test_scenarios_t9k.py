@@ -10,8 +10,8 @@ import copy
 
 import pytest
 
-from flatjob.runtime.fakeapi import kinds
-from flatjob.runtime.kubelet import until_deleted
+from flatjob.runtime.sim.apiserver import kinds
+from flatjob.runtime.sim.kubelet import until_deleted
 from flatjob.runtime.model import Ledger
 
 from .harness import NAMESPACE, REAL, Scenario

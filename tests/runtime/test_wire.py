@@ -16,7 +16,7 @@ import pytest
 
 from flatjob.compiler import keys
 from flatjob.runtime.controller import Controller
-from flatjob.runtime.fakeserver import ConnectionAbort
+from flatjob.runtime.sim.server import ConnectionAbort
 from flatjob.runtime.lease import LEASE_SECONDS, RENEW_DEADLINE
 
 from .harness import NAMESPACE, REAL, Scenario

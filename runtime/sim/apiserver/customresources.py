@@ -32,11 +32,11 @@ from typing import Any
 
 import yaml
 
-from ..api import Obj
+from ...api import Obj
 from .status import FieldError, bad_request, invalid, invalid_field, not_supported, required
 from .strategy import Strategy
 
-CRD_DIR = Path(__file__).resolve().parents[2] / "schemas" / "crds"
+CRD_DIR = Path(__file__).resolve().parents[3] / "schemas" / "crds"  # beside the package root: runtime/ or flatjob/
 INT64 = (-(2**63), 2**63 - 1)
 
 

@@ -21,7 +21,7 @@ import random
 from collections.abc import Callable
 from typing import Any
 
-from ..api import Obj
+from ...api import Obj
 
 SA_MOUNT = "/var/run/secrets/kubernetes.io/serviceaccount"
 TOLERATION_SECONDS = 300

@@ -10,7 +10,7 @@ core/v1 only checks that involvedObject's namespace is the event's.
 
 from __future__ import annotations
 
-from ..api import Obj
+from ...api import Obj
 from .status import FieldError, invalid_field, required
 from .strategy import Strategy
 

@@ -18,7 +18,7 @@ import contextlib
 import copy
 from typing import TYPE_CHECKING
 
-from ..api import NotFound, Obj
+from ...api import NotFound, Obj
 from . import kinds
 
 if TYPE_CHECKING:

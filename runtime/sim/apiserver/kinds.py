@@ -10,7 +10,7 @@ import functools
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ..api import Obj
+from ...api import Obj
 from . import events
 from .customresources import PODGROUP, Crd, CustomResourceStrategy, shipped
 from .deployments import DeploymentStrategy

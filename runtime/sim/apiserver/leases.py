@@ -3,7 +3,7 @@ leaseDurationSeconds and leaseTransitions must not be negative, and the duration
 
 from __future__ import annotations
 
-from ..api import Obj
+from ...api import Obj
 from .status import FieldError, invalid_field
 from .strategy import Strategy
 

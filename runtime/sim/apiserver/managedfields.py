@@ -16,7 +16,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from ..api import Obj
+from ...api import Obj
 
 # +listType=map +listMapKey (k8s.io/api/core/v1/types.go, meta/v1/types.go); lists not named
 # here are atomic (owned whole, `f:<list>: {}`).

@@ -22,7 +22,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from ..api import Obj
+from ...api import Obj
 from . import defaults, quota
 from .status import FieldError, forbidden_field, invalid_field, not_supported, required
 from .strategy import META_FIELDS, Context, Strategy

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..api import Obj
+from ...api import Obj
 from . import defaults, pods
 from .status import FieldError
 from .strategy import Strategy

@@ -23,7 +23,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from ..api import Obj
+from ...api import Obj
 from . import quantity
 from .quantity import Quantity
 from .status import bad_request, forbidden

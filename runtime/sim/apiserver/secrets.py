@@ -11,7 +11,7 @@ import base64
 import binascii
 import re
 
-from ..api import Obj
+from ...api import Obj
 from .status import FieldError, bad_request, forbidden_field, invalid_field, required
 from .strategy import META_FIELDS, Strategy
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from ..api import AlreadyExists, ApiError, Conflict, Expired, Invalid, NotFound, Obj
+from ...api import AlreadyExists, ApiError, Conflict, Expired, Invalid, NotFound, Obj
 
 _CLASSES: dict[tuple[int, str], type[ApiError]] = {
     (404, "NotFound"): NotFound,

@@ -40,7 +40,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
-from ..api import Obj
+from ...api import Obj
 from . import gc, managedfields, patches, selectors
 from .clock import parse_time, stamp
 from .defaults import SYSTEM_PRIORITY_CLASSES

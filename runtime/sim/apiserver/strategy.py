@@ -13,7 +13,7 @@ import random
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..api import Obj
+from ...api import Obj
 from .status import FieldError
 
 if TYPE_CHECKING:

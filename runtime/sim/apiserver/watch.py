@@ -25,7 +25,7 @@ from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from ..api import Obj
+from ...api import Obj
 from .status import body_of, expired, timeout
 
 if TYPE_CHECKING:
