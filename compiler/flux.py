@@ -1,9 +1,9 @@
 """Flux pieces: the GitRepository and a Kustomization per environment, with record health.
 
 One source for overlays/flux/ and `flatjob init --gitops flux` (tests/test_flux.py keeps the
-files in step).  Pods carry `kustomize.toolkit.fluxcd.io/ssa: IfNotPresent` (rendered by the
-compiler): Flux creates a missing pod but never updates a live one, so the runtime may remove
-its scheduling gate without Flux putting it back.  The records follow kstatus; the CEL
+files in step).  Git holds PodTemplates, never pods: Flux applies them like any object and
+the job's runtime creates the pods from them, so Flux never touches a pod.  The records
+follow kstatus; the CEL
 expressions below add what kstatus cannot say: a paused job is as healthy as git wants it.
 """
 
@@ -26,8 +26,8 @@ def health_checks(records: Iterable[tuple[str, str, str]]) -> list[dict[str, str
     """spec.healthChecks for job records given as (kind, name, namespace).
 
     Flux checks the health of the objects listed here (healthCheckExprs say how to read a
-    record); without a list it checks nothing, and `wait: true` would check every pod,
-    which stays Pending while gated.  Flux wants each object by name, so every job needs
+    record); without a list it checks nothing, and `wait: true` would keep the Kustomization
+    unready while any job waits for its gang.  Flux wants each object by name, so every job needs
     its entry.
     """
     return [{"apiVersion": keys.RECORD_API_VERSION, "kind": kind, "name": name, "namespace": ns} for kind, name, ns in records]
@@ -52,7 +52,7 @@ def kustomization(name: str, source: str, path: str, records: Iterable[tuple[str
     """A Flux Kustomization applying one environment's rendered folder, with prune and the
     health of the job records (kind, name, namespace) it is given.
 
-    No `wait: true` (it health-checks every pod, and gated pods stay Pending by design) and
+    No `wait: true` (it would keep the Kustomization unready while a job waits for its gang) and
     no targetNamespace (set `namespace:` in the overlay, so the compiler knows it).
     """
     checks = health_checks(records)

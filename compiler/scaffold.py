@@ -33,7 +33,8 @@ def example_records(env: str) -> list[tuple[str, str, str]]:
 
 CM_HEADER = """\
 argocd-cm additions for flatjob: the health of the job records (health.lua, one copy per
-kind) and the differences the flatjob runtime makes on purpose (docs/gitops.md).
+kind) and the one field changed in the cluster on purpose, an elastic record's
+expectedReplicas (`kubectl scale`; git holds PodTemplates, never pods: docs/gitops.md).
 Patch it in: kubectl -n argocd patch configmap argocd-cm --patch-file argocd-cm.yaml
 (or list it in a kustomization, as kustomization.yaml here does; Helm users: put the data
 entries under configs.cm in the argo-cd chart's values).
@@ -42,8 +43,9 @@ Generated from compiler/argocd.py; edit that and run pytest tests/test_argocd.py
 APP_HEADER = """\
 An Argo CD Application for one environment's rendered output: CI runs `flatjob compile`
 and commits rendered/<env>/, Argo CD applies it as plain kustomize. Replace REPO_URL.
-ignoreDifferences + RespectIgnoreDifferences: the runtime removes flatjob's scheduling gate
-from pods, and `kubectl scale` owns an elastic record's expectedReplicas (docs/gitops.md).
+ignoreDifferences + RespectIgnoreDifferences: `kubectl scale` owns an elastic record's
+expectedReplicas, the one field git states that changes in the cluster (git holds
+PodTemplates, never pods; the runtime creates the pods: docs/gitops.md).
 Generated from compiler/argocd.py."""
 
 PLUGIN_APP_HEADER = """\
@@ -58,10 +60,12 @@ spec.secretRef. Generated from compiler/flux.py."""
 
 FLUX_KS_HEADER = """\
 A Flux Kustomization applying one environment's rendered output, with prune (a job removed
-from git is deleted; a paused job's pods are pruned). No wait: true: it would health-check
-every pod, and flatjob keeps some pods gated on purpose. Flux checks the health of the job
-records listed under healthChecks, by name: add an entry (kind, name, namespace) when you add
-a job. The healthCheckExprs (Flux >= 2.5) read a record's status; a paused job is healthy.
+from git is deleted, its pods with its record). Git holds PodTemplates, never pods: the job's
+runtime creates the pods, so Flux never creates, changes or prunes one. No wait: true: it
+would keep the Kustomization unready while any job waits for its gang (a queue, quota).
+Flux checks the health of the job records listed under healthChecks, by name: add an entry
+(kind, name, namespace) when you add a job. The healthCheckExprs (Flux >= 2.5) read a
+record's status; a paused job is healthy.
 Generated from compiler/flux.py."""
 
 FLUX_IGNORE_HEADER = """\
@@ -212,9 +216,11 @@ kubectl -n argocd patch configmap argocd-cm --patch-file gitops/argocd-cm.yaml
 kubectl apply -f gitops/argocd/
 ```
 
-`argocd-cm.yaml` adds the health check of the job records and tells Argo CD to ignore what
-flatjob's runtime changes on purpose; each Application syncs `rendered/<env>` with
-ServerSideApply and RespectIgnoreDifferences.
+`argocd-cm.yaml` adds the health check of the job records and tells Argo CD to ignore an
+elastic record's expectedReplicas, which `kubectl scale` changes in the cluster; each
+Application syncs `rendered/<env>` with ServerSideApply and RespectIgnoreDifferences. Git
+holds each pod as a PodTemplate; the job's runtime creates the pods, so Argo CD never creates,
+changes or prunes one.
 """,
         "flux": """\
 ## Connect Flux (once per cluster)
@@ -225,8 +231,9 @@ kubectl apply -k gitops/flux/
 ```
 
 This creates the namespaces, a GitRepository for this repository and one Kustomization per
-environment (`rendered/<env>`, with prune). Pods carry `kustomize.toolkit.fluxcd.io/ssa:
-IfNotPresent`, so Flux creates missing pods but never fights the runtime over live ones.
+environment (`rendered/<env>`, with prune). Git holds each pod as a PodTemplate, which Flux
+applies like any other object; the job's runtime creates the pods from them, so Flux never
+creates, changes or prunes a pod.
 """,
         "none": """\
 ## Apply without a GitOps tool

@@ -1,4 +1,4 @@
-"""Flux: the shipped files, how Flux judges a record's health, and what pods carry for Flux.
+"""Flux: the shipped files, how Flux judges a record's health, and what it applies.
 
 Covers:
 - overlays/flux's generated files match compiler/flux.py (--update-golden rewrites them) and
@@ -8,7 +8,7 @@ Covers:
   InProgress (why the Kustomization carries healthCheckExprs);
 - the healthCheckExprs, evaluated by a CEL implementation (cel-python; skipped without it)
   in Flux's order (inProgress, failed, current): a paused job is Current;
-- rendered pods carry kustomize.toolkit.fluxcd.io/ssa: IfNotPresent, the record does not.
+- git holds PodTemplates, never pods, so nothing Flux applies competes with the runtime.
 """
 
 from __future__ import annotations

@@ -81,8 +81,8 @@ def test_gitops_objects(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("env", ["dev", "prod"])
 def test_flux_checks_the_health_of_every_rendered_record(tmp_path: Path, env: str) -> None:
-    """Flux checks only what healthChecks names (wait: true would check gated pods, Pending
-    by design): each record rendered for the environment is listed, and its kind has a
+    """Flux checks only what healthChecks names (wait: true would wait for every object,
+    gangs waiting for a queue included): each record rendered for the environment is listed, and its kind has a
     healthCheckExprs entry to read it with."""
     assert invoke("init", "--gitops", "flux", "--repo-url", URL, str(tmp_path)).exit_code == 0  # type: ignore[attr-defined]
     spec = yaml.safe_load((tmp_path / "gitops" / "flux" / f"{env}.yaml").read_text(encoding="utf-8"))["spec"]

@@ -14,7 +14,8 @@ def krm_command() -> None:
 
     Problems are reported in results[] (with the job, the field path and the item's file);
     any error exits 1. Options go in a ConfigMap functionConfig's data: namespace,
-    clusterDomain, scheduler, kueueQueue, runtimeImage, fluxAnnotations.
+    clusterDomain, scheduler, kueueQueue, runtimeImage (fluxAnnotations is still accepted
+    and ignored: git holds PodTemplates, never pods).
 
     \b
     kustomize (exec functions need the standalone kustomize binary):

@@ -6,7 +6,7 @@ emptyDir volumes mounted as fresh tmpfs; the test then reads the scalars back ov
 second run without the emptyDirs shows they are needed (tensorboard writes its info file to
 /tmp).  Needs root (unshare, setpriv) and a tensorboard outside /tmp, e.g.
 `python3 -m venv /var/tmp/tb && /var/tmp/tb/bin/pip install tensorboard` and
-FLATJOB_TENSORBOARD=/var/tmp/tb/bin/tensorboard; skipped otherwise (CI installs neither).
+FLATJOB_TENSORBOARD=/var/tmp/tb/bin/tensorboard, as .ci/run does; skipped otherwise.
 """
 
 from __future__ import annotations

@@ -1,0 +1,89 @@
+"""No text flatjob ships still says git holds Pods: git holds PodTemplates (architecture §4).
+
+Covers: the files `flatjob init` writes (argocd, flux, none), every command's --help, README.md,
+docs/ and overlays/ are free of the phrases the pods-in-git design left behind (Flux's ssa
+annotation on pods, pods.yaml, a paused compile rendering no pods, the runtime removing a gate
+from pods git holds...).  docs/architecture.md's upgrade note, which names pods.yaml on
+purpose, is the one exception.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+from conftest import ROOT
+from lintkit import run_cli
+
+from flatjob.compiler.cli import LazyGroup, cli
+
+# Matched case-insensitively, with line breaks, indentation and comment markers (#, --) folded
+# into single spaces, so a phrase split across lines of a header is still found.
+STALE = (
+    "pods carry `kustomize",  # Flux's ssa annotation; pods carrying the runtime's own annotations is right
+    "fluxcd.io/ssa",
+    "ssa: ifnotpresent",
+    "creates missing pods",
+    "gated pods in git",
+    "pods.yaml",
+    "renders no pods",
+    "no pods rendered",
+    "a paused job's pods are pruned",
+    "health-check every pod",
+    "keeps some pods gated",
+    "the pods come back from git",
+    "pod must stay exactly what git holds",
+    "scheduling gate from pods",
+    "differences the flatjob runtime makes",
+    "what flatjob's runtime changes on purpose",
+    "configmap, pods and runtime",
+    "runtimeimage, fluxannotations",
+    "no end-to-end test can pass by skipping",
+)
+
+# docs/architecture.md §4 explains the upgrade from pods.yaml on purpose.
+UPGRADE_NOTE = re.compile(r"^- \*\*Upgrading from pods in git\.\*\*.*?(?=^- |^## |\Z)", re.M | re.S)
+
+
+def folded(text: str) -> str:
+    return re.sub(r"\s*\n\s*(?:#|--)?\s*", " ", text).lower()
+
+
+def stale_phrases(text: str) -> list[str]:
+    flat = folded(text)
+    return [phrase for phrase in STALE if phrase in flat]
+
+
+def shipped_docs() -> dict[str, str]:
+    paths = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), *sorted(p for p in (ROOT / "overlays").rglob("*") if p.is_file())]
+    texts = {p.relative_to(ROOT).as_posix(): p.read_text(encoding="utf-8") for p in paths}
+    note = UPGRADE_NOTE.search(texts["docs/architecture.md"])
+    assert note and "pods.yaml" in note.group(0), "the upgrade note moved: update UPGRADE_NOTE"
+    texts["docs/architecture.md"] = UPGRADE_NOTE.sub("", texts["docs/architecture.md"])
+    return texts
+
+
+@pytest.mark.parametrize("gitops", ["argocd", "flux", "none"])
+def test_init_writes_no_stale_pod_text(tmp_path: Path, gitops: str) -> None:
+    result = run_cli("init", "--gitops", gitops, "--repo-url", "https://example.com/t.git", str(tmp_path))
+    assert result.exit_code == 0, result.output
+    found = {p.relative_to(tmp_path).as_posix(): hits for p in sorted(tmp_path.rglob("*")) if p.is_file() and (hits := stale_phrases(p.read_text(encoding="utf-8")))}
+    assert found == {}
+
+
+@pytest.mark.parametrize("name", [None, *LazyGroup.list_commands(cli, None)])  # type: ignore[arg-type]
+def test_help_has_no_stale_pod_text(name: str | None) -> None:
+    result = run_cli(*([name] if name else []), "--help")
+    assert result.exit_code == 0, result.output
+    assert stale_phrases(result.stdout) == []
+
+
+def test_docs_and_overlays_have_no_stale_pod_text() -> None:
+    found = {path: hits for path, text in shipped_docs().items() if (hits := stale_phrases(text))}
+    assert found == {}
+
+
+def test_the_check_finds_a_phrase_split_across_comment_lines() -> None:
+    assert stale_phrases("# the runtime removes flatjob's scheduling gate\n# from pods") == ["scheduling gate from pods"]
+    assert stale_phrases("Pods carry `kustomize.toolkit.fluxcd.io/ssa:\nIfNotPresent`") == ["pods carry `kustomize", "fluxcd.io/ssa", "ssa: ifnotpresent"]
