@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from ..sim.kubelet import expand
+from ..sim.containers import expand
 from .errors import LocalError
 
 _FIELD = re.compile(r"metadata\.(annotations|labels)\['([^']*)'\]")

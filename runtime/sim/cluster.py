@@ -316,12 +316,31 @@ class FakeCluster:
     def record(self, namespace: str, plural: str, name: str) -> Obj:
         return copy.deepcopy(self.store.get(kinds.record(plural), namespace, name))
 
-    def set_pod_status(self, namespace: str, name: str, status: Obj, remove: bool = False) -> None:
-        """The kubelet's side: write a pod's status, or remove a pod it has stopped (grace 0)."""
+    def set_pod_status(self, namespace: str, name: str, status: Obj, remove: bool = False, manager: str = "kubelet", uid: str | None = None) -> None:
+        """A kubelet's or controller's side: write a pod's status (of incarnation `uid` only,
+        when given), or remove a pod the kubelet has stopped (grace 0)."""
         res = kinds.by_key("pods")
         if remove:
-            self.store.delete(res, namespace, name, {"gracePeriodSeconds": 0})
+            self.store.delete(res, namespace, name, {"gracePeriodSeconds": 0, **({"preconditions": {"uid": uid}} if uid else {})})
             return
         with self.store.lock:
             current = self.store.get(res, namespace, name)
-            self.store.update(res, namespace, name, {**current, "status": status}, "status", "kubelet")
+            if uid is not None and current["metadata"]["uid"] != uid:
+                from .apiserver.status import conflict
+
+                raise conflict("", "pods", name, f"Precondition failed: UID in precondition: {uid}, UID in object meta: {current['metadata']['uid']}")
+            self.store.update(res, namespace, name, {**current, "status": status}, "status", manager)
+
+    def evict_pod(self, namespace: str, name: str) -> None:
+        """The Eviction API (pods/eviction; `kubectl drain`): the DisruptionTarget condition
+        `EvictionByEvictionAPI`, then a graceful delete (pkg/registry/core/pod/storage/
+        eviction.go addConditionAndDeletePod).  No PodDisruptionBudget is emulated."""
+        from .podstatus import disruption
+
+        with self.store.lock:
+            pod = self.store.get(kinds.by_key("pods"), namespace, name)
+            status = pod.get("status") or {}
+            others = [c for c in status.get("conditions") or [] if c.get("type") != "DisruptionTarget"]
+            condition = disruption("EvictionByEvictionAPI", "Eviction API: evicting", self.clock())
+            self.set_pod_status(namespace, name, {**status, "conditions": [*others, condition]}, manager="kube-apiserver")
+            self.delete_pod(namespace, name, pod["metadata"]["uid"])

@@ -1,278 +1,354 @@
-"""A kubelet (and scheduler) stand-in for the fake cluster: it runs released pods' commands for real.
+"""The kubelet stand-in of the scenario tests: pods on virtual time, in a real kubelet's order.
 
-A pod with no scheduling gates is bound to the node `node` after `schedule_delay` seconds of
-(virtual) time, through the binding subresource as the scheduler does, and its containers
-start; the status it writes is shaped like a real kubelet's (conditions, hostIP, podIP,
-startTime, containerStatuses with image, imageID, containerID, started, volumeMounts).  A container whose command is a POSIX shell (`sh -c ...`,
-as the scenario tests' busybox pods are) is executed as a local process with the pod's
-environment (literal env, $(VAR) expansion and downward-API fields, the way the kubelet
-builds it); `sleep N` inside it does not block but adds N seconds of virtual run time
-(`sleep inf` runs until the pod is deleted).  Commands of other programs cannot run here:
-such containers run until deleted.  Readiness is reported as soon as a container runs.
-A deleted pod is stopped (its running containers end with exit code 143, SIGTERM), its
-terminal status written, and then removed with a grace period of 0 and its UID as
-precondition, as the kubelet does.
+`FakeKubelet` drives a small simulated cluster: nodes (nodes.py), the scheduler's binding
+(scheduler.py), the node lifecycle, taint eviction and PodGC controllers (nodes.py), and a
+kubelet on each node.  Containers run their Program (containers.py): a busybox `sh -c` runs
+for real, a scenario gives other pods a behaviour.  Every status is built by podstatus.py,
+which run-local's kubelet shares.  What the kubelet does, with the source it follows:
+- admission: a pod bound to a node whose kubelet runs gets startTime, hostIP, podIP and its
+  containers waiting `ContainerCreating` (pkg/kubelet/kubelet_pods.go generateAPIPodStatus);
+- images: an image that cannot be pulled leaves its container waiting `ErrImagePull`, then
+  `ImagePullBackOff` with `Back-off pulling image "<image>": ErrImagePull: <error>` (the 1.32
+  wording, #127918), retried after 10 s doubling to 300 s (pkg/kubelet/images); the pod stays
+  Pending;
+- init containers run one at a time, regular containers waiting `PodInitializing`; with
+  restartPolicy Never (every pod flatjob renders) a failed init container fails the pod
+  (getPhase), its exit code in initContainerStatuses;
+- running: every regular container running, Ready and ContainersReady True (probes are not
+  run); a container that ends stays terminated (restartPolicy Never); when all have ended the
+  phase is Succeeded if each exited 0, else Failed;
+- deletion (deletionTimestamp): SIGTERM to every running container, which exits with its
+  program's code, or SIGKILL (137) when the grace period ends (kuberuntime_container.go
+  killContainer); then the terminal phase is written, Succeeded only when every regular
+  container exited 0 (kubelet.go SyncTerminatingPod, getPhase with podIsTerminal: since
+  1.27, #115331), and only then, in a later step, the pod is removed with grace 0 and its UID
+  as precondition (status_manager.go canBeDeleted, syncPod); a pod deleted before it started
+  ends Failed with its containers `ContainerStatusUnknown` 137 (status_manager.go
+  TerminatePod);
+- activeDeadlineSeconds: once passed, the pod is killed as on deletion and ends Failed with
+  reason `DeadlineExceeded`, "Pod was active on the node longer than the specified deadline"
+  (pkg/kubelet/active_deadline.go); the pod object stays;
+- node-pressure eviction (`evict`): containers killed at once (137), phase Failed, reason
+  `Evicted`, the DisruptionTarget condition `TerminationByKubelet`; the pod object stays
+  (pkg/kubelet/eviction/eviction_manager.go);
+- a lost node (`lose_node`): its kubelet writes nothing more; the controllers of nodes.py
+  then mark its pods not ready and evict them, and PodGC removes them once the node is
+  deleted (`delete_node`); `restore_node` brings the kubelet back, which finishes what was
+  asked meanwhile.
+Test controls: `behaviors`, `kill`, `evict`, `unpullable`, nodes and their capacity
+(`add_node`), `lose_node`, `restore_node`, `delete_node`, `out_of_service`, and
+`scheduler.preempt`.  Not emulated: probes, container restarts (no pod here restarts in
+place), volumes, preStop hooks, the CRI's own delays.
 """
 
 from __future__ import annotations
 
-import hashlib
-import os
-import re
-import shutil
-import stat
-import subprocess
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
+from ..api import ApiError
+from .apiserver.clock import parse_time
 from .cluster import FakeCluster
-from .apiserver.clock import stamp
+from .containers import INF, SIGKILL_EXIT, Behaviour, Program, ShellRunner, as_program, container_env, expand, until_deleted
+from .nodes import OUT_OF_SERVICE, Node, NodeControllers
+from .podstatus import ContainerLook, PodLook, disruption, full_image, status
+from .scheduler import Scheduler
 
-_VAR = re.compile(r"\$\$|\$\(([^)]*)\)")
-_FIELD = re.compile(r"metadata\.(annotations|labels)\['([^']+)'\]")
-SHELLS = ("sh", "/bin/sh", "bash", "/bin/bash")
+PULL_BACKOFF, PULL_BACKOFF_CAP = 10.0, 300.0
+DEFAULT_GRACE = 30  # terminationGracePeriodSeconds when the pod has none (the API's default)
+DEADLINE_MESSAGE = "Pod was active on the node longer than the specified deadline"
+EVICTED_MESSAGE = "The node was low on resource: memory. "
+UNKNOWN_MESSAGE = "The container could not be located when the pod was terminated"
 
-SLEEP_STUB = """#!/bin/sh
-# flatjob fake kubelet: record how long the pod would sleep instead of sleeping.
-printf '%s\\n' "$1" >> "$FLATJOB_FAKE_SLEEP"
-"""
-
-
-def expand(value: str, env: dict[str, str]) -> str:
-    """Kubernetes' $(VAR) expansion: $$ is reduced to $ (so $$(X) stays literal), unknown
-    variables and a $( that never closes stay as written (k8s third_party expansion)."""
-    def sub(m: re.Match[str]) -> str:
-        if m.group(0) == "$$":
-            return "$"
-        return env.get(m.group(1), m.group(0))
-
-    return _VAR.sub(sub, value)
-
-
-def container_env(pod: dict[str, Any], container: dict[str, Any]) -> dict[str, str]:
-    """The environment a kubelet gives a container (literal, expanded and fieldRef values)."""
-    meta = pod["metadata"]
-    env: dict[str, str] = {}
-    for e in container.get("env") or []:
-        if "value" in e:
-            env[e["name"]] = expand(str(e["value"]), env)
-            continue
-        ref = ((e.get("valueFrom") or {}).get("fieldRef") or {}).get("fieldPath", "")
-        m = _FIELD.fullmatch(ref)
-        if m:
-            env[e["name"]] = str((meta.get(m.group(1)) or {}).get(m.group(2), ""))
-        elif ref == "metadata.name":
-            env[e["name"]] = meta["name"]
-        elif ref == "metadata.namespace":
-            env[e["name"]] = meta.get("namespace", "")
-        else:
-            env[e["name"]] = ""
-    env.setdefault("HOSTNAME", pod.get("spec", {}).get("hostname") or meta["name"])
-    return env
+Obj = dict[str, Any]
 
 
 @dataclass
-class ShellRunner:
-    """Runs `sh -c` containers locally: returns (virtual seconds to run, exit code)."""
+class _Container:
+    """One container of a pod that the kubelet started."""
 
-    timeout: float = 20.0
-    _dir: Path | None = None
-
-    def _stubs(self) -> Path:
-        if self._dir is None:
-            self._dir = Path(tempfile.mkdtemp(prefix="flatjob-kubelet-"))
-            stub = self._dir / "sleep"
-            stub.write_text(SLEEP_STUB)
-            stub.chmod(stub.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
-        return self._dir
-
-    def run(self, pod: dict[str, Any], container: dict[str, Any]) -> tuple[float, int | None]:
-        argv = [*(container.get("command") or []), *(container.get("args") or [])]
-        if not argv or argv[0] not in SHELLS:
-            return float("inf"), None  # not a shell: cannot run it here; it runs until deleted
-        env = container_env(pod, container)
-        argv = [expand(a, env) for a in argv]
-        stubs = self._stubs()
-        log = stubs / f"sleep-{os.getpid()}-{id(container)}"
-        log.unlink(missing_ok=True)
-        run_env = {"PATH": f"{stubs}:{os.environ.get('PATH', '/usr/bin:/bin')}", **env, "FLATJOB_FAKE_SLEEP": str(log)}
-        sh = shutil.which(argv[0].rsplit("/", 1)[-1]) or argv[0]
-        try:
-            done = subprocess.run([sh, *argv[1:]], env=run_env, capture_output=True, timeout=self.timeout, check=False)
-        except subprocess.TimeoutExpired:
-            return float("inf"), None
-        seconds = 0.0
-        if log.exists():
-            for line in log.read_text().split():
-                seconds += float("inf") if line in ("inf", "infinity") else float(line.rstrip("s") or 0)
-            log.unlink()
-        return seconds, done.returncode
-
-
-@dataclass
-class _Running:
+    name: str
+    program: Program
     started: float
-    ends: float
-    code: int | None
+    exit_at: float | None = None  # when it exits (by itself, on SIGTERM, or SIGKILL)
+    code: int | None = None  # its exit code, once it exits at exit_at
+    reason: str | None = None
+
+    def exits(self, at: float, code: int, reason: str | None = None) -> None:
+        if self.exit_at is None or at < self.exit_at:
+            self.exit_at, self.code, self.reason = at, code, reason
+
+    def ended(self, now: float) -> bool:
+        return self.exit_at is not None and now >= self.exit_at
+
+    def look(self, now: float) -> ContainerLook:
+        if self.ended(now):
+            reason = self.reason or ("Completed" if self.code == 0 else "Error")
+            return ContainerLook(self.name, "terminated", reason, None, self.code, self.started, self.exit_at)
+        return ContainerLook(self.name, "running", started=self.started, ready=True)
 
 
-def full_image(image: str) -> str:
-    """The image reference a container runtime reports (`busybox` -> docker.io/library/busybox:latest)."""
-    name, _, digest = image.partition("@")
-    first = name.split("/", 1)[0]
-    if "/" not in name or ("." not in first and ":" not in first and first != "localhost"):
-        name = f"docker.io/{name if '/' in name else 'library/' + name}"
-    if not digest and ":" not in name.rsplit("/", 1)[-1]:
-        name += ":latest"
-    return f"{name}@{digest}" if digest else name
+@dataclass
+class _Pod:
+    """What the kubelet of a node keeps about one pod incarnation (its UID)."""
+
+    name: str
+    admitted: float
+    stage: str = "pull"  # pull | init | run | done
+    pulls: int = 0  # failed pulls in a row
+    pull_retry: float = 0.0
+    pull_at: float | None = None  # when the last pull failed
+    pull_error: str | None = None
+    inits: list[_Container] = field(default_factory=list)
+    containers: list[_Container] = field(default_factory=list)
+    term_at: float | None = None  # when SIGTERM was sent
+    reason: str | None = None  # pod-level: DeadlineExceeded, Evicted
+    message: str | None = None
+    conditions: tuple[Obj, ...] = ()
+    done_at: float | None = None  # when the terminal phase was written
 
 
-def _digest(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()
+def _pull_message(image: str) -> str:
+    ref = full_image(image)
+    return f'failed to pull and unpack image "{ref}": failed to resolve reference "{ref}": {ref}: not found'
 
-
-
-def until_deleted(pod: dict[str, Any], env: dict[str, str]) -> tuple[float, int | None]:
-    """A scenario behaviour: the container runs until its pod is deleted (sshd, a launcher)."""
-    return float("inf"), None
 
 @dataclass
 class FakeKubelet:
-    """Moves released pods through Pending -> Running -> Succeeded/Failed on virtual time."""
+    """Nodes, the scheduler, the node controllers and every node's kubelet, on virtual time."""
 
     cluster: FakeCluster
     namespace: str = "default"
     clock: Callable[[], float] = lambda: 0.0
     schedule_delay: float = 1.0
     runner: ShellRunner = field(default_factory=ShellRunner)
-    node: str = "fake-node-1"
+    node: str = "fake-node-1"  # the first node's name
     host_ip: str = "10.0.0.1"
-    # Scenario behaviour for pods whose real command cannot run here (sshd, deepspeed, torchrun):
-    # pod name -> f(pod, env) -> (virtual seconds, exit code or None for "until deleted").
-    behaviors: dict[str, Callable[[dict[str, Any], dict[str, str]], tuple[float, int | None]]] = field(default_factory=dict)
-    seen: dict[str, float] = field(default_factory=dict)  # uid -> when the gates were gone
-    running: dict[str, _Running] = field(default_factory=dict)  # uid -> run
+    # Scenario behaviour: "<pod>" (its regular containers) or "<pod>/<container>" (any one) ->
+    # f(pod, env) -> Program (or the older (seconds, exit code or None for "until stopped")).
+    behaviors: dict[str, Behaviour] = field(default_factory=dict)
+    unpullable: set[str] = field(default_factory=set)  # images as written in the spec
+    runs: dict[str, _Pod] = field(default_factory=dict)  # pod uid -> what its kubelet keeps
     ips: dict[str, str] = field(default_factory=dict)  # uid -> pod IP
-    started_at: dict[str, float] = field(default_factory=dict)  # uid -> start time
 
-    def tick(self) -> bool:
-        """Advance every pod as far as the clock allows; True when anything changed."""
+    def __post_init__(self) -> None:
+        self.nodes: dict[str, Node] = {self.node: Node(self.node, self.host_ip, heartbeat=self.clock())}
+        self.scheduler = Scheduler(self.cluster, self.nodes, self.clock, self.namespace, self.schedule_delay)
+        self.controllers = NodeControllers(self.cluster, self.nodes, self.clock, self.namespace)
+
+    # --- test controls ----------------------------------------------------------------------------
+    def add_node(self, name: str, allocatable: dict[str, str] | None = None, labels: dict[str, str] | None = None) -> Node:
+        node = Node(name, f"10.0.0.{len(self.nodes) + 1}", allocatable, dict(labels or {}), heartbeat=self.clock())
+        self.nodes[name] = node
+        return node
+
+    def lose_node(self, name: str) -> None:
+        """The node's kubelet stops posting status (power loss, a partition)."""
+        self.nodes[name].kubelet_up = False
+
+    def restore_node(self, name: str) -> None:
+        self.nodes[name].kubelet_up = True
+
+    def delete_node(self, name: str) -> None:
+        """The Node object is deleted (`kubectl delete node`, a cloud provider's node controller)."""
+        self.nodes[name].deleted_at = self.clock()
+
+    def out_of_service(self, name: str) -> None:
+        """`kubectl taint node <name> node.kubernetes.io/out-of-service=nodeshutdown:NoExecute`."""
+        self.nodes[name].taints.append({"key": OUT_OF_SERVICE, "effect": "NoExecute", "timeAdded": self.clock()})
+
+    def kill(self, name: str, code: int = 137, reason: str | None = None) -> None:
+        """Make a running pod's containers exit now with `code` (reason OOMKilled, say)."""
+        pod = self.cluster.pods(self.namespace)[name]
+        run = self.runs.get(pod["metadata"]["uid"])
+        if run is None:
+            return
         now = self.clock()
-        changed = False
-        for name, pod in sorted(self.cluster.pods(self.namespace).items()):
-            uid = pod["metadata"]["uid"]
-            phase = pod.get("status", {}).get("phase", "Pending")
-            if pod["metadata"].get("deletionTimestamp") is not None:
-                self._stop(name, pod, 143)
-                changed = True
-            elif phase == "Pending" and not pod["spec"].get("schedulingGates"):
-                first = self.seen.setdefault(uid, now)
-                if now - first >= self.schedule_delay:
-                    self._start(name, pod, now)
-                    changed = True
-            elif phase == "Running" and uid in self.running:
-                run = self.running[uid]
-                if now >= run.ends and run.code is not None:
-                    self._finish(name, pod, run.code)
-                    changed = True
+        for c in run.containers:
+            if not c.ended(now):
+                c.exit_at, c.code, c.reason = now, code, reason
+        self._sync(name, pod, now)
+
+    def evict(self, name: str, message: str = EVICTED_MESSAGE) -> None:
+        """Node-pressure eviction by the kubelet: killed now, Failed, reason Evicted."""
+        pod = self.cluster.pods(self.namespace)[name]
+        run = self.runs.get(pod["metadata"]["uid"])
+        now = self.clock()
+        if run is None:
+            return
+        run.reason, run.message = "Evicted", message
+        run.conditions = (disruption("TerminationByKubelet", message, now),)
+        for c in [*run.inits, *run.containers]:
+            if not c.ended(now):
+                c.exit_at, c.code, c.reason = now, SIGKILL_EXIT, "Error"
+        self._sync(name, pod, now)
+
+    # --- the loop ---------------------------------------------------------------------------------
+    def tick(self) -> bool:
+        """Advance the scheduler, the controllers and every kubelet as far as the clock allows;
+        True when anything changed."""
+        now = self.clock()
+        changed = self.scheduler.tick()
+        changed |= self.controllers.tick()
+        pods = sorted(self.cluster.pods(self.namespace).items())
+        stored = {p["metadata"]["uid"] for _, p in pods}
+        for uid in [u for u in self.runs if u not in stored]:
+            del self.runs[uid]  # removed from the API server: a kubelet kills what is not there
+        for name, pod in pods:
+            node = self.nodes.get((pod.get("spec") or {}).get("nodeName") or "")
+            if node is None or not node.kubelet_up or not node.exists:
+                continue
+            changed |= self._sync(name, pod, now)
         return changed
 
+    def _sync(self, name: str, pod: Obj, now: float) -> bool:
+        """One kubelet pass over one pod: start, advance, stop, report, remove."""
+        meta, spec = pod["metadata"], pod.get("spec") or {}
+        uid = meta["uid"]
+        run = self.runs.get(uid)
+        phase = (pod.get("status") or {}).get("phase", "Pending")
+        if run is None:
+            if phase in ("Succeeded", "Failed"):
+                return self._remove(name, uid) if meta.get("deletionTimestamp") else False
+            run = self.runs[uid] = _Pod(name, now)
+        if run.stage == "done":
+            if meta.get("deletionTimestamp") and run.done_at is not None and now > run.done_at:
+                return self._remove(name, uid)
+            return False
+        if meta.get("deletionTimestamp") and run.term_at is None:
+            self._terminate(run, now, parse_time(meta["deletionTimestamp"]))
+        deadline = spec.get("activeDeadlineSeconds")
+        if isinstance(deadline, int) and run.term_at is None and now >= run.admitted + deadline:
+            run.reason, run.message = "DeadlineExceeded", DEADLINE_MESSAGE
+            self._terminate(run, now, now + float(spec.get("terminationGracePeriodSeconds", DEFAULT_GRACE)))
+        self._advance(pod, run, now)
+        return self._report(name, pod, run, now)
+
+    # --- a pod's life ---------------------------------------------------------------------------
+    def _program(self, pod: Obj, container: Obj, regular: bool) -> Program:
+        name = pod["metadata"]["name"]
+        behave = self.behaviors.get(f"{name}/{container.get('name')}") or (self.behaviors.get(name) if regular else None)
+        if behave is not None:
+            return as_program(behave(pod, container_env(pod, container)))
+        if not regular and not (container.get("command") or container.get("args")):
+            return Program(0.0, 0)  # an init container nothing here can run: it completes
+        return as_program(self.runner.run(pod, container))
+
+    def _start(self, pod: Obj, container: Obj, now: float, regular: bool) -> _Container:
+        program = self._program(pod, container, regular)
+        c = _Container(container.get("name", ""), program, now)
+        ends = program.ends_at(now)
+        if ends is not None and program.code is not None:
+            c.exits(ends, program.code)
+        return c
+
+    def _advance(self, pod: Obj, run: _Pod, now: float) -> None:
+        spec = pod.get("spec") or {}
+        inits, regular = spec.get("initContainers") or [], spec.get("containers") or []
+        if run.stage == "pull" and run.term_at is None:
+            missing = next((c.get("image", "") for c in [*inits, *regular] if c.get("image", "") in self.unpullable), None)
+            if missing is not None:
+                if now >= run.pull_retry:  # a pull attempt: it fails, the back-off doubles
+                    run.pull_error, run.pull_at = _pull_message(missing), now
+                    run.pull_retry = now + min(PULL_BACKOFF * 2 ** run.pulls, PULL_BACKOFF_CAP)
+                    run.pulls += 1
+                return
+            run.pull_error, run.stage = None, "init" if inits else "run"
+        if run.stage == "init":
+            while run.term_at is None:
+                if not run.inits or run.inits[-1].ended(now):
+                    last = run.inits[-1] if run.inits else None
+                    if last is not None and last.code != 0:
+                        break  # a failed init container: restartPolicy Never fails the pod
+                    if len(run.inits) == len(inits):
+                        run.stage = "run"
+                        break
+                    run.inits.append(self._start(pod, inits[len(run.inits)], now, regular=False))
+                else:
+                    break
+        if run.stage == "run" and not run.containers and run.term_at is None:
+            run.containers = [self._start(pod, c, now, regular=True) for c in regular]
+        if self._finished(run, inits, now):
+            run.stage, run.done_at = "done", now
+
+    def _terminate(self, run: _Pod, now: float, kill_at: float) -> None:
+        """SIGTERM to what runs; SIGKILL (137) at `kill_at` for what ignores it or takes longer."""
+        run.term_at = now
+        kill_at = max(kill_at, now)
+        for c in [*run.inits, *run.containers]:
+            if c.ended(now):
+                continue
+            p = c.program
+            if p.on_term is not None and now + p.term_seconds <= kill_at:
+                c.exits(now + p.term_seconds, p.on_term)
+            else:
+                c.exits(kill_at, SIGKILL_EXIT)
+
+    @staticmethod
+    def _finished(run: _Pod, inits: list[Obj], now: float) -> bool:
+        if run.inits and run.inits[-1].ended(now) and run.inits[-1].code != 0:
+            return True  # an init container failed
+        if run.term_at is not None and not run.containers:
+            return all(c.ended(now) for c in run.inits)  # stopped before the regular containers started
+        return bool(run.containers) and all(c.ended(now) for c in run.containers)
+
+    # --- reporting ------------------------------------------------------------------------------
     def _ip(self, uid: str) -> str:
         if uid not in self.ips:
             n = len(self.ips) + 2
             self.ips[uid] = f"10.244.{n // 250}.{n % 250 + 2}"
         return self.ips[uid]
 
-    def _container_status(self, pod: dict[str, Any], c: dict[str, Any], state: dict[str, Any], ready: bool) -> dict[str, Any]:
-        uid = pod["metadata"]["uid"]
-        image = full_image(c.get("image", ""))
-        out = {
-            "name": c["name"], "state": state, "lastState": {}, "ready": ready, "restartCount": 0,
-            "image": image, "imageID": f"{image.split('@')[0].rsplit(':', 1)[0]}@sha256:{_digest(image)}",
-            "containerID": f"containerd://{_digest(uid + c['name'])}", "started": "running" in state,
-        }
-        mounts = [{"name": m["name"], "mountPath": m["mountPath"], **({"readOnly": True, "recursiveReadOnly": "Disabled"} if m.get("readOnly") else {})} for m in c.get("volumeMounts") or []]
-        if mounts:
-            out["volumeMounts"] = mounts
-        return out
-
-    def _status(self, pod: dict[str, Any], phase: str, states: list[dict[str, Any]], ready: bool, reason: str = "") -> dict[str, Any]:
-        """A pod status as a kubelet writes it."""
-        uid, now = pod["metadata"]["uid"], stamp(self.clock())
-        started = stamp(self.started_at.get(uid, self.clock()))
-        flag = "True" if ready else "False"
-        conditions = [
-            {"type": "PodReadyToStartContainers", "status": "True" if phase == "Running" else "False"},
-            {"type": "Initialized", "status": "True"},
-            {"type": "Ready", "status": flag, **({} if ready else {"reason": reason or "ContainersNotReady"})},
-            {"type": "ContainersReady", "status": flag, **({} if ready else {"reason": reason or "ContainersNotReady"})},
-            {"type": "PodScheduled", "status": "True"},
-        ]
-        containers = pod["spec"]["containers"]
-        ip = self._ip(uid)
-        status = {
-            "phase": phase,
-            "conditions": [{**c, "lastProbeTime": None, "lastTransitionTime": now} for c in conditions],
-            "hostIP": self.host_ip, "hostIPs": [{"ip": self.host_ip}],
-            "podIP": ip, "podIPs": [{"ip": ip}],
-            "startTime": started,
-            "containerStatuses": [self._container_status(pod, c, s, ready) for c, s in zip(containers, states, strict=True)],
-            "qosClass": pod.get("status", {}).get("qosClass", "BestEffort"),
-        }
-        inits = pod["spec"].get("initContainers") or []
-        if inits:
-            done = {"terminated": {"exitCode": 0, "reason": "Completed", "startedAt": started, "finishedAt": started}}
-            status["initContainerStatuses"] = [self._container_status(pod, c, done, False) for c in inits]
-        return status
-
-    def _start(self, name: str, pod: dict[str, Any], now: float) -> None:
-        if not pod["spec"].get("nodeName"):
-            self.cluster.bind_pod(self.namespace, name, self.node)  # the scheduler's part
-        containers = pod["spec"]["containers"]
-        behave = self.behaviors.get(name)
-        if behave is not None:
-            results = [behave(pod, container_env(pod, containers[0]))]
+    def _look(self, pod: Obj, run: _Pod, now: float) -> PodLook:
+        spec = pod.get("spec") or {}
+        node = self.nodes.get(spec.get("nodeName") or "")
+        inits, regular = spec.get("initContainers") or [], spec.get("containers") or []
+        init_looks = [c.look(now) for c in run.inits]
+        init_looks += [ContainerLook(c.get("name", ""), "waiting", "PodInitializing" if run.stage != "pull" else "ContainerCreating") for c in inits[len(run.inits):]]
+        if run.containers:
+            looks = [c.look(now) for c in run.containers]
         else:
-            results = [self.runner.run(pod, c) for c in containers]
-        seconds = max(s for s, _ in results)
-        codes = [c for _, c in results]
-        code = None if any(c is None for c in codes) else next((c for c in codes if c), 0)
-        uid = pod["metadata"]["uid"]
-        self.running[uid] = _Running(now, now + seconds, code)
-        self.started_at[uid] = now
-        states = [{"running": {"startedAt": stamp(now)}} for _ in containers]
-        self.cluster.set_pod_status(self.namespace, name, self._status(pod, "Running", states, True))
+            waiting = "PodInitializing" if inits and run.stage != "pull" else "ContainerCreating"
+            looks = [self._waiting(c, run, waiting) for c in regular]
+        phase = "Pending"
+        if run.stage == "done":
+            stopped_early = not run.containers
+            if stopped_early and run.term_at is not None and not (run.inits and run.inits[-1].code):
+                looks = [ContainerLook(c.get("name", ""), "terminated", "ContainerStatusUnknown", UNKNOWN_MESSAGE, SIGKILL_EXIT, now, now) for c in regular]
+            ok = bool(run.containers) and all(c.code == 0 for c in run.containers) and run.reason is None
+            phase = "Succeeded" if ok else "Failed"
+        elif run.containers:
+            phase = "Running"
+        return PodLook(phase, self._ip(pod["metadata"]["uid"]), run.admitted, now, node.ip if node else self.host_ip,
+                       tuple(init_looks), tuple(looks), run.reason, run.message, run.conditions)
 
-    def _finish(self, name: str, pod: dict[str, Any], code: int) -> None:
-        uid, now = pod["metadata"]["uid"], stamp(self.clock())
-        started = stamp(self.started_at.get(uid, self.clock()))
-        reason = "Completed" if code == 0 else "Error"
-        states = [{"terminated": {"exitCode": code, "reason": reason, "startedAt": started, "finishedAt": now,
-                                  "containerID": f"containerd://{_digest(uid + c['name'])}"}} for c in pod["spec"]["containers"]]
-        phase = "Succeeded" if code == 0 else "Failed"
-        self.cluster.set_pod_status(self.namespace, name, self._status(pod, phase, states, False, "PodCompleted" if code == 0 else ""))
+    def _waiting(self, container: Obj, run: _Pod, default: str) -> ContainerLook:
+        name, image = container.get("name", ""), container.get("image", "")
+        if run.stage == "pull" and image in self.unpullable and run.pull_error is not None:
+            if self.clock() == run.pull_at:  # the attempt that just failed, then its back-off
+                return ContainerLook(name, "waiting", "ErrImagePull", run.pull_error)
+            return ContainerLook(name, "waiting", "ImagePullBackOff", f'Back-off pulling image "{image}": ErrImagePull: {run.pull_error}')
+        return ContainerLook(name, "waiting", default)
 
-    def _stop(self, name: str, pod: dict[str, Any], code: int) -> None:
-        """SIGTERM: a running pod's containers end with `code` (Failed), then the pod is removed."""
-        run = self.running.pop(pod["metadata"]["uid"], None)
-        if run is not None and pod.get("status", {}).get("phase") == "Running":
-            self._finish(name, pod, code)
-        self.cluster.set_pod_status(self.namespace, name, {}, remove=True)
+    def _report(self, name: str, pod: Obj, run: _Pod, now: float) -> bool:
+        doc = status(pod, self._look(pod, run, now))
+        if doc == pod.get("status"):
+            return False
+        try:
+            self.cluster.set_pod_status(self.namespace, name, doc, uid=pod["metadata"]["uid"])
+        except ApiError:
+            return False  # gone or replaced meanwhile: the next pass sees it
+        return True
 
-    def evict(self, name: str) -> None:
-        """Evict a pod (node pressure, preemption): Failed without an exit code."""
-        pod = self.cluster.pods(self.namespace)[name]
-        self.running.pop(pod["metadata"]["uid"], None)
-        status = dict(pod.get("status") or {})
-        status.update(phase="Failed", reason="Evicted", message="The node was low on resource: memory. ")
-        status["conditions"] = [*status.get("conditions", []), {"type": "DisruptionTarget", "status": "True", "reason": "TerminationByKubelet", "message": "The node was low on resource: memory. ", "lastProbeTime": None, "lastTransitionTime": stamp(self.clock())}]
-        self.cluster.set_pod_status(self.namespace, name, status)
+    def _remove(self, name: str, uid: str) -> bool:
+        """The status manager's last step: delete the terminal pod, grace 0, this UID only."""
+        self.runs.pop(uid, None)
+        try:
+            self.cluster.set_pod_status(self.namespace, name, {}, remove=True, uid=uid)
+        except ApiError:
+            return False
+        return True
 
-    def kill(self, name: str, code: int = 137) -> None:
-        """Make a running pod's container exit now with `code` (e.g. OOM-killed: 137)."""
-        pod = self.cluster.pods(self.namespace)[name]
-        self.running.pop(pod["metadata"]["uid"], None)
-        self._finish(name, pod, code)
+
+__all__ = ["INF", "FakeKubelet", "Program", "ShellRunner", "container_env", "expand", "until_deleted"]

@@ -1,16 +1,26 @@
-"""A pod's status as a kubelet writes it, from what its local processes did (pure).
+"""A pod's status as a kubelet writes it (pure): the one status builder of both kubelets.
 
-The local kubelet writes these documents into the API server's store: Running (and Ready:
-probes are not run, a pod is Ready once its containers run) when the regular containers
-have started, then Succeeded or Failed with every container's exit code, reason and
-termination message when they have ended.  The runtime reads them exactly as it reads a
-cluster's (runtime/observe.py): the training container's exit code, torchrun's failure
-summary in its termination message, a failed init container.  Containers that run-local
-does not run (`--only-training`) are left out of containerStatuses.
+The scenario kubelet (kubelet.py, virtual time) and run-local's (runtime/local/kubelet.py,
+real processes) describe what they see of a pod as a `PodLook` (phase, each container's
+state) and write `status(pod, look)`.  The shape follows the kubelet's generateAPIPodStatus
+(pkg/kubelet/kubelet_pods.go) and the status manager (pkg/kubelet/status/status_manager.go):
+- conditions PodReadyToStartContainers, Initialized, Ready, ContainersReady; PodScheduled
+  (the scheduler's) and DisruptionTarget (the API server's, the scheduler's or a controller's)
+  are kept as stored, since the status manager merges only the conditions the kubelet owns;
+- a terminal phase forces Ready and ContainersReady to False with reason PodCompleted or
+  PodFailed (status_manager generate*ConditionForTerminalPhase);
+- each container's state (waiting with its reason and message: ContainerCreating,
+  PodInitializing, ErrImagePull, ImagePullBackOff; running; terminated with exit code, reason
+  Completed/Error/OOMKilled, message, start and finish), image, imageID, containerID
+  (derived from the pod UID, so an incarnation's IDs are stable), started, ready,
+  volumeMounts; init containers likewise; hostIP(s), podIP(s), startTime, qosClass as stored;
+- a pod-level reason and message where the kubelet sets one (Evicted, DeadlineExceeded).
+The runtime reads these exactly as it reads a cluster's (runtime/observe.py).
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
@@ -18,6 +28,7 @@ from typing import Any
 from .apiserver.clock import stamp
 
 HOST_IP = "127.0.0.1"
+KUBELET_CONDITIONS = ("PodReadyToStartContainers", "Initialized", "Ready", "ContainersReady")
 
 Obj = dict[str, Any]
 
@@ -28,7 +39,7 @@ class Exited:
 
     container: str
     code: int  # 128+N for a death by signal N; 128 for a command that could not start
-    reason: str  # Completed | Error | StartError
+    reason: str  # Completed | Error | StartError | OOMKilled | ContainerStatusUnknown
     message: str | None = None  # termination message (FallbackToLogsOnError: the log's tail)
 
 
@@ -52,71 +63,171 @@ class Ended:
         return "Succeeded" if ok else "Failed"
 
 
-def _conditions(pod: Obj, ready: bool, initialized: bool, running: bool, now: str) -> list[Obj]:
-    """The kubelet's pod conditions; PodScheduled stays as the binding wrote it."""
-    def cond(ctype: str, ok: bool, reason: str) -> Obj:
-        return {"type": ctype, "status": "True" if ok else "False", **({} if ok else {"reason": reason}), "lastProbeTime": None, "lastTransitionTime": now}
+@dataclass(frozen=True)
+class ContainerLook:
+    """One container as the kubelet sees it now."""
 
-    scheduled = [c for c in (pod.get("status") or {}).get("conditions") or [] if c.get("type") == "PodScheduled"]
-    return [
-        cond("PodReadyToStartContainers", running, "PodCompleted"),
-        cond("Initialized", initialized, "ContainersNotInitialized"),
-        cond("Ready", ready, "PodCompleted" if initialized else "ContainersNotInitialized"),
-        cond("ContainersReady", ready, "PodCompleted" if initialized else "ContainersNotInitialized"),
-        *scheduled,
-    ]
+    name: str
+    state: str  # waiting | running | terminated
+    reason: str | None = None  # waiting: ContainerCreating, PodInitializing, ImagePullBackOff...; terminated: Completed, Error...
+    message: str | None = None
+    code: int | None = None  # terminated only
+    started: float | None = None  # running or terminated
+    finished: float | None = None  # terminated only
+    ready: bool = False
 
-
-def _image(pod: Obj, name: str) -> str:
-    spec = pod.get("spec") or {}
-    for c in [*(spec.get("containers") or []), *(spec.get("initContainers") or [])]:
-        if c.get("name") == name:
-            return str(c.get("image", ""))
-    return ""
+    @classmethod
+    def exited(cls, e: Exited, started: float, finished: float) -> ContainerLook:
+        return cls(e.container, "terminated", e.reason, e.message, e.code, started, finished)
 
 
-def _container(pod: Obj, name: str, state: Obj, ready: bool) -> Obj:
-    return {"name": name, "state": state, "lastState": {}, "ready": ready, "restartCount": 0, "image": _image(pod, name), "imageID": "", "started": "running" in state}
+@dataclass(frozen=True)
+class PodLook:
+    """What the kubelet knows of one pod: the input of its status."""
+
+    phase: str  # Pending | Running | Succeeded | Failed
+    ip: str
+    started: float  # startTime: when the kubelet admitted the pod
+    now: float
+    host_ip: str = HOST_IP
+    init: tuple[ContainerLook, ...] = ()
+    containers: tuple[ContainerLook, ...] = ()
+    reason: str | None = None  # pod-level: Evicted, DeadlineExceeded, StartError
+    message: str | None = None
+    conditions: tuple[Obj, ...] = ()  # extra conditions the kubelet adds (DisruptionTarget on eviction)
+    initialized: bool | None = None  # None: every init container terminated with 0
+
+    @property
+    def is_initialized(self) -> bool:
+        if self.initialized is not None:
+            return self.initialized
+        return all(c.state == "terminated" and c.code == 0 for c in self.init)
 
 
-def _terminated(e: Exited, started: str, finished: str) -> Obj:
-    term: Obj = {"exitCode": e.code, "reason": e.reason, "startedAt": started, "finishedAt": finished}
-    if e.message:
-        term["message"] = e.message
-    return {"terminated": term}
+def _id(*parts: str) -> str:
+    return hashlib.sha256("/".join(parts).encode()).hexdigest()
 
 
-def _base(pod: Obj, phase: str, ip: str, started: float, conditions: list[Obj]) -> Obj:
-    return {
-        "phase": phase,
-        "conditions": conditions,
-        "hostIP": HOST_IP, "hostIPs": [{"ip": HOST_IP}],
-        "podIP": ip, "podIPs": [{"ip": ip}],
-        "startTime": stamp(started),
+def full_image(image: str) -> str:
+    """The image reference a container runtime reports (`busybox` -> docker.io/library/busybox:latest)."""
+    name, _, digest = image.partition("@")
+    first = name.split("/", 1)[0]
+    if "/" not in name or ("." not in first and ":" not in first and first != "localhost"):
+        name = f"docker.io/{name if '/' in name else 'library/' + name}"
+    if not digest and ":" not in name.rsplit("/", 1)[-1]:
+        name += ":latest"
+    return f"{name}@{digest}" if digest else name
+
+
+def _specs(pod: Obj, field: str) -> dict[str, Obj]:
+    return {c.get("name", ""): c for c in (pod.get("spec") or {}).get(field) or [] if isinstance(c, dict)}
+
+
+def _state(c: ContainerLook) -> Obj:
+    if c.state == "running":
+        return {"running": {"startedAt": stamp(c.started or 0.0)}}
+    if c.state == "terminated":
+        term: Obj = {"exitCode": c.code, "reason": c.reason or ("Completed" if c.code == 0 else "Error")}
+        if c.message:
+            term["message"] = c.message
+        term["startedAt"] = stamp(c.started or 0.0)
+        term["finishedAt"] = stamp(c.finished or c.started or 0.0)
+        return {"terminated": term}
+    waiting: Obj = {"reason": c.reason or "ContainerCreating"}
+    if c.message:
+        waiting["message"] = c.message
+    return {"waiting": waiting}
+
+
+def _container(pod: Obj, spec: Obj | None, c: ContainerLook) -> Obj:
+    uid = (pod.get("metadata") or {}).get("uid", "")
+    image = full_image(str((spec or {}).get("image", "")))
+    out: Obj = {"name": c.name, "state": _state(c), "lastState": {}, "ready": c.ready, "restartCount": 0, "image": image}
+    if c.state != "waiting":  # a container that was created has an ID and a pulled image
+        out["imageID"] = f"{image.split('@')[0].rsplit(':', 1)[0]}@sha256:{_id(image)}"
+        out["containerID"] = f"containerd://{_id(uid, c.name)}"
+    out["started"] = c.state == "running"
+    mounts = [{"name": m["name"], "mountPath": m["mountPath"], **({"readOnly": True, "recursiveReadOnly": "Disabled"} if m.get("readOnly") else {})}
+              for m in (spec or {}).get("volumeMounts") or [] if isinstance(m, dict) and "name" in m and "mountPath" in m]
+    if mounts:
+        out["volumeMounts"] = mounts
+    return out
+
+
+def _conditions(pod: Obj, look: PodLook, at: str) -> list[Obj]:
+    """The kubelet's four conditions (kept unchanged when their status is), then the others'."""
+    stored = [c for c in (pod.get("status") or {}).get("conditions") or [] if isinstance(c, dict)]
+    before = {c.get("type"): c for c in stored}
+    terminal = look.phase in ("Succeeded", "Failed")
+    initialized = look.is_initialized
+    ready = not terminal and bool(look.containers) and all(c.ready for c in look.containers)
+    created = any(c.state != "waiting" for c in (*look.init, *look.containers))
+    not_ready = "PodCompleted" if look.phase == "Succeeded" else "PodFailed" if terminal else "ContainersNotInitialized" if not initialized else "ContainersNotReady"
+    own = {
+        "PodReadyToStartContainers": (created and not terminal, None),
+        "Initialized": (initialized, "PodCompleted" if terminal and initialized else "ContainersNotInitialized"),
+        "Ready": (ready, not_ready),
+        "ContainersReady": (ready, not_ready),
     }
+    out = []
+    for ctype, (ok, reason) in own.items():
+        status = "True" if ok else "False"
+        old = before.get(ctype)
+        when = old["lastTransitionTime"] if old and old.get("status") == status and old.get("lastTransitionTime") else at
+        out.append({"type": ctype, "status": status, **({} if ok or reason is None else {"reason": reason}), "lastProbeTime": None, "lastTransitionTime": when})
+    others = [c for c in stored if c.get("type") not in KUBELET_CONDITIONS]
+    extra = [c for c in look.conditions if c.get("type") not in {o.get("type") for o in others}]
+    return [*out, *others, *extra]
 
+
+def status(pod: Obj, look: PodLook) -> Obj:
+    """The whole status document the kubelet writes for `look`."""
+    at = stamp(look.now)
+    stored = pod.get("status") or {}
+    inits, regular = _specs(pod, "initContainers"), _specs(pod, "containers")
+    out: Obj = {"phase": look.phase, "conditions": _conditions(pod, look, at)}
+    if look.reason:
+        out["reason"] = look.reason
+    if look.message:
+        out["message"] = look.message
+    out.update(hostIP=look.host_ip, hostIPs=[{"ip": look.host_ip}], podIP=look.ip, podIPs=[{"ip": look.ip}], startTime=stamp(look.started))
+    if look.init:
+        out["initContainerStatuses"] = [_container(pod, inits.get(c.name), c) for c in look.init]
+    out["containerStatuses"] = [_container(pod, regular.get(c.name), c) for c in look.containers]
+    if "qosClass" in stored:
+        out["qosClass"] = stored["qosClass"]
+    return out
+
+
+# --- what run-local's kubelet reports: its processes as looks ------------------------------------
 
 def running(pod: Obj, ip: str, containers: Iterable[str], started: float, now: float) -> Obj:
-    """Every regular container that could start is running: phase Running, Ready."""
-    at = stamp(now)
-    status = _base(pod, "Running", ip, started, _conditions(pod, True, True, True, at))
-    status["containerStatuses"] = [_container(pod, name, {"running": {"startedAt": at}}, True) for name in containers]
-    return status
+    """Every regular container that could start is running: phase Running, Ready (no probes)."""
+    names = tuple(containers)
+    inits = tuple(ContainerLook(n, "terminated", "Completed", None, 0, started, now) for n in _specs(pod, "initContainers"))
+    look = PodLook("Running", ip, started, now, init=inits, containers=tuple(ContainerLook(n, "running", started=now, ready=True) for n in names), initialized=True)
+    return status(pod, look)
 
 
 def ended(pod: Obj, ip: str, how: Ended, started: float, now: float) -> Obj:
-    """The final status: Succeeded or Failed, each container's exit code and message."""
-    begun, at = stamp(started), stamp(now)
-    failed_init = how.init_failed
-    status = _base(pod, how.phase, ip, started, _conditions(pod, False, failed_init is None and how.error is None, False, at))
-    inits = [*how.init, *how.sidecars]
-    if inits:
-        status["initContainerStatuses"] = [_container(pod, e.container, _terminated(e, begun, at), False) for e in inits]
-    if failed_init is not None:  # the regular containers never started
-        names = [c.get("name", "") for c in (pod.get("spec") or {}).get("containers") or []]
-        status["containerStatuses"] = [_container(pod, n, {"waiting": {"reason": "PodInitializing"}}, False) for n in names]
+    """The final status: Succeeded or Failed, each container's exit code and message; a failed
+    init container leaves the regular ones waiting (PodInitializing), as the kubelet does."""
+    inits = tuple(ContainerLook.exited(e, started, now) for e in (*how.init, *how.sidecars))
+    if how.init_failed is not None:
+        names = _specs(pod, "containers")
+        containers = tuple(ContainerLook(n, "waiting", "PodInitializing") for n in names)
     else:
-        status["containerStatuses"] = [_container(pod, e.container, _terminated(e, begun, at), False) for e in how.containers]
-    if how.error is not None:
-        status["reason"], status["message"] = "StartError", how.error
-    return status
+        containers = tuple(ContainerLook.exited(e, started, now) for e in how.containers)
+    look = PodLook(how.phase, ip, started, now, init=inits, containers=containers, initialized=how.init_failed is None and how.error is None,
+                   reason="StartError" if how.error is not None else None, message=how.error)
+    return status(pod, look)
+
+
+def disruption(reason: str, message: str, now: float) -> Obj:
+    """The DisruptionTarget condition (pkg/apis/core/types.go DisruptionTarget; reasons:
+    EvictionByEvictionAPI, PreemptionByScheduler, DeletionByTaintManager, DeletionByPodGC,
+    TerminationByKubelet)."""
+    return {"type": "DisruptionTarget", "status": "True", "reason": reason, "message": message, "lastProbeTime": None, "lastTransitionTime": stamp(now)}
+
+
+__all__ = ["ContainerLook", "Ended", "Exited", "PodLook", "disruption", "ended", "full_image", "running", "status"]

@@ -154,8 +154,8 @@ def test_sleeps_add_up_as_virtual_time(world: Any) -> None:
     cluster, kubelet, clock = world
     cluster.create_pod(NS, pod_body(["sh", "-c", "sleep 2; sleep 1.5s; sleep 0; exit 0"]))
     advance(kubelet, clock, 1)
-    run = kubelet.running[cluster.pods()["p"]["metadata"]["uid"]]
-    assert run.ends - run.started == 3.5
+    (main,) = kubelet.runs[cluster.pods()["p"]["metadata"]["uid"]].containers
+    assert main.exit_at is not None and main.exit_at - main.started == 3.5
 
 
 def test_the_container_sees_env_expanded_args_and_downward_api(world: Any, tmp_path: Path) -> None:
@@ -187,7 +187,10 @@ def test_what_cannot_finish_runs_until_deleted(world: Any, command: list[str]) -
     watch = cluster.watch_pods(NS, {}, str(cluster.rv))
     cluster.delete_pod(NS, "p", None)
     kubelet.tick()
-    assert "p" not in cluster.pods()
+    assert phase(cluster) == "Failed"  # the terminal status first...
+    clock.now += 1
+    kubelet.tick()
+    assert "p" not in cluster.pods()  # ...then the removal, in a later step
     events = watch.next_events()
     assert [e for e, _ in events] == ["MODIFIED", "MODIFIED", "DELETED"]  # deletionTimestamp, 143, gone
     stopped = pod_state(events[1][1], "main")
@@ -202,8 +205,9 @@ def test_evict_and_kill(world: Any) -> None:
     kubelet.evict("a")
     kubelet.kill("b", 137)
     a, b = pod_state(cluster.pods()["a"], "main"), pod_state(cluster.pods()["b"], "main")
-    assert (a.phase, a.exit_code, a.reason) == ("Failed", None, "Evicted")
-    assert (b.phase, b.exit_code) == ("Failed", 137)
+    assert (a.phase, a.exit_code, a.disruption) == ("Failed", 137, "TerminationByKubelet")
+    assert cluster.pods()["a"]["status"]["reason"] == "Evicted"
+    assert (b.phase, b.exit_code, b.disruption) == ("Failed", 137, None)
     advance(kubelet, clock, 10)
     assert (phase(cluster, "a"), phase(cluster, "b")) == ("Failed", "Failed")
 
@@ -233,6 +237,8 @@ def test_a_deleted_pod_ends_terminal_and_goes_with_grace_0(world: Any) -> None:
     watch = cluster.watch_pods(NS, {}, str(cluster.rv))
     cluster.delete_pod(NS, "p", None)
     assert cluster.pods()["p"]["metadata"]["deletionGracePeriodSeconds"] == 30  # scheduled: graceful
+    kubelet.tick()
+    clock.now += 1
     kubelet.tick()
     events = watch.next_events()
     assert [t for t, _ in events] == ["MODIFIED", "MODIFIED", "DELETED"]

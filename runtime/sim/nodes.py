@@ -1,0 +1,196 @@
+"""Nodes, and the controllers that act when one is lost: node lifecycle, taint eviction, PodGC.
+
+Nodes are the simulation's own state, not API objects (the fake API server serves no
+cluster-scoped kinds); pods name them in spec.nodeName.  What the controllers write into the
+pods is what kube-controller-manager writes, in the same order:
+- node lifecycle (pkg/controller/nodelifecycle/node_lifecycle_controller.go): a node whose
+  kubelet stopped posting status for node-monitor-grace-period (50 s since 1.32, #126287) gets
+  Ready=Unknown and the `node.kubernetes.io/unreachable` NoExecute taint; its pods get
+  Ready=False and nothing else changes: their phase stays Running, ContainersReady and the
+  container states keep the kubelet's last report (MarkPodsNotReady,
+  pkg/controller/util/node/controller_utils.go); the phase Unknown is never set;
+- taint eviction (pkg/controller/tainteviction/taint_eviction.go): a pod on a NoExecute-tainted
+  node is deleted once its toleration runs out (the DefaultTolerationSeconds admission plugin
+  gives every pod 300 s for not-ready and unreachable), after the DisruptionTarget condition
+  `DeletionByTaintManager` / "Taint manager: deleting due to NoExecute taint"; the deletion is
+  graceful, so with no kubelet to finish it the pod stays terminating;
+- PodGC (pkg/controller/podgc/gc_controller.go, every 20 s): a pod bound to a node that no
+  longer exists (after 40 s of quarantine) is patched to phase Failed with DisruptionTarget
+  `DeletionByPodGC` / "PodGC: node no longer exists", then force-deleted (grace 0); a
+  terminating pod on a node tainted `node.kubernetes.io/out-of-service` is patched to Failed
+  and force-deleted without a condition.
+Not emulated: node-startup-grace-period, eviction rate limits and zone states, NoSchedule
+taints other than the ones above, the node's own conditions beyond Ready.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..api import ApiError
+from .apiserver.clock import parse_time, stamp
+from .podstatus import disruption
+
+NODE_MONITOR_GRACE = 50.0  # seconds without a kubelet status before the node is Unknown (1.32)
+PODGC_PERIOD = 20.0  # gcCheckPeriod
+PODGC_QUARANTINE = 40.0  # quarantineTime: a node must be gone this long before its pods are
+UNREACHABLE = "node.kubernetes.io/unreachable"
+NOT_READY = "node.kubernetes.io/not-ready"
+OUT_OF_SERVICE = "node.kubernetes.io/out-of-service"
+TAINT_MESSAGE = "Taint manager: deleting due to NoExecute taint"
+PODGC_MESSAGE = "PodGC: node no longer exists"
+
+Obj = dict[str, Any]
+
+
+@dataclass
+class Node:
+    """One node: its kubelet, its capacity and what the control plane thinks of it."""
+
+    name: str
+    ip: str = "10.0.0.1"
+    allocatable: dict[str, str] | None = None  # cpu, memory, nvidia.com/gpu...; None: room for anything
+    labels: dict[str, str] = field(default_factory=dict)
+    kubelet_up: bool = True  # its kubelet runs and posts status
+    heartbeat: float = 0.0  # when its kubelet last posted status
+    ready: str = "True"  # its Ready condition as the node lifecycle controller set it: True | Unknown
+    taints: list[Obj] = field(default_factory=list)  # {key, effect, timeAdded (seconds)}
+    deleted_at: float | None = None  # the Node object is gone (a cloud provider, `kubectl delete node`)
+
+    @property
+    def exists(self) -> bool:
+        return self.deleted_at is None
+
+    def tainted(self, key: str) -> Obj | None:
+        return next((t for t in self.taints if t["key"] == key), None)
+
+
+def toleration_seconds(pod: Obj, taint: Obj) -> float | None:
+    """How long the pod tolerates a NoExecute taint: None forever, 0 not at all
+    (taint_eviction.go getMinTolerationTime; an untolerated taint evicts at once)."""
+    best: float | None = 0.0
+    for t in (pod.get("spec") or {}).get("tolerations") or []:
+        key_ok = t.get("operator") == "Exists" and not t.get("key") or t.get("key") == taint["key"]
+        effect_ok = not t.get("effect") or t.get("effect") == taint["effect"]
+        if key_ok and effect_ok:
+            if t.get("tolerationSeconds") is None:
+                return None
+            best = max(best or 0.0, float(t["tolerationSeconds"]))
+    return best
+
+
+@dataclass
+class NodeControllers:
+    """kube-controller-manager's node lifecycle, taint eviction and PodGC, on virtual time."""
+
+    cluster: Any  # runtime.sim.cluster.FakeCluster
+    nodes: dict[str, Node]
+    clock: Callable[[], float]
+    namespace: str = "default"
+    _gc_at: float = 0.0
+
+    def tick(self) -> bool:
+        now = self.clock()
+        changed = False
+        for node in self.nodes.values():
+            if not node.exists:
+                continue
+            if node.kubelet_up:
+                node.heartbeat = now
+                if node.ready != "True":  # the kubelet is back: Ready again, taints lifted
+                    node.ready = "True"
+                    node.taints = [t for t in node.taints if t["key"] not in (UNREACHABLE, NOT_READY)]
+            elif node.ready == "True" and now - node.heartbeat >= NODE_MONITOR_GRACE:
+                node.ready = "Unknown"
+                node.taints.append({"key": UNREACHABLE, "effect": "NoExecute", "timeAdded": now})
+                changed |= self._mark_not_ready(node, now)
+        changed |= self._evict_tainted(now)
+        if now >= self._gc_at:
+            self._gc_at = now + PODGC_PERIOD
+            changed |= self._collect(now)
+        return changed
+
+    def _pods_on(self, node: Node) -> list[tuple[str, Obj]]:
+        return [(n, p) for n, p in sorted(self.cluster.pods(self.namespace).items()) if (p.get("spec") or {}).get("nodeName") == node.name]
+
+    def _mark_not_ready(self, node: Node, now: float) -> bool:
+        """MarkPodsNotReady: Ready=False on each of the node's pods that is not terminal."""
+        changed = False
+        for name, pod in self._pods_on(node):
+            status = pod.get("status") or {}
+            if status.get("phase") in ("Succeeded", "Failed"):
+                continue
+            conditions = [dict(c) for c in status.get("conditions") or []]
+            for c in conditions:
+                if c.get("type") == "Ready" and c.get("status") != "False":
+                    c.update(status="False", lastTransitionTime=stamp(now))
+                    changed = True
+            self._write(name, pod, {**status, "conditions": conditions})
+        return changed
+
+    def _evict_tainted(self, now: float) -> bool:
+        changed = False
+        for node in self.nodes.values():
+            for taint in (t for t in node.taints if t["effect"] == "NoExecute"):
+                for name, pod in self._pods_on(node):
+                    if pod["metadata"].get("deletionTimestamp"):
+                        continue
+                    wait = toleration_seconds(pod, taint)
+                    if wait is not None and now >= taint["timeAdded"] + wait:
+                        self._condition_then_delete(name, pod, disruption("DeletionByTaintManager", TAINT_MESSAGE, now), grace=None)
+                        changed = True
+        return changed
+
+    def _collect(self, now: float) -> bool:
+        """PodGC: orphaned pods, and terminating pods on out-of-service nodes."""
+        changed = False
+        for node in self.nodes.values():
+            orphaned = node.deleted_at is not None and now - node.deleted_at >= PODGC_QUARANTINE
+            out_of_service = node.exists and node.tainted(OUT_OF_SERVICE) is not None and node.ready != "True"
+            if not (orphaned or out_of_service):
+                continue
+            for name, pod in self._pods_on(node):
+                if out_of_service and not orphaned and not pod["metadata"].get("deletionTimestamp"):
+                    continue
+                condition = disruption("DeletionByPodGC", PODGC_MESSAGE, now) if orphaned else None
+                self._fail_then_force_delete(name, pod, condition)
+                changed = True
+        return changed
+
+    # --- writes, as the controllers make them ----------------------------------------------------
+    def _write(self, name: str, pod: Obj, status: Obj, manager: str = "node-controller") -> None:
+        try:
+            self.cluster.set_pod_status(self.namespace, name, status, manager=manager, uid=pod["metadata"]["uid"])
+        except ApiError:
+            pass  # gone or replaced meanwhile
+
+    def _condition_then_delete(self, name: str, pod: Obj, condition: Obj, grace: int | None) -> None:
+        status = pod.get("status") or {}
+        others = [c for c in status.get("conditions") or [] if c.get("type") != "DisruptionTarget"]
+        self._write(name, pod, {**status, "conditions": [*others, condition]}, manager="taint-eviction-controller")
+        try:
+            self.cluster.delete_pod(self.namespace, name, pod["metadata"]["uid"], grace)
+        except ApiError:
+            pass
+
+    def _fail_then_force_delete(self, name: str, pod: Obj, condition: Obj | None) -> None:
+        status = dict(pod.get("status") or {})
+        conditions = [c for c in status.get("conditions") or [] if c.get("type") != "DisruptionTarget" or condition is None]
+        if condition is not None:
+            conditions.append(condition)
+        if status.get("phase") not in ("Succeeded", "Failed"):
+            status["phase"] = "Failed"
+        self._write(name, pod, {**status, "conditions": conditions}, manager="pod-garbage-collector")
+        try:
+            self.cluster.delete_pod(self.namespace, name, pod["metadata"]["uid"], 0)
+        except ApiError:
+            pass
+
+
+def since(condition: Obj | None) -> float | None:
+    """A condition's lastTransitionTime in seconds (None when absent)."""
+    if not condition or not condition.get("lastTransitionTime"):
+        return None
+    return parse_time(condition["lastTransitionTime"])
