@@ -141,6 +141,11 @@ def _pods(record: Mapping[str, Any], templates: Mapping[str, Any]) -> tuple[tupl
     return tuple(pods), None
 
 
+def _labelled(templates: Mapping[str, Any], key: str) -> bool:
+    """Whether the pods of these templates carry the label (a gang scheduler's group)."""
+    return any(key in (((t.get("template") or {}).get("metadata") or {}).get("labels") or {}) for t in templates.values())
+
+
 def job_view(record: Mapping[str, Any], templates: Mapping[str, Any]) -> JobView:
     """Everything the decisions need from a record and its PodTemplates."""
     job = typed_job(record)
@@ -173,7 +178,8 @@ def job_view(record: Mapping[str, Any], templates: Mapping[str, Any]) -> JobView
         target=target,
         min_nodes=min_nodes,
         ssh_secret=(notes.get(keys.SSH_SECRET) or f"{job.metadata.name}-ssh") if job.kind in SSH_KINDS else None,
-        podgroup=any(keys.T9K_GROUP_NAME in (((t.get("template") or {}).get("metadata") or {}).get("labels") or {}) for t in templates.values()),
+        podgroup=_labelled(templates, keys.T9K_GROUP_NAME),
+        gang=_labelled(templates, keys.T9K_GROUP_NAME) or _labelled(templates, keys.KUEUE_POD_GROUP_NAME),
         launcher_kind=_launcher(job),
         version=notes.get(keys.VERSION),
         tensorboard=notes.get(keys.TENSORBOARD),

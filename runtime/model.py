@@ -39,6 +39,17 @@ class PodState:
     attempt: int | None = None  # the attempt the runtime created it for (None: not the runtime's)
     ours: bool = True  # owned by the job's record (an ownerReference with controller: true)
     containers: tuple[tuple[str, str, int | None], ...] = ()  # (name, state, exitCode)
+    node: str | None = None  # spec.nodeName, once bound
+    started_at: float | None = None  # status.startTime: when its node's kubelet admitted it
+    disruption: str | None = None  # the DisruptionTarget condition's reason (EvictionByEvictionAPI, ...)
+    disruption_message: str | None = None
+    node_lost_since: float | None = None  # Ready cleared by the node controller alone (its node stopped reporting)
+    waiting: str | None = None  # why a container cannot start: "ImagePullBackOff: Back-off pulling image ..."
+    unschedulable: str | None = None  # the scheduler's message while no node fits
+
+    @property
+    def terminal(self) -> bool:
+        return self.phase in ("Succeeded", "Failed")
 
 
 def _names(value: Any) -> tuple[str, ...]:
@@ -64,6 +75,10 @@ class Ledger:
     replica_restarts: Mapping[str, int] = field(default_factory=dict)  # pod name -> its restarts (GenericJob's limit is per replica)
     backoff_count: int = 0
     not_before: Mapping[str, float] = field(default_factory=dict)  # pod name -> earliest release after its restart
+    levels: Mapping[str, int] = field(default_factory=dict)  # pod name ("*": a group's gang) -> back-off steps taken in a row
+    incident_at: float | None = None  # when the latest failure incident began (failures together count once)
+    incident: tuple[str, ...] = ()  # the pods that failed in it
+    disruptions: int = 0  # pods replaced after a disruption (never counted as restarts)
     gang_not_before: float | None = None  # earliest start of this attempt's gang (group restart, refused gang)
     refused: str | None = None  # the API server's last refusal of a pod this attempt needs (quota, webhook)
     refusals: int = 0  # refusals in a row (their back-off)
@@ -90,11 +105,15 @@ class Ledger:
             "replicaRestarts": _grouped(self.replica_restarts, str),
             "backoffCount": self.backoff_count,
             "notBefore": _grouped(self.not_before, repr),
+            "levels": _grouped(self.levels, str),
             "paused": self.paused,
             "resuming": self.resuming,
         }
         for key, value in (
             ("gangNotBefore", self.gang_not_before),
+            ("incidentAt", self.incident_at),
+            ("incident", nameset.encode(self.incident) if self.incident else None),
+            ("disruptions", self.disruptions or None),
             ("refused", self.refused),
             ("refusals", self.refusals or None),
             ("startTime", self.start_time),
@@ -127,6 +146,10 @@ class Ledger:
             replica_restarts=_ungrouped(d.get("replicaRestarts"), int),
             backoff_count=int(d.get("backoffCount", 0)),
             not_before=_ungrouped(d.get("notBefore"), float),
+            levels=_ungrouped(d.get("levels"), int),
+            incident_at=_float(d.get("incidentAt")),
+            incident=_names(d.get("incident")),
+            disruptions=int(d.get("disruptions", 0)),
             gang_not_before=_float(d.get("gangNotBefore")),
             refused=d.get("refused"),
             refusals=int(d.get("refusals", 0)),
@@ -226,6 +249,7 @@ class JobView:
     min_nodes: int | None = None
     ssh_secret: str | None = None
     podgroup: bool = False
+    gang: bool = False  # a gang scheduler places the pods (T9k PodGroup, Kueue pod group): release them together
     launcher_kind: str | None = None  # torchrun | deepspeed | colossalai | None (exit-code translation)
     version: str | None = None  # flatjob version that compiled the record
     tensorboard: str | None = None  # name of the TensorBoard Deployment git holds, if any (status.tensorboard)

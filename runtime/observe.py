@@ -1,7 +1,21 @@
-"""Reduce API pod objects to PodState: what the decisions need and nothing more."""
+"""Reduce API pod objects to PodState: what the decisions need and nothing more.
+
+Besides phase and exit codes, a pod tells how it is doing through conditions written by
+others than its kubelet, and the decisions read them:
+- DisruptionTarget (the Eviction API, the scheduler's preemption, taint eviction, PodGC, the
+  kubelet's node-pressure eviction; pkg/apis/core/types.go): the pod is being disrupted, its
+  end says nothing about the training;
+- Ready=False while ContainersReady stays True on a running pod: only the node lifecycle
+  controller clears Ready alone (MarkPodsNotReady), so its node stopped reporting;
+- PodScheduled=False/Unschedulable (the scheduler's message) and a container waiting for a
+  reason that needs a human (ErrImagePull, ImagePullBackOff, ...): why it does not start.
+A failed init container's exit code is the pod's exit code (the regular ones never ran).
+"""
 
 from __future__ import annotations
 
+import calendar
+import time
 from typing import Any
 
 from flatjob.compiler import keys
@@ -9,6 +23,9 @@ from flatjob.compiler import keys
 from .model import GATE, PodState
 
 _STATE_NAMES = ("running", "waiting", "terminated")
+# Waiting reasons a pod does not leave by itself soon: the record names them (the kubelet's
+# images/types.go and kuberuntime errors; ContainerCreating and PodInitializing are normal).
+STUCK = frozenset({"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull", "CreateContainerConfigError", "CreateContainerError", "RunContainerError", "CrashLoopBackOff"})
 
 
 def _container(statuses: list[dict[str, Any]], name: str | None) -> dict[str, Any] | None:
@@ -37,18 +54,42 @@ def _int(text: Any) -> int | None:
         return None
 
 
+def seconds(text: Any) -> float | None:
+    """An RFC 3339 UTC time as the API writes it (`2024-01-02T03:04:05Z`), in seconds."""
+    if not isinstance(text, str):
+        return None
+    try:
+        return float(calendar.timegm(time.strptime(text.split(".")[0].rstrip("Z"), "%Y-%m-%dT%H:%M:%S")))
+    except ValueError:
+        return None
+
+
 def _owned_by(meta: dict[str, Any], owner_uid: str | None) -> bool:
     if owner_uid is None:
         return True
     return any(isinstance(r, dict) and r.get("controller") and r.get("uid") == owner_uid for r in meta.get("ownerReferences") or [])
 
 
-def _failed_init(status: dict[str, Any]) -> str | None:
-    """kubectl's words for a pod whose init container failed (Init:Error), else None."""
+def _failed_init(status: dict[str, Any]) -> dict[str, Any] | None:
+    """The terminated state of the init container that failed the pod, if one did."""
     for s in status.get("initContainerStatuses") or []:
         term = (s.get("state") or {}).get("terminated") if isinstance(s, dict) else None
         if isinstance(term, dict) and term.get("exitCode") not in (None, 0):
-            return f"Init:{term.get('reason') or 'ExitCode:' + str(term.get('exitCode'))}"
+            return term
+    return None
+
+
+def _conditions(status: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {c["type"]: c for c in status.get("conditions") or [] if isinstance(c, dict) and isinstance(c.get("type"), str)}
+
+
+def _waiting(statuses: list[dict[str, Any]]) -> str | None:
+    """`<reason>: <message>` of the first container stuck waiting (image pulls, bad config)."""
+    for s in statuses:
+        waiting = (s.get("state") or {}).get("waiting")
+        if isinstance(waiting, dict) and waiting.get("reason") in STUCK:
+            message = waiting.get("message")
+            return f"{waiting['reason']}: {message}" if message else str(waiting["reason"])
     return None
 
 
@@ -62,9 +103,14 @@ def pod_state(obj: dict[str, Any], container: str | None = None, owner_uid: str 
     term = ((main or {}).get("state") or {}).get("terminated") or {}
     exit_code = term.get("exitCode") if term else None
     init = _failed_init(status) if not term and status.get("phase") == "Failed" else None
-    if init is not None:
-        term = {"reason": init}
-    ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or [])
+    if init is not None:  # kubectl's Init:Error: the init container's code is the pod's
+        term = {**init, "reason": f"Init:{init.get('reason') or 'ExitCode:' + str(init.get('exitCode'))}"}
+        exit_code = init.get("exitCode")
+    conditions = _conditions(status)
+    ready = conditions.get("Ready", {}).get("status") == "True"
+    disruption = conditions.get("DisruptionTarget") if conditions.get("DisruptionTarget", {}).get("status") == "True" else None
+    lost = not ready and status.get("phase") == "Running" and conditions.get("ContainersReady", {}).get("status") == "True" and "Ready" in conditions
+    scheduled = conditions.get("PodScheduled", {})
     notes = meta.get("annotations") or {}
     return PodState(
         name=meta.get("name", ""),
@@ -80,4 +126,11 @@ def pod_state(obj: dict[str, Any], container: str | None = None, owner_uid: str 
         attempt=_int(notes.get(keys.ATTEMPT)),
         ours=_owned_by(meta, owner_uid),
         containers=tuple((s.get("name", ""), _state_name(s), ((s.get("state") or {}).get("terminated") or {}).get("exitCode")) for s in statuses),
+        node=spec.get("nodeName") if isinstance(spec.get("nodeName"), str) else None,
+        started_at=seconds(status.get("startTime")),
+        disruption=str(disruption.get("reason") or "DisruptionTarget") if disruption else None,
+        disruption_message=disruption.get("message") if disruption else None,
+        node_lost_since=(seconds(conditions["Ready"].get("lastTransitionTime")) or 0.0) if lost else None,
+        waiting=_waiting(statuses) if status.get("phase", "Pending") == "Pending" else None,
+        unschedulable=scheduled.get("message") or "no node fits" if scheduled.get("status") == "False" and scheduled.get("reason") == "Unschedulable" else None,
     )

@@ -18,6 +18,10 @@ Obj = dict[str, Any]
 
 _META = ("name", "namespace", "uid", "resourceVersion", "generation", "deletionTimestamp", "creationTimestamp")
 _TERMINATED = ("exitCode", "reason", "message")
+# Pod conditions the decisions read: readiness (and who cleared it: a lost node clears Ready
+# alone), why the scheduler cannot place the pod, and whether it is being disrupted.
+_CONDITIONS = {"Ready": (), "ContainersReady": (), "PodScheduled": ("reason", "message"), "DisruptionTarget": ("reason", "message")}
+_MESSAGE_CAP = 1024  # a waiting or scheduling message kept for the record, at most
 
 
 def _dict(value: Any) -> Obj:
@@ -55,8 +59,16 @@ def _container_status(status: Any) -> Obj:
     elif "running" in state:
         kept["running"] = {}
     elif "waiting" in state:
-        kept["waiting"] = {k: v for k, v in _dict(state["waiting"]).items() if k == "reason"}
+        kept["waiting"] = {k: v[:_MESSAGE_CAP] for k, v in _dict(state["waiting"]).items() if k in ("reason", "message") and isinstance(v, str)}
     return {"name": str(s.get("name", "")), "state": kept}
+
+
+def _condition(c: Obj) -> Obj:
+    out = {"type": c["type"], "status": c.get("status")}
+    for key in ("lastTransitionTime", *_CONDITIONS[c["type"]]):
+        if isinstance(c.get(key), str):
+            out[key] = c[key][:_MESSAGE_CAP]
+    return out
 
 
 def pod(obj: Obj) -> Obj:
@@ -67,12 +79,14 @@ def pod(obj: Obj) -> Obj:
     gates = [{"name": g["name"]} for g in _list(spec.get("schedulingGates")) if isinstance(g, dict) and isinstance(g.get("name"), str)]
     if gates:
         out["spec"]["schedulingGates"] = gates
-    for key in ("phase", "reason", "message"):
+    if isinstance(spec.get("nodeName"), str):
+        out["spec"]["nodeName"] = spec["nodeName"]
+    for key in ("phase", "reason", "message", "startTime"):
         if isinstance(status.get(key), str):
-            out["status"][key] = status[key]
-    ready = [{"type": "Ready", "status": c.get("status")} for c in _list(status.get("conditions")) if isinstance(c, dict) and c.get("type") == "Ready"]
-    if ready:
-        out["status"]["conditions"] = ready
+            out["status"][key] = status[key][:_MESSAGE_CAP]
+    conditions = [_condition(c) for c in _list(status.get("conditions")) if isinstance(c, dict) and c.get("type") in _CONDITIONS]
+    if conditions:
+        out["status"]["conditions"] = conditions
     statuses = [_container_status(s) for s in _list(status.get("containerStatuses"))]
     if statuses:
         out["status"]["containerStatuses"] = statuses

@@ -90,7 +90,7 @@ def _run(job: JobView, pods: Mapping[str, PodState], led: Ledger, world: World, 
     events.extend(ev)
     if led.outcome:
         return led, events, (), (), None, None
-    rd = decide_restart(job, pods, led, out.failures, now)
+    rd = decide_restart(job, pods, led, out.failures, now, out.disruptions)
     led, events = rd.ledger, [*events, *rd.events]
     if rd.fatal is None and out.succeeded:
         rc = restart_completed(job, pods, led, out.succeeded, now)

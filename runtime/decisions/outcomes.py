@@ -1,10 +1,15 @@
-"""Observe what the current attempt's released pods did: successes, and new failures.
+"""Observe what the current attempt's released pods did: successes, failures, disruptions.
 
-A failure is a released pod that ended non-zero, was evicted, or vanished without finishing
-(deleted by someone else, node lost; or replaced by a pod that is not this attempt's, or not
-the record's).  A failure is seen once: the cycle that counts it also takes the pod out of
-`released`.  Pods the runtime itself deleted (restarts, scale-downs, clean-up, pause) were
-taken out first, so they are never failures.
+A failure is a released pod that ended non-zero by itself.  A disruption is a released pod
+that something outside the training ended or is ending: it carries the DisruptionTarget
+condition (the Eviction API of `kubectl drain`, the scheduler's preemption, taint eviction of
+a lost node, PodGC, the kubelet's node-pressure eviction), or it was deleted by someone else
+(`kubectl delete pod`, a namespace being deleted), or it vanished, or its name now holds a
+pod that is not this attempt's or not the record's.  A disruption never decides the job:
+how the program answered SIGTERM (a checkpoint and exit 0, an exit 1) says nothing about the
+training, so the pod is replaced (architecture.md §5, "Disruptions").  Each is seen once:
+the cycle that counts it also takes the pod out of `released`.  Pods the runtime itself
+deleted (restarts, scale-downs, clean-up, pause) were taken out first, so they are neither.
 """
 
 from __future__ import annotations
@@ -13,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from ..model import JobView, Ledger, PodState
-from .exitcodes import LOST, effective_exit_code
+from .exitcodes import effective_exit_code
 
 
 @dataclass(frozen=True)
@@ -24,8 +29,19 @@ class Failure:
     uid: str
     type: str
     code: int
-    reason: str  # human words: "failed with exit code 1", "was deleted before it finished"
+    reason: str  # human words: "failed with exit code 1"
     exit_code: int | None = None  # the training container's own exit code, when it has one
+    started_at: float | None = None  # when its kubelet admitted it (how long it ran)
+
+
+@dataclass(frozen=True)
+class Disruption:
+    """One incarnation ended or ending by something outside the training."""
+
+    name: str
+    uid: str
+    type: str
+    reason: str  # human words: "was evicted (EvictionByEvictionAPI: Eviction API: evicting)"
 
 
 @dataclass(frozen=True)
@@ -34,28 +50,49 @@ class Outcomes:
 
     succeeded: tuple[str, ...]  # pod names newly finished with exit 0
     failures: tuple[Failure, ...]  # incarnations newly failed, not yet counted
+    disruptions: tuple[Disruption, ...] = ()  # incarnations newly disrupted, not yet replaced
 
 
 def observe(job: JobView, pods: Mapping[str, PodState], ledger: Ledger) -> Outcomes:
     """Compare the released pods with what is observed now."""
     succeeded: list[str] = []
     failures: list[Failure] = []
+    disruptions: list[Disruption] = []
     for name in ledger.released:
         spec = job.pod(name)
         if spec is None:
             continue
         pod = pods.get(name)
-        if pod is None or not pod.ours or pod.attempt != ledger.attempt:
-            failures.append(Failure(name, pod.uid if pod is not None else "", spec.type, LOST, "was deleted before it finished"))
-        elif pod.phase == "Succeeded":
+        why = disrupted(pod, ledger)
+        if why is not None:
+            disruptions.append(Disruption(name, pod.uid if pod is not None else "", spec.type, why))
+        elif pod is not None and pod.phase == "Succeeded":
             succeeded.append(name)
-        elif pod.phase == "Failed":
+        elif pod is not None and pod.phase == "Failed":
             code = effective_exit_code(pod, job.launcher_kind if _launches(job, spec.rank) else None)
-            what = f"failed with exit code {code}" if pod.exit_code is not None else f"was lost ({pod.reason or 'evicted'})"
+            what = f"failed with exit code {code}" if pod.exit_code is not None else f"was lost ({pod.reason or 'no exit code'})"
             if pod.exit_code is not None and code != pod.exit_code:
                 what = f"failed with exit code {pod.exit_code} (effective {code})"
-            failures.append(Failure(name, pod.uid, spec.type, code, what, pod.exit_code))
-    return Outcomes(tuple(succeeded), tuple(failures))
+            if pod.reason and pod.reason.startswith("Init:"):
+                what = f"failed with exit code {pod.exit_code} in an init container ({pod.reason})"
+            failures.append(Failure(name, pod.uid, spec.type, code, what, pod.exit_code, pod.started_at))
+    return Outcomes(tuple(succeeded), tuple(failures), tuple(disruptions))
+
+
+def disrupted(pod: PodState | None, ledger: Ledger) -> str | None:
+    """Why a released pod's end is not the training's (None: it is, or it has not ended)."""
+    if pod is None:
+        return "was deleted before it finished"
+    if not pod.ours or pod.attempt != ledger.attempt:
+        return "was replaced by a pod this attempt did not create"
+    if pod.disruption is not None:
+        detail = f": {pod.disruption_message}" if pod.disruption_message else ""
+        return f"was disrupted ({pod.disruption}{detail})"
+    if pod.deleting:
+        return "was deleted by someone else before it finished"
+    if pod.phase == "Failed" and pod.reason == "Evicted":  # a kubelet older than DisruptionTarget
+        return "was evicted by its node"
+    return None
 
 
 def _launches(job: JobView, rank: int) -> bool:

@@ -4,7 +4,8 @@ The runtime is the only creator of the job's pods.  An attempt's pods are create
 gate is in the template), stamped with the attempt, and released once the whole gang exists:
 - a gang waits for the SSH Secret and the PodGroup, for every pod of earlier attempts to be
   gone (BlockingRecreate, jobset#684), and for the restart back-off;
-- launchers (wave 1) follow once the workers (wave 0) are Ready, i.e. their sshd answers;
+- launchers (wave 1) follow once the workers (wave 0) are Ready, i.e. their sshd answers,
+  except under a gang scheduler, which needs the whole gang ungated before it binds any;
 - after the gang start, replacements (a pod-scope restart, an elastic scale-up) are created
   after their back-off and released one by one;
 - a create the API server refuses (403 over quota, an admission webhook) rolls the gang
@@ -131,7 +132,14 @@ def decide_release(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, d
 
 
 def _by_wave(job: JobView, wanted: list[PodSpecView], ready_now: list[PodSpecView], pods: Mapping[str, PodState], ledger: Ledger) -> list[PodSpecView]:
-    """Wave 0 now; wave 1 once every wanted wave-0 pod is released and Ready."""
+    """Wave 0 now; wave 1 once every wanted wave-0 pod is released and Ready.
+
+    Under a gang scheduler every wave goes at once: it binds no member until minMember of
+    them are ungated and fit, and a gated launcher is never in its queue, so holding the
+    launcher until its workers are Ready would deadlock the gang.  The launch scripts wait
+    for their peers' sshd themselves (wait_for_peers.py), so nothing is lost."""
+    if job.gang:
+        return list(ready_now)
     first = [p for p in ready_now if p.wave == 0]
     workers = [p for p in wanted if p.wave == 0]
     workers_ready = all(p.name in ledger.released_set and (o := pods.get(p.name)) is not None and o.ready for p in workers)

@@ -1,4 +1,5 @@
-"""Decide what failures restart, and account for them in the ledger before anything acts.
+"""Decide what failures and disruptions restart, and account for them in the ledger before
+anything acts.
 
 Scope (docs/architecture.md, "Restart scope"):
 - pod:   replace only the failed pod, by its own replica type's policy (PyTorchTrainingJob,
@@ -8,12 +9,18 @@ Scope (docs/architecture.md, "Restart scope"):
          new member); one failure is one restart however many pods died;
 - none:  never restart (ColossalAI: a restarted pod cannot re-join `colossalai run`).
 Limits: each replica's own limit (GenericJob's restartPolicy.limit), else backoffLimit summed
-over the job.  Counts: backoffCount counts restarts (a group restart is one); each type's
-restartCount sums its replicas' restarts (a group restart adds one per replaced pod), as T9k's
-status documents.  A failure is accounted for in the cycle that sees it: its pod leaves
-`released` (so it is never counted twice) and is deleted; its successor is created once the
-pod is gone (a group restart's once every pod of the old attempt is gone) and released after
-an exponential, capped back-off.
+over the job.  Counts: backoffCount counts restarts of the job, where failures of different
+pods within INCIDENT_WINDOW of the first are one incident, counted once (a NCCL abort or a
+lost switch takes every rank down within seconds; DeepSpeed's group restart already counts
+them once); each type's restartCount sums its replicas' restarts, as T9k's status documents.
+Back-off: per pod (a group: per gang), 10 s doubling to 5 min like the kubelet's
+CrashLoopBackOff, lengthened by up to 10 % (a hash of the pod and its step, so decisions stay
+pure), and started over once the pod had run for RESET_AFTER.  A failure is accounted for in
+the cycle that sees it: its pod leaves `released` (so it is never counted twice) and is
+deleted; its successor is created once the pod is gone (a group restart's once every pod of
+the old attempt is gone) and released after its back-off.
+Disruptions (outcomes.py) are replaced at once and never counted: a disrupted pod alone
+(pod scope), or the whole gang as a new attempt (group and none scopes).
 """
 
 from __future__ import annotations
@@ -23,10 +30,15 @@ from dataclasses import dataclass, field
 
 from ..model import JobView, Ledger, PodState
 from .exitcodes import retryable
-from .outcomes import Failure
+from .outcomes import Disruption, Failure
 
 BACKOFF_BASE = 10.0  # seconds before the first restart is released
 BACKOFF_CAP = 300.0  # like kubelet's CrashLoopBackOff: 10 s doubling to 5 min
+RESET_AFTER = 600.0  # a pod that ran this long starts its back-off over (the kubelet's reset)
+INCIDENT_WINDOW = 30.0  # seconds: failures of other pods this soon after the first are one incident
+JITTER = 0.1  # each back-off is lengthened by up to this fraction...
+JITTER_BLOCKS = 8  # ...in this many steps, by the pod's block of the rank order
+GANG = "*"  # the back-off key of a group restart
 
 
 @dataclass(frozen=True)
@@ -41,18 +53,50 @@ class RestartDecision:
 
 
 def backoff(restarts: int) -> float:
-    """Seconds to wait before releasing the replacement after the n-th restart (the exponent is
-    capped: past 2**1023 the float product overflows, and a GenericJob's count has no limit)."""
+    """Seconds to wait before releasing the replacement after the n-th restart in a row (the
+    exponent is capped: past 2**1023 the float product overflows)."""
     return min(BACKOFF_BASE * 2 ** min(max(restarts - 1, 0), 64), BACKOFF_CAP)
 
 
+def jittered(delay: float, job: JobView, name: str) -> float:
+    """`delay` lengthened by up to JITTER, in JITTER_BLOCKS steps by the pod's block of the
+    rank order: replacements of many pods that failed together come back in waves, not in one
+    instant; the same cycle decides the same wait on every run (decisions stay pure); and the
+    ledger, which groups pods by time as brace ranges, stays a few lines (a jitter per pod
+    would write 5000 times for 5000 pods)."""
+    spec = job.pod(name)
+    block = (spec.rank * JITTER_BLOCKS) // max(len(job.pods), 1) if spec is not None else 0
+    return delay * (1.0 + JITTER * block / JITTER_BLOCKS)
 
-def _within_limits(job: JobView, ledger: Ledger, name: str, rtype: str) -> bool:
-    """The replica's own limit ("the maximum restarts of this replica", T9k) and backoffLimit."""
+
+def _step(ledger: Ledger, key: str, started_at: float | None, now: float) -> int:
+    """The back-off steps `key` has taken in a row, started over after a long enough run."""
+    if started_at is not None and now - started_at >= RESET_AFTER:
+        return 0
+    return ledger.levels.get(key, 0)
+
+
+def _delayed(job: JobView, ledger: Ledger, key: str, started_at: float | None, now: float) -> tuple[Ledger, float]:
+    """The ledger with `key`'s next back-off step taken, and when its replacement may start."""
+    step = _step(ledger, key, started_at, now) + 1
+    return ledger.evolve(levels={**ledger.levels, key: step}), now + jittered(backoff(step), job, key)
+
+
+def _incident(ledger: Ledger, name: str, now: float) -> tuple[Ledger, bool]:
+    """The ledger with this failure in an incident, and whether it began a new one (counted)."""
+    if ledger.incident_at is not None and now - ledger.incident_at <= INCIDENT_WINDOW and name not in ledger.incident:
+        return ledger.evolve(incident=(*ledger.incident, name)), False
+    return ledger.evolve(incident_at=now, incident=(name,)), True
+
+
+
+def _within_limits(job: JobView, ledger: Ledger, name: str, rtype: str, counted: bool = True) -> bool:
+    """The replica's own limit ("the maximum restarts of this replica", T9k) and backoffLimit
+    (`counted`: the restart would count against it; a failure joining an incident does not)."""
     rule = job.rules.get(rtype)
     if rule is not None and rule.limit is not None and ledger.replica_restarts.get(name, 0) >= rule.limit:
         return False
-    return job.backoff_limit is None or ledger.backoff_count < job.backoff_limit
+    return not counted or job.backoff_limit is None or ledger.backoff_count < job.backoff_limit
 
 
 def _counted(job: JobView, ledger: Ledger, names: list[str]) -> Ledger:
@@ -81,31 +125,58 @@ def replica_failure_message(f: Failure) -> str:
     return f"Pod[{f.name}] {f.reason}"
 
 
-def decide_restart(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, failures: tuple[Failure, ...], now: float) -> RestartDecision:
+def _replace_disrupted(job: JobView, ledger: Ledger, disruptions: tuple[Disruption, ...]) -> RestartDecision:
+    """Disrupted pods come back at once and uncounted: alone, or with their whole gang when
+    the launcher cannot take a new member (group and none scopes: a new attempt)."""
+    led = ledger.evolve(disruptions=ledger.disruptions + len(disruptions))
+    first = disruptions[0]
+    if job.scope in ("group", "none"):
+        led = led.evolve(attempt=led.attempt + 1, released=(), succeeded=(), failed=(), not_before={}, gang_not_before=None)
+        event = ("Warning", "Disrupted", f"{first.name} {first.reason}; replacing all {len(job.pods)} pods as attempt {led.attempt} (not a restart)")
+        return RestartDecision(led, tuple(p.name for p in job.pods), events=(event,))
+    gone = {d.name for d in disruptions}
+    led = led.evolve(not_before={k: v for k, v in led.not_before.items() if k not in gone})
+    events = tuple(("Warning", "Disrupted", f"{d.name} {d.reason}; replacing it (not a restart)") for d in disruptions)
+    return RestartDecision(led, tuple(sorted(gone)), events=events)
+
+
+def decide_restart(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, failures: tuple[Failure, ...], now: float, disruptions: tuple[Disruption, ...] = ()) -> RestartDecision:
     """Count each failure (once: its pod leaves `released`), restart what the policy allows,
-    and name a fatal one."""
-    if not failures:
+    replace what was disrupted, and name a fatal failure."""
+    if not failures and not disruptions:
         return RestartDecision(ledger)
-    led = ledger.evolve(replica_failed=replica_failure_message(failures[0]), released=ledger.without("released", [f.name for f in failures]))
+    ended = [f.name for f in failures] + [d.name for d in disruptions]
+    led = ledger.evolve(released=ledger.without("released", ended))
+    replaced: tuple[str, ...] = ()
     events: list[tuple[str, str, str]] = []
-    restarted: list[str] = []
+    if disruptions:
+        dd = _replace_disrupted(job, led, disruptions)
+        if job.scope in ("group", "none"):
+            return dd  # the whole gang is replaced: its failures now were the disruption's doing
+        led, replaced, events = dd.ledger, dd.restarted, list(dd.events)
+    if not failures:
+        return RestartDecision(led, replaced, events=tuple(events))
+    led = led.evolve(replica_failed=replica_failure_message(failures[0]))
+    restarted: list[str] = list(replaced)
     for f in failures:
         if f.name in restarted:
             continue
         rule = job.rules.get(f.type)
         policy = rule.policy if rule is not None else "Never"
         wants = job.scope != "none" and retryable(policy, f.code)
-        if not wants or not _within_limits(job, led, f.name, f.type):
+        trial, new_incident = _incident(led, f.name, now) if job.scope == "pod" else (led, True)
+        if not wants or not _within_limits(job, trial, f.name, f.type, counted=new_incident):
             exhausted = wants  # the policy would restart it, but the limit is reached
             led = led.evolve(failed=(*led.failed, f.name))
             events.append(("Warning", "ReplicaFailed", f"{f.name} {f.reason}; not restarted ({'limit reached' if exhausted else f'restartPolicy {policy}'})"))
             if _is_fatal(job, f):
                 return RestartDecision(led, tuple(restarted), f, exhausted, tuple(events))
             continue
-        count = led.backoff_count + 1
-        delay = now + backoff(ledger.backoff_count + 1)  # failures seen together back off together
+        led = trial
+        count = led.backoff_count + (1 if new_incident else 0)
         if job.scope == "group":
             names = sorted(set(ledger.released) | {f.name})
+            led, until = _delayed(job, led, GANG, f.started_at, now)
             led = _counted(job, led, names).evolve(
                 attempt=led.attempt + 1,
                 backoff_count=count,
@@ -113,13 +184,15 @@ def decide_restart(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, f
                 succeeded=(),
                 failed=(),
                 not_before={},
-                gang_not_before=delay,
+                gang_not_before=until,
             )
             events.append(("Warning", "Restarting", f"{f.name} {f.reason}; restarting all {len(job.pods)} pods (restart {count})"))
             restarted.extend(names)
             break  # the whole group is being replaced: one restart, whatever else failed
-        led = _counted(job, led, [f.name]).evolve(backoff_count=count, not_before={**led.not_before, f.name: delay})
-        events.append(("Warning", "Restarting", f"{f.name} {f.reason}; restarting it (restart {count})"))
+        led, until = _delayed(job, led, f.name, f.started_at, now)
+        led = _counted(job, led, [f.name]).evolve(backoff_count=count, not_before={**led.not_before, f.name: until})
+        counted = f"restart {count}" if new_incident else f"with restart {count}: failed together with {led.incident[0]}"
+        events.append(("Warning", "Restarting", f"{f.name} {f.reason}; restarting it in {until - now:.0f} s ({counted})"))
         restarted.append(f.name)
     return RestartDecision(led, tuple(restarted), None, False, tuple(events))
 

@@ -30,9 +30,9 @@ def rfc3339(ts: float) -> str:
 
 
 def _replica_phase(name: str, pod: PodState | None, ledger: Ledger, wanted: set[str]) -> str:
-    if pod is None:
+    if pod is None or not pod.ours:  # a pod somebody else made is not the replica
         return "Deleted" if ledger.cleaned_up or ledger.paused or name not in wanted else "Creating"
-    if pod.deleting:
+    if pod.deleting or pod.attempt != ledger.attempt:  # going, or an earlier attempt's on its way out
         return "Deleted"
     return pod.phase if pod.phase in ("Pending", "Running", "Succeeded", "Failed") else "Unknown"
 

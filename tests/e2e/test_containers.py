@@ -65,7 +65,7 @@ def test_a_failing_init_container_fails_the_pod_unless_only_training(tmp_path: P
     run = run_local(tmp_path, job(out, "echo no; exit 3"), tag=tag, timeout=30)
     assert run.code == 1, run.explain()
     assert "[pod-master-0/init-a] no" in run.stdout
-    assert "pod-master-0 was lost (Init:Error)" in run.stderr
+    assert "pod-master-0 failed with exit code 3 in an init container (Init:Error)" in run.stderr
     run = run_local(tmp_path, job(out, "echo no; exit 3"), "--only-training", tag=tag, timeout=30)
     assert run.code == 0, run.explain()
     assert "init-a" not in run.stdout and "[pod-master-0] " in run.stdout

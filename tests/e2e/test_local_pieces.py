@@ -236,11 +236,11 @@ def test_the_kubelets_status_is_what_the_runtime_reads() -> None:
     assert pod["status"]["initContainerStatuses"][0]["state"]["terminated"]["exitCode"] == 0
 
 
-def test_a_failed_init_container_fails_the_pod_without_an_exit_code() -> None:
+def test_a_failed_init_container_fails_the_pod_with_its_exit_code() -> None:
     pod = _pod()
     pod["status"] = podstatus.ended(pod, "127.0.1.1", Ended((), (Exited("init", 3, "Error"),)), 100.0, 101.0)
     state = pod_state(pod, "python")
-    assert (state.phase, state.exit_code, state.reason) == ("Failed", None, "Init:Error")
+    assert (state.phase, state.exit_code, state.reason) == ("Failed", 3, "Init:Error")
     assert [s["state"] for s in pod["status"]["containerStatuses"]] == [{"waiting": {"reason": "PodInitializing"}}] * 2
     assert Ended((Exited("python", 0, "Completed"),), sidecars=(Exited("side", 143, "Error"),)).phase == "Succeeded"  # a sidecar's code does not count
     assert Ended((), error="bug").phase == "Failed"

@@ -147,6 +147,11 @@ def pod(
     deleting: bool = False,
     attempt: int | None = 1,
     ours: bool = True,
+    disruption: str | None = None,
+    node_lost_since: float | None = None,
+    started_at: float | None = None,
+    waiting: str | None = None,
+    unschedulable: str | None = None,
 ) -> PodState:
     """An observed pod the runtime created for `attempt`: gated while Pending, ready while
     Running, exit 0 once Succeeded."""
@@ -167,7 +172,24 @@ def pod(
         attempt=attempt,
         ours=ours,
         containers=(("main", "Terminated" if term else "Running" if phase == "Running" else "Waiting", exit),),
+        node="node-1" if phase != "Pending" or node_lost_since is not None else None,
+        started_at=started_at,
+        disruption=disruption,
+        disruption_message=DISRUPTION_MESSAGES.get(disruption or ""),
+        node_lost_since=node_lost_since,
+        waiting=waiting,
+        unschedulable=unschedulable,
     )
+
+
+# The messages Kubernetes writes with each DisruptionTarget reason (runtime/sim's sources).
+DISRUPTION_MESSAGES = {
+    "EvictionByEvictionAPI": "Eviction API: evicting",
+    "PreemptionByScheduler": "default-scheduler: preempting to accommodate a higher priority pod",
+    "DeletionByTaintManager": "Taint manager: deleting due to NoExecute taint",
+    "DeletionByPodGC": "PodGC: node no longer exists",
+    "TerminationByKubelet": "The node was low on resource: memory. ",
+}
 
 
 def uid(pod_name: str, incarnation: int = 1) -> str:

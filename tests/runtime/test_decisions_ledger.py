@@ -131,7 +131,7 @@ def test_release_order_is_not_kept_but_the_names_are() -> None:
 
 def test_optional_fields_are_left_out_until_set() -> None:
     assert set(Ledger().to_dict()) == {
-        "attempt", "released", "succeeded", "failed", "cleanedUp", "restarts", "replicaRestarts", "backoffCount", "notBefore", "paused", "resuming",
+        "attempt", "released", "succeeded", "failed", "cleanedUp", "restarts", "replicaRestarts", "backoffCount", "notBefore", "levels", "paused", "resuming",
     }
 
 

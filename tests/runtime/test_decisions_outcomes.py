@@ -1,7 +1,9 @@
 """What the released pods did: runtime.decisions.outcomes.observe.
 
-- success, failure with its effective code; a released pod that vanished, or whose name is now
-  held by a pod of another attempt or of another owner, is lost (137);
+- success, failure with its effective code;
+- a disruption, whatever the pod's phase and exit code: the DisruptionTarget condition (each
+  reason Kubernetes writes), a deletion the runtime did not make, a pod that vanished, or a
+  name now held by a pod of another attempt or of another owner; never a success or failure;
 - only released pods are outcomes: a counted failure leaves `released` in the cycle that
   counts it (runtime.decisions.restart), so it is never reported twice;
 - a launcher's exit translation applies where the launcher runs: every torchrun pod, only
@@ -12,12 +14,11 @@ from __future__ import annotations
 
 import pytest
 
-from flatjob.runtime.decisions.exitcodes import LOST
 from flatjob.runtime.decisions.outcomes import observe
 from flatjob.runtime.decisions.restart import decide_restart
 from flatjob.runtime.model import Ledger, PodState
 
-from .builders import NOW, job_view, observed, pod, released_from, uid
+from .builders import DISRUPTION_MESSAGES, NOW, job_view, observed, pod, released_from, uid
 
 
 def test_success_and_failure_are_reported_once() -> None:
@@ -30,23 +31,51 @@ def test_success_and_failure_are_reported_once() -> None:
     ]
 
 
+REPLACED = "was replaced by a pod this attempt did not create"
+OTHERS = "was deleted by someone else before it finished"
+
+
 @pytest.mark.parametrize(
     ("observed_pod", "reason", "the_uid"),
     [
         pytest.param(None, "was deleted before it finished", "", id="vanished"),
-        pytest.param(pod("j-worker-0", "Running", attempt=1), "was deleted before it finished", uid("j-worker-0"), id="held-by-the-previous-attempt"),
-        pytest.param(pod("j-worker-0", attempt=3), "was deleted before it finished", uid("j-worker-0"), id="held-by-a-later-attempt"),
-        pytest.param(pod("j-worker-0", "Running", attempt=None), "was deleted before it finished", uid("j-worker-0"), id="held-by-a-pod-without-attempt"),
-        pytest.param(pod("j-worker-0", "Succeeded", attempt=2, ours=False), "was deleted before it finished", uid("j-worker-0"), id="held-by-a-pod-not-ours"),
-        pytest.param(pod("j-worker-0", "Failed", attempt=2, reason="Evicted"), "was lost (Evicted)", uid("j-worker-0"), id="evicted"),
+        pytest.param(pod("j-worker-0", "Running", attempt=1), REPLACED, uid("j-worker-0"), id="held-by-the-previous-attempt"),
+        pytest.param(pod("j-worker-0", attempt=3), REPLACED, uid("j-worker-0"), id="held-by-a-later-attempt"),
+        pytest.param(pod("j-worker-0", "Running", attempt=None), REPLACED, uid("j-worker-0"), id="held-by-a-pod-without-attempt"),
+        pytest.param(pod("j-worker-0", "Succeeded", attempt=2, ours=False), REPLACED, uid("j-worker-0"), id="held-by-a-pod-not-ours"),
+        # kubectl delete pod, a namespace being deleted: graceful, no condition; however the program answered SIGTERM
+        pytest.param(pod("j-worker-0", "Running", attempt=2, deleting=True), OTHERS, uid("j-worker-0"), id="deleted-still-running"),
+        pytest.param(pod("j-worker-0", "Succeeded", attempt=2, deleting=True), OTHERS, uid("j-worker-0"), id="deleted-exit-0-on-sigterm"),
+        pytest.param(pod("j-worker-0", "Failed", exit=1, attempt=2, deleting=True), OTHERS, uid("j-worker-0"), id="deleted-exit-1-on-sigterm"),
+        # the DisruptionTarget condition, set before the deletion or the kill, with each reason Kubernetes writes
+        *(pytest.param(pod("j-worker-0", phase, exit=code, attempt=2, deleting=deleting, disruption=why), f"was disrupted ({why}: {DISRUPTION_MESSAGES[why]})",
+                       uid("j-worker-0"), id=f"{why}-{phase}-{code}")
+          for why, phase, code, deleting in [
+              ("EvictionByEvictionAPI", "Running", None, True),  # kubectl drain, before SIGTERM ends it
+              ("EvictionByEvictionAPI", "Succeeded", 0, True),  # a checkpoint and exit 0 on SIGTERM
+              ("EvictionByEvictionAPI", "Failed", 1, True),  # exit 1 on SIGTERM
+              ("PreemptionByScheduler", "Failed", 143, True),
+              ("DeletionByTaintManager", "Running", None, True),  # a lost node: terminating with no kubelet
+              ("DeletionByPodGC", "Failed", None, False),
+              ("TerminationByKubelet", "Failed", 137, False),  # node-pressure eviction: the pod stays
+          ]),
     ],
 )
-def test_lost_pods_fail_with_sigkill(observed_pod: PodState | None, reason: str, the_uid: str) -> None:
+def test_disruptions_are_never_successes_or_failures(observed_pod: PodState | None, reason: str, the_uid: str) -> None:
     job = job_view("PyTorchTrainingJob")
     pods = observed(pod("j-master-0", "Running", attempt=2), *([observed_pod] if observed_pod else []))
     led = Ledger(attempt=2, released=("j-master-0", "j-worker-0"))
-    (f,) = observe(job, pods, led).failures
-    assert (f.name, f.uid, f.code, f.reason) == ("j-worker-0", the_uid, LOST, reason)
+    out = observe(job, pods, led)
+    assert (out.succeeded, out.failures) == ((), ())
+    (d,) = out.disruptions
+    assert (d.name, d.uid, d.reason) == ("j-worker-0", the_uid, reason)
+
+
+def test_a_failed_init_container_is_a_failure_with_its_exit_code() -> None:
+    job = job_view("PyTorchTrainingJob")
+    pods = observed(pod("j-master-0", "Running"), pod("j-worker-0", "Failed", exit=1, reason="Init:Error"))
+    (f,) = observe(job, pods, Ledger(released=released_from(pods))).failures
+    assert (f.code, f.exit_code, f.reason) == (1, 1, "failed with exit code 1 in an init container (Init:Error)")
 
 
 def test_a_counted_failure_leaves_released_so_it_is_never_counted_twice() -> None:

@@ -19,6 +19,7 @@ import pytest
 
 from flatjob.compiler.models.status import JobStatus
 from flatjob.runtime.decisions.finish import SUCCEEDED
+from flatjob.runtime.decisions.restart import JITTER_BLOCKS
 from flatjob.runtime.decisions.status import (
     MSG_INITIALIZED,
     MSG_PAUSED,
@@ -362,5 +363,5 @@ def test_losing_5000_replicas_with_their_own_limits_keeps_the_status_small() -> 
     failed = cycle(job, lost, running_ledger(job))
     assert len(failed.ledger.not_before) == BIG and set(failed.ledger.replica_restarts.values()) == {1}
     runtime = failed.status["runtime"]
-    assert list(runtime["replicaRestarts"]) == ["1"] and len(runtime["notBefore"]) == 1  # lost together, back off together
+    assert list(runtime["replicaRestarts"]) == ["1"] and len(runtime["notBefore"]) == JITTER_BLOCKS  # lost together, back off in waves
     assert len(json.dumps(failed.status)) < 32 * 1024

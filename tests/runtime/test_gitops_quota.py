@@ -135,6 +135,7 @@ def test_gitops_image_only_commit_starts_a_new_counted_attempt(gitops: str) -> N
     s.update_spec(job.replace("image: busybox:1.36", "image: busybox:1.37"))
     st = s.run_until(lambda st: st["runtime"]["attempt"] == 2 and st["aggregate"]["running"] == 3)
     assert st["backoffCount"] == 0  # an edit is not a failure
+    assert len(s.pods()) == 3
     for pod in s.pods().values():
         assert pod["spec"]["containers"][0]["image"] == "busybox:1.37"
         assert pod["metadata"]["annotations"][keys.ATTEMPT] == "2"

@@ -55,7 +55,9 @@ def test_plain_pytorch_restarts_the_failed_worker_alone_by_its_own_policy() -> N
     st = s.finished()
     assert st["phase"] == "Succeeded"
     assert runs(s, "ddp-master-0") == 1
-    assert st["runtime"]["attempt"] == 1 and st["backoffCount"] == 2  # each worker failed once
+    # Both workers failed within seconds of each other: one incident, one restart of the job
+    # (backoffCount, backoffLimit), two restarts of the workers (restartCount).
+    assert st["runtime"]["attempt"] == 1 and st["backoffCount"] == 1
     assert {t["type"]: t["restartCount"] for t in st["tasks"]} == {"master": 0, "worker": 2}
 
 
@@ -92,7 +94,7 @@ spec:
 
 def test_generic_limit_is_per_replica() -> None:
     """Row 5: limit 1 lets each of 2 workers restart once ("当前副本的最大重启次数")."""
-    script = 'sleep 2; [ "$FLATJOB_RESTART_COUNT" -gt $(rank) ] || exit 1; exit 0'
+    script = 'sleep 2; [ "$FLATJOB_RESTART_COUNT" -ge 1 ] || exit 1; exit 0'
     s = Scenario(GENERIC.format(rules="", script=script))
     st = s.finished()
     assert st["phase"] == "Succeeded", st["conditions"]
