@@ -33,6 +33,8 @@ class ReplicaStatus(T9kModel):
     uid: str | None = Field(None, description="Pod UID.")
     phase: ReplicaPhase = Field(description="Pod phase, plus Creating (not yet created) and Deleted.")
     containers: list[ContainerStatus] = Field(default_factory=list, description="Container states.")
+    reason: str | None = Field(None, description="Why the replica is not running as it should (flatjob): Unschedulable, ImagePullBackOff and other waiting reasons, NodeLost, Disrupted.")
+    message: str | None = Field(None, description="The details: the scheduler's or kubelet's message, the node and since when.")
 
 
 class TaskStatus(T9kModel):

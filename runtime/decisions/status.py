@@ -3,7 +3,10 @@
 T9k condition types and messages (user manuals): Initialized, Running, ReplicaFailure (reason
 ErrorInPod, message `Pod[<pod>] exited with error code N`, ucman genericjob.md), Completed,
 Failed, Paused.  Phase Unknown ("the controller cannot obtain the job's phase") while a
-released pod's own phase is Unknown (its node stopped reporting).  For Flux's kstatus and
+released pod's node stopped reporting (Kubernetes never sets a pod's own phase Unknown now:
+the pod stays Running with Ready=False).  A pod in trouble (its node lost, a deletion that
+cannot finish, unschedulable, an image that cannot be pulled) is named in Ready and
+Reconciling, with what a human can do where only a human can, and in its replica entry.  For Flux's kstatus and
 Argo CD: observedGeneration, Ready (running as wanted, or succeeded), Reconciling (starting,
 restarting, resuming) and Stalled (failed).  A condition's lastTransitionTime changes only
 when its status does.  status.tensorboard is T9k's DependentStatus for the TensorBoard
@@ -14,6 +17,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from ..model import JobView, Ledger, PodState
@@ -43,8 +47,49 @@ def _released_now(pods: Mapping[str, PodState], ledger: Ledger) -> list[PodState
 
 
 def unknown_pods(pods: Mapping[str, PodState], ledger: Ledger) -> list[str]:
-    """Released pods whose phase is Unknown: their node no longer reports them."""
-    return [p.name for p in _released_now(pods, ledger) if p.phase == "Unknown"]
+    """Released pods the runtime cannot see: their node stopped reporting (or, from an older
+    Kubernetes, their phase is Unknown)."""
+    return [p.name for p in _released_now(pods, ledger) if p.phase == "Unknown" or p.node_lost_since is not None]
+
+
+@dataclass(frozen=True)
+class Trouble:
+    """A pod that is not doing what the job needs, and why, for the record's readers."""
+
+    pod: str
+    reason: str  # NodeLost | Unschedulable | ImagePullBackOff, ErrImagePull and other waiting reasons
+    message: str
+
+
+def troubles(job: JobView, pods: Mapping[str, PodState], ledger: Ledger) -> list[Trouble]:
+    """The job's pods in trouble, in name order (every pod is looked at: O(pods))."""
+    out = []
+    for name, pod in sorted(pods.items()):
+        if not pod.ours or job.pod(name) is None:
+            continue
+        node = pod.node or "?"
+        if pod.node_lost_since is not None and not pod.terminal:
+            since = rfc3339(pod.node_lost_since)
+            if pod.deleting:  # taint eviction deleted it, and no kubelet can finish the deletion
+                out.append(Trouble(name, "NodeLost", (
+                    f"pod {name} is being deleted, but its node {node} has not reported since {since}, so the deletion cannot finish "
+                    f"and the job cannot replace the pod: if the machine is gone, `kubectl delete node {node}` (a cloud provider does "
+                    f"this itself); once you know its processes stopped, `kubectl delete pod {name} --grace-period=0 --force`")))
+            else:
+                out.append(Trouble(name, "NodeLost", (
+                    f"pod {name} on node {node} has not been reported since {since} (the node is not ready); Kubernetes deletes it "
+                    "once its toleration of an unreachable node runs out (300 s by default), then the job replaces it")))
+        elif pod.phase == "Pending" and not pod.gated and not pod.deleting and pod.attempt == ledger.attempt:
+            if pod.unschedulable:
+                out.append(Trouble(name, "Unschedulable", f"pod {name} cannot be scheduled: {pod.unschedulable}"))
+            elif pod.waiting:
+                out.append(Trouble(name, pod.waiting.split(":", 1)[0], f"pod {name} cannot start: {pod.waiting}"))
+    return out
+
+
+def _summary(found: list[Trouble]) -> str:
+    more = f" ({len(found) - 1} more pod(s) in trouble: see status.tasks[].replicas[])" if len(found) > 1 else ""
+    return found[0].message + more
 
 
 def phase(job: JobView, pods: Mapping[str, PodState], ledger: Ledger) -> str:
@@ -70,24 +115,27 @@ def all_running(job: JobView, pods: Mapping[str, PodState], ledger: Ledger) -> b
     )
 
 
-def _conditions(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, wait: str | None) -> list[tuple[str, str, str, str]]:
+def _conditions(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, wait: str | None, found: list[Trouble]) -> list[tuple[str, str, str, str]]:
     ph = phase(job, pods, ledger)
-    steady = all_running(job, pods, ledger)
     failed = ledger.outcome == "Failed"
     done = ledger.outcome is not None
+    steady = all_running(job, pods, ledger) and not found
     reason = ledger.reason or "-"
     message = ledger.message or ""
-    if ph == "Unknown":
+    why = ph
+    if found and not done:
+        wait, why = _summary(found), found[0].reason
+    elif ph == "Unknown":
         wait = f"The phase of {', '.join(unknown_pods(pods, ledger))} is Unknown: the node does not report it."
     out = [
         ("Initialized", "True", "-", MSG_INITIALIZED) if ledger.start_time is not None else ("Initialized", "False", "Initializing", wait or "Waiting for the job's pods."),
-        ("Running", "False", reason, message) if done else ("Running", "True", "-", MSG_RUNNING) if ph == "Running" else ("Running", "Unknown" if ph == "Unknown" else "False", ph, wait or ph),
+        ("Running", "False", reason, message) if done else ("Running", "True", "-", MSG_RUNNING) if ph == "Running" and not found else ("Running", "Unknown" if ph == "Unknown" else "True" if ph == "Running" else "False", why, wait or ph),
         ("ReplicaFailure", "True", REASON_REPLICA_FAILURE, ledger.replica_failed) if ledger.replica_failed else ("ReplicaFailure", "False", "-", MSG_RUNNING),
         ("Completed", "True", "Succeeded", message) if ledger.outcome == "Succeeded" else ("Completed", "False", reason if failed else "-", message if failed else "The job has not finished."),
         ("Failed", "True", reason, message) if failed else ("Failed", "False", ledger.outcome or "-", message if done else "The job has not failed."),
         ("Paused", "True", "Paused", MSG_PAUSED) if ledger.paused else ("Paused", "False", "-", "The job is not paused."),
-        ("Ready", "True", ph, message if done else MSG_RUNNING) if (ledger.outcome == "Succeeded" or (steady and not done)) else ("Ready", "False", ph, message or wait or ph),
-        ("Reconciling", "False", ph, ph) if (done or steady or ledger.paused) else ("Reconciling", "True", ph, wait or f"The job is {ph.lower()}."),
+        ("Ready", "True", ph, message if done else MSG_RUNNING) if (ledger.outcome == "Succeeded" or (steady and not done)) else ("Ready", "False", why, message or wait or ph),
+        ("Reconciling", "False", ph, ph) if (done or steady or ledger.paused) else ("Reconciling", "True", why, wait or f"The job is {ph.lower()}."),
         ("Stalled", "True", reason, message) if failed else ("Stalled", "False", ph, "The job has not failed."),
     ]
     return out
@@ -108,11 +156,15 @@ def _listed(replicas: list[tuple[Any, PodState | None, str]]) -> list[tuple[Any,
     return sorted(chosen, key=lambda r: r[0].index)
 
 
-def _replica(spec: Any, pod: PodState | None, rphase: str) -> dict[str, Any]:
+def _replica(spec: Any, pod: PodState | None, rphase: str, trouble: Trouble | None) -> dict[str, Any]:
     entry: dict[str, Any] = {"name": spec.name, "phase": rphase}
     if pod is not None:
         entry["uid"] = pod.uid
         entry["containers"] = [{"name": n, "state": s, **({"exitCode": c} if c is not None else {})} for n, s, c in pod.containers]
+    if trouble is not None:
+        entry["reason"], entry["message"] = trouble.reason, trouble.message
+    elif pod is not None and pod.disruption is not None:
+        entry["reason"], entry["message"] = "Disrupted", f"{pod.disruption}: {pod.disruption_message or ''}".rstrip(": ")
     return entry
 
 
@@ -138,8 +190,10 @@ def build_status(
 ) -> dict[str, Any]:
     """The whole status document for one reconcile cycle."""
     prev = {c.get("type"): c for c in (previous or {}).get("conditions") or [] if isinstance(c, dict)}
+    found = troubles(job, pods, ledger) if ledger.outcome is None else []
+    by_pod = {t.pod: t for t in found}
     conditions = []
-    for ctype, status, reason, message in _conditions(job, pods, ledger, wait):
+    for ctype, status, reason, message in _conditions(job, pods, ledger, wait, found):
         old = prev.get(ctype)
         when = old.get("lastTransitionTime") if old and old.get("status") == status and old.get("lastTransitionTime") else rfc3339(now)
         cond = {"type": ctype, "status": status, "reason": reason, "message": message, "lastTransitionTime": when}
@@ -156,7 +210,7 @@ def build_status(
             rphase = _replica_phase(spec.name, pod, ledger, wanted)
             aggregate[rphase.lower()] += 1
             replicas.append((spec, pod, rphase))
-        tasks.append({"type": rtype, "restartCount": ledger.restarts.get(rtype, 0), "replicas": [_replica(spec, pod, rphase) for spec, pod, rphase in _listed(replicas)]})
+        tasks.append({"type": rtype, "restartCount": ledger.restarts.get(rtype, 0), "replicas": [_replica(spec, pod, rphase, by_pod.get(spec.name)) for spec, pod, rphase in _listed(replicas)]})
     status: dict[str, Any] = {
         "phase": phase(job, pods, ledger),
         "conditions": conditions,
