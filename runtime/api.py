@@ -44,12 +44,16 @@ class ApiError(Exception):
     status = 500
     reason = "InternalError"
 
-    def __init__(self, message: str = "", status: int | None = None, reason: str | None = None):
+    retry_after: float | None = None  # seconds the server asked the client to wait (Retry-After)
+
+    def __init__(self, message: str = "", status: int | None = None, reason: str | None = None, retry_after: float | None = None):
         super().__init__(message or self.reason)
         if status is not None:
             self.status = status
         if reason is not None:
             self.reason = reason
+        if retry_after is not None:
+            self.retry_after = retry_after
 
 
 class NotFound(ApiError):

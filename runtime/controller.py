@@ -43,14 +43,17 @@ from .api import (
     Obj,
     record_resource,
 )
+from .backoff import retry_delay, seeded
 from .decisions import Action, Cycle, World, reconcile, scale_backoff
 from .decisions.refuse import refused_status
+from .events import EventRecorder, Write
 from .informer import Informer
 from .job import RecordError, job_view
 from .lease import RENEW_EVERY, Observed, decide_lease, leading, lease_body, observe, released_body
 from .metrics import Metrics
 from .model import GATE, JobView, Ledger
 from .observe import pod_state
+from .ratelimit import TokenBucket
 from .sshkeys import ssh_secret
 
 log = logging.getLogger("flatjob.runtime")
@@ -100,8 +103,12 @@ class Controller:
     _retry_at: float | None = None
     _reported: str | None = None  # the last unexpected error reported as an Event
     _writes: int = 0  # status writes in the current cycle (one by design)
+    _throttled_until: float | None = None  # the write bucket was empty: act again then
 
     def __post_init__(self) -> None:
+        self.bucket = TokenBucket(self.clock)
+        self.recorder = EventRecorder(self.namespace)
+        self.rng = seeded(self.identity)
         self.plural = keys.RECORD_PLURALS[self.kind]
         self.record_res = record_resource(self.plural)
         self.records = self._informer("record", self.record_res, fields={"metadata.name": self.name}, trim_fn=trim.record)
@@ -148,7 +155,8 @@ class Controller:
         now = self.clock()
         due = self.wake_at is not None and now >= self.wake_at
         ran = False
-        if (self._retry_at is None or now >= self._retry_at) and (due or self._dirty or self._retry_at is not None):
+        throttled = self._throttled_until is not None and now < self._throttled_until
+        if (self._retry_at is None or now >= self._retry_at) and not throttled and (due or self._dirty or self._retry_at is not None):
             self._dirty = False
             self._retry_at = None
             self.reconcile()
@@ -199,24 +207,36 @@ class Controller:
         now = self.clock()
         cycle = scale_backoff(reconcile(job, pods, ledger, world, status, now), ledger, now, self.backoff_scale)
         self.cycles += 1
-        if cycle.status != status and not self._write_status(record, cycle.status):
+        self._throttled_until = None
+        if cycle.status != status and not (self._token() and self._write_status(record, cycle.status)):
             return None
         self.last_cycle = cycle
+        for etype, reason, message in cycle.events:
+            self._event(etype, reason, message)
+        self._cycle_wake = cycle.wake_at
         for action in cycle.actions:
             if not self.leading():
                 self._dirty = True
                 return cycle  # the Lease is no longer ours: the next holder takes it from the ledger
+            if not self._token():
+                break  # out of write tokens: the next cycle derives the rest again
             self._act(action, record)
         if cycle.actions:
             self._dirty = True  # our own changes are in the cache already; look at them once more
-        for etype, reason, message in cycle.events:
-            self._event(record, etype, reason, message)
-        self._cycle_wake = cycle.wake_at
+        self._flush_events(record)
         return cycle
+
+    def _token(self) -> bool:
+        """A write token, or (the bucket is empty) a note to act again once one is due."""
+        if self.bucket.take():
+            return True
+        self._dirty = True
+        self._throttled_until = self.bucket.ready_at()
+        return False
 
     def _set_wake(self) -> None:
         """The next time the loop must run although no watch event arrives."""
-        times = [self._cycle_wake, self._retry_at]
+        times = [self._cycle_wake, self._retry_at, self._throttled_until, self.recorder.pending(self.clock())]
         if self.use_lease:
             times.append(self._lease_wake)
         times += [i.retry_at for i in self.informers()]
@@ -227,7 +247,7 @@ class Controller:
         """Count a failure and retry after a capped, doubling back-off."""
         self._failures += 1
         self._dirty = True
-        self._retry_at = self.clock() + min(2.0 ** (self._failures - 1), ERROR_BACKOFF_CAP)
+        self._retry_at = self.clock() + retry_delay(self._failures, ERROR_BACKOFF_CAP, self.rng, exc)
         status = str(exc.status) if isinstance(exc, ApiError) else type(exc).__name__
         self.metrics.inc("flatjob_api_errors_total" if isinstance(exc, ApiError) else "flatjob_loop_errors_total", op=what, status=status)
         log.warning(f"{what} failed", extra={"job": self.name, "error": f"{type(exc).__name__}: {exc}"[:500], "retry_in": self._retry_at - self.clock()})
@@ -243,7 +263,8 @@ class Controller:
         if record is None:
             return
         why = f"the runtime could not reconcile this job ({text}); it retries with back-off"
-        self._event(record, "Warning", "ReconcileError", why)
+        self._event("Warning", "ReconcileError", why)
+        self._flush_events(record)
         self._write_status(record, refused_status(record.get("status"), "ReconcileError", why, _generation(record), self.clock()))
 
     # --- reading ----------------------------------------------------------------------------
@@ -377,31 +398,36 @@ class Controller:
     def _create_secret(self, action: Action, record: Obj) -> None:
         self.cluster.create(SECRETS, self.namespace, self.secret_factory(action.name, self.namespace, record))
         self._dirty = True
-        self._event(record, "Normal", "SecretCreated", f"generated an ed25519 key pair in Secret {action.name}")
+        self._event("Normal", "SecretCreated", f"generated an ed25519 key pair in Secret {action.name}")
 
-    def _event(self, record: Obj, etype: str, reason: str, message: str) -> None:
+    def _event(self, etype: str, reason: str, message: str) -> None:
+        """Log an occurrence and hand it to the recorder, which writes it (aggregated) later."""
         if reason == "Restarting":
             self.metrics.inc("flatjob_restarts_total")
-        meta = record.get("metadata") or {}
-        now = self.clock()
-        body = {
-            "apiVersion": "v1",
-            "kind": "Event",
-            "metadata": {"generateName": f"{self.name}.", "namespace": self.namespace},
-            "involvedObject": {"apiVersion": record.get("apiVersion"), "kind": record.get("kind"), "name": self.name, "namespace": self.namespace, "uid": meta.get("uid")},
-            "reason": reason,
-            "message": message[:1024],
-            "type": etype,
-            "source": {"component": "flatjob-runtime"},
-            "firstTimestamp": _iso(now),
-            "lastTimestamp": _iso(now),
-            "count": 1,
-        }
         log.info(message, extra={"reason": reason, "job": self.name, "type": etype})
-        try:
-            self.cluster.create(EVENTS, self.namespace, body)
-        except ApiError as exc:
-            self.metrics.inc("flatjob_api_errors_total", op="event", status=str(exc.status))
+        self.recorder.record(etype, reason, message, self.clock())
+
+    def _flush_events(self, record: Obj) -> None:
+        """Write the Events that are due: at most one per (type, reason) per 10 s."""
+        now = self.clock()
+        for write in self.recorder.due(record, now):
+            if not self._token():
+                return
+            try:
+                self._write_event(write, now)
+            except NotFound:
+                self.recorder.lost(write)  # the Event expired (TTL): created again next time
+            except ApiError as exc:
+                self.metrics.inc("flatjob_api_errors_total", op="event", status=str(exc.status))
+                self.recorder.done(write, now)  # an Event is not worth retrying: the count moves on
+
+    def _write_event(self, write: Write, now: float) -> None:
+        if write.body is not None:
+            created = self.cluster.create(EVENTS, self.namespace, write.body)
+            self.recorder.done(write, now, str(((created or {}).get("metadata") or {}).get("name") or ""))
+        else:
+            self.cluster.patch(EVENTS, self.namespace, write.name or "", list(write.ops))
+            self.recorder.done(write, now)
 
     def _refuse(self, record: Obj, exc: Exception) -> None:
         """A record this runtime will not act on: an Event and a Stalled condition, once."""
@@ -409,7 +435,8 @@ class Controller:
         reason = "VersionMismatch" if isinstance(exc, VersionMismatch) else "InvalidRecord"
         if self.refused != why:
             log.error(why, extra={"job": self.name})
-            self._event(record, "Warning", reason, why)
+            self._event("Warning", reason, why)
+            self._flush_events(record)
         self.refused = why
         self._cycle_wake = None
         status = refused_status(record.get("status"), reason, why, _generation(record), self.clock())
@@ -433,6 +460,9 @@ class Controller:
             current = None
         except ApiError as exc:
             return self._lease_failed(exc, now)
+        # Seen now, after the GET returned (client-go's setObservedRecord): a slow GET must not
+        # make another holder's renewal look older than it is.
+        now = self.clock()
         self._observed = observe(current, self._observed, now)
         decision = decide_lease(current, self.identity, self._observed, now)
         if decision.action == "wait":
@@ -494,7 +524,3 @@ def _api_message(exc: ApiError) -> str:
 def _generation(record: Obj) -> int | None:
     value = (record.get("metadata") or {}).get("generation")
     return value if isinstance(value, int) else None
-
-
-def _iso(ts: float) -> str:
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ts))

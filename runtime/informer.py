@@ -3,7 +3,9 @@
 An expired resourceVersion (410) triggers a relist.  A stream the server ends (its
 timeoutSeconds) is resumed at once from the last resourceVersion.  A stream that broke, a
 list or watch that failed, or a server that cannot be reached is retried after a capped
-exponential back-off; the informer never sleeps itself, it says when it wants to be polled
+exponential back-off with jitter (never sooner than a Retry-After the server sent, so a
+throttled server is not hammered and many informers do not retry in lockstep); the informer
+never sleeps itself, it says when it wants to be polled
 again (`retry_at`), so the loop stays responsive to SIGTERM and to its other watches.
 Nothing a watch or a list raises escapes `poll`.  `last_heard` is the last time the server
 answered (a list, a watch opened, an event or bookmark), for the runtime's /healthz.
@@ -12,12 +14,14 @@ answered (a list, a watch opened, an event or bookmark), for the runtime's /heal
 from __future__ import annotations
 
 import logging
+import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from .api import ApiError, Expired, Obj, Watch
+from .backoff import retry_delay, seeded
 
 MAX_BACKOFF = 30.0
 SHORT_LIVED = 1.0  # a stream the server ends sooner than this counts as a failure, not a time-out
@@ -45,6 +49,7 @@ class Informer:
     _pending: str | None = "relist"  # None (watching) | "reopen" | "relist"
     _opened: float = 0.0
     _failures: int = 0
+    _rng: random.Random | None = None
 
     def start(self) -> bool:
         """Initial list and watch; False (retried by later polls) when the server is away."""
@@ -106,7 +111,9 @@ class Informer:
         self._failures += 1
         self._close()
         self._pending = pending
-        self.retry_at = self.clock() + min(2.0 ** (self._failures - 1), MAX_BACKOFF)
+        if self._rng is None:
+            self._rng = seeded(self.name)
+        self.retry_at = self.clock() + retry_delay(self._failures, MAX_BACKOFF, self._rng, exc)
         log.warning("watch failed", extra={"watch": self.name, "error": f"{type(exc).__name__}: {exc}"[:300], "retry_in": self.retry_at - self.clock()})
 
     def _apply(self, etype: str, obj: Obj) -> bool:

@@ -48,6 +48,7 @@ _ERRORS: dict[int, type[ApiError]] = {403: Forbidden, 404: NotFound, 409: Confli
 PAGE = 250  # objects per list page: bounds the memory one response takes before trimming
 BACKLOG = 2048  # events a watch may hold before its reader waits (TCP then pushes back)
 USER_AGENT = f"flatjob-runtime/{__version__}"
+RETRY_AFTER_CAP = 300  # seconds: a longer Retry-After is taken as this
 
 
 @dataclass(frozen=True)
@@ -79,8 +80,15 @@ def selector(labels: Mapping[str, str]) -> str:
     return ",".join(f"{k}={v}" for k, v in sorted(labels.items()))
 
 
-def _status_error(status: int, body: bytes) -> ApiError:
-    """The ApiError for an error response, from its `Status` body when it has one."""
+def retry_after(value: Any) -> float | None:
+    """An integer Retry-After header in seconds (client-go reads only that form), capped."""
+    text = str(value or "").strip()
+    return float(min(int(text), RETRY_AFTER_CAP)) if text.isdigit() else None
+
+
+def _status_error(status: int, body: bytes, after: float | None = None) -> ApiError:
+    """The ApiError for an error response, from its `Status` body when it has one; a 429 or
+    5xx answer's Retry-After goes with it, for the caller's next try (client-go checkWait)."""
     try:
         doc = json.loads(body or b"{}")
     except ValueError:
@@ -92,7 +100,8 @@ def _status_error(status: int, body: bytes) -> ApiError:
     if status == 409 and reason == "AlreadyExists":
         return AlreadyExists(message)
     cls = _ERRORS.get(status, ApiError)
-    return cls(f"{status} {reason or 'error'}: {message}"[:1000], status, reason or None)
+    wait = after if status == 429 or status >= 500 else None
+    return cls(f"{status} {reason or 'error'}: {message}"[:1000], status, reason or None, wait)
 
 
 class Transport:
@@ -132,7 +141,7 @@ class Transport:
                 raw = b""
             finally:
                 resp.release_conn()
-            raise _status_error(resp.status, raw)
+            raise _status_error(resp.status, raw, retry_after(resp.headers.get("Retry-After")))
         return resp
 
     def call(self, method: str, url_path: str, query: Mapping[str, Any] | None = None, body: Any = None, content_type: str = "application/json") -> Any:
@@ -258,7 +267,16 @@ class KubeCluster:
             query["fieldSelector"] = selector(fields)
         items: list[Obj] = []
         while True:
-            data = self.http.call("GET", path(res, namespace), query)
+            try:
+                data = self.http.call("GET", path(res, namespace), query)
+            except Expired:
+                if "continue" not in query:
+                    raise
+                # The continue token outlived the server's history (410 on a later page): one
+                # full list instead, as client-go's pager does (tools/pager FullListIfExpired).
+                query = {k: v for k, v in query.items() if k not in ("continue", "limit")}
+                items = []
+                continue
             if not isinstance(data, dict) or not isinstance(data.get("items"), list):
                 raise ApiError(f"list {res.plural}: not a list answer", 0, "BadResponse")
             items.extend(trim(o) for o in data["items"] if isinstance(o, dict))

@@ -52,8 +52,8 @@ def rbac_rules(plan: JobPlan) -> list[dict[str, Any]]:
         # Watch its own record (a metadata.name field selector) and write its status.
         _rule([keys.RECORD_GROUP], [plural], ["list", "watch"], [job]),
         _rule([keys.RECORD_GROUP], [f"{plural}/status"], ["update"], [job]),
-        # Events on every transition.
-        _rule([""], ["events"], ["create"]),
+        # Events on every transition; a repeat patches the Event's count, as client-go's recorder does.
+        _rule([""], ["events"], ["create", "patch"]),
         # Leader election: one runtime acts at a time during a rollout.
         _rule(["coordination.k8s.io"], ["leases"], ["create"]),
         _rule(["coordination.k8s.io"], ["leases"], ["get", "update"], [runtime_name(job)]),

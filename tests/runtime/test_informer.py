@@ -16,6 +16,7 @@ from typing import Any
 from flatjob.compiler import keys
 from flatjob.runtime.api import ApiError, Expired
 from flatjob.runtime.sim.cluster import FakeCluster
+from flatjob.runtime.backoff import JITTER
 from flatjob.runtime.informer import MAX_BACKOFF, Informer
 
 NS = "default"
@@ -54,11 +55,16 @@ class Harness:
         self.informer = Informer(lambda: self.cluster.list_pods(NS, SELECTOR), self._watch, clock=lambda: self.now)
 
     def back_off(self) -> float:
-        """Seconds until the informer wants to be polled again (0 when it is watching)."""
-        return 0.0 if self.informer.retry_at is None else self.informer.retry_at - self.now
+        """Seconds until the informer wants to be polled again (0 when it is watching), with
+        the jitter taken off: the step it is on (1, 2, 4 ... 30)."""
+        if self.informer.retry_at is None:
+            return 0.0
+        wait = self.informer.retry_at - self.now
+        return next((b for b in (1.0, 2.0, 4.0, 8.0, 16.0, MAX_BACKOFF) if b <= wait <= b * (1 + JITTER)), wait)
 
     def poll_when_due(self) -> bool:
-        self.now += self.back_off()
+        if self.informer.retry_at is not None:
+            self.now = max(self.now, self.informer.retry_at)
         return self.informer.poll()
 
     def _watch(self, rv: str) -> Any:
@@ -120,7 +126,8 @@ def test_a_broken_stream_reconnects_from_the_last_version_without_loss() -> None
     h.cluster.create_pod(NS, pod_body("j-worker-1"))  # arrives while the stream is broken
     assert h.informer.poll() is False
     assert h.back_off() == 1.0 and h.informer.errors == 1
-    assert h.informer.poll() is False  # not due yet: no reconnect, no sleep
+    h.now += 0.9  # not due yet: the wait is 1 s and up to 20 % more
+    assert h.informer.poll() is False  # no reconnect, no sleep
     assert h.informer.reconnects == 0
     assert h.poll_when_due() is False
     assert (h.informer.errors, h.informer.reconnects, h.informer.relists) == (1, 1, 1)
@@ -156,6 +163,17 @@ def test_back_off_doubles_is_capped_and_resets_after_success() -> None:
     h.stream_errors.append(ApiError("reset"))
     h.informer.poll()
     assert h.back_off() == 1.0
+
+
+def test_a_retry_after_from_the_server_is_waited_out() -> None:
+    """429 with Retry-After: 7 (client-go checkWait): no retry before 7 s, however early the back-off."""
+    h = Harness()
+    h.informer.start()
+    h.stream_errors.append(ApiError("reset"))
+    h.connect_errors.append(ApiError("429 TooManyRequests: slow down", 429, "TooManyRequests", retry_after=7.0))
+    h.informer.poll()
+    h.poll_when_due()
+    assert h.informer.retry_at is not None and h.informer.retry_at - h.now == 7.0
 
 
 def test_a_stream_the_server_ends_is_resumed_at_once() -> None:
