@@ -287,6 +287,9 @@ class Controller:
             except Exception as exc:  # a spec that passed the schema but not the planner
                 raise RecordError(f"record {self.name} cannot be planned: {type(exc).__name__}: {exc}") from None
             self._view_key = key
+            if self._view.ignored:
+                fields = ", ".join(self._view.ignored[:10])
+                self._event("Normal", "UnknownFields", f"flatjob {self.version} does not know {fields} (a newer CRD's): ignored")
         assert self._view is not None
         return self._view
 

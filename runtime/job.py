@@ -19,6 +19,7 @@ from flatjob.compiler.podtemplate import templates_digest
 from flatjob.compiler.typedjob import strict_job
 
 from .model import JobView, PodSpecView, RestartRule
+from .pruning import prune, record_spec_schema
 
 _META_FIELDS = ("name", "namespace", "labels", "annotations")
 SSH_KINDS = ("DeepSpeedJob", "ColossalAIJob")
@@ -28,14 +29,27 @@ class RecordError(ValueError):
     """The record cannot be read as a job of this flatjob version (refused loudly)."""
 
 
+def known_spec(record: Mapping[str, Any]) -> tuple[Any, list[str]]:
+    """The record's spec without the fields this version's CRD does not declare, and their
+    paths (a newer CRD's fields: see runtime/pruning.py)."""
+    dropped: list[str] = []
+    spec = record.get("spec")
+    plural = keys.RECORD_PLURALS.get(str(record.get("kind")))
+    if plural is None or not isinstance(spec, dict):
+        return spec, dropped
+    return prune(spec, record_spec_schema(plural), "spec", dropped), dropped
+
+
 def typed_job(record: Mapping[str, Any]) -> Any:
-    """The canonical typed job held by a record (live metadata fields are dropped)."""
+    """The canonical typed job held by a record (live metadata fields and spec fields this
+    version does not know are dropped)."""
     kind = record.get("kind")
     if kind not in KINDS:
         raise RecordError(f"unknown record kind {kind!r}")
     meta = {k: v for k, v in (record.get("metadata") or {}).items() if k in _META_FIELDS and v is not None}
+    spec, _ = known_spec(record)
     try:
-        job = strict_job(kind, {"apiVersion": keys.T9K_API_VERSION, "kind": kind, "metadata": meta, "spec": record.get("spec")})
+        job = strict_job(kind, {"apiVersion": keys.T9K_API_VERSION, "kind": kind, "metadata": meta, "spec": spec})
     except Exception as exc:  # pydantic.ValidationError: a record this version cannot read
         raise RecordError(f"record {meta.get('name')!r} does not match the {kind} schema: {exc}") from exc
     return normalize(job)
@@ -184,4 +198,5 @@ def job_view(record: Mapping[str, Any], templates: Mapping[str, Any]) -> JobView
         version=notes.get(keys.VERSION),
         tensorboard=notes.get(keys.TENSORBOARD),
         problem=problem,
+        ignored=tuple(known_spec(record)[1]),
     )

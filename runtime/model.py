@@ -254,6 +254,7 @@ class JobView:
     version: str | None = None  # flatjob version that compiled the record
     tensorboard: str | None = None  # name of the TensorBoard Deployment git holds, if any (status.tensorboard)
     problem: str | None = None  # why the job's pods cannot be created now (PodTemplates out of step with the record)
+    ignored: tuple[str, ...] = ()  # spec fields this version does not know (a newer CRD's), dropped
 
     @cached_property
     def _by_name(self) -> dict[str, PodSpecView]:

@@ -24,6 +24,7 @@ from ..model import JobView, Ledger, PodState
 
 MSG_INITIALIZED = "The job has been initialized successfully."
 MSG_RUNNING = "All pods are running normally."
+MSG_NO_FAILURE = "No replica has failed."  # ReplicaFailure=False while a pod is in trouble: never "running normally"
 MSG_PAUSED = "All replicas are deleted or being deleted."
 REASON_REPLICA_FAILURE = "ErrorInPod"  # T9k's reason (ucman genericjob.md)
 
@@ -130,7 +131,7 @@ def _conditions(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, wait
     out = [
         ("Initialized", "True", "-", MSG_INITIALIZED) if ledger.start_time is not None else ("Initialized", "False", "Initializing", wait or "Waiting for the job's pods."),
         ("Running", "False", reason, message) if done else ("Running", "True", "-", MSG_RUNNING) if ph == "Running" and not found else ("Running", "Unknown" if ph == "Unknown" else "True" if ph == "Running" else "False", why, wait or ph),
-        ("ReplicaFailure", "True", REASON_REPLICA_FAILURE, ledger.replica_failed) if ledger.replica_failed else ("ReplicaFailure", "False", "-", MSG_RUNNING),
+        ("ReplicaFailure", "True", REASON_REPLICA_FAILURE, ledger.replica_failed) if ledger.replica_failed else ("ReplicaFailure", "False", "-", MSG_NO_FAILURE if found else MSG_RUNNING),
         ("Completed", "True", "Succeeded", message) if ledger.outcome == "Succeeded" else ("Completed", "False", reason if failed else "-", message if failed else "The job has not finished."),
         ("Failed", "True", reason, message) if failed else ("Failed", "False", ledger.outcome or "-", message if done else "The job has not failed."),
         ("Paused", "True", "Paused", MSG_PAUSED) if ledger.paused else ("Paused", "False", "-", "The job is not paused."),

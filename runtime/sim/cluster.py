@@ -331,6 +331,18 @@ class FakeCluster:
                 raise conflict("", "pods", name, f"Precondition failed: UID in precondition: {uid}, UID in object meta: {current['metadata']['uid']}")
             self.store.update(res, namespace, name, {**current, "status": status}, "status", manager)
 
+    def terminate_namespace(self, namespace: str) -> None:
+        """`kubectl delete namespace`: it turns Terminating, so every create in it is refused (403,
+        staging/src/k8s.io/apiserver/pkg/admission/plugin/namespace/lifecycle/admission.go), and
+        the namespace controller deletes its pods with their own grace periods and no
+        DisruptionTarget (pkg/controller/namespace/deletion: deleteCollection, no grace given).
+        The rest of its content is left to the test."""
+        with self.store.lock:
+            self.store.terminating.add(namespace)
+            for name, pod in sorted(self.pods(namespace).items()):
+                if not pod["metadata"].get("deletionTimestamp"):
+                    self.delete_pod(namespace, name, None)
+
     def evict_pod(self, namespace: str, name: str) -> None:
         """The Eviction API (pods/eviction; `kubectl drain`): the DisruptionTarget condition
         `EvictionByEvictionAPI`, then a graceful delete (pkg/registry/core/pod/storage/

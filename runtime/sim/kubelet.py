@@ -50,7 +50,17 @@ from typing import Any
 from ..api import ApiError
 from .apiserver.clock import parse_time
 from .cluster import FakeCluster
-from .containers import INF, SIGKILL_EXIT, Behaviour, Program, ShellRunner, as_program, container_env, expand, until_deleted
+from .containers import (
+    INF,
+    SIGKILL_EXIT,
+    Behaviour,
+    Program,
+    ShellRunner,
+    as_program,
+    container_env,
+    expand,
+    until_deleted,
+)
 from .nodes import OUT_OF_SERVICE, Node, NodeControllers
 from .podstatus import ContainerLook, PodLook, disruption, full_image, status
 from .scheduler import Scheduler

@@ -25,12 +25,13 @@ taints other than the ones above, the node's own conditions beyond Ready.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..api import ApiError
-from .apiserver.clock import parse_time, stamp
+from .apiserver.clock import stamp
 from .podstatus import disruption
 
 NODE_MONITOR_GRACE = 50.0  # seconds without a kubelet status before the node is Unknown (1.32)
@@ -72,7 +73,7 @@ def toleration_seconds(pod: Obj, taint: Obj) -> float | None:
     (taint_eviction.go getMinTolerationTime; an untolerated taint evicts at once)."""
     best: float | None = 0.0
     for t in (pod.get("spec") or {}).get("tolerations") or []:
-        key_ok = t.get("operator") == "Exists" and not t.get("key") or t.get("key") == taint["key"]
+        key_ok = (t.get("operator") == "Exists" and not t.get("key")) or t.get("key") == taint["key"]
         effect_ok = not t.get("effect") or t.get("effect") == taint["effect"]
         if key_ok and effect_ok:
             if t.get("tolerationSeconds") is None:
@@ -161,19 +162,15 @@ class NodeControllers:
 
     # --- writes, as the controllers make them ----------------------------------------------------
     def _write(self, name: str, pod: Obj, status: Obj, manager: str = "node-controller") -> None:
-        try:
+        with contextlib.suppress(ApiError):  # gone or replaced meanwhile
             self.cluster.set_pod_status(self.namespace, name, status, manager=manager, uid=pod["metadata"]["uid"])
-        except ApiError:
-            pass  # gone or replaced meanwhile
 
     def _condition_then_delete(self, name: str, pod: Obj, condition: Obj, grace: int | None) -> None:
         status = pod.get("status") or {}
         others = [c for c in status.get("conditions") or [] if c.get("type") != "DisruptionTarget"]
         self._write(name, pod, {**status, "conditions": [*others, condition]}, manager="taint-eviction-controller")
-        try:
+        with contextlib.suppress(ApiError):
             self.cluster.delete_pod(self.namespace, name, pod["metadata"]["uid"], grace)
-        except ApiError:
-            pass
 
     def _fail_then_force_delete(self, name: str, pod: Obj, condition: Obj | None) -> None:
         status = dict(pod.get("status") or {})
@@ -183,14 +180,6 @@ class NodeControllers:
         if status.get("phase") not in ("Succeeded", "Failed"):
             status["phase"] = "Failed"
         self._write(name, pod, {**status, "conditions": conditions}, manager="pod-garbage-collector")
-        try:
+        with contextlib.suppress(ApiError):
             self.cluster.delete_pod(self.namespace, name, pod["metadata"]["uid"], 0)
-        except ApiError:
-            pass
 
-
-def since(condition: Obj | None) -> float | None:
-    """A condition's lastTransitionTime in seconds (None when absent)."""
-    if not condition or not condition.get("lastTransitionTime"):
-        return None
-    return parse_time(condition["lastTransitionTime"])

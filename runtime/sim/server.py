@@ -34,11 +34,11 @@ from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from ..api import ApiError, Obj
-from .cluster import FakeCluster
 from .apiserver import kinds, status
 from .apiserver.kinds import Resource
 from .apiserver.store import compact_json
 from .apiserver.watch import Watch
+from .cluster import FakeCluster
 
 MAX_BODY = 3 * 1024 * 1024  # k8s.io/apiserver/pkg/server/config.go MaxRequestBodyBytes
 DEFAULT_WATCH_SECONDS = 1800.0  # minRequestTimeout; kube-apiserver randomizes up to twice that
@@ -107,6 +107,7 @@ def _one(query: dict[str, list[str]], key: str) -> str | None:
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     _log_as: Callable[[int], None] | None = None  # logs the request being served, once
+    _raw: bytes | None = b""  # the request's body, read first (None: over the limit, unread)
     server: _HttpServer
 
     def log_message(self, format: str, *args: Any) -> None:
@@ -129,11 +130,21 @@ class _Handler(BaseHTTPRequestHandler):
         self._send(body["code"], body)
         return body["code"]
 
-    def _body(self) -> Any:
+    def _read(self) -> None:
+        """Read the request's body before anything can answer: an answer sent while the body is
+        still unread leaves it in the connection, where a keep-alive client's next request would
+        be parsed from it.  A body over the limit is not read; the connection closes after the
+        413 instead."""
         length = int(self.headers.get("Content-Length") or 0)
         if length > MAX_BODY:
+            self._raw, self.close_connection = None, True
+        else:
+            self._raw = self.rfile.read(length) if length else b""
+
+    def _body(self) -> Any:
+        raw = self._raw
+        if raw is None:
             raise status.too_large_body(MAX_BODY)
-        raw = self.rfile.read(length) if length else b""
         if not raw:
             return None
         try:
@@ -158,6 +169,7 @@ class _Handler(BaseHTTPRequestHandler):
         self._serve("DELETE")
 
     def _serve(self, method: str) -> None:
+        self._read()
         api: FakeApiServer = self.server.api
         url = urlsplit(self.path)
         query = parse_qs(url.query, keep_blank_values=True)

@@ -283,7 +283,7 @@ def test_jitter_is_deterministic_and_spreads_a_mass_failure_in_waves() -> None:
     once = cycle(job, pods, running_ledger(job)).ledger
     assert once.not_before == cycle(job, pods, running_ledger(job)).ledger.not_before  # a pure function of its inputs
     waits = sorted(v - NOW for v in once.not_before.values())
-    assert 10.0 <= waits[0] and waits[-1] <= 10.0 * (1 + JITTER) and len(set(waits)) == JITTER_BLOCKS
+    assert waits[0] >= 10.0 and waits[-1] <= 10.0 * (1 + JITTER) and len(set(waits)) == JITTER_BLOCKS
     assert len(once.to_dict()["notBefore"]) == JITTER_BLOCKS  # one brace range per wave
 
 

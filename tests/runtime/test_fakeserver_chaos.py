@@ -120,6 +120,26 @@ def test_a_kubeconfig_for_the_real_client(server, tmp_path) -> None:
         assert call(client.VersionApi(c).get_code)["gitVersion"].startswith("v1.32")
 
 
+def test_an_error_answered_before_the_body_keeps_the_connection_usable(server) -> None:
+    """Keep-alive: a request the server refuses at once (an unknown resource, a dropped one)
+    must not leave its body in the connection for the next request to be parsed from."""
+    import http.client
+    import json as _json
+
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=5)
+    try:
+        body = _json.dumps({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "x"}, "filler": "y" * 5000}).encode()
+        conn.request("POST", "/api/v1/namespaces/default/nosuchthings", body=body, headers={"Content-Type": "application/json"})
+        first = conn.getresponse()
+        assert first.status == 404
+        first.read()
+        conn.request("GET", "/api/v1/namespaces/default/pods")
+        second = conn.getresponse()
+        assert second.status == 200 and _json.loads(second.read())["kind"] == "PodList"
+    finally:
+        conn.close()
+
+
 def test_close_leaves_no_thread_behind(api) -> None:
     before = {t.ident for t in threading.enumerate()}
     s = FakeApiServer(FakeCluster(Clock()))

@@ -222,6 +222,48 @@ def test_lists_follow_continue_tokens_and_trim_each_page(server: Scripted) -> No
     assert "labelSelector=k%3Dv" in first and "limit=" in first and "continue=c1" in second
 
 
+def test_a_continue_token_that_expired_falls_back_to_one_full_list(server: Scripted) -> None:
+    """client-go's pager (FullListIfExpired): a 410 on a later page lists again, unpaginated;
+    the record would otherwise stay stale while saying Ready."""
+    first_page = {"metadata": {"resourceVersion": "7", "continue": "c1"}, "items": [{"metadata": {"name": "a"}}]}
+    whole = {"metadata": {"resourceVersion": "9"}, "items": [{"metadata": {"name": "a"}}, {"metadata": {"name": "b"}}, {"metadata": {"name": "c"}}]}
+
+    def answer(h: BaseHTTPRequestHandler, body: bytes) -> None:
+        from urllib.parse import parse_qs, urlparse
+
+        q = parse_qs(urlparse(h.path).query)
+        if "continue" in q:
+            send(h, 410, status(410, "Expired", "The provided continue parameter is too old to display a consistent list result."))
+        elif "limit" in q:
+            send(h, 200, first_page)
+        else:
+            send(h, 200, whole)
+
+    server.answer = answer
+    items, rv = server.cluster().list(PODS, "ns")
+    assert ([i["metadata"]["name"] for i in items], rv) == (["a", "b", "c"], "9")
+    last = server.requests[-1][1]
+    assert "limit=" not in last and "continue=" not in last
+
+
+@pytest.mark.parametrize(("code", "header", "expected"), [(429, "7", 7.0), (503, "2", 2.0), (429, "Fri, 31 Dec 1999 23:59:59 GMT", None), (409, "5", None), (429, "99999", 300.0)])
+def test_retry_after_goes_with_a_throttled_answer(server: Scripted, code: int, header: str, expected: float | None) -> None:
+    """client-go honours an integer Retry-After on a 429 or 5xx answer (rest/with_retry.go)."""
+    def answer(h: BaseHTTPRequestHandler, body: bytes) -> None:
+        data = json.dumps(status(code, "TooManyRequests", "slow down")).encode()
+        h.send_response(code)
+        h.send_header("Content-Type", "application/json")
+        h.send_header("Retry-After", header)
+        h.send_header("Content-Length", str(len(data)))
+        h.end_headers()
+        h.wfile.write(data)
+
+    server.answer = answer
+    with pytest.raises(ApiError) as err:
+        server.cluster().create(PODS, "ns", {"metadata": {"name": "p"}})
+    assert err.value.retry_after == expected
+
+
 def test_a_list_answer_that_is_not_a_list_is_an_api_error(server: Scripted) -> None:
     server.answer = lambda h, body: send(h, 200, {"kind": "Status"})
     with pytest.raises(ApiError):

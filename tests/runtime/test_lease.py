@@ -209,3 +209,39 @@ def summer_time_zone() -> Iterator[None]:
 def test_micro_time_round_trip_in_a_summer_time_zone(summer_time_zone: None) -> None:
     got = parse_micro_time(micro_time(T0))
     assert got == T0
+
+
+class _SlowLeaseCluster:
+    """A cluster whose Lease GETs take `delay` seconds of the runtime's clock; the record
+    exists, and another runtime holds a live Lease."""
+
+    def __init__(self, clock: list[float], delay: float, holder: dict[str, Any]):
+        self.clock, self.delay, self.holder = clock, delay, holder
+
+    def get(self, res: Any, namespace: str, name: str) -> dict[str, Any]:
+        self.clock[0] += self.delay  # the answer comes back this much later
+        return self.holder
+
+    def create(self, *a: Any, **k: Any) -> Any:
+        raise AssertionError("must not take the Lease over")
+
+    replace = create
+
+
+def test_a_slow_lease_get_dates_the_look_after_it_returns() -> None:
+    """client-go's setObservedRecord stamps the observation after the GET returned: a GET that
+    took 20 s must not make the holder's Lease look 20 s older (two runtimes acting at once)."""
+    from flatjob.runtime.controller import Controller
+
+    now = [T0]
+    holder = {"metadata": {"name": "j-runtime", "resourceVersion": "5"}, "spec": {"holderIdentity": "other", "leaseDurationSeconds": LEASE_SECONDS, "renewTime": "2024-01-01T00:00:00.000000Z"}}
+    c = Controller.__new__(Controller)  # only the Lease logic: no informers
+    c.cluster, c.namespace, c.name, c.identity, c.use_lease = _SlowLeaseCluster(now, 20.0, holder), "default", "j", "me", True
+    c.clock = lambda: now[0]
+    c._renewed_at = c._lease_wake = c._observed = None
+    c.metrics = type("M", (), {"inc": lambda *a, **k: None})()
+    record = {"apiVersion": "flatjob.dev/v1beta1", "kind": "PyTorchTrainingJob", "metadata": {"name": "j", "uid": "u"}}
+    assert c._hold_lease(record) is False
+    assert c._observed is not None and c._observed.at == T0 + 20  # after the GET, not before
+    now[0] = T0 + 20 + LEASE_SECONDS - 1  # the holder has not renewed, but its Lease is not out yet
+    assert c._hold_lease(record) is False

@@ -33,6 +33,7 @@ from typing import Any
 import yaml
 
 from ...api import Obj
+from ...pruning import prune
 from .status import FieldError, bad_request, invalid, invalid_field, not_supported, required
 from .strategy import Strategy
 
@@ -104,28 +105,6 @@ def _type_name(value: Any) -> str:
     if isinstance(value, bool):
         return "boolean"
     return {int: "integer", float: "number", str: "string", dict: "object", list: "array"}.get(type(value), "null")
-
-
-def prune(value: Any, schema: Obj, path: str, dropped: list[str]) -> Any:
-    """Structural pruning: drop the fields the schema does not declare."""
-    if isinstance(value, dict):
-        props = schema.get("properties") or {}
-        extra = schema.get("additionalProperties")
-        keep = bool(schema.get("x-kubernetes-preserve-unknown-fields")) or extra is True
-        out = {}
-        for k, v in value.items():
-            if k in props:
-                out[k] = prune(v, props[k], f"{path}.{k}", dropped)
-            elif isinstance(extra, dict):
-                out[k] = prune(v, extra, f"{path}.{k}", dropped)
-            elif keep:
-                out[k] = v
-            else:
-                dropped.append(f"{path}.{k}".lstrip("."))
-        return out
-    if isinstance(value, list) and isinstance(schema.get("items"), dict):
-        return [prune(v, schema["items"], f"{path}[{i}]", dropped) for i, v in enumerate(value)]
-    return value
 
 
 def _bounds(value: Any, schema: Obj, path: str) -> list[FieldError]:

@@ -53,6 +53,7 @@ from .status import (
     error,
     etcd_too_large,
     expired,
+    forbidden,
     invalid,
     invalid_field,
     not_acceptable_patch,
@@ -121,6 +122,7 @@ class Store:
         self.watches: weakref.WeakSet[Watch] = weakref.WeakSet()
         self.keys_of: dict[str, set[Key]] = {}  # resource key -> the keys of its objects
         self.dependents: dict[str, set[Key]] = {}  # owner uid -> the keys of objects naming it
+        self.terminating: set[str] = set()  # namespaces being deleted: nothing new is created in them
 
     # --- bookkeeping ------------------------------------------------------------------------------
     def context(self) -> Context:
@@ -328,6 +330,9 @@ class Store:
     def create(self, res: Resource, namespace: str, body: Any, manager: str = "", strict: bool = False) -> tuple[Obj, list[str]]:
         """POST: the stored object and the warnings of its decoding."""
         with self.lock:
+            if namespace in self.terminating:  # the NamespaceLifecycle admission plugin
+                name = (body.get("metadata") or {}).get("name") or "" if isinstance(body, dict) else ""
+                raise forbidden(res.group, res.plural, name, f"unable to create new content in namespace {namespace} because it is being terminated")
             ctx = self.context()
             obj = self._decode(res, body, strict, ctx)
             meta = obj.setdefault("metadata", {})

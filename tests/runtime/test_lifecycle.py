@@ -1,0 +1,334 @@
+"""The real pod lifecycle (`pytest -k lifecycle`): what a training cluster does to pods every day.
+
+Each scenario is driven by the kubelet stand-in's real order (runtime/sim): a deletion sets
+deletionTimestamp, the kubelet sends SIGTERM, the program exits with its own code, the
+terminal phase is written, and only then the pod goes; the Eviction API, preemption and
+taint eviction set DisruptionTarget first; a lost node's pods stay Running with Ready=False
+until taint eviction deletes them and stay terminating until PodGC removes them.  Each
+asserts the job's phase, the restart counts, the replaced pod's new uid and the record's
+message (docs/architecture.md §5, "Disruptions" and "Troubles").
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from flatjob.runtime.decisions.restart import BACKOFF_BASE, JITTER
+from flatjob.runtime.ratelimit import BURST
+from flatjob.runtime.sim.apiserver import kinds
+from flatjob.runtime.sim.containers import Program, until_deleted
+from flatjob.runtime.sim.nodes import NODE_MONITOR_GRACE, PODGC_PERIOD, PODGC_QUARANTINE
+
+from .harness import NAMESPACE, REAL, Scenario
+from .test_scenarios import pytorch
+
+pytestmark = pytest.mark.skipif(REAL, reason="drives the simulated kubelet, nodes and controllers")
+
+LONG = "sleep 600; exit 0"
+
+
+def first_then(first: Program, then: Program) -> Callable[[dict[str, Any], dict[str, str]], Program]:
+    """A behaviour: the first incarnation runs `first`, every later one `then`."""
+    seen: list[str] = []
+
+    def behave(pod: dict[str, Any], env: dict[str, str]) -> Program:
+        seen.append(pod["metadata"]["uid"])
+        return first if len(seen) == 1 else then
+
+    return behave
+
+
+def running(s: Scenario, count: int) -> dict[str, Any]:
+    return s.run_until(lambda st: st.get("aggregate", {}).get("running") == count)
+
+
+def uid(s: Scenario, name: str) -> str:
+    return s.pods()[name]["metadata"]["uid"]
+
+
+def condition(st: dict[str, Any], ctype: str) -> dict[str, Any]:
+    return next(c for c in st["conditions"] if c["type"] == ctype)
+
+
+def events(s: Scenario, reason: str) -> list[dict[str, Any]]:
+    return [o for (r, _, _), o in s.cluster.objects.items() if r == "events" and o.get("reason") == reason]
+
+
+def restarts(st: dict[str, Any]) -> dict[str, int]:
+    return {t["type"]: t["restartCount"] for t in st["tasks"]}
+
+
+def replaced(s: Scenario, name: str, old: str) -> Callable[[dict[str, Any]], bool]:
+    """Done once `name` is a new incarnation and running."""
+    return lambda st: name in s.pods() and uid(s, name) != old and s.pods()[name]["status"].get("phase") == "Running"
+
+
+# --- deletions by others: drain, kubectl delete, preemption, node-pressure eviction -----------------
+
+def test_lifecycle_a_drained_master_that_checkpoints_and_exits_0_is_replaced_not_a_success() -> None:
+    """kubectl drain: the master catches SIGTERM, saves a checkpoint and exits 0.  Under the old
+    kubelet stand-in the pod just vanished; with the real order, exit 0 arrives first."""
+    s = Scenario(pytorch(master=LONG, worker=LONG, policy="ExitCode"))
+    s.kubelet.behaviors["sim-master-0"] = first_then(Program(on_term=0), Program(30, 0))
+    running(s, 3)
+    old = uid(s, "sim-master-0")
+    s.cluster.evict_pod(NAMESPACE, "sim-master-0")
+    st = s.run_until(replaced(s, "sim-master-0", old), limit=120)
+    assert st["phase"] == "Running" and st["backoffCount"] == 0 and restarts(st) == {"master": 0, "worker": 0}
+    (event,) = events(s, "Disrupted")
+    assert event["message"] == "sim-master-0 was disrupted (EvictionByEvictionAPI: Eviction API: evicting); replacing it (not a restart)"
+    st = s.finished()
+    assert st["phase"] == "Succeeded" and st["backoffCount"] == 0 and st["runtime"]["disruptions"] == 1
+
+
+def test_lifecycle_a_drained_worker_that_exits_1_under_exit_code_does_not_fail_the_job() -> None:
+    s = Scenario(pytorch(master="sleep 120; exit 0", worker=LONG, policy="ExitCode"))
+    s.kubelet.behaviors["sim-worker-1"] = first_then(Program(on_term=1), Program(on_term=1))
+    running(s, 3)
+    old = uid(s, "sim-worker-1")
+    s.cluster.evict_pod(NAMESPACE, "sim-worker-1")
+    st = s.run_until(replaced(s, "sim-worker-1", old), limit=120)
+    assert st["phase"] == "Running" and st["backoffCount"] == 0
+    assert condition(st, "ReplicaFailure")["status"] == "False"  # a disruption is not an error in a pod
+    assert s.finished()["phase"] == "Succeeded"
+
+
+def test_lifecycle_kubectl_delete_pod_is_replaced_uncounted_whatever_the_policy() -> None:
+    """A deletion without DisruptionTarget: restartPolicy Never would not restart a failure,
+    but the pod did not fail, someone deleted it."""
+    s = Scenario(pytorch(master="sleep 120; exit 0", worker=LONG, policy="Never"))
+    running(s, 3)
+    old = uid(s, "sim-worker-0")
+    s.cluster.delete_pod(NAMESPACE, "sim-worker-0", None)
+    st = s.run_until(replaced(s, "sim-worker-0", old), limit=120)
+    assert st["backoffCount"] == 0 and restarts(st) == {"master": 0, "worker": 0}
+    assert "sim-worker-0 was deleted by someone else before it finished" in events(s, "Disrupted")[0]["message"]
+    assert s.finished()["phase"] == "Succeeded"
+
+
+def test_lifecycle_preemption_replaces_the_victim() -> None:
+    s = Scenario(pytorch(master="sleep 120; exit 0", worker=LONG))
+    running(s, 3)
+    old = uid(s, "sim-worker-1")
+    s.kubelet.scheduler.preempt("sim-worker-1")
+    st = s.run_until(replaced(s, "sim-worker-1", old), limit=120)
+    assert st["backoffCount"] == 0
+    assert "PreemptionByScheduler: default-scheduler: preempting to accommodate a higher priority pod" in events(s, "Disrupted")[0]["message"]
+
+
+def test_lifecycle_node_pressure_eviction_replaces_the_pod_the_kubelet_left_failed() -> None:
+    """The kubelet evicts without deleting: the pod stays Failed (Evicted, exit 137); the runtime
+    deletes it to free the name and creates it again."""
+    s = Scenario(pytorch(master="sleep 120; exit 0", worker=LONG, policy="ExitCode"))
+    running(s, 3)
+    old = uid(s, "sim-worker-0")
+    s.kubelet.evict("sim-worker-0")
+    st = s.run_until(replaced(s, "sim-worker-0", old), limit=120)
+    assert st["backoffCount"] == 0 and restarts(st) == {"master": 0, "worker": 0}
+    assert "TerminationByKubelet" in events(s, "Disrupted")[0]["message"]
+
+
+DEEPSPEED = """
+apiVersion: batch.tensorstack.dev/v1beta1
+kind: DeepSpeedJob
+metadata:
+  name: ds
+spec:
+  config: {slotsPerWorker: 1, run: {python: [train.py]}}
+  runPolicy: {backoffLimit: 1}
+  worker:
+    replicas: 3
+    restartPolicy: OnFailure
+    template:
+      spec:
+        containers:
+          - {name: worker, image: "deepspeed:latest"}
+"""
+
+
+def test_lifecycle_a_drained_deepspeed_worker_replaces_the_gang_as_a_new_attempt() -> None:
+    """deepspeed cannot take a new member: the gang comes back whole, and a disruption is no
+    failure, so backoffLimit 1 is untouched; the launcher's 255 (ssh lost its peer) is not counted."""
+    s = Scenario(DEEPSPEED)
+    s.kubelet.behaviors["ds-worker-0"] = lambda pod, env: Program(20, 0) if env.get("FLATJOB_ATTEMPT") == "2" else Program()
+    for name in ("ds-worker-1", "ds-worker-2"):
+        s.kubelet.behaviors[name] = until_deleted
+    running(s, 3)
+    old = uid(s, "ds-worker-0")
+    s.cluster.evict_pod(NAMESPACE, "ds-worker-1")
+    st = s.run_until(lambda st: st["runtime"]["attempt"] == 2 and st.get("aggregate", {}).get("running") == 3, limit=120)
+    assert st["backoffCount"] == 0 and restarts(st) == {"worker": 0} and uid(s, "ds-worker-0") != old
+    assert events(s, "Disrupted")[0]["message"].startswith("ds-worker-1 was disrupted (EvictionByEvictionAPI")
+    assert s.finished()["phase"] == "Succeeded"
+
+
+# --- a lost node -------------------------------------------------------------------------------------
+
+TWO_NODES = pytorch(master="sleep 2000; exit 0", worker="sleep 3000; exit 0").replace(
+    "command: [sh, -c,", "resources: {requests: {cpu: '1'}}\n              command: [sh, -c,")
+
+
+def test_lifecycle_a_lost_node_is_named_then_the_job_recovers_once_the_node_is_deleted() -> None:
+    """Virtual time.  Node a holds the master and worker-0, node b worker-1; b loses power.
+    Kubernetes never sets a phase Unknown: the pod stays Running with Ready=False after 50 s,
+    taint eviction deletes it after 300 s more, and the deletion hangs until the Node object
+    goes (a cloud provider deletes it; a human on bare metal), then PodGC removes the pod."""
+    s = Scenario(TWO_NODES)
+    s.kubelet.nodes["fake-node-1"].allocatable = {"cpu": "2"}
+    s.kubelet.add_node("fake-node-2", {"cpu": "2"})
+    s.kubelet.add_node("fake-node-3", {"cpu": "2"})
+    running(s, 3)
+    assert s.pods()["sim-worker-1"]["spec"]["nodeName"] == "fake-node-2"
+    old, lost_at = uid(s, "sim-worker-1"), s.clock.now
+    s.kubelet.lose_node("fake-node-2")
+    st = s.run_until(lambda st: st["phase"] == "Unknown", limit=NODE_MONITOR_GRACE + 60)
+    named_after = s.clock.now - lost_at
+    assert named_after <= NODE_MONITOR_GRACE + 60  # named within a minute of the node going NotReady
+    ready = condition(st, "Ready")
+    assert (ready["status"], ready["reason"]) == ("False", "NodeLost")
+    assert ready["message"].startswith("pod sim-worker-1 on node fake-node-2 has not been reported since ")
+    assert condition(st, "Running")["status"] == "Unknown"
+    entry = next(r for r in st["tasks"][1]["replicas"] if r["name"] == "sim-worker-1")
+    assert entry["reason"] == "NodeLost" and "fake-node-2" in entry["message"]
+    assert "All pods are running normally." not in [c["message"] for c in st["conditions"]]
+    # Taint eviction: the pod is deleted, but no kubelet can finish it; the record says what to do.
+    st = s.run_until(lambda st: "kubectl delete node fake-node-2" in condition(st, "Ready")["message"], limit=400)
+    assert s.pods()["sim-worker-1"]["metadata"].get("deletionTimestamp") and st["backoffCount"] == 0
+    assert "kubectl delete pod sim-worker-1 --grace-period=0 --force" in condition(st, "Ready")["message"]
+    # The machine is gone for good: its Node object is deleted, PodGC removes the pod, the job runs again.
+    s.kubelet.delete_node("fake-node-2")
+    deleted_at = s.clock.now
+    st = s.run_until(replaced(s, "sim-worker-1", old), limit=300)
+    bound = PODGC_QUARANTINE + PODGC_PERIOD + 10  # PodGC's quarantine and period, then a start
+    assert s.clock.now - deleted_at <= bound, s.clock.now - deleted_at
+    assert s.pods()["sim-worker-1"]["spec"]["nodeName"] == "fake-node-3"
+    st = s.run_until(lambda st: st["phase"] == "Running" and condition(st, "Ready")["status"] == "True", limit=30)
+    assert st["backoffCount"] == 0 and st["runtime"]["disruptions"] == 1
+
+
+def test_lifecycle_a_node_that_comes_back_finishes_what_was_asked_meanwhile() -> None:
+    s = Scenario(TWO_NODES)
+    s.kubelet.nodes["fake-node-1"].allocatable = {"cpu": "2"}
+    s.kubelet.add_node("fake-node-2", {"cpu": "2"})
+    running(s, 3)
+    old = uid(s, "sim-worker-1")
+    s.kubelet.lose_node("fake-node-2")
+    s.run_until(lambda st: "kubectl delete node" in condition(st, "Ready")["message"], limit=500)
+    s.kubelet.restore_node("fake-node-2")  # its kubelet sees the deletion: SIGTERM, status, removal
+    st = s.run_until(replaced(s, "sim-worker-1", old), limit=120)
+    assert st["backoffCount"] == 0
+
+
+# --- init containers -----------------------------------------------------------------------------------
+
+INIT = pytorch(master=LONG, worker=LONG, policy="ExitCode").replace(
+    "      template:\n        spec:\n          containers:\n            - name: pytorch\n              image: busybox:1.36\n              command: [sh, -c, 'sleep 600; exit 0']\n    - type: worker",
+    "      template:\n        spec:\n          initContainers:\n            - {name: fetch, image: busybox:1.36, command: [sh, -c, 'exit 1']}\n"
+    "          containers:\n            - name: pytorch\n              image: busybox:1.36\n              command: [sh, -c, 'sleep 600; exit 0']\n    - type: worker", 1)
+
+
+def test_lifecycle_an_init_containers_exit_1_is_permanent_under_exit_code() -> None:
+    """The init container's exit code is the pod's: 1 is permanent under ExitCode (it used to
+    be read as a kill, 137, and retried until backoffLimit was spent)."""
+    assert "initContainers" in INIT
+    s = Scenario(INIT)
+    st = s.finished()
+    assert st["phase"] == "Failed" and st["backoffCount"] == 0 and restarts(st) == {"master": 0, "worker": 0}
+    assert condition(st, "Failed")["message"] == "PyTorchTrainingJob sim has failed: sim-master-0 failed with exit code 1 in an init container (Init:Error)"
+
+
+# --- many pods failing at once -------------------------------------------------------------------------
+
+MASS = """
+apiVersion: batch.tensorstack.dev/v1beta1
+kind: GenericJob
+metadata:
+  name: mass
+spec:
+  replicaSpecs:
+    - type: worker
+      replicas: 40
+      restartPolicy: {policy: OnFailure, limit: 3}
+      template:
+        spec:
+          containers:
+            - name: main
+              image: busybox:1.36
+              command: [sh, -c, '[ "$FLATJOB_RESTART_COUNT" -ge 1 ] && { sleep 20; exit 0; }; sleep 30; exit 1']
+"""
+
+
+def test_lifecycle_forty_pods_failing_together_are_one_incident_and_run_again_within_one_back_off_step() -> None:
+    """A NCCL abort: every rank exits 1 within the same second.  One incident (backoffCount 1),
+    forty restarts of the workers, each back after the first step, never an escalated one."""
+    s = Scenario(MASS)
+    running(s, 40)
+    s.run_until(lambda st: st["backoffCount"] == 1, limit=60)
+    failed_at = s.clock.now
+    st = s.run_until(lambda st: st.get("aggregate", {}).get("running") == 40, limit=120)
+    # One back-off step (10 s and its jitter), plus the 120 writes it takes (deletes, creates,
+    # releases) through the write budget, which a 1-second tick of this harness caps at its burst.
+    assert s.clock.now - failed_at <= BACKOFF_BASE * (1 + JITTER) + 120 / BURST + 3
+    assert st["backoffCount"] == 1 and restarts(st) == {"worker": 40}
+    st = s.finished()
+    assert st["phase"] == "Succeeded" and st["backoffCount"] == 1
+    restarting = events(s, "Restarting")
+    assert len(restarting) == 1 and restarting[0]["count"] == 40  # one Event, counted, not forty
+
+
+# --- pods that cannot start ------------------------------------------------------------------------------
+
+def test_lifecycle_an_image_that_cannot_be_pulled_is_named_until_it_can() -> None:
+    s = Scenario(pytorch(master=LONG, worker=LONG).replace("image: busybox:1.36\n              command: [sh, -c, 'sleep 600; exit 0']\n    - type: worker",
+                                                            "image: registry.example/typo:1\n              command: [sh, -c, 'sleep 600; exit 0']\n    - type: worker", 1))
+    s.kubelet.unpullable.add("registry.example/typo:1")
+    st = s.run_until(lambda st: condition(st, "Ready")["reason"] == "ImagePullBackOff", limit=30)
+    message = condition(st, "Ready")["message"]
+    assert message.startswith('pod sim-master-0 cannot start: ImagePullBackOff: Back-off pulling image "registry.example/typo:1": ErrImagePull: ')
+    entry = st["tasks"][0]["replicas"][0]
+    assert (entry["phase"], entry["reason"]) == ("Pending", "ImagePullBackOff")
+    assert condition(st, "Reconciling")["status"] == "True"
+    s.kubelet.unpullable.clear()  # the image is pushed: the next pull (within 5 min) succeeds
+    st = s.run_until(lambda st: st.get("aggregate", {}).get("running") == 3, limit=400)
+    assert condition(st, "Ready")["status"] == "True"
+
+
+def test_lifecycle_an_unschedulable_pod_says_why() -> None:
+    s = Scenario(TWO_NODES.replace("cpu: '1'", "cpu: '4'"))
+    s.kubelet.nodes["fake-node-1"].allocatable = {"cpu": "2"}
+    st = s.run_until(lambda st: condition(st, "Ready")["reason"] == "Unschedulable", limit=30)
+    assert "0/1 nodes are available: 1 Insufficient cpu." in condition(st, "Ready")["message"]
+    assert st["tasks"][0]["replicas"][0]["reason"] == "Unschedulable"
+
+
+# --- the namespace, the CRD ------------------------------------------------------------------------------
+
+def test_lifecycle_a_namespace_being_deleted_counts_no_restart() -> None:
+    s = Scenario(pytorch(master=LONG, worker=LONG, policy="OnFailure", limit=1))
+    running(s, 3)
+    s.cluster.terminate_namespace(NAMESPACE)
+    for _ in range(60):
+        s.tick()
+    st = s.status()
+    assert st["backoffCount"] == 0 and restarts(st) == {"master": 0, "worker": 0} and st["phase"] != "Failed"
+    assert "because it is being terminated" in condition(st, "Ready")["message"]
+
+
+def test_lifecycle_a_record_field_a_newer_crd_adds_does_not_stall_the_job() -> None:
+    """A newer CRD's defaults fill in fields this version does not know on every read."""
+    s = Scenario(pytorch(master="sleep 30; exit 0", worker="sleep 20; exit 0"))
+    key = (kinds.record("pytorchtrainingjobs").key, NAMESPACE, "sim")
+    newer = copy.deepcopy(s.cluster.store.objects[key])
+    newer["spec"]["runPolicy"]["ttlSecondsAfterFinished"] = 600
+    newer["spec"]["futureField"] = {"enabled": True}
+    with s.cluster.store.lock:
+        s.cluster.store.system_update(key, newer, "kube-apiserver")
+    st = s.finished()
+    assert st["phase"] == "Succeeded"
+    assert condition(st, "Stalled")["status"] == "False"
+    (note,) = events(s, "UnknownFields")
+    assert "spec.futureField" in note["message"] and "spec.runPolicy.ttlSecondsAfterFinished" in note["message"]
