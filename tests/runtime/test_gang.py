@@ -1,0 +1,120 @@
+"""The SSH kinds under a gang scheduler (`pytest -k gang`).
+
+The simulated scheduler (runtime/sim/scheduler.py) binds a PodGroup's pods only when
+minMember of them are ungated and fit, as scheduler-plugins' coscheduling (Permit) and
+Volcano's gang plugin (allocate) do; a Kueue pod group is treated the same way.  The runtime
+used to hold DeepSpeed's worker-0 and the ColossalAI launcher gated until the workers' sshd was
+Ready, while the gang scheduler bound no worker until the launcher was ungated: a deadlock.
+Under a gang the runtime releases every wave at once; the launch scripts wait for their peers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any
+
+import pytest
+
+from flatjob.runtime.decisions import release
+from flatjob.runtime.sim.containers import Program, until_deleted
+
+from .harness import REAL, Scenario
+
+pytestmark = pytest.mark.skipif(REAL, reason="drives the simulated gang scheduler")
+
+T9K = "  scheduler:\n    t9kScheduler:\n      queue: default\n"
+KUEUE = "  annotations:\n    flatjob.dev/scheduler: kueue\n    flatjob.dev/kueue-queue: team-a\n"
+
+DEEPSPEED = """
+apiVersion: batch.tensorstack.dev/v1beta1
+kind: DeepSpeedJob
+metadata:
+  name: ds
+{meta}spec:
+{scheduler}  config: {{slotsPerWorker: 1, run: {{python: [train.py]}}}}
+  worker:
+    replicas: 3
+    template:
+      spec:
+        containers:
+          - {{name: worker, image: "deepspeed:latest"}}
+"""
+
+COLOSSAL_NEW = """
+apiVersion: batch.tensorstack.dev/v1beta1
+kind: ColossalAIJob
+metadata:
+  name: cai
+spec:
+{scheduler}  torchConfig: {{procPerWorker: 1, script: [train.py]}}
+  replicaSpecs:
+    - type: worker
+      replicas: 2
+      template:
+        spec:
+          containers:
+            - {{name: worker, image: "hpcaitech/colossalai:0.3.0"}}
+"""
+
+COLOSSAL_OLD = """
+apiVersion: batch.tensorstack.dev/v1beta1
+kind: ColossalAIJob
+metadata:
+  name: cai
+spec:
+{scheduler}  launcher:
+    image: hpcaitech/colossalai:0.3.0
+  worker:
+    replicas: 2
+    procPerWorker: 1
+    command: [train.py]
+    template:
+      spec:
+        containers:
+          - {{name: worker, image: "hpcaitech/colossalai:0.3.0"}}
+"""
+
+JOBS = {
+    "deepspeed-t9k": (DEEPSPEED.format(meta="", scheduler=T9K), "ds-worker-0"),
+    "deepspeed-kueue": (DEEPSPEED.format(meta=KUEUE, scheduler=T9K), "ds-worker-0"),
+    "colossalai-replicaspecs-t9k": (COLOSSAL_NEW.format(scheduler=T9K), "cai-launcher"),
+    "colossalai-launcher-worker-t9k": (COLOSSAL_OLD.format(scheduler=T9K), "cai-launcher"),
+}
+
+
+def _scenario(name: str) -> Scenario:
+    text, launcher = JOBS[name]
+    s = Scenario(text)
+    for pod in s.pods() or [m["metadata"]["name"] for m in s.manifests if m["kind"] == "PodTemplate"]:
+        s.kubelet.behaviors[pod] = until_deleted  # sshd
+    s.kubelet.behaviors[launcher] = lambda pod, env: Program(30, 0)  # the launcher trains, then succeeds
+    return s
+
+
+@pytest.mark.parametrize("name", list(JOBS))
+def test_gang_the_ssh_kinds_reach_succeeded_under_a_gang_scheduler(name: str) -> None:
+    s = _scenario(name)
+    labels = next(m for m in s.manifests if m["kind"] == "PodTemplate")["template"]["metadata"]["labels"]
+    assert {"scheduler.tensorstack.dev/group-name", "kueue.x-k8s.io/pod-group-name"} & set(labels)
+    st = s.finished(limit=300)
+    assert st["phase"] == "Succeeded" and st["backoffCount"] == 0
+
+
+@pytest.mark.parametrize("name", ["deepspeed-t9k", "colossalai-replicaspecs-t9k"])
+def test_gang_holding_the_launcher_deadlocks_the_gang(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What the runtime did before: the launcher waits for its workers' Ready, the gang
+    scheduler waits for the launcher to be ungated; nothing binds, and the scheduler says why."""
+    by_wave = release._by_wave
+
+    def old(job: Any, *args: Any) -> Any:
+        return by_wave(replace(job, gang=False), *args)
+
+    monkeypatch.setattr(release, "_by_wave", old)
+    s = _scenario(name)
+    for _ in range(300):
+        s.tick()
+    assert s.status().get("phase") == "Pending"
+    pods = s.pods()
+    assert not any(p["spec"].get("nodeName") for p in pods.values())
+    scheduled = [c for p in pods.values() for c in p["status"].get("conditions") or [] if c["type"] == "PodScheduled" and c.get("reason") == "Unschedulable"]
+    assert scheduled and "of its pods are still scheduling-gated" in scheduled[0]["message"]
