@@ -1,7 +1,8 @@
 """Bench the runtime as it runs in a cluster: its own process, over HTTP, against pods shaped
 like an API server's.
 
-    python bench/runtime.py [--pods 1000] [--changes 20] [--idle 5] [--json]
+    python bench/runtime.py [--pods 1000] [--changes 20] [--idle 10] [--json]
+    python bench/runtime.py --pods 1000 --mass-failure [--json]
 
 What runs:
 - one GenericJob with N busybox replicas, compiled by flatjob (as git holds it);
@@ -20,6 +21,12 @@ What it measures:
 - idle_lease_requests_per_s: the Lease's own requests meanwhile (a GET and a PUT every 5 s);
 - status_bytes_max: the largest status the runtime wrote (compact JSON);
 - versions: Python and the libraries the figures were measured with.
+With --mass-failure, after the start every pod's container exits 1 at the same instant (a
+NCCL abort across the whole job), and the bench measures instead:
+- recovered_s: wall time until every pod runs again as a new incarnation;
+- writes_per_s_max: the runtime's writes (create, update, patch, delete) in any one second;
+- events_per_reason_per_10s_max: Event writes of one reason within any ten seconds;
+- requests: the runtime's requests by verb and resource meanwhile; backoff_count.
 """
 
 from __future__ import annotations
@@ -128,9 +135,19 @@ class Bench:
         self.seen = threading.Event()
         self.seen_at = 0.0
         self.cluster.store.listeners.append(self._on_change)
+        self.writes: list[float] = []  # when each of the runtime's writes arrived
+        self.event_writes: list[tuple[float, str]] = []  # (when, reason) of each Event write
+        self.server.on_request = self._on_request
+
+    def _on_request(self, verb: str, resource: str, namespace: str | None, name: str | None, agent: str) -> None:
+        if agent.endswith(RUNTIME_AGENT) and verb in ("create", "update", "patch", "delete"):
+            self.writes.append(time.monotonic())
 
     def _on_change(self, change: Any) -> None:
         """Every stored write (in the server's thread): note when a status shows the target."""
+        if change.key == "events":
+            self.event_writes.append((time.monotonic(), str(change.obj.get("reason"))))
+            return
         if change.key != f"records/{self.plural}" or change.type != "MODIFIED":
             return
         status = change.obj.get("status") or {}
@@ -219,6 +236,47 @@ class Bench:
         self.server.close()
 
 
+def _most_within(times: list[float], window: float) -> int:
+    """The most of `times` that fall within any `window` seconds."""
+    times, best, start = sorted(times), 0, 0
+    for end, t in enumerate(times):
+        while t - times[start] >= window:
+            start += 1
+        best = max(best, end - start + 1)
+    return best
+
+
+def mass_failure(bench: Bench) -> dict[str, Any]:
+    """Every pod fails at once; until every pod runs again, as a new incarnation."""
+    before = {n: p["metadata"]["uid"] for n, p in bench.cluster.pods(NS).items()}
+    requests_before = bench.runtime_calls()
+    bench.writes.clear()
+    bench.event_writes.clear()
+    t0 = time.monotonic()
+    for name in bench.pods:
+        bench.kubelet.kill(name, 1)
+
+    def recovered() -> bool:
+        pods = bench.cluster.pods(NS)
+        return len(pods) == len(before) and all(
+            p["metadata"]["uid"] != before.get(n) and (p.get("status") or {}).get("phase") == "Running" for n, p in pods.items())
+
+    bench.until(recovered, 600, "every pod running again")
+    recovered_s = time.monotonic() - t0
+    bench.quiet(settle=11.0, limit=120)  # the last aggregated Events go out
+    reasons: dict[str, list[float]] = {}
+    for at, reason in bench.event_writes:
+        reasons.setdefault(reason, []).append(at)
+    return {
+        "recovered_s": round(recovered_s, 2),
+        "writes_per_s_max": _most_within(bench.writes, 1.0),
+        "events_per_reason_per_10s_max": max((_most_within(ts, 10.0) for ts in reasons.values()), default=0),
+        "event_writes": {r: len(ts) for r, ts in sorted(reasons.items())},
+        "requests": dict(sorted((bench.runtime_calls() - requests_before).items())),
+        "backoff_count": bench.status().get("backoffCount"),
+    }
+
+
 def versions() -> dict[str, str]:
     """What the figures were measured with: Python and the libraries on the runtime's path."""
     from importlib.metadata import PackageNotFoundError, version
@@ -241,6 +299,11 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             out: dict[str, Any] = {"pods": n}
             out["startup_s"] = bench.until(lambda: (bench.status().get("aggregate") or {}).get("running") == n, 900, "every pod Running in the status")
             bench.quiet()
+            if args.mass_failure:
+                out.update(mass_failure(bench))
+                bench.sample()
+                out.update(rss_peak_mib=round(bench.peak_kib / 1024, 1), versions=versions())
+                return out
             latencies, per_event = [], []
             for i in range(args.changes):
                 before = bench.runtime_calls()
@@ -280,6 +343,7 @@ def main() -> None:
     parser.add_argument("--pods", type=int, default=1000)
     parser.add_argument("--changes", type=int, default=20)
     parser.add_argument("--idle", type=float, default=10.0, help="seconds of nothing changing (two Lease renewals at least)")
+    parser.add_argument("--mass-failure", action="store_true", help="every pod fails at once; measure the recovery")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args()
     result = run(args)

@@ -59,6 +59,11 @@ from .sshkeys import ssh_secret
 log = logging.getLogger("flatjob.runtime")
 
 ERROR_BACKOFF_CAP = 30.0  # seconds: the longest wait before retrying a failed cycle or action
+# A status whose only news is what the pods are doing (tasks, aggregate) is written at most this
+# often: a 1000-pod restart changes them every cycle, and each write is a write token the
+# deletes, creates and releases need.  The ledger, the phase and the conditions go out at once.
+STATUS_EVERY = 0.5
+OBSERVED = frozenset({"tasks", "aggregate"})
 LEASE_RETRY = 2.0  # seconds between Lease attempts while renewing fails (client-go's retryPeriod)
 
 
@@ -104,6 +109,8 @@ class Controller:
     _reported: str | None = None  # the last unexpected error reported as an Event
     _writes: int = 0  # status writes in the current cycle (one by design)
     _throttled_until: float | None = None  # the write bucket was empty: act again then
+    _status_at: float = float("-inf")  # when this runtime last wrote the status
+    _status_wake: float | None = None  # a coalesced status write is due then
 
     def __post_init__(self) -> None:
         self.bucket = TokenBucket(self.clock)
@@ -207,36 +214,58 @@ class Controller:
         now = self.clock()
         cycle = scale_backoff(reconcile(job, pods, ledger, world, status, now), ledger, now, self.backoff_scale)
         self.cycles += 1
-        self._throttled_until = None
-        if cycle.status != status and not (self._token() and self._write_status(record, cycle.status)):
+        self._throttled_until = self._status_wake = None
+        if not self._record_status(record, status, cycle.status, now):
             return None
         self.last_cycle = cycle
         for etype, reason, message in cycle.events:
             self._event(etype, reason, message)
         self._cycle_wake = cycle.wake_at
+        self._act_all(cycle, record)
+        self._flush_events(record)
+        return cycle
+
+    def _record_status(self, record: Obj, old: dict[str, Any], new: dict[str, Any], now: float) -> bool:
+        """Write the cycle's status (the ledger with it) unless it can wait; False when it had
+        to go out and could not, so nothing may act."""
+        if new == old:
+            return True
+        if self._news_can_wait(old, new, now):
+            self._status_wake = self._status_at + STATUS_EVERY
+            return True
+        return self._token() and self._write_status(record, new)
+
+    def _act_all(self, cycle: Cycle, record: Obj) -> None:
+        """The cycle's actions, while this runtime leads and the write budget lasts."""
         for action in cycle.actions:
             if not self.leading():
                 self._dirty = True
-                return cycle  # the Lease is no longer ours: the next holder takes it from the ledger
+                return  # the Lease is no longer ours: the next holder takes it from the ledger
             if not self._token():
-                break  # out of write tokens: the next cycle derives the rest again
+                return  # out of write tokens: the next cycle derives the rest again
             self._act(action, record)
         if cycle.actions:
             self._dirty = True  # our own changes are in the cache already; look at them once more
-        self._flush_events(record)
-        return cycle
+
+    def _news_can_wait(self, old: dict[str, Any], new: dict[str, Any], now: float) -> bool:
+        """Only observations changed (never the ledger, phase or conditions), and the last
+        status write is younger than STATUS_EVERY."""
+        if now >= self._status_at + STATUS_EVERY:
+            return False
+        changed = {k for k in old.keys() | new.keys() if old.get(k) != new.get(k)}
+        return changed <= OBSERVED
 
     def _token(self) -> bool:
         """A write token, or (the bucket is empty) a note to act again once one is due."""
         if self.bucket.take():
             return True
         self._dirty = True
-        self._throttled_until = self.bucket.ready_at()
+        self._throttled_until = self.bucket.ready_at(self.bucket.burst)  # a whole burst per cycle, not one write
         return False
 
     def _set_wake(self) -> None:
         """The next time the loop must run although no watch event arrives."""
-        times = [self._cycle_wake, self._retry_at, self._throttled_until, self.recorder.pending(self.clock())]
+        times = [self._cycle_wake, self._retry_at, self._throttled_until, self._status_wake, self.recorder.pending(self.clock())]
         if self.use_lease:
             times.append(self._lease_wake)
         times += [i.retry_at for i in self.informers()]
@@ -340,6 +369,7 @@ class Controller:
             return False
         self.metrics.inc("flatjob_status_writes_total")
         self._writes += 1
+        self._status_at = self.clock()
         self.records.cache[self.name] = trim.record(updated)
         return True
 
@@ -397,6 +427,12 @@ class Controller:
 
     def _delete(self, action: Action, record: Obj) -> None:
         self.cluster.delete(PODS, self.namespace, action.name, action.uid)
+        cached = self.pods.cache.get(action.name)
+        if cached is not None and (cached.get("metadata") or {}).get("uid") == action.uid:
+            # Seen as going at once, so the next cycle does not delete it again before the
+            # watch brings the deletion (each delete costs a write token).
+            meta = {**cached["metadata"], "deletionTimestamp": cached["metadata"].get("deletionTimestamp") or "deleting"}
+            self.pods.cache[action.name] = {**cached, "metadata": meta}
 
     def _create_secret(self, action: Action, record: Obj) -> None:
         self.cluster.create(SECRETS, self.namespace, self.secret_factory(action.name, self.namespace, record))

@@ -4,7 +4,8 @@ client-go blocks each request until its bucket has a token (rest/config.go: 5 re
 bursts of 10, by default).  The runtime does not block: its loop asks for a token before
 each write, and when the bucket is empty it stops acting and looks again once a token is
 due.  Its actions are re-derived from the ledger and the pods every cycle, so stopping
-half-way loses nothing.  The rate is sized so that a 1000-pod job that failed at once
+half-way loses nothing.  It comes back once the bucket is full again, so that each cycle's
+one status write carries a whole burst of actions, not one.  The rate is sized so that a 1000-pod job that failed at once
 (1000 deletes, creates and releases) runs again within a minute, while no second carries
 more than RATE + BURST writes.
 """
@@ -44,7 +45,8 @@ class TokenBucket:
             return True
         return False
 
-    def ready_at(self) -> float:
-        """When the next token is due."""
+    def ready_at(self, tokens: float = 1.0) -> float:
+        """When `tokens` tokens (at most the burst) will be there."""
         now = self._refill()
-        return now if self.tokens >= 1.0 else now + (1.0 - self.tokens) / self.rate
+        want = min(tokens, self.burst)
+        return now if self.tokens >= want else now + (want - self.tokens) / self.rate
