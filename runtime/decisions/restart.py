@@ -191,8 +191,8 @@ def decide_restart(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, f
             break  # the whole group is being replaced: one restart, whatever else failed
         led, until = _delayed(job, led, f.name, f.started_at, now)
         led = _counted(job, led, [f.name]).evolve(backoff_count=count, not_before={**led.not_before, f.name: until})
-        counted = f"restart {count}" if new_incident else f"with restart {count}: failed together with {led.incident[0]}"
-        events.append(("Warning", "Restarting", f"{f.name} {f.reason}; restarting it in {until - now:.0f} s ({counted})"))
+        counted = f"restart {count}" if new_incident else f"restart {count}, with {led.incident[0]}: they failed together"
+        events.append(("Warning", "Restarting", f"{f.name} {f.reason}; restarting it ({counted})"))
         restarted.append(f.name)
     return RestartDecision(led, tuple(restarted), None, False, tuple(events))
 

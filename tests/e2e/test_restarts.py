@@ -5,6 +5,10 @@ master keeps running."""
 
 from __future__ import annotations
 
+import os
+import signal
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -61,6 +65,34 @@ def test_exit_137_once_is_restarted_under_exit_code_and_the_job_succeeds(tmp_pat
     # The same attempt: only the worker was restarted; the master kept waiting for it.
     assert (out / "worker.log").read_text().splitlines() == ["attempt 1 restarts 0", "attempt 1 restarts 1"]
     assert "restarts-worker-0 failed with exit code 137; restarting it (restart 1)" in run.stderr
+    assert "PyTorchTrainingJob restarts Succeeded" in run.stderr
+
+
+def test_a_signal_to_a_pods_process_ends_it_with_128_plus_the_signal_as_in_a_cluster(tmp_path: Path, tag: str) -> None:
+    """A drain is a SIGTERM to the container; here the signal comes from outside with no API
+    behind it, as when a node's OOM killer or an operator's kill reaches the process: the
+    container ends with 143, the pod Failed, and ExitCode's policy restarts it (143 is
+    retryable), exactly as the runtime treats it in a cluster."""
+    out = tmp_path / "out"
+    out.mkdir()
+    worker = ('[ "$FLATJOB_RESTART_COUNT" = 0 ] || { touch "$E2E_OUT/worker-done-$FLATJOB_ATTEMPT"; exit 0; }; '
+              'echo $$$$ > "$E2E_OUT/worker.pid"; exec sleep 60')
+
+    def signal_the_worker() -> None:
+        pid_file = out / "worker.pid"
+        for _ in range(600):
+            if pid_file.exists() and pid_file.read_text().strip():
+                time.sleep(0.3)  # the runtime has seen it Running
+                os.kill(int(pid_file.read_text()), signal.SIGTERM)
+                return
+            time.sleep(0.05)
+
+    killer = threading.Thread(target=signal_the_worker, daemon=True)
+    killer.start()
+    run = run_local(tmp_path, job(worker, out), "--backoff-scale", "0.01", tag=tag, timeout=60)
+    killer.join(5)
+    assert run.code == 0, run.explain()
+    assert "restarts-worker-0 failed with exit code 143; restarting it (restart 1)" in run.stderr
     assert "PyTorchTrainingJob restarts Succeeded" in run.stderr
 
 
