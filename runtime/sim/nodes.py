@@ -68,17 +68,25 @@ class Node:
         return next((t for t in self.taints if t["key"] == key), None)
 
 
+def tolerations_of(pod: Obj, taint: Obj) -> list[Obj]:
+    """The pod's tolerations that match a taint (an empty key with Exists matches every key,
+    an empty effect every effect: k8s.io/api/core/v1 Toleration.ToleratesTaint)."""
+    out = []
+    for t in (pod.get("spec") or {}).get("tolerations") or []:
+        key_ok = (t.get("operator") == "Exists" and not t.get("key")) or t.get("key") == taint["key"]
+        if key_ok and (not t.get("effect") or t.get("effect") == taint["effect"]):
+            out.append(t)
+    return out
+
+
 def toleration_seconds(pod: Obj, taint: Obj) -> float | None:
     """How long the pod tolerates a NoExecute taint: None forever, 0 not at all
     (taint_eviction.go getMinTolerationTime; an untolerated taint evicts at once)."""
     best: float | None = 0.0
-    for t in (pod.get("spec") or {}).get("tolerations") or []:
-        key_ok = (t.get("operator") == "Exists" and not t.get("key")) or t.get("key") == taint["key"]
-        effect_ok = not t.get("effect") or t.get("effect") == taint["effect"]
-        if key_ok and effect_ok:
-            if t.get("tolerationSeconds") is None:
-                return None
-            best = max(best or 0.0, float(t["tolerationSeconds"]))
+    for t in tolerations_of(pod, taint):
+        if t.get("tolerationSeconds") is None:
+            return None
+        best = max(best or 0.0, float(t["tolerationSeconds"]))
     return best
 
 

@@ -38,7 +38,7 @@ from typing import Any
 from ..api import ApiError
 from .apiserver import quantity
 from .apiserver.clock import stamp
-from .nodes import Node
+from .nodes import Node, tolerations_of
 from .podstatus import disruption
 
 T9K_GROUP, T9K_ROLE = "scheduler.tensorstack.dev/group-name", "scheduler.tensorstack.dev/role"
@@ -68,14 +68,6 @@ def requests_of(pod: Obj) -> Requests:
         for key, value in of(c).items():
             total[key] = max(total.get(key, Fraction(0)), value)
     return total
-
-
-def _tolerates(pod: Obj, taint: Obj) -> bool:
-    for t in (pod.get("spec") or {}).get("tolerations") or []:
-        key_ok = (t.get("operator") == "Exists" and not t.get("key")) or t.get("key") == taint["key"]
-        if key_ok and (not t.get("effect") or t.get("effect") == taint["effect"]):
-            return True
-    return False
 
 
 @dataclass(frozen=True)
@@ -139,7 +131,7 @@ class Scheduler:
         if not node.exists:
             return "node(s) were deleted"
         for taint in node.taints:
-            if taint["effect"] in ("NoSchedule", "NoExecute") and not _tolerates(pod, taint):
+            if taint["effect"] in ("NoSchedule", "NoExecute") and not tolerations_of(pod, taint):
                 return f"node(s) had untolerated taint {{{taint['key']}: }}"
         if node.ready != "True":
             return "node(s) were not ready"
