@@ -93,19 +93,23 @@ def _conditions(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, wait
     return out
 
 
-# tasks[].replicas lists at most this many replicas per type, the most telling first
-# (docs/architecture.md, "Status"): a 5000-pod job's full list would be ~750 KB of a 1.5 MiB
-# object, and `aggregate` counts every replica anyway.
+# tasks[].replicas lists at most this many replicas per type (docs/runtime.md, "Status"): a
+# 5000-pod job's full list would be ~750 KB of a 1.5 MiB object, and `aggregate` counts every
+# replica anyway.  The type's first replica is always listed first: T9k's manuals follow a job
+# with `kubectl logs $(kubectl get pj X -o jsonpath='{.status.tasks[0].replicas[0].name}')`,
+# which must name the master (worker-0, the launcher); the others are the most telling.
 REPLICAS_LISTED = 100
 _PHASE_ORDER = {phase: i for i, phase in enumerate(("Failed", "Unknown", "Pending", "Creating", "Deleted", "Running", "Succeeded"))}
 
 
 def _listed(replicas: list[tuple[Any, PodState | None, str]]) -> list[tuple[Any, PodState | None, str]]:
-    """Every replica, or for a large type the REPLICAS_LISTED most telling, in index order."""
+    """Every replica, or for a large type the first one and the REPLICAS_LISTED - 1 most
+    telling others (failed, unknown, pending, creating, deleted, running, succeeded), in index order."""
     if len(replicas) <= REPLICAS_LISTED:
         return replicas
-    chosen = sorted(replicas, key=lambda r: (_PHASE_ORDER.get(r[2], 9), r[0].index))[:REPLICAS_LISTED]
-    return sorted(chosen, key=lambda r: r[0].index)
+    first, *rest = sorted(replicas, key=lambda r: r[0].index)
+    chosen = sorted(rest, key=lambda r: (_PHASE_ORDER.get(r[2], 9), r[0].index))[: REPLICAS_LISTED - 1]
+    return [first, *sorted(chosen, key=lambda r: r[0].index)]
 
 
 def _replica(spec: Any, pod: PodState | None, rphase: str) -> dict[str, Any]:

@@ -6,8 +6,9 @@
 - status.tensorboard: T9k's DependentStatus for the TensorBoard Deployment;
 - lastTransitionTime changes only when a condition's status does;
 - aggregate counts per replica phase, tasks with restartCount, observedGeneration, the ledger;
-- tasks[].replicas lists at most REPLICAS_LISTED replicas per type, the most telling phases
-  first, so the status of a 5000-pod job, during a group restart too, stays under 256 KiB.
+- tasks[].replicas lists at most REPLICAS_LISTED replicas per type: the type's first replica
+  (replicas[0], what T9k's manuals pass to kubectl logs), then the most telling phases, so the
+  status of a 5000-pod job, during a group restart too, stays under 256 KiB.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from .builders import (
     NOW,
     acts,
     all_running,
+    compiled,
     conditions,
     cycle,
     job_view,
@@ -308,7 +310,9 @@ def listed(status: dict[str, Any]) -> list[tuple[int, str]]:
         pytest.param(BIG, {}, list(range(REPLICAS_LISTED)), id="all-running-the-first-listed"),
         pytest.param(BIG, {4999: "Failed", 2500: "Unknown", 3000: "Pending", 4000: "Creating", 10: "Succeeded"},
                      [*range(10), *range(11, REPLICAS_LISTED - 3), 2500, 3000, 4000, 4999], id="telling-phases-first"),
-        pytest.param(BIG, {i: "Failed" for i in range(4800, 5000)}, list(range(4800, 4800 + REPLICAS_LISTED)), id="more-failed-than-listed"),
+        pytest.param(BIG, {i: "Failed" for i in range(4800, 5000)}, [0, *range(4800, 4800 + REPLICAS_LISTED - 1)], id="more-failed-than-listed"),
+        pytest.param(REPLICAS_LISTED + 1, {i: "Pending" for i in range(1, REPLICAS_LISTED + 1)}, list(range(REPLICAS_LISTED)), id="the-first-is-listed-though-it-runs"),
+        pytest.param(BIG, {0: "Succeeded", **{i: "Failed" for i in range(1, 200)}}, list(range(REPLICAS_LISTED)), id="the-first-is-listed-though-it-succeeded"),
     ],
 )
 def test_replicas_listed_per_type_are_capped_most_telling_first(size: int, odd: dict[int, str], first: list[int]) -> None:
@@ -364,3 +368,47 @@ def test_losing_5000_replicas_with_their_own_limits_keeps_the_status_small() -> 
     runtime = failed.status["runtime"]
     assert list(runtime["replicaRestarts"]) == ["1"] and len(runtime["notBefore"]) == 1  # lost together, back off together
     assert len(json.dumps(failed.status)) < 32 * 1024
+
+
+BIG_DEEPSPEED = """\
+apiVersion: batch.tensorstack.dev/v1beta1
+kind: DeepSpeedJob
+metadata:
+  name: big
+spec:
+  config:
+    slotsPerWorker: 8
+    run: {python: [train.py, --deepspeed_config, ds.json]}
+  worker:
+    replicas: 5000
+    template:
+      spec:
+        containers:
+          - name: worker
+            image: deepspeed:1
+            resources: {limits: {nvidia.com/gpu: 8}}
+"""
+
+
+def test_the_whole_record_of_a_5000_pod_job_stays_under_256_kib_and_names_worker_0_first() -> None:
+    """The record as `kubectl get dj big -o json` shows it: the compiled spec and metadata
+    with the status of each cycle of a group restart in which worker-7 failed."""
+    from flatjob.runtime.job import job_view as view_of
+
+    record, templates = compiled(BIG_DEEPSPEED)
+    job = view_of(record, templates)
+    names = [p.name for p in job.pods]
+    running = {n: pod(n, "Running", gated=False) for n in names}
+    led = Ledger(released=tuple(names), start_time=NOW)
+    lost = {**running, "big-worker-7": pod("big-worker-7", "Failed", exit=137, gated=False)}
+    failed = cycle(job, lost, led)
+    terminating = {n: pod(n, p.phase, exit=p.exit_code, gated=False, deleting=True) for n, p in lost.items()}
+    draining = cycle(job, terminating, failed.ledger, now=NOW + 5, previous=failed.status)
+    creating = cycle(job, {}, failed.ledger, now=NOW + 10, previous=draining.status)
+    sizes = []
+    for c in (cycle(job, running, led), failed, draining, creating):
+        whole = {**record, "status": c.status}
+        sizes.append(len(json.dumps(whole)))
+        assert c.status["tasks"][0]["replicas"][0]["name"] == "big-worker-0"
+    print("record sizes (bytes):", sizes)
+    assert max(sizes) < STATUS_LIMIT, sizes
