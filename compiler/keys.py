@@ -17,6 +17,10 @@ RECORD_PLURALS = {  # the record's resource per kind (its CRD's plural)
     "DeepSpeedJob": "deepspeedjobs",
     "ColossalAIJob": "colossalaijobs",
 }
+# `kubectl get pj`, `kubectl get dj`: T9k's short names, the only ones its manuals use
+# (user-manuals src/examples/lane-detection.md, start-llm-finetuning.md). T9k documents none
+# for GenericJob or ColossalAIJob, so their records get none (docs/t9k-compatibility.md).
+RECORD_SHORT_NAMES = {"PyTorchTrainingJob": ("pj",), "DeepSpeedJob": ("dj",)}
 
 # --- T9k's documented pod labels (user manuals, see docs/architecture.md) ---------------
 T9K_OWNER_NAME = "tensorstack.dev/owner-name"  # PyTorchTrainingJob, DeepSpeedJob pods

@@ -125,7 +125,10 @@ def crd(kind: str) -> dict[str, Any]:
         "metadata": {"name": f"{plural}.{keys.RECORD_GROUP}", "labels": {keys.APP_MANAGED_BY: keys.MANAGED_BY_VALUE}},
         "spec": {
             "group": keys.RECORD_GROUP,
-            "names": {"kind": kind, "listKind": f"{kind}List", "plural": plural, "singular": kind.lower(), "categories": ["flatjob"]},
+            "names": {
+                "kind": kind, "listKind": f"{kind}List", "plural": plural, "singular": kind.lower(), "categories": ["flatjob"],
+                **({"shortNames": list(keys.RECORD_SHORT_NAMES[kind])} if kind in keys.RECORD_SHORT_NAMES else {}),
+            },
             "scope": "Namespaced",
             "versions": [version],
         },
