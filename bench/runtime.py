@@ -101,8 +101,8 @@ class Bench:
     def __init__(self, manifests: list[dict[str, Any]], tmp: Path):
         from flatjob.compiler import keys
         from flatjob.runtime.sim.cluster import FakeCluster
-        from flatjob.runtime.sim.server import FakeApiServer
         from flatjob.runtime.sim.kubelet import FakeKubelet
+        from flatjob.runtime.sim.server import FakeApiServer
 
         self.cluster = FakeCluster(time.time)
         self.server = FakeApiServer(self.cluster)

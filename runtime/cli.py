@@ -70,9 +70,9 @@ def runtime_command(kind: str, name: str, namespace: str, identity: str | None, 
     missing = missing_runtime_extra()
     if missing is not None:  # `pip install flatjob` without the runtime extra
         raise click.UsageError(missing)
-    from .kube import KubeCluster
     from . import logs
     from .controller import Controller
+    from .kube import KubeCluster
     from .server import Health, serve
 
     logs.setup(log_level)

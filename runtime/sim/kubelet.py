@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .cluster import FakeCluster
 from .apiserver.clock import stamp
+from .cluster import FakeCluster
 
 _VAR = re.compile(r"\$\$|\$\(([^)]*)\)")
 _FIELD = re.compile(r"metadata\.(annotations|labels)\['([^']+)'\]")

@@ -34,11 +34,11 @@ from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
 from ..api import ApiError, Obj
-from .cluster import FakeCluster
 from .apiserver import kinds, status
 from .apiserver.kinds import Resource
 from .apiserver.store import compact_json
 from .apiserver.watch import Watch
+from .cluster import FakeCluster
 
 MAX_BODY = 3 * 1024 * 1024  # k8s.io/apiserver/pkg/server/config.go MaxRequestBodyBytes
 DEFAULT_WATCH_SECONDS = 1800.0  # minRequestTimeout; kube-apiserver randomizes up to twice that

@@ -18,11 +18,11 @@ from typing import Any
 import pytest
 
 from flatjob.compiler import keys
-from flatjob.runtime.sim.cluster import FakeCluster
 from flatjob.runtime.local.containers import Options, pod_launch
 from flatjob.runtime.local.kubelet import LocalKubelet
 from flatjob.runtime.local.processes import PodLaunch
 from flatjob.runtime.observe import pod_state
+from flatjob.runtime.sim.cluster import FakeCluster
 
 pytestmark = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs /proc")
 

@@ -23,7 +23,6 @@ from flatjob.compiler.loader import Loaded, parse
 from flatjob.compiler.options import CompileOptions
 from flatjob.compiler.pipeline import compile_documents
 from flatjob.runtime.job import job_view
-from flatjob.runtime.sim import podstatus
 from flatjob.runtime.local.compiling import compile_local, parse_replicas, with_replicas
 from flatjob.runtime.local.environment import PodFacts, command_line, declared_env, process_env
 from flatjob.runtime.local.errors import LocalError
@@ -33,6 +32,7 @@ from flatjob.runtime.local.ssh import claim_block
 from flatjob.runtime.local.ssh import preflight as ssh_preflight
 from flatjob.runtime.local.table import Seen, change_line, rows, title
 from flatjob.runtime.observe import pod_state
+from flatjob.runtime.sim import podstatus
 
 from .kit import free_port
 

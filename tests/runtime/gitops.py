@@ -21,8 +21,8 @@ from typing import Any
 
 from flatjob.compiler import keys
 from flatjob.runtime.api import NotFound
-from flatjob.runtime.sim.cluster import FakeCluster
 from flatjob.runtime.sim.apiserver import kinds
+from flatjob.runtime.sim.cluster import FakeCluster
 
 Key = tuple[str, str, str]
 SYNCED = ("PodTemplate",)  # besides the record: what the simulations apply (the rest is static)

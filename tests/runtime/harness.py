@@ -29,10 +29,10 @@ from flatjob.compiler.loader import Loaded, parse
 from flatjob.compiler.options import CompileOptions
 from flatjob.compiler.pipeline import compile_documents
 from flatjob.runtime.controller import Controller
-from flatjob.runtime.sim.cluster import FakeCluster
-from flatjob.runtime.sim.server import ConnectionAbort, FakeApiServer
 from flatjob.runtime.kube import KubeCluster, Timeouts
+from flatjob.runtime.sim.cluster import FakeCluster
 from flatjob.runtime.sim.kubelet import FakeKubelet
+from flatjob.runtime.sim.server import ConnectionAbort, FakeApiServer
 
 REAL = os.environ.get("FLATJOB_REAL_CLUSTER") == "1" and bool(os.environ.get("KUBECONFIG") or os.path.exists(os.path.expanduser("~/.kube/config")))
 NAMESPACE = "default"

@@ -15,8 +15,8 @@ from typing import Any
 
 from flatjob.compiler import keys
 from flatjob.runtime.api import ApiError, Expired
-from flatjob.runtime.sim.cluster import FakeCluster
 from flatjob.runtime.informer import MAX_BACKOFF, Informer
+from flatjob.runtime.sim.cluster import FakeCluster
 
 NS = "default"
 SELECTOR = {keys.JOB_NAME: "j"}

@@ -25,9 +25,9 @@ from flatjob.compiler.loader import Loaded, parse
 from flatjob.compiler.options import CompileOptions
 from flatjob.compiler.pipeline import compile_documents
 from flatjob.runtime.api import Obj
+from flatjob.runtime.observe import pod_state
 from flatjob.runtime.sim.cluster import FakeCluster
 from flatjob.runtime.sim.kubelet import FakeKubelet, container_env, expand
-from flatjob.runtime.observe import pod_state
 
 NS = "default"
 

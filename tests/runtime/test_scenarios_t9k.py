@@ -10,9 +10,9 @@ import copy
 
 import pytest
 
+from flatjob.runtime.model import Ledger
 from flatjob.runtime.sim.apiserver import kinds
 from flatjob.runtime.sim.kubelet import until_deleted
-from flatjob.runtime.model import Ledger
 
 from .harness import NAMESPACE, REAL, Scenario
 

@@ -16,8 +16,8 @@ import pytest
 
 from flatjob.compiler import keys
 from flatjob.runtime.controller import Controller
-from flatjob.runtime.sim.server import ConnectionAbort
 from flatjob.runtime.lease import LEASE_SECONDS, RENEW_DEADLINE
+from flatjob.runtime.sim.server import ConnectionAbort
 
 from .harness import NAMESPACE, REAL, Scenario
 from .test_scenarios import FAIL_ONCE, pytorch
