@@ -118,6 +118,9 @@ def crd(kind: str) -> dict[str, Any]:
         version["subresources"]["scale"] = {
             "specReplicasPath": ".spec.elastic.expectedReplicas",
             "statusReplicasPath": ".status.aggregate.running",
+            # HPA and KEDA refuse a scale subresource without a selector of the pods they measure;
+            # the runtime writes `flatjob.dev/job-name=<job>` there (runtime/decisions/status.py).
+            "labelSelectorPath": ".status.selector",
         }
     return {
         "apiVersion": "apiextensions.k8s.io/v1",

@@ -7,7 +7,7 @@ released pod's own phase is Unknown (its node stopped reporting).  For Flux's ks
 Argo CD: observedGeneration, Ready (running as wanted, or succeeded), Reconciling (starting,
 restarting, resuming) and Stalled (failed).  A condition's lastTransitionTime changes only
 when its status does.  status.tensorboard is T9k's DependentStatus for the TensorBoard
-Deployment git holds.
+Deployment git holds; status.selector selects the job's pods, for the scale subresource.
 """
 
 from __future__ import annotations
@@ -15,6 +15,8 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from typing import Any
+
+from flatjob.compiler import keys
 
 from ..model import JobView, Ledger, PodState
 
@@ -171,6 +173,7 @@ def build_status(
     }
     if job.generation is not None:
         status["observedGeneration"] = job.generation
+    status["selector"] = f"{keys.JOB_NAME}={job.name}"  # the scale subresource's labelSelectorPath (HPA, KEDA)
     tensorboard = tensorboard_status(job, tensorboard_ready)
     if tensorboard is not None:
         status["tensorboard"] = tensorboard

@@ -240,6 +240,13 @@ def test_observed_generation_and_ledger() -> None:
     assert Ledger.from_dict(st["runtime"]) == led
 
 
+def test_selector_names_the_jobs_pods_in_every_state() -> None:
+    """status.selector is the scale subresource's labelSelectorPath: an HPA refuses a Scale
+    without it, even before the job runs."""
+    for st in (build_status(JOB, {}, Ledger(), None, NOW), build_status(JOB, everything("Running"), Ledger(released=RELEASED, start_time=NOW), None, NOW)):
+        assert st["selector"] == "flatjob.dev/job-name=j"
+
+
 def test_no_generation_no_observed_generation() -> None:
     st = build_status(job_view(generation=None), {}, Ledger(), None, NOW)
     assert "observedGeneration" not in st

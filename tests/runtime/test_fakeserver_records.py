@@ -117,7 +117,7 @@ def test_strategic_merge_patches_are_refused_on_custom_resources(api, ns, server
 def test_scale_reads_and_writes_expected_replicas(api, ns) -> None:  # noqa: F811
     _create(api, ns)
     scale = call(custom(api).get_namespaced_custom_object_scale, GROUP, VERSION, ns, PLURAL, "j")
-    assert (scale["kind"], scale["apiVersion"], scale["spec"], scale["status"]) == ("Scale", "autoscaling/v1", {"replicas": 2}, {"replicas": 0})
+    assert (scale["kind"], scale["apiVersion"], scale["spec"], scale["status"]) == ("Scale", "autoscaling/v1", {"replicas": 2}, {"replicas": 0, "selector": ""})  # no status yet: no selector
     after = call(custom(api).patch_namespaced_custom_object_scale, GROUP, VERSION, ns, PLURAL, "j", {"spec": {"replicas": 3}})
     assert after["spec"]["replicas"] == 3
     got = call(custom(api).get_namespaced_custom_object, GROUP, VERSION, ns, PLURAL, "j")

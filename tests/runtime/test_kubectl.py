@@ -8,7 +8,9 @@ Covers:
   discovery order and warns), and `pj.flatjob.dev` is flatjob's (docs/t9k-compatibility.md);
 - `kubectl logs $(kubectl get pj X -o jsonpath='{.status.tasks[0].replicas[0].name}')`: in a
   101-worker job whose other workers are restarting, replicas[0] still names worker-0 (the
-  master), in the status the runtime wrote over the wire.
+  master), in the status the runtime wrote over the wire;
+- an elastic record's scale subresource carries the label selector of the job's pods (what
+  HPA and KEDA need besides the replicas), and `kubectl scale` through it resizes the job.
 Skipped without kubectl; on the fake API server only (the T9k CRD is added to its discovery).
 """
 
@@ -30,6 +32,7 @@ from flatjob.runtime.sim.cluster import FakeCluster
 from flatjob.runtime.sim.server import FakeApiServer
 
 from .harness import REAL, Scenario, compile_text
+from .test_scenarios import ELASTIC
 
 pytestmark = [
     pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl not installed"),
@@ -156,3 +159,19 @@ def test_replicas_0_is_the_first_replica_while_the_others_restart(tmp_path: Path
     assert (got.returncode, got.stdout, got.stderr) == (0, first, "")
     worker = kubectl(kc, "get", "pj", "pt", "-o", "jsonpath={.status.tasks[-1:].replicas[0].name}")
     assert worker.stdout == "pt-worker-0"
+
+
+def test_the_scale_subresource_selects_the_jobs_pods_for_an_autoscaler(tmp_path: Path) -> None:
+    """What an HPA or KEDA reads (the Scale: replicas and status.selector), and what it writes
+    (spec.replicas, here with kubectl scale) on an elastic record."""
+    s = Scenario(ELASTIC)
+    s.run_until(lambda st: st.get("aggregate", {}).get("running") == 2)
+    kc = s.server.kubeconfig(tmp_path / "kubeconfig")
+    got = kubectl(kc, "get", "pj", "el", "--subresource=scale", "-o", "json")
+    scale = yaml.safe_load(got.stdout)
+    assert (scale["kind"], scale["spec"], scale["status"]) == ("Scale", {"replicas": 2}, {"replicas": 2, "selector": "flatjob.dev/job-name=el"})
+    pods = kubectl(kc, "get", "pods", "-l", scale["status"]["selector"], "-o", "name")
+    assert sorted(pods.stdout.split()) == sorted(f"pod/{n}" for n in s.pods())  # the job's pods, nothing else
+    scaled = kubectl(kc, "scale", "pj", "el", "--replicas", "3")
+    assert (scaled.returncode, scaled.stdout) == (0, "pytorchtrainingjob.flatjob.dev/el scaled\n"), scaled.stderr
+    s.run_until(lambda st: st.get("aggregate", {}).get("running") == 3)
