@@ -68,7 +68,8 @@ def _finish(led: Ledger, fd: FinishDecision, now: float) -> tuple[Ledger, tuple[
     if fd.outcome is None:
         return led, ()
     kind = "Normal" if fd.outcome == "Succeeded" else "Warning"
-    return led.evolve(outcome=fd.outcome, reason=fd.reason, message=fd.message, finished_at=now), ((kind, fd.reason or fd.outcome, fd.message or ""),)
+    text = f"{fd.message}; {fd.note}" if fd.note else fd.message or ""
+    return led.evolve(outcome=fd.outcome, reason=fd.reason, message=fd.message, finished_at=now), ((kind, fd.reason or fd.outcome, text),)
 
 
 def _run(job: JobView, pods: Mapping[str, PodState], led: Ledger, world: World, now: float) -> tuple[Ledger, list[Any], tuple[str, ...], tuple[str, ...], str | None, float | None]:

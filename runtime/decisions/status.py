@@ -2,7 +2,8 @@
 
 T9k condition types and messages (user manuals): Initialized, Running, ReplicaFailure (reason
 ErrorInPod, message `Pod[<pod>] exited with error code N`, ucman genericjob.md), Completed,
-Failed, Paused.  Phase Unknown ("the controller cannot obtain the job's phase") while a
+Failed, Paused; a failed job's are reason `Failed` with T9k's message, however it failed
+(Stalled names the way: BackoffLimitExceeded, DeadlineExceeded, Failed).  Phase Unknown ("the controller cannot obtain the job's phase") while a
 released pod's own phase is Unknown (its node stopped reporting).  For Flux's kstatus and
 Argo CD: observedGeneration, Ready (running as wanted, or succeeded), Reconciling (starting,
 restarting, resuming) and Stalled (failed).  A condition's lastTransitionTime changes only
@@ -24,6 +25,7 @@ MSG_INITIALIZED = "The job has been initialized successfully."
 MSG_RUNNING = "All pods are running normally."
 MSG_PAUSED = "All replicas are deleted or being deleted."
 REASON_REPLICA_FAILURE = "ErrorInPod"  # T9k's reason (ucman genericjob.md)
+REASON_FAILED = "Failed"  # T9k's reason of a failed job's conditions, however it failed (UM, ucman examples)
 
 
 def rfc3339(ts: float) -> str:
@@ -77,7 +79,8 @@ def _conditions(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, wait
     steady = all_running(job, pods, ledger)
     failed = ledger.outcome == "Failed"
     done = ledger.outcome is not None
-    reason = ledger.reason or "-"
+    why = ledger.reason or "-"  # how it ended: Succeeded, Failed, BackoffLimitExceeded, DeadlineExceeded
+    reason = REASON_FAILED if failed else why  # T9k's conditions: every failure is `Failed`
     message = ledger.message or ""
     if ph == "Unknown":
         wait = f"The phase of {', '.join(unknown_pods(pods, ledger))} is Unknown: the node does not report it."
@@ -90,7 +93,7 @@ def _conditions(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, wait
         ("Paused", "True", "Paused", MSG_PAUSED) if ledger.paused else ("Paused", "False", "-", "The job is not paused."),
         ("Ready", "True", ph, message if done else MSG_RUNNING) if (ledger.outcome == "Succeeded" or (steady and not done)) else ("Ready", "False", ph, message or wait or ph),
         ("Reconciling", "False", ph, ph) if (done or steady or ledger.paused) else ("Reconciling", "True", ph, wait or f"The job is {ph.lower()}."),
-        ("Stalled", "True", reason, message) if failed else ("Stalled", "False", ph, "The job has not failed."),
+        ("Stalled", "True", why, message) if failed else ("Stalled", "False", ph, "The job has not failed."),
     ]
     return out
 

@@ -79,7 +79,7 @@ STATES: dict[str, tuple[dict[str, PodState], Ledger, str | None, str]] = {
     ),
     "backoff-limit": (
         everything("Failed", exit=137),
-        Ledger(outcome="Failed", reason="BackoffLimitExceeded", message=FAILED_MSG + "; restart limit 3 reached", start_time=NOW, backoff_count=3),
+        Ledger(outcome="Failed", reason="BackoffLimitExceeded", message=FAILED_MSG, start_time=NOW, backoff_count=3),
         None, "Failed",
     ),
 }
@@ -145,7 +145,10 @@ def reason_message(state: str, ctype: str) -> tuple[str, str]:
         ("failed", "Stalled", "Failed", FAILED_MSG),
         ("failed", "ReplicaFailure", "ErrorInPod", REPLICA_MSG),
         ("unknown", "Running", "Unknown", "The phase of j-worker-0 is Unknown: the node does not report it."),
-        ("backoff-limit", "Failed", "BackoffLimitExceeded", FAILED_MSG + "; restart limit 3 reached"),
+        ("backoff-limit", "Failed", "Failed", FAILED_MSG),  # T9k's reason and message, however the job failed
+        ("backoff-limit", "Running", "Failed", FAILED_MSG),
+        ("backoff-limit", "Completed", "Failed", FAILED_MSG),
+        ("backoff-limit", "Stalled", "BackoffLimitExceeded", FAILED_MSG),  # the way it failed: on flatjob's own condition
     ],
     ids=lambda v: v if isinstance(v, str) and len(v) < 20 else None,
 )
