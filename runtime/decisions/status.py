@@ -3,10 +3,13 @@
 T9k condition types and messages (user manuals): Initialized, Running, ReplicaFailure (reason
 ErrorInPod, message `Pod[<pod>] exited with error code N`, ucman genericjob.md), Completed,
 Failed, Paused; a failed job's are reason `Failed` with T9k's message, however it failed
-(Stalled names the way: BackoffLimitExceeded, DeadlineExceeded, Failed).  Phase Unknown ("the controller cannot obtain the job's phase") while a
-released pod's own phase is Unknown (its node stopped reporting).  For Flux's kstatus and
+(Stalled names the way: BackoffLimitExceeded, DeadlineExceeded, Failed).  Phase Unknown ("the
+controller cannot obtain the job's phase") while a released pod's own phase is Unknown (its
+node stopped reporting).  For Flux's kstatus and
 Argo CD: observedGeneration, Ready (running as wanted, or succeeded), Reconciling (starting,
-restarting, resuming) and Stalled (failed).  A condition's lastTransitionTime changes only
+restarting, resuming; reason Restarting and what is restarted while a failed replica waits
+for its replacement) and Stalled (failed).  Running's message is T9k's "All pods are running
+normally." only while they all are.  A condition's lastTransitionTime changes only
 when its status does.  status.tensorboard is T9k's DependentStatus for the TensorBoard
 Deployment git holds; status.selector selects the job's pods, for the scale subresource.
 """
@@ -74,9 +77,37 @@ def all_running(job: JobView, pods: Mapping[str, PodState], ledger: Ledger) -> b
     )
 
 
+def _few(names: list[str]) -> str:
+    return ", ".join(names) if len(names) <= 3 else f"{', '.join(names[:3])} and {len(names) - 3} more"
+
+
+def restarting(job: JobView, ledger: Ledger) -> str | None:
+    """What a restart in progress replaces and why, until its replacements are released: a
+    replica failed within its restart limit (Argo CD and Flux show this, docs/gitops.md)."""
+    if ledger.outcome or ledger.paused or ledger.refused or not ledger.backoff_count or not ledger.replica_failed:
+        return None
+    group = ledger.gang_not_before is not None and not ledger.released
+    waiting = sorted(n for n in ledger.not_before if n not in ledger.released_set)
+    if not (group or waiting):
+        return None
+    everyone = [p.name for p in job.wanted()]
+    who = (f"all {len(everyone)} pods" if len(everyone) > 1 else _few(everyone)) if group else _few(waiting)
+    limit = f" of backoffLimit {job.backoff_limit}" if job.backoff_limit is not None else ""
+    return f"Restarting {who} after {ledger.replica_failed} (restart {ledger.backoff_count}{limit})."
+
+
+def _running_note(job: JobView, pods: Mapping[str, PodState], ledger: Ledger) -> str:
+    """T9k's Running message when every pod runs; else how many do."""
+    wanted = [p.name for p in job.wanted() if p.name not in ledger.succeeded]
+    up = sum(1 for n in wanted if n in ledger.released_set and (o := pods.get(n)) is not None and o.phase == "Running")
+    return MSG_RUNNING if up == len(wanted) else f"{up} of {len(wanted)} pods are running."
+
+
 def _conditions(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, wait: str | None) -> list[tuple[str, str, str, str]]:
     ph = phase(job, pods, ledger)
     steady = all_running(job, pods, ledger)
+    restart = restarting(job, ledger)
+    busy = "Restarting" if restart else ph  # Ready and Reconciling's reason while not steady
     failed = ledger.outcome == "Failed"
     done = ledger.outcome is not None
     why = ledger.reason or "-"  # how it ended: Succeeded, Failed, BackoffLimitExceeded, DeadlineExceeded
@@ -86,13 +117,13 @@ def _conditions(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, wait
         wait = f"The phase of {', '.join(unknown_pods(pods, ledger))} is Unknown: the node does not report it."
     out = [
         ("Initialized", "True", "-", MSG_INITIALIZED) if ledger.start_time is not None else ("Initialized", "False", "Initializing", wait or "Waiting for the job's pods."),
-        ("Running", "False", reason, message) if done else ("Running", "True", "-", MSG_RUNNING) if ph == "Running" else ("Running", "Unknown" if ph == "Unknown" else "False", ph, wait or ph),
+        ("Running", "False", reason, message) if done else ("Running", "True", "-", restart or _running_note(job, pods, ledger)) if ph == "Running" else ("Running", "Unknown" if ph == "Unknown" else "False", ph, restart or wait or ph),
         ("ReplicaFailure", "True", REASON_REPLICA_FAILURE, ledger.replica_failed) if ledger.replica_failed else ("ReplicaFailure", "False", "-", MSG_RUNNING),
         ("Completed", "True", "Succeeded", message) if ledger.outcome == "Succeeded" else ("Completed", "False", reason if failed else "-", message if failed else "The job has not finished."),
         ("Failed", "True", reason, message) if failed else ("Failed", "False", ledger.outcome or "-", message if done else "The job has not failed."),
         ("Paused", "True", "Paused", MSG_PAUSED) if ledger.paused else ("Paused", "False", "-", "The job is not paused."),
-        ("Ready", "True", ph, message if done else MSG_RUNNING) if (ledger.outcome == "Succeeded" or (steady and not done)) else ("Ready", "False", ph, message or wait or ph),
-        ("Reconciling", "False", ph, ph) if (done or steady or ledger.paused) else ("Reconciling", "True", ph, wait or f"The job is {ph.lower()}."),
+        ("Ready", "True", ph, message if done else MSG_RUNNING) if (ledger.outcome == "Succeeded" or (steady and not done)) else ("Ready", "False", busy, message or restart or wait or ph),
+        ("Reconciling", "False", ph, ph) if (done or steady or ledger.paused) else ("Reconciling", "True", busy, restart or wait or f"The job is {ph.lower()}."),
         ("Stalled", "True", why, message) if failed else ("Stalled", "False", ph, "The job has not failed."),
     ]
     return out

@@ -422,3 +422,40 @@ def test_the_whole_record_of_a_5000_pod_job_stays_under_256_kib_and_names_worker
         assert c.status["tasks"][0]["replicas"][0]["name"] == "big-worker-0"
     print("record sizes (bytes):", sizes)
     assert max(sizes) < STATUS_LIMIT, sizes
+
+
+# --- a restart in progress: shown, not "All pods are running normally." (Argo CD, Flux) -------
+
+def test_a_replica_restarting_is_reconciling_and_says_what_restarts_and_why() -> None:
+    job = job_view("PyTorchTrainingJob")
+    lost = {**all_running(job), "j-worker-1": pod("j-worker-1", "Failed", exit=1, gated=False)}
+    failed = cycle(job, lost, running_ledger(job))
+    why = "Restarting j-worker-1 after Pod[j-worker-1] exited with error code 1 (restart 1 of backoffLimit 3)."
+    backing_off = cycle(job, {n: p for n, p in lost.items() if n != "j-worker-1"}, failed.ledger, now=NOW + 5, previous=failed.status)
+    for c in (failed, backing_off):
+        got = conditions(c.status)
+        assert c.status["phase"] == "Running"
+        assert (got["Reconciling"]["status"], got["Reconciling"]["reason"], got["Reconciling"]["message"]) == ("True", "Restarting", why)
+        assert (got["Ready"]["status"], got["Ready"]["reason"], got["Ready"]["message"]) == ("False", "Restarting", why)
+        assert (got["Running"]["status"], got["Running"]["message"]) == ("True", why)  # not "All pods are running normally."
+        assert (got["ReplicaFailure"]["status"], got["ReplicaFailure"]["message"]) == ("True", "Pod[j-worker-1] exited with error code 1")
+    back = {**lost, "j-worker-1": pod("j-worker-1", "Running", incarnation=2)}
+    recovered = cycle(job, back, backing_off.ledger.evolve(released=(*backing_off.ledger.released, "j-worker-1"), not_before={}), now=NOW + 20)
+    got = conditions(recovered.status)
+    assert (got["Reconciling"]["status"], got["Ready"]["status"], got["Running"]["message"]) == ("False", "True", MSG_RUNNING)
+    assert got["ReplicaFailure"]["status"] == "True"  # T9k's record of the latest replica failure stays
+
+
+def test_a_group_restart_is_reconciling_while_the_new_gang_waits() -> None:
+    job = job_view("DeepSpeedJob")
+    lost = {**all_running(job), "j-worker-2": pod("j-worker-2", "Failed", exit=137, gated=False)}
+    failed = cycle(job, lost, running_ledger(job))
+    got = conditions(failed.status)
+    assert failed.status["phase"] == "Pending"
+    assert (got["Reconciling"]["reason"], got["Reconciling"]["message"]) == ("Restarting", "Restarting all 3 pods after Pod[j-worker-2] exited with error code 137 (restart 1 of backoffLimit 3).")
+
+
+def test_pods_partly_running_are_counted_not_all_running_normally() -> None:
+    got = conditions(build("running-partly"))
+    assert (got["Running"]["status"], got["Running"]["message"]) == ("True", "2 of 3 pods are running.")
+    assert (got["Reconciling"]["reason"], got["Reconciling"]["message"]) == ("Running", "The job is running.")
