@@ -7,6 +7,7 @@ import copy
 
 import pytest
 
+from flatjob.compiler.render.crd import WAITING_STATUS
 from flatjob.runtime.sim.apiserver.customresources import number
 
 from .fakeserverkit import (  # noqa: F401
@@ -44,7 +45,7 @@ def test_an_integral_float_comes_back_as_an_int(api, ns, server) -> None:  # noq
     got = call(custom(api).get_namespaced_custom_object, GROUP, VERSION, ns, PLURAL, "j")
     limits = got["spec"]["replicaSpecs"][0]["template"]["spec"]["containers"][0]["resources"]["limits"]
     assert limits == {"cpu": 1, "nvidia.com/gpu": 1} and isinstance(limits["cpu"], int)
-    assert got["metadata"]["generation"] == 1 and "status" not in got
+    assert got["metadata"]["generation"] == 1 and got["status"] == WAITING_STATUS  # created without status: the CRD's default
 
 
 def test_unknown_fields_are_pruned_with_a_warning(server, ns) -> None:  # noqa: F811
