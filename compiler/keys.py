@@ -86,4 +86,7 @@ ATTEMPT = "flatjob.dev/attempt"  # the job's attempt number (group restarts, edi
 RESTART_COUNT = "flatjob.dev/restart-count"  # restarts the job has had when this pod was released
 RESUMING = "flatjob.dev/resuming"  # "true" when the pod starts a resume after a pause
 RUNTIME_ANNOTATIONS = (ATTEMPT, RESTART_COUNT, RESUMING)
+# Set by the runtime on a pod it stopped after the outcome without deleting it (it also sets
+# spec.activeDeadlineSeconds, so the kubelet ends the pod and its log stays): "true".
+STOPPED = "flatjob.dev/stopped"
 KUEUE_QUEUE_ANNOTATION = "flatjob.dev/kueue-queue"  # per-job: the Kueue LocalQueue (else the T9k queue name)

@@ -39,6 +39,7 @@ class PodState:
     attempt: int | None = None  # the attempt the runtime created it for (None: not the runtime's)
     ours: bool = True  # owned by the job's record (an ownerReference with controller: true)
     containers: tuple[tuple[str, str, int | None], ...] = ()  # (name, state, exitCode)
+    stopped: bool = False  # the runtime stopped it after the outcome, keeping it (flatjob.dev/stopped)
 
 
 def _names(value: Any) -> tuple[str, ...]:

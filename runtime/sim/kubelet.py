@@ -11,7 +11,9 @@ builds it); `sleep N` inside it does not block but adds N seconds of virtual run
 such containers run until deleted.  Readiness is reported as soon as a container runs.
 A deleted pod is stopped (its running containers end with exit code 143, SIGTERM), its
 terminal status written, and then removed with a grace period of 0 and its UID as
-precondition, as the kubelet does.
+precondition, as the kubelet does.  A running pod past its spec.activeDeadlineSeconds (from
+its start) is ended the same way and kept: Failed, reason DeadlineExceeded (pkg/kubelet/
+active_deadline.go).
 """
 
 from __future__ import annotations
@@ -34,6 +36,9 @@ from .cluster import FakeCluster
 _VAR = re.compile(r"\$\$|\$\(([^)]*)\)")
 _FIELD = re.compile(r"metadata\.(annotations|labels)\['([^']+)'\]")
 SHELLS = ("sh", "/bin/sh", "bash", "/bin/bash")
+
+# pkg/kubelet/active_deadline.go: the reason and message of a pod past spec.activeDeadlineSeconds
+DEADLINE_EXCEEDED = ("DeadlineExceeded", "Pod was active on the node longer than the specified deadline")
 
 SLEEP_STUB = """#!/bin/sh
 # flatjob fake kubelet: record how long the pod would sleep instead of sleeping.
@@ -173,6 +178,10 @@ class FakeKubelet:
                 if now - first >= self.schedule_delay:
                     self._start(name, pod, now)
                     changed = True
+            elif phase == "Running" and uid in self.running and self._past_deadline(pod, uid, now):
+                self.running.pop(uid)
+                self._finish(name, pod, 143, DEADLINE_EXCEEDED)
+                changed = True
             elif phase == "Running" and uid in self.running:
                 run = self.running[uid]
                 if now >= run.ends and run.code is not None:
@@ -246,14 +255,25 @@ class FakeKubelet:
         states = [{"running": {"startedAt": stamp(now)}} for _ in containers]
         self.cluster.set_pod_status(self.namespace, name, self._status(pod, "Running", states, True))
 
-    def _finish(self, name: str, pod: dict[str, Any], code: int) -> None:
+    def _past_deadline(self, pod: dict[str, Any], uid: str, now: float) -> bool:
+        """pkg/kubelet/active_deadline.go pastActiveDeadline: running at least
+        spec.activeDeadlineSeconds since its start (a value an update may set, or lower)."""
+        deadline = pod["spec"].get("activeDeadlineSeconds")
+        return deadline is not None and now - self.started_at.get(uid, now) >= deadline
+
+    def _finish(self, name: str, pod: dict[str, Any], code: int, why: tuple[str, str] | None = None) -> None:
+        """The containers ended with `code`; `why`: the pod's own (reason, message), as the
+        kubelet writes when it ends a pod itself (DeadlineExceeded)."""
         uid, now = pod["metadata"]["uid"], stamp(self.clock())
         started = stamp(self.started_at.get(uid, self.clock()))
         reason = "Completed" if code == 0 else "Error"
         states = [{"terminated": {"exitCode": code, "reason": reason, "startedAt": started, "finishedAt": now,
                                   "containerID": f"containerd://{_digest(uid + c['name'])}"}} for c in pod["spec"]["containers"]]
         phase = "Succeeded" if code == 0 else "Failed"
-        self.cluster.set_pod_status(self.namespace, name, self._status(pod, phase, states, False, "PodCompleted" if code == 0 else ""))
+        status = self._status(pod, phase, states, False, "PodCompleted" if code == 0 else "")
+        if why is not None:
+            status["reason"], status["message"] = why
+        self.cluster.set_pod_status(self.namespace, name, status)
 
     def _stop(self, name: str, pod: dict[str, Any], code: int) -> None:
         """SIGTERM: a running pod's containers end with `code` (Failed), then the pod is removed."""

@@ -161,7 +161,12 @@ def test_deadline() -> None:
     assert conditions["Stalled"]["reason"] == "DeadlineExceeded" and ("DeadlineExceeded", t9k) in events(s)
     assert 30 <= s.clock.now - st["runtime"]["startTime"] <= 33
     s.settle(30)
-    assert all(p.get("status", {}).get("phase") != "Running" for p in s.pods().values())
+    # cleanUpPolicy None keeps the replicas for their logs (T9k): the deadline stops them, a
+    # past activeDeadlineSeconds the kubelet acts on, and the pods stay, Failed.
+    pods = s.pods()
+    assert sorted(pods) == ["sim-master-0", "sim-worker-0", "sim-worker-1"]
+    assert {(p["status"]["phase"], p["status"].get("reason")) for p in pods.values()} == {("Failed", "DeadlineExceeded")}
+    assert s.settle(60) == {}  # nothing more happens to them
 
 
 def test_cleanup_all_deletes_every_pod_once() -> None:
