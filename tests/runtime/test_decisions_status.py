@@ -380,32 +380,14 @@ def test_losing_5000_replicas_with_their_own_limits_keeps_the_status_small() -> 
     assert len(json.dumps(failed.status)) < 32 * 1024
 
 
-BIG_DEEPSPEED = """\
-apiVersion: batch.tensorstack.dev/v1beta1
-kind: DeepSpeedJob
-metadata:
-  name: big
-spec:
-  config:
-    slotsPerWorker: 8
-    run: {python: [train.py, --deepspeed_config, ds.json]}
-  worker:
-    replicas: 5000
-    template:
-      spec:
-        containers:
-          - name: worker
-            image: deepspeed:1
-            resources: {limits: {nvidia.com/gpu: 8}}
-"""
-
-
 def test_the_whole_record_of_a_5000_pod_job_stays_under_256_kib_and_names_worker_0_first() -> None:
     """The record as `kubectl get dj big -o json` shows it: the compiled spec and metadata
     with the status of each cycle of a group restart in which worker-7 failed."""
     from flatjob.runtime.job import job_view as view_of
 
-    record, templates = compiled(BIG_DEEPSPEED)
+    from .test_scenarios import DEEPSPEED
+
+    record, templates = compiled(DEEPSPEED.replace("name: ds", "name: big").replace("replicas: 3", "replicas: 5000"))
     job = view_of(record, templates)
     names = [p.name for p in job.pods]
     running = {n: pod(n, "Running", gated=False) for n in names}

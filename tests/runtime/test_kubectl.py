@@ -32,7 +32,7 @@ from flatjob.runtime.sim.cluster import FakeCluster
 from flatjob.runtime.sim.server import FakeApiServer
 
 from .harness import REAL, Scenario, compile_text
-from .test_scenarios import ELASTIC
+from .test_scenarios import DEEPSPEED, ELASTIC
 
 pytestmark = [
     pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl not installed"),
@@ -40,23 +40,6 @@ pytestmark = [
 ]
 
 CRDS = Path(__file__).resolve().parents[2] / "schemas" / "crds"
-
-DEEPSPEED = """
-apiVersion: batch.tensorstack.dev/v1beta1
-kind: DeepSpeedJob
-metadata:
-  name: ds
-spec:
-  config:
-    slotsPerWorker: 1
-    run: {python: [train.py]}
-  worker:
-    replicas: 2
-    template:
-      spec:
-        containers:
-          - {name: worker, image: "deepspeed:1", resources: {limits: {nvidia.com/gpu: 1}}}
-"""
 
 PYTORCH = """
 apiVersion: batch.tensorstack.dev/v1beta1
