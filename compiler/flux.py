@@ -3,34 +3,30 @@
 One source for overlays/flux/ and `flatjob init --gitops flux` (tests/test_flux.py keeps the
 files in step).  Git holds PodTemplates, never pods: Flux applies them like any object and
 the job's runtime creates the pods from them, so Flux never touches a pod.  The records
-follow kstatus; the CEL
-expressions below add what kstatus cannot say: a paused job is as healthy as git wants it.
+follow kstatus; the CEL expressions below add what kstatus cannot say: a paused job is as
+healthy as git wants it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from typing import Any
 
 from . import keys
 from .argocd import RECORD_KINDS
 
+# CEL over the record as the API server serves it: a record no runtime has written yet reads
+# the CRD's default status (Reconciling=True, waiting for the runtime), so `status` always
+# exists and has() tests the fields in it.  Flux compares status.observedGeneration with
+# metadata.generation itself before these (fluxcd/pkg runtime/cel StatusEvaluator); a
+# record's health is kstatus's (Reconciling: starting, restarting, resuming; Stalled: failed),
+# except that a paused job is as current as git wants it (kstatus: InProgress).
+_STALLED = "status.conditions.exists(c, c.type == 'Stalled' && c.status == 'True')"
+_RECONCILING = "status.conditions.exists(c, c.type == 'Reconciling' && c.status == 'True')"
 HEALTH_EXPRS = {
-    "inProgress": "status.observedGeneration != metadata.generation || status.phase in ['Pending', 'Resuming']",
-    "failed": "status.phase == 'Failed'",
-    "current": "status.phase in ['Running', 'Succeeded', 'Paused']",
+    "inProgress": f"!has(status.conditions) || ({_RECONCILING} && !{_STALLED})",
+    "failed": f"has(status.conditions) && {_STALLED}",
+    "current": "has(status.phase) && status.phase in ['Running', 'Succeeded', 'Paused']",
 }
-
-
-def health_checks(records: Iterable[tuple[str, str, str]]) -> list[dict[str, str]]:
-    """spec.healthChecks for job records given as (kind, name, namespace).
-
-    Flux checks the health of the objects listed here (healthCheckExprs say how to read a
-    record); without a list it checks nothing, and `wait: true` would keep the Kustomization
-    unready while any job waits for its gang.  Flux wants each object by name, so every job needs
-    its entry.
-    """
-    return [{"apiVersion": keys.RECORD_API_VERSION, "kind": kind, "name": name, "namespace": ns} for kind, name, ns in records]
 
 
 def health_check_exprs() -> list[dict[str, str]]:
@@ -48,14 +44,14 @@ def git_repository(name: str, url: str, branch: str = "main") -> dict[str, Any]:
     }
 
 
-def kustomization(name: str, source: str, path: str, records: Iterable[tuple[str, str, str]] = ()) -> dict[str, Any]:
-    """A Flux Kustomization applying one environment's rendered folder, with prune and the
-    health of the job records (kind, name, namespace) it is given.
+def kustomization(name: str, source: str, path: str) -> dict[str, Any]:
+    """A Flux Kustomization applying one environment's rendered folder, with prune, and the
+    health of everything it applies (`wait: true`): every job record there, read by the
+    healthCheckExprs, and the runtime Deployments.  No list of jobs: health follows the jobs
+    the folder holds, so adding or removing one needs no edit here.
 
-    No `wait: true` (it would keep the Kustomization unready while a job waits for its gang) and
-    no targetNamespace (set `namespace:` in the overlay, so the compiler knows it).
+    No targetNamespace (set `namespace:` in the overlay, so the compiler knows it).
     """
-    checks = health_checks(records)
     return {
         "apiVersion": "kustomize.toolkit.fluxcd.io/v1",
         "kind": "Kustomization",
@@ -65,8 +61,8 @@ def kustomization(name: str, source: str, path: str, records: Iterable[tuple[str
             "sourceRef": {"kind": "GitRepository", "name": source},
             "path": f"./{path}",
             "prune": True,
+            "wait": True,
             "timeout": "5m",
-            **({"healthChecks": checks} if checks else {}),
             "healthCheckExprs": health_check_exprs(),
         },
     }

@@ -17,6 +17,10 @@ RECORD_PLURALS = {  # the record's resource per kind (its CRD's plural)
     "DeepSpeedJob": "deepspeedjobs",
     "ColossalAIJob": "colossalaijobs",
 }
+# `kubectl get pj`, `kubectl get dj`: T9k's short names, the only ones its manuals use
+# (user-manuals src/examples/lane-detection.md, start-llm-finetuning.md). T9k documents none
+# for GenericJob or ColossalAIJob, so their records get none (docs/t9k-compatibility.md).
+RECORD_SHORT_NAMES = {"PyTorchTrainingJob": ("pj",), "DeepSpeedJob": ("dj",)}
 
 # --- T9k's documented pod labels (user manuals, see docs/architecture.md) ---------------
 T9K_OWNER_NAME = "tensorstack.dev/owner-name"  # PyTorchTrainingJob, DeepSpeedJob pods
@@ -82,4 +86,7 @@ ATTEMPT = "flatjob.dev/attempt"  # the job's attempt number (group restarts, edi
 RESTART_COUNT = "flatjob.dev/restart-count"  # restarts the job has had when this pod was released
 RESUMING = "flatjob.dev/resuming"  # "true" when the pod starts a resume after a pause
 RUNTIME_ANNOTATIONS = (ATTEMPT, RESTART_COUNT, RESUMING)
+# Set by the runtime on a pod it stopped after the outcome without deleting it (it also sets
+# spec.activeDeadlineSeconds, so the kubelet ends the pod and its log stays): "true".
+STOPPED = "flatjob.dev/stopped"
 KUEUE_QUEUE_ANNOTATION = "flatjob.dev/kueue-queue"  # per-job: the Kueue LocalQueue (else the T9k queue name)

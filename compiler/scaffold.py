@@ -7,8 +7,6 @@ the same source as overlays/argocd and overlays/flux (tests/test_init.py, test_a
 
 from __future__ import annotations
 
-import yaml
-
 from . import argocd, flux
 from .argocd import yaml_file
 from .version import __version__
@@ -21,12 +19,6 @@ REPO_PLACEHOLDER = "REPO_URL"
 def namespace(env: str) -> str:
     """The namespace an environment's jobs run in."""
     return f"training-{env}"
-
-
-def example_records(env: str) -> list[tuple[str, str, str]]:
-    """(kind, name, namespace) of the example job's record in an environment (Flux health checks)."""
-    job = yaml.safe_load(EXAMPLE_JOB)  # flatjob's own constant, not input
-    return [(job["kind"], job["metadata"]["name"], namespace(env))]
 
 
 # --- overlays/ of the flatjob repository ----------------------------------------------
@@ -61,11 +53,11 @@ spec.secretRef. Generated from compiler/flux.py."""
 FLUX_KS_HEADER = """\
 A Flux Kustomization applying one environment's rendered output, with prune (a job removed
 from git is deleted, its pods with its record). Git holds PodTemplates, never pods: the job's
-runtime creates the pods, so Flux never creates, changes or prunes one. No wait: true: it
-would keep the Kustomization unready while any job waits for its gang (a queue, quota).
-Flux checks the health of the job records listed under healthChecks, by name: add an entry
-(kind, name, namespace) when you add a job. The healthCheckExprs (Flux >= 2.5) read a
-record's status; a paused job is healthy.
+runtime creates the pods, so Flux never creates, changes or prunes one. wait: true checks
+the health of everything applied, so every job record in the folder and its runtime
+Deployment: nothing to list or update when jobs come and go. The healthCheckExprs
+(Flux >= 2.5) read a record's status: starting, restarting or waiting for its runtime is in
+progress, failed is failed, running, succeeded or paused is current.
 Generated from compiler/flux.py."""
 
 FLUX_IGNORE_HEADER = """\
@@ -89,7 +81,7 @@ def overlay_files() -> dict[str, str]:
             argocd.application("training-prod", REPO_PLACEHOLDER, ".", prod, {"SOURCES": "jobs", "OVERLAY": "overlays/prod"}),
         ),
         "flux/gitrepository.yaml": yaml_file(FLUX_SOURCE_HEADER, flux.git_repository("training", REPO_PLACEHOLDER)),
-        "flux/kustomization-prod.yaml": yaml_file(FLUX_KS_HEADER, flux.kustomization("training-prod", "training", "rendered/prod", example_records("prod"))),
+        "flux/kustomization-prod.yaml": yaml_file(FLUX_KS_HEADER, flux.kustomization("training-prod", "training", "rendered/prod")),
         "flux/elastic-ignore-patch.yaml": yaml_file(FLUX_IGNORE_HEADER, flux.elastic_ignore()),
     }
 
@@ -304,7 +296,7 @@ def _argocd(repo_url: str) -> dict[str, str]:
 def _flux(repo_url: str) -> dict[str, str]:
     files = {"gitops/flux/gitrepository.yaml": yaml_file(FLUX_SOURCE_HEADER, flux.git_repository("training", repo_url))}
     for env in ENVIRONMENTS:
-        files[f"gitops/flux/{env}.yaml"] = yaml_file(FLUX_KS_HEADER, flux.kustomization(f"training-{env}", "training", f"rendered/{env}", example_records(env)))
+        files[f"gitops/flux/{env}.yaml"] = yaml_file(FLUX_KS_HEADER, flux.kustomization(f"training-{env}", "training", f"rendered/{env}"))
         files[f"gitops/flux/namespace-{env}.yaml"] = yaml_file(
             f"Flux does not create namespaces: the {env} jobs run in this one.",
             {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace(env)}},

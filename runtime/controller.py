@@ -45,6 +45,7 @@ from .api import (
 )
 from .backoff import retry_delay, seeded
 from .decisions import Action, Cycle, World, reconcile, scale_backoff
+from .decisions.cleanup import STOP_DEADLINE
 from .decisions.refuse import refused_status
 from .events import EventRecorder, Write
 from .informer import Informer
@@ -381,6 +382,7 @@ class Controller:
                 "release": self._release,
                 "create": self._create,
                 "delete": self._delete,
+                "stop": self._stop,
                 "create-secret": self._create_secret,
             }[action.kind](action, record)
         except (NotFound, AlreadyExists):
@@ -433,6 +435,17 @@ class Controller:
             # watch brings the deletion (each delete costs a write token).
             meta = {**cached["metadata"], "deletionTimestamp": cached["metadata"].get("deletionTimestamp") or "deleting"}
             self.pods.cache[action.name] = {**cached, "metadata": meta}
+
+    def _stop(self, action: Action, record: Obj) -> None:
+        """End this incarnation's containers but keep the pod and its log: a past
+        spec.activeDeadlineSeconds (an update ValidatePodUpdate allows: set, or lowered) makes
+        the kubelet kill it (pkg/kubelet/active_deadline.go); the annotation says who did."""
+        ops = [
+            {"op": "test", "path": "/metadata/uid", "value": action.uid},
+            {"op": "add", "path": "/spec/activeDeadlineSeconds", "value": STOP_DEADLINE},
+            {"op": "add", "path": f"/metadata/annotations/{keys.STOPPED.replace('/', '~1')}", "value": "true"},
+        ]
+        self.pods.cache[action.name] = trim.pod(self.cluster.patch(PODS, self.namespace, action.name, ops))
 
     def _create_secret(self, action: Action, record: Obj) -> None:
         self.cluster.create(SECRETS, self.namespace, self.secret_factory(action.name, self.namespace, record))

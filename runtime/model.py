@@ -46,6 +46,7 @@ class PodState:
     node_lost_since: float | None = None  # Ready cleared by the node controller alone (its node stopped reporting)
     waiting: str | None = None  # why a container cannot start: "ImagePullBackOff: Back-off pulling image ..."
     unschedulable: str | None = None  # the scheduler's message while no node fits
+    stopped: bool = False  # the runtime stopped it after the outcome, keeping it (flatjob.dev/stopped)
 
     @property
     def terminal(self) -> bool:

@@ -125,6 +125,7 @@ def pod_state(obj: dict[str, Any], container: str | None = None, owner_uid: str 
         spec_hash=notes.get(keys.SPEC_HASH),
         attempt=_int(notes.get(keys.ATTEMPT)),
         ours=_owned_by(meta, owner_uid),
+        stopped=notes.get(keys.STOPPED) == "true",
         containers=tuple((s.get("name", ""), _state_name(s), ((s.get("state") or {}).get("terminated") or {}).get("exitCode")) for s in statuses),
         node=spec.get("nodeName") if isinstance(spec.get("nodeName"), str) else None,
         started_at=seconds(status.get("startTime")),

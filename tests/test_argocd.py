@@ -3,7 +3,9 @@
 Covers:
 - overlays/argocd/health.lua, run by lupa without Lua's standard libraries (as Argo CD runs
   it), against records whose status the runtime's own build_status wrote, in every phase,
-  for a status of an older generation and for a record without status;
+  restarting, failed by its restart limit, for a status of an older generation, a record
+  the runtime refused, one no runtime has written (the CRD's default status) and one
+  without status at all;
 - overlays/argocd's generated files match compiler/argocd.py (--update-golden rewrites them);
   the Component installs the plugin sidecar and argocd-cm keys onto an Argo CD install
   (kubectl kustomize; skipped without kubectl);
@@ -23,14 +25,17 @@ from typing import Any
 
 import pytest
 import yaml
+from healthkit import served
 from overlaykit import DDP, write
 
 from flatjob.compiler import argocd
 from flatjob.compiler.options import CompileOptions
 from flatjob.compiler.overlay import load_overlays
 from flatjob.compiler.pipeline import compile_paths
+from flatjob.compiler.render.crd import WAITING_MESSAGE
 from flatjob.compiler.scaffold import overlay_files
 from flatjob.compiler.version import __version__
+from flatjob.runtime.decisions.refuse import refused_status
 from flatjob.runtime.decisions.status import MSG_PAUSED, MSG_RUNNING, build_status
 from flatjob.runtime.model import JobView, Ledger, PodSpecView, PodState
 
@@ -41,6 +46,8 @@ ARGOCD = ROOT / "overlays" / "argocd"
 # --- records in every phase, with the status the runtime writes --------------------------
 
 POD = "j-worker-0"
+NOW = 1_000_000.0
+FAILED = "PyTorchTrainingJob j has failed: j-worker-0 failed with exit code 137"
 
 
 def record(ledger: Ledger, pods: dict[str, PodState] | None = None, generation: int = 1, observed: int = 1) -> dict[str, Any]:
@@ -50,27 +57,36 @@ def record(ledger: Ledger, pods: dict[str, PodState] | None = None, generation: 
         pods=(PodSpecView(POD, "worker", 0, 0, 0, None, "h", "main"),),
         scope="group", rules={}, backoff_limit=3, deadline=None, cleanup="Unfinished", decider="first",
     )
-    status = build_status(view, pods or {}, ledger, None, 1_000_000.0)
+    status = build_status(view, pods or {}, ledger, None, NOW)
     return {"apiVersion": "flatjob.dev/v1beta1", "kind": "PyTorchTrainingJob", "metadata": {"name": "j", "generation": generation}, "spec": {}, "status": status}
 
 
+BARE = {"apiVersion": "flatjob.dev/v1beta1", "kind": "PyTorchTrainingJob", "metadata": {"name": "j", "generation": 1}, "spec": {}}
+REFUSED = {**BARE, "status": refused_status(None, "VersionMismatch", "record j was compiled by flatjob 0.0.1", 1, NOW)}
+RESTARTING = Ledger(start_time=1.0, backoff_count=1, replica_failed="Pod[j-worker-0] exited with error code 137", gang_not_before=NOW + 10)
 RUNNING = {POD: PodState(POD, "uid-1", "Running", gated=False, ready=True, attempt=1)}
+# name: (record as served, Argo CD health, its message)
 PHASES: dict[str, tuple[dict[str, Any], str, str]] = {
     "pending": (record(Ledger()), "Progressing", "The job is pending."),
     "running": (record(Ledger(released=(POD,), start_time=1.0), RUNNING), "Progressing", MSG_RUNNING),
+    "restarting": (record(RESTARTING), "Progressing", "Restarting j-worker-0 after Pod[j-worker-0] exited with error code 137 (restart 1 of backoffLimit 3)."),
     "resuming": (record(Ledger(resuming=True, start_time=1.0)), "Progressing", "The job is resuming."),
     "paused": (record(Ledger(paused=True, start_time=1.0)), "Suspended", MSG_PAUSED),
     "succeeded": (record(Ledger(outcome="Succeeded", message="j-worker-0 succeeded", start_time=1.0)), "Healthy", "j-worker-0 succeeded"),
-    "failed": (record(Ledger(outcome="Failed", reason="BackoffLimitExceeded", message="j-worker-0 failed 4 times", start_time=1.0)), "Degraded", "j-worker-0 failed 4 times"),
+    "failed": (record(Ledger(outcome="Failed", reason="Failed", message=FAILED, start_time=1.0)), "Degraded", FAILED),
+    "backoff-limit": (record(Ledger(outcome="Failed", reason="BackoffLimitExceeded", message=FAILED, start_time=1.0)), "Degraded", f"BackoffLimitExceeded: {FAILED}"),
     "unknown": (record(Ledger(start_time=1.0)) | {"status": record(Ledger(start_time=1.0))["status"] | {"phase": "Unknown"}}, "Progressing", "The job is pending."),
     "older-generation": (record(Ledger(outcome="Succeeded", message="done"), generation=2, observed=1), "Progressing", "Waiting for the flatjob runtime to observe generation 2"),
-    "no-status": ({"apiVersion": "flatjob.dev/v1beta1", "kind": "PyTorchTrainingJob", "metadata": {"name": "j", "generation": 1}}, "Progressing", "Waiting for the flatjob runtime to report status"),
+    "waiting-for-runtime": (served(BARE), "Progressing", WAITING_MESSAGE),
+    "refused": (served(REFUSED), "Degraded", "VersionMismatch: record j was compiled by flatjob 0.0.1"),
+    "no-status": (BARE, "Progressing", "Waiting for the flatjob runtime to report status"),  # a CRD without the default status
 }
 
 
 @pytest.fixture(scope="module")
 def health() -> Any:
-    """Run health.lua as Argo CD does: `obj` set, no string/io/os/math/debug libraries."""
+    """Run the shipped overlays/argocd/health.lua as Argo CD does: `obj` set, no
+    string/io/os/math/debug libraries."""
     lupa = pytest.importorskip("lupa")
     script = (ARGOCD / "health.lua").read_text(encoding="utf-8")
 
@@ -95,6 +111,16 @@ def test_every_phase_the_runtime_reports_is_covered() -> None:
 
     seen = {obj.get("status", {}).get("phase") for obj, _, _ in PHASES.values()} - {None}
     assert seen == set(RECORD_PHASES)
+
+
+def test_a_restarting_job_is_progressing_with_the_restart_not_running_normally(health: Any) -> None:
+    """Issue 20: a crash-looping job looked healthy until the limit. While a failed replica
+    waits for its replacement the record says so, and Argo CD shows it; the job may still
+    succeed, so it is Progressing (as Argo CD's batch/v1 Job within backoffLimit), and
+    Degraded once the limit is reached."""
+    got = health(PHASES["restarting"][0])
+    assert got["status"] == "Progressing" and got["message"].startswith("Restarting j-worker-0 after Pod[j-worker-0] exited with error code 137")
+    assert health(PHASES["backoff-limit"][0])["status"] == "Degraded"
 
 
 # --- the shipped files ------------------------------------------------------------------

@@ -229,3 +229,12 @@ def test_user_rdzv_conf_is_merged_with_is_host() -> None:
     spec = PYTORCH.replace("spec:\n  replicaSpecs:", "spec:\n  torchrunConfig: {enabled: true, extraOptions: [--rdzv_conf=join_timeout=900]}\n  replicaSpecs:")
     cmd = container(render(spec)[("Pod", "job-worker-1")], "python")["command"]
     assert "--rdzv_conf=is_host=false,join_timeout=900" in cmd and sum(a.startswith("--rdzv_conf") for a in cmd) == 1
+
+
+def test_t9k_scheduler_without_queue_uses_the_default_queue() -> None:
+    """T9k gives no rule for a t9kScheduler without queue; its PodGroup's queue defaults to
+    `default` (user-manuals scheduler/podgroup.md), so flatjob renders that (architecture §7)."""
+    out = render(PYTORCH.replace("spec:\n  replicaSpecs:", "spec:\n  scheduler: {t9kScheduler: {priority: 50}}\n  replicaSpecs:", 1))
+    assert out[("PodGroup", "job")]["spec"]["queue"] == "default" and out[("PodGroup", "job")]["spec"]["priority"] == 50
+    assert out[("Pod", "job-worker-0")]["metadata"]["labels"]["scheduler.tensorstack.dev/queue"] == "default"
+    assert out[("PyTorchTrainingJob", "job")]["spec"]["scheduler"] == {"t9kScheduler": {"priority": 50, "queue": "default"}}

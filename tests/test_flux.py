@@ -3,11 +3,13 @@
 Covers:
 - overlays/flux's generated files match compiler/flux.py (--update-golden rewrites them) and
   build with kustomize, also with the optional .spec.ignore patch (skipped without kubectl);
-- kstatus, as cli-utils computes it, on records the runtime's status code wrote: Running and
-  Succeeded are Current, Failed is Failed, starting is InProgress, and a paused job is
-  InProgress (why the Kustomization carries healthCheckExprs);
+- kstatus, as fluxcd/cli-utils computes it, on records the runtime's status code wrote:
+  Running and Succeeded are Current, Failed is Failed, starting and restarting are
+  InProgress, and a paused job is InProgress (why the Kustomization carries healthCheckExprs);
 - the healthCheckExprs, evaluated by a CEL implementation (cel-python; skipped without it)
-  in Flux's order (inProgress, failed, current): a paused job is Current;
+  as Flux evaluates them (tests/healthkit.py): a paused job is Current, a restarting one in
+  progress, and a record no runtime has written is in progress, not a CEL error;
+- the Kustomization waits for everything it applies and lists no job by name;
 - git holds PodTemplates, never pods, so nothing Flux applies competes with the runtime.
 """
 
@@ -16,10 +18,10 @@ from __future__ import annotations
 import shutil
 import subprocess
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
+from healthkit import flux_cel, kstatus, served
 from overlaykit import write
 from test_argocd import PHASES
 
@@ -41,9 +43,10 @@ def test_overlays_flux_files_are_current(update_golden: bool) -> None:
     assert current == files, "overlays/flux is stale: run pytest tests/test_flux.py --update-golden"
 
 
-def test_kustomization_prunes_and_does_not_wait() -> None:
+def test_kustomization_prunes_and_waits_for_what_it_applies_with_no_list_of_jobs() -> None:
     spec = yaml.safe_load((FLUX / "kustomization-prod.yaml").read_text(encoding="utf-8"))["spec"]
-    assert spec["prune"] is True and "wait" not in spec and "targetNamespace" not in spec
+    assert spec["prune"] is True and spec["wait"] is True and "targetNamespace" not in spec
+    assert "healthChecks" not in spec  # `wait: true` ignores it; health follows what the folder holds
     assert {e["kind"] for e in spec["healthCheckExprs"]} == {"GenericJob", "PyTorchTrainingJob", "DeepSpeedJob", "ColossalAIJob"}
 
 
@@ -58,35 +61,14 @@ def test_flux_folder_builds_with_the_ignore_patch(tmp_path: Path) -> None:
     assert docs["Kustomization"]["spec"]["ignore"] == flux.elastic_ignore()[0]["value"]
 
 
-# --- kstatus (kubernetes-sigs/cli-utils pkg/kstatus/status, the generic rules) ---------
-
-
-def kstatus(obj: dict[str, Any]) -> str:
-    """cli-utils' generic status of a custom resource."""
-    status = obj.get("status")
-    if status is None:
-        return "InProgress"
-    if status.get("observedGeneration") is not None and status["observedGeneration"] != obj["metadata"].get("generation"):
-        return "InProgress"
-    conditions = {c["type"]: c["status"] for c in status.get("conditions", [])}
-    if conditions.get("Reconciling") == "True":
-        return "InProgress"
-    if conditions.get("Stalled") == "True":
-        return "Failed"
-    ready = conditions.get("Ready")
-    return "InProgress" if ready == "False" else "Current"
-
+# --- how Flux reads a record (tests/healthkit.py: kstatus, and the CEL by cel-python) -------
 
 KSTATUS = {
-    "pending": "InProgress", "running": "Current", "resuming": "InProgress", "paused": "InProgress",
-    "succeeded": "Current", "failed": "Failed", "older-generation": "InProgress", "no-status": "InProgress",
-    "unknown": "InProgress",
+    "pending": "InProgress", "running": "Current", "restarting": "InProgress", "resuming": "InProgress", "paused": "InProgress",
+    "succeeded": "Current", "failed": "Failed", "backoff-limit": "Failed", "older-generation": "InProgress",
+    "waiting-for-runtime": "InProgress", "refused": "Failed", "no-status": "Current", "unknown": "InProgress",
 }
-CEL = {
-    "pending": "InProgress", "running": "Current", "resuming": "InProgress", "paused": "Current",
-    "succeeded": "Current", "failed": "Failed", "older-generation": "InProgress", "no-status": "InProgress",
-    "unknown": "InProgress",
-}
+CEL = {**KSTATUS, "paused": "Current", "no-status": "Unknown: no such attribute(s): status"}
 
 
 @pytest.mark.parametrize("phase", KSTATUS)
@@ -94,26 +76,22 @@ def test_kstatus_of_the_record(phase: str) -> None:
     assert kstatus(PHASES[phase][0]) == KSTATUS[phase]
 
 
-def cel_health(obj: dict[str, Any]) -> str:
-    """Flux's healthCheckExprs: inProgress, then failed, then current; an error keeps waiting."""
-    celpy = pytest.importorskip("celpy")
-    env = celpy.Environment()
-    activation = {k: celpy.json_to_cel(v) for k, v in obj.items()}
-    for key, result in (("inProgress", "InProgress"), ("failed", "Failed"), ("current", "Current")):
-        try:
-            value = env.program(env.compile(flux.HEALTH_EXPRS[key])).evaluate(activation)
-        except Exception:  # celpy raises its own error types for a missing field
-            return "InProgress"
-        if isinstance(value, Exception):
-            return "InProgress"
-        if bool(value):
-            return result
-    return "InProgress"
-
-
 @pytest.mark.parametrize("phase", CEL)
 def test_health_check_exprs(phase: str) -> None:
-    assert cel_health(PHASES[phase][0]) == CEL[phase]
+    assert flux_cel(PHASES[phase][0]) == CEL[phase]
+
+
+def test_a_record_no_runtime_has_written_is_in_progress_not_a_cel_error() -> None:
+    """Issue 20: before the runtime writes (or forever, when its image cannot be pulled) the
+    expressions used to fail with a CEL error on the missing status. The CRD's default
+    status fills it in on every read: in progress, waiting for the runtime. Without that
+    default no expression can read `status` at all."""
+    bare = PHASES["no-status"][0]
+    assert flux_cel(bare).startswith("Unknown: no such attribute")
+    old = {"inProgress": "status.observedGeneration != metadata.generation || status.phase in ['Pending', 'Resuming']",
+           "failed": "status.phase == 'Failed'", "current": "status.phase in ['Running', 'Succeeded', 'Paused']"}
+    assert flux_cel(bare, old).startswith("Unknown:") and flux_cel(served(bare), old).startswith("Unknown:")  # the old expressions
+    assert flux_cel(served(bare)) == "InProgress" and kstatus(served(bare)) == "InProgress"
 
 
 def test_flux_needs_no_annotation_because_git_holds_no_pod(tmp_path: Path) -> None:

@@ -12,15 +12,18 @@ from __future__ import annotations
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 from click.testing import CliRunner
+from healthkit import flux_cel
 from overlaykit import DDP
 
-from flatjob.compiler import argocd, flux
+from flatjob.compiler import argocd, flux, keys
 from flatjob.compiler.cli import cli
 from flatjob.compiler.version import __version__
+from flatjob.runtime.sim.cluster import FakeCluster
 
 URL = "https://github.com/example/training.git"
 
@@ -79,20 +82,43 @@ def test_gitops_objects(tmp_path: Path) -> None:
     assert ks["spec"]["path"] == "./rendered/dev" and ks["spec"]["prune"] is True
 
 
+RESNET = DDP.replace("name: ddp", "name: resnet")
+
+
+def rendered_records(repo: Path, env: str) -> list[dict[str, Any]]:
+    return [d for p in sorted((repo / "rendered" / env).rglob("job.yaml")) for d in yaml.safe_load_all(p.read_text(encoding="utf-8")) if d]
+
+
 @pytest.mark.parametrize("env", ["dev", "prod"])
-def test_flux_checks_the_health_of_every_rendered_record(tmp_path: Path, env: str) -> None:
-    """Flux checks only what healthChecks names (wait: true would wait for every object,
-    gangs waiting for a queue included): each record rendered for the environment is listed, and its kind has a
-    healthCheckExprs entry to read it with."""
+def test_flux_health_follows_the_jobs_that_exist_with_no_list_to_keep(tmp_path: Path, env: str) -> None:
+    """Issue 20: the scaffold named hello-ddp under healthChecks, so once a user replaced the
+    example both Kustomizations checked a record that no longer existed, and nothing noticed.
+    Now Flux checks everything the Kustomization applies (`wait: true`) and reads each record
+    kind with healthCheckExprs: replace the example, recompile, and Flux checks the new job's
+    record and nothing else, with no edit under gitops/."""
     assert invoke("init", "--gitops", "flux", "--repo-url", URL, str(tmp_path)).exit_code == 0  # type: ignore[attr-defined]
-    spec = yaml.safe_load((tmp_path / "gitops" / "flux" / f"{env}.yaml").read_text(encoding="utf-8"))["spec"]
-    records = [
-        {"apiVersion": d["apiVersion"], "kind": d["kind"], "name": d["metadata"]["name"], "namespace": d["metadata"]["namespace"]}
-        for p in sorted((tmp_path / "rendered" / env).rglob("job.yaml"))
-        for d in yaml.safe_load_all(p.read_text(encoding="utf-8"))
-    ]
-    assert records and spec["healthChecks"] == records and "wait" not in spec
-    assert {(e["apiVersion"], e["kind"]) for e in spec["healthCheckExprs"]} >= {(r["apiVersion"], r["kind"]) for r in records}
+    (tmp_path / "jobs" / "hello-ddp.yaml").unlink()
+    (tmp_path / "jobs" / "resnet.yaml").write_text(RESNET, encoding="utf-8")
+    args = ["compile", str(tmp_path / "jobs"), "--overlay", str(tmp_path / "overlays" / env), "-o", str(tmp_path / "rendered" / env)]
+    if env == "prod":  # prod's overlay patches hello-ddp, as init writes it: the user drops that patch too
+        overlay = tmp_path / "overlays" / "prod" / "overlay.yaml"
+        overlay.write_text(overlay.read_text(encoding="utf-8").split("patches:")[0], encoding="utf-8")
+    assert invoke(*args).exit_code == 0 and invoke(*args, "--check").exit_code == 0  # type: ignore[attr-defined]
+    gitops = {p.name: p.read_text(encoding="utf-8") for p in (tmp_path / "gitops" / "flux").iterdir()}
+    assert not [name for name, text in gitops.items() if "hello-ddp" in text or "healthChecks:" in text]
+    spec = yaml.safe_load(gitops[f"{env}.yaml"])["spec"]
+    assert spec["wait"] is True and spec["path"] == f"./rendered/{env}"
+    # What Flux checks with wait: true: every object applied; the records among them, read as
+    # the API server serves them (no runtime yet: the CRD's default status), by the CEL.
+    records = rendered_records(tmp_path, env)
+    assert [r["metadata"]["name"] for r in records] == ["resnet"]
+    kinds = {(e["apiVersion"], e["kind"]) for e in spec["healthCheckExprs"]}
+    cluster = FakeCluster(lambda: 0.0)
+    for r in records:
+        assert (r["apiVersion"], r["kind"]) in kinds
+        cluster.apply(r)
+        live = cluster.record(r["metadata"]["namespace"], keys.RECORD_PLURALS[r["kind"]], r["metadata"]["name"])
+        assert flux_cel(live) == "InProgress"
 
 
 def test_refuses_to_overwrite_unless_forced(tmp_path: Path) -> None:

@@ -478,6 +478,17 @@ CASES = [
         """),
     ),
     Case(
+        # T9k gives no rule; its PodGroup's queue defaults to `default` (docs/architecture.md §7).
+        "valid-t9k-scheduler-without-queue",
+        pytorch("""
+          scheduler: {t9kScheduler: {priority: 50}}
+          tensorboardSpec:
+            image: tensorboard
+            scheduler: {t9kScheduler: {}}
+            logDir: {pvc: [{name: logs, subPath: [run1]}]}
+        """),
+    ),
+    Case(
         "colossalai-restart-policy-is-ignored",
         """
         apiVersion: batch.tensorstack.dev/v1beta1

@@ -110,7 +110,7 @@ class T9kScheduler(Typed):
 
     __slots__ = ("priority", "queue")
     FIELDS = (
-        Field("queue", "queue", STR),
+        Field("queue", "queue", STR, "default"),
         Field("priority", "priority", Int(ge=0, le=100), 0),
     )
 
@@ -245,7 +245,7 @@ class TensorBoardQueue(Typed):
 
     __slots__ = ("queue",)
     FIELDS = (
-        Field("queue", "queue", STR),
+        Field("queue", "queue", STR, "default"),
     )
 
 

@@ -74,7 +74,7 @@ class RunMode(T9kModel):
 class T9kScheduler(T9kModel):
     """T9k Scheduler settings: the PodGroup created for the job."""
 
-    queue: str = Field(description="Queue the job's PodGroup waits in.")
+    queue: str = Field("default", description="Queue the job's PodGroup waits in; default `default`, the default of T9k's PodGroup (docs/architecture.md §7).")
     priority: Annotated[int, Field(ge=0, le=100)] = Field(0, description="PodGroup priority within its queue, 0-100.")
 
 
@@ -147,7 +147,7 @@ class TensorBoardLogDir(T9kModel):
 class TensorBoardQueue(T9kModel):
     """T9k Scheduler settings of the TensorBoard pod: its queue."""
 
-    queue: str = Field(description="Queue the TensorBoard pod waits in (label scheduler.tensorstack.dev/queue).")
+    queue: str = Field("default", description="Queue the TensorBoard pod waits in (label scheduler.tensorstack.dev/queue); default `default`, as the job's.")
 
 
 class TensorBoardScheduler(T9kModel):

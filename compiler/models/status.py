@@ -100,4 +100,5 @@ class JobStatus(T9kModel):
     backoff_count: int = Field(0, description="Restarts performed so far, counted against backoffLimit.")
     tensorboard: DependentStatus | None = Field(None, description="TensorBoard status (PyTorchTrainingJob with a rendered tensorboardSpec).")
     observed_generation: int | None = Field(None, description="Record generation the runtime last acted on.")
+    selector: str | None = Field(None, description="Label selector of the job's pods (flatjob.dev/job-name=<job>): the scale subresource's labelSelectorPath, which HPA and KEDA read.")
     runtime: dict[str, Any] | None = Field(None, description="The runtime's crash-safe ledger: the attempt, the pods released, succeeded and failed in it (as brace ranges), restarts and back-offs.")

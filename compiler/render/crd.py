@@ -1,7 +1,12 @@
 """CustomResourceDefinitions of the job records (flatjob.dev), generated from the models.
 
-The schemas are structural (Kubernetes requires it) and carry no defaults: the compiler
-renders every field explicitly, and a CRD default would show up as GitOps drift.  Embedded
+The schemas are structural (Kubernetes requires it) and the spec carries no defaults: the
+compiler renders every field explicitly, and a CRD default would show up as GitOps drift.
+The one default is the status of a record no runtime has written yet (WAITING_STATUS): the API
+server serves it on every read until the runtime writes its own (apiextensions defaulting
+applies to objects read from etcd), as Gateway API's CRDs do ("Waiting for controller").  So
+kstatus, Flux's healthCheckExprs and Argo CD see a job waiting for its runtime, never a record
+without status (where a CEL expression has no `status` to read).  Embedded
 Kubernetes objects (pod templates, env, resources, ports) are preserved as given, since the
 compiler already validated them against the pinned Kubernetes schema.
 """
@@ -76,12 +81,19 @@ def spec_schema(kind: str) -> dict[str, Any]:
     return _inline(full["properties"]["spec"], defs)
 
 
+# What a record's status reads before its runtime writes one (no lastTransitionTime: the
+# runtime's first status sets its own): kstatus reads Reconciling=True as InProgress.
+WAITING_MESSAGE = "Waiting for the job's flatjob runtime (Deployment <job>-runtime) to report status."
+WAITING_STATUS = {"conditions": [{"type": "Reconciling", "status": "True", "reason": "WaitingForRuntime", "message": WAITING_MESSAGE}]}
+
+
 def status_schema() -> dict[str, Any]:
     """T9k's JobStatus, plus the runtime's own bookkeeping (restart ledger, attempt)."""
     full = JobStatus.model_json_schema(by_alias=True)
     schema = _inline({k: v for k, v in full.items() if k != "$defs"}, full.get("$defs", {}))
     schema["properties"]["phase"]["enum"] = list(PHASES)
     schema["properties"]["runtime"] = {**schema["properties"]["runtime"], "x-kubernetes-preserve-unknown-fields": True}
+    schema["default"] = WAITING_STATUS
     return schema
 
 
@@ -118,6 +130,9 @@ def crd(kind: str) -> dict[str, Any]:
         version["subresources"]["scale"] = {
             "specReplicasPath": ".spec.elastic.expectedReplicas",
             "statusReplicasPath": ".status.aggregate.running",
+            # HPA and KEDA refuse a scale subresource without a selector of the pods they measure;
+            # the runtime writes `flatjob.dev/job-name=<job>` there (runtime/decisions/status.py).
+            "labelSelectorPath": ".status.selector",
         }
     return {
         "apiVersion": "apiextensions.k8s.io/v1",
@@ -125,7 +140,10 @@ def crd(kind: str) -> dict[str, Any]:
         "metadata": {"name": f"{plural}.{keys.RECORD_GROUP}", "labels": {keys.APP_MANAGED_BY: keys.MANAGED_BY_VALUE}},
         "spec": {
             "group": keys.RECORD_GROUP,
-            "names": {"kind": kind, "listKind": f"{kind}List", "plural": plural, "singular": kind.lower(), "categories": ["flatjob"]},
+            "names": {
+                "kind": kind, "listKind": f"{kind}List", "plural": plural, "singular": kind.lower(), "categories": ["flatjob"],
+                **({"shortNames": list(keys.RECORD_SHORT_NAMES[kind])} if kind in keys.RECORD_SHORT_NAMES else {}),
+            },
             "scope": "Namespaced",
             "versions": [version],
         },

@@ -2,7 +2,7 @@
 
 The steps run in a fixed order, each a decision in its own module:
     edits -> pause -> outcomes -> success -> restart -> failure -> scale -> release
-    (after the finish: clean-up), then status.
+    (after the finish: clean-up, which deletes pods or stops them and keeps them), then status.
 The cycle returns the new ledger and status (written once, before anything acts) and the
 actions; actions are re-derived from the ledger and the pods every cycle, so a runtime
 killed between writing status and acting simply does the same actions again on restart.
@@ -35,9 +35,9 @@ ATTEMPT, RESTART_COUNT, RESUMING = keys.ATTEMPT, keys.RESTART_COUNT, keys.RESUMI
 class Action:
     """One change to make in the cluster; every action is idempotent."""
 
-    kind: str  # release | create | delete | create-secret
+    kind: str  # release | create | delete | stop | create-secret
     name: str
-    uid: str | None = None  # precondition for delete/release: only this incarnation
+    uid: str | None = None  # precondition for delete/release/stop: only this incarnation
     annotations: Mapping[str, str] = field(default_factory=dict)  # create: the runtime's own annotations
 
 
@@ -68,7 +68,8 @@ def _finish(led: Ledger, fd: FinishDecision, now: float) -> tuple[Ledger, tuple[
     if fd.outcome is None:
         return led, ()
     kind = "Normal" if fd.outcome == "Succeeded" else "Warning"
-    return led.evolve(outcome=fd.outcome, reason=fd.reason, message=fd.message, finished_at=now), ((kind, fd.reason or fd.outcome, fd.message or ""),)
+    text = f"{fd.message}; {fd.note}" if fd.note else fd.message or ""
+    return led.evolve(outcome=fd.outcome, reason=fd.reason, message=fd.message, finished_at=now), ((kind, fd.reason or fd.outcome, text),)
 
 
 def _run(job: JobView, pods: Mapping[str, PodState], led: Ledger, world: World, now: float) -> tuple[Ledger, list[Any], tuple[str, ...], tuple[str, ...], str | None, float | None]:
@@ -128,7 +129,7 @@ def _doomed(job: JobView, pod: PodState, led: Ledger, wanted: set[str], settled:
     )
 
 
-def _ensure(job: JobView, pods: Mapping[str, PodState], led: Ledger, creates: tuple[str, ...], deletes: tuple[str, ...], world: World) -> list[Action]:
+def _ensure(job: JobView, pods: Mapping[str, PodState], led: Ledger, creates: tuple[str, ...], deletes: tuple[str, ...], world: World, stops: tuple[str, ...] = ()) -> list[Action]:
     """Actions that bring the cluster in line with the ledger (re-derived every cycle)."""
     actions: list[Action] = []
     if job.ssh_secret and not world.secret_exists and world.secret_is_ours and led.outcome is None:
@@ -141,6 +142,7 @@ def _ensure(job: JobView, pods: Mapping[str, PodState], led: Ledger, creates: tu
             continue  # only pods the record owns: never one somebody else made
         if pod.name in extra or (pod.attempt != led.attempt if led.outcome else _doomed(job, pod, led, wanted, settled)):
             actions.append(Action("delete", pod.name, pod.uid))
+    actions.extend(Action("stop", name, pods[name].uid) for name in stops)  # after the outcome: end it, keep it (clean-up)
     if led.outcome is None:
         for name in led.released:
             pod = pods.get(name)
@@ -157,20 +159,21 @@ def reconcile(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, world:
     events: list[Any] = []
     creates: tuple[str, ...] = ()
     deletes: tuple[str, ...] = ()
+    stops: tuple[str, ...] = ()
     wait: str | None = None
     wake: float | None = None
     if led.outcome is None:
         led, events, creates, deletes, wait, wake = _run(job, pods, led, world, now)
     if led.outcome is not None:
         cd = decide_cleanup(job, pods, led)
-        led, deletes = cd.ledger, cd.delete
+        led, deletes, stops = cd.ledger, cd.delete, cd.stop
     led = led.evolve(observed_generation=job.generation)
     status = build_status(job, pods, led, previous_status, now, wait, world.tensorboard_ready)
     before = (previous_status or {}).get("phase")
     if before != status["phase"]:
         kind = "Warning" if status["phase"] == "Failed" else "Normal"
         events.append((kind, f"Phase{status['phase']}", f"phase {before or 'none'} -> {status['phase']}"))
-    return Cycle(led, status, tuple(_ensure(job, pods, led, creates, deletes, world)), tuple(events), wake, wait)
+    return Cycle(led, status, tuple(_ensure(job, pods, led, creates, deletes, world, stops)), tuple(events), wake, wait)
 
 
 def scale_backoff(cycle: Cycle, before: Ledger, now: float, scale: float) -> Cycle:

@@ -3,12 +3,17 @@
 The runtime is the only creator of the job's pods and creates none after the outcome, so
 what the policy deletes never comes back, and the choice is simply re-derived every cycle.
 Pods that never ran (still gated) go whatever the policy says: they hold quota and no log.
-Two failures stop pods whatever the policy says (docs/architecture.md, "Clean-up"):
-- a deadline or restart-limit failure stops every unfinished pod: otherwise the deadline
+Two failures end pods whatever the policy says (docs/architecture.md, "Clean-up"):
+- a deadline or restart-limit failure ends every unfinished pod: otherwise the deadline
   would not stop anything;
-- a ColossalAIJob failed by one of its workers stops the other unfinished workers: they hold
+- a ColossalAIJob failed by one of its workers ends the other unfinished workers: they hold
   GPUs for a `colossalai run` that can no longer finish.  The launcher is kept for its log,
   as cleanUpWorkers keeps it; its run ends when its ssh sessions to the workers close.
+A pod the policy deletes anyway is deleted; one it keeps (None: "如果需要从副本中读取训练日志",
+T9k user manuals) is *stopped* instead: the runtime sets spec.activeDeadlineSeconds, so the
+kubelet kills its containers and the pod ends Failed (DeadlineExceeded), its object and log
+kept (kubelet pkg/kubelet/active_deadline.go).  A pod that has not started (Pending) has no
+log yet and still holds its quota: it is deleted.
 """
 
 from __future__ import annotations
@@ -19,48 +24,57 @@ from dataclasses import dataclass
 from ..model import JobView, Ledger, PodState
 
 _UNFINISHED = ("Pending", "Running", "Unknown")
+STOP_DEADLINE = 1  # spec.activeDeadlineSeconds of a stopped pod: past already, and >= 1 as validation wants
 
 
 @dataclass(frozen=True)
 class CleanupDecision:
-    """The ledger (clean-up decided), and the pods to delete."""
+    """The ledger (clean-up decided), the pods to delete, and the pods to stop but keep."""
 
     ledger: Ledger
     delete: tuple[str, ...] = ()
+    stop: tuple[str, ...] = ()
 
 
 LIMIT_REASONS = ("DeadlineExceeded", "BackoffLimitExceeded")
 
 
+def _worker(job: JobView, name: str) -> bool:
+    spec = job.pod(name)
+    return spec is not None and spec.type == "worker"
+
+
 def _selected(job: JobView, pod: PodState, policy: str) -> bool:
-    spec = job.pod(pod.name)
-    worker = spec is not None and spec.type == "worker"
+    """Whether the job's policy deletes this pod."""
     return {
         "All": True,
         "Unfinished": pod.phase in _UNFINISHED,
         "None": False,
-        "Workers": worker,
-        "UnfinishedWorkers": worker and pod.phase in _UNFINISHED,
+        "Workers": _worker(job, pod.name),
     }[policy]
 
 
-def _worker_failed(job: JobView, ledger: Ledger) -> bool:
-    return any((p := job.pod(n)) is not None and p.type == "worker" for n in ledger.failed)
-
-
-def policy_after(job: JobView, ledger: Ledger) -> str:
-    """The clean-up to apply: the job's policy, unless the way it failed demands more."""
-    policy = job.cleanup
-    if ledger.reason in LIMIT_REASONS and policy in ("None", "Workers"):
-        return "Unfinished"
-    if job.scope == "none" and ledger.outcome == "Failed" and policy == "None" and _worker_failed(job, ledger):
-        return "UnfinishedWorkers"
-    return policy
+def must_end(job: JobView, pod: PodState, ledger: Ledger) -> bool:
+    """Whether the way the job failed ends this unfinished pod, whatever the policy keeps."""
+    if pod.phase not in _UNFINISHED or ledger.outcome != "Failed":
+        return False
+    if ledger.reason in LIMIT_REASONS:
+        return True
+    worker_failed = any(_worker(job, n) for n in ledger.failed)
+    return job.scope == "none" and worker_failed and _worker(job, pod.name)
 
 
 def decide_cleanup(job: JobView, pods: Mapping[str, PodState], ledger: Ledger) -> CleanupDecision:
-    """The finished job's pods that go: what the policy names, and every pod that never ran."""
-    policy = policy_after(job, ledger)
-    chosen = [p for p in pods.values() if p.ours and not p.deleting and (p.gated or _selected(job, p, policy))]
+    """The finished job's pods that go (what the policy names, every pod that never ran) and
+    those that stop but stay, for their logs."""
+    delete: list[str] = []
+    stop: list[str] = []
+    for p in pods.values():
+        if not p.ours or p.deleting:
+            continue
+        if p.gated or _selected(job, p, job.cleanup) or (must_end(job, p, ledger) and p.phase == "Pending"):
+            delete.append(p.name)
+        elif must_end(job, p, ledger) and not p.stopped:
+            stop.append(p.name)
     led = ledger if ledger.cleaned_up else ledger.evolve(cleaned_up=True)
-    return CleanupDecision(led, tuple(sorted(p.name for p in chosen)))
+    return CleanupDecision(led, tuple(sorted(delete)), tuple(sorted(stop)))

@@ -6,6 +6,11 @@
 - PyTorchTrainingJob, DeepSpeedJob, ColossalAIJob: the first pod decides (the master,
   worker-0, the launcher).
 - Any kind: activeDeadlineSeconds from the first release.
+The message is T9k's (`<Kind> <job> has failed: <pod> failed with exit code N`, ucman
+deepspeedjob.md); the record's T9k conditions carry it with reason `Failed`, as every T9k
+example does.  The way it failed (BackoffLimitExceeded, DeadlineExceeded) is the ledger's
+reason, which the Stalled condition and the failure's Event carry, the Event with a note
+("restart limit 3 reached") after the message (docs/t9k-compatibility.md, status.conditions).
 """
 
 from __future__ import annotations
@@ -22,7 +27,8 @@ class FinishDecision:
 
     outcome: str | None = None  # Succeeded | Failed
     reason: str | None = None  # Succeeded | Failed | BackoffLimitExceeded | DeadlineExceeded
-    message: str | None = None
+    message: str | None = None  # T9k's message, as the record's conditions show it
+    note: str = ""  # more detail for the Event only ("restart limit 3 reached")
 
 
 SUCCEEDED = FinishDecision("Succeeded", "Succeeded", "The job has finished successfully.")  # T9k's message
@@ -63,7 +69,7 @@ def decide_failure(job: JobView, ledger: Ledger, fatal: Failure | None, exhauste
         head = f"{kind} {job.name} has failed: {fatal.name} {fatal.reason}"
         if exhausted:
             limit = job.backoff_limit if job.backoff_limit is not None else job.rules[fatal.type].limit
-            return FinishDecision("Failed", "BackoffLimitExceeded", f"{head}; restart limit {limit} reached")
+            return FinishDecision("Failed", "BackoffLimitExceeded", head, f"restart limit {limit} reached")
         return FinishDecision("Failed", "Failed", head)
     if job.deadline is not None and ledger.start_time is not None and now - ledger.start_time >= job.deadline:
         return FinishDecision("Failed", "DeadlineExceeded", f"{kind} {job.name} has failed: it was active longer than activeDeadlineSeconds ({job.deadline}s)")

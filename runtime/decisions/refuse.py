@@ -2,8 +2,9 @@
 
 A record compiled by another flatjob version, a spec this version cannot read, a ledger
 (status.runtime) edited into something unreadable, or a cycle that failed on input the
-runtime did not expect: the runtime writes Stalled=True and Ready=False with the reason,
-keeps everything else of the status, and waits for the record to change.
+runtime did not expect: the runtime writes Stalled=True, Ready=False and Reconciling=False
+with the reason (kstatus reads Reconciling before Stalled), keeps everything else of the
+status, and waits for the record to change.
 """
 
 from __future__ import annotations
@@ -15,10 +16,11 @@ from .status import rfc3339
 
 
 def refused_status(previous: Mapping[str, Any] | None, reason: str, message: str, generation: int | None, now: float) -> dict[str, Any]:
-    """`previous` with Stalled=True and Ready=False saying why (transition times kept if unchanged)."""
+    """`previous` with Stalled=True, Ready=False and Reconciling=False saying why (transition
+    times kept if unchanged)."""
     status = dict(previous) if isinstance(previous, Mapping) else {}
     old = {c.get("type"): c for c in status.get("conditions") or [] if isinstance(c, dict)}
-    wanted = {"Stalled": ("True", reason, message), "Ready": ("False", reason, message)}
+    wanted = {"Stalled": ("True", reason, message), "Ready": ("False", reason, message), "Reconciling": ("False", reason, message)}
     conditions = [c for c in old.values() if c.get("type") not in wanted]
     for ctype, (value, why, text) in wanted.items():
         before = old.get(ctype) or {}
@@ -28,4 +30,6 @@ def refused_status(previous: Mapping[str, Any] | None, reason: str, message: str
             cond["observedGeneration"] = generation
         conditions.append(cond)
     status["conditions"] = conditions
+    if generation is not None:
+        status["observedGeneration"] = generation  # observed, and refused: kstatus then reads Stalled
     return status

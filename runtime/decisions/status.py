@@ -2,15 +2,19 @@
 
 T9k condition types and messages (user manuals): Initialized, Running, ReplicaFailure (reason
 ErrorInPod, message `Pod[<pod>] exited with error code N`, ucman genericjob.md), Completed,
-Failed, Paused.  Phase Unknown ("the controller cannot obtain the job's phase") while a
-released pod's node stopped reporting (Kubernetes never sets a pod's own phase Unknown now:
-the pod stays Running with Ready=False).  A pod in trouble (its node lost, a deletion that
-cannot finish, unschedulable, an image that cannot be pulled) is named in Ready and
-Reconciling, with what a human can do where only a human can, and in its replica entry.  For Flux's kstatus and
+Failed, Paused; a failed job's are reason `Failed` with T9k's message, however it failed
+(Stalled names the way: BackoffLimitExceeded, DeadlineExceeded, Failed).  Phase Unknown ("the
+controller cannot obtain the job's phase") while a released pod's node stopped reporting
+(Kubernetes never sets a pod's own phase Unknown now: the pod stays Running with Ready=False).
+A pod in trouble (its node lost, a deletion that cannot finish, unschedulable, an image that
+cannot be pulled) is named in Ready and Reconciling, with what a human can do where only a
+human can, and in its replica entry.  For Flux's kstatus and
 Argo CD: observedGeneration, Ready (running as wanted, or succeeded), Reconciling (starting,
-restarting, resuming) and Stalled (failed).  A condition's lastTransitionTime changes only
+restarting, resuming; reason Restarting and what is restarted while a failed replica waits
+for its replacement) and Stalled (failed).  Running's message is T9k's "All pods are running
+normally." only while they all are.  A condition's lastTransitionTime changes only
 when its status does.  status.tensorboard is T9k's DependentStatus for the TensorBoard
-Deployment git holds.
+Deployment git holds; status.selector selects the job's pods, for the scale subresource.
 """
 
 from __future__ import annotations
@@ -20,6 +24,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from flatjob.compiler import keys
+
 from ..model import JobView, Ledger, PodState
 
 MSG_INITIALIZED = "The job has been initialized successfully."
@@ -27,6 +33,7 @@ MSG_RUNNING = "All pods are running normally."
 MSG_NO_FAILURE = "No replica has failed."  # ReplicaFailure=False while a pod is in trouble: never "running normally"
 MSG_PAUSED = "All replicas are deleted or being deleted."
 REASON_REPLICA_FAILURE = "ErrorInPod"  # T9k's reason (ucman genericjob.md)
+REASON_FAILED = "Failed"  # T9k's reason of a failed job's conditions, however it failed (UM, ucman examples)
 
 
 def rfc3339(ts: float) -> str:
@@ -116,45 +123,77 @@ def all_running(job: JobView, pods: Mapping[str, PodState], ledger: Ledger) -> b
     )
 
 
+def _few(names: list[str]) -> str:
+    return ", ".join(names) if len(names) <= 3 else f"{', '.join(names[:3])} and {len(names) - 3} more"
+
+
+def restarting(job: JobView, ledger: Ledger) -> str | None:
+    """What a restart in progress replaces and why, until its replacements are released: a
+    replica failed within its restart limit (Argo CD and Flux show this, docs/gitops.md)."""
+    if ledger.outcome or ledger.paused or ledger.refused or not ledger.backoff_count or not ledger.replica_failed:
+        return None
+    group = ledger.gang_not_before is not None and not ledger.released
+    waiting = sorted(n for n in ledger.not_before if n not in ledger.released_set)
+    if not (group or waiting):
+        return None
+    everyone = [p.name for p in job.wanted()]
+    who = (f"all {len(everyone)} pods" if len(everyone) > 1 else _few(everyone)) if group else _few(waiting)
+    limit = f" of backoffLimit {job.backoff_limit}" if job.backoff_limit is not None else ""
+    return f"Restarting {who} after {ledger.replica_failed} (restart {ledger.backoff_count}{limit})."
+
+
+def _running_note(job: JobView, pods: Mapping[str, PodState], ledger: Ledger) -> str:
+    """T9k's Running message when every pod runs; else how many do."""
+    wanted = [p.name for p in job.wanted() if p.name not in ledger.succeeded]
+    up = sum(1 for n in wanted if n in ledger.released_set and (o := pods.get(n)) is not None and o.phase == "Running")
+    return MSG_RUNNING if up == len(wanted) else f"{up} of {len(wanted)} pods are running."
+
+
 def _conditions(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, wait: str | None, found: list[Trouble]) -> list[tuple[str, str, str, str]]:
     ph = phase(job, pods, ledger)
+    steady = all_running(job, pods, ledger) and not found
+    restart = restarting(job, ledger)
+    busy = "Restarting" if restart else ph  # Ready and Reconciling's reason while not steady
     failed = ledger.outcome == "Failed"
     done = ledger.outcome is not None
-    steady = all_running(job, pods, ledger) and not found
-    reason = ledger.reason or "-"
+    why = ledger.reason or "-"  # how it ended: Succeeded, Failed, BackoffLimitExceeded, DeadlineExceeded
+    reason = REASON_FAILED if failed else why  # T9k's conditions: every failure is `Failed`
     message = ledger.message or ""
-    why = ph
-    if found and not done:
-        wait, why = _summary(found), found[0].reason
+    if found and not done:  # a pod in trouble says more than a restart in progress
+        wait, busy, restart = _summary(found), found[0].reason, None
     elif ph == "Unknown":
         wait = f"The phase of {', '.join(unknown_pods(pods, ledger))} is Unknown: the node does not report it."
     out = [
         ("Initialized", "True", "-", MSG_INITIALIZED) if ledger.start_time is not None else ("Initialized", "False", "Initializing", wait or "Waiting for the job's pods."),
-        ("Running", "False", reason, message) if done else ("Running", "True", "-", MSG_RUNNING) if ph == "Running" and not found else ("Running", "Unknown" if ph == "Unknown" else "True" if ph == "Running" else "False", why, wait or ph),
+        ("Running", "False", reason, message) if done else ("Running", "True", "-", restart or _running_note(job, pods, ledger)) if ph == "Running" and not found else ("Running", "Unknown" if ph == "Unknown" else "True" if ph == "Running" else "False", busy, restart or wait or ph),
         ("ReplicaFailure", "True", REASON_REPLICA_FAILURE, ledger.replica_failed) if ledger.replica_failed else ("ReplicaFailure", "False", "-", MSG_NO_FAILURE if found else MSG_RUNNING),
         ("Completed", "True", "Succeeded", message) if ledger.outcome == "Succeeded" else ("Completed", "False", reason if failed else "-", message if failed else "The job has not finished."),
         ("Failed", "True", reason, message) if failed else ("Failed", "False", ledger.outcome or "-", message if done else "The job has not failed."),
         ("Paused", "True", "Paused", MSG_PAUSED) if ledger.paused else ("Paused", "False", "-", "The job is not paused."),
-        ("Ready", "True", ph, message if done else MSG_RUNNING) if (ledger.outcome == "Succeeded" or (steady and not done)) else ("Ready", "False", why, message or wait or ph),
-        ("Reconciling", "False", ph, ph) if (done or steady or ledger.paused) else ("Reconciling", "True", why, wait or f"The job is {ph.lower()}."),
-        ("Stalled", "True", reason, message) if failed else ("Stalled", "False", ph, "The job has not failed."),
+        ("Ready", "True", ph, message if done else MSG_RUNNING) if (ledger.outcome == "Succeeded" or (steady and not done)) else ("Ready", "False", busy, message or restart or wait or ph),
+        ("Reconciling", "False", ph, ph) if (done or steady or ledger.paused) else ("Reconciling", "True", busy, restart or wait or f"The job is {ph.lower()}."),
+        ("Stalled", "True", why, message) if failed else ("Stalled", "False", ph, "The job has not failed."),
     ]
     return out
 
 
-# tasks[].replicas lists at most this many replicas per type, the most telling first
-# (docs/architecture.md, "Status"): a 5000-pod job's full list would be ~750 KB of a 1.5 MiB
-# object, and `aggregate` counts every replica anyway.
+# tasks[].replicas lists at most this many replicas per type (docs/runtime.md, "Status"): a
+# 5000-pod job's full list would be ~750 KB of a 1.5 MiB object, and `aggregate` counts every
+# replica anyway.  The type's first replica is always listed first: T9k's manuals follow a job
+# with `kubectl logs $(kubectl get pj X -o jsonpath='{.status.tasks[0].replicas[0].name}')`,
+# which must name the master (worker-0, the launcher); the others are the most telling.
 REPLICAS_LISTED = 100
 _PHASE_ORDER = {phase: i for i, phase in enumerate(("Failed", "Unknown", "Pending", "Creating", "Deleted", "Running", "Succeeded"))}
 
 
 def _listed(replicas: list[tuple[Any, PodState | None, str]]) -> list[tuple[Any, PodState | None, str]]:
-    """Every replica, or for a large type the REPLICAS_LISTED most telling, in index order."""
+    """Every replica, or for a large type the first one and the REPLICAS_LISTED - 1 most
+    telling others (failed, unknown, pending, creating, deleted, running, succeeded), in index order."""
     if len(replicas) <= REPLICAS_LISTED:
         return replicas
-    chosen = sorted(replicas, key=lambda r: (_PHASE_ORDER.get(r[2], 9), r[0].index))[:REPLICAS_LISTED]
-    return sorted(chosen, key=lambda r: r[0].index)
+    first, *rest = sorted(replicas, key=lambda r: r[0].index)
+    chosen = sorted(rest, key=lambda r: (_PHASE_ORDER.get(r[2], 9), r[0].index))[: REPLICAS_LISTED - 1]
+    return [first, *sorted(chosen, key=lambda r: r[0].index)]
 
 
 def _replica(spec: Any, pod: PodState | None, rphase: str, trouble: Trouble | None) -> dict[str, Any]:
@@ -222,6 +261,7 @@ def build_status(
     }
     if job.generation is not None:
         status["observedGeneration"] = job.generation
+    status["selector"] = f"{keys.JOB_NAME}={job.name}"  # the scale subresource's labelSelectorPath (HPA, KEDA)
     tensorboard = tensorboard_status(job, tensorboard_ready)
     if tensorboard is not None:
         status["tensorboard"] = tensorboard

@@ -98,7 +98,7 @@ Custom resources (apiserver/customresources.py; k8s.io/apiextensions-apiserver):
 schemas/crds (and T9k's PodGroup, schema unknown, fields kept); numbers read back as
 kube-apiserver's unstructured JSON decoding leaves them (k8s.io/apimachinery/pkg/util/json
 convertNumber: an integral float such as `1.0` comes back as `1`); unknown fields pruned;
-schema validation with kube-openapi's messages; status and scale subresources (a scale write
+schema defaults filled in on every read (schema/defaulting/algorithm.go); schema validation with kube-openapi's messages; status and scale subresources (a scale write
 must pass the CRD schema: `spec.elastic.expectedReplicas: Invalid value: 0: ... should be
 greater than or equal to 1`, and autoscaling's replicas >= 0).
 

@@ -1,8 +1,9 @@
 """Clean-up after the finish: runtime.decisions.cleanup.decide_cleanup.
 
 - cleanUpPolicy All / Unfinished / None, and ColossalAI's cleanUpWorkers (Workers) x pod phase;
-- a deadline or restart-limit failure stops unfinished pods whatever the policy says;
-- a ColossalAIJob failed by a worker stops its other unfinished workers, keeps the launcher;
+- a deadline or restart-limit failure ends unfinished pods whatever the policy says: those
+  the policy keeps (None) are stopped and kept for their logs, those not started deleted;
+- a ColossalAIJob failed by a worker ends its other unfinished workers, keeps the launcher;
 - GenericJob's default is None (T9k's API reference): a replica still running after the
   success rule was met keeps running, with its logs;
 - a pod that never ran (still gated) goes whatever the policy says: it holds quota, has no log;
@@ -12,6 +13,8 @@
 """
 
 from __future__ import annotations
+
+from dataclasses import replace
 
 import pytest
 
@@ -33,30 +36,47 @@ PODS = observed(
 )
 JOB_TYPES = {"launcher": 1, "worker": 6}
 
-# policy, outcome reason: pods deleted (j-worker-5, never run, always)
+# policy, outcome reason: pods deleted (j-worker-5, never run, always), pods stopped and kept
 CASES = [
-    ("All", "Succeeded", ("j-launcher", "j-worker-0", "j-worker-1", "j-worker-2", "j-worker-3", "j-worker-4", "j-worker-5")),
-    ("Unfinished", "Succeeded", ("j-worker-0", "j-worker-1", "j-worker-4", "j-worker-5")),
-    ("None", "Succeeded", ("j-worker-5",)),
-    ("Workers", "Succeeded", ("j-worker-0", "j-worker-1", "j-worker-2", "j-worker-3", "j-worker-4", "j-worker-5")),
-    ("All", "Failed", ("j-launcher", "j-worker-0", "j-worker-1", "j-worker-2", "j-worker-3", "j-worker-4", "j-worker-5")),
-    ("None", "Failed", ("j-worker-5",)),
-    # A deadline or restart limit must stop what still runs: None and Workers become Unfinished.
-    ("None", "DeadlineExceeded", ("j-worker-0", "j-worker-1", "j-worker-4", "j-worker-5")),
-    ("None", "BackoffLimitExceeded", ("j-worker-0", "j-worker-1", "j-worker-4", "j-worker-5")),
-    ("Workers", "DeadlineExceeded", ("j-worker-0", "j-worker-1", "j-worker-4", "j-worker-5")),
-    ("Unfinished", "DeadlineExceeded", ("j-worker-0", "j-worker-1", "j-worker-4", "j-worker-5")),
-    ("All", "BackoffLimitExceeded", ("j-launcher", "j-worker-0", "j-worker-1", "j-worker-2", "j-worker-3", "j-worker-4", "j-worker-5")),
+    ("All", "Succeeded", ("j-launcher", "j-worker-0", "j-worker-1", "j-worker-2", "j-worker-3", "j-worker-4", "j-worker-5"), ()),
+    ("Unfinished", "Succeeded", ("j-worker-0", "j-worker-1", "j-worker-4", "j-worker-5"), ()),
+    ("None", "Succeeded", ("j-worker-5",), ()),
+    ("Workers", "Succeeded", ("j-worker-0", "j-worker-1", "j-worker-2", "j-worker-3", "j-worker-4", "j-worker-5"), ()),
+    ("All", "Failed", ("j-launcher", "j-worker-0", "j-worker-1", "j-worker-2", "j-worker-3", "j-worker-4", "j-worker-5"), ()),
+    ("None", "Failed", ("j-worker-5",), ()),
+    # A deadline or restart limit must end what still runs; what the policy keeps (None) is
+    # stopped and kept for its log, a pod that has not started (Pending) is deleted.
+    ("None", "DeadlineExceeded", ("j-worker-0", "j-worker-5"), ("j-worker-1", "j-worker-4")),
+    ("None", "BackoffLimitExceeded", ("j-worker-0", "j-worker-5"), ("j-worker-1", "j-worker-4")),
+    ("Workers", "DeadlineExceeded", ("j-worker-0", "j-worker-1", "j-worker-2", "j-worker-3", "j-worker-4", "j-worker-5"), ()),
+    ("Unfinished", "DeadlineExceeded", ("j-worker-0", "j-worker-1", "j-worker-4", "j-worker-5"), ()),
+    ("All", "BackoffLimitExceeded", ("j-launcher", "j-worker-0", "j-worker-1", "j-worker-2", "j-worker-3", "j-worker-4", "j-worker-5"), ()),
 ]
 
 
-@pytest.mark.parametrize(("policy", "reason", "deleted"), [pytest.param(*c, id=f"{c[0]}-{c[1]}") for c in CASES])
-def test_cleanup_policy(policy: str, reason: str, deleted: tuple[str, ...]) -> None:
+@pytest.mark.parametrize(("policy", "reason", "deleted", "stopped"), [pytest.param(*c, id=f"{c[0]}-{c[1]}") for c in CASES])
+def test_cleanup_policy(policy: str, reason: str, deleted: tuple[str, ...], stopped: tuple[str, ...]) -> None:
     job = job_view("ColossalAIJob", types=JOB_TYPES, cleanup=policy)
     outcome = "Succeeded" if reason == "Succeeded" else "Failed"
     d = decide_cleanup(job, PODS, Ledger(outcome=outcome, reason=reason))
-    assert d.delete == deleted
+    assert (d.delete, d.stop) == (deleted, stopped)
     assert d.ledger.cleaned_up
+
+
+def test_a_deadline_under_cleanup_none_stops_the_running_pods_once_and_keeps_them() -> None:
+    """T9k: None keeps the replicas so their logs can be read (user manuals, pytorch and
+    deepspeed pages), with no exception; the deadline still ends them: the cycle asks for a
+    stop (a past activeDeadlineSeconds) with the pod's uid, once, and never a delete."""
+    job = job_view("PyTorchTrainingJob", cleanup="None")
+    pods = observed(pod("j-master-0", "Running"), pod("j-worker-0", "Running"), pod("j-worker-1", "Succeeded"))
+    led = Ledger(outcome="Failed", reason="DeadlineExceeded", released=("j-master-0", "j-worker-0"), start_time=1.0)
+    c = cycle(job, pods, led)
+    assert acts(c) == (("stop", "j-master-0"), ("stop", "j-worker-0"))
+    assert {a.uid for a in c.actions} == {"uid-j-master-0", "uid-j-worker-0"}
+    stopping = {**pods, **{n: replace(pods[n], stopped=True) for n in ("j-master-0", "j-worker-0")}}
+    assert acts(cycle(job, stopping, c.ledger)) == ()  # asked once: the kubelet ends them
+    ended = {**pods, **{n: pod(n, "Failed", exit=143) for n in ("j-master-0", "j-worker-0")}}
+    assert acts(cycle(job, ended, c.ledger)) == ()  # and kept, with their logs
 
 
 def test_cleanup_is_re_derived_and_settles() -> None:
@@ -106,21 +126,21 @@ def test_nothing_present_still_marks_cleanup_done() -> None:
 
 # --- ColossalAI: a failed worker fails the job; the other workers stop (T9k fidelity, row 4) ----
 
-# failed pods (ledger.failed), policy: pods deleted
+# failed pods (ledger.failed), policy: pods deleted, pods stopped and kept
 COLOSSAL = [
-    (("j-worker-3",), "None", ("j-worker-0", "j-worker-1", "j-worker-4", "j-worker-5")),  # unfinished workers; launcher kept
-    (("j-worker-3",), "Workers", ("j-worker-0", "j-worker-1", "j-worker-2", "j-worker-3", "j-worker-4", "j-worker-5")),  # cleanUpWorkers: all workers
-    (("j-launcher",), "None", ("j-worker-5",)),  # the launcher decided: T9k's cleanUpWorkers false keeps the workers that ran
+    (("j-worker-3",), "None", ("j-worker-0", "j-worker-5"), ("j-worker-1", "j-worker-4")),  # unfinished workers end, kept; launcher kept running
+    (("j-worker-3",), "Workers", ("j-worker-0", "j-worker-1", "j-worker-2", "j-worker-3", "j-worker-4", "j-worker-5"), ()),  # cleanUpWorkers: all workers
+    (("j-launcher",), "None", ("j-worker-5",), ()),  # the launcher decided: T9k's cleanUpWorkers false keeps the workers that ran
 ]
 
 
-@pytest.mark.parametrize(("failed", "policy", "deleted"), COLOSSAL, ids=["worker-failed", "worker-failed-cleanUpWorkers", "launcher-failed"])
-def test_colossalai_worker_failure_stops_the_other_workers(failed: tuple[str, ...], policy: str, deleted: tuple[str, ...]) -> None:
+@pytest.mark.parametrize(("failed", "policy", "deleted", "stopped"), COLOSSAL, ids=["worker-failed", "worker-failed-cleanUpWorkers", "launcher-failed"])
+def test_colossalai_worker_failure_stops_the_other_workers(failed: tuple[str, ...], policy: str, deleted: tuple[str, ...], stopped: tuple[str, ...]) -> None:
     job = job_view("ColossalAIJob", types=JOB_TYPES, cleanup=policy)
     pods = {**PODS, "j-launcher": pod("j-launcher", "Running")}
     d = decide_cleanup(job, pods, Ledger(outcome="Failed", reason="Failed", failed=failed))
-    assert d.delete == deleted
-    assert "j-launcher" not in d.delete  # its log says how the run ended
+    assert (d.delete, d.stop) == (deleted, stopped)
+    assert "j-launcher" not in d.delete + d.stop  # its log says how the run ended
 
 
 def test_only_colossalai_stops_the_others_when_a_member_fails() -> None:

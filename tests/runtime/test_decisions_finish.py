@@ -3,7 +3,8 @@
 - GenericJob: every rule form (one type, several types, several ranks, several rules, string
   ranks from the spec, no successRules = every replica), failure rules, success unreachable;
 - the other kinds: the first pod decides (master / worker-0 / launcher);
-- activeDeadlineSeconds at its boundary; BackoffLimitExceeded and failure messages.
+- activeDeadlineSeconds at its boundary; BackoffLimitExceeded and failure messages: T9k's
+  bare message, the restart limit in a note for the Event.
 """
 
 from __future__ import annotations
@@ -90,13 +91,13 @@ def test_decide_failure_by_rules(job: JobView, failed: tuple[str, ...], expected
         pytest.param(job_view("DeepSpeedJob"), failure("j-worker-0", 137), False,
                      FinishDecision("Failed", "Failed", "DeepSpeedJob j has failed: j-worker-0 failed with exit code 137"), id="fatal-deepspeed-t9k-message"),
         pytest.param(job_view("PyTorchTrainingJob"), failure("j-worker-1", 137), True,
-                     FinishDecision("Failed", "BackoffLimitExceeded", "PyTorchTrainingJob j has failed: j-worker-1 failed with exit code 137; restart limit 3 reached"),
+                     FinishDecision("Failed", "BackoffLimitExceeded", "PyTorchTrainingJob j has failed: j-worker-1 failed with exit code 137", "restart limit 3 reached"),
                      id="backoff-limit"),
         pytest.param(job_view("PyTorchTrainingJob", backoff_limit=0), failure("j-master-0", 137), True,
-                     FinishDecision("Failed", "BackoffLimitExceeded", "PyTorchTrainingJob j has failed: j-master-0 failed with exit code 137; restart limit 0 reached"),
+                     FinishDecision("Failed", "BackoffLimitExceeded", "PyTorchTrainingJob j has failed: j-master-0 failed with exit code 137", "restart limit 0 reached"),
                      id="backoff-limit-0"),
         pytest.param(job_view("GenericJob", rules={"worker": RestartRule("OnFailure", 2)}), failure("j-worker-0", 1), True,
-                     FinishDecision("Failed", "BackoffLimitExceeded", "GenericJob j has failed: j-worker-0 failed with exit code 1; restart limit 2 reached"),
+                     FinishDecision("Failed", "BackoffLimitExceeded", "GenericJob j has failed: j-worker-0 failed with exit code 1", "restart limit 2 reached"),
                      id="type-limit"),
     ],
 )

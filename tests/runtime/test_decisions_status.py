@@ -6,8 +6,9 @@
 - status.tensorboard: T9k's DependentStatus for the TensorBoard Deployment;
 - lastTransitionTime changes only when a condition's status does;
 - aggregate counts per replica phase, tasks with restartCount, observedGeneration, the ledger;
-- tasks[].replicas lists at most REPLICAS_LISTED replicas per type, the most telling phases
-  first, so the status of a 5000-pod job, during a group restart too, stays under 256 KiB.
+- tasks[].replicas lists at most REPLICAS_LISTED replicas per type: the type's first replica
+  (replicas[0], what T9k's manuals pass to kubectl logs), then the most telling phases, so the
+  status of a 5000-pod job, during a group restart too, stays under 256 KiB.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from .builders import (
     NOW,
     acts,
     all_running,
+    compiled,
     conditions,
     cycle,
     job_view,
@@ -78,7 +80,7 @@ STATES: dict[str, tuple[dict[str, PodState], Ledger, str | None, str]] = {
     ),
     "backoff-limit": (
         everything("Failed", exit=137),
-        Ledger(outcome="Failed", reason="BackoffLimitExceeded", message=FAILED_MSG + "; restart limit 3 reached", start_time=NOW, backoff_count=3),
+        Ledger(outcome="Failed", reason="BackoffLimitExceeded", message=FAILED_MSG, start_time=NOW, backoff_count=3),
         None, "Failed",
     ),
 }
@@ -144,7 +146,10 @@ def reason_message(state: str, ctype: str) -> tuple[str, str]:
         ("failed", "Stalled", "Failed", FAILED_MSG),
         ("failed", "ReplicaFailure", "ErrorInPod", REPLICA_MSG),
         ("unknown", "Running", "Unknown", "The phase of j-worker-0 is Unknown: the node does not report it."),
-        ("backoff-limit", "Failed", "BackoffLimitExceeded", FAILED_MSG + "; restart limit 3 reached"),
+        ("backoff-limit", "Failed", "Failed", FAILED_MSG),  # T9k's reason and message, however the job failed
+        ("backoff-limit", "Running", "Failed", FAILED_MSG),
+        ("backoff-limit", "Completed", "Failed", FAILED_MSG),
+        ("backoff-limit", "Stalled", "BackoffLimitExceeded", FAILED_MSG),  # the way it failed: on flatjob's own condition
     ],
     ids=lambda v: v if isinstance(v, str) and len(v) < 20 else None,
 )
@@ -239,6 +244,13 @@ def test_observed_generation_and_ledger() -> None:
     assert Ledger.from_dict(st["runtime"]) == led
 
 
+def test_selector_names_the_jobs_pods_in_every_state() -> None:
+    """status.selector is the scale subresource's labelSelectorPath: an HPA refuses a Scale
+    without it, even before the job runs."""
+    for st in (build_status(JOB, {}, Ledger(), None, NOW), build_status(JOB, everything("Running"), Ledger(released=RELEASED, start_time=NOW), None, NOW)):
+        assert st["selector"] == "flatjob.dev/job-name=j"
+
+
 def test_no_generation_no_observed_generation() -> None:
     st = build_status(job_view(generation=None), {}, Ledger(), None, NOW)
     assert "observedGeneration" not in st
@@ -309,7 +321,9 @@ def listed(status: dict[str, Any]) -> list[tuple[int, str]]:
         pytest.param(BIG, {}, list(range(REPLICAS_LISTED)), id="all-running-the-first-listed"),
         pytest.param(BIG, {4999: "Failed", 2500: "Unknown", 3000: "Pending", 4000: "Creating", 10: "Succeeded"},
                      [*range(10), *range(11, REPLICAS_LISTED - 3), 2500, 3000, 4000, 4999], id="telling-phases-first"),
-        pytest.param(BIG, {i: "Failed" for i in range(4800, 5000)}, list(range(4800, 4800 + REPLICAS_LISTED)), id="more-failed-than-listed"),
+        pytest.param(BIG, {i: "Failed" for i in range(4800, 5000)}, [0, *range(4800, 4800 + REPLICAS_LISTED - 1)], id="more-failed-than-listed"),
+        pytest.param(REPLICAS_LISTED + 1, {i: "Pending" for i in range(1, REPLICAS_LISTED + 1)}, list(range(REPLICAS_LISTED)), id="the-first-is-listed-though-it-runs"),
+        pytest.param(BIG, {0: "Succeeded", **{i: "Failed" for i in range(1, 200)}}, list(range(REPLICAS_LISTED)), id="the-first-is-listed-though-it-succeeded"),
     ],
 )
 def test_replicas_listed_per_type_are_capped_most_telling_first(size: int, odd: dict[int, str], first: list[int]) -> None:
@@ -365,3 +379,66 @@ def test_losing_5000_replicas_with_their_own_limits_keeps_the_status_small() -> 
     runtime = failed.status["runtime"]
     assert list(runtime["replicaRestarts"]) == ["1"] and len(runtime["notBefore"]) == JITTER_BLOCKS  # lost together, back off in waves
     assert len(json.dumps(failed.status)) < 32 * 1024
+
+
+def test_the_whole_record_of_a_5000_pod_job_stays_under_256_kib_and_names_worker_0_first() -> None:
+    """The record as `kubectl get dj big -o json` shows it: the compiled spec and metadata
+    with the status of each cycle of a group restart in which worker-7 failed."""
+    from flatjob.runtime.job import job_view as view_of
+
+    from .test_scenarios import DEEPSPEED
+
+    record, templates = compiled(DEEPSPEED.replace("name: ds", "name: big").replace("replicas: 3", "replicas: 5000"))
+    job = view_of(record, templates)
+    names = [p.name for p in job.pods]
+    running = {n: pod(n, "Running", gated=False) for n in names}
+    led = Ledger(released=tuple(names), start_time=NOW)
+    lost = {**running, "big-worker-7": pod("big-worker-7", "Failed", exit=137, gated=False)}
+    failed = cycle(job, lost, led)
+    terminating = {n: pod(n, p.phase, exit=p.exit_code, gated=False, deleting=True) for n, p in lost.items()}
+    draining = cycle(job, terminating, failed.ledger, now=NOW + 5, previous=failed.status)
+    creating = cycle(job, {}, failed.ledger, now=NOW + 10, previous=draining.status)
+    sizes = []
+    for c in (cycle(job, running, led), failed, draining, creating):
+        whole = {**record, "status": c.status}
+        sizes.append(len(json.dumps(whole)))
+        assert c.status["tasks"][0]["replicas"][0]["name"] == "big-worker-0"
+    print("record sizes (bytes):", sizes)
+    assert max(sizes) < STATUS_LIMIT, sizes
+
+
+# --- a restart in progress: shown, not "All pods are running normally." (Argo CD, Flux) -------
+
+def test_a_replica_restarting_is_reconciling_and_says_what_restarts_and_why() -> None:
+    job = job_view("PyTorchTrainingJob")
+    lost = {**all_running(job), "j-worker-1": pod("j-worker-1", "Failed", exit=1, gated=False)}
+    failed = cycle(job, lost, running_ledger(job))
+    why = "Restarting j-worker-1 after Pod[j-worker-1] exited with error code 1 (restart 1 of backoffLimit 3)."
+    backing_off = cycle(job, {n: p for n, p in lost.items() if n != "j-worker-1"}, failed.ledger, now=NOW + 5, previous=failed.status)
+    for c in (failed, backing_off):
+        got = conditions(c.status)
+        assert c.status["phase"] == "Running"
+        assert (got["Reconciling"]["status"], got["Reconciling"]["reason"], got["Reconciling"]["message"]) == ("True", "Restarting", why)
+        assert (got["Ready"]["status"], got["Ready"]["reason"], got["Ready"]["message"]) == ("False", "Restarting", why)
+        assert (got["Running"]["status"], got["Running"]["message"]) == ("True", why)  # not "All pods are running normally."
+        assert (got["ReplicaFailure"]["status"], got["ReplicaFailure"]["message"]) == ("True", "Pod[j-worker-1] exited with error code 1")
+    back = {**lost, "j-worker-1": pod("j-worker-1", "Running", incarnation=2)}
+    recovered = cycle(job, back, backing_off.ledger.evolve(released=(*backing_off.ledger.released, "j-worker-1"), not_before={}), now=NOW + 20)
+    got = conditions(recovered.status)
+    assert (got["Reconciling"]["status"], got["Ready"]["status"], got["Running"]["message"]) == ("False", "True", MSG_RUNNING)
+    assert got["ReplicaFailure"]["status"] == "True"  # T9k's record of the latest replica failure stays
+
+
+def test_a_group_restart_is_reconciling_while_the_new_gang_waits() -> None:
+    job = job_view("DeepSpeedJob")
+    lost = {**all_running(job), "j-worker-2": pod("j-worker-2", "Failed", exit=137, gated=False)}
+    failed = cycle(job, lost, running_ledger(job))
+    got = conditions(failed.status)
+    assert failed.status["phase"] == "Pending"
+    assert (got["Reconciling"]["reason"], got["Reconciling"]["message"]) == ("Restarting", "Restarting all 3 pods after Pod[j-worker-2] exited with error code 137 (restart 1 of backoffLimit 3).")
+
+
+def test_pods_partly_running_are_counted_not_all_running_normally() -> None:
+    got = conditions(build("running-partly"))
+    assert (got["Running"]["status"], got["Running"]["message"]) == ("True", "2 of 3 pods are running.")
+    assert (got["Reconciling"]["reason"], got["Reconciling"]["message"]) == ("Running", "The job is running.")

@@ -7,6 +7,7 @@ import copy
 
 import pytest
 
+from flatjob.compiler.render.crd import WAITING_STATUS
 from flatjob.runtime.sim.apiserver.customresources import number
 
 from .fakeserverkit import (  # noqa: F401
@@ -44,7 +45,7 @@ def test_an_integral_float_comes_back_as_an_int(api, ns, server) -> None:  # noq
     got = call(custom(api).get_namespaced_custom_object, GROUP, VERSION, ns, PLURAL, "j")
     limits = got["spec"]["replicaSpecs"][0]["template"]["spec"]["containers"][0]["resources"]["limits"]
     assert limits == {"cpu": 1, "nvidia.com/gpu": 1} and isinstance(limits["cpu"], int)
-    assert got["metadata"]["generation"] == 1 and "status" not in got
+    assert got["metadata"]["generation"] == 1 and got["status"] == WAITING_STATUS  # created without status: the CRD's default
 
 
 def test_unknown_fields_are_pruned_with_a_warning(server, ns) -> None:  # noqa: F811
@@ -117,7 +118,7 @@ def test_strategic_merge_patches_are_refused_on_custom_resources(api, ns, server
 def test_scale_reads_and_writes_expected_replicas(api, ns) -> None:  # noqa: F811
     _create(api, ns)
     scale = call(custom(api).get_namespaced_custom_object_scale, GROUP, VERSION, ns, PLURAL, "j")
-    assert (scale["kind"], scale["apiVersion"], scale["spec"], scale["status"]) == ("Scale", "autoscaling/v1", {"replicas": 2}, {"replicas": 0})
+    assert (scale["kind"], scale["apiVersion"], scale["spec"], scale["status"]) == ("Scale", "autoscaling/v1", {"replicas": 2}, {"replicas": 0, "selector": ""})  # no status yet: no selector
     after = call(custom(api).patch_namespaced_custom_object_scale, GROUP, VERSION, ns, PLURAL, "j", {"spec": {"replicas": 3}})
     assert after["spec"]["replicas"] == 3
     got = call(custom(api).get_namespaced_custom_object, GROUP, VERSION, ns, PLURAL, "j")

@@ -119,3 +119,20 @@ def test_a_commit_with_fewer_replicas_deletes_the_dropped_pods_under_the_new_rol
     assert any(r.verb == "delete" and r.name == "shrink-worker-2" for r in sent)
     refused = [(r.verb, r.resource, r.name) for r in sent if allowed(role["rules"], r.verb, *_split(r.resource), _name(r.verb, r.name, r.query)) is None]
     assert not refused
+
+
+def test_stopping_pods_for_cleanup_none_is_allowed_by_the_role() -> None:
+    """A deadline under cleanUpPolicy None stops the pods (a pod patch) instead of deleting
+    them: the Role's pod patch covers it, as it covers the release."""
+    from .test_scenarios import pytorch
+
+    s = Scenario(pytorch(master="sleep 300; exit 0", worker="sleep 300; exit 0").replace("runPolicy:", "runPolicy:\n    activeDeadlineSeconds: 20"))
+    role = next(o for o in s.manifests if o["kind"] == "Role")
+    start = len(s.server.log)
+    s.finished()
+    s.settle(10)
+    sent = [r for r in list(s.server.log)[start:] if "(runtime-" in r.agent]
+    assert sorted(r.name for r in sent if r.verb == "patch" and r.name) == sorted(["sim-master-0", "sim-worker-0", "sim-worker-1"] * 2)  # release, stop
+    assert not [r for r in sent if r.verb == "delete"]
+    refused = [(r.verb, r.resource, r.name) for r in sent if allowed(role["rules"], r.verb, *_split(r.resource), _name(r.verb, r.name, r.query)) is None]
+    assert not refused

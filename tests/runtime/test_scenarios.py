@@ -88,13 +88,21 @@ def test_exit_code_policy_fails_on_code_1() -> None:
     assert failed["message"] == "PyTorchTrainingJob sim has failed: sim-master-0 failed with exit code 1"
 
 
+def events(s: Scenario) -> list[tuple[str, str]]:
+    """(reason, message) of the Events the runtime wrote about the record."""
+    return [(o["reason"], o["message"]) for (r, _, _), o in s.cluster.objects.items() if r == "events" and o["involvedObject"]["name"] == s.name]
+
+
 def test_backoff_limit_reached() -> None:
     s = Scenario(pytorch(master="sleep 2; exit 137", policy="ExitCode", limit=2))
     st = s.finished(limit=3000)
     assert st["phase"] == "Failed"
     assert st["backoffCount"] == 2
-    failed = next(c for c in st["conditions"] if c["type"] == "Failed")
-    assert failed["reason"] == "BackoffLimitExceeded"
+    conditions = {c["type"]: c for c in st["conditions"]}
+    t9k = "PyTorchTrainingJob sim has failed: sim-master-0 failed with exit code 137"
+    assert {(conditions[t]["reason"], conditions[t]["message"]) for t in ("Failed", "Running", "Completed")} == {("Failed", t9k)}  # T9k's
+    assert (conditions["Stalled"]["reason"], conditions["Stalled"]["message"]) == ("BackoffLimitExceeded", t9k)
+    assert ("BackoffLimitExceeded", f"{t9k}; restart limit 2 reached") in events(s)
 
 
 @pytest.mark.parametrize("gitops", ["argo", "flux"])
@@ -147,11 +155,18 @@ def test_deadline() -> None:
     s = Scenario(pytorch(master="sleep 300; exit 0", worker="sleep 300; exit 0").replace("runPolicy:", "runPolicy:\n    activeDeadlineSeconds: 30"))
     st = s.finished()
     assert st["phase"] == "Failed"
-    failed = next(c for c in st["conditions"] if c["type"] == "Failed")
-    assert failed["reason"] == "DeadlineExceeded"
+    conditions = {c["type"]: c for c in st["conditions"]}
+    t9k = "PyTorchTrainingJob sim has failed: it was active longer than activeDeadlineSeconds (30s)"
+    assert (conditions["Failed"]["reason"], conditions["Failed"]["message"]) == ("Failed", t9k)
+    assert conditions["Stalled"]["reason"] == "DeadlineExceeded" and ("DeadlineExceeded", t9k) in events(s)
     assert 30 <= s.clock.now - st["runtime"]["startTime"] <= 33
     s.settle(30)
-    assert all(p.get("status", {}).get("phase") != "Running" for p in s.pods().values())
+    # cleanUpPolicy None keeps the replicas for their logs (T9k): the deadline stops them, a
+    # past activeDeadlineSeconds the kubelet acts on, and the pods stay, Failed.
+    pods = s.pods()
+    assert sorted(pods) == ["sim-master-0", "sim-worker-0", "sim-worker-1"]
+    assert {(p["status"]["phase"], p["status"].get("reason")) for p in pods.values()} == {("Failed", "DeadlineExceeded")}
+    assert s.settle(60) == {}  # nothing more happens to them
 
 
 def test_cleanup_all_deletes_every_pod_once() -> None:

@@ -143,7 +143,9 @@ spec:
 
 @fake_only
 def test_colossalai_worker_failure_stops_the_other_workers_keeps_the_launcher() -> None:
-    """Row 4: one worker fails; the job is Failed and the other workers stop at once."""
+    """Row 4: one worker fails; the job is Failed and the other workers stop at once. T9k's
+    cleanUpWorkers false keeps the workers for their logs: they are stopped (a past
+    activeDeadlineSeconds: the kubelet ends them, Failed, DeadlineExceeded), not deleted."""
     s = Scenario(COLOSSAL)
     for name in ("cai-launcher", "cai-worker-0", "cai-worker-2"):
         s.kubelet.behaviors[name] = until_deleted  # sshd / colossalai run
@@ -152,7 +154,10 @@ def test_colossalai_worker_failure_stops_the_other_workers_keeps_the_launcher() 
     assert st["phase"] == "Failed" and st["backoffCount"] == 0
     s.settle(30)
     pods = s.pods()
-    assert "cai-worker-0" not in pods and "cai-worker-2" not in pods  # stopped: they held GPUs
+    for name in ("cai-worker-0", "cai-worker-2"):  # stopped: they held GPUs; kept: their logs
+        stopped = pods[name]
+        assert (stopped["status"]["phase"], stopped["status"]["reason"]) == ("Failed", "DeadlineExceeded")
+        assert stopped["spec"]["activeDeadlineSeconds"] == 1 and stopped["metadata"]["annotations"]["flatjob.dev/stopped"] == "true"
     assert pods["cai-launcher"]["status"]["phase"] == "Running"  # kept, for its log
     assert pods["cai-worker-1"]["status"]["phase"] == "Failed"  # finished pods keep their logs
 

@@ -15,6 +15,10 @@
   drops status, a main write keeps it, a status write changes nothing else; generation is 1
   on create and grows when anything outside metadata and status changes; an update must carry
   metadata.resourceVersion (AllowUnconditionalUpdate is false);
+- defaulting (apiextensions-apiserver/pkg/apiserver/schema/defaulting/algorithm.go Default):
+  a property the object lacks gets its schema's `default`, on every object read, as the API
+  server defaults what it decodes from etcd (so a record created without status reads back
+  with the CRD's default status);
 - the scale subresource (registry/customresource/etcd.go ScaleREST): an autoscaling/v1 Scale
   read from specReplicasPath and statusReplicasPath (0 when absent); a write sets
   specReplicasPath, must keep replicas >= 0 (autoscaling ValidateScale) and the whole resource
@@ -100,6 +104,25 @@ def shipped() -> tuple[Crd, ...]:
 
 # T9k's PodGroup CRD is not shipped with flatjob: its schema is unknown, so it keeps every field.
 PODGROUP = Crd("scheduler.tensorstack.dev", "v1beta1", "PodGroup", "podgroups", "podgroup", {"type": "object", "x-kubernetes-preserve-unknown-fields": True}, True, None)
+
+def defaulted(value: Any, schema: Obj) -> Any:
+    """`value` with the schema's defaults filled in where a property is missing (the same
+    object when there is none to fill)."""
+    if isinstance(value, list) and isinstance(schema.get("items"), dict):
+        items = [defaulted(v, schema["items"]) for v in value]
+        return value if all(a is b for a, b in zip(items, value, strict=True)) else items
+    if not isinstance(value, dict):
+        return value
+    props = schema.get("properties") or {}
+    extra = schema.get("additionalProperties") if isinstance(schema.get("additionalProperties"), dict) else None
+    out = {k: copy.deepcopy(sub["default"]) for k, sub in props.items() if k not in value and "default" in sub}
+    for k, v in value.items():
+        sub = props.get(k, extra)
+        new = defaulted(v, sub) if isinstance(sub, dict) else v
+        if new is not v:
+            out[k] = new
+    return {**value, **out} if out else value
+
 
 def _type_name(value: Any) -> str:
     if isinstance(value, bool):

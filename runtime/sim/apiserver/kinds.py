@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from ...api import Obj
 from . import events
-from .customresources import PODGROUP, Crd, CustomResourceStrategy, shipped
+from .customresources import PODGROUP, Crd, CustomResourceStrategy, defaulted, shipped
 from .deployments import DeploymentStrategy
 from .leases import LeaseStrategy
 from .pods import PodStrategy
@@ -53,7 +53,8 @@ class Resource:
 
 def _custom(crd: Crd, key: str) -> Resource:
     subs = tuple(s for s, on in (("status", crd.status), ("scale", crd.scale is not None)) if on)
-    return Resource(key, crd.group, crd.version, crd.plural, crd.kind, crd.singular, CustomResourceStrategy(crd), subs, short_names=crd.short_names, custom=True)
+    return Resource(key, crd.group, crd.version, crd.plural, crd.kind, crd.singular, CustomResourceStrategy(crd), subs, short_names=crd.short_names, custom=True,
+                    from_storage=functools.partial(defaulted, schema=crd.schema))
 
 
 @functools.lru_cache(maxsize=1)
