@@ -42,7 +42,7 @@ def run_loop(controller: Any, stop: threading.Event, notify: threading.Event, he
     controller.start()
     while not stop.is_set():
         health.beat = time.monotonic()
-        health.ready = controller.records.synced and controller.pods.synced
+        health.ready = controller.synced()
         notify.clear()  # an event arriving from here on ends the wait below at once
         try:
             controller.step(0.0)

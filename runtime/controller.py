@@ -1,20 +1,22 @@
-"""The reconcile loop: observe (informers) -> decide (pure) -> write status once -> act.
+"""The reconcile loop: observe (informers) -> queue the jobs that changed -> each job's cycle
+(worker.py: decide, write status once, act).
 
-One Controller per job.  It never polls: it wakes on watch events, and on timers the
-decisions ask for (a back-off or a deadline expiring, the Lease to renew, a watch to retry).
-The status, with the ledger, is written before any action, with optimistic concurrency;
-actions are idempotent and re-derived every cycle, so a crash at any point is recovered by
-the next cycle of the next process.
+One Controller serves a Scope (scope.py): one job (per-job mode), or every flatjob job of its
+namespace (namespace mode), with one informer per kind for all of them (label selector
+`flatjob.dev/job-name`) and a work queue keyed by job, as client-go controllers are built.
+It never polls: it wakes on watch events, and on timers the jobs ask for (a back-off or a
+deadline expiring), the Lease to renew, a watch to retry, the write budget to refill.
 
-Nothing one call or one cycle raises ends the loop: API errors, unreachable servers and
-input the runtime did not expect are logged, counted in /metrics and retried after a capped
-back-off.  A record it cannot act on gets an Event and a Stalled condition saying why.
+A job's cycle that fails backs that job off alone; the others go on.  The status, with the
+ledger, is written before any action, with optimistic concurrency; actions are idempotent
+and re-derived every cycle, so a crash at any point is recovered by the next cycle of the
+next process.  Writes share one token bucket; a job whose cycle ran out of tokens goes back
+to the end of the queue, so a job restarting a thousand pods never keeps the others' status
+waiting for long.
 """
 
 from __future__ import annotations
 
-import copy
-import json
 import logging
 import time
 from collections.abc import Callable
@@ -27,7 +29,6 @@ from flatjob.compiler.version import __version__
 from . import trim
 from .api import (
     DEPLOYMENTS,
-    EVENTS,
     LEASES,
     POD_TEMPLATES,
     PODGROUPS,
@@ -37,55 +38,39 @@ from .api import (
     ApiError,
     Cluster,
     Conflict,
-    Forbidden,
-    Invalid,
     NotFound,
     Obj,
     record_resource,
 )
-from .backoff import retry_delay, seeded
-from .decisions import Action, Cycle, World, reconcile, scale_backoff
-from .decisions.cleanup import STOP_DEADLINE
-from .decisions.refuse import refused_status
-from .events import EventRecorder, Write
+from .backoff import seeded
+from .decisions import Cycle
 from .informer import Informer
-from .job import RecordError, job_view
 from .lease import RENEW_EVERY, Observed, decide_lease, leading, lease_body, observe, released_body
+from .lookups import LabelWatch, Lookup, NamedWatches, SecretProbe
 from .metrics import Metrics
-from .model import GATE, JobView, Ledger
-from .observe import pod_state
 from .ratelimit import TokenBucket
+from .scope import JobKey, Scope, job_key
 from .sshkeys import ssh_secret
+from .worker import JobWorker, VersionMismatch, owner_reference
 
 log = logging.getLogger("flatjob.runtime")
 
-ERROR_BACKOFF_CAP = 30.0  # seconds: the longest wait before retrying a failed cycle or action
-# A status whose only news is what the pods are doing (tasks, aggregate) is written at most this
-# often: a 1000-pod restart changes them every cycle, and each write is a write token the
-# deletes, creates and releases need.  The ledger, the phase and the conditions go out at once.
-STATUS_EVERY = 0.5
-OBSERVED = frozenset({"tasks", "aggregate"})
 LEASE_RETRY = 2.0  # seconds between Lease attempts while renewing fails (client-go's retryPeriod)
+# Namespace mode: PodGroups and TensorBoard Deployments are watched once, by these labels.
+PODGROUP_LABELS = {"app.kubernetes.io/component": "podgroup", "app.kubernetes.io/managed-by": "flatjob"}
+TENSORBOARD_LABELS = {keys.ROLE: "tensorboard"}
 
-
-class VersionMismatch(RuntimeError):
-    """The record was compiled by another flatjob version; acting on it could diverge from git."""
-
-
-def owner_reference(record: Obj) -> Obj:
-    """An ownerReference to the job record (garbage collection deletes the dependent with it)."""
-    meta = record.get("metadata") or {}
-    return {"apiVersion": record.get("apiVersion"), "kind": record.get("kind"), "name": meta.get("name"), "uid": meta.get("uid")}
+__all__ = ["Controller", "VersionMismatch", "owner_reference"]
 
 
 @dataclass
 class Controller:
-    """Reconciles one job record and its pods."""
+    """Reconciles the job records of its scope (one job, or a whole namespace) and their pods."""
 
     cluster: Cluster
     namespace: str
-    kind: str
-    name: str
+    kind: str | None = None  # with `name`: one job (per-job mode); both None: the namespace
+    name: str | None = None
     identity: str = "runtime"
     clock: Callable[[], float] = time.time
     version: str = __version__
@@ -94,409 +79,202 @@ class Controller:
     use_lease: bool = True
     backoff_scale: float = 1.0  # restart back-offs times this (run-local's --backoff-scale)
     wake_at: float | None = None
-    last_cycle: Cycle | None = None
-    refused: str | None = None  # why the controller refuses to act (version mismatch...)
-    cycles: int = 0
-    _view_key: Any = None
-    _view: JobView | None = None
-    _refused: tuple[str, str] | None = None  # a create the API server refused, for the next cycle
-    _dirty: bool = True
-    _cycle_wake: float | None = None
     _renewed_at: float | None = None  # last successful Lease renewal (None: not the leader)
     _lease_wake: float | None = None
     _observed: Observed | None = None
-    _failures: int = 0  # consecutive failed cycles or actions
-    _retry_at: float | None = None
-    _reported: str | None = None  # the last unexpected error reported as an Event
-    _writes: int = 0  # status writes in the current cycle (one by design)
     _throttled_until: float | None = None  # the write bucket was empty: act again then
-    _status_at: float = float("-inf")  # when this runtime last wrote the status
-    _status_wake: float | None = None  # a coalesced status write is due then
 
     def __post_init__(self) -> None:
+        self.scope = Scope(self.namespace, self.kind, self.name)
         self.bucket = TokenBucket(self.clock)
-        self.recorder = EventRecorder(self.namespace)
         self.rng = seeded(self.identity)
-        self.plural = keys.RECORD_PLURALS[self.kind]
-        self.record_res = record_resource(self.plural)
-        self.records = self._informer("record", self.record_res, fields={"metadata.name": self.name}, trim_fn=trim.record)
-        self.pods = self._informer("pods", PODS, labels={keys.JOB_NAME: self.name}, trim_fn=trim.pod)
-        self.templates = self._informer("podtemplates", POD_TEMPLATES, labels={keys.JOB_NAME: self.name}, trim_fn=trim.template)
-        self.secrets: Informer | None = None  # watched once the record names the Secret
-        self.podgroups: Informer | None = None
-        self.tensorboards: Informer | None = None  # the TensorBoard Deployment (status.tensorboard)
+        self.workers: dict[JobKey, JobWorker] = {}
+        self.queue: dict[JobKey, None] = {}  # jobs to look at, in arrival order
+        fields = self.scope.record_fields()
+        self.records = {k: self._informer(f"records/{k}", record_resource(keys.RECORD_PLURALS[k]), fields=fields, trim_fn=trim.record,
+                                          key_of=lambda o, k=k: (k, o["metadata"]["name"])) for k in self.scope.kinds}
+        labels = self.scope.job_labels()
+        self.pods = self._informer("pods", PODS, labels=labels, trim_fn=trim.pod, key_of=job_key)
+        self.templates = self._informer("podtemplates", POD_TEMPLATES, labels=labels, trim_fn=trim.template, key_of=job_key)
+        self.secrets: Lookup
+        self.podgroups: Lookup
+        self.tensorboards: Lookup
+        if self.scope.per_job:
+            self.secrets = NamedWatches(lambda n: self._named(SECRETS, n, trim.named))
+            self.podgroups = NamedWatches(lambda n: self._named(PODGROUPS, n, trim.named))
+            self.tensorboards = NamedWatches(lambda n: self._named(DEPLOYMENTS, n, trim.deployment))
+        else:
+            self.secrets = SecretProbe(self.cluster, self.namespace, SECRETS, trim.named, self.clock)
+            self.podgroups = LabelWatch(self._informer("podgroups", PODGROUPS, labels=PODGROUP_LABELS, trim_fn=trim.named, key_of=_name))
+            self.tensorboards = LabelWatch(self._informer("tensorboards", DEPLOYMENTS, labels=TENSORBOARD_LABELS, trim_fn=trim.deployment, key_of=_name))
 
-    def _informer(self, what: str, res: Any, *, labels: dict[str, str] | None = None, fields: dict[str, str] | None = None, trim_fn: Callable[[Obj], Obj]) -> Informer:
+    def _informer(self, what: str, res: Any, *, labels: dict[str, str | None] | None = None, fields: dict[str, str] | None = None,
+                  trim_fn: Callable[[Obj], Obj], key_of: Callable[[Obj], Any] | None = None) -> Informer:
         return Informer(
-            lambda: self.cluster.list(res, self.namespace, labels=labels, fields=fields, trim=trim_fn),
-            lambda rv: self.cluster.watch(res, self.namespace, rv, labels=labels, fields=fields, trim=trim_fn),
+            lambda: self.cluster.list(res, self.namespace, labels=labels, fields=fields, trim=trim_fn),  # type: ignore[arg-type]
+            lambda rv: self.cluster.watch(res, self.namespace, rv, labels=labels, fields=fields, trim=trim_fn),  # type: ignore[arg-type]
             clock=self.clock,
             name=what,
+            key_of=key_of,
         )
 
+    def _named(self, res: Any, name: str, trim_fn: Callable[[Obj], Obj]) -> Informer:
+        """An informer on one object, by name (per-job mode)."""
+        return self._informer(f"{res.plural}/{name}", res, fields={"metadata.name": name}, trim_fn=trim_fn, key_of=lambda o, n=name: n)
+
+    # --- what it watches ---------------------------------------------------------------------
     def informers(self) -> list[Informer]:
-        return [i for i in (self.records, self.templates, self.pods, self.secrets, self.podgroups, self.tensorboards) if i is not None]
+        return [*self.records.values(), self.templates, self.pods, *self.secrets.informers(), *self.podgroups.informers(), *self.tensorboards.informers()]
+
+    def synced(self) -> bool:
+        """The records and pods have been listed (/readyz)."""
+        return all(i.synced for i in self.records.values()) and self.pods.synced
 
     def close(self) -> None:
         """Stop every watch (their reader threads end)."""
         for informer in self.informers():
             informer.close()
 
-    # --- the loop -------------------------------------------------------------------------
+    def record_of(self, key: JobKey) -> Obj | None:
+        informer = self.records.get(key[0])
+        return informer.get(key[1]) if informer is not None else None
+
+    def want_lookups(self) -> None:
+        """Look up the Secrets, PodGroups and Deployments the served jobs name, no others."""
+        wanted = [w.wants() for w in self.workers.values()]
+        for lookup, names in ((self.secrets, {s for s, _, _ in wanted}), (self.podgroups, {g for _, g, _ in wanted}), (self.tensorboards, {t for _, _, t in wanted})):
+            lookup.want({n for n in names if n})
+
+    def secret_created(self, name: str) -> None:
+        if isinstance(self.secrets, SecretProbe):
+            self.secrets.forget(name)
+
+    # --- the loop ------------------------------------------------------------------------------
     def start(self) -> None:
-        """List and watch the job's record, PodTemplates and pods (retried later if the server is away)."""
-        self.records.start()
+        """List and watch the records, PodTemplates and pods (retried later if the server is away)."""
+        for informer in self.records.values():
+            informer.start()
         self.templates.start()
         self.pods.start()
 
     def observe(self, timeout: float = 0.0) -> bool:
-        """Take in watch events (waiting up to `timeout` on the pods); True when anything changed."""
+        """Take in watch events (waiting up to `timeout` on the pods) and queue the jobs they
+        concern; True when anything changed."""
         changed = False
         for informer in self.informers():
             changed |= informer.poll(timeout if informer is self.pods else 0.0)
-        self._dirty |= changed
+        touched: set[Any] = set()
+        for informer in (*self.records.values(), self.pods, self.templates):
+            touched |= informer.drain()
+        names = self.secrets.touched() | self.podgroups.touched() | self.tensorboards.touched()
+        if names:  # a Secret, PodGroup or Deployment: the jobs that name it
+            touched |= {k for k, w in self.workers.items() if names & set(w.wants())}
+        for key in sorted(touched):
+            self._enqueue(key)
         return changed
 
+    def _enqueue(self, key: JobKey) -> None:
+        if self.scope.per_job and key != (self.kind, self.name):
+            return
+        worker = self.workers.get(key)
+        if worker is None:
+            if self.record_of(key) is None:
+                return
+            worker = self.workers[key] = JobWorker(self, key)
+        worker.dirty = True
+        self.queue[key] = None
+
     def step(self, timeout: float = 0.0) -> bool:
-        """Take in watch events, then reconcile if anything changed or a timer is due."""
+        """Take in watch events, then run the cycles of the jobs that changed or are due."""
         self.observe(timeout)
         now = self.clock()
-        due = self.wake_at is not None and now >= self.wake_at
         ran = False
+        for key, worker in list(self.workers.items()):
+            record = self.record_of(key)
+            if record is None or not self.scope.serves(record):
+                if record is None:
+                    del self.workers[key]  # the record is gone: so is what we kept of it
+                self.queue.pop(key, None)
+                continue
+            if worker.due(now):
+                self.queue.setdefault(key, None)
         throttled = self._throttled_until is not None and now < self._throttled_until
-        if (self._retry_at is None or now >= self._retry_at) and not throttled and (due or self._dirty or self._retry_at is not None):
-            self._dirty = False
-            self._retry_at = None
-            self.reconcile()
+        holding = self._hold_lease()  # renewed on its schedule, work or not (client-go's renew loop)
+        if self.queue and not throttled and holding:
+            ran = self._drain_queue(now)
+        self._set_wake()
+        return ran
+
+    def _drain_queue(self, now: float) -> bool:
+        """Run the queued jobs' cycles in order until the queue or the write budget is empty."""
+        self._throttled_until = None
+        ran = False
+        for key in list(self.queue):
+            worker = self.workers.get(key)
+            del self.queue[key]
+            if worker is None or not worker.due(now):
+                continue
+            worker.reconcile()
             ran = True
-        self._set_wake()  # a watch may have broken meanwhile: its retry time counts too
+            if self._throttled_until is not None:
+                self.queue[key] = None  # out of tokens: to the back of the queue
+                break
         return ran
 
     def reconcile(self) -> Cycle | None:
-        """One cycle: decide, write status (once), then act; nothing it raises escapes."""
-        started = time.perf_counter()
-        self._writes = 0
-        try:
-            cycle = self._reconcile()
-            if self._retry_at is None:
-                self._failures = 0
-            return cycle
-        except Exception as exc:  # a bug or input nobody expected: report, back off, retry
-            self._fail("cycle", exc)
-            self._report(exc)
+        """Run the cycle of this runtime's one job now (per-job mode; tests)."""
+        if not self.scope.per_job:
+            raise TypeError("a namespace runtime reconciles job by job: use step()")
+        key = (str(self.kind), str(self.name))
+        self._enqueue(key)
+        worker = self.workers.get(key)
+        if worker is None or not self._hold_lease():
             return None
-        finally:
-            self.metrics.observe(time.perf_counter() - started)
-            self.metrics.maximum("flatjob_cycle_status_writes_max", self._writes)
-            self._set_wake()
-
-    def _reconcile(self) -> Cycle | None:
-        record = self.records.get(self.name)
-        if record is None:
-            self._cycle_wake = None
-            return None
-        if not self._hold_lease(record):
-            return None
-        try:
-            job = self._job_view(record)
-            status = record.get("status") if isinstance(record.get("status"), dict) else {}
-            try:
-                ledger = Ledger.from_dict(status.get("runtime"))
-            except (TypeError, ValueError, AttributeError) as exc:
-                raise RecordError(f"status.runtime of {self.name} is unreadable ({exc}); restore it or delete the record's status") from None
-        except (VersionMismatch, RecordError) as exc:
-            self._refuse(record, exc)
-            return None
-        self.refused = None
-        self._reported = None
-        owner = (record.get("metadata") or {}).get("uid")
-        pods = {n: pod_state(o, (job.pod(n).container if job.pod(n) else None), owner) for n, o in self.pods.cache.items()}
-        world, self._refused = self._world(job), None
-        now = self.clock()
-        cycle = scale_backoff(reconcile(job, pods, ledger, world, status, now), ledger, now, self.backoff_scale)
-        self.cycles += 1
-        self._throttled_until = self._status_wake = None
-        if not self._record_status(record, status, cycle.status, now):
-            return None
-        self.last_cycle = cycle
-        for etype, reason, message in cycle.events:
-            self._event(etype, reason, message)
-        self._cycle_wake = cycle.wake_at
-        self._act_all(cycle, record)
-        self._flush_events(record)
+        self.queue.pop(key, None)
+        cycle = worker.reconcile()
+        self._set_wake()
         return cycle
 
-    def _record_status(self, record: Obj, old: dict[str, Any], new: dict[str, Any], now: float) -> bool:
-        """Write the cycle's status (the ledger with it) unless it can wait; False when it had
-        to go out and could not, so nothing may act."""
-        if new == old:
-            return True
-        if self._news_can_wait(old, new, now):
-            self._status_wake = self._status_at + STATUS_EVERY
-            return True
-        return self._token() and self._write_status(record, new)
+    @property
+    def last_cycle(self) -> Cycle | None:
+        """The last cycle of this runtime's one job (per-job mode; tests)."""
+        worker = self.workers.get((str(self.kind), str(self.name)))
+        return worker.last_cycle if worker is not None else None
 
-    def _act_all(self, cycle: Cycle, record: Obj) -> None:
-        """The cycle's actions, while this runtime leads and the write budget lasts."""
-        for action in cycle.actions:
-            if not self.leading():
-                self._dirty = True
-                return  # the Lease is no longer ours: the next holder takes it from the ledger
-            if not self._token():
-                return  # out of write tokens: the next cycle derives the rest again
-            self._act(action, record)
-        if cycle.actions:
-            self._dirty = True  # our own changes are in the cache already; look at them once more
-
-    def _news_can_wait(self, old: dict[str, Any], new: dict[str, Any], now: float) -> bool:
-        """Only observations changed (never the ledger, phase or conditions), and the last
-        status write is younger than STATUS_EVERY."""
-        if now >= self._status_at + STATUS_EVERY:
-            return False
-        changed = {k for k in old.keys() | new.keys() if old.get(k) != new.get(k)}
-        return changed <= OBSERVED
-
-    def _token(self) -> bool:
-        """A write token, or (the bucket is empty) a note to act again once one is due."""
+    def token(self) -> bool:
+        """A write token, or (the bucket is empty) a note to act again once a burst is due."""
         if self.bucket.take():
             return True
-        self._dirty = True
-        self._throttled_until = self.bucket.ready_at(self.bucket.burst)  # a whole burst per cycle, not one write
+        self._throttled_until = self.bucket.ready_at(self.bucket.burst)  # a whole burst per turn, not one write
         return False
 
     def _set_wake(self) -> None:
         """The next time the loop must run although no watch event arrives."""
-        times = [self._cycle_wake, self._retry_at, self._throttled_until, self._status_wake, self.recorder.pending(self.clock())]
+        times = [self._throttled_until if self.queue else None]
+        times += [w.wake_at() for w in self.workers.values()]
         if self.use_lease:
             times.append(self._lease_wake)
         times += [i.retry_at for i in self.informers()]
         times = [t for t in times if t is not None]
         self.wake_at = min(times) if times else None
 
-    def _fail(self, what: str, exc: Exception) -> None:
-        """Count a failure and retry after a capped, doubling back-off."""
-        self._failures += 1
-        self._dirty = True
-        self._retry_at = self.clock() + retry_delay(self._failures, ERROR_BACKOFF_CAP, self.rng, exc)
-        status = str(exc.status) if isinstance(exc, ApiError) else type(exc).__name__
-        self.metrics.inc("flatjob_api_errors_total" if isinstance(exc, ApiError) else "flatjob_loop_errors_total", op=what, status=status)
-        log.warning(f"{what} failed", extra={"job": self.name, "error": f"{type(exc).__name__}: {exc}"[:500], "retry_in": self._retry_at - self.clock()})
+    def healthy(self, deadline: float) -> bool:
+        """False when a watch has heard nothing from the server for longer than `deadline`."""
+        return all(i.silent_for() <= deadline for i in self.informers())
 
-    def _report(self, exc: Exception) -> None:
-        """An Event and a Stalled condition for an unexpected failure (once per distinct error)."""
-        text = f"{type(exc).__name__}: {exc}"[:500]
-        if text == self._reported:
-            return
-        self._reported = text
-        log.exception("reconcile failed", extra={"job": self.name})
-        record = self.records.get(self.name)
-        if record is None:
-            return
-        why = f"the runtime could not reconcile this job ({text}); it retries with back-off"
-        self._event("Warning", "ReconcileError", why)
-        self._flush_events(record)
-        self._write_status(record, refused_status(record.get("status"), "ReconcileError", why, _generation(record), self.clock()))
-
-    # --- reading ----------------------------------------------------------------------------
-    def _job_view(self, record: Obj) -> JobView:
-        meta = record.get("metadata") or {}
-        annotations = meta.get("annotations") or {}
-        rendered_by = annotations.get(keys.VERSION)
-        if rendered_by != self.version:
-            raise VersionMismatch(
-                f"record {self.name} was compiled by flatjob {rendered_by}, but this runtime is flatjob {self.version}; "
-                "recompile with the same version (the runtime image tag must equal the compiler version)"
-            )
-        templates = tuple(sorted((n, (t.get("metadata") or {}).get("resourceVersion")) for n, t in self.templates.cache.items()))
-        key = (meta.get("generation"), json.dumps(record.get("spec"), sort_keys=True, default=str), json.dumps(annotations, sort_keys=True), templates)
-        if key != self._view_key:
-            try:
-                self._view = job_view(record, self.templates.cache)
-            except RecordError:
-                raise
-            except Exception as exc:  # a spec that passed the schema but not the planner
-                raise RecordError(f"record {self.name} cannot be planned: {type(exc).__name__}: {exc}") from None
-            self._view_key = key
-            if self._view.ignored:
-                fields = ", ".join(self._view.ignored[:10])
-                self._event("Normal", "UnknownFields", f"flatjob {self.version} does not know {fields} (a newer CRD's): ignored")
-        assert self._view is not None
-        return self._view
-
-    def _world(self, job: JobView) -> World:
-        """Which of the objects a release waits for exist (watched by name, never polled)."""
-        self.secrets = self._named(self.secrets, SECRETS, job.ssh_secret)
-        self.podgroups = self._named(self.podgroups, PODGROUPS, job.name if job.podgroup else None)
-        self.tensorboards = self._named(self.tensorboards, DEPLOYMENTS, job.tensorboard, trim.deployment)
-        return World(
-            secret_exists=not job.ssh_secret or (self.secrets is not None and self.secrets.synced and job.ssh_secret in self.secrets.cache),
-            secret_is_ours=job.ssh_secret is not None and job.ssh_secret == f"{job.name}-ssh",
-            podgroup_exists=not job.podgroup or (self.podgroups is not None and job.name in self.podgroups.cache),
-            refused=self._refused,
-            tensorboard_ready=trim.ready(self.tensorboards.get(job.tensorboard)) if self.tensorboards is not None and self.tensorboards.synced else None,
-        )
-
-    def _named(self, current: Informer | None, res: Any, name: str | None, trim_fn: Callable[[Obj], Obj] = trim.named) -> Informer | None:
-        """An informer on one named object, replaced when the name changes."""
-        if name is None:
-            if current is not None:
-                current.close()
-            return None
-        if current is not None and current.name == f"{res.plural}/{name}":
-            return current
-        if current is not None:
-            current.close()
-        informer = self._informer(f"{res.plural}/{name}", res, fields={"metadata.name": name}, trim_fn=trim_fn)
-        informer.start()
-        return informer
-
-    # --- writing ----------------------------------------------------------------------------
+    # --- leader election ---------------------------------------------------------------------
     def leading(self) -> bool:
         """Whether this runtime may act now (always without a Lease)."""
         return not self.use_lease or leading(self._renewed_at, self.clock())
 
-    def _write_status(self, record: Obj, status: dict[str, Any]) -> bool:
-        if not self.leading():
-            return False
-        body = {"apiVersion": record["apiVersion"], "kind": record["kind"], "metadata": copy.deepcopy(record["metadata"]), "status": status}
-        try:
-            updated = self.cluster.replace(self.record_res, self.namespace, body, sub="status")
-        except Conflict:
-            self.metrics.inc("flatjob_api_errors_total", op="status", status="409")
-            self._dirty = True
-            return False  # someone else wrote; the watch brings the new version, then we decide again
-        except ApiError as exc:
-            self._fail("status", exc)
-            return False
-        self.metrics.inc("flatjob_status_writes_total")
-        self._writes += 1
-        self._status_at = self.clock()
-        self.records.cache[self.name] = trim.record(updated)
-        return True
+    def _lease_owner(self) -> Obj | None:
+        """A per-job runtime's Lease is owned by its record (it goes with the job)."""
+        if not self.scope.per_job:
+            return None
+        record = self.record_of((str(self.kind), str(self.name)))
+        return owner_reference(record) if record is not None else None
 
-    def _act(self, action: Action, record: Obj) -> None:
-        if action.kind == "create" and self._refused is not None:
-            return  # one refusal is enough: the gang is rolled back next cycle
-        try:
-            {
-                "release": self._release,
-                "create": self._create,
-                "delete": self._delete,
-                "stop": self._stop,
-                "create-secret": self._create_secret,
-            }[action.kind](action, record)
-        except (NotFound, AlreadyExists):
-            pass  # someone (a GitOps tool, the kubelet) got there first: fine
-        except (Conflict, Invalid) as exc:
-            self._dirty = True  # our view was stale; the next cycle sees the new state
-            log.info("stale action", extra={"action": action.kind, "pod": action.name, "error": str(exc)})
-        except Exception as exc:  # an API error, an unreachable server, a bug: retried after back-off
-            if isinstance(exc, Forbidden):
-                self._report(exc)  # RBAC or a webhook will not change by retrying: say so on the record
-            self._fail(action.kind, exc)
-
-    def _release(self, action: Action, record: Obj) -> None:
-        """Remove flatjob's scheduling gate from exactly this incarnation (a JSON patch with tests)."""
-        pod = self.pods.get(action.name)
-        if pod is None:
-            return
-        gates = [g.get("name") for g in pod["spec"].get("schedulingGates") or []]
-        if GATE not in gates:
-            return
-        index = gates.index(GATE)
-        ops: list[dict[str, Any]] = [
-            {"op": "test", "path": "/metadata/uid", "value": action.uid},
-            {"op": "test", "path": f"/spec/schedulingGates/{index}/name", "value": GATE},
-            {"op": "remove", "path": f"/spec/schedulingGates/{index}"},
-        ]
-        self.pods.cache[action.name] = trim.pod(self.cluster.patch(PODS, self.namespace, action.name, ops))
-        self.metrics.inc("flatjob_releases_total")
-
-    def _create(self, action: Action, record: Obj) -> None:
-        """The pod, from its PodTemplate verbatim, plus the runtime's annotations and owner."""
-        template = self.templates.get(action.name)
-        if template is None:
-            return
-        body = trim.pod_from_template(template, self.namespace, action.annotations, {**owner_reference(record), "controller": True})
-        try:
-            created = self.cluster.create(PODS, self.namespace, body)
-        except (Forbidden, Invalid) as exc:  # quota, an admission webhook: the gang is rolled back next cycle
-            self._refused = (action.name, _api_message(exc))
-            self._dirty = True
-            self.metrics.inc("flatjob_api_errors_total", op="create", status=str(exc.status))
-            return
-        self.pods.cache[action.name] = trim.pod(created)
-
-    def _delete(self, action: Action, record: Obj) -> None:
-        self.cluster.delete(PODS, self.namespace, action.name, action.uid)
-        cached = self.pods.cache.get(action.name)
-        if cached is not None and (cached.get("metadata") or {}).get("uid") == action.uid:
-            # Seen as going at once, so the next cycle does not delete it again before the
-            # watch brings the deletion (each delete costs a write token).
-            meta = {**cached["metadata"], "deletionTimestamp": cached["metadata"].get("deletionTimestamp") or "deleting"}
-            self.pods.cache[action.name] = {**cached, "metadata": meta}
-
-    def _stop(self, action: Action, record: Obj) -> None:
-        """End this incarnation's containers but keep the pod and its log: a past
-        spec.activeDeadlineSeconds (an update ValidatePodUpdate allows: set, or lowered) makes
-        the kubelet kill it (pkg/kubelet/active_deadline.go); the annotation says who did."""
-        ops = [
-            {"op": "test", "path": "/metadata/uid", "value": action.uid},
-            {"op": "add", "path": "/spec/activeDeadlineSeconds", "value": STOP_DEADLINE},
-            {"op": "add", "path": f"/metadata/annotations/{keys.STOPPED.replace('/', '~1')}", "value": "true"},
-        ]
-        self.pods.cache[action.name] = trim.pod(self.cluster.patch(PODS, self.namespace, action.name, ops))
-
-    def _create_secret(self, action: Action, record: Obj) -> None:
-        self.cluster.create(SECRETS, self.namespace, self.secret_factory(action.name, self.namespace, record))
-        self._dirty = True
-        self._event("Normal", "SecretCreated", f"generated an ed25519 key pair in Secret {action.name}")
-
-    def _event(self, etype: str, reason: str, message: str) -> None:
-        """Log an occurrence and hand it to the recorder, which writes it (aggregated) later."""
-        if reason == "Restarting":
-            self.metrics.inc("flatjob_restarts_total")
-        log.info(message, extra={"reason": reason, "job": self.name, "type": etype})
-        self.recorder.record(etype, reason, message, self.clock())
-
-    def _flush_events(self, record: Obj) -> None:
-        """Write the Events that are due: at most one per (type, reason) per 10 s."""
-        now = self.clock()
-        for write in self.recorder.due(record, now):
-            if not self._token():
-                return
-            try:
-                self._write_event(write, now)
-            except NotFound:
-                self.recorder.lost(write)  # the Event expired (TTL): created again next time
-            except ApiError as exc:
-                self.metrics.inc("flatjob_api_errors_total", op="event", status=str(exc.status))
-                self.recorder.done(write, now)  # an Event is not worth retrying: the count moves on
-
-    def _write_event(self, write: Write, now: float) -> None:
-        if write.body is not None:
-            created = self.cluster.create(EVENTS, self.namespace, write.body)
-            self.recorder.done(write, now, str(((created or {}).get("metadata") or {}).get("name") or ""))
-        else:
-            self.cluster.patch(EVENTS, self.namespace, write.name or "", list(write.ops))
-            self.recorder.done(write, now)
-
-    def _refuse(self, record: Obj, exc: Exception) -> None:
-        """A record this runtime will not act on: an Event and a Stalled condition, once."""
-        why = str(exc)
-        reason = "VersionMismatch" if isinstance(exc, VersionMismatch) else "InvalidRecord"
-        if self.refused != why:
-            log.error(why, extra={"job": self.name})
-            self._event("Warning", reason, why)
-            self._flush_events(record)
-        self.refused = why
-        self._cycle_wake = None
-        status = refused_status(record.get("status"), reason, why, _generation(record), self.clock())
-        if status != record.get("status"):
-            self._write_status(record, status)
-
-    # --- leader election ---------------------------------------------------------------------
-    def _hold_lease(self, record: Obj) -> bool:
+    def _hold_lease(self) -> bool:
         """Acquire or renew the Lease when due; True while this runtime may act."""
         if not self.use_lease:
             return True
@@ -505,7 +283,7 @@ class Controller:
             return True
         if self._renewed_at is None and self._lease_wake is not None and now < self._lease_wake:
             return False  # another runtime holds it: look again when it may have expired
-        name = f"{self.name}-runtime"
+        name = self.scope.lease
         try:
             current = self.cluster.get(LEASES, self.namespace, name)
         except NotFound:
@@ -521,7 +299,7 @@ class Controller:
             self._renewed_at = None
             self._lease_wake = decision.until
             return False
-        body = lease_body(name, self.namespace, self.identity, now, current, owner_reference(record))
+        body = lease_body(name, self.namespace, self.identity, now, current, self._lease_owner())
         try:
             if current is None:
                 self.cluster.create(LEASES, self.namespace, body)
@@ -534,7 +312,7 @@ class Controller:
         except ApiError as exc:
             return self._lease_failed(exc, now)
         if self._renewed_at is None:
-            log.info("acquired the lease", extra={"job": self.name, "identity": self.identity})
+            log.info("acquired the lease", extra={"lease": name, "identity": self.identity})
         self._renewed_at = now
         self._lease_wake = now + RENEW_EVERY
         return True
@@ -545,7 +323,7 @@ class Controller:
         self._lease_wake = now + LEASE_RETRY
         still = leading(self._renewed_at, now)
         if not still and self._renewed_at is not None:
-            log.warning("lost the lease: not renewed within the deadline", extra={"job": self.name, "error": str(exc)[:300]})
+            log.warning("lost the lease: not renewed within the deadline", extra={"lease": self.scope.lease, "error": str(exc)[:300]})
             self._renewed_at = None
         return still
 
@@ -554,25 +332,13 @@ class Controller:
         if not (self.use_lease and self._renewed_at is not None):
             return
         try:
-            current = self.cluster.get(LEASES, self.namespace, f"{self.name}-runtime")
+            current = self.cluster.get(LEASES, self.namespace, self.scope.lease)
             if (current.get("spec") or {}).get("holderIdentity") == self.identity:
                 self.cluster.replace(LEASES, self.namespace, released_body(current, self.clock()))
         except ApiError:
             pass
         self._renewed_at = None
 
-    def healthy(self, deadline: float) -> bool:
-        """False when a watch has heard nothing from the server for longer than `deadline`."""
-        return all(i.silent_for() <= deadline for i in self.informers())
 
-
-def _api_message(exc: ApiError) -> str:
-    """The API server's own words from an error ("403 Forbidden: <message>" -> "<message>")."""
-    text = str(exc)
-    head, sep, rest = text.partition(": ")
-    return rest if sep and head.split(" ", 1)[0].isdigit() else text
-
-
-def _generation(record: Obj) -> int | None:
-    value = (record.get("metadata") or {}).get("generation")
-    return value if isinstance(value, int) else None
+def _name(obj: Obj) -> str:
+    return str((obj.get("metadata") or {}).get("name"))

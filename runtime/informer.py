@@ -9,6 +9,10 @@ never sleeps itself, it says when it wants to be polled
 again (`retry_at`), so the loop stays responsive to SIGTERM and to its other watches.
 Nothing a watch or a list raises escapes `poll`.  `last_heard` is the last time the server
 answered (a list, a watch opened, an event or bookmark), for the runtime's /healthz.
+
+One informer serves a whole namespace's jobs in namespace mode: `key_of` says which job an
+object belongs to, the cache is also kept by that key (`by_key`, as client-go's indexers
+are), and `touched` collects the keys whose objects changed, for the work queue.
 """
 
 from __future__ import annotations
@@ -50,6 +54,9 @@ class Informer:
     _opened: float = 0.0
     _failures: int = 0
     _rng: random.Random | None = None
+    key_of: Callable[[Obj], Any] | None = None  # the job an object belongs to (None: no index)
+    by_key: dict[Any, dict[str, Obj]] = field(default_factory=dict)  # job -> name -> object
+    touched: set[Any] = field(default_factory=set)  # jobs whose objects changed since `drain`
 
     def start(self) -> bool:
         """Initial list and watch; False (retried by later polls) when the server is away."""
@@ -90,7 +97,10 @@ class Informer:
                 except Expired:
                     pass
             items, rv = self.list_fn()
+            before = set(self.by_key)
             self.cache = {o["metadata"]["name"]: o for o in items}
+            self._reindex()
+            self.touched |= before | set(self.by_key) if self.key_of is not None else set()
             self.resource_version = rv
             self.relists += 1
             self.synced = True
@@ -127,11 +137,56 @@ class Informer:
         if not isinstance(name, str):
             return False
         if etype == "DELETED":
-            return self.cache.pop(name, None) is not None
+            return self._forget(name)
         if self.cache.get(name) == obj:
             return False
-        self.cache[name] = obj
+        self.store(obj)
         return True
+
+    # --- the cache, by name and by job ----------------------------------------------------------
+    def store(self, obj: Obj) -> None:
+        """Put an object in the cache (a watch event, or the runtime's own write's answer)."""
+        name = obj["metadata"]["name"]
+        self._forget(name)
+        self.cache[name] = obj
+        if self.key_of is not None:
+            key = self.key_of(obj)
+            self.touched.add(key)
+            if key is not None:
+                self.by_key.setdefault(key, {})[name] = obj
+
+    def _forget(self, name: str) -> bool:
+        old = self.cache.pop(name, None)
+        if old is None:
+            return False
+        if self.key_of is not None:
+            key = self.key_of(old)
+            self.touched.add(key)
+            group = self.by_key.get(key)
+            if group is not None:
+                group.pop(name, None)
+                if not group:
+                    del self.by_key[key]
+        return True
+
+    def _reindex(self) -> None:
+        self.by_key = {}
+        if self.key_of is None:
+            return
+        for name, obj in self.cache.items():
+            key = self.key_of(obj)
+            if key is not None:
+                self.by_key.setdefault(key, {})[name] = obj
+
+    def of(self, key: Any) -> dict[str, Obj]:
+        """The objects of one job, by name (the whole cache when there is no index)."""
+        return self.cache if self.key_of is None else self.by_key.get(key, {})
+
+    def drain(self) -> set[Any]:
+        """The jobs whose objects changed since the last drain."""
+        out, self.touched = self.touched, set()
+        out.discard(None)
+        return out
 
     def silent_for(self) -> float:
         """Seconds since the server last answered this informer."""

@@ -76,8 +76,9 @@ def path(res: Resource, namespace: str, name: str | None = None, sub: str | None
     return out
 
 
-def selector(labels: Mapping[str, str]) -> str:
-    return ",".join(f"{k}={v}" for k, v in sorted(labels.items()))
+def selector(labels: Mapping[str, str | None]) -> str:
+    """A selector's text: `k=v` for each pair, `k` alone (the label exists) for a None value."""
+    return ",".join(k if v is None else f"{k}={v}" for k, v in sorted(labels.items()))
 
 
 def retry_after(value: Any) -> float | None:

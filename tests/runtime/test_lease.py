@@ -235,13 +235,8 @@ def test_a_slow_lease_get_dates_the_look_after_it_returns() -> None:
 
     now = [T0]
     holder = {"metadata": {"name": "j-runtime", "resourceVersion": "5"}, "spec": {"holderIdentity": "other", "leaseDurationSeconds": LEASE_SECONDS, "renewTime": "2024-01-01T00:00:00.000000Z"}}
-    c = Controller.__new__(Controller)  # only the Lease logic: no informers
-    c.cluster, c.namespace, c.name, c.identity, c.use_lease = _SlowLeaseCluster(now, 20.0, holder), "default", "j", "me", True
-    c.clock = lambda: now[0]
-    c._renewed_at = c._lease_wake = c._observed = None
-    c.metrics = type("M", (), {"inc": lambda *a, **k: None})()
-    record = {"apiVersion": "flatjob.dev/v1beta1", "kind": "PyTorchTrainingJob", "metadata": {"name": "j", "uid": "u"}}
-    assert c._hold_lease(record) is False
+    c = Controller(_SlowLeaseCluster(now, 20.0, holder), "default", "PyTorchTrainingJob", "j", identity="me", clock=lambda: now[0])  # type: ignore[arg-type]
+    assert c._hold_lease() is False
     assert c._observed is not None and c._observed.at == T0 + 20  # after the GET, not before
     now[0] = T0 + 20 + LEASE_SECONDS - 1  # the holder has not renewed, but its Lease is not out yet
-    assert c._hold_lease(record) is False
+    assert c._hold_lease() is False

@@ -1,0 +1,118 @@
+"""The objects a job waits for or reports besides its pods: its SSH Secret, PodGroup and
+TensorBoard Deployment, found by name.
+
+A per-job runtime watches each by name (a `metadata.name` field selector, which RBAC's
+resourceNames covers): one watch per object, never polled.  A namespace runtime serving
+hundreds of jobs cannot hold a watch per job; it watches PodGroups and TensorBoard
+Deployments once for the namespace, by their labels, and reads a job's Secret by name when
+the job needs it (its Role names each Secret it may read: list and watch of every Secret
+in the namespace would let it read them all).  Every lookup answers (known, object): known
+False means the runtime has not seen the answer yet, and the job waits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from .api import ApiError, Cluster, NotFound, Obj, Resource
+from .informer import Informer
+
+SECRET_TTL = 30.0  # seconds a namespace runtime trusts what it read of a Secret
+
+
+class NamedWatches:
+    """One informer per name (per-job mode)."""
+
+    def __init__(self, make: Callable[[str], Informer]):
+        self.make = make
+        self.watches: dict[str, Informer] = {}
+
+    def want(self, names: set[str]) -> None:
+        """Watch exactly these names from now on."""
+        for name in [n for n in self.watches if n not in names]:
+            self.watches.pop(name).close()
+        for name in sorted(names - set(self.watches)):
+            informer = self.make(name)
+            informer.start()
+            self.watches[name] = informer
+
+    def get(self, name: str) -> tuple[bool, Obj | None]:
+        informer = self.watches.get(name)
+        if informer is None or not informer.synced:
+            return False, None
+        return True, informer.get(name)
+
+    def informers(self) -> list[Informer]:
+        return list(self.watches.values())
+
+    def touched(self) -> set[str]:
+        return {n for n, i in self.watches.items() if i.drain()}
+
+
+class LabelWatch:
+    """One informer for the namespace, by label (namespace mode)."""
+
+    def __init__(self, informer: Informer):
+        self.informer = informer
+        self.started = False
+
+    def want(self, names: set[str]) -> None:
+        if names and not self.started:
+            self.started = True
+            self.informer.start()
+
+    def get(self, name: str) -> tuple[bool, Obj | None]:
+        if not self.informer.synced:
+            return False, None
+        return True, self.informer.get(name)
+
+    def informers(self) -> list[Informer]:
+        return [self.informer] if self.started else []
+
+    def touched(self) -> set[str]:
+        return {k for k in self.informer.drain() if isinstance(k, str)}
+
+
+@dataclass
+class SecretProbe:
+    """Secrets read by name when a job needs one, remembered for SECRET_TTL (namespace mode)."""
+
+    cluster: Cluster
+    namespace: str
+    res: Resource
+    trim: Callable[[Obj], Obj]
+    clock: Callable[[], float]
+    seen: dict[str, tuple[float, Obj | None]] = field(default_factory=dict)  # name -> (when read, trimmed object)
+
+    def want(self, names: set[str]) -> None:
+        for name in [n for n in self.seen if n not in names]:
+            del self.seen[name]
+
+    def get(self, name: str) -> tuple[bool, Obj | None]:
+        now = self.clock()
+        hit = self.seen.get(name)
+        if hit is not None and now - hit[0] < SECRET_TTL:
+            return True, hit[1]
+        try:
+            obj: Obj | None = self.trim(self.cluster.get(self.res, self.namespace, name))
+        except NotFound:
+            obj = None
+        except ApiError:
+            return (True, hit[1]) if hit is not None else (False, None)
+        self.seen[name] = (now, obj)
+        return True, obj
+
+    def forget(self, name: str) -> None:
+        """The runtime just created or lost it: read it again next time."""
+        self.seen.pop(name, None)
+
+    def informers(self) -> list[Informer]:
+        return []
+
+    def touched(self) -> set[str]:
+        return set()
+
+
+Lookup = Any  # NamedWatches | LabelWatch | SecretProbe

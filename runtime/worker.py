@@ -1,0 +1,439 @@
+"""One job's reconcile: read its record and pods, decide (pure), write status once, act.
+
+A JobWorker holds what the runtime keeps of one job between cycles (its view, its Events,
+its retry back-off, the status it last wrote); the Controller (controller.py) owns what
+jobs share: the informers, the Lease, the write budget, and the queue that decides which
+job's cycle runs next.  A failure in one job's cycle backs that job off alone.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import logging
+import time
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from flatjob.compiler import keys
+
+from . import trim
+from .api import (
+    EVENTS,
+    PODS,
+    SECRETS,
+    AlreadyExists,
+    ApiError,
+    Conflict,
+    Forbidden,
+    Invalid,
+    NotFound,
+    Obj,
+    record_resource,
+)
+from .backoff import retry_delay
+from .decisions import Action, Cycle, World, reconcile, scale_backoff
+from .decisions.cleanup import STOP_DEADLINE
+from .decisions.refuse import refused_status
+from .events import EventRecorder, Write
+from .job import RecordError, job_view
+from .model import GATE, JobView, Ledger
+from .observe import pod_state
+from .scope import JobKey
+
+if TYPE_CHECKING:
+    from .controller import Controller
+
+log = logging.getLogger("flatjob.runtime")
+
+ERROR_BACKOFF_CAP = 30.0  # seconds: the longest wait before retrying a failed cycle or action
+# A status whose only news is what the pods are doing (tasks, aggregate) is written at most this
+# often: a 1000-pod restart changes them every cycle, and each write is a write token the
+# deletes, creates and releases need.  The ledger, the phase and the conditions go out at once.
+STATUS_EVERY = 0.5
+OBSERVED = frozenset({"tasks", "aggregate", "selector"})
+
+
+class VersionMismatch(RuntimeError):
+    """The record was compiled by another flatjob version; acting on it could diverge from git."""
+
+
+def owner_reference(record: Obj) -> Obj:
+    """An ownerReference to the job record (garbage collection deletes the dependent with it)."""
+    meta = record.get("metadata") or {}
+    return {"apiVersion": record.get("apiVersion"), "kind": record.get("kind"), "name": meta.get("name"), "uid": meta.get("uid")}
+
+
+@dataclass
+class JobWorker:
+    """One job record's cycles."""
+
+    ctl: Controller
+    key: JobKey
+    last_cycle: Cycle | None = None
+    refused: str | None = None  # why the runtime refuses to act on this record (version mismatch...)
+    cycles: int = 0
+    dirty: bool = True
+    _view_key: Any = None
+    _view: JobView | None = None
+    _refused: tuple[str, str] | None = None  # a create the API server refused, for the next cycle
+    _cycle_wake: float | None = None
+    _failures: int = 0  # consecutive failed cycles or actions
+    _retry_at: float | None = None
+    _reported: str | None = None  # the last unexpected error reported as an Event
+    _status_at: float = float("-inf")  # when this runtime last wrote the status
+    _status_wake: float | None = None  # a coalesced status write is due then
+    _writes: int = 0  # status writes in the current cycle (one by design)
+    _wanted: tuple[str | None, str | None, str | None] | None = None  # the lookups asked for
+    recorder: EventRecorder = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.kind, self.name = self.key
+        self.namespace = self.ctl.namespace
+        self.record_res = record_resource(keys.RECORD_PLURALS[self.kind])
+        self.recorder = EventRecorder(self.namespace)
+
+    # --- when -----------------------------------------------------------------------------------
+    def wake_at(self) -> float | None:
+        """The next time this job must run a cycle although nothing changes."""
+        times = [t for t in (self._cycle_wake, self._retry_at, self._status_wake, self.recorder.pending(self.ctl.clock())) if t is not None]
+        return min(times) if times else None
+
+    def due(self, now: float) -> bool:
+        if self._retry_at is not None and now < self._retry_at:
+            return False
+        wake = self.wake_at()
+        return self.dirty or self._retry_at is not None or (wake is not None and now >= wake)
+
+    def record(self) -> Obj | None:
+        return self.ctl.record_of(self.key)
+
+    # --- one cycle -----------------------------------------------------------------------------
+    def reconcile(self) -> Cycle | None:
+        """One cycle: decide, write status (once), then act; nothing it raises escapes."""
+        self.dirty = False
+        self._retry_at = None
+        self._writes = 0
+        started = time.perf_counter()
+        try:
+            cycle = self._reconcile()
+            if self._retry_at is None:
+                self._failures = 0
+            return cycle
+        except Exception as exc:  # a bug or input nobody expected: report, back off, retry
+            self._fail("cycle", exc)
+            self._report(exc)
+            return None
+        finally:
+            self.ctl.metrics.observe(time.perf_counter() - started)
+            self.ctl.metrics.maximum("flatjob_cycle_status_writes_max", self._writes)
+
+    def _reconcile(self) -> Cycle | None:
+        record = self.record()
+        if record is None:
+            self._cycle_wake = None
+            return None
+        try:
+            job = self._job_view(record)
+            status = record.get("status") if isinstance(record.get("status"), dict) else {}
+            try:
+                ledger = Ledger.from_dict(status.get("runtime"))
+            except (TypeError, ValueError, AttributeError) as exc:
+                raise RecordError(f"status.runtime of {self.name} is unreadable ({exc}); restore it or delete the record's status") from None
+        except (VersionMismatch, RecordError) as exc:
+            self._refuse(record, exc)
+            return None
+        self.refused = None
+        self._reported = None
+        owner = (record.get("metadata") or {}).get("uid")
+        pods = {n: pod_state(o, (job.pod(n).container if job.pod(n) else None), owner) for n, o in self.ctl.pods.of(self.key).items()}
+        world, self._refused = self._world(job), None
+        now = self.ctl.clock()
+        cycle = scale_backoff(reconcile(job, pods, ledger, world, status, now), ledger, now, self.ctl.backoff_scale)
+        self.cycles += 1
+        self._status_wake = None
+        if not self._record_status(record, status, cycle.status, now):
+            return None
+        self.last_cycle = cycle
+        for etype, reason, message in cycle.events:
+            self._event(etype, reason, message)
+        self._cycle_wake = cycle.wake_at
+        self._act_all(cycle, record)
+        self._flush_events(record)
+        return cycle
+
+    def _record_status(self, record: Obj, old: dict[str, Any], new: dict[str, Any], now: float) -> bool:
+        """Write the cycle's status (the ledger with it) unless it can wait; False when it had
+        to go out and could not, so nothing may act."""
+        if new == old:
+            return True
+        if self._news_can_wait(old, new, now):
+            self._status_wake = self._status_at + STATUS_EVERY
+            return True
+        return self._token() and self._write_status(record, new)
+
+    def _news_can_wait(self, old: dict[str, Any], new: dict[str, Any], now: float) -> bool:
+        """Only observations changed (never the ledger, phase or conditions), and the last
+        status write is younger than STATUS_EVERY."""
+        if now >= self._status_at + STATUS_EVERY:
+            return False
+        changed = {k for k in old.keys() | new.keys() if old.get(k) != new.get(k)}
+        return changed <= OBSERVED
+
+    def _act_all(self, cycle: Cycle, record: Obj) -> None:
+        """The cycle's actions, while this runtime leads and the write budget lasts."""
+        for action in cycle.actions:
+            if not self.ctl.leading():
+                self.dirty = True
+                return  # the Lease is no longer ours: the next holder takes it from the ledger
+            if not self._token():
+                return  # out of write tokens: the next cycle derives the rest again
+            self._act(action, record)
+        if cycle.actions:
+            self.dirty = True  # our own changes are in the cache already; look at them once more
+
+    def _token(self) -> bool:
+        """A write token; without one, this job is looked at again once the bucket refills."""
+        if self.ctl.token():
+            return True
+        self.dirty = True
+        return False
+
+    def _fail(self, what: str, exc: Exception) -> None:
+        """Count a failure and retry after a capped, doubling, jittered back-off."""
+        self._failures += 1
+        self.dirty = True
+        self._retry_at = self.ctl.clock() + retry_delay(self._failures, ERROR_BACKOFF_CAP, self.ctl.rng, exc)
+        status = str(exc.status) if isinstance(exc, ApiError) else type(exc).__name__
+        self.ctl.metrics.inc("flatjob_api_errors_total" if isinstance(exc, ApiError) else "flatjob_loop_errors_total", op=what, status=status)
+        log.warning(f"{what} failed", extra={"job": self.name, "error": f"{type(exc).__name__}: {exc}"[:500], "retry_in": self._retry_at - self.ctl.clock()})
+
+    def _report(self, exc: Exception) -> None:
+        """An Event and a Stalled condition for an unexpected failure (once per distinct error)."""
+        text = f"{type(exc).__name__}: {exc}"[:500]
+        if text == self._reported:
+            return
+        self._reported = text
+        log.exception("reconcile failed", extra={"job": self.name})
+        record = self.record()
+        if record is None:
+            return
+        why = f"the runtime could not reconcile this job ({text}); it retries with back-off"
+        self._event("Warning", "ReconcileError", why)
+        self._flush_events(record)
+        self._write_status(record, refused_status(record.get("status"), "ReconcileError", why, _generation(record), self.ctl.clock()))
+
+    # --- reading --------------------------------------------------------------------------------
+    def _job_view(self, record: Obj) -> JobView:
+        meta = record.get("metadata") or {}
+        annotations = meta.get("annotations") or {}
+        rendered_by = annotations.get(keys.VERSION)
+        if rendered_by != self.ctl.version:
+            raise VersionMismatch(
+                f"record {self.name} was compiled by flatjob {rendered_by}, but this runtime is flatjob {self.ctl.version}; "
+                "recompile with the same version (the runtime image tag must equal the compiler version)"
+            )
+        templates = self.ctl.templates.of(self.key)
+        versions = tuple(sorted((n, (t.get("metadata") or {}).get("resourceVersion")) for n, t in templates.items()))
+        key = (meta.get("generation"), json.dumps(record.get("spec"), sort_keys=True, default=str), json.dumps(annotations, sort_keys=True), versions)
+        if key != self._view_key:
+            try:
+                self._view = job_view(record, templates)
+            except RecordError:
+                raise
+            except Exception as exc:  # a spec that passed the schema but not the planner
+                raise RecordError(f"record {self.name} cannot be planned: {type(exc).__name__}: {exc}") from None
+            self._view_key = key
+            if self._view.ignored:
+                fields = ", ".join(self._view.ignored[:10])
+                self._event("Normal", "UnknownFields", f"flatjob {self.ctl.version} does not know {fields} (a newer CRD's): ignored")
+        assert self._view is not None
+        return self._view
+
+    def wants(self) -> tuple[str | None, str | None, str | None]:
+        """The names of the Secret, PodGroup and TensorBoard Deployment this job looks up."""
+        view = self._view
+        if view is None:
+            return None, None, None
+        return view.ssh_secret, view.name if view.podgroup else None, view.tensorboard
+
+    def _world(self, job: JobView) -> World:
+        """Which of the objects a release waits for exist."""
+        ctl = self.ctl
+        wants = self.wants()
+        if wants != self._wanted:  # look up what this job names now, and stop what it no longer does
+            self._wanted = wants
+            ctl.want_lookups()
+        secret_known, secret = ctl.secrets.get(job.ssh_secret) if job.ssh_secret else (True, None)
+        group_known, group = ctl.podgroups.get(job.name) if job.podgroup else (True, None)
+        board_known, board = ctl.tensorboards.get(job.tensorboard) if job.tensorboard else (False, None)
+        return World(
+            secret_exists=not job.ssh_secret or (secret_known and secret is not None),
+            secret_is_ours=job.ssh_secret is not None and job.ssh_secret == f"{job.name}-ssh",
+            podgroup_exists=not job.podgroup or (group_known and group is not None),
+            refused=self._refused,
+            tensorboard_ready=trim.ready(board) if board_known else None,
+        )
+
+    # --- writing --------------------------------------------------------------------------------
+    def _write_status(self, record: Obj, status: dict[str, Any]) -> bool:
+        ctl = self.ctl
+        if not ctl.leading():
+            return False
+        body = {"apiVersion": record["apiVersion"], "kind": record["kind"], "metadata": copy.deepcopy(record["metadata"]), "status": status}
+        try:
+            updated = ctl.cluster.replace(self.record_res, self.namespace, body, sub="status")
+        except Conflict:
+            ctl.metrics.inc("flatjob_api_errors_total", op="status", status="409")
+            self.dirty = True
+            return False  # someone else wrote; the watch brings the new version, then we decide again
+        except ApiError as exc:
+            self._fail("status", exc)
+            return False
+        ctl.metrics.inc("flatjob_status_writes_total")
+        self._writes += 1
+        self._status_at = ctl.clock()
+        ctl.records[self.kind].store(trim.record(updated))
+        return True
+
+    def _act(self, action: Action, record: Obj) -> None:
+        if action.kind == "create" and self._refused is not None:
+            return  # one refusal is enough: the gang is rolled back next cycle
+        try:
+            {
+                "release": self._release,
+                "create": self._create,
+                "delete": self._delete,
+                "stop": self._stop,
+                "create-secret": self._create_secret,
+            }[action.kind](action, record)
+        except (NotFound, AlreadyExists):
+            pass  # someone (a GitOps tool, the kubelet) got there first: fine
+        except (Conflict, Invalid) as exc:
+            self.dirty = True  # our view was stale; the next cycle sees the new state
+            log.info("stale action", extra={"action": action.kind, "pod": action.name, "error": str(exc)})
+        except Exception as exc:  # an API error, an unreachable server, a bug: retried after back-off
+            if isinstance(exc, Forbidden):
+                self._report(exc)  # RBAC or a webhook will not change by retrying: say so on the record
+            self._fail(action.kind, exc)
+
+    def _pod(self, name: str) -> Obj | None:
+        return self.ctl.pods.of(self.key).get(name)
+
+    def _release(self, action: Action, record: Obj) -> None:
+        """Remove flatjob's scheduling gate from exactly this incarnation (a JSON patch with tests)."""
+        pod = self._pod(action.name)
+        if pod is None:
+            return
+        gates = [g.get("name") for g in pod["spec"].get("schedulingGates") or []]
+        if GATE not in gates:
+            return
+        index = gates.index(GATE)
+        ops: list[dict[str, Any]] = [
+            {"op": "test", "path": "/metadata/uid", "value": action.uid},
+            {"op": "test", "path": f"/spec/schedulingGates/{index}/name", "value": GATE},
+            {"op": "remove", "path": f"/spec/schedulingGates/{index}"},
+        ]
+        self.ctl.pods.store(trim.pod(self.ctl.cluster.patch(PODS, self.namespace, action.name, ops)))
+        self.ctl.metrics.inc("flatjob_releases_total")
+
+    def _create(self, action: Action, record: Obj) -> None:
+        """The pod, from its PodTemplate verbatim, plus the runtime's annotations and owner."""
+        template = self.ctl.templates.of(self.key).get(action.name)
+        if template is None:
+            return
+        body = trim.pod_from_template(template, self.namespace, action.annotations, {**owner_reference(record), "controller": True})
+        try:
+            created = self.ctl.cluster.create(PODS, self.namespace, body)
+        except (Forbidden, Invalid) as exc:  # quota, an admission webhook: the gang is rolled back next cycle
+            self._refused = (action.name, _api_message(exc))
+            self.dirty = True
+            self.ctl.metrics.inc("flatjob_api_errors_total", op="create", status=str(exc.status))
+            return
+        self.ctl.pods.store(trim.pod(created))
+
+    def _delete(self, action: Action, record: Obj) -> None:
+        self.ctl.cluster.delete(PODS, self.namespace, action.name, action.uid)
+        cached = self._pod(action.name)
+        if cached is not None and (cached.get("metadata") or {}).get("uid") == action.uid:
+            # Seen as going at once, so the next cycle does not delete it again before the
+            # watch brings the deletion (each delete costs a write token).
+            meta = {**cached["metadata"], "deletionTimestamp": cached["metadata"].get("deletionTimestamp") or "deleting"}
+            self.ctl.pods.store({**cached, "metadata": meta})
+
+    def _stop(self, action: Action, record: Obj) -> None:
+        """End this incarnation's containers but keep the pod and its log: a past
+        spec.activeDeadlineSeconds (an update ValidatePodUpdate allows: set, or lowered) makes
+        the kubelet kill it (pkg/kubelet/active_deadline.go); the annotation says who did."""
+        ops = [
+            {"op": "test", "path": "/metadata/uid", "value": action.uid},
+            {"op": "add", "path": "/spec/activeDeadlineSeconds", "value": STOP_DEADLINE},
+            {"op": "add", "path": f"/metadata/annotations/{keys.STOPPED.replace('/', '~1')}", "value": "true"},
+        ]
+        self.ctl.pods.store(trim.pod(self.ctl.cluster.patch(PODS, self.namespace, action.name, ops)))
+
+    def _create_secret(self, action: Action, record: Obj) -> None:
+        self.ctl.cluster.create(SECRETS, self.namespace, self.ctl.secret_factory(action.name, self.namespace, record))
+        self.ctl.secret_created(action.name)
+        self.dirty = True
+        self._event("Normal", "SecretCreated", f"generated an ed25519 key pair in Secret {action.name}")
+
+    # --- Events ---------------------------------------------------------------------------------
+    def _event(self, etype: str, reason: str, message: str) -> None:
+        """Log an occurrence and hand it to the recorder, which writes it (aggregated) later."""
+        if reason == "Restarting":
+            self.ctl.metrics.inc("flatjob_restarts_total")
+        log.info(message, extra={"reason": reason, "job": self.name, "type": etype})
+        self.recorder.record(etype, reason, message, self.ctl.clock())
+
+    def _flush_events(self, record: Obj) -> None:
+        """Write the Events that are due: at most one per (type, reason) per 10 s."""
+        now = self.ctl.clock()
+        for write in self.recorder.due(record, now):
+            if not self._token():
+                return
+            try:
+                self._write_event(write, now)
+            except NotFound:
+                self.recorder.lost(write)  # the Event expired (TTL): created again next time
+            except ApiError as exc:
+                self.ctl.metrics.inc("flatjob_api_errors_total", op="event", status=str(exc.status))
+                self.recorder.done(write, now)  # an Event is not worth retrying: the count moves on
+
+    def _write_event(self, write: Write, now: float) -> None:
+        cluster = self.ctl.cluster
+        if write.body is not None:
+            created = cluster.create(EVENTS, self.namespace, write.body)
+            self.recorder.done(write, now, str(((created or {}).get("metadata") or {}).get("name") or ""))
+        else:
+            cluster.patch(EVENTS, self.namespace, write.name or "", list(write.ops))
+            self.recorder.done(write, now)
+
+    def _refuse(self, record: Obj, exc: Exception) -> None:
+        """A record this runtime will not act on: an Event and a Stalled condition, once."""
+        why = str(exc)
+        reason = "VersionMismatch" if isinstance(exc, VersionMismatch) else "InvalidRecord"
+        if self.refused != why:
+            log.error(why, extra={"job": self.name})
+            self._event("Warning", reason, why)
+            self._flush_events(record)
+        self.refused = why
+        self._cycle_wake = None
+        status = refused_status(record.get("status"), reason, why, _generation(record), self.ctl.clock())
+        if status != record.get("status"):
+            self._write_status(record, status)
+
+
+def _api_message(exc: ApiError) -> str:
+    """The API server's own words from an error ("403 Forbidden: <message>" -> "<message>")."""
+    text = str(exc)
+    head, sep, rest = text.partition(": ")
+    return rest if sep and head.split(" ", 1)[0].isdigit() else text
+
+
+def _generation(record: Obj) -> int | None:
+    value = (record.get("metadata") or {}).get("generation")
+    return value if isinstance(value, int) else None
+
+
+__all__ = ["ERROR_BACKOFF_CAP", "STATUS_EVERY", "JobWorker", "VersionMismatch", "owner_reference"]
