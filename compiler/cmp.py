@@ -38,6 +38,7 @@ OPTION_ENV = {
     "SCHEDULER": "scheduler",
     "KUEUE_QUEUE": "kueue_queue",
     "RUNTIME_IMAGE": "runtime_image",
+    "RUNTIME": "runtime",
     "CLUSTER_DOMAIN": "cluster_domain",
 }
 

@@ -36,6 +36,7 @@ OPTIONS: dict[str, tuple[str, Any]] = {
     "scheduler": ("scheduler", str),
     "kueueQueue": ("kueue_queue", str),
     "runtimeImage": ("runtime_image", str),
+    "runtime": ("runtime", str),
 }
 # Accepted and ignored: pods left git (PodTemplates need no Flux annotation); old configs keep working.
 RETIRED_OPTIONS = ("fluxAnnotations",)
@@ -179,7 +180,7 @@ def _generated(job_file: str | None, folder: str, rendered: dict[str, list[dict[
 def transform(text: str) -> Outcome:
     """Run the function over ResourceList text (pure: text in, items and results out)."""
     from .options import CompileOptions
-    from .pipeline import compile_documents
+    from .pipeline import RUNTIME_FILE, compile_documents, namespace_runtimes, runtime_folder
     from .render import render_job
 
     outcome, rl = _resource_list(text)
@@ -199,6 +200,10 @@ def transform(text: str) -> Outcome:
     if compiled.failed:
         return outcome
     generated = {by_label[j.source].index: _generated(by_label[j.source].file, j.folder, render_job(j.plan)) for j in compiled.jobs}
+    # Each namespace's one runtime goes right after the last of its jobs, beside their files.
+    for folder, docs in namespace_runtimes(compiled.jobs).items():
+        last = max((j for j in compiled.jobs if runtime_folder(j, compiled.jobs) == folder), key=lambda j: by_label[j.source].index)
+        generated[by_label[last.source].index].extend(_generated(by_label[last.source].file, folder, {RUNTIME_FILE: docs}))
     new_items: list[Any] = []
     for index in range(len(inputs)):
         new_items.extend(generated.get(index, [Kept(index)]))

@@ -13,6 +13,8 @@ from typing import Any, Literal
 from .version import __version__
 
 SchedulerTarget = Literal["auto", "t9k", "kueue", "default"]
+RuntimeMode = Literal["namespace", "job"]
+RUNTIME_MODES: tuple[str, ...] = ("namespace", "job")
 
 DEFAULT_IMAGE_REPOSITORY = "ghcr.io/flatjob/flatjob"
 
@@ -28,6 +30,9 @@ class CompileOptions:
     runtime_image: str = f"{DEFAULT_IMAGE_REPOSITORY}:{__version__}"
     local_addresses: bool = False  # run-local: each pod's address is its own loopback IP, not a DNS name
     local_block: int = 1  # run-local: the pods' addresses are 127.0.<block>.1 onwards
+    # Who runs the jobs in the cluster: one runtime for every job of a namespace (rendered once
+    # per namespace folder), or one per job (in each job's folder).  docs/architecture.md §5.
+    runtime: RuntimeMode = "namespace"
 
     def problems(self) -> dict[str, str]:
         """Option name -> why its value cannot be used (the namespace also names an output folder)."""
@@ -38,6 +43,7 @@ class CompileOptions:
             "cluster_domain": names.dns1123_subdomain(self.cluster_domain),
             "kueue_queue": names.dns1123_subdomain(self.kueue_queue) if self.kueue_queue is not None else None,
             "runtime_image": names.image_reference(self.runtime_image),
+            "runtime": None if self.runtime in RUNTIME_MODES else f"is not one of {', '.join(RUNTIME_MODES)}",
         }
         return {k: v for k, v in why.items() if v}
 
@@ -46,6 +52,7 @@ class CompileOptions:
         default = CompileOptions()
         diff = {f.name: getattr(self, f.name) for f in fields(self) if getattr(self, f.name) != getattr(default, f.name)}
         diff.pop("namespace", None)  # the namespace is on every object already
+        diff.pop("runtime", None)  # the record says it on its own (flatjob.dev/runtime)
         return json.dumps(diff, sort_keys=True, separators=(",", ":")) if diff else None
 
     @classmethod

@@ -27,6 +27,7 @@ from .output import META_FILE
 from .plan import JobPlan, plan
 from .render import render_job
 from .render.kustomization import KUSTOMIZATION, kustomization
+from .render.runtime import RuntimeNeeds, render_namespace_runtime
 from .validate import Validated, validate_document
 from .validate.across import check_across
 from .version import __version__
@@ -45,6 +46,7 @@ class CompiledJob:
     files: dict[str, str]
     job: Any  # the canonical typed job
     options: CompileOptions
+    needs: RuntimeNeeds | None = None  # namespace mode: what its namespace's runtime needs of it
 
     @cached_property
     def plan(self) -> JobPlan:
@@ -79,16 +81,49 @@ class CompileResult:
         for job in self.jobs:
             for rel, text in job.files.items():
                 files[f"{job.folder}/{rel}"] = text
+        runtimes = namespace_runtimes(self.jobs)
+        for folder, docs in runtimes.items():
+            files[f"{folder}/{RUNTIME_FILE}" if folder else RUNTIME_FILE] = emit_files({RUNTIME_FILE: docs})[RUNTIME_FILE]
         by_folder = {j.folder: j for j in self.jobs}
-        for folder, entries in sorted(_levels(by_folder).items()):
+        for folder, entries in sorted(_levels(by_folder).items()):  # every runtime's folder holds jobs: a level
             rel = f"{folder}/{KUSTOMIZATION}" if folder else KUSTOMIZATION
             # A job named like a namespace (job `research` beside `research/<job>`) shares its
             # folder with that namespace's jobs: its kustomization then lists both.
             own = by_folder.get(folder)
             resources = [f for f in own.files if f != KUSTOMIZATION] if own is not None else []
+            if folder in runtimes:
+                resources.append(RUNTIME_FILE)
             files[rel] = emit_files({KUSTOMIZATION: [kustomization(resources + sorted(entries))]})[KUSTOMIZATION]
         files[META_FILE] = metadata(self, sorted(files), root)
         return files
+
+
+RUNTIME_FILE = "runtime.yaml"
+
+
+def namespace_runtimes(jobs: Iterable[CompiledJob]) -> dict[str, list[dict[str, Any]]]:
+    """Folder -> the namespace runtime rendered there, for the jobs compiled in namespace mode:
+    one per namespace, whatever the number of jobs, byte-identical for the same jobs.  It goes
+    in the namespace's own folder (`<namespace>/`, where the jobs that set it live), else at
+    the root (jobs that set none, in the namespace of `-n` or of whoever applies them)."""
+    jobs = list(jobs)
+    needs: dict[str | None, list[RuntimeNeeds]] = {}
+    for job in jobs:
+        if job.needs is not None:
+            needs.setdefault(job.needs.namespace, []).append(job.needs)
+    folders = {runtime_folder(j, jobs) for j in jobs if j.needs is not None}
+    out = {}
+    for namespace, served in sorted(needs.items(), key=lambda kv: kv[0] or ""):
+        out[namespace if namespace in folders else ""] = render_namespace_runtime(namespace, served)
+    return out
+
+
+def runtime_folder(job: CompiledJob, jobs: Iterable[CompiledJob] | None = None) -> str:
+    """The folder of the runtime that serves `job` in namespace mode: its namespace's own
+    folder when jobs set that namespace (`<namespace>/`), else the root."""
+    namespace = job.needs.namespace if job.needs is not None else None
+    explicit = {j.folder.split("/", 1)[0] for j in (jobs if jobs is not None else [job]) if "/" in j.folder}
+    return namespace if namespace is not None and namespace in explicit else ""
 
 
 def _levels(folders: Iterable[str]) -> dict[str, set[str]]:
@@ -128,7 +163,8 @@ def compile_job(v: Validated, options: CompileOptions) -> CompiledJob:
     rendered = render_job(job_plan)
     files = emit_files(rendered)
     files[KUSTOMIZATION] = emit_files({KUSTOMIZATION: [kustomization(list(rendered))]})[KUSTOMIZATION]
-    return CompiledJob(canonical.metadata.name, canonical.kind, job_folder(canonical), v.doc.path, files, canonical, options)
+    needs = RuntimeNeeds.of(job_plan) if options.runtime == keys.RUNTIME_MODE_NAMESPACE else None
+    return CompiledJob(canonical.metadata.name, canonical.kind, job_folder(canonical), v.doc.path, files, canonical, options, needs)
 
 
 def job_folder(job: Any) -> str:

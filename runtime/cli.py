@@ -55,18 +55,23 @@ def run_loop(controller: Any, stop: threading.Event, notify: threading.Event, he
 
 
 @click.command("runtime")
-@click.option("--kind", required=True, type=click.Choice(["GenericJob", "PyTorchTrainingJob", "DeepSpeedJob", "ColossalAIJob"]), help="Kind of the job record.")
-@click.option("--name", required=True, help="Name of the job record.")
-@click.option("--namespace", envvar="POD_NAMESPACE", default="default", show_default=True, help="Namespace of the job (POD_NAMESPACE).")
+@click.option("--kind", default=None, type=click.Choice(["GenericJob", "PyTorchTrainingJob", "DeepSpeedJob", "ColossalAIJob"]), help="Kind of the one job to serve (with --name); without both, every job of the namespace.")
+@click.option("--name", default=None, help="Name of the one job to serve (with --kind).")
+@click.option("--namespace", envvar="POD_NAMESPACE", default="default", show_default=True, help="Namespace of the jobs (POD_NAMESPACE).")
 @click.option("--identity", envvar="POD_NAME", default=None, help="Lease holder identity (POD_NAME; default: the host name).")
 @click.option("--http-port", default=8080, show_default=True, help="Port of /healthz, /readyz and /metrics.")
 @click.option("--log-level", default="INFO", show_default=True, type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"]))
-def runtime_command(kind: str, name: str, namespace: str, identity: str | None, http_port: int, log_level: str) -> None:
-    """Run the in-cluster runtime of one job (the entry point of the runtime image).
+def runtime_command(kind: str | None, name: str | None, namespace: str, identity: str | None, http_port: int, log_level: str) -> None:
+    """Run the in-cluster runtime (the entry point of the runtime image): of every flatjob job
+    of the namespace (compiled with --runtime namespace, the default), or of one job (--kind
+    and --name; compiled with --runtime job).
 
-    It creates the job's pods from their PodTemplates, releases each gang, restarts them by policy, resizes elastic jobs, creates
-    the SSH key Secret and writes the record's status. It never changes what git renders.
+    It creates the jobs' pods from their PodTemplates, releases each gang, restarts them by
+    policy, resizes elastic jobs, creates the SSH key Secrets and writes the records' status.
+    It never changes what git renders.
     """
+    if (kind is None) != (name is None):
+        raise click.UsageError("--kind and --name go together (one job); leave both out to serve the namespace")
     missing = missing_runtime_extra()
     if missing is not None:  # `pip install flatjob` without the runtime extra
         raise click.UsageError(missing)

@@ -59,13 +59,14 @@ def compiled_objects(text: str, options: Any = None) -> list[dict[str, Any]]:
     """Compile one job spec (text) in memory and return every manifest it renders."""
     from flatjob.compiler.loader import Loaded, parse
     from flatjob.compiler.options import CompileOptions
-    from flatjob.compiler.pipeline import compile_documents
+    from flatjob.compiler.pipeline import compile_documents, namespace_runtimes
 
     docs, problems = parse(text, "job.yaml")
     assert not problems, problems
     result = compile_documents(Loaded(jobs=docs), options or CompileOptions())
     assert not result.failed, [d.message for d in result.diagnostics]
-    return [obj for job in result.jobs for obj in objects_of(job.files)]
+    runtimes = [obj for docs in namespace_runtimes(result.jobs).values() for obj in docs]  # namespace mode: the namespace's
+    return [obj for job in result.jobs for obj in objects_of(job.files)] + runtimes
 
 
 def _label_problems(labels: dict[str, Any]) -> list[str]:

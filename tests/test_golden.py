@@ -2,7 +2,8 @@
 
 Covers:
 - examples/*.yaml compile to exactly examples/rendered/ (extra, missing and changed files fail);
-- every tests/golden/<case>/job.yaml compiles to exactly tests/golden/<case>/expected/;
+- every tests/golden/<case>/job.yaml compiles to exactly tests/golden/<case>/expected/ (with the
+  compile options of <case>/options.json when there is one);
 - the CLI writes the same bytes as the in-memory pipeline;
 - the comparison itself reports missing, extra and changed files.
 
@@ -12,6 +13,7 @@ the diff in git.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -19,6 +21,7 @@ from click.testing import CliRunner
 from goldenkit import check_golden, compare_trees, read_tree
 
 from flatjob.compiler.cli import cli
+from flatjob.compiler.options import CompileOptions
 from flatjob.compiler.output import META_FILE
 from flatjob.compiler.pipeline import compile_paths
 
@@ -30,9 +33,9 @@ CASES = sorted(p.name for p in GOLDEN.iterdir() if (p / "job.yaml").is_file())
 HINT = "run pytest --update-golden and review the diff"
 
 
-def compiled_tree(sources: list[Path], out: Path) -> dict[str, str]:
+def compiled_tree(sources: list[Path], out: Path, options: CompileOptions | None = None) -> dict[str, str]:
     """What `flatjob compile SOURCES -o OUT` would write, computed in memory."""
-    result = compile_paths([str(s) for s in sources])
+    result = compile_paths([str(s) for s in sources], options or CompileOptions())
     assert not result.failed, "\n".join(d.message for d in result.diagnostics)
     return result.tree(out)
 
@@ -45,7 +48,9 @@ def test_examples_render_to_examples_rendered(update_golden: bool) -> None:
 def test_golden_case(case: str, update_golden: bool) -> None:
     folder = GOLDEN / case
     expected = folder / "expected"
-    check_golden(expected, compiled_tree([folder / "job.yaml"], expected), update_golden, HINT)
+    options = folder / "options.json"
+    chosen = CompileOptions(**json.loads(options.read_text())) if options.is_file() else None
+    check_golden(expected, compiled_tree([folder / "job.yaml"], expected, chosen), update_golden, HINT)
 
 
 def test_golden_cases_exist() -> None:

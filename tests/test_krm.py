@@ -69,10 +69,11 @@ def test_pipe_a_resource_list_through_the_command() -> None:
     assert [i["metadata"]["name"] for i in (items[0], items[-1])] == ["keep-me", "after"]
     assert items[0] == yaml.safe_load(KEEP)  # untouched, internal annotations included
     generated = items[1:-1]
-    assert {i["kind"] for i in generated} >= {"PyTorchTrainingJob", "Service", "PodTemplate"}
+    assert {i["kind"] for i in generated} >= {"PyTorchTrainingJob", "Service", "PodTemplate", "Deployment"}
     assert all(i["metadata"]["namespace"] == "team-a" for i in generated)
-    paths = {i["metadata"]["annotations"]["internal.config.kubernetes.io/path"] for i in generated}
-    assert "jobs/ddp/podtemplates.yaml" in paths and all(p.startswith("jobs/ddp/") for p in paths)  # where kpt sink writes
+    paths = [i["metadata"]["annotations"]["internal.config.kubernetes.io/path"] for i in generated]
+    assert "jobs/ddp/podtemplates.yaml" in paths  # where kpt sink writes
+    assert set(paths[-4:]) == {"jobs/runtime.yaml"} and all(p.startswith("jobs/ddp/") for p in paths[:-4])  # then the namespace's runtime
     record = next(i for i in generated if i["apiVersion"] == "flatjob.dev/v1beta1")
     assert not any(k.startswith("config.kubernetes.io/") for k in record["metadata"]["annotations"])
 
@@ -128,7 +129,7 @@ def test_kpt_source_krm_sink(tmp_path: Path) -> None:
     done = subprocess.run(["sh", "-c", pipeline], cwd=tmp_path, env=tool_env(), capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr
     files = sorted(p.relative_to(tmp_path / "rendered").as_posix() for p in (tmp_path / "rendered").rglob("*.yaml"))
-    assert files == ["ddp/job.yaml", "ddp/podtemplates.yaml", "ddp/runtime.yaml", "ddp/service.yaml"]
+    assert files == ["ddp/job.yaml", "ddp/podtemplates.yaml", "ddp/service.yaml", "runtime.yaml"]  # runtime.yaml: the namespace's
     pods = list(yaml.safe_load_all((tmp_path / "rendered" / "ddp" / "podtemplates.yaml").read_text(encoding="utf-8")))
     assert len(pods) == 4 and not any("internal.config.kubernetes.io/path" in p["metadata"]["annotations"] for p in pods)
 

@@ -183,7 +183,7 @@ def test_jobs_that_disappear_are_pruned_and_user_files_kept(project: tuple[Path,
     assert not (out / "alpha").exists()  # emptied folder removed
     assert sorted(p.name for p in (out / "beta").iterdir()) == ["notes.txt"]
     assert (out / "README.md").read_text() == "mine\n"
-    assert yaml.safe_load((out / "kustomization.yaml").read_text())["resources"] == ["delta"]
+    assert yaml.safe_load((out / "kustomization.yaml").read_text())["resources"] == ["runtime.yaml", "delta"]
     assert json.loads((out / META_FILE).read_text())["files"] == sorted(
         [
             *(
@@ -192,11 +192,11 @@ def test_jobs_that_disappear_are_pruned_and_user_files_kept(project: tuple[Path,
                     "job.yaml",
                     "kustomization.yaml",
                     "podtemplates.yaml",
-                    "runtime.yaml",
                     "service.yaml",
                 )
             ),
             "kustomization.yaml",
+            "runtime.yaml",  # the namespace's one runtime
         ]
     )
 
@@ -222,12 +222,13 @@ def test_job_named_like_a_namespace_keeps_both(tmp_path: Path) -> None:
     spec.write_text(spec.read_text().replace("  name: llm", "  name: llm\n  namespace: research"))
     assert flatjob("compile", str(src), "-o", str(out)).exit_code == 0
     resources = yaml.safe_load((out / "research" / "kustomization.yaml").read_text())["resources"]
-    assert resources == ["job.yaml", "service.yaml", "podtemplates.yaml", "runtime.yaml", "llm"]
+    assert resources == ["job.yaml", "service.yaml", "podtemplates.yaml", "runtime.yaml", "llm"]  # runtime.yaml: namespace research's
+    assert yaml.safe_load((out / "kustomization.yaml").read_text())["resources"] == ["runtime.yaml", "research"]  # the root's: job research's
     spec.unlink()
     assert flatjob("compile", str(src), "-o", str(out)).exit_code == 0
     resources = yaml.safe_load((out / "research" / "kustomization.yaml").read_text())["resources"]
-    assert resources == ["job.yaml", "service.yaml", "podtemplates.yaml", "runtime.yaml"]
-    assert not (out / "research" / "llm").exists()
+    assert resources == ["job.yaml", "service.yaml", "podtemplates.yaml"]
+    assert not (out / "research" / "llm").exists() and not (out / "research" / "runtime.yaml").exists()
 
 
 @pytest.mark.parametrize("force", [False, True], ids=["refused", "forced"])
@@ -345,14 +346,6 @@ def test_kubectl_kustomize_accepts_the_output(project: tuple[Path, Path]) -> Non
     assert run.returncode == 0, run.stderr
     docs = [d for d in yaml.safe_load_all(run.stdout) if d]
     kinds = sorted(d["kind"] for d in docs)
-    per_job = [
-        "Deployment",
-        "PodTemplate",
-        "PodTemplate",
-        "PyTorchTrainingJob",
-        "Role",
-        "RoleBinding",
-        "Service",
-        "ServiceAccount",
-    ]
-    assert kinds == sorted(per_job * 2)
+    per_job = ["PodTemplate", "PodTemplate", "PyTorchTrainingJob", "Service"]
+    namespace_runtime = ["Deployment", "Role", "RoleBinding", "ServiceAccount"]
+    assert kinds == sorted(per_job * 2 + namespace_runtime)

@@ -90,11 +90,12 @@ def test_two_jobs_rendering_one_pod_fail_lint_and_compile(tmp_path: Path) -> Non
 
 @pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl not installed")
 def test_the_collision_is_real(tmp_path: Path) -> None:
-    """Compiled apart, the two jobs' output cannot be built together: kustomize refuses it."""
+    """Compiled apart, the two jobs' output cannot be built together: kustomize refuses it.
+    (Per-job runtimes: two namespace runtimes, one per compile, would collide first.)"""
     for name, rtype in (("a", "b-c"), ("a-b", "c")):
         (tmp_path / name).mkdir()
         (tmp_path / name / "job.yaml").write_text(job(name, rtype))
-        assert run_cli("compile", str(tmp_path / name), "-o", str(tmp_path / "out" / name)).exit_code == 0
+        assert run_cli("compile", str(tmp_path / name), "-o", str(tmp_path / "out" / name), "--runtime", "job").exit_code == 0
     (tmp_path / "out" / "kustomization.yaml").write_text("resources: [a, a-b]\n")
     built = subprocess.run(["kubectl", "kustomize", str(tmp_path / "out")], capture_output=True, text=True, timeout=120, check=False)
     assert built.returncode != 0 and "a-b-c-0" in built.stderr

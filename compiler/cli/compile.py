@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 import click
 
 from ..errors import Diagnostic, Severity
-from ..options import CompileOptions
+from ..options import RUNTIME_MODES, CompileOptions
 from ..outdir import LinkFound, NotAFile
 
 if TYPE_CHECKING:
@@ -33,7 +33,9 @@ def _options(f: Any) -> Any:
         click.option("--cluster-domain", default="cluster.local", show_default=True, help="The cluster's DNS domain."),
         click.option("--scheduler", type=click.Choice(_SCHEDULERS), default="auto", show_default=True, help="auto: T9k Scheduler when spec.scheduler.t9kScheduler is set; kueue: Kueue labels; default: kube-scheduler."),
         click.option("--kueue-queue", default=None, help="Kueue LocalQueue for --scheduler kueue (default: the T9k queue name)."),
-        click.option("--runtime-image", default=None, help="Image of the per-job runtime (default ghcr.io/flatjob/flatjob:<version>)."),
+        click.option("--runtime", "runtime", type=click.Choice(RUNTIME_MODES), default="namespace", show_default=True,
+                     help="namespace: one runtime serves every job of a namespace (rendered once per namespace folder); job: one runtime per job, in its folder."),
+        click.option("--runtime-image", default=None, help="Image of the runtime (default ghcr.io/flatjob/flatjob:<version>)."),
         # Accepted and ignored since pods left git (PodTemplates need no Flux annotation), so scripts keep working.
         click.option("--no-flux-annotations", is_flag=True, hidden=True),
     ]
@@ -42,11 +44,11 @@ def _options(f: Any) -> Any:
     return f
 
 
-_OPTION_FLAGS = {"namespace": "--namespace", "cluster_domain": "--cluster-domain", "kueue_queue": "--kueue-queue", "runtime_image": "--runtime-image"}
+_OPTION_FLAGS = {"namespace": "--namespace", "cluster_domain": "--cluster-domain", "kueue_queue": "--kueue-queue", "runtime_image": "--runtime-image", "runtime": "--runtime"}
 
 
-def _build_options(namespace: str | None, cluster_domain: str, scheduler: str, kueue_queue: str | None, runtime_image: str | None, no_flux_annotations: bool) -> CompileOptions:
-    kw: dict[str, Any] = {"namespace": namespace, "cluster_domain": cluster_domain, "scheduler": scheduler, "kueue_queue": kueue_queue}
+def _build_options(namespace: str | None, cluster_domain: str, scheduler: str, kueue_queue: str | None, runtime: str, runtime_image: str | None, no_flux_annotations: bool) -> CompileOptions:
+    kw: dict[str, Any] = {"namespace": namespace, "cluster_domain": cluster_domain, "scheduler": scheduler, "kueue_queue": kueue_queue, "runtime": runtime}
     if runtime_image:
         kw["runtime_image"] = runtime_image
     options = CompileOptions(**kw)

@@ -29,7 +29,8 @@ def render_record(plan: JobPlan) -> list[dict[str, Any]]:
     """The job record manifest."""
     job = plan.job
     labels = {**job.metadata.labels, **common_labels(plan, "job")}
-    annotations = {**job.metadata.annotations, keys.VERSION: __version__, keys.RUN_MODE: plan.run_mode, keys.POD_TEMPLATES: pod_templates_digest(plan)}
+    annotations = {**job.metadata.annotations, keys.VERSION: __version__, keys.RUN_MODE: plan.run_mode, keys.POD_TEMPLATES: pod_templates_digest(plan),
+                   keys.RUNTIME_MODE: plan.options.runtime}
     if render_tensorboard(plan):
         annotations[keys.TENSORBOARD] = tensorboard_name(plan.name)
     recorded = plan.options.recorded()

@@ -1,12 +1,18 @@
-"""The job's runtime: ServiceAccount, least-privilege Role and RoleBinding, and a Deployment.
+"""The runtime: ServiceAccount, least-privilege Role and RoleBinding, and a Deployment.
 
-The Role names every verb the runtime uses and nothing more; where Kubernetes allows it,
-access is narrowed to the job's own objects by resourceNames.  Creating pods and Secrets
-cannot be narrowed by name (the API has no name at create-authorization time).
+Per-job mode (`--runtime job`): one runtime per job, in the job's folder, acting on that job
+alone.  Namespace mode (the default): one runtime for every flatjob job of a namespace,
+rendered once in the namespace's folder from what its jobs need (`RuntimeNeeds`), whatever
+the number of job files.  The Role names every verb the runtime uses and nothing more; where
+Kubernetes allows it, access is narrowed by resourceNames.  Creating pods and Secrets cannot
+be narrowed by name (the API has no name at create-authorization time), nor can a watch by
+label (the namespace runtime's one watch on all its jobs' pods).
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from .. import keys
@@ -76,22 +82,109 @@ def _uses_podgroup(plan: JobPlan) -> bool:
 
 
 def render_runtime(plan: JobPlan) -> list[dict[str, Any]]:
-    """ServiceAccount, Role, RoleBinding and Deployment of the job's runtime."""
+    """ServiceAccount, Role, RoleBinding and Deployment of the job's own runtime (per-job mode;
+    in namespace mode the job's folder holds none: see render_namespace_runtime)."""
+    if plan.options.runtime != keys.RUNTIME_MODE_JOB:
+        return []
     name = runtime_name(plan.name)
     labels = {**common_labels(plan, "runtime"), keys.RUNTIME_FOR: plan.name, keys.ROLE: "runtime"}
-    sa = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": metadata(plan, name, labels)}
-    role = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": metadata(plan, name, labels), "rules": rbac_rules(plan)}
+    meta = lambda: metadata(plan, name, labels)  # noqa: E731
+    args = ["runtime", "--kind", plan.kind, "--name", plan.name]
+    deployment = _deployment(meta(), name, labels, {keys.RUNTIME_FOR: plan.name, keys.ROLE: "runtime"}, args, plan.options.runtime_image, runtime_resources(len(plan.pods)))
+    return [*_access(meta, name, plan.namespace, rbac_rules(plan)), deployment]
+
+
+def _access(meta: Any, name: str, namespace: str | None, rules: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The ServiceAccount, its Role and the RoleBinding between them."""
+    sa = {"apiVersion": "v1", "kind": "ServiceAccount", "metadata": meta()}
+    role = {"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role", "metadata": meta(), "rules": rules}
     subject: dict[str, Any] = {"kind": "ServiceAccount", "name": name}
-    if plan.namespace:
-        subject["namespace"] = plan.namespace
+    if namespace:
+        subject["namespace"] = namespace
     binding = {
         "apiVersion": "rbac.authorization.k8s.io/v1",
         "kind": "RoleBinding",
-        "metadata": metadata(plan, name, labels),
+        "metadata": meta(),
         "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": name},
         "subjects": [subject],
     }
-    return [sa, role, binding, _deployment(plan, name, labels)]
+    return [sa, role, binding]
+
+
+# --- namespace mode -----------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class RuntimeNeeds:
+    """What a namespace runtime needs to know of one job it serves (kept from its plan)."""
+
+    name: str
+    kind: str
+    namespace: str | None
+    pods: int  # its pods (the elastic maximum)
+    ssh_secret: str | None  # the Secret it reads (SSH kinds)
+    tensorboard: bool
+    podgroup: bool
+    image: str
+
+    @classmethod
+    def of(cls, plan: JobPlan) -> RuntimeNeeds:
+        secret = plan.ssh_secret if plan.kind in SSH_KINDS else None
+        return cls(plan.name, plan.kind, plan.namespace, len(plan.pods), secret, bool(render_tensorboard(plan)),
+                   bool(plan.min_member and _uses_podgroup(plan)), plan.options.runtime_image)
+
+
+def namespace_rules(jobs: Iterable[RuntimeNeeds]) -> list[dict[str, Any]]:
+    """What a namespace runtime calls: every job record kind (one process serves them all),
+    the pods of all jobs, and by name only the Secrets its jobs name and its own Lease."""
+    jobs = list(jobs)
+    plurals = [PLURALS[k] for k in sorted(PLURALS)]
+    rules = [
+        _rule([""], ["podtemplates"], ["list", "watch"]),
+        # As the per-job Role: the runtime deletes and patches only pods a record it serves owns.
+        _rule([""], ["pods"], ["create", "delete", "list", "patch", "watch"]),
+        # Every record kind, watched once for the namespace; their status written.
+        _rule([keys.RECORD_GROUP], plurals, ["list", "watch"]),
+        _rule([keys.RECORD_GROUP], [f"{p}/status" for p in plurals], ["update"]),
+        _rule([""], ["events"], ["create", "patch"]),
+        _rule(["coordination.k8s.io"], ["leases"], ["create"]),
+        _rule(["coordination.k8s.io"], ["leases"], ["get", "update"], [keys.NAMESPACE_RUNTIME]),
+    ]
+    secrets = sorted({j.ssh_secret for j in jobs if j.ssh_secret})
+    if secrets:
+        # Read by name when a job needs its Secret (never a list or watch of every Secret).
+        rules += [_rule([""], ["secrets"], ["create"]), _rule([""], ["secrets"], ["get"], secrets)]
+    if any(j.tensorboard for j in jobs):
+        rules.append(_rule(["apps"], ["deployments"], ["list", "watch"]))
+    if any(j.podgroup for j in jobs):
+        rules.append(_rule(["scheduler.tensorstack.dev"], ["podgroups"], ["list", "watch"]))
+    return rules
+
+
+# A namespace runtime keeps per job a worker, its record and its Events besides its pods:
+# measured with `python bench/runtime.py --jobs N --pods-per-job M` (docs/architecture.md §5).
+JOBS_PER_MIB = 10
+
+
+def render_namespace_runtime(namespace: str | None, jobs: Iterable[RuntimeNeeds]) -> list[dict[str, Any]]:
+    """The one runtime of a namespace: ServiceAccount, Role, RoleBinding and Deployment, all
+    named `flatjob` (no job's own object can be: theirs are `<job>-runtime`, `<job>-...`)."""
+    jobs = sorted(jobs, key=lambda j: (j.kind, j.name))
+    name = keys.NAMESPACE_RUNTIME
+    labels = {"app.kubernetes.io/name": "flatjob", "app.kubernetes.io/component": "runtime", "app.kubernetes.io/managed-by": "flatjob",
+              keys.RUNTIME_FOR: name, keys.ROLE: "runtime"}
+
+    def meta() -> dict[str, Any]:
+        out: dict[str, Any] = {"name": name}
+        if namespace:
+            out["namespace"] = namespace
+        out["labels"] = dict(labels)
+        return out
+
+    image = min((j.image for j in jobs), default=f"ghcr.io/flatjob/flatjob:{plan_version()}")
+    pods = sum(j.pods for j in jobs)
+    resources = runtime_resources(pods, jobs=len(jobs))
+    deployment = _deployment(meta(), name, labels, {keys.RUNTIME_FOR: name, keys.ROLE: "runtime"}, ["runtime"], image, resources)
+    return [*_access(meta, name, namespace, namespace_rules(jobs)), deployment]
 
 
 # The runtime's memory, from `python bench/runtime.py --pods N` (its own process over HTTP,
@@ -103,21 +196,22 @@ PODS_PER_MIB = 50
 MEMORY_LIMIT_MIN_MIB = 128
 
 
-def runtime_resources(pods: int) -> dict[str, Any]:
-    """The runtime container's requests and limits for a job of `pods` pods (its elastic maximum)."""
-    request = MEMORY_BASE_MIB + pods // PODS_PER_MIB
+def runtime_resources(pods: int, jobs: int = 1) -> dict[str, Any]:
+    """The runtime container's requests and limits for `pods` pods (the elastic maxima) of
+    `jobs` jobs."""
+    request = MEMORY_BASE_MIB + pods // PODS_PER_MIB + (jobs - 1) // JOBS_PER_MIB
     limit = max(MEMORY_LIMIT_MIN_MIB, 2 * request)
     return {"requests": {"cpu": "10m", "memory": f"{request}Mi"}, "limits": {"memory": f"{limit}Mi"}}
 
 
-def _deployment(plan: JobPlan, name: str, labels: dict[str, str]) -> dict[str, Any]:
-    # The role keeps this selector off the TensorBoard pods, which are also runtime-for the job.
-    match = {keys.RUNTIME_FOR: plan.name, keys.ROLE: "runtime"}
+def _deployment(meta: dict[str, Any], name: str, labels: dict[str, str], match: dict[str, str], args: list[str], image: str, resources: dict[str, Any]) -> dict[str, Any]:
+    """The runtime's Deployment (`match`: its selector; the role keeps it off the TensorBoard
+    pods, which are also runtime-for the job)."""
     probe = lambda path: {"httpGet": {"path": path, "port": "http"}, "periodSeconds": 10}  # noqa: E731
     container = {
         "name": "runtime",
-        "image": plan.options.runtime_image,
-        "args": ["runtime", "--kind", plan.kind, "--name", plan.name],
+        "image": image,
+        "args": args,
         "env": [
             {"name": "POD_NAMESPACE", "valueFrom": {"fieldRef": {"fieldPath": "metadata.namespace"}}},
             {"name": "POD_NAME", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}},
@@ -125,7 +219,7 @@ def _deployment(plan: JobPlan, name: str, labels: dict[str, str]) -> dict[str, A
         "ports": [{"name": "http", "containerPort": HTTP_PORT, "protocol": "TCP"}],
         "readinessProbe": probe("/readyz"),
         "livenessProbe": probe("/healthz"),
-        "resources": runtime_resources(len(plan.pods)),
+        "resources": resources,
         "securityContext": {
             "allowPrivilegeEscalation": False,
             "readOnlyRootFilesystem": True,
@@ -135,7 +229,7 @@ def _deployment(plan: JobPlan, name: str, labels: dict[str, str]) -> dict[str, A
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
-        "metadata": metadata(plan, name, labels, {keys.VERSION: plan_version()}),
+        "metadata": {**meta, "annotations": {keys.VERSION: plan_version()}},
         "spec": {
             "replicas": 1,
             # Recreate: the old runtime stops before the new one starts (a Lease guards the rest).

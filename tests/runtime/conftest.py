@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from .harness import OPEN, REAL
+from .harness import MODE, MODES, OPEN, REAL
 
 
 @pytest.fixture(autouse=True)
@@ -14,6 +14,20 @@ def _close_scenarios() -> Iterator[None]:
     yield
     while OPEN:
         OPEN.pop().close()
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Tests that use `runtime_mode` run once per runtime mode (namespace, job)."""
+    if "runtime_mode" in metafunc.fixturenames:
+        metafunc.parametrize("runtime_mode", MODES, indirect=True)
+
+
+@pytest.fixture
+def runtime_mode(request: pytest.FixtureRequest) -> Iterator[str]:
+    """The runtime mode the test's scenarios compile and run in."""
+    token = MODE.set(request.param)
+    yield request.param
+    MODE.reset(token)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

@@ -11,6 +11,7 @@ runtime then runs in a thread on real time.
 
 from __future__ import annotations
 
+import contextvars
 import copy
 import os
 import textwrap
@@ -27,7 +28,7 @@ from manifestkit import objects_of
 from flatjob.compiler import keys
 from flatjob.compiler.loader import Loaded, parse
 from flatjob.compiler.options import CompileOptions
-from flatjob.compiler.pipeline import compile_documents
+from flatjob.compiler.pipeline import compile_documents, namespace_runtimes
 from flatjob.runtime.controller import Controller
 from flatjob.runtime.kube import KubeCluster, Timeouts
 from flatjob.runtime.sim.cluster import FakeCluster
@@ -38,15 +39,22 @@ REAL = os.environ.get("FLATJOB_REAL_CLUSTER") == "1" and bool(os.environ.get("KU
 NAMESPACE = "default"
 OPEN: list[Scenario] = []  # scenarios to close after each test (tests/runtime/conftest.py)
 PLURAL = lambda kind: kind.lower() + "s"  # noqa: E731
+# Which runtime serves the scenario's job: the namespace's (the default) or the job's own.
+# tests/runtime/conftest.py runs the scenario modules in both modes (`runtime_mode`).
+MODES = ("namespace", "job")
+MODE: contextvars.ContextVar[str] = contextvars.ContextVar("runtime_mode", default="namespace")
 
 
 def compile_text(text: str, options: CompileOptions | None = None) -> list[dict[str, Any]]:
-    """Compile one job spec to its manifests (record first), as a GitOps tool would see them."""
+    """Compile job specs to their manifests (the first job's record first), as a GitOps tool
+    would see them, with their namespace's runtime when compiled in namespace mode."""
     docs, problems = parse(textwrap.dedent(text), "scenario.yaml")
     assert not problems, problems
-    result = compile_documents(Loaded(jobs=docs), options or CompileOptions(namespace=NAMESPACE))
+    result = compile_documents(Loaded(jobs=docs), options or CompileOptions(namespace=NAMESPACE, runtime=MODE.get()))  # type: ignore[arg-type]
     assert not result.failed, [d.message for d in result.diagnostics]
-    out = objects_of(result.jobs[0].files)
+    out = [obj for job in result.jobs for obj in objects_of(job.files)]
+    for docs_of_namespace in namespace_runtimes(result.jobs).values():
+        out += copy.deepcopy(docs_of_namespace)
     for obj in out:
         obj["metadata"].setdefault("namespace", NAMESPACE)
     return out
@@ -78,7 +86,8 @@ class Scenario:
 
             pytest.skip("the GitOps simulations run against the fake API server")
         self.namespace = f"flatjob-{uuid.uuid4().hex[:8]}" if REAL else NAMESPACE
-        self.options = self.options or CompileOptions(namespace=self.namespace)
+        self.options = self.options or CompileOptions(namespace=self.namespace, runtime=MODE.get())  # type: ignore[arg-type]
+        self.mode = self.options.runtime
         self.manifests = compile_text(self.text, self.options)
         self.record = next(o for o in self.manifests if o["apiVersion"] == keys.RECORD_API_VERSION)
         self.kind, self.name = self.record["kind"], self.record["metadata"]["name"]
@@ -123,9 +132,14 @@ class Scenario:
             self.controller.close()
         self.generation += 1
         self.dead = False
-        c = Controller(self.kube(f"runtime-{self.generation}"), NAMESPACE, self.kind, self.name, clock=self.clock, use_lease=False)
+        c = self.runtime(f"runtime-{self.generation}", use_lease=False)
         c.start()
         return c
+
+    def runtime(self, identity: str, **kw: Any) -> Controller:
+        """A runtime process for this scenario's mode: the namespace's, or the job's own."""
+        scope = (self.kind, self.name) if self.mode == "job" else (None, None)
+        return Controller(self.kube(identity), NAMESPACE, *scope, identity=identity, clock=kw.pop("clock", self.clock), **kw)
 
     def _on_request(self, verb: str, resource: str, namespace: str | None, name: str | None, agent: str = "") -> None:
         """Chaos: the runtime process dies at its N-th write; a dead one is never heard again."""

@@ -21,7 +21,7 @@ from flatjob.runtime.sim.kubelet import until_deleted
 from .harness import REAL, Scenario, run_key
 from .test_scenarios import DEEPSPEED, FAIL_ONCE, GENERIC, _launcher_fails_once, pytorch
 
-pytestmark = pytest.mark.skipif(REAL, reason="kills the runtime at chosen API calls of the fake cluster")
+pytestmark = [pytest.mark.skipif(REAL, reason="kills the runtime at chosen API calls of the fake cluster"), pytest.mark.usefixtures("runtime_mode")]  # each test in both runtime modes
 
 POD_SCOPE = GENERIC.replace("policy: Never", "policy: OnFailure\n        limit: 2").replace(
     "sleep 2; exit 3", 'sleep 2; [ "$FLATJOB_RESTART_COUNT" -ge 1 ] || exit 3; exit 0'

@@ -26,14 +26,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from flatjob.runtime.cli import run_loop
-from flatjob.runtime.controller import Controller
 from flatjob.runtime.kube import Timeouts
 from flatjob.runtime.server import Health
 
-from .harness import NAMESPACE, REAL, Scenario
+from .harness import REAL, Scenario
 from .test_scenarios import FAIL_ONCE, pytorch
 
-pytestmark = pytest.mark.skipif(REAL, reason="stops and breaks the fake API server")
+pytestmark = [pytest.mark.skipif(REAL, reason="stops and breaks the fake API server"), pytest.mark.usefixtures("runtime_mode")]  # each test in both runtime modes
 
 SPEED = 20.0  # scenario seconds per wall-clock second
 TIMEOUTS = Timeouts()  # as in the runtime image; scaled below
@@ -63,9 +62,9 @@ class Live:
         self.s = Scenario(JOB, clock=self.clock)  # type: ignore[arg-type]
         self.s.controller.close()
         self.s.server.bookmark_every = 60 / SPEED  # kube-apiserver's bookmark interval, on fast time
-        kube = self.s.kube("live")
+        self.controller = self.s.runtime("live")
+        kube = self.controller.cluster
         kube.timeouts = kube.http.timeouts = TIMEOUTS.scaled(1 / SPEED)
-        self.controller = Controller(kube, NAMESPACE, self.s.kind, self.s.name, identity="live", clock=self.clock)
         self.stop = threading.Event()
         self.errors: list[BaseException] = []
         self.runtime = threading.Thread(target=self._run, args=(kube,), daemon=True)

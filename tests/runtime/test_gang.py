@@ -20,7 +20,7 @@ from flatjob.runtime.sim.containers import Program, until_deleted
 
 from .harness import REAL, Scenario
 
-pytestmark = pytest.mark.skipif(REAL, reason="drives the simulated gang scheduler")
+pytestmark = [pytest.mark.skipif(REAL, reason="drives the simulated gang scheduler"), pytest.mark.usefixtures("runtime_mode")]  # each test in both runtime modes
 
 T9K = "  scheduler:\n    t9kScheduler:\n      queue: default\n"
 KUEUE = "  annotations:\n    flatjob.dev/scheduler: kueue\n    flatjob.dev/kueue-queue: team-a\n"

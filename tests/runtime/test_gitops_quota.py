@@ -30,7 +30,7 @@ from .gitops import TRACKING
 from .harness import NAMESPACE, REAL, Scenario
 from .test_scenarios import ELASTIC, FAIL_ONCE, pytorch
 
-pytestmark = pytest.mark.skipif(REAL, reason="the quota and the GitOps simulations are the fake API server's")
+pytestmark = [pytest.mark.skipif(REAL, reason="the quota and the GitOps simulations are the fake API server's"), pytest.mark.usefixtures("runtime_mode")]  # each test in both runtime modes
 
 GPU = "              resources: {limits: {nvidia.com/gpu: 1, cpu: 1.0}, requests: {cpu: 1.0}}\n"
 

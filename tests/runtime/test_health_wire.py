@@ -21,7 +21,7 @@ from flatjob.runtime.decisions.status import MSG_RUNNING
 from .harness import REAL, Scenario
 from .test_scenarios import pytorch
 
-pytestmark = pytest.mark.skipif(REAL, reason="reads the fake API server's records at chosen moments")
+pytestmark = [pytest.mark.skipif(REAL, reason="reads the fake API server's records at chosen moments"), pytest.mark.usefixtures("runtime_mode")]  # each test in both runtime modes
 
 
 def judged(s: Scenario) -> tuple[dict[str, str], str, str]:

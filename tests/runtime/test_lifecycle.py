@@ -26,7 +26,7 @@ from flatjob.runtime.sim.nodes import NODE_MONITOR_GRACE, PODGC_PERIOD, PODGC_QU
 from .harness import NAMESPACE, REAL, Scenario
 from .test_scenarios import pytorch
 
-pytestmark = pytest.mark.skipif(REAL, reason="drives the simulated kubelet, nodes and controllers")
+pytestmark = [pytest.mark.skipif(REAL, reason="drives the simulated kubelet, nodes and controllers"), pytest.mark.usefixtures("runtime_mode")]  # each test in both runtime modes
 
 LONG = "sleep 600; exit 0"
 

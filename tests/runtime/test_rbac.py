@@ -17,13 +17,12 @@ from urllib.parse import parse_qs
 
 import pytest
 
-from flatjob.runtime.controller import Controller
 from flatjob.runtime.sim.kubelet import until_deleted
 
-from .harness import NAMESPACE, REAL, Scenario
+from .harness import REAL, Scenario
 from .test_scenarios import DEEPSPEED, _launcher_fails_once
 
-pytestmark = pytest.mark.skipif(REAL, reason="reads the fake API server's request log")
+pytestmark = [pytest.mark.skipif(REAL, reason="reads the fake API server's request log"), pytest.mark.usefixtures("runtime_mode")]  # each test in both runtime modes
 
 JOB = DEEPSPEED.replace("spec:\n  config:", "spec:\n  scheduler:\n    t9kScheduler:\n      queue: default\n  runPolicy:\n    cleanUpPolicy: All\n    backoffLimit: 2\n  config:", 1).replace("  runPolicy:\n    backoffLimit: 2\n  worker:", "  worker:")
 
@@ -61,7 +60,7 @@ def test_every_request_of_the_runtime_is_allowed_and_every_rule_is_used() -> Non
     for name in ("ds-worker-1", "ds-worker-2"):
         s.kubelet.behaviors[name] = until_deleted
     s.controller.close()
-    s.controller = Controller(s.kube("rbac"), NAMESPACE, s.kind, s.name, identity="rbac", clock=s.clock)  # with its Lease
+    s.controller = s.runtime("rbac")  # with its Lease
     s.controller.start()
     s.finished()
     s.settle(60)

@@ -15,6 +15,8 @@ from flatjob.runtime.sim.kubelet import until_deleted
 
 from .harness import REAL, Scenario
 
+pytestmark = pytest.mark.usefixtures("runtime_mode")  # each test in both runtime modes
+
 fake_only = pytest.mark.skipif(REAL, reason="needs the kubelet stand-in (images without sshd/torchrun run on kind)")
 
 JOB = """

@@ -16,6 +16,8 @@ from flatjob.runtime.sim.kubelet import until_deleted
 
 from .harness import NAMESPACE, REAL, Scenario
 
+pytestmark = pytest.mark.usefixtures("runtime_mode")  # each test in both runtime modes
+
 fake_only = pytest.mark.skipif(REAL, reason="needs the kubelet stand-in")
 
 PLAIN = """

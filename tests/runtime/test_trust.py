@@ -17,7 +17,7 @@ from flatjob.compiler import keys
 from .harness import NAMESPACE, REAL, Scenario
 from .test_scenarios import pytorch
 
-pytestmark = pytest.mark.skipif(REAL, reason="writes to the fake API server directly")
+pytestmark = [pytest.mark.skipif(REAL, reason="writes to the fake API server directly"), pytest.mark.usefixtures("runtime_mode")]  # each test in both runtime modes
 
 
 def _stranger(s: Scenario) -> None:

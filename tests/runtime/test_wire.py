@@ -15,12 +15,13 @@ from typing import Any
 import pytest
 
 from flatjob.compiler import keys
-from flatjob.runtime.controller import Controller
 from flatjob.runtime.lease import LEASE_SECONDS, RENEW_DEADLINE
 from flatjob.runtime.sim.server import ConnectionAbort
 
 from .harness import NAMESPACE, REAL, Scenario
 from .test_scenarios import FAIL_ONCE, pytorch
+
+pytestmark = pytest.mark.usefixtures("runtime_mode")  # each test in both runtime modes
 
 fake_only = pytest.mark.skipif(REAL, reason="drives the fake API server's hooks")
 
@@ -70,7 +71,7 @@ def test_two_runtimes_never_act_at_once_when_the_leaders_lease_calls_fail() -> N
     s.controller.close()
     acts = Acts(s)
     s.server.on_request = acts
-    a, b = (Controller(s.kube(who), NAMESPACE, s.kind, s.name, identity=who, clock=s.clock) for who in ("a", "b"))
+    a, b = (s.runtime(who) for who in ("a", "b"))
     a.start()
     b.start()
     failed_at = None
@@ -104,7 +105,7 @@ def test_a_leader_whose_lease_calls_fail_stops_and_takes_it_back_when_they_work(
     s.controller.close()
     acts = Acts(s)
     s.server.on_request = acts
-    a = Controller(s.kube("a"), NAMESPACE, s.kind, s.name, identity="a", clock=s.clock)
+    a = s.runtime("a")
     a.start()
     for _ in range(10):
         s.server.bookmark_all()

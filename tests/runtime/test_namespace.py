@@ -1,0 +1,151 @@
+"""One runtime for a whole namespace (`pytest -k namespace`): many jobs, one process.
+
+- its watches: one per record kind, one for all pods, one for all PodTemplates, whatever the
+  number of jobs;
+- killing it at any write, mid-way through fifty jobs' restarts, and starting it again:
+  every count is exact and no pod runs twice for one attempt and restart;
+- a job that fails in a loop does not keep the other jobs' status waiting;
+- a job moves between the namespace runtime and a runtime of its own by a commit, and its
+  running pods run on.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from typing import Any
+
+import pytest
+
+from flatjob.compiler import keys
+from flatjob.compiler.options import CompileOptions
+
+from .harness import MODE, NAMESPACE, REAL, Scenario, compile_text, run_key
+
+pytestmark = pytest.mark.skipif(REAL, reason="kills the runtime at chosen writes of the fake API server")
+
+JOB = """
+apiVersion: batch.tensorstack.dev/v1beta1
+kind: GenericJob
+metadata:
+  name: {name}
+spec:
+  replicaSpecs:
+    - type: worker
+      replicas: 2
+      restartPolicy: {{policy: OnFailure, limit: 2}}
+      template:
+        spec:
+          containers:
+            - name: main
+              image: busybox:1.36
+              command: [sh, -c, '{script}']
+"""
+FAIL_ONCE = 'sleep {delay}; [ "$FLATJOB_RESTART_COUNT" -ge 1 ] || exit 3; sleep 5; exit 0'
+
+
+def jobs(count: int, script: str = FAIL_ONCE) -> str:
+    return "---".join(JOB.format(name=f"j{i:02d}", script=script.format(delay=2 + i % 7)) for i in range(count))
+
+
+def namespace_scenario(text: str) -> Scenario:
+    token = MODE.set("namespace")
+    try:
+        return Scenario(text)
+    finally:
+        MODE.reset(token)
+
+
+def statuses(s: Scenario) -> dict[str, dict[str, Any]]:
+    return {name: obj.get("status") or {} for (res, _, name), obj in s.cluster.objects.items() if res == "records/genericjobs"}
+
+
+def run_all(s: Scenario, kills: dict[int, int], limit: int = 600) -> None:
+    """Tick until every job has an outcome; kill the runtime at the k-th write of chosen ticks."""
+    seen: set[str] = set()
+    for tick in range(limit):
+        if tick in kills:
+            s.kill_after = kills[tick]
+        s.sync()
+        s.controller.step()
+        if s.dead:
+            s.controller = s.new_controller()  # a fresh process: nothing survives but the ledgers
+        s.kill_after = None
+        s.kubelet.tick()
+        for name, pod in s.pods().items():
+            if pod.get("status", {}).get("phase") == "Running" and pod["metadata"]["uid"] not in seen:
+                seen.add(pod["metadata"]["uid"])
+                s.starts[run_key(name, pod)] += 1
+        s.clock.now += 1
+        if all(st.get("phase") in ("Succeeded", "Failed") for st in statuses(s).values()) and tick > max(kills, default=0):
+            return
+    raise AssertionError("not every job finished")
+
+
+def test_namespace_one_watch_per_kind_whatever_the_number_of_jobs() -> None:
+    s = namespace_scenario(jobs(20))
+    s.run_until(lambda st: st.get("phase") == "Running", limit=60)
+    watches = Counter(r.resource for r in s.server.log if r.verb == "watch" and "(runtime-" in r.agent)
+    assert watches == Counter({"pods": 1, "podtemplates": 1, "genericjobs.flatjob.dev": 1, "pytorchtrainingjobs.flatjob.dev": 1,
+                               "deepspeedjobs.flatjob.dev": 1, "colossalaijobs.flatjob.dev": 1})
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_namespace_killing_the_runtime_mid_way_through_fifty_jobs_restarts_keeps_every_count_exact(seed: int) -> None:
+    """Each job's two workers fail once (exit 3) and succeed after their restart: one
+    incident per job, two replica restarts, every job Succeeded; no pod runs twice for one
+    (attempt, restart) whatever write the runtime dies at."""
+    rng = random.Random(seed)
+    s = namespace_scenario(jobs(50))
+    kills = {tick: rng.randrange(0, 40) for tick in sorted(rng.sample(range(2, 40), 6))}
+    run_all(s, kills)
+    for name, st in sorted(statuses(s).items()):
+        assert (st["phase"], st["backoffCount"], st["tasks"][0]["restartCount"]) == ("Succeeded", 1, 2), (name, st.get("runtime"))
+        assert st["runtime"]["replicaRestarts"] == {"1": [f"{name}-worker-{{0..1}}"]}
+    assert max(s.starts.values()) == 1, [k for k, n in s.starts.items() if n > 1]
+    assert s.generation > 1  # the runtime really died and came back
+
+
+def test_namespace_a_job_failing_in_a_loop_does_not_hold_up_the_others() -> None:
+    """One job's pods fail every few seconds (restarted by its policy, no limit); the others'
+    status follows their pods within the runtime step that sees the change."""
+    loop = JOB.format(name="loop", script="sleep 1; exit 3").replace("limit: 2", "limit: 100000")
+    s = namespace_scenario(loop + "---" + jobs(30, script="sleep 3000; exit 0"))
+    for _ in range(120):  # until `loop` is crash-looping
+        s.tick()
+        if statuses(s)["loop"].get("backoffCount", 0) >= 3:
+            break
+    assert statuses(s)["loop"]["backoffCount"] >= 3
+    for name in ("j00", "j17", "j29"):
+        s.kubelet.kill(f"{name}-worker-1", 0)  # a healthy job's pod finishes
+        s.sync()
+        s.controller.step()
+        assert statuses(s)[name]["aggregate"]["succeeded"] == 1, name
+
+
+def test_namespace_a_job_moves_between_modes_by_a_commit_and_its_pods_run_on() -> None:
+    text = JOB.format(name="mover", script="sleep 3000; exit 0")
+    s = namespace_scenario(text)
+    st = s.run_until(lambda st: st.get("aggregate", {}).get("running") == 2, limit=60)
+    uids = {n: p["metadata"]["uid"] for n, p in s.pods().items()}
+    for mode, scope in (("job", ("GenericJob", "mover")), ("namespace", (None, None))):
+        s.options = CompileOptions(namespace=NAMESPACE, runtime=mode)  # type: ignore[arg-type]
+        s.update_spec(text)  # the commit: the record's mode and the runtime objects change
+        record = s.cluster.record(NAMESPACE, "genericjobs", "mover")
+        assert record["metadata"]["annotations"][keys.RUNTIME_MODE] == mode
+        assert any(o["kind"] == "Deployment" and o["metadata"]["name"] == ("mover-runtime" if mode == "job" else "flatjob") for o in compile_text(text, s.options))
+        old, writes = s.controller, len(s.cluster.log)
+        for _ in range(5):  # the old runtime, not yet pruned, sees the record's new mode and lets it be
+            s.sync()
+            old.step()
+        assert not [c for c in s.cluster.log[writes:] if c.key != "events" and "records" in c.key], "the old runtime wrote the record"
+        old.close()
+        s.mode = mode
+        s.controller = s.runtime(f"{mode}-runtime", use_lease=False)  # the old runtime is pruned, the new one starts
+        s.controller.start()
+        for _ in range(30):
+            s.tick()
+        st = s.status()
+        assert st["phase"] == "Running" and st["backoffCount"] == 0 and st["runtime"]["attempt"] == 1
+        assert {n: p["metadata"]["uid"] for n, p in s.pods().items()} == uids, mode  # the same pods, never restarted
+        assert scope == (s.controller.kind, s.controller.name)
