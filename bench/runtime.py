@@ -3,24 +3,33 @@ like an API server's.
 
     python bench/runtime.py [--pods 1000] [--changes 20] [--idle 10] [--json]
     python bench/runtime.py --pods 1000 --mass-failure [--json]
+    python bench/runtime.py --jobs 500 --pods-per-job 4 [--failing 1] [--json]
 
 What runs:
-- one GenericJob with N busybox replicas, compiled by flatjob (as git holds it);
+- GenericJobs of busybox replicas, compiled by flatjob in one run (as git holds them): one
+  job of --pods pods, or --jobs jobs of --pods-per-job pods in one namespace;
 - the fake API server (runtime.sim.server over runtime.sim.cluster) in this process, with the
   kubelet stand-in (runtime.sim.kubelet.FakeKubelet) whose containers run until the bench ends
   them: objects carry an API server's defaults, status and managedFields (~5-8 KB a pod);
-- the runtime: `flatjob runtime` in a separate process, with a kubeconfig for the fake,
-  the real `kubernetes` client and runtime.kube, on real time, with its Lease.
+- the runtime: `flatjob runtime` in processes of their own (the namespace's one, the default,
+  or with --runtime job one per job), with a kubeconfig for the fake, the real `kubernetes`
+  client and runtime.kube, on real time, with its Lease.
 What it measures:
 - rss_peak_mib: the runtime process's peak RSS (VmHWM), sampled to the end;
-- status_latency_*: wall time from a pod's phase change (kubelet side) until the record's
-  status shows it, over --changes changes made one at a time;
+- status_latency_*: wall time from a pod's phase change (kubelet side) until its record's
+  status shows it, over --changes changes made one at a time (in healthy jobs);
 - status_writes_per_cycle_max: the runtime's own gauge (flatjob_cycle_status_writes_max);
-- api_calls_per_pod_event_max: the runtime's requests (watches and Lease aside) per change;
+- api_calls_per_pod_event_max: the runtime's requests (watches and the Lease aside) per change;
 - idle_calls: its requests during --idle seconds with nothing changing, the Lease aside;
-- idle_lease_requests_per_s: the Lease's own requests meanwhile (a GET and a PUT every 5 s);
+- idle_lease_requests_per_s, idle_requests_per_s: the Lease's requests meanwhile (a GET and a
+  PUT every 5 s), and every request meanwhile, the Lease included;
+- watches_open_max: the most watches the runtime held open at once;
 - status_bytes_max: the largest status the runtime wrote (compact JSON);
 - versions: Python and the libraries the figures were measured with.
+With --jobs, `per_job` gives the same load's totals under --runtime job: one runtime per job,
+measured on the first --per-job-sample jobs (each its own process) and scaled to --jobs; the
+memory they would request is what their rendered Deployments ask for, summed.
+With --failing N, N of the jobs crash-loop (their pods exit 1 two seconds after they start).
 With --mass-failure, after the start every pod's container exits 1 at the same instant (a
 NCCL abort across the whole job), and the bench measures instead:
 - recovered_s: wall time until every pod runs again as a new incarnation;
@@ -48,7 +57,6 @@ from pathlib import Path
 from typing import Any
 
 NS = "default"
-NAME = "big"
 JOB = """
 apiVersion: batch.tensorstack.dev/v1beta1
 kind: GenericJob
@@ -57,7 +65,7 @@ spec:
   replicaSpecs:
     - type: worker
       replicas: {pods}
-      restartPolicy: {{policy: OnFailure, limit: 1000}}
+      restartPolicy: {{policy: OnFailure, limit: 1000000}}
       template:
         spec:
           containers:
@@ -66,27 +74,32 @@ spec:
               command: [sh, -c, 'sleep 3600']
               resources: {{requests: {{cpu: 100m, memory: 64Mi}}, limits: {{memory: 64Mi}}}}
 """
-RUNTIME_AGENT = "(bench-runtime)"
+RUNTIME_AGENT = "(bench-runtime"
 QUIET = ("watch", )  # request verbs that are not work the runtime chose to do
 
 
-def compile_job(pods: int) -> list[dict[str, Any]]:
-    """The manifests git would hold, in the namespace the bench uses."""
-    import yaml
+def job_names(jobs: int) -> list[str]:
+    return ["big"] if jobs == 1 else [f"job-{i:03d}" for i in range(jobs)]
 
+
+def compile_jobs(names: list[str], pods: int, runtime: str) -> list[dict[str, Any]]:
+    """The manifests git would hold for these jobs, in the namespace the bench uses."""
     from flatjob.compiler.loader import Loaded, parse
     from flatjob.compiler.options import CompileOptions
     from flatjob.compiler.pipeline import compile_documents
 
-    docs, problems = parse(JOB.format(name=NAME, pods=pods), "bench.yaml")
+    docs, problems = parse("---".join(JOB.format(name=n, pods=pods) for n in names), "bench.yaml")
     assert not problems, problems
-    result = compile_documents(Loaded(jobs=docs), CompileOptions(namespace=NS))
+    result = compile_documents(Loaded(jobs=docs), CompileOptions(namespace=NS, runtime=runtime))  # type: ignore[arg-type]
     assert not result.failed, [d.message for d in result.diagnostics]
-    out: list[dict[str, Any]] = []
-    for rel, body in sorted(result.jobs[0].files.items()):
-        if rel != "kustomization.yaml":
-            out += [d for d in yaml.safe_load_all(body) if d]
-    return out
+    return _objects(result.tree())
+
+
+def _objects(tree: dict[str, str]) -> list[dict[str, Any]]:
+    import yaml
+
+    return [d for rel, body in sorted(tree.items()) if rel.endswith(".yaml") and not rel.endswith("kustomization.yaml")
+            for d in yaml.safe_load_all(body) if d]
 
 
 def free_port() -> int:
@@ -102,45 +115,87 @@ class Forever:
         return float("inf"), None
 
 
-class Bench:
-    """The fake API server and kubelet in this process; the runtime in its own."""
+class Runtime:
+    """One `flatjob runtime` process."""
 
-    def __init__(self, manifests: list[dict[str, Any]], tmp: Path):
+    def __init__(self, who: str, args: list[str], kubeconfig: Path, log: Path):
+        self.http_port = free_port()
+        env = {**os.environ, "KUBECONFIG": str(kubeconfig), "POD_NAMESPACE": NS, "POD_NAME": f"bench-runtime-{who}"}
+        env.pop("KUBERNETES_SERVICE_HOST", None)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "flatjob.compiler.cli", "runtime", *args, "--http-port", str(self.http_port), "--log-level", "WARNING"],
+            env=env, stdout=subprocess.DEVNULL, stderr=open(log, "w"),  # noqa: SIM115
+        )
+        self.peak_kib = 0
+
+    def sample(self) -> None:
+        try:
+            text = Path(f"/proc/{self.proc.pid}/status").read_text()
+            self.peak_kib = max(self.peak_kib, int(re.search(r"VmHWM:\s+(\d+)", text).group(1)))  # type: ignore[union-attr]
+        except (OSError, AttributeError):
+            pass
+        if self.proc.poll() is not None:
+            raise SystemExit(f"bench: a runtime exited with {self.proc.returncode}")
+
+    def metrics(self) -> dict[str, float]:
+        text = urllib.request.urlopen(f"http://127.0.0.1:{self.http_port}/metrics", timeout=5).read().decode()
+        out: dict[str, float] = {}
+        for line in text.splitlines():
+            if line and not line.startswith("#"):
+                key, _, value = line.rpartition(" ")
+                out[key] = out.get(key, 0.0) + float(value)
+        return out
+
+    def close(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+class Bench:
+    """The fake API server and kubelet in this process; the runtimes in their own."""
+
+    def __init__(self, manifests: list[dict[str, Any]], tmp: Path, runtime: str, failing: set[str] = frozenset()):  # type: ignore[assignment]
         from flatjob.compiler import keys
         from flatjob.runtime.sim.cluster import FakeCluster
+        from flatjob.runtime.sim.containers import Program
         from flatjob.runtime.sim.kubelet import FakeKubelet
         from flatjob.runtime.sim.server import FakeApiServer
 
         self.cluster = FakeCluster(time.time)
         self.server = FakeApiServer(self.cluster)
         self.kubelet = FakeKubelet(self.cluster, NS, time.time, schedule_delay=0.0, runner=Forever())  # type: ignore[arg-type]
-        self.record_key = next(o for o in manifests if o["apiVersion"] == keys.RECORD_API_VERSION)
-        self.plural = self.record_key["kind"].lower() + "s"
+        records = [o for o in manifests if o["apiVersion"] == keys.RECORD_API_VERSION]
+        self.jobs = [o["metadata"]["name"] for o in records]
+        self.plural = records[0]["kind"].lower() + "s"
         for obj in manifests:
-            if obj["kind"] in ("Pod", "PodTemplate", "PodGroup") or obj["apiVersion"] == keys.RECORD_API_VERSION:
+            if obj["kind"] in ("PodTemplate", "PodGroup") or obj["apiVersion"] == keys.RECORD_API_VERSION:
                 obj["metadata"]["namespace"] = NS
                 self.cluster.apply(obj)
-        self.pods = sorted(o["metadata"]["name"] for o in manifests if o["kind"] in ("Pod", "PodTemplate"))
-        self.http_port = free_port()
+        self.pods = sorted(o["metadata"]["name"] for o in manifests if o["kind"] == "PodTemplate")
+        for pod in self.pods:
+            if pod.rsplit("-worker-", 1)[0] in failing:
+                self.kubelet.behaviors[pod] = lambda p, env: Program(2.0, 1)
+        self.requested_mib = sum(int(c["resources"]["requests"]["memory"].rstrip("Mi")) for o in manifests if o["kind"] == "Deployment"
+                                 for c in o["spec"]["template"]["spec"]["containers"] if c["name"] == "runtime")
         kubeconfig = self.server.kubeconfig(tmp / "kubeconfig", NS)
-        env = {**os.environ, "KUBECONFIG": str(kubeconfig), "POD_NAMESPACE": NS, "POD_NAME": "bench-runtime"}
-        env.pop("KUBERNETES_SERVICE_HOST", None)
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "flatjob.compiler.cli", "runtime", "--kind", self.record_key["kind"], "--name", NAME, "--http-port", str(self.http_port), "--log-level", "WARNING"],
-            env=env, stdout=subprocess.DEVNULL, stderr=open(tmp / "runtime.log", "w"),  # noqa: SIM115
-        )
-        self.peak_kib = 0
+        scopes = [[]] if runtime == "namespace" else [["--kind", records[0]["kind"], "--name", n] for n in self.jobs]
+        self.runtimes = [Runtime(str(i), args, kubeconfig, tmp / f"runtime-{i}.log") for i, args in enumerate(scopes)]
         self.status_bytes_max = 0
-        self.target: tuple[str, int] | None = None  # (phase, count) a change waits to see in the status's aggregate
+        self.target: tuple[str, str, int] | None = None  # (job, phase, count) a change waits to see in its status's aggregate
         self.seen = threading.Event()
         self.seen_at = 0.0
+        self.watches_max = 0
         self.cluster.store.listeners.append(self._on_change)
         self.writes: list[float] = []  # when each of the runtime's writes arrived
         self.event_writes: list[tuple[float, str]] = []  # (when, reason) of each Event write
         self.server.on_request = self._on_request
 
     def _on_request(self, verb: str, resource: str, namespace: str | None, name: str | None, agent: str) -> None:
-        if agent.endswith(RUNTIME_AGENT) and verb in ("create", "update", "patch", "delete"):
+        if RUNTIME_AGENT in agent and verb in ("create", "update", "patch", "delete"):
             self.writes.append(time.monotonic())
 
     def _on_change(self, change: Any) -> None:
@@ -152,41 +207,39 @@ class Bench:
             return
         status = change.obj.get("status") or {}
         self.status_bytes_max = max(self.status_bytes_max, len(json.dumps(status, separators=(",", ":"))))
-        if self.target is not None and (status.get("aggregate") or {}).get(self.target[0].lower(), 0) >= self.target[1]:
+        target = self.target
+        if target is not None and change.obj["metadata"]["name"] == target[0] and (status.get("aggregate") or {}).get(target[1].lower(), 0) >= target[2]:
             self.seen_at = time.perf_counter()
             self.target = None
             self.seen.set()
 
     # --- observing ---------------------------------------------------------------------------------
     def sample(self) -> None:
-        """Keep the runtime's peak RSS and the largest status so far."""
-        try:
-            text = Path(f"/proc/{self.proc.pid}/status").read_text()
-            self.peak_kib = max(self.peak_kib, int(re.search(r"VmHWM:\s+(\d+)", text).group(1)))  # type: ignore[union-attr]
-        except (OSError, AttributeError):
-            pass
-        if self.proc.poll() is not None:
-            raise SystemExit(f"bench: the runtime exited with {self.proc.returncode}")
+        """Keep the runtimes' peak RSS and the most watches they held open."""
+        for r in self.runtimes:
+            r.sample()
+        self.watches_max = max(self.watches_max, len(self.cluster.store.watches))
 
-    def status(self) -> dict[str, Any]:
-        return self.cluster.record(NS, self.plural, NAME).get("status") or {}
+    def status(self, job: str) -> dict[str, Any]:
+        return self.cluster.record(NS, self.plural, job).get("status") or {}
 
-    def runtime_calls(self, lease: bool = False) -> Counter[str]:
-        """The runtime's requests so far, by verb and resource (watches aside; the Lease's
-        only when `lease`, otherwise everything but the Lease)."""
+    def running(self) -> int:
+        return sum((self.status(j).get("aggregate") or {}).get("running", 0) for j in self.jobs)
+
+    def runtime_calls(self, lease: bool | None = False) -> Counter[str]:
+        """The runtimes' requests so far, by verb and resource (watches aside; the Lease's only
+        when `lease`, everything but the Lease when False, everything when None)."""
         out: Counter[str] = Counter()
         for r in list(self.server.log):
-            if getattr(r, "agent", RUNTIME_AGENT).endswith(RUNTIME_AGENT) and r.verb not in QUIET and r.resource.startswith("leases") == lease:
+            if RUNTIME_AGENT in getattr(r, "agent", RUNTIME_AGENT) and r.verb not in QUIET and (lease is None or r.resource.startswith("leases") == lease):
                 out[f"{r.verb} {r.resource}"] += 1
         return out
 
     def metrics(self) -> dict[str, float]:
-        text = urllib.request.urlopen(f"http://127.0.0.1:{self.http_port}/metrics", timeout=5).read().decode()
         out: dict[str, float] = {}
-        for line in text.splitlines():
-            if line and not line.startswith("#"):
-                key, _, value = line.rpartition(" ")
-                out[key] = out.get(key, 0.0) + float(value)
+        for r in self.runtimes:
+            for k, v in r.metrics().items():
+                out[k] = max(out.get(k, 0.0), v) if k.endswith("_max") else out.get(k, 0.0) + v
         return out
 
     # --- driving -----------------------------------------------------------------------------------
@@ -200,12 +253,14 @@ class Bench:
             time.sleep(0.005)
         return time.perf_counter() - start
 
-    def quiet(self, settle: float = 0.5, limit: float = 60.0) -> None:
-        """Wait until the runtime made no request for `settle` seconds."""
+    def quiet(self, settle: float = 0.5, limit: float = 60.0, busy: set[str] = frozenset()) -> None:  # type: ignore[assignment]
+        """Wait until the runtimes made no request for `settle` seconds (but for crash-looping jobs)."""
         start = calm = time.perf_counter()
         last = sum(self.runtime_calls().values())
         while time.perf_counter() - calm < settle:
             if time.perf_counter() - start > limit:
+                if busy:
+                    return  # the crash-looping jobs keep it busy: as quiet as it gets
                 raise SystemExit("bench: the runtime never went quiet")
             self.kubelet.tick()
             self.sample()
@@ -214,25 +269,24 @@ class Bench:
             if now != last:
                 last, calm = now, time.perf_counter()
 
-    def change(self, pod: str, code: int, phase: str, count: int) -> float:
-        """End `pod` with `code` (kubelet side); seconds until a status write counts `count`
-        replicas in `phase` (status.aggregate: a 1000-pod status lists only 100 replicas)."""
+    def change(self, job: str, pod: str, code: int, phase: str, count: int) -> float:
+        """End `pod` with `code` (kubelet side); seconds until a status write of `job` counts
+        `count` replicas in `phase` (status.aggregate: a 1000-pod status lists only 100 replicas)."""
         self.seen.clear()
-        self.target = (phase, count)
+        self.target = (job, phase, count)
         t0 = time.perf_counter()
         self.kubelet.kill(pod, code)
-        if not self.seen.wait(60):
-            raise SystemExit(f"bench: {pod} {phase} never reached the status")
+        deadline = time.perf_counter() + 60
+        while not self.seen.wait(0.01):
+            self.kubelet.tick()  # the crash-looping jobs' pods go on failing meanwhile
+            if time.perf_counter() > deadline:
+                raise SystemExit(f"bench: {pod} {phase} never reached the status")
         self.sample()
         return self.seen_at - t0
 
     def close(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(20)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        for r in self.runtimes:
+            r.close()
         self.server.close()
 
 
@@ -273,7 +327,7 @@ def mass_failure(bench: Bench) -> dict[str, Any]:
         "events_per_reason_per_10s_max": max((_most_within(ts, 10.0) for ts in reasons.values()), default=0),
         "event_writes": {r: len(ts) for r, ts in sorted(reasons.items())},
         "requests": dict(sorted((bench.runtime_calls() - requests_before).items())),
-        "backoff_count": bench.status().get("backoffCount"),
+        "backoff_count": bench.status(bench.jobs[0]).get("backoffCount"),
     }
 
 
@@ -290,44 +344,52 @@ def versions() -> dict[str, str]:
     return out
 
 
-def run(args: argparse.Namespace) -> dict[str, Any]:
-    manifests = compile_job(args.pods)
+def measure(names: list[str], pods: int, runtime: str, args: argparse.Namespace, failing: set[str]) -> dict[str, Any]:
+    """Start the runtimes, wait for every pod to run, change pods one at a time, stay idle."""
+    manifests = compile_jobs(names, pods, runtime)
     with tempfile.TemporaryDirectory() as tmp:
-        bench = Bench(manifests, Path(tmp))
+        bench = Bench(manifests, Path(tmp), runtime, failing)
         try:
             n = len(bench.pods)
-            out: dict[str, Any] = {"pods": n}
-            out["startup_s"] = bench.until(lambda: (bench.status().get("aggregate") or {}).get("running") == n, 900, "every pod Running in the status")
-            bench.quiet()
+            healthy = [j for j in bench.jobs if j not in failing]
+            out: dict[str, Any] = {"jobs": len(bench.jobs), "pods": n, "runtime": runtime, "runtime_processes": len(bench.runtimes)}
+            out["startup_s"] = bench.until(lambda: bench.running() >= n - pods * len(failing), 1800, "every pod Running in the status")
+            bench.quiet(busy=failing)
             if args.mass_failure:
                 out.update(mass_failure(bench))
                 bench.sample()
-                out.update(rss_peak_mib=round(bench.peak_kib / 1024, 1), versions=versions())
+                out.update(rss_peak_mib=round(max(r.peak_kib for r in bench.runtimes) / 1024, 1), versions=versions())
                 return out
             latencies, per_event = [], []
             for i in range(args.changes):
+                job = healthy[i] if len(healthy) > 1 else healthy[0]
+                pod = f"{job}-worker-{0 if len(healthy) > 1 else i}"
                 before = bench.runtime_calls()
-                latencies.append(bench.change(bench.pods[i], 0, "Succeeded", i + 1))
-                bench.quiet()
-                after = bench.runtime_calls()
-                per_event.append(sum(after.values()) - sum(before.values()))
-            before, lease_before = bench.runtime_calls(), bench.runtime_calls(lease=True)
+                latencies.append(bench.change(job, pod, 0, "Succeeded", 1 if len(healthy) > 1 else i + 1))
+                bench.quiet(busy=failing)
+                per_event.append(sum((bench.runtime_calls() - before).values()))
+            before, lease_before, all_before = bench.runtime_calls(), bench.runtime_calls(lease=True), bench.runtime_calls(lease=None)
             end = time.perf_counter() + args.idle
             while time.perf_counter() < end:
                 bench.sample()
                 time.sleep(0.05)
             idle = bench.runtime_calls() - before
             lease = bench.runtime_calls(lease=True) - lease_before
+            everything = bench.runtime_calls(lease=None) - all_before
             metrics = bench.metrics()
             bench.sample()
             out.update(
-                rss_peak_mib=round(bench.peak_kib / 1024, 1),
+                rss_peak_mib=round(max(r.peak_kib for r in bench.runtimes) / 1024, 1),
+                rss_peak_mib_total=round(sum(r.peak_kib for r in bench.runtimes) / 1024, 1),
                 status_latency_p50_s=round(statistics.median(latencies), 4),
                 status_latency_max_s=round(max(latencies), 4),
                 status_writes_per_cycle_max=int(metrics.get("flatjob_cycle_status_writes_max", 0)),
                 api_calls_per_pod_event_max=max(per_event),
                 idle_calls=sum(idle.values()),
                 idle_lease_requests_per_s=round(sum(lease.values()) / args.idle, 2),
+                idle_requests_per_s=round(sum(everything.values()) / args.idle, 2),
+                watches_open_max=bench.watches_max,
+                memory_requested_mib=bench.requested_mib,
                 status_bytes_max=bench.status_bytes_max,
                 reconcile_cycles=int(metrics.get("flatjob_reconcile_seconds_count", 0)),
                 api_errors=int(sum(v for k, v in metrics.items() if k.startswith("flatjob_api_errors_total"))),
@@ -338,9 +400,36 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             bench.close()
 
 
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    if args.jobs == 1:
+        return measure(job_names(1), args.pods, args.runtime, args, set())
+    names = job_names(args.jobs)
+    failing = set(names[-args.failing:]) if args.failing else set()
+    out = measure(names, args.pods_per_job, args.runtime, args, failing)
+    if args.runtime == "namespace" and args.per_job_sample:
+        sample = names[: args.per_job_sample]
+        part = measure(sample, args.pods_per_job, "job", argparse.Namespace(**{**vars(args), "changes": min(args.changes, len(sample))}), set())
+        scale = args.jobs / len(sample)
+        out["per_job"] = {
+            "measured_on_jobs": len(sample),
+            "runtime_processes": args.jobs,
+            "rss_mib_total": round(part["rss_peak_mib_total"] * scale),
+            "watches_open_max": round(part["watches_open_max"] * scale),
+            "idle_requests_per_s": round(part["idle_requests_per_s"] * scale, 1),
+            "memory_requested_mib_total": round(part["memory_requested_mib"] * scale),
+            "status_latency_max_s": part["status_latency_max_s"],
+        }
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--pods", type=int, default=1000)
+    parser.add_argument("--pods", type=int, default=1000, help="pods of the one job (without --jobs)")
+    parser.add_argument("--jobs", type=int, default=1, help="jobs in the namespace")
+    parser.add_argument("--pods-per-job", type=int, default=4)
+    parser.add_argument("--failing", type=int, default=0, help="how many of the jobs crash-loop")
+    parser.add_argument("--runtime", choices=("namespace", "job"), default="namespace", help="one runtime for the namespace, or one per job")
+    parser.add_argument("--per-job-sample", type=int, default=10, help="with --jobs: per-job runtimes measured to give the per_job totals (0: none)")
     parser.add_argument("--changes", type=int, default=20)
     parser.add_argument("--idle", type=float, default=10.0, help="seconds of nothing changing (two Lease renewals at least)")
     parser.add_argument("--mass-failure", action="store_true", help="every pod fails at once; measure the recovery")
