@@ -83,7 +83,7 @@ def spec_schema(kind: str) -> dict[str, Any]:
 
 # What a record's status reads before its runtime writes one (no lastTransitionTime: the
 # runtime's first status sets its own): kstatus reads Reconciling=True as InProgress.
-WAITING_MESSAGE = "Waiting for the job's flatjob runtime (Deployment <job>-runtime) to report status."
+WAITING_MESSAGE = "Waiting for the flatjob runtime (Deployment flatjob in the namespace, or <job>-runtime) to report status."
 WAITING_STATUS = {"conditions": [{"type": "Reconciling", "status": "True", "reason": "WaitingForRuntime", "message": WAITING_MESSAGE}]}
 
 
