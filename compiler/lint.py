@@ -28,13 +28,14 @@ class LintResult:
         return any(d.is_error for d in self.diagnostics)
 
 
-def lint_paths(paths: Iterable[str]) -> LintResult:
-    """Check every T9k job under `paths` (files or folders)."""
+def lint_paths(paths: Iterable[str], namespace: str | None = None) -> LintResult:
+    """Check every T9k job under `paths` (files or folders); `namespace` is where jobs that set
+    none will land (compile's -n), for the checks across jobs."""
     loaded = load_paths(paths)
     result = LintResult(diagnostics=list(loaded.diagnostics), files=len(loaded.files))
     for doc in loaded.jobs:
         v = validate_document(doc)
         result.validated.append(v)
         result.diagnostics.extend(v.diagnostics)
-    result.diagnostics.extend(check_across((v.doc, v.job) for v in result.validated if v.job is not None))
+    result.diagnostics.extend(check_across(((v.doc, v.job) for v in result.validated if v.job is not None), namespace))
     return result

@@ -152,7 +152,7 @@ def compile_documents(loaded: Loaded, options: CompileOptions, overlay: Overlay 
     for v in validated:
         result.diagnostics.extend(v.diagnostics)
     # Across the valid jobs even when others failed: the same findings as lint, all at once.
-    result.diagnostics.extend(check_across((v.doc, v.job) for v in validated if v.job is not None))
+    result.diagnostics.extend(check_across(((v.doc, v.job) for v in validated if v.job is not None), options.namespace))
     if result.failed:
         return result
     result.jobs = [compile_job(v, options) for v in sorted(validated, key=lambda v: job_folder(v.job))]

@@ -263,7 +263,7 @@ def _target(reader: _Reader, node: Node) -> Target | None:
 
 
 def _from_file(reader: _Reader, path: Node) -> list[Node]:
-    if not isinstance(path.value, str):
+    if not isinstance(path.value, str) or "\0" in path.value:
         reader.bad(path, "path is a file name relative to the overlay folder")
         return []
     file = reader.folder / path.value

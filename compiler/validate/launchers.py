@@ -204,4 +204,5 @@ def runs_as_root(job: Any, doc: Document) -> Iterator[Diagnostic]:
 
 
 DEEPSPEED_RULES = (deepspeed_program, deepspeed_flags, runs_as_root)
+TEMPLATE_RULES = (colossalai_launcher_env,)  # it takes the templates' env to be well-formed (rules.TEMPLATE_RULES)
 COLOSSALAI_RULES = (colossalai_script, colossalai_extra, colossalai_launcher_env, runs_as_root)

@@ -15,11 +15,11 @@ from ..jobtypes import ColossalAIJob, DeepSpeedJob, GenericJob, PyTorchTrainingJ
 from ..limits import DEFAULT as DEFAULT_LIMITS
 from ..loader import Document, PathT
 from ..plan.common import elastic_of
-from ..plan.elastic import allocation
 from ..podtemplate import containers_of, training_index
 from ..substitution import Context, RefError, find_refs, is_ours, resolve
 from . import launchers, names
-from .groups import Group, groups
+from .groups import groups
+from .objects import object_names, pod_counts
 from .suggest import did_you_mean
 
 Rule = Callable[[Any, Document], Iterable[Diagnostic]]
@@ -50,22 +50,6 @@ _UNCLOSED_REF = re.compile(r"(?<!\$)\$\((?:type|rank|replicas|service)[^()]*$")
 def _decimal(text: str) -> bool:
     """Whether text is a plain decimal int64 ("12"); str.isdigit also accepts "²" and "٣"."""
     return text.isascii() and text.isdigit() and len(text) <= 18
-
-
-def pod_counts(job: Any) -> dict[str, int]:
-    """Pods rendered per replica type: replicas, or the elastic share of maxReplicas."""
-    elastic = elastic_of(job)
-    gs = groups(job)
-    if elastic is not None and elastic.max_replicas:
-        return allocation(elastic_weights(job), elastic.max_replicas)
-    return {g.type: g.replicas for g in gs}
-
-
-def elastic_weights(job: Any) -> list[tuple[str, int]]:
-    """(type, weight) per replica type: scalingWeight, or its replicas when unset."""
-    if isinstance(job, PyTorchTrainingJob):
-        return [(r.type, r.scaling_weight if r.scaling_weight is not None else r.replicas) for r in job.spec.replica_specs]
-    return [(g.type, 1) for g in groups(job)]
 
 
 # --- rules for every kind ----------------------------------------------------------------
@@ -125,30 +109,30 @@ def _label_map(doc: Document, path: PathT, mapping: dict[str, Any], *, values: b
                 yield doc.diagnostic("FJ313", f"label value {value!r}: {why}", (*path, key))
 
 
-def pod_names(job: Any, doc: Document) -> Iterator[Diagnostic]:
+# What a rendered object's name must be (apimachinery validation): a pod's name is its hostname
+# (a DNS-1123 label, as the compiler renders it), a Service's a DNS-1035 label.
+_NAME_RULES = {"PodTemplate": ("pod name", names.dns1123_label), "Service": ("Service name", names.dns1035_label)}
+_NAME_HINTS = {
+    "PodTemplate": "pod names are <job>-<type>-<index>; shorten the job name or the type",
+    "Service": "the TensorBoard Service is <job>-tensorboard: shorten the job name",
+}
+
+
+def rendered_names(job: Any, doc: Document) -> Iterator[Diagnostic]:
+    """FJ305 where a name flatjob derives (pods, Services) is not one the API server accepts;
+    the longest name of each field is checked, once."""
     if names.dns1035_label(job.metadata.name):
         return  # reported once, by job_name
-    counts = pod_counts(job)
-    for g in groups(job):
-        n = counts.get(g.type, 0)
-        pod = f"{job.metadata.name}-launcher" if _is_colossal_launcher(job, g) else f"{job.metadata.name}-{g.type}-{max(n - 1, 0)}"
-        why = names.dns1123_label(pod)
+    longest: dict[tuple[str, PathT], str] = {}
+    for kind, name, path in object_names(job):
+        if len(name) >= len(longest.get((kind, path), "")):
+            longest[(kind, path)] = name
+    for (kind, path), name in longest.items():
+        what, rule = _NAME_RULES[kind]
+        why = rule(name)
         if why:
-            where = (*g.path, "type") if "type" in _at(doc.data, g.path) else ("metadata", "name")
-            yield doc.diagnostic("FJ305", f"pod name {pod!r} {why}", where, hint="pod names are <job>-<type>-<index>; shorten the job name or the type")
-
-
-def _is_colossal_launcher(job: Any, g: Group) -> bool:
-    return isinstance(job, ColossalAIJob) and g.type == "launcher"
-
-
-def _at(data: Any, path: PathT) -> Any:
-    for p in path:
-        try:
-            data = data[p]
-        except (KeyError, IndexError, TypeError):
-            return {}
-    return data
+            where = path if tuple(path) in doc.value_marks or tuple(path) in doc.key_marks else ("metadata", "name")
+            yield doc.diagnostic("FJ305", f"{what} {name!r} {why}", where, key=where == ("spec", "tensorboardSpec"), hint=_NAME_HINTS[kind])
 
 
 def unique_types(job: Any, doc: Document) -> Iterator[Diagnostic]:
@@ -569,7 +553,7 @@ def _balanced(value: str, start: int) -> str:
 
 # --- the table ---------------------------------------------------------------------------
 
-COMMON: tuple[Rule, ...] = (job_name, job_namespace, metadata_labels, flatjob_annotations, pod_names, unique_types, run_mode, resume_specs, has_pods, has_containers, container_images)
+COMMON: tuple[Rule, ...] = (job_name, job_namespace, metadata_labels, flatjob_annotations, rendered_names, unique_types, run_mode, resume_specs, has_pods, has_containers, container_images)
 RULES: dict[type, tuple[Rule, ...]] = {
     PyTorchTrainingJob: (*COMMON, elastic_range, elastic_needs_torchrun, torchrun_fields, tensorboard),
     DeepSpeedJob: (*COMMON, elastic_range, deepspeed_run, deepspeed_other_args, reserved_paths, *launchers.DEEPSPEED_RULES),
@@ -578,11 +562,22 @@ RULES: dict[type, tuple[Rule, ...]] = {
 }
 
 
-def check_rules(job: Any, doc: Document) -> list[Diagnostic]:
-    """Run every rule that applies to the job's kind (none when the job is too big to check)."""
+# Rules that take the pod templates' insides to be what the Kubernetes schema says (env a list
+# of {name: string}, a spec a mapping): they run only once the schema found nothing wrong there,
+# so a template of the wrong shape (`env: 1`, a mapping as an env name) is reported by the schema
+# and never crashes them.  The other rules that look inside check every type they read (the
+# job-shaped fuzzing of tests/hostile/test_fuzz.py holds them to it) and always run, so a
+# template with a wrong field still hears that it lacks an image.
+TEMPLATE_RULES = frozenset({resume_specs, references, *launchers.TEMPLATE_RULES})
+
+
+def check_rules(job: Any, doc: Document, templates_ok: bool = True) -> list[Diagnostic]:
+    """Run every rule that applies to the job's kind (none when the job is too big to check;
+    not those of TEMPLATE_RULES when the embedded Kubernetes objects are malformed)."""
     out = list(job_size(job, doc))
     if out:
         return out  # seat orders and pod names would cost time and memory in proportion
     for rule in RULES[type(job)]:
-        out.extend(rule(job, doc))
+        if templates_ok or rule not in TEMPLATE_RULES:
+            out.extend(rule(job, doc))
     return out
