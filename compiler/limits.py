@@ -31,6 +31,13 @@ class Limits:
     run_documents: int = 10_000  # the same over every file of a run (the 50 000-pod benchmark: 500)
     job_pods: int = 10_000  # pods one job renders (replicas, or elastic maxReplicas)
     run_pods: int = 100_000  # pods all the jobs of a run render together
+    # What a run renders, as JSON (compiler/budget.py), checked before rendering.  The 50 000-pod
+    # benchmark renders 124 MiB (140 MiB of YAML) and peaks at ~190 MiB of memory: compile holds
+    # its output whole.  100 000 such pods (run_pods) fit.
+    run_render_bytes: int = 256 * MIB
+    # One object as JSON: the API server's ConfigMap and Secret data limit, and two thirds of
+    # etcd's default request limit (1.5 MiB), which must hold the object with its metadata.
+    object_bytes: int = 1 * MIB
 
 
 DEFAULT = Limits()

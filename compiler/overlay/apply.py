@@ -22,7 +22,7 @@ from .merge import strategic_merge
 from .target import Target, compile_target
 
 IDENTITY = ("apiVersion", "kind")
-CHECK_COST = 4  # values charged for asking whether a patch selects a job (~4 us): 250 000 checks at most
+CHECK_COST = 10  # values charged for asking whether a patch selects a job (~5 us): 100 000 checks at most
 IDENTITY_META = ("name", "namespace")
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Iterator
+from itertools import islice
 from typing import Any
 
 from ..errors import Diagnostic, Severity
@@ -16,7 +17,7 @@ from ..limits import DEFAULT as DEFAULT_LIMITS
 from ..loader import Document, PathT
 from ..plan.common import elastic_of
 from ..podtemplate import containers_of, training_index
-from ..substitution import Context, RefError, find_refs, is_ours, resolve
+from ..substitution import Context, RefError, is_ours, iter_refs, resolve
 from . import launchers, names
 from .groups import groups
 from .objects import object_names, pod_counts
@@ -41,6 +42,8 @@ _T9K_PVC_URL = re.compile(r"t9k://pvc/([^/]+)(/.*)?")
 _T9K_MINIO_URL = re.compile(r"t9k://minio/[^/]+/[^/]+(/.*)?")  # t9k://minio/<secret>/<bucket>/<path>
 # $(service...[$(rank)]...): ours, with another $( before it closes; $$( is an escape.
 _NESTED_REF = re.compile(r"(?<!\$)\$\((?=(?:service|replicas)[^()]*\$\()")
+MAX_REFS = 1000  # distinct $(...) references checked in one value
+MAX_REF_FINDINGS = 10  # findings about the references of one value
 _UNCLOSED_REF = re.compile(r"(?<!\$)\$\((?:type|rank|replicas|service)[^()]*$")
 
 
@@ -482,7 +485,7 @@ def references(job: GenericJob, doc: Document) -> Iterator[Diagnostic]:
         for ci, c in enumerate(containers_of(g.template)):
             env_names = {e.get("name") for e in c.get("env") or [] if isinstance(e, dict)}
             for path, value in _ref_strings(c, (*g.template_path, "spec", "containers", ci)):
-                yield from _check_refs(doc, ctx, g.type, path, value, env_names)
+                yield from islice(_check_refs(doc, ctx, g.type, path, value, env_names), MAX_REF_FINDINGS)
 
 
 def _ref_strings(container: dict[str, Any], base: PathT) -> Iterator[tuple[PathT, str]]:
@@ -499,32 +502,45 @@ def _ref_strings(container: dict[str, Any], base: PathT) -> Iterator[tuple[PathT
 
 
 def _check_refs(doc: Document, ctx: Context, rtype: str, path: PathT, value: str, env_names: set[Any]) -> Iterator[Diagnostic]:
+    """Every reference that is wrong, at its place; each distinct text is judged once (a value
+    may repeat `$(rank)` 100 000 times: judging and locating each took minutes)."""
     yield from _malformed_refs(doc, path, value)
     reported: set[str] = set()
-    for ref in find_refs(value):
-        # locate_text counts every occurrence in the source, $$( escapes included; so do we
-        nth = value.count(ref.raw, 0, ref.start)
-        if not is_ours(ref.text):
-            if ref.text not in env_names and did_you_mean(ref.text, ["type", "rank"]):
-                mark = doc.locate_text(path, ref.raw, nth)
-                yield doc.diagnostic_at(
-                    "FJ500", f"{ref.raw} is neither a GenericJob variable nor an env var of this container; Kubernetes will leave it as text",
-                    mark, path, severity=Severity.WARNING, hint=did_you_mean(ref.text, ["type", "rank"]),
-                )
+    judged: dict[str, tuple[str, str, str | None, Severity] | None] = {}
+    for ref in iter_refs(value):
+        if ref.text not in judged:
+            if len(judged) >= MAX_REFS:
+                return
+            judged[ref.text] = _judge(ref.text, ctx, rtype, env_names)
+        verdict = judged[ref.text]
+        if verdict is None:
             continue
-        try:
-            resolve(ref.text, ctx, rtype, 0)
-        except RefError as err:
-            if err.code == "FJ501" and "FJ501" in reported:
-                continue  # one "needs spec.service" per string is enough
-            reported.add(err.code)
-            mark = doc.locate_text(path, ref.raw, nth)
-            yield doc.diagnostic_at(err.code, f"{ref.raw}: {err}", mark, path, hint=err.hint)
+        code, message, hint, severity = verdict
+        if code == "FJ501" and "FJ501" in reported:
+            continue  # one "needs spec.service" per string is enough
+        reported.add(code)
+        # locate_text counts every occurrence in the source, $$( escapes included; so do we
+        mark = doc.locate_text(path, ref.raw, value.count(ref.raw, 0, ref.start))
+        yield doc.diagnostic_at(code, f"{ref.raw}{message}", mark, path, severity=severity, hint=hint)
+
+
+def _judge(text: str, ctx: Context, rtype: str, env_names: set[Any]) -> tuple[str, str, str | None, Severity] | None:
+    """(code, message after the reference, hint, severity) of what is wrong with $(text), or None."""
+    if not is_ours(text):
+        near = did_you_mean(text, ["type", "rank"])
+        if text not in env_names and near:
+            return "FJ500", " is neither a GenericJob variable nor an env var of this container; Kubernetes will leave it as text", near, Severity.WARNING
+        return None
+    try:
+        resolve(text, ctx, rtype, 0)
+    except RefError as err:
+        return err.code, f": {err}", err.hint, Severity.ERROR
+    return None
 
 
 def _malformed_refs(doc: Document, path: PathT, value: str) -> Iterator[Diagnostic]:
-    """References of ours that find_refs cannot see: nested in another, or never closed."""
-    for m in _NESTED_REF.finditer(value):
+    """References of ours that iter_refs cannot see: nested in another, or never closed."""
+    for m in islice(_NESTED_REF.finditer(value), MAX_REF_FINDINGS):
         outer = _balanced(value, m.start())
         mark = doc.locate_text(path, outer, value.count(outer, 0, m.start()))
         yield doc.diagnostic_at(
