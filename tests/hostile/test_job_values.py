@@ -39,6 +39,7 @@ CASES = {
     "generic-env-name-mapping": (_job("              env: [{name: {a: 1}, value: x}]\n", kind="GenericJob"), (15, 28, "FJ401")),
     "env-name-equals": (_job("              env: [{name: A=B, value: x}]\n"), (15, 28, "FJ404")),
     "env-name-not-ascii": (_job("              env: [{name: \"ÄÖ\", value: x}]\n"), (15, 28, "FJ404")),
+    "annotations-300KiB": (JOB.format(name="bad").replace("  name: bad\n", "  name: bad\n  annotations: {a: " + "x" * 300 * 1024 + "}\n"), (5, 3, "FJ313")),
     "container-name": (_job().replace("- name: python", "- name: Python_1"), (12, 21, "FJ404")),
     "tensorboard-service-name": (_job(spec_extra="  tensorboardSpec:\n    image: tensorflow/tensorflow:2.14.0\n    trainingLogFilesets: [t9k://pvc/logs/x]\n", name="a" * 55).replace("type: worker", "type: w"), (6, 3, "FJ305")),
 }
