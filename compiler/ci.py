@@ -227,13 +227,18 @@ def check(jobs: Sequence[str], envs: Sequence[Environment], base: str | None = N
         run.compile += [d for d in result.diagnostics if (d.path, d.line, d.col, d.message) not in seen]
         rep = EnvReport(env.name, env.out.as_posix(), env.command(jobs), errors=sum(d.is_error for d in result.diagnostics))
         if not result.failed:
+            unfinished = False
             try:
                 with session(env.out, write=False) as s:
                     changes = s.plan(result.tree(env.out))
+                    unfinished = s.interrupted or s.foreign
             except LinkFound as exc:  # the rendered folder itself is a link
                 changes = TreeChanges(links=[exc.rel])
             except NotAFile as exc:
                 changes = TreeChanges(blocked=[exc.rel])
+            if unfinished:  # a journal (a killed compile's, or one committed): stale until a compile clears it
+                run.compile.append(Diagnostic("FJ700", "holds a compile's journal (.flatjob-journal.json): run `flatjob compile` and commit the result", env.out.as_posix()))
+                rep.errors += 1
             if changes.links or changes.blocked:  # never read (or print) what a link points at
                 run.compile += [Diagnostic("FJ702", "is a symbolic link (or not a plain file or folder); flatjob never reads through it", (env.out / rel).as_posix()) for rel in (*changes.links, *changes.blocked)]
                 rep.errors += len(changes.links) + len(changes.blocked)

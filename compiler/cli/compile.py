@@ -7,6 +7,7 @@ import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -88,6 +89,12 @@ def _stop(diags: list[Diagnostic], summary: str) -> NoReturn:
 def _at(root: Path, rel: str, code: str, message: str, warning: bool = False) -> Diagnostic:
     path = str(root / rel) if rel else str(root)
     return Diagnostic(code, message, path, severity=Severity.WARNING if warning else Severity.ERROR)
+
+
+def _foreign(root: Path) -> Diagnostic:
+    from ..journal import JOURNAL
+
+    return _at(root, JOURNAL, "FJ700", "is a journal no compile wrote in this folder on this machine (committed to git?); the next `flatjob compile` removes it and the staged files it names, and puts none of them in place")
 
 
 def _link(root: Path, rel: str) -> Diagnostic:
@@ -192,6 +199,8 @@ def compile_command(sources: tuple[str, ...], out: str, overlays: tuple[str, ...
         if check:
             if s.interrupted:
                 _print([_at(root, "", "FJ700", "a flatjob compile was killed while writing this folder; run `flatjob compile` to finish it")])
+            elif s.foreign:
+                _print([_foreign(root)])
             elif changes.empty:
                 click.echo(f"{root}: up to date ({len(result.jobs)} jobs)", err=True)
                 return
@@ -221,6 +230,8 @@ def diff_command(sources: tuple[str, ...], out: str, overlays: tuple[str, ...], 
     root = Path(out)
     with _output(root, write=False) as s:
         changes = _plan(s, result, root)
+        if s.foreign:
+            _print([replace(_foreign(root), severity=Severity.WARNING)])
     sys.stdout.write(unified_diff(changes))
     if exit_code and not changes.empty:
         sys.exit(1)
