@@ -232,10 +232,10 @@ def check(jobs: Sequence[str], envs: Sequence[Environment], base: str | None = N
                 with session(env.out, write=False) as s:
                     changes = s.plan(result.tree(env.out))
                     unfinished = s.interrupted or s.foreign
-            except LinkFound as exc:  # the rendered folder itself is a link
-                changes = TreeChanges(links=[exc.rel])
-            except NotAFile as exc:
-                changes = TreeChanges(blocked=[exc.rel])
+            except (LinkFound, NotAFile) as exc:  # the rendered folder itself (or a folder on its way)
+                changes = TreeChanges()
+                run.compile.append(Diagnostic("FJ702", "is a symbolic link (or not a plain file or folder); flatjob never reads through it", exc.where(env.out)))
+                rep.errors += 1
             if unfinished:  # a journal (a killed compile's, or one committed): stale until a compile clears it
                 run.compile.append(Diagnostic("FJ700", "holds a compile's journal (.flatjob-journal.json): run `flatjob compile` and commit the result", env.out.as_posix()))
                 rep.errors += 1

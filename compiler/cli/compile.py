@@ -97,12 +97,24 @@ def _foreign(root: Path) -> Diagnostic:
     return _at(root, JOURNAL, "FJ700", "is a journal no compile wrote in this folder on this machine (committed to git?); the next `flatjob compile` removes it and the staged files it names, and puts none of them in place")
 
 
+_LINK = "is a symbolic link; flatjob never reads, writes or deletes through one in the output folder"
+_BLOCKED = "is a folder where flatjob writes a file, or a file where it needs a folder"
+
+
 def _link(root: Path, rel: str) -> Diagnostic:
-    return _at(root, rel, "FJ702", "is a symbolic link; flatjob never reads, writes or deletes through one in the output folder")
+    return _at(root, rel, "FJ702", _LINK)
 
 
 def _blocked(root: Path, rel: str) -> Diagnostic:
-    return _at(root, rel, "FJ702", "is a folder where flatjob writes a file, or a file where it needs a folder")
+    return _at(root, rel, "FJ702", _BLOCKED)
+
+
+def _link_at(path: str) -> Diagnostic:
+    return Diagnostic("FJ702", _LINK, path)
+
+
+def _blocked_at(path: str) -> Diagnostic:
+    return Diagnostic("FJ702", _BLOCKED, path)
 
 
 @contextmanager
@@ -119,9 +131,9 @@ def _output(root: Path, write: bool) -> Iterator[Session]:
                 _print([_at(root, "", "FJ705", note, warning=True) for note in s.notes])
             yield s
     except LinkFound as exc:
-        _stop([_link(root, exc.rel)], "flatjob: nothing was written.")
+        _stop([_link_at(exc.where(root))], "flatjob: nothing was written.")
     except NotAFile as exc:
-        _stop([_blocked(root, exc.rel)], "flatjob: nothing was written.")
+        _stop([_blocked_at(exc.where(root))], "flatjob: nothing was written.")
     except Busy:
         _stop([_at(root, "", "FJ704", f"another flatjob compile kept this folder locked for {LOCK_WAIT:.0f} s")], "flatjob: nothing was written.")
     except OSError as exc:
