@@ -46,12 +46,12 @@ from .api import (
 from .decisions import Action, Cycle, World, reconcile, scale_backoff
 from .decisions.refuse import refused_status
 from .informer import Informer
-from .job import RecordError, job_view
+from .job import RecordError, admitted_pods, job_view
 from .lease import RENEW_EVERY, Observed, decide_lease, leading, lease_body, observe, released_body
 from .metrics import Metrics
 from .model import GATE, JobView, Ledger
 from .observe import pod_state
-from .sshkeys import ssh_secret
+from .sshkeys import foreign_secret, ssh_secret
 
 log = logging.getLogger("flatjob.runtime")
 
@@ -112,12 +112,13 @@ class Controller:
         self.tensorboards: Informer | None = None  # the TensorBoard Deployment (status.tensorboard)
 
     def _informer(self, what: str, res: Any, *, labels: dict[str, str] | None = None, fields: dict[str, str] | None = None, trim_fn: Callable[[Obj], Obj]) -> Informer:
-        return Informer(
-            lambda: self.cluster.list(res, self.namespace, labels=labels, fields=fields, trim=trim_fn),
-            lambda rv: self.cluster.watch(res, self.namespace, rv, labels=labels, fields=fields, trim=trim_fn),
+        informer = Informer(
+            lambda: self.cluster.list(res, self.namespace, labels=labels, fields=fields, trim=informer.gate(trim_fn)),
+            lambda rv: self.cluster.watch(res, self.namespace, rv, labels=labels, fields=fields, trim=informer.gate(trim_fn)),
             clock=self.clock,
             name=what,
         )
+        return informer
 
     def informers(self) -> list[Informer]:
         return [i for i in (self.records, self.templates, self.pods, self.secrets, self.podgroups, self.tensorboards) if i is not None]
@@ -131,6 +132,7 @@ class Controller:
     def start(self) -> None:
         """List and watch the job's record, PodTemplates and pods (retried later if the server is away)."""
         self.records.start()
+        self.templates.readmit(admitted_pods(self.records.get(self.name)))  # only the job's own PodTemplates are read
         self.templates.start()
         self.pods.start()
 
@@ -196,6 +198,9 @@ class Controller:
         owner = (record.get("metadata") or {}).get("uid")
         pods = {n: pod_state(o, (job.pod(n).container if job.pod(n) else None), owner) for n, o in self.pods.cache.items()}
         world, self._refused = self._world(job), None
+        if world.secret_is_ours and self.secrets is not None and (foreign := foreign_secret(job.ssh_secret or "", self.secrets.get(job.ssh_secret), record)):
+            self._refuse(record, foreign)  # someone else's <job>-ssh: every pod would trust their key
+            return None
         now = self.clock()
         cycle = scale_backoff(reconcile(job, pods, ledger, world, status, now), ledger, now, self.backoff_scale)
         self.cycles += 1
@@ -256,6 +261,7 @@ class Controller:
                 f"record {self.name} was compiled by flatjob {rendered_by}, but this runtime is flatjob {self.version}; "
                 "recompile with the same version (the runtime image tag must equal the compiler version)"
             )
+        self.templates.readmit(admitted_pods(record))  # lists again when the record names other pods
         templates = tuple(sorted((n, (t.get("metadata") or {}).get("resourceVersion")) for n, t in self.templates.cache.items()))
         key = (meta.get("generation"), json.dumps(record.get("spec"), sort_keys=True, default=str), json.dumps(annotations, sort_keys=True), templates)
         if key != self._view_key:
@@ -406,7 +412,7 @@ class Controller:
     def _refuse(self, record: Obj, exc: Exception) -> None:
         """A record this runtime will not act on: an Event and a Stalled condition, once."""
         why = str(exc)
-        reason = "VersionMismatch" if isinstance(exc, VersionMismatch) else "InvalidRecord"
+        reason = "VersionMismatch" if isinstance(exc, VersionMismatch) else getattr(exc, "reason", "InvalidRecord")
         if self.refused != why:
             log.error(why, extra={"job": self.name})
             self._event(record, "Warning", reason, why)

@@ -17,8 +17,10 @@ from flatjob.compiler.jobtypes import KINDS
 from flatjob.compiler.normalize import normalize
 from flatjob.compiler.podtemplate import templates_digest
 from flatjob.compiler.typedjob import strict_job
+from flatjob.compiler.validate.objects import object_names
 
 from .model import JobView, PodSpecView, RestartRule
+from .trim import TEMPLATE_BYTES
 
 _META_FIELDS = ("name", "namespace", "labels", "annotations")
 SSH_KINDS = ("DeepSpeedJob", "ColossalAIJob")
@@ -117,6 +119,9 @@ def pod_spec(template: Mapping[str, Any], job: str) -> PodSpecView:
     rtype, spec_hash = labels.get(keys.REPLICA_TYPE), pod_notes.get(keys.SPEC_HASH)
     if not isinstance(name, str) or not isinstance(rtype, str) or not isinstance(spec_hash, str):
         raise ValueError(f"PodTemplate {name}: no {keys.REPLICA_TYPE} label or {keys.SPEC_HASH} annotation")
+    oversize = (template.get("template") or {}).get("oversize")
+    if oversize:
+        raise ValueError(f"PodTemplate {name}: its pod is {oversize:,} bytes, more than the {TEMPLATE_BYTES:,} flatjob renders; it was not written by flatjob compile")
     if not _gated(template.get("template") or {}):
         raise ValueError(f"PodTemplate {name}: its pod has no {keys.RELEASE_GATE} scheduling gate, so it would run before its gang exists")
     seat = _number(notes, keys.SEAT, name) if keys.SEAT in notes else None
@@ -127,11 +132,26 @@ def pod_spec(template: Mapping[str, Any], job: str) -> PodSpecView:
     )
 
 
-def _pods(record: Mapping[str, Any], templates: Mapping[str, Any]) -> tuple[tuple[PodSpecView, ...], str | None]:
-    """The pods in rank order, and why they cannot be used yet (templates out of step)."""
+def expected_pods(job: Any) -> frozenset[str]:
+    """The names of the PodTemplates (so pods) the record's spec renders: the only ones the
+    runtime reads (compiler.validate.objects, as compile names them)."""
+    return frozenset(name for kind, name, _ in object_names(job) if kind == "PodTemplate")
+
+
+def admitted_pods(record: Mapping[str, Any] | None) -> frozenset[str]:
+    """expected_pods of a record, or no name at all when the record is absent or unreadable."""
+    try:
+        return expected_pods(typed_job(record)) if record is not None else frozenset()
+    except Exception:  # the record is refused elsewhere, with its reason
+        return frozenset()
+
+
+def _pods(record: Mapping[str, Any], templates: Mapping[str, Any], names: frozenset[str]) -> tuple[tuple[PodSpecView, ...], str | None]:
+    """The pods in rank order, and why they cannot be used yet (templates out of step).  Only
+    templates of the job's own pod names count: others with its labels are anyone's, ignored."""
     expected = ((record.get("metadata") or {}).get("annotations") or {}).get(keys.POD_TEMPLATES)
     try:
-        pods = sorted((pod_spec(t, str((record.get("metadata") or {}).get("name"))) for t in templates.values()), key=lambda p: (p.rank, p.name))
+        pods = sorted((pod_spec(t, str((record.get("metadata") or {}).get("name"))) for n, t in templates.items() if n in names), key=lambda p: (p.rank, p.name))
     except ValueError as exc:
         return (), f"waiting for the job's PodTemplates: {exc}"
     if templates_digest([p.name for p in pods]) != expected:
@@ -146,7 +166,8 @@ def job_view(record: Mapping[str, Any], templates: Mapping[str, Any]) -> JobView
     job = typed_job(record)
     meta = record.get("metadata") or {}
     notes = meta.get("annotations") or {}
-    pods, problem = _pods(record, templates)
+    names = expected_pods(job)
+    pods, problem = _pods(record, templates, names)
     e = _elastic(job)
     target = min_nodes = None
     if e is not None:
@@ -173,7 +194,7 @@ def job_view(record: Mapping[str, Any], templates: Mapping[str, Any]) -> JobView
         target=target,
         min_nodes=min_nodes,
         ssh_secret=(notes.get(keys.SSH_SECRET) or f"{job.metadata.name}-ssh") if job.kind in SSH_KINDS else None,
-        podgroup=any(keys.T9K_GROUP_NAME in (((t.get("template") or {}).get("metadata") or {}).get("labels") or {}) for t in templates.values()),
+        podgroup=any(keys.T9K_GROUP_NAME in (((t.get("template") or {}).get("metadata") or {}).get("labels") or {}) for n, t in templates.items() if n in names),
         launcher_kind=_launcher(job),
         version=notes.get(keys.VERSION),
         tensorboard=notes.get(keys.TENSORBOARD),

@@ -41,8 +41,8 @@ class PodState:
     containers: tuple[tuple[str, str, int | None], ...] = ()  # (name, state, exitCode)
 
 
-def _names(value: Any) -> tuple[str, ...]:
-    return nameset.decode(value or ())
+def _names(value: Any, budget: nameset.Budget | None = None) -> tuple[str, ...]:
+    return nameset.decode(value or (), budget)
 
 
 @dataclass(frozen=True)
@@ -117,16 +117,17 @@ class Ledger:
         if not data:
             return cls()
         d = dict(data)
+        names = nameset.Budget(5 * nameset.MAX_NAMES)  # all five name lists together (a tenant may edit them)
         return cls(
             attempt=int(d.get("attempt", 1)),
-            released=_names(d.get("released")),
-            succeeded=_names(d.get("succeeded")),
-            failed=_names(d.get("failed")),
+            released=_names(d.get("released"), names),
+            succeeded=_names(d.get("succeeded"), names),
+            failed=_names(d.get("failed"), names),
             cleaned_up=bool(d.get("cleanedUp", False)),
             restarts={str(k): int(v) for k, v in (d.get("restarts") or {}).items()},
-            replica_restarts=_ungrouped(d.get("replicaRestarts"), int),
+            replica_restarts=_ungrouped(d.get("replicaRestarts"), int, names),
             backoff_count=int(d.get("backoffCount", 0)),
-            not_before=_ungrouped(d.get("notBefore"), float),
+            not_before=_ungrouped(d.get("notBefore"), float, names),
             gang_not_before=_float(d.get("gangNotBefore")),
             refused=d.get("refused"),
             refusals=int(d.get("refusals", 0)),
@@ -170,12 +171,12 @@ def _grouped(values: Mapping[str, Any], text: Any) -> dict[str, list[str]]:
     return {text(v): nameset.encode(names) for v, names in sorted(groups.items())}
 
 
-def _ungrouped(data: Any, kind: Any) -> dict[str, Any]:
+def _ungrouped(data: Any, kind: Any, budget: nameset.Budget | None = None) -> dict[str, Any]:
     if data is None:
         return {}
     if not isinstance(data, Mapping):
         raise TypeError(f"expected a mapping, not {type(data).__name__}")
-    return {name: kind(value) for value, names in data.items() for name in nameset.decode(names)}
+    return {name: kind(value) for value, names in data.items() for name in nameset.decode(names, budget)}
 
 
 def _float(value: Any) -> float | None:
