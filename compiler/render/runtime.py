@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import orjson
+
 from .. import keys
 from ..plan import JobPlan
 from .meta import common_labels, metadata
@@ -98,14 +100,32 @@ def render_runtime(plan: JobPlan) -> list[dict[str, Any]]:
 # pods shaped like an API server's): ~48 MiB of interpreter, client and loop, plus ~20 KiB per
 # pod of trimmed informer objects and ledger.  The request is that estimate, the limit twice it
 # (never under 128 MiB): a relist holds the old and the new list at once.
+# The runtime also keeps each PodTemplate's pod spec (compact JSON) until it creates the pod:
+# what a pod's spec holds beyond TEMPLATE_ALLOWANCE (the per-pod figure covers ~8 KiB; compile
+# accepts pods of up to 1 MiB, FJ324) is added to the request, so big templates fit too.
 MEMORY_BASE_MIB = 48
 PODS_PER_MIB = 50
 MEMORY_LIMIT_MIN_MIB = 128
+TEMPLATE_ALLOWANCE = 8 * 1024
+MIB = 1024 * 1024
 
 
-def runtime_resources(pods: int) -> dict[str, Any]:
-    """The runtime container's requests and limits for a job of `pods` pods (its elastic maximum)."""
-    request = MEMORY_BASE_MIB + pods // PODS_PER_MIB
+def _beyond_allowance(plan: JobPlan) -> int:
+    """Bytes of the pods' specs beyond TEMPLATE_ALLOWANCE each (a template shared by pods is measured once)."""
+    sizes: dict[int, int] = {}
+    total = 0
+    for pod in plan.pods:
+        key = id(pod.template)
+        if key not in sizes:
+            sizes[key] = max(0, len(orjson.dumps(pod.template.get("spec"))) - TEMPLATE_ALLOWANCE)
+        total += sizes[key]
+    return total
+
+
+def runtime_resources(pods: int, template_bytes: int = 0) -> dict[str, Any]:
+    """The runtime container's requests and limits for a job of `pods` pods (its elastic
+    maximum) whose pod specs hold `template_bytes` beyond TEMPLATE_ALLOWANCE each, in all."""
+    request = MEMORY_BASE_MIB + pods // PODS_PER_MIB + -(-template_bytes // MIB)
     limit = max(MEMORY_LIMIT_MIN_MIB, 2 * request)
     return {"requests": {"cpu": "10m", "memory": f"{request}Mi"}, "limits": {"memory": f"{limit}Mi"}}
 
@@ -125,7 +145,7 @@ def _deployment(plan: JobPlan, name: str, labels: dict[str, str]) -> dict[str, A
         "ports": [{"name": "http", "containerPort": HTTP_PORT, "protocol": "TCP"}],
         "readinessProbe": probe("/readyz"),
         "livenessProbe": probe("/healthz"),
-        "resources": runtime_resources(len(plan.pods)),
+        "resources": runtime_resources(len(plan.pods), _beyond_allowance(plan)),
         "securityContext": {
             "allowPrivilegeEscalation": False,
             "readOnlyRootFilesystem": True,
