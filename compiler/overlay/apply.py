@@ -86,12 +86,16 @@ class _Identity:
     times (they took 110 s)."""
 
     def __init__(self) -> None:
+        self.root: Node | None = None
         self.nodes: tuple[Node | None, ...] = ()
         self.data: dict[str, Any] = {}
 
     def of(self, root: Node) -> tuple[dict[str, Any], int]:
         """The job's identity, and how many values were copied to make it (0: unchanged)."""
-        nodes = tuple(root.get(k) for k in ("apiVersion", "kind", "metadata"))
+        if root is self.root:
+            return self.data, 0
+        self.root = root
+        nodes = (root.get("apiVersion"), root.get("kind"), root.get("metadata"))
         if len(nodes) == len(self.nodes) and all(a is b for a, b in zip(nodes, self.nodes, strict=True)):
             return self.data, 0
         self.nodes = nodes

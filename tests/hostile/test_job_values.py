@@ -17,6 +17,7 @@ import yaml
 from .kit import JOB, Sandbox, assert_clean_exit, resource_list
 
 CPU = 1.0  # seconds of CPU per run, start-up included
+MIB = 100  # peak resident memory of the run
 
 CONTAINER = "            - name: python\n              image: pytorch/pytorch:2.4.0\n              command: [python, train.py]\n"
 
@@ -53,7 +54,7 @@ def test_a_bad_value_is_a_diagnostic_at_its_line_everywhere(box: Sandbox, name: 
     for run_ in (box.flatjob("lint", "jobs"), box.compile(), box.plugin(SOURCES="jobs")):
         assert_clean_exit(run_, 1)
         assert ("bad.yaml", line, col, "error", code) in run_.findings(), run_.output[-2000:]
-        assert run_.cpu < CPU, run_.cpu
+        assert run_.cpu < CPU and run_.rss_mib < MIB, (run_.cpu, run_.rss_mib)
     krm = box.flatjob("krm", stdin=resource_list(text))
     assert_clean_exit(krm, 1)
     out = yaml.safe_load(krm.stdout)

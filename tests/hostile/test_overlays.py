@@ -15,7 +15,8 @@ import pytest
 
 from .kit import Sandbox, assert_clean_exit
 
-CPU = 1.5  # seconds of CPU per run, start-up included
+CPU = 1.0  # seconds of CPU per run, start-up included
+MIB = 100  # peak resident memory of the run
 
 
 def _overlay(box: Sandbox, text: str) -> None:
@@ -29,7 +30,7 @@ def _compile(box: Sandbox) -> list:
     runs = [box.compile("--overlay", "overlays/prod"), box.plugin(SOURCES="jobs", OVERLAY="overlays/prod")]
     for run_ in runs:
         assert_clean_exit(run_, 1)
-        assert run_.cpu < CPU, run_.cpu
+        assert run_.cpu < CPU and run_.rss_mib < MIB, (run_.cpu, run_.rss_mib)
     assert box.untouched() and not box.out.exists()
     return runs
 
