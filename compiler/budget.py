@@ -34,9 +34,9 @@ from .normalize import normalize
 from .options import CompileOptions
 from .plan import JobPlan, plan
 from .plan.generic import context, substituted_template
+from .podset import pod_counts
 from .render.size import JobSize, Measured, measure
 from .validate.groups import groups
-from .validate.objects import pod_counts
 
 
 @dataclass

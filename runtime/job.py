@@ -15,9 +15,9 @@ from typing import Any
 from flatjob.compiler import keys
 from flatjob.compiler.jobtypes import KINDS
 from flatjob.compiler.normalize import normalize
+from flatjob.compiler.podset import object_names
 from flatjob.compiler.podtemplate import templates_digest
 from flatjob.compiler.typedjob import strict_job
-from flatjob.compiler.validate.objects import object_names
 
 from .model import JobView, PodSpecView, RestartRule
 from .trim import TEMPLATE_BYTES

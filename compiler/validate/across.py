@@ -25,7 +25,7 @@ from typing import Any
 from ..errors import Diagnostic
 from ..limits import DEFAULT as DEFAULT_LIMITS
 from ..loader import Document, PathT
-from .objects import object_names, pod_counts
+from ..podset import object_names, pod_counts
 
 
 def job_key(job: Any, default: str | None = None) -> str:

@@ -16,11 +16,11 @@ from ..jobtypes import ColossalAIJob, DeepSpeedJob, GenericJob, PyTorchTrainingJ
 from ..limits import DEFAULT as DEFAULT_LIMITS
 from ..loader import Document, PathT
 from ..plan.common import elastic_of
+from ..podset import object_names, pod_counts
 from ..podtemplate import containers_of, training_index
 from ..substitution import Context, RefError, is_ours, iter_refs, resolve
 from . import launchers, names
 from .groups import groups
-from .objects import object_names, pod_counts
 from .suggest import did_you_mean
 
 Rule = Callable[[Any, Document], Iterable[Diagnostic]]

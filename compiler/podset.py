@@ -1,8 +1,10 @@
-"""What a job renders, counted and named from its typed spec alone (no planning, no rendering).
+"""Which pods (and Services) a job renders, counted and named from its typed spec alone.
 
-Lint and compile use it to check names and sizes before anything is rendered: pods per replica
-type, and the kind and name of every PodTemplate (so pod) and Service.
-tests/test_validate_across.py checks object_names against what is rendered.
+The planner names its pods with these, lint and compile check names and sizes with them
+before anything is planned, and the runtime reads which PodTemplates are its job's: so this
+module (and what it imports) stays outside the planner and the renderers, which the runtime
+never loads (tests/test_layering.py).  tests/test_validate_across.py checks object_names
+against what is rendered.
 """
 
 from __future__ import annotations
@@ -10,12 +12,33 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ..jobtypes import ColossalAIJob, GenericJob, PyTorchTrainingJob
-from ..loader import PathT
-from ..plan.common import elastic_of, pod_name
-from ..plan.elastic import allocation
-from ..render.tensorboard import tensorboard_name
-from .groups import groups
+from .groups import PathT, groups
+from .jobtypes import ColossalAIJob, ElasticConfig, GenericJob, PyTorchTrainingJob
+from .seats import allocation
+
+
+def pod_name(job: str, rtype: str, index: int) -> str:
+    """T9k's pod name: <job>-<type>-<index>."""
+    return f"{job}-{rtype}-{index}"
+
+
+def elastic_of(job: Any) -> ElasticConfig | None:
+    """The job's elastic config when it is in effect, else None.
+
+    A PyTorchTrainingJob's elastic config is "effective only in torchrun mode" (T9k API
+    reference): without torchrun it is ignored, and lint warns (FJ302).
+    """
+    e = getattr(job.spec, "elastic", None)
+    if e is None or not e.enabled:
+        return None
+    if isinstance(job, PyTorchTrainingJob) and not (job.spec.torchrun_config is not None and job.spec.torchrun_config.enabled):
+        return None
+    return e
+
+
+def tensorboard_name(job: str) -> str:
+    """Name of the TensorBoard Deployment and Service."""
+    return f"{job}-tensorboard"
 
 
 def pod_counts(job: Any) -> dict[str, int]:
