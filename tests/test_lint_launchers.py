@@ -187,13 +187,20 @@ CASES = [
     Case(
         "deepspeed-env-names-that-are-no-shell-names",
         deepspeed(container="""
-          env: [{name: MY.VAR, value: x}, {name: "NCCL_X;id", value: y}, {name: NCCL_OK, value: z}]
+          env: [{name: PYTHON.VAR, value: x}, {name: "NCCL_X;id", value: y}, {name: NCCL_OK, value: z}, {name: MY.VAR, value: a}]
         #              ^ FJ340
-        #                                        ^ FJ340
-        #                                        ^ FJ404
+        #                                            ^ FJ340
+        #                                            ^ FJ404
         """),
         message="so the node's shell would split or run it",
-
+    ),
+    Case(
+        "colossalai-launcher-env-names-are-all-exported",
+        colossalai("""
+            script: [train.py]
+        """).replace("containers: [{name: launcher, image: c}]", "containers: [{name: launcher, image: c, env: [{name: MY.VAR, value: x}]}]"),
+        also=[(11, 78, "FJ340")],
+        message="env name 'MY.VAR'",
     ),
     Case(
         "colossalai-launcher-working-dir",

@@ -173,6 +173,9 @@ def colossalai_launcher_env(job: ColossalAIJob, doc: Document) -> Iterator[Diagn
 
 # A name every POSIX shell takes in `export NAME=...` as it is.
 SHELL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# What deepspeed 0.19.8 exports to the nodes (launcher/runner.py EXPORT_ENVS, and every
+# accelerator's export_envs): names starting so; `colossalai run` exports every name.
+DEEPSPEED_EXPORTS = ("MLFLOW", "PYTHON", "MV2", "UCX", "NCCL", "BKCL", "XPU", "XMLIR", "LD_LIBRARY", "PATH", "NEUWARE_HOME", "CNCL", "ASCEND", "HCCL", "BCCL", "BIREN", "SUPA")
 _PASTED = {
     "DeepSpeedJob": "deepspeed runs `cd {dir}; export NAME=...` unquoted on every node",
     "ColossalAIJob": "colossalai run runs `cd {dir} && export NAME=\"...\"` unquoted on every node",
@@ -237,16 +240,17 @@ def launcher_shell(job: Any, doc: Document) -> Iterator[Diagnostic]:
             "FJ340", f"workingDir {wd!r}: {how.format(dir=wd)}, so the node's shell would split or run it", wd_path,
             hint="use a directory whose path holds only letters, digits and _@%+=:,./-",
         )
+    exported = (lambda n: n.startswith(DEEPSPEED_EXPORTS)) if job.kind == "DeepSpeedJob" else (lambda n: True)
     for i, e in enumerate(env):
         name = e.get("name") if isinstance(e, dict) else None
-        if isinstance(name, str) and not SHELL_NAME.fullmatch(name):
+        if isinstance(name, str) and exported(name) and not SHELL_NAME.fullmatch(name):
             yield doc.diagnostic(
                 "FJ340", f"env name {name!r}: {how.format(dir='...')}, so the node's shell would split or run it", (*env_path, i, "name"),
                 hint="name it with letters, digits and _ (not starting with a digit)",
             )
     for i, e in enumerate(env_from if isinstance(env_from := _env_from(doc, env_path), list) else []):
         prefix = e.get("prefix") if isinstance(e, dict) else None
-        if isinstance(prefix, str) and prefix and not SHELL_NAME.fullmatch(prefix):
+        if isinstance(prefix, str) and prefix and not SHELL_NAME.fullmatch(prefix) and (job.kind != "DeepSpeedJob" or prefix.startswith(DEEPSPEED_EXPORTS)):
             yield doc.diagnostic("FJ340", f"envFrom prefix {prefix!r}: {how.format(dir='...')}, so the node's shell would split or run the names it makes", (*env_path[:-1], "envFrom", i, "prefix"))
 
 
