@@ -129,8 +129,10 @@ def _too_big(doc: Document, what: str, rtype: str | None, size: int, limits: Lim
 
 
 def _where_of(doc: Document, job: Any, o: Measured) -> PathT:
-    """The value that makes an object big: the largest in its replica type's template (a pod,
-    a per-replica Service), else in the whole document."""
+    """The value that makes an object big: the largest in its replica type's template (a pod),
+    in spec.service (a per-replica Service), else in the whole document."""
+    if o.type is not None and o.kind == "Service":
+        return _largest(doc, ("spec", "service"))
     if o.type is not None:
         for g in groups(job):
             if g.type == o.type and g.template is not None:
