@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import orjson
+
 from flatjob.compiler import keys
 from flatjob.compiler.jobtypes import KINDS
 from flatjob.compiler.normalize import normalize
@@ -138,12 +140,22 @@ def expected_pods(job: Any) -> frozenset[str]:
     return frozenset(name for kind, name, _ in object_names(job) if kind == "PodTemplate")
 
 
+_ADMITTED: list[tuple[bytes, frozenset[str]]] = []  # the last record's: asked every cycle, changed by a commit
+
+
 def admitted_pods(record: Mapping[str, Any] | None) -> frozenset[str]:
     """expected_pods of a record, or no name at all when the record is absent or unreadable."""
-    try:
-        return expected_pods(typed_job(record)) if record is not None else frozenset()
-    except Exception:  # the record is refused elsewhere, with its reason
+    if record is None:
         return frozenset()
+    key = orjson.dumps([record.get("kind"), (record.get("metadata") or {}).get("name"), record.get("spec")], option=orjson.OPT_SORT_KEYS, default=str)
+    if _ADMITTED and _ADMITTED[0][0] == key:
+        return _ADMITTED[0][1]
+    try:
+        names = expected_pods(typed_job(record))
+    except Exception:  # the record is refused elsewhere, with its reason
+        names = frozenset()
+    _ADMITTED[:] = [(key, names)]
+    return names
 
 
 def _pods(record: Mapping[str, Any], templates: Mapping[str, Any], names: frozenset[str]) -> tuple[tuple[PodSpecView, ...], str | None]:
