@@ -1,11 +1,14 @@
-"""Time `flatjob lint` from a cold start on hostile inputs that stop at a reading limit (FJ105).
+"""Time `flatjob lint` from a cold start on hostile inputs that stop at a limit (FJ105, FJ324).
 
 Each input is a small file that asks for far more than it holds (aliases of aliases, `<<`
-merges of merges, 100 000 levels of nesting, a 5 MiB flow list, a billion replicas), next
-to one valid job.  Each run is a fresh process under an address-space cap (--memory-mib),
-so a limit that does not act fails the run instead of the machine.  Prints wall time, CPU
-time and peak RSS per input (median and max over --runs), beside `flatjob lint` of the valid
-job alone, and the command.  Target: every limit in well under a second.
+merges of merges, a `<<` list of 900 000 aliases, an inline `<<` mapping of 4 MiB, a million
+empty documents, 100 000 levels of nesting, a 5 MiB flow list, a billion replicas), or whose
+output would be gigabytes (a 1 MiB env value in 2 000 pods; a GenericJob value of 130 000
+`$(rank)`; an overlay's 40 JSON patch copies, through `flatjob compile --overlay`), next to
+one valid job.  Each run is a fresh process under an address-space cap (--memory-mib), so a
+limit that does not act fails the run instead of the machine.  Prints wall time, CPU time and
+peak RSS per input (median and max over --runs), beside `flatjob lint` of the valid job
+alone, and the command.  Target: every limit in under a second of CPU and 100 MiB.
 
     python bench/limits.py [--runs 5] [--memory-mib 1024] [--flatjob PATH]
 """
@@ -52,13 +55,38 @@ def merge_bomb() -> str:
     return "\n".join(lines) + "\n"
 
 
+def inline_merge() -> str:
+    keys, used, i = [], 10, 0
+    while used < 4 * 1024 * 1024 - 64:
+        keys.append(f"k{i}: 1")
+        used += len(keys[-1]) + 2
+        i += 1
+    return "b:\n  <<: {" + ", ".join(keys) + "}\n"
+
+
+def env_job(value: str, replicas: int, kind: str = "PyTorchTrainingJob") -> str:
+    text = JOB.replace("name: ok", "name: big").replace("replicas: 2", f"replicas: {replicas}").replace("PyTorchTrainingJob", kind)
+    return text.replace("command: [python, train.py]\n", f'command: [python, train.py]\n              env: [{{name: BIG, value: "{value}"}}]\n')
+
+
+COPIES = "patches:\n  - target: {kind: PyTorchTrainingJob}\n    patch:\n" + "".join(f"      - {{op: copy, from: /spec, path: /spec/a{i}}}\n" for i in range(40))
+
+# label -> files beside ok.yaml (None: the valid job alone); overlay cases compile with --overlay
 INPUTS = {
     "valid job alone (baseline)": None,
-    "alias bomb, 9 x 9 levels (460 bytes)": alias_bomb,
-    "<< merge bomb, 39 levels (2 KB)": merge_bomb,
-    "nesting 100 000 deep (200 KB)": lambda: "[" * 100_000 + "]" * 100_000 + "\n",
-    "flow list of 5 MiB": lambda: "[" + "1," * (5 * 1024 * 1024 // 2) + "1]\n",
-    "replicas: 1000000000": lambda: JOB.replace("name: ok", "name: big").replace("replicas: 2", "replicas: 1000000000"),
+    "alias bomb, 9 x 9 levels (460 bytes)": lambda: {"hostile.yaml": alias_bomb()},
+    "<< merge bomb, 39 levels (2 KB)": lambda: {"hostile.yaml": merge_bomb()},
+    "<< list of 900 000 aliases (3.6 MB)": lambda: {"hostile.yaml": "a: &a {x: 1}\nb:\n  <<: [" + ", ".join(["*a"] * 900_000) + "]\n"},
+    "inline << mapping of 4 MiB": lambda: {"hostile.yaml": inline_merge()},
+    "1 000 000 empty documents (4 MB)": lambda: {"hostile.yaml": "---\n" * 1_000_000},
+    "15 files of 1 000 000 empty documents": lambda: {f"empty{i:02d}.yaml": "---\n" * 1_000_000 for i in range(15)},
+    "nesting 100 000 deep (200 KB)": lambda: {"hostile.yaml": "[" * 100_000 + "]" * 100_000 + "\n"},
+    "flow list of 5 MiB": lambda: {"hostile.yaml": "[" + "1," * (5 * 1024 * 1024 // 2) + "1]\n"},
+    "replicas: 1000000000": lambda: {"hostile.yaml": JOB.replace("name: ok", "name: big").replace("replicas: 2", "replicas: 1000000000")},
+    "render: 1 MiB env value x 2 000 replicas": lambda: {"hostile.yaml": env_job("x" * 1024 * 1024, 2000)},
+    "render: 900 KiB env value x 2 000 replicas": lambda: {"hostile.yaml": env_job("x" * 900 * 1024, 2000)},
+    "render: GenericJob, 130 000 $(rank) x 2 000 replicas": lambda: {"hostile.yaml": env_job("$(rank)" * 130 * 1024, 2000, "GenericJob")},
+    "overlay: 40 JSON patch copies of /spec (compile)": lambda: {"overlay/overlay.yaml": COPIES},
 }
 
 
@@ -86,12 +114,20 @@ def main() -> None:
     print("\n| input | exit | wall (median, max) | CPU (median) | peak RSS (max) |\n|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:
         for label, make in INPUTS.items():
-            folder = Path(tmp) / f"case{list(INPUTS).index(label)}"
-            folder.mkdir()
+            case = Path(tmp) / f"case{list(INPUTS).index(label)}"
+            folder = case / "jobs"
+            folder.mkdir(parents=True)
             (folder / "ok.yaml").write_text(JOB)
-            if make is not None:
-                (folder / "hostile.yaml").write_text(make())
-            cmd = [*flatjob, "lint", "-q", str(folder)]
+            overlay = None
+            for name, text in (make() if make is not None else {}).items():
+                path = (case if name.startswith("overlay/") else folder) / name
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(text)
+                overlay = path.parent if name.startswith("overlay/") else overlay
+            if overlay is not None:
+                cmd = [*flatjob, "compile", str(folder), "--overlay", str(overlay), "-o", str(case / "out")]
+            else:
+                cmd = [*flatjob, "lint", "-q", str(folder)]
             measure(cmd, args.memory_mib * 1024 * 1024)  # untimed: bytecode caches
             runs = [measure(cmd, args.memory_mib * 1024 * 1024) for _ in range(args.runs)]
             walls = [r[0] for r in runs]

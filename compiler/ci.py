@@ -20,6 +20,7 @@ from pathlib import Path
 
 import click
 
+from .display import code_block, html_text, log_line, markdown, markdown_code, visible_lines
 from .errors import Diagnostic
 from .output import TreeChanges
 
@@ -125,31 +126,34 @@ class EnvReport:
         return "✅ up to date"
 
 
-def _fence(diff: str) -> str:
-    ticks = "````" if "```" in diff else "```"
-    return f"{ticks}diff\n{diff.rstrip()}\n{ticks}\n"
-
-
 def _section(title: str, diff: str, budget: int) -> str:
+    """A collapsed diff; `title` is HTML (escaped by the caller), the diff shown as written
+    (made visible first, so the budget counts the escapes)."""
+    diff = visible_lines(diff)
     files = split_diff(diff)
     added = sum(f.counts[0] for f in files)
     removed = sum(f.counts[1] for f in files)
     head = f"<details><summary>{title}: {len(files)} file(s), +{added} -{removed}</summary>\n\n"
     tail = "\n</details>\n\n"
-    body = _fence(shorten_diff(diff, max(budget - len(head) - len(tail) - 20, 0)))
+    body = code_block(shorten_diff(diff, max(budget - len(head) - len(tail) - 40, 0)), "diff")
     return head + body + tail
 
 
 def report(envs: Sequence[EnvReport], lint_errors: int, lint_warnings: int, jobs: int, limit: int = COMMENT_LIMIT) -> str:
-    """The Markdown report: a table of environments, then each diff, all within `limit`."""
+    """The Markdown report: a table of environments, then each diff, all within `limit`.
+
+    Names, paths and diffs come from the pull request: every one is escaped for where it
+    stands (display.py), so none can end a line, a table cell or the diff's code fence, or open
+    an HTML comment that hides the rest.
+    """
     lines = [MARKER, "## flatjob", "", f"Lint: {lint_errors} error(s), {lint_warnings} warning(s) in {jobs} job(s).", ""]
     lines += ["| environment | rendered | status |", "|---|---|---|"]
-    lines += [f"| {e.name} | `{e.out}` | {e.status} |" for e in envs]
+    lines += [f"| {markdown(e.name)} | {markdown_code(e.out)} | {e.status} |" for e in envs]
     head = "\n".join(lines) + "\n\n"
-    fixes = [f"- `{e.command}`" for e in envs if e.stale_diff]
+    fixes = [f"- {markdown_code(e.command)}" for e in envs if e.stale_diff]
     foot = ("To bring the rendered output up to date, run and commit:\n\n" + "\n".join(fixes) + "\n") if fixes else ""
-    sections = [(f"{e.name}: rendered changes", e.changes) for e in envs if e.changes]
-    sections += [(f"{e.name}: what `flatjob compile` would change (stale)", e.stale_diff) for e in envs if e.stale_diff]
+    sections = [(f"{html_text(e.name)}: rendered changes", e.changes) for e in envs if e.changes]
+    sections += [(f"{html_text(e.name)}: what <code>flatjob compile</code> would change (stale)", e.stale_diff) for e in envs if e.stale_diff]
     budget = limit - len(head) - len(foot) - 200
     share = budget // len(sections) if sections else 0
     return head + "".join(_section(title, diff, share) for title, diff in sections) + foot
@@ -194,12 +198,16 @@ class Run:
 
 
 def git_diff(base: str, path: Path) -> str:
-    """The diff of `path` between `base` and the working tree ('' when git cannot tell)."""
+    """The diff of `path` between `base` and the working tree ('' when git cannot tell).
+
+    Read as bytes: text mode would turn every carriage return of a committed file into a line
+    break (universal newlines), which the report could not tell from the diff's own.
+    """
     try:
-        out = subprocess.run(["git", "diff", "--no-color", "--no-ext-diff", base, "--", str(path)], capture_output=True, text=True, timeout=120, check=False)
+        out = subprocess.run(["git", "diff", "--no-color", "--no-ext-diff", "--no-textconv", base, "--", str(path)], capture_output=True, timeout=120, check=False)
     except (OSError, subprocess.SubprocessError):
         return ""
-    return out.stdout if out.returncode == 0 else ""
+    return out.stdout.decode("utf-8", "replace") if out.returncode == 0 else ""
 
 
 def check(jobs: Sequence[str], envs: Sequence[Environment], base: str | None = None) -> Run:
@@ -219,13 +227,18 @@ def check(jobs: Sequence[str], envs: Sequence[Environment], base: str | None = N
         run.compile += [d for d in result.diagnostics if (d.path, d.line, d.col, d.message) not in seen]
         rep = EnvReport(env.name, env.out.as_posix(), env.command(jobs), errors=sum(d.is_error for d in result.diagnostics))
         if not result.failed:
+            unfinished = False
             try:
                 with session(env.out, write=False) as s:
                     changes = s.plan(result.tree(env.out))
-            except LinkFound as exc:  # the rendered folder itself is a link
-                changes = TreeChanges(links=[exc.rel])
-            except NotAFile as exc:
-                changes = TreeChanges(blocked=[exc.rel])
+                    unfinished = s.interrupted or s.foreign
+            except (LinkFound, NotAFile) as exc:  # the rendered folder itself (or a folder on its way)
+                changes = TreeChanges()
+                run.compile.append(Diagnostic("FJ702", "is a symbolic link (or not a plain file or folder); flatjob never reads through it", exc.where(env.out)))
+                rep.errors += 1
+            if unfinished:  # a journal (a killed compile's, or one committed): stale until a compile clears it
+                run.compile.append(Diagnostic("FJ700", "holds a compile's journal (.flatjob-journal.json): run `flatjob compile` and commit the result", env.out.as_posix()))
+                rep.errors += 1
             if changes.links or changes.blocked:  # never read (or print) what a link points at
                 run.compile += [Diagnostic("FJ702", "is a symbolic link (or not a plain file or folder); flatjob never reads through it", (env.out / rel).as_posix()) for rel in (*changes.links, *changes.blocked)]
                 rep.errors += len(changes.links) + len(changes.blocked)
@@ -265,7 +278,7 @@ def main(jobs: tuple[str, ...], overlays: str, rendered: str, base: str | None, 
     if sarif:
         Path(sarif).write_text(format_sarif(findings), encoding="utf-8")
     for env in run.envs:
-        click.echo(f"{env.name}: {env.status}", err=True)
+        click.echo(f"environment {log_line(env.name)}: {env.status}", err=True)
     sys.exit(1 if run.failed else 0)
 
 

@@ -34,7 +34,7 @@ _TABLE = [
     Code("FJ102", "no-job", "A file named on the command line holds no T9k job."),
     Code("FJ103", "unreadable", "A path cannot be read (missing, a directory where a file is expected, not UTF-8)."),
     Code("FJ104", "yaml-unsupported", "A YAML feature Kubernetes does not accept (complex keys, unknown tags, recursive aliases)."),
-    Code("FJ105", "input-limit", "An input is larger than flatjob reads: file size, YAML nodes (aliases and merges counted), nesting depth."),
+    Code("FJ105", "input-limit", "An input is larger than flatjob reads or renders: file size, YAML nodes (aliases and merges counted), nesting depth, documents, pods, rendered bytes."),
     Code("FJ106", "link-skipped", "A symbolic link that leads outside the folder being read, or into a hidden folder, was not followed."),
     # Document shape
     Code("FJ200", "unknown-kind", "The kind is not one of the T9k job kinds flatjob handles."),
@@ -69,6 +69,7 @@ _TABLE = [
     Code("FJ321", "tensorboard-source", "A TensorBoard log source flatjob does not mount (S3, HTTP, MinIO), or none at all."),
     Code("FJ322", "immutable-field", "A field T9k makes immutable changed since the record in the output folder."),
     Code("FJ323", "name-collision", "Two jobs render a PodTemplate (so a pod) or a Service of the same name in one namespace."),
+    Code("FJ324", "object-too-large", "A rendered object (a pod's PodTemplate, the ConfigMap, the record) would be larger than the API server accepts."),
     Code("FJ340", "launcher-quoting", "A value deepspeed or colossalai run would not pass to the nodes as written (their remote shell splits, expands or runs it)."),
     Code("FJ341", "launcher-flag", "A launcher flag or script the launcher ignores, no longer has, or refuses while exiting 0."),
     Code("FJ342", "ssh-needs-root", "A DeepSpeedJob or ColossalAIJob pod is set to run as non-root; its sshd and ssh keys need root."),

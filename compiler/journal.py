@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import fcntl
 import json
+import os
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -39,6 +40,7 @@ from .output import (
 
 JOURNAL = ".flatjob-journal.json"
 JOURNAL_TMP = JOURNAL + ".tmp"
+BOOT_ID = Path("/proc/sys/kernel/random/boot_id")  # Linux: 122 random bits, new at every boot
 LOCK_WAIT = 600.0  # seconds a compile waits for another one writing the same folder
 _HEADER = GENERATED_HEADER.encode()
 
@@ -55,6 +57,7 @@ class Session:
     exists: bool
     notes: list[str] = field(default_factory=list)  # recovery, for the user (FJ705)
     interrupted: bool = False  # read-only: a journal shows an unfinished compile
+    foreign: bool = False  # read-only: a journal this machine did not write (from git)
 
     def plan(self, desired: dict[str, str]) -> TreeChanges:
         return plan_changes(self.dir, desired)
@@ -77,8 +80,9 @@ def session(root: Path, write: bool, on_wait: Callable[[], None] = lambda: None,
             _lock(d, exclusive=write, on_wait=on_wait, wait=wait)
             if write:
                 s.notes = recover(d)
-            else:
-                s.interrupted = d.exists(JOURNAL)
+            elif d.exists(JOURNAL):
+                journal = _valid(d.read(JOURNAL) or b"", here(d))
+                s.interrupted, s.foreign = journal is not None, journal is None
         yield s
     finally:
         d.close()  # closing the root's descriptor releases the lock
@@ -113,7 +117,7 @@ def apply_changes(d: SafeDir, changes: TreeChanges) -> None:
     write = sorted(changes.write)
     folders = {f for rel in write for f in folders_of(rel)}
     made = sorted((f for f in folders if d.folder(f) < 0), key=lambda f: (f.count("/"), f))  # each looked up once
-    journal = {"version": 1, "state": "staging", "write": write, "delete": sorted(changes.delete), "made": made}
+    journal = {"version": 1, "state": "staging", "write": write, "delete": sorted(changes.delete), "made": made, "here": here(d)}
     _write_journal(d, journal)
     try:
         for rel in write:
@@ -131,11 +135,20 @@ def _write_journal(d: SafeDir, journal: dict[str, Any]) -> None:
 
 
 def _finish(d: SafeDir, journal: dict[str, Any]) -> int:
-    """Rename the staged files into place (the metadata last), delete, prune; drop the journal."""
+    """Rename the staged files into place (the metadata last), delete, prune; drop the journal.
+
+    A staged manifest that does not start with flatjob's header is not flatjob's: it is
+    removed, never renamed into place.
+    """
     done = 0
     write = [rel for rel in journal["write"] if rel != META_FILE]
     for rel in write:
-        done += _rename(d, staged_name(rel), rel)
+        staged = staged_name(rel)
+        raw = d.read(staged)
+        if raw is not None and not raw.startswith(_HEADER):
+            d.unlink(staged)
+            continue
+        done += _rename(d, staged, rel)
     for rel in journal["delete"]:
         raw = d.read(rel)
         if raw is not None and raw.startswith(_HEADER) and d.unlink(rel):
@@ -179,10 +192,14 @@ def recover(d: SafeDir) -> list[str]:
     raw = d.read(JOURNAL)
     if raw is None:
         return notes
-    journal = _valid(raw)
+    journal = _valid(raw, here(d))
     if journal is None:
+        staged = _names(raw)
+        removed = sum(d.unlink(staged_name(rel)) for rel in staged)
+        for folder in sorted({f for rel in staged for f in folders_of(rel)}, key=lambda f: (-f.count("/"), f)):
+            d.remove_empty(folder)  # left empty by the staged files just removed
         d.unlink(JOURNAL)
-        return [*notes, f"removed {JOURNAL}: not a journal flatjob wrote"]
+        return [*notes, f"removed {JOURNAL} and the {removed} staged file(s) it names: not a journal a compile wrote in this folder on this machine since it started (committed to git?); nothing it names was put in place"]
     if journal["state"] == "commit":
         n = _finish(d, journal)
         return [*notes, f"finished a compile that was killed while writing: {n} file(s) renamed or deleted; the folder now holds that compile's output"]
@@ -190,13 +207,40 @@ def recover(d: SafeDir) -> list[str]:
     return [*notes, f"undid a compile that was killed before its output was complete: {n} staged file(s) removed; the folder holds the output from before it"]
 
 
-def _valid(raw: bytes) -> dict[str, Any] | None:
-    """A journal read from disk (perhaps from a pull request): only flatjob's own names survive."""
+def here(d: SafeDir) -> dict[str, Any]:
+    """Where and when a journal is written: the folder's device and inode, and the boot.
+
+    A journal is acted on only where it was written: a killed compile's, on the same machine
+    since it started, in the same folder.  One committed to git (with staged files of its own)
+    was written anywhere but here, and would otherwise put its files in place unseen by
+    `flatjob diff` (before issue 21: a privileged Pod, never pruned).  A checkout makes new
+    inodes, and the boot id is 122 random bits, so a pull request cannot forge this.
+    """
+    st = os.fstat(d.fileno())
+    try:
+        boot = BOOT_ID.read_text(encoding="ascii").strip()
+    except OSError:  # not Linux: the folder alone
+        boot = ""
+    return {"boot": boot, "device": st.st_dev, "inode": st.st_ino}
+
+
+def _names(raw: bytes) -> list[str]:
+    """The files a journal (any journal) says it staged, limited to flatjob's own names."""
+    try:
+        data = json.loads(raw)
+    except (ValueError, UnicodeDecodeError):
+        return []
+    write = data.get("write") if isinstance(data, dict) else None
+    return [x for x in write if isinstance(x, str) and (owned(x) or x == META_FILE)] if isinstance(write, list) else []
+
+
+def _valid(raw: bytes, where: dict[str, Any]) -> dict[str, Any] | None:
+    """A journal read from disk, if it was written here (`here`): only flatjob's own names survive."""
     try:
         data = json.loads(raw)
     except (ValueError, UnicodeDecodeError):
         return None
-    if not isinstance(data, dict) or data.get("state") not in ("staging", "commit"):
+    if not isinstance(data, dict) or data.get("state") not in ("staging", "commit") or data.get("here") != where:
         return None
     names = lambda key, ok: [x for x in data.get(key) or [] if isinstance(x, str) and ok(x)]  # noqa: E731
     return {

@@ -1,9 +1,11 @@
 """How much input flatjob reads before it stops with FJ105: sizes, YAML nodes, nesting, pods.
 
 Every input is a stranger's pull request, and a few hundred bytes of YAML can ask for
-gigabytes (aliases of aliases, `<<` merges of merges) or for a nesting deep enough to crash
-a recursive parser.  The limits are counted while the YAML is read, before the objects it
-asks for are built, and are far above any real job: the 92 real T9k specs hold at most
+gigabytes (aliases of aliases, `<<` merges of merges, a `<<` list of a million aliases) or
+for a nesting deep enough to crash a recursive parser; a million empty `---` documents ask
+for a million objects.  Every node a merge brings in counts, built or overridden.  The
+limits are counted while the YAML is read, before the objects it asks for are built, and are
+far above any real job: the 92 real T9k specs hold at most
 ~400 nodes and 13 levels each, and the 50 000-pod benchmark ~30 000 nodes in all.  A replica
 count is input too: `replicas: 1000000000` would render a billion pods, so pods are capped
 per job and per run (the 50 000-pod benchmark is half the run's cap).
@@ -24,9 +26,18 @@ class Limits:
     run_bytes: int = 64 * MIB  # every input file of a run together
     file_nodes: int = 50_000  # YAML nodes built from one file, each alias or merge expansion counted again
     run_nodes: int = 1_000_000  # the same over every file of a run
-    depth: int = 100  # nesting of collections in one document
+    depth: int = 100  # nesting of collections in one document (and of `<<` merges of merges)
+    file_documents: int = 1_000  # YAML documents in one file (an empty `---` builds little, but costs ~100x a node)
+    run_documents: int = 10_000  # the same over every file of a run (the 50 000-pod benchmark: 500)
     job_pods: int = 10_000  # pods one job renders (replicas, or elastic maxReplicas)
     run_pods: int = 100_000  # pods all the jobs of a run render together
+    # What a run renders, as JSON (compiler/budget.py), checked before rendering.  The 50 000-pod
+    # benchmark renders 124 MiB (140 MiB of YAML) and peaks at ~190 MiB of memory: compile holds
+    # its output whole.  100 000 such pods (run_pods) fit.
+    run_render_bytes: int = 256 * MIB
+    # One object as JSON: the API server's ConfigMap and Secret data limit, and two thirds of
+    # etcd's default request limit (1.5 MiB), which must hold the object with its metadata.
+    object_bytes: int = 1 * MIB
 
 
 DEFAULT = Limits()
@@ -35,9 +46,10 @@ DEFAULT = Limits()
 class Budget:
     """What a run may still read: bytes and nodes left, shared by every file it parses."""
 
-    __slots__ = ("bytes", "limits", "nodes")
+    __slots__ = ("bytes", "documents", "limits", "nodes")
 
     def __init__(self, limits: Limits = DEFAULT) -> None:
         self.limits = limits
         self.bytes = limits.run_bytes
         self.nodes = limits.run_nodes
+        self.documents = limits.run_documents

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from .budget import planned
 from .errors import Diagnostic
 from .loader import load_paths
 from .validate import Validated, validate_document
@@ -28,13 +29,21 @@ class LintResult:
         return any(d.is_error for d in self.diagnostics)
 
 
-def lint_paths(paths: Iterable[str]) -> LintResult:
-    """Check every T9k job under `paths` (files or folders)."""
+def lint_paths(paths: Iterable[str], namespace: str | None = None) -> LintResult:
+    """Check every T9k job under `paths` (files or folders); `namespace` is where jobs that set
+    none will land (compile's -n), for the checks across jobs."""
     loaded = load_paths(paths)
     result = LintResult(diagnostics=list(loaded.diagnostics), files=len(loaded.files))
     for doc in loaded.jobs:
         v = validate_document(doc)
         result.validated.append(v)
         result.diagnostics.extend(v.diagnostics)
-    result.diagnostics.extend(check_across((v.doc, v.job) for v in result.validated if v.job is not None))
+    across = check_across(((v.doc, v.job) for v in result.validated if v.job is not None), namespace)
+    result.diagnostics.extend(across)
+    if not any(d.is_error for d in across):  # as compile: the render budget, on every valid job (plans dropped)
+        from .options import CompileOptions
+        from .pipeline import in_output_order
+
+        for p in planned(in_output_order(v for v in result.validated if v.ok), CompileOptions(namespace=namespace)):
+            result.diagnostics.extend(p.problems)
     return result

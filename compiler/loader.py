@@ -173,7 +173,7 @@ class Loaded:
 
     jobs: list[Document] = field(default_factory=list)
     diagnostics: list[Diagnostic] = field(default_factory=list)
-    files: list[tuple[Path, str]] = field(default_factory=list)  # every file read, with its text
+    files: list[tuple[Path, str]] = field(default_factory=list)  # every file read, with its text if it holds a job
 
 
 def load_paths(paths: Iterable[str], budget: Budget | None = None) -> Loaded:
@@ -191,11 +191,13 @@ def load_paths(paths: Iterable[str], budget: Budget | None = None) -> Loaded:
                 loaded.diagnostics.append(problem)
             continue
         assert text is not None
-        loaded.files.append((file, text))
         docs, problems = parse(text, str(file), budget)
         loaded.diagnostics.extend(problems)
         jobs = [d for d in docs if is_job_candidate(d.data)]
         loaded.jobs.extend(jobs)
+        # Only a file that holds jobs is an input of the output (its digest); the text of any
+        # other is let go at once: fifteen 4 MiB files of junk must not stay in memory together.
+        loaded.files.append((file, text if jobs else ""))
         if explicit and not jobs and not any(p.is_error for p in problems):
             loaded.diagnostics.append(
                 Diagnostic(

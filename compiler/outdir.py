@@ -23,20 +23,27 @@ _CREATE = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | getattr(os, "O
 _LINK_ERRNOS = {errno.ELOOP, errno.EMLINK}  # what O_NOFOLLOW gives for a link (Linux, BSD)
 
 
-class LinkFound(Exception):
-    """A symbolic link where flatjob reads or writes (rel: its path under the root)."""
+class _Refused(Exception):
+    """A path flatjob will not use (rel: its path under the root, "" for the root itself;
+    `path`: the path as named, for a folder on the way to the root)."""
 
-    def __init__(self, rel: str) -> None:
+    def __init__(self, rel: str, path: str | None = None) -> None:
         super().__init__(rel)
-        self.rel = rel
+        self.rel, self.path = rel, path
+
+    def where(self, root: Path) -> str:
+        """The path to name in a message (before issue 21, `-o link` was named `link/link`)."""
+        if self.path is not None:
+            return self.path
+        return str(root / self.rel) if self.rel else str(root)
 
 
-class NotAFile(Exception):
+class LinkFound(_Refused):
+    """A symbolic link where flatjob reads or writes."""
+
+
+class NotAFile(_Refused):
     """Something other than a regular file (a folder) where flatjob reads or writes a file."""
-
-    def __init__(self, rel: str) -> None:
-        super().__init__(rel)
-        self.rel = rel
 
 
 def _is_link_error(exc: OSError) -> bool:
@@ -80,7 +87,10 @@ class SafeDir:
         walked = []
         for name in names:
             walked.append(name)
-            fd = self._step(fd, name, create, PurePosixPath(*walked).as_posix(), root_level=True)  # closes the parent
+            try:
+                fd = self._step(fd, name, create, PurePosixPath(*walked).as_posix(), root_level=True)  # closes the parent
+            except (LinkFound, NotAFile) as exc:  # the root itself, or a folder on the way to it
+                raise type(exc)("", None if len(walked) == len(names) else exc.rel) from None
             if fd < 0:
                 return False
         self._fds[""] = fd

@@ -27,6 +27,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .display import visible
 from .keys import GENERATED_HEADER
 from .outdir import LinkFound, NotAFile, SafeDir
 from .render import JOB_FILES
@@ -144,19 +145,32 @@ def _read(d: SafeDir, rel: str, changes: TreeChanges) -> bytes | None:
 
 
 def unified_diff(changes: TreeChanges) -> str:
-    """A git-style unified diff of what applying the changes would do."""
+    """A git-style unified diff of what applying the changes would do, safe to print.
+
+    The files now in the folder are a pull request's too: their lines are split at newlines
+    only (str.splitlines also splits at a carriage return, a form feed...), and a character
+    that would act in a terminal or a CI log (an escape sequence writing the clipboard, a
+    carriage return hiding a line) is shown as an escape (display.visible).
+    """
     out: list[str] = []
     # The metadata last: reviewers read the manifests first, the digests change anyway.
     for rel in sorted(set(changes.write) | set(changes.delete), key=lambda r: (r == META_FILE, r)):
         old = changes.old.get(rel)
         new = changes.write.get(rel)
-        a = old.splitlines(keepends=True) if old is not None else []
-        b = new.splitlines(keepends=True) if new is not None else []
-        fromfile = f"a/{rel}" if old is not None else "/dev/null"
-        tofile = f"b/{rel}" if new is not None else "/dev/null"
+        a = _lines(old) if old is not None else []
+        b = _lines(new) if new is not None else []
+        fromfile = f"a/{visible(rel)}" if old is not None else "/dev/null"
+        tofile = f"b/{visible(rel)}" if new is not None else "/dev/null"
         for line in difflib.unified_diff(a, b, fromfile, tofile):
             out.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
     return "".join(out)
+
+
+def _lines(text: str) -> list[str]:
+    """The text's lines, split at \\n only and kept, each made visible (display.visible)."""
+    parts = text.split("\n")
+    lines = [visible(p) + "\n" for p in parts[:-1]]
+    return [*lines, visible(parts[-1])] if parts[-1] else lines
 
 
 def write_files(root: Path, files: dict[str, str]) -> None:

@@ -1,6 +1,6 @@
 """The compile pipeline, one visible sequence of pure steps (DESIGN §2):
 
-    load -> overlay -> validate -> normalize -> plan -> render -> emit
+    load -> overlay -> validate -> normalize -> plan -> (measure: the render budget) -> render -> emit
 
 Only `load` reads files and only compiler.output writes them; every step in between is a
 pure function of its input, so the same specs give byte-identical output anywhere.
@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from . import keys
+from .budget import planned
 from .emit import dump_all
 from .errors import Diagnostic
 from .loader import Document, Loaded, load_paths
@@ -157,14 +158,23 @@ def emit_files(rendered: dict[str, list[dict[str, Any]]]) -> dict[str, str]:
 
 
 def compile_job(v: Validated, options: CompileOptions) -> CompiledJob:
-    """normalize -> plan -> render -> emit for one validated job."""
+    """normalize -> plan -> render -> emit for one validated job (no budget: tests and tools)."""
     canonical = normalize(v.job)
-    job_plan = plan(canonical, options)
+    return render_planned(v.doc, canonical, plan(canonical, options), options)
+
+
+def render_planned(doc: Document, canonical: Any, job_plan: Any, options: CompileOptions) -> CompiledJob:
+    """render -> emit for one planned job."""
     rendered = render_job(job_plan)
     files = emit_files(rendered)
     files[KUSTOMIZATION] = emit_files({KUSTOMIZATION: [kustomization(list(rendered))]})[KUSTOMIZATION]
     needs = RuntimeNeeds.of(job_plan) if options.runtime == keys.RUNTIME_MODE_NAMESPACE else None
-    return CompiledJob(canonical.metadata.name, canonical.kind, job_folder(canonical), v.doc.path, files, canonical, options, needs)
+    return CompiledJob(canonical.metadata.name, canonical.kind, job_folder(canonical), doc.path, files, canonical, options, needs)
+
+
+def in_output_order(validated: Iterable[Validated]) -> list[tuple[Document, Any]]:
+    """(document, typed job) of the valid jobs, in the order compile renders them (by folder)."""
+    return [(v.doc, v.job) for v in sorted((v for v in validated if v.job is not None), key=lambda v: job_folder(v.job))]
 
 
 def job_folder(job: Any) -> str:
@@ -188,10 +198,15 @@ def compile_documents(loaded: Loaded, options: CompileOptions, overlay: Overlay 
     for v in validated:
         result.diagnostics.extend(v.diagnostics)
     # Across the valid jobs even when others failed: the same findings as lint, all at once.
-    result.diagnostics.extend(check_across((v.doc, v.job) for v in validated if v.job is not None))
+    result.diagnostics.extend(check_across(((v.doc, v.job) for v in validated if v.job is not None), options.namespace))
     if result.failed:
         return result
-    result.jobs = [compile_job(v, options) for v in sorted(validated, key=lambda v: job_folder(v.job))]
+    jobs = []
+    for p in planned(in_output_order(validated), options):  # the render budget, before rendering
+        result.diagnostics.extend(p.problems)
+        if p.plan is not None and not result.failed:
+            jobs.append(render_planned(p.doc, p.job, p.plan, options))
+    result.jobs = [] if result.failed else jobs
     return result
 
 

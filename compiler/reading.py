@@ -83,12 +83,13 @@ def read_text(path: Path, budget: Budget) -> tuple[str | None, Diagnostic | None
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     except OSError as exc:
         return None, Diagnostic("FJ103", f"cannot read: {exc.strerror or exc}", str(path))
-    with io.open(fd, "rb", closefd=True) as f:  # noqa: UP020 - opens a descriptor, not a name
-        kind = os.fstat(fd).st_mode
+    kind = os.fstat(fd).st_mode  # before io.open, which refuses a folder with IsADirectoryError
+    if not stat.S_ISREG(kind):
+        os.close(fd)
         if stat.S_ISDIR(kind):
             return None, Diagnostic("FJ103", "is a directory", str(path))
-        if not stat.S_ISREG(kind):
-            return None, Diagnostic("FJ103", "is not a regular file (a device, pipe or socket); flatjob reads files only", str(path))
+        return None, Diagnostic("FJ103", "is not a regular file (a device, pipe or socket); flatjob reads files only", str(path))
+    with io.open(fd, "rb", closefd=True) as f:  # noqa: UP020 - opens a descriptor, not a name
         cap = min(budget.limits.file_bytes, max(budget.bytes, 0))
         try:
             raw = f.read(cap + 1)

@@ -74,6 +74,8 @@ def format_text(diags: Sequence[Diagnostic], color: bool = False) -> str:
     for d in _sorted(diags):
         sev = _style(d.severity.value, "red" if d.is_error else "yellow", color)
         where = _printable(f"{d.path}:{d.line}:{d.col}" if d.line else d.path)
+        if where.startswith(("::", "##[")):  # a file named like a GitHub Actions workflow command
+            where = "./" + where
         out.append(f"{_style(where, 'bold', color)}: {sev}: {_message(d.message)} [{d.code}]")
         hint = f" {_message(d.hint)}" if d.hint else ""
         if d.line and quotable(d.source_line):

@@ -10,7 +10,7 @@ looks like one of ours but cannot be resolved is an error, not silent text.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 
 _REF = re.compile(r"\$(\$?)\(([^()]*)\)")
@@ -54,7 +54,12 @@ class RefError(ValueError):
 
 def find_refs(value: str) -> list[Ref]:
     """Return the $(...) references in a string, skipping Kubernetes' $$( escapes."""
-    return [Ref(m.group(2), m.start(), m.end()) for m in _REF.finditer(value) if not m.group(1)]
+    return list(iter_refs(value))
+
+
+def iter_refs(value: str) -> Iterator[Ref]:
+    """find_refs, one at a time."""
+    return (Ref(m.group(2), m.start(), m.end()) for m in _REF.finditer(value) if not m.group(1))
 
 
 def is_ours(text: str) -> bool:
@@ -109,16 +114,21 @@ def resolve(text: str, ctx: Context, rtype: str, rank: int) -> str:
 
 
 def substitute(value: str, ctx: Context, rtype: str, rank: int) -> str:
-    """Replace every one of our variables in `value`; others are kept for Kubernetes."""
+    """Replace every one of our variables in `value`; others are kept for Kubernetes.
+
+    Each distinct reference is resolved once per call (a value may repeat one 100 000 times).
+    """
     if "$(" not in value:
         return value
-    out: list[str] = []
-    last = 0
-    for ref in find_refs(value):
-        if not is_ours(ref.text):
-            continue
-        out.append(value[last : ref.start])
-        out.append(resolve(ref.text, ctx, rtype, rank))
-        last = ref.end
-    out.append(value[last:])
-    return "".join(out)
+    resolved: dict[str, str] = {}
+
+    def replacement(m: re.Match[str]) -> str:
+        text = m.group(2)
+        if m.group(1) or not is_ours(text):
+            return m.group(0)
+        found = resolved.get(text)
+        if found is None:
+            found = resolved[text] = resolve(text, ctx, rtype, rank)
+        return found
+
+    return _REF.sub(replacement, value)

@@ -222,10 +222,19 @@ class _Builder:
         if self.file_nodes > self._cap:
             raise self._spent(event)
 
+    def _count_at(self, n: int, mark: Mark) -> None:
+        """_count for nodes that have no event of their own here (the pairs a merge brings in)."""
+        self.file_nodes += n
+        if self.file_nodes > self._cap:
+            raise self._spent_at(mark)
+
     def _spent(self, event: Event) -> LimitHit:
+        return self._spent_at(self._where(event))
+
+    def _spent_at(self, mark: Mark) -> LimitHit:
         if self._cap >= self.limits.file_nodes:
-            return self._limit(f"more than {self.limits.file_nodes:,} YAML nodes in one file (an alias or << merge counts every node it copies)", self._where(event))
-        return self._limit(f"more than {self.limits.run_nodes:,} YAML nodes in the files of this run together", self._where(event))
+            return self._limit(f"more than {self.limits.file_nodes:,} YAML nodes in one file (an alias or << merge counts every node it copies)", mark)
+        return self._limit(f"more than {self.limits.run_nodes:,} YAML nodes in the files of this run together", mark)
 
     # --- the loop ----------------------------------------------------------------------
 
@@ -456,10 +465,12 @@ class _Builder:
         top.key = _KEY
         cls = event.__class__
         if cls is SequenceStartEvent:
+            self._count(1, event)
             while True:
                 item, at = self._next()
                 if item.__class__ is SequenceEndEvent:
                     return
+                self._count(1, item)  # a list of a million aliases is a million nodes
                 self._merge_source(top, item, at)
         self._merge_source(top, event, index)
 
@@ -484,35 +495,48 @@ class _Builder:
         self._problem("FJ104", "a merge key (<<) must refer to a mapping", mark)
 
     def _skip(self, event: Event, index: int) -> int:
-        """Read past a collection without building it (a merge source); return the index after it."""
+        """Read past a collection without building it yet (an inline merge source), counting
+        its nodes as they are read; return the index after it."""
+        self._count(1, event)
         depth = 1
         while depth:
             if len(self.frames) + depth > self.limits.depth:
                 raise self._limit(f"collections nested more than {self.limits.depth} levels deep", self._where(event))
             event, index = self._next()
             cls = event.__class__
+            if cls in _ENDS:
+                depth -= 1
+                continue
+            self._count(1, event)
             if cls in _STARTS:
                 depth += 1
-            elif cls in _ENDS:
-                depth -= 1
         return index + 1
 
     def _merged_pairs(self, top: _Frame) -> list[Pair]:
-        """The pairs a mapping inherits: the first source to name a key wins, its own keys win over all."""
+        """The pairs a mapping inherits, last first (they are popped): the first source to name
+        a key wins, its own keys win over all.  Every pair a source brings in counts as a node
+        (its key), whether it is built or overridden: `<<: [*a, *a, ...]` costs what it reads."""
         seen: set[str] = set()
         out: list[Pair] = []
+        mark = top.merge_mark or Mark(1, 1)
         for start, end in top.merges or ():
-            for pair in self._pairs(start, end):
+            pairs = self._pairs(start, end, 0)
+            self._count_at(len(pairs), mark)
+            for pair in pairs:
                 if pair[0] not in top.explicit and pair[0] not in seen:
                     seen.add(pair[0])
                     out.append(pair)
+        out.reverse()
         return out
 
-    def _pairs(self, start: int, end: int) -> list[Pair]:
-        """A recorded mapping's pairs, its own merges applied (memoized: sources repeat)."""
+    def _pairs(self, start: int, end: int, depth: int) -> list[Pair]:
+        """A recorded mapping's pairs, its own merges applied (memoized: sources repeat); merges
+        of merges nest at most limits.depth deep (each level is a recursion)."""
         found = self._pairs_memo.get(start)
         if found is not None:
             return found
+        if depth >= self.limits.depth:
+            raise self._limit(f"<< merges of merges nested more than {self.limits.depth} levels deep", self.replay[0].origin if self.replay else _mark(self.events[start]))
         own: list[Pair] = []
         merged: list[Pair] = []
         events = self.events
@@ -525,7 +549,7 @@ class _Builder:
                 anchor = self.anchors.get(key.anchor)
                 key = events[anchor.start] if anchor is not None and anchor.end >= 0 else key
             if _is_merge_key(key):
-                merged.extend(self._merge_pairs_of(key_end, value_end))
+                merged.extend(self._merge_pairs_of(key_end, value_end, depth + 1))
             elif key.__class__ is ScalarEvent:
                 own.append((key.value, _mark(key), key_end, value_end))
             i = value_end
@@ -540,7 +564,7 @@ class _Builder:
         self._pairs_memo[start] = result
         return result
 
-    def _merge_pairs_of(self, start: int, end: int) -> list[Pair]:
+    def _merge_pairs_of(self, start: int, end: int, depth: int) -> list[Pair]:
         """The pairs a recorded `<<` value brings: of an alias, a mapping, or each item of a list."""
         event = self.events[start]
         items = [start]
@@ -558,14 +582,14 @@ class _Builder:
                     continue
                 i = anchor.start
             if self.events[i].__class__ is MappingStartEvent:
-                out.extend(self._pairs(i, self._end_of(i)))
+                out.extend(self._pairs(i, self._end_of(i), depth))
         return out
 
     def _next_merged(self, top: _Frame) -> bool:
         """Start building the next inherited pair of a mapping at its end; False when none is left."""
         if not top.pending:
             return False
-        key, mark, start, end = top.pending.pop(0)
+        key, mark, start, end = top.pending.pop()
         self.key_marks[(*top.path, key)] = mark  # type: ignore[misc]
         top.key = key
         top.merged = top.merged or []
@@ -616,9 +640,15 @@ def documents(source: Source, budget: Budget) -> Iterator[tuple[Any, dict[PathT,
     """
     loader = _Loader(source.text)
     builder = _Builder(source, budget, loader)
+    limits, count = budget.limits, 0
     try:
         loader.get_event()  # StreamStartEvent
-        while not isinstance(loader.get_event(), StreamEndEvent):  # DocumentStartEvent
+        while not isinstance(start := loader.get_event(), StreamEndEvent):  # DocumentStartEvent
+            count += 1
+            if count > limits.file_documents or budget.documents <= 0:
+                what = f"more than {limits.file_documents:,} YAML documents in one file" if count > limits.file_documents else f"more than {limits.run_documents:,} YAML documents in the files of this run together"
+                raise builder._limit(what, _mark(start))
+            budget.documents -= 1
             builder.begin()
             data = builder.build()
             # Each problem once: an alias built twice meets its anchor's problems twice.

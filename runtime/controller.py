@@ -45,6 +45,7 @@ from .api import (
 from .backoff import seeded
 from .decisions import Cycle
 from .informer import Informer
+from .job import admitted_pods
 from .lease import RENEW_EVERY, Observed, decide_lease, leading, lease_body, observe, released_body
 from .lookups import LabelWatch, Lookup, NamedWatches, SecretProbe
 from .metrics import Metrics
@@ -89,6 +90,7 @@ class Controller:
         self.bucket = TokenBucket(self.clock)
         self.rng = seeded(self.identity)
         self.workers: dict[JobKey, JobWorker] = {}
+        self._pod_names: dict[JobKey, tuple[Any, frozenset[str]]] = {}  # (uid, generation) -> the PodTemplates a record names
         self.queue: dict[JobKey, None] = {}  # jobs to look at, in arrival order
         fields = self.scope.record_fields()
         self.records = {k: self._informer(f"records/{k}", record_resource(keys.RECORD_PLURALS[k]), fields=fields, trim_fn=trim.record,
@@ -110,13 +112,14 @@ class Controller:
 
     def _informer(self, what: str, res: Any, *, labels: dict[str, str | None] | None = None, fields: dict[str, str] | None = None,
                   trim_fn: Callable[[Obj], Obj], key_of: Callable[[Obj], Any] | None = None) -> Informer:
-        return Informer(
-            lambda: self.cluster.list(res, self.namespace, labels=labels, fields=fields, trim=trim_fn),  # type: ignore[arg-type]
-            lambda rv: self.cluster.watch(res, self.namespace, rv, labels=labels, fields=fields, trim=trim_fn),  # type: ignore[arg-type]
+        informer = Informer(
+            lambda: self.cluster.list(res, self.namespace, labels=labels, fields=fields, trim=informer.gate(trim_fn)),  # type: ignore[arg-type]
+            lambda rv: self.cluster.watch(res, self.namespace, rv, labels=labels, fields=fields, trim=informer.gate(trim_fn)),  # type: ignore[arg-type]
             clock=self.clock,
             name=what,
             key_of=key_of,
         )
+        return informer
 
     def _named(self, res: Any, name: str, trim_fn: Callable[[Obj], Obj]) -> Informer:
         """An informer on one object, by name (per-job mode)."""
@@ -154,6 +157,8 @@ class Controller:
         """List and watch the records, PodTemplates and pods (retried later if the server is away)."""
         for informer in self.records.values():
             informer.start()
+        self.templates.readmit(frozenset())  # none until a record names them
+        self._readmit({(k, n) for k, i in self.records.items() for n in i.cache})
         self.templates.start()
         self.pods.start()
 
@@ -164,7 +169,10 @@ class Controller:
         for informer in self.informers():
             changed |= informer.poll(timeout if informer is self.pods else 0.0)
         touched: set[Any] = set()
-        for informer in (*self.records.values(), self.pods, self.templates):
+        for informer in self.records.values():
+            touched |= informer.drain()
+        self._readmit(touched)
+        for informer in (self.pods, self.templates):
             touched |= informer.drain()
         names = self.secrets.touched() | self.podgroups.touched() | self.tensorboards.touched()
         if names:  # a Secret, PodGroup or Deployment: the jobs that name it
@@ -172,6 +180,21 @@ class Controller:
         for key in sorted(touched):
             self._enqueue(key)
         return changed
+
+    def _readmit(self, changed: set[JobKey]) -> None:
+        """Cache only the PodTemplates the served records name (anyone may add templates with a
+        job's labels); `changed` are the records that may name others now."""
+        for key in changed:
+            record = self.record_of(key)
+            if record is None or not self.scope.serves(record):
+                self._pod_names.pop(key, None)
+                continue
+            meta = record.get("metadata") or {}
+            mark = (meta.get("uid"), meta.get("generation") or meta.get("resourceVersion"))
+            if self._pod_names.get(key, (None,))[0] != mark:
+                self._pod_names[key] = (mark, admitted_pods(record))
+        if changed:
+            self.templates.readmit(frozenset().union(*(n for _, n in self._pod_names.values())))
 
     def _enqueue(self, key: JobKey) -> None:
         if self.scope.per_job and key != (self.kind, self.name):

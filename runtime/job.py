@@ -15,11 +15,13 @@ from typing import Any
 from flatjob.compiler import keys
 from flatjob.compiler.jobtypes import KINDS
 from flatjob.compiler.normalize import normalize
+from flatjob.compiler.podset import object_names
 from flatjob.compiler.podtemplate import templates_digest
 from flatjob.compiler.typedjob import strict_job
 
 from .model import JobView, PodSpecView, RestartRule
 from .pruning import prune, record_spec_schema
+from .trim import TEMPLATE_BYTES
 
 _META_FIELDS = ("name", "namespace", "labels", "annotations")
 SSH_KINDS = ("DeepSpeedJob", "ColossalAIJob")
@@ -131,6 +133,9 @@ def pod_spec(template: Mapping[str, Any], job: str) -> PodSpecView:
     rtype, spec_hash = labels.get(keys.REPLICA_TYPE), pod_notes.get(keys.SPEC_HASH)
     if not isinstance(name, str) or not isinstance(rtype, str) or not isinstance(spec_hash, str):
         raise ValueError(f"PodTemplate {name}: no {keys.REPLICA_TYPE} label or {keys.SPEC_HASH} annotation")
+    oversize = (template.get("template") or {}).get("oversize")
+    if oversize:
+        raise ValueError(f"PodTemplate {name}: its pod is {oversize:,} bytes, more than the {TEMPLATE_BYTES:,} flatjob renders; it was not written by flatjob compile")
     if not _gated(template.get("template") or {}):
         raise ValueError(f"PodTemplate {name}: its pod has no {keys.RELEASE_GATE} scheduling gate, so it would run before its gang exists")
     seat = _number(notes, keys.SEAT, name) if keys.SEAT in notes else None
@@ -139,6 +144,23 @@ def pod_spec(template: Mapping[str, Any], job: str) -> PodSpecView:
         name, rtype, _number(labels, keys.REPLICA_INDEX, name), _number(notes, keys.RANK, name), _number(notes, keys.WAVE, name), seat, spec_hash,
         container if isinstance(container, str) else None,
     )
+
+
+def expected_pods(job: Any) -> frozenset[str]:
+    """The names of the PodTemplates (so pods) the record's spec renders: the only ones the
+    runtime reads (compiler.validate.objects, as compile names them)."""
+    return frozenset(name for kind, name, _ in object_names(job) if kind == "PodTemplate")
+
+
+def admitted_pods(record: Mapping[str, Any] | None) -> frozenset[str]:
+    """expected_pods of a record, or no name at all when the record is absent or unreadable
+    (it is refused elsewhere, with its reason)."""
+    if record is None:
+        return frozenset()
+    try:
+        return expected_pods(typed_job(record))
+    except Exception:
+        return frozenset()
 
 
 def _pods(record: Mapping[str, Any], templates: Mapping[str, Any]) -> tuple[tuple[PodSpecView, ...], str | None]:
@@ -165,7 +187,9 @@ def job_view(record: Mapping[str, Any], templates: Mapping[str, Any]) -> JobView
     job = typed_job(record)
     meta = record.get("metadata") or {}
     notes = meta.get("annotations") or {}
-    pods, problem = _pods(record, templates)
+    names = expected_pods(job)  # only templates of the job's own pod names count: others with its labels are anyone's
+    own = {n: t for n, t in templates.items() if n in names}
+    pods, problem = _pods(record, own)
     e = _elastic(job)
     target = min_nodes = None
     if e is not None:
@@ -192,8 +216,8 @@ def job_view(record: Mapping[str, Any], templates: Mapping[str, Any]) -> JobView
         target=target,
         min_nodes=min_nodes,
         ssh_secret=(notes.get(keys.SSH_SECRET) or f"{job.metadata.name}-ssh") if job.kind in SSH_KINDS else None,
-        podgroup=_labelled(templates, keys.T9K_GROUP_NAME),
-        gang=_labelled(templates, keys.T9K_GROUP_NAME) or _labelled(templates, keys.KUEUE_POD_GROUP_NAME),
+        podgroup=_labelled(own, keys.T9K_GROUP_NAME),
+        gang=_labelled(own, keys.T9K_GROUP_NAME) or _labelled(own, keys.KUEUE_POD_GROUP_NAME),
         launcher_kind=_launcher(job),
         version=notes.get(keys.VERSION),
         tensorboard=notes.get(keys.TENSORBOARD),

@@ -46,9 +46,14 @@ from .api import (
 
 _ERRORS: dict[int, type[ApiError]] = {403: Forbidden, 404: NotFound, 409: Conflict, 410: Expired, 413: TooLarge, 422: Invalid}
 PAGE = 250  # objects per list page: bounds the memory one response takes before trimming
+PAGE_BYTES = 4 * 1024 * 1024  # ... and so does this (a page over it is asked for again in smaller pages)
 BACKLOG = 2048  # events a watch may hold before its reader waits (TCP then pushes back)
 USER_AGENT = f"flatjob-runtime/{__version__}"
 RETRY_AFTER_CAP = 300  # seconds: a longer Retry-After is taken as this
+
+
+class PageTooLarge(ApiError):
+    """A list page larger than PAGE_BYTES (not parsed)."""
 
 
 @dataclass(frozen=True)
@@ -145,15 +150,20 @@ class Transport:
             raise _status_error(resp.status, raw, retry_after(resp.headers.get("Retry-After")))
         return resp
 
-    def call(self, method: str, url_path: str, query: Mapping[str, Any] | None = None, body: Any = None, content_type: str = "application/json") -> Any:
-        """One request and its decoded JSON answer."""
+    def call(self, method: str, url_path: str, query: Mapping[str, Any] | None = None, body: Any = None, content_type: str = "application/json", max_bytes: int | None = None) -> Any:
+        """One request and its decoded JSON answer (PageTooLarge past `max_bytes`, unparsed)."""
         resp = self.open(method, url_path, query, body, content_type)
+        raw = b""
         try:
-            raw = resp.read()
+            raw = resp.read() if max_bytes is None else resp.read(max_bytes + 1)
         except Exception as exc:
             raise Unreachable(f"{method} {url_path}: reading the answer: {type(exc).__name__}: {exc}") from None
         finally:
+            if max_bytes is not None and len(raw) > max_bytes:
+                resp.close()  # the rest is never read: this connection is not reused
             resp.release_conn()
+        if max_bytes is not None and len(raw) > max_bytes:
+            raise PageTooLarge(f"{method} {url_path}: more than {max_bytes} bytes", 0, "PageTooLarge")
         try:
             return json.loads(raw) if raw else None
         except ValueError as exc:
@@ -268,8 +278,13 @@ class KubeCluster:
             query["fieldSelector"] = selector(fields)
         items: list[Obj] = []
         while True:
-            try:
-                data = self.http.call("GET", path(res, namespace), query)
+            try:  # a page is parsed only under PAGE_BYTES: anyone may fill the namespace with 1 MB objects
+                data = self.http.call("GET", path(res, namespace), query, max_bytes=PAGE_BYTES)
+            except PageTooLarge:
+                if query.get("limit", PAGE) == 1:
+                    raise
+                query["limit"] = max(1, query.get("limit", PAGE) // 8)  # the same page again, in smaller pages
+                continue
             except Expired:
                 if "continue" not in query:
                     raise

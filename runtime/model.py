@@ -53,8 +53,8 @@ class PodState:
         return self.phase in ("Succeeded", "Failed")
 
 
-def _names(value: Any) -> tuple[str, ...]:
-    return nameset.decode(value or ())
+def _names(value: Any, budget: nameset.Budget | None = None) -> tuple[str, ...]:
+    return nameset.decode(value or (), budget)
 
 
 @dataclass(frozen=True)
@@ -137,19 +137,20 @@ class Ledger:
         if not data:
             return cls()
         d = dict(data)
+        names = nameset.Budget(7 * nameset.MAX_NAMES)  # all seven name lists together (a tenant may edit them)
         return cls(
             attempt=int(d.get("attempt", 1)),
-            released=_names(d.get("released")),
-            succeeded=_names(d.get("succeeded")),
-            failed=_names(d.get("failed")),
+            released=_names(d.get("released"), names),
+            succeeded=_names(d.get("succeeded"), names),
+            failed=_names(d.get("failed"), names),
             cleaned_up=bool(d.get("cleanedUp", False)),
             restarts={str(k): int(v) for k, v in (d.get("restarts") or {}).items()},
-            replica_restarts=_ungrouped(d.get("replicaRestarts"), int),
+            replica_restarts=_ungrouped(d.get("replicaRestarts"), int, names),
             backoff_count=int(d.get("backoffCount", 0)),
-            not_before=_ungrouped(d.get("notBefore"), float),
-            levels=_ungrouped(d.get("levels"), int),
+            not_before=_ungrouped(d.get("notBefore"), float, names),
+            levels=_ungrouped(d.get("levels"), int, names),
             incident_at=_float(d.get("incidentAt")),
-            incident=_names(d.get("incident")),
+            incident=_names(d.get("incident"), names),
             disruptions=int(d.get("disruptions", 0)),
             gang_not_before=_float(d.get("gangNotBefore")),
             refused=d.get("refused"),
@@ -194,12 +195,12 @@ def _grouped(values: Mapping[str, Any], text: Any) -> dict[str, list[str]]:
     return {text(v): nameset.encode(names) for v, names in sorted(groups.items())}
 
 
-def _ungrouped(data: Any, kind: Any) -> dict[str, Any]:
+def _ungrouped(data: Any, kind: Any, budget: nameset.Budget | None = None) -> dict[str, Any]:
     if data is None:
         return {}
     if not isinstance(data, Mapping):
         raise TypeError(f"expected a mapping, not {type(data).__name__}")
-    return {name: kind(value) for value, names in data.items() for name in nameset.decode(names)}
+    return {name: kind(value) for value, names in data.items() for name in nameset.decode(names, budget)}
 
 
 def _float(value: Any) -> float | None:

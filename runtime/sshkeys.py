@@ -2,6 +2,13 @@
 
 ed25519, in OpenSSH formats; the Secret is of type kubernetes.io/ssh-auth, owned by the job
 record (deleting the record deletes it), with authorized_keys for sshd.
+
+A `<job>-ssh` Secret the runtime did not make is never used: anyone who may create Secrets in
+the namespace could make one first, and every pod would trust that person's key.  The runtime
+made its own when the Secret has a controller ownerReference to the record's uid (a
+ForeignSecret otherwise: an Event and a Stalled condition, and no pod is released until it is
+deleted; the runtime then makes a fresh pair).  A Secret the job names itself
+(flatjob.dev/ssh-secret) is the job author's choice, and used as it is.
 """
 
 from __future__ import annotations
@@ -9,6 +16,33 @@ from __future__ import annotations
 from typing import Any
 
 from flatjob.compiler import keys
+
+from .job import RecordError
+
+
+class ForeignSecret(RecordError):
+    """The job's own SSH Secret exists, but its record did not make it (the runtime refuses)."""
+
+    reason = "ForeignSecret"
+
+
+def owned_by(obj: dict[str, Any] | None, record: dict[str, Any]) -> bool:
+    """Whether an object (trimmed or not) has a controller ownerReference to the record's uid."""
+    uid = (record.get("metadata") or {}).get("uid")
+    refs = ((obj or {}).get("metadata") or {}).get("ownerReferences")
+    return bool(uid) and isinstance(refs, list) and any(isinstance(r, dict) and r.get("uid") == uid and r.get("controller") is True for r in refs)
+
+
+def foreign_secret(name: str, secret: dict[str, Any] | None, record: dict[str, Any]) -> ForeignSecret | None:
+    """The refusal for an existing `<job>-ssh` Secret the record does not own, else None."""
+    if secret is None or owned_by(secret, record):
+        return None
+    meta = record.get("metadata") or {}
+    return ForeignSecret(
+        f"Secret {name} exists but was not created by this job's runtime (no controller ownerReference to "
+        f"{record.get('kind')} {meta.get('name')}, uid {meta.get('uid')}): its key would let whoever made it into every pod "
+        "of the job, so no pod is released; delete the Secret and the runtime makes a fresh key pair"
+    )
 
 
 def generate_key_pair(comment: str) -> tuple[str, str]:

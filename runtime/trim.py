@@ -13,6 +13,9 @@ from typing import Any
 import orjson
 
 from flatjob.compiler.keys import RELEASE_GATE
+from flatjob.compiler.limits import DEFAULT
+
+TEMPLATE_BYTES = DEFAULT.object_bytes  # compile refuses a bigger pod (FJ324); the runtime does not cache one
 
 Obj = dict[str, Any]
 
@@ -22,6 +25,7 @@ _TERMINATED = ("exitCode", "reason", "message")
 # alone), why the scheduler cannot place the pod, and whether it is being disrupted.
 _CONDITIONS = {"Ready": (), "ContainersReady": (), "PodScheduled": ("reason", "message"), "DisruptionTarget": ("reason", "message")}
 _MESSAGE_CAP = 1024  # a waiting or scheduling message kept for the record, at most
+_OWNER = ("apiVersion", "kind", "name", "uid", "controller")
 
 
 def _dict(value: Any) -> Obj:
@@ -44,8 +48,8 @@ def meta(obj: Obj, *, labels: bool = True, annotations: bool = True) -> Obj:
         out["labels"] = _strings(m["labels"])
     if annotations and m.get("annotations"):
         out["annotations"] = _strings(m["annotations"])
-    if m.get("ownerReferences"):
-        out["ownerReferences"] = [_dict(r) for r in _list(m["ownerReferences"])]
+    if m.get("ownerReferences"):  # what ownership checks read, never more (anyone may write them)
+        out["ownerReferences"] = [{k: r[k] for k in _OWNER if k in r} for r in map(_dict, _list(m["ownerReferences"]))]
     return out
 
 
@@ -117,7 +121,10 @@ def template(obj: Obj) -> Obj:
     kept = {k: pod_meta[k] for k in ("labels", "annotations") if k in pod_meta}
     spec = _dict(pod.get("spec"))
     gated = any(isinstance(g, dict) and g.get("name") == RELEASE_GATE for g in _list(spec.get("schedulingGates")))
-    return {"metadata": meta(obj), "template": {"metadata": kept, "gated": gated, "spec": orjson.dumps(spec, option=orjson.OPT_SORT_KEYS)}}
+    body = orjson.dumps(spec, option=orjson.OPT_SORT_KEYS)
+    if len(body) > TEMPLATE_BYTES:  # no template of flatjob's is this big: its size is kept, not it
+        return {"metadata": meta(obj), "template": {"metadata": kept, "gated": gated, "spec": None, "oversize": len(body)}}
+    return {"metadata": meta(obj), "template": {"metadata": kept, "gated": gated, "spec": body}}
 
 
 def pod_from_template(tpl: Obj, namespace: str, annotations: dict[str, str], owner: Obj) -> Obj:

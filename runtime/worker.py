@@ -37,9 +37,11 @@ from .decisions.cleanup import STOP_DEADLINE
 from .decisions.refuse import refused_status
 from .events import EventRecorder, Write
 from .job import RecordError, job_view
+from .lookups import SECRET_TTL
 from .model import GATE, JobView, Ledger
 from .observe import pod_state
 from .scope import JobKey
+from .sshkeys import ForeignSecret, foreign_secret
 
 if TYPE_CHECKING:
     from .controller import Controller
@@ -143,11 +145,15 @@ class JobWorker:
         except (VersionMismatch, RecordError) as exc:
             self._refuse(record, exc)
             return None
+        world, self._refused = self._world(job), None
+        if (foreign := self._foreign_secret(job, world, record)) is not None:
+            self._refuse(record, foreign)  # someone else's <job>-ssh: every pod would trust their key
+            self._cycle_wake = self.ctl.clock() + SECRET_TTL  # a namespace runtime reads Secrets, never watches them
+            return None
         self.refused = None
         self._reported = None
         owner = (record.get("metadata") or {}).get("uid")
         pods = {n: pod_state(o, (job.pod(n).container if job.pod(n) else None), owner) for n, o in self.ctl.pods.of(self.key).items()}
-        world, self._refused = self._world(job), None
         now = self.ctl.clock()
         cycle = scale_backoff(reconcile(job, pods, ledger, world, status, now), ledger, now, self.ctl.backoff_scale)
         self.cycles += 1
@@ -274,6 +280,13 @@ class JobWorker:
             refused=self._refused,
             tensorboard_ready=trim.ready(board) if board_known else None,
         )
+
+    def _foreign_secret(self, job: JobView, world: World, record: Obj) -> ForeignSecret | None:
+        """The refusal for a `<job>-ssh` Secret the job's record does not own (see sshkeys)."""
+        if not world.secret_is_ours or not job.ssh_secret:
+            return None
+        known, secret = self.ctl.secrets.get(job.ssh_secret)
+        return foreign_secret(job.ssh_secret, secret, record) if known else None
 
     # --- writing --------------------------------------------------------------------------------
     def _write_status(self, record: Obj, status: dict[str, Any]) -> bool:
@@ -412,7 +425,7 @@ class JobWorker:
     def _refuse(self, record: Obj, exc: Exception) -> None:
         """A record this runtime will not act on: an Event and a Stalled condition, once."""
         why = str(exc)
-        reason = "VersionMismatch" if isinstance(exc, VersionMismatch) else "InvalidRecord"
+        reason = "VersionMismatch" if isinstance(exc, VersionMismatch) else getattr(exc, "reason", "InvalidRecord")
         if self.refused != why:
             log.error(why, extra={"job": self.name})
             self._event("Warning", reason, why)

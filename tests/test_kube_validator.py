@@ -455,8 +455,9 @@ def oracle(definition: str) -> Any:
 @given(case=mutated(interesting))
 def test_verdict_matches_jsonschema(case: tuple[str, dict[str, Any]]) -> None:
     definition, obj = case
-    # jsonschema cannot express list-map key uniqueness; everything else it sees too.
-    ours = [v for v in validate(obj, definition) if v.code != "FJ405"]
+    # jsonschema cannot express list-map key uniqueness, nor the name syntax the API server
+    # checks beyond the schema (checkers.NAMES); everything else it sees too.
+    ours = [v for v in validate(obj, definition) if v.code != "FJ405" and not (v.code == "FJ404" and v.path and v.path[-1] == "name")]
     theirs = list(oracle(definition).iter_errors(obj))
     assert (not ours) == (not theirs), (ours, [e.message for e in theirs])
 

@@ -168,6 +168,64 @@ CASES = [
             extraArgs: [--max_restarts, "3", --rdzv_conf=timeout]
         """),
     ),
+    # --- both: what the launcher pastes from its own container into every node's shell ---
+    Case(
+        "deepspeed-working-dir-with-a-command",
+        deepspeed(container="""
+          workingDir: /ws;touch /tmp/x
+        #             ^ FJ340
+        """),
+        message="deepspeed runs `cd /ws;touch /tmp/x; export NAME=...` unquoted on every node",
+    ),
+    Case(
+        "deepspeed-working-dir-with-a-substitution",
+        deepspeed(container="""
+          workingDir: /ws/$(id)
+        #             ^ FJ340
+        """),
+    ),
+    Case(
+        "deepspeed-env-names-that-are-no-shell-names",
+        deepspeed(container="""
+          env: [{name: PYTHON.VAR, value: x}, {name: "NCCL_X;id", value: y}, {name: NCCL_OK, value: z}, {name: MY.VAR, value: a}]
+        #              ^ FJ340
+        #                                            ^ FJ340
+        #                                            ^ FJ404
+        """),
+        message="so the node's shell would split or run it",
+    ),
+    Case(
+        "colossalai-launcher-env-names-are-all-exported",
+        colossalai("""
+            script: [train.py]
+        """).replace("containers: [{name: launcher, image: c}]", "containers: [{name: launcher, image: c, env: [{name: MY.VAR, value: x}]}]"),
+        also=[(11, 78, "FJ340")],
+        message="env name 'MY.VAR'",
+    ),
+    Case(
+        "colossalai-launcher-working-dir",
+        colossalai("""
+            script: [train.py]
+        """).replace("containers: [{name: launcher, image: c}]", 'containers: [{name: launcher, image: c, workingDir: "/ws/$(id)"}]'),
+        also=[(11, 77, "FJ340")],
+        message="colossalai run runs `cd /ws/$(id) && export",
+    ),
+    Case(
+        "colossalai-default-launcher-takes-the-workers-working-dir",
+        colossalai("""
+            script: [train.py]
+        """, """
+                      workingDir: "/ws;id"
+        #                         ^ FJ340
+        """).replace("            - type: launcher\n              template: {spec: {containers: [{name: launcher, image: c}]}}\n", ""),
+    ),
+    Case(
+        "valid-plain-working-dirs-and-names",
+        deepspeed(container="""
+          workingDir: /workspace/gpt-neox_2.0
+          env: [{name: NCCL_DEBUG, value: INFO}, {name: _x1, value: "a b"}]
+        """),
+    ),
     # --- both: root ---
     Case(
         "deepspeed-pod-runs-as-non-root",

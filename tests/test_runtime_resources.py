@@ -1,7 +1,8 @@
 """The runtime Deployment's memory is sized from the job's pod count, as bench/runtime.py measured.
 
 Pins the convention in docs/architecture.md §5: request = 48 MiB + 1 MiB per 50 pods (the
-elastic maximum counts), limit = twice the request, never under 128 MiB.
+elastic maximum counts) + what the pods' specs hold beyond 8 KiB each, limit = twice the
+request, never under 128 MiB.
 """
 
 from __future__ import annotations
@@ -51,3 +52,13 @@ def test_an_elastic_job_is_sized_for_its_maximum() -> None:
     (container,) = deployment["spec"]["template"]["spec"]["containers"]
     assert container["resources"] == runtime_resources(len(templates))
     assert len(templates) == 3000
+
+
+def test_pods_with_big_specs_get_the_memory_their_templates_take() -> None:
+    """The runtime keeps every PodTemplate's spec until it creates the pod: 40 pods of ~600 KiB."""
+    job = ELASTIC.format(max=40).replace("args: [train.py]", "args: [train.py], env: [{{name: DATA, value: " + "x" * 600 * 1024 + "}}]")
+    objects = compiled_objects(job.replace("{{", "{").replace("}}", "}"))
+    (deployment,) = [o for o in objects if o["kind"] == "Deployment"]
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    request = int(container["resources"]["requests"]["memory"].removesuffix("Mi"))
+    assert request >= 48 + 40 * 600 // 1024

@@ -104,20 +104,26 @@ def main(argv: list[str] | None = None) -> None:
 
 
 def guarded(command: click.Command, argv: list[str] | None, prog_name: str) -> None:
-    """Run a click command; a bug in flatjob is one line and exit 3, never a traceback."""
+    """Run a click command; a bug in flatjob is one line and exit 3, never a traceback; Ctrl-C
+    is exit 130 whenever it comes (click's standalone mode made one during a command's imports
+    "Aborted!" and exit 1: `flatjob run-local` said the job failed)."""
     try:
-        command.main(args=argv, prog_name=prog_name, standalone_mode=True)
+        code = command.main(args=argv, prog_name=prog_name, standalone_mode=False)
     except SystemExit:
         raise
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, click.Abort):
         click.echo("interrupted", err=True)
         sys.exit(130)
+    except click.ClickException as exc:  # usage errors and the like, as standalone mode shows them
+        exc.show()
+        sys.exit(exc.exit_code)
     except Exception as exc:  # a bug in flatjob: say so plainly, keep the traceback opt-in
         if os.environ.get("FLATJOB_DEBUG"):
             raise
         click.echo(f"flatjob: internal error: {type(exc).__name__}: {exc}", err=True)
         click.echo("This is a bug in flatjob; rerun with FLATJOB_DEBUG=1 for the traceback and report it.", err=True)
         sys.exit(EXIT_INTERNAL)
+    sys.exit(code if isinstance(code, int) else 0)
 
 
 def entry() -> None:

@@ -7,6 +7,7 @@ import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn
 
@@ -92,12 +93,30 @@ def _at(root: Path, rel: str, code: str, message: str, warning: bool = False) ->
     return Diagnostic(code, message, path, severity=Severity.WARNING if warning else Severity.ERROR)
 
 
+def _foreign(root: Path) -> Diagnostic:
+    from ..journal import JOURNAL
+
+    return _at(root, JOURNAL, "FJ700", "is a journal no compile wrote in this folder on this machine (committed to git?); the next `flatjob compile` removes it and the staged files it names, and puts none of them in place")
+
+
+_LINK = "is a symbolic link; flatjob never reads, writes or deletes through one in the output folder"
+_BLOCKED = "is a folder where flatjob writes a file, or a file where it needs a folder"
+
+
 def _link(root: Path, rel: str) -> Diagnostic:
-    return _at(root, rel, "FJ702", "is a symbolic link; flatjob never reads, writes or deletes through one in the output folder")
+    return _at(root, rel, "FJ702", _LINK)
 
 
 def _blocked(root: Path, rel: str) -> Diagnostic:
-    return _at(root, rel, "FJ702", "is a folder where flatjob writes a file, or a file where it needs a folder")
+    return _at(root, rel, "FJ702", _BLOCKED)
+
+
+def _link_at(path: str) -> Diagnostic:
+    return Diagnostic("FJ702", _LINK, path)
+
+
+def _blocked_at(path: str) -> Diagnostic:
+    return Diagnostic("FJ702", _BLOCKED, path)
 
 
 @contextmanager
@@ -114,9 +133,9 @@ def _output(root: Path, write: bool) -> Iterator[Session]:
                 _print([_at(root, "", "FJ705", note, warning=True) for note in s.notes])
             yield s
     except LinkFound as exc:
-        _stop([_link(root, exc.rel)], "flatjob: nothing was written.")
+        _stop([_link_at(exc.where(root))], "flatjob: nothing was written.")
     except NotAFile as exc:
-        _stop([_blocked(root, exc.rel)], "flatjob: nothing was written.")
+        _stop([_blocked_at(exc.where(root))], "flatjob: nothing was written.")
     except Busy:
         _stop([_at(root, "", "FJ704", f"another flatjob compile kept this folder locked for {LOCK_WAIT:.0f} s")], "flatjob: nothing was written.")
     except OSError as exc:
@@ -194,6 +213,8 @@ def compile_command(sources: tuple[str, ...], out: str, overlays: tuple[str, ...
         if check:
             if s.interrupted:
                 _print([_at(root, "", "FJ700", "a flatjob compile was killed while writing this folder; run `flatjob compile` to finish it")])
+            elif s.foreign:
+                _print([_foreign(root)])
             elif changes.empty:
                 click.echo(f"{root}: up to date ({len(result.jobs)} jobs)", err=True)
                 return
@@ -223,6 +244,8 @@ def diff_command(sources: tuple[str, ...], out: str, overlays: tuple[str, ...], 
     root = Path(out)
     with _output(root, write=False) as s:
         changes = _plan(s, result, root)
+        if s.foreign:
+            _print([replace(_foreign(root), severity=Severity.WARNING)])
     sys.stdout.write(unified_diff(changes))
     if exit_code and not changes.empty:
         sys.exit(1)

@@ -26,7 +26,8 @@ FORMAT_NAMES = ("github", "json", "sarif", "text")
     "lines; sarif: for GitHub code scanning.",
 )
 @click.option("-q", "--quiet", is_flag=True, help="Print findings only, no summary line on stderr.")
-def lint(paths: tuple[str, ...], fmt: str, quiet: bool) -> None:
+@click.option("-n", "--namespace", default=None, help="Namespace for jobs that set none, as compile's -n (two jobs that land in one namespace must differ).")
+def lint(paths: tuple[str, ...], fmt: str, quiet: bool, namespace: str | None) -> None:
     """Check T9k job specs: fields, cross-field rules and pod templates (Kubernetes 1.32, strict).
 
     PATHS are files or folders. Folders are searched for *.yaml/*.yml files and every
@@ -47,9 +48,13 @@ def lint(paths: tuple[str, ...], fmt: str, quiet: bool) -> None:
     Exit status: 0 no errors (warnings allowed), 1 errors found, 2 usage error.
     """
     from ..lint import lint_paths
+    from ..options import CompileOptions
     from ..report import FORMATS, format_json, format_text, summary_line, use_color
 
-    result = lint_paths(paths)
+    why = CompileOptions(namespace=namespace).problems().get("namespace")
+    if why:
+        raise click.BadParameter(f"{namespace!r} {why}", param_hint="--namespace")
+    result = lint_paths(paths, namespace)
     if fmt == "text":
         sys.stdout.write(format_text(result.diagnostics, color=use_color(sys.stdout.isatty())))
     elif fmt == "json":

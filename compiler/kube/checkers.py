@@ -180,6 +180,39 @@ def _duplicates(items: list[Any], path: Path, keys: tuple[str, ...],
                                  f"duplicate {parts} (first at index {first})"))
 
 
+# Names the API server checks beyond their type (k8s.io/kubernetes pkg/apis/core/validation):
+# (definition, field) -> (what it names, the syntax check from validate/names.py).
+NAMES: dict[tuple[str, str], tuple[str, str]] = {
+    ("Container", "name"): ("container name", "dns1123_label"),
+    ("EphemeralContainer", "name"): ("container name", "dns1123_label"),
+    ("Volume", "name"): ("volume name", "dns1123_label"),
+    ("ContainerPort", "name"): ("port name", "iana_svc_name"),
+    ("ServicePort", "name"): ("port name", "dns1123_label"),
+    ("EnvVar", "name"): ("env name", "env_var_name"),
+}
+
+
+def _named(then: Check | None, what: str, rule: str) -> Check:
+    """A name's own check (its type), then its syntax; an env name the pinned version takes but
+    older API servers refuse is a warning."""
+    from ..validate import names
+
+    syntax = getattr(names, rule)
+
+    def check(value: Any, path: Path, out: list[Violation]) -> None:
+        if then is not None:
+            then(value, path, out)
+        if type(value) is not str:
+            return
+        why = syntax(value)
+        if why:
+            out.append(Violation(path, BAD_FORMAT, f"{what} {show(value)} {why}"))
+        elif rule == "env_var_name" and names.portable_env_var_name(value):
+            out.append(Violation(path, BAD_FORMAT, f"{what} {show(value)} {names.portable_env_var_name(value)}", warning=True))
+
+    return check
+
+
 class SchemaCompiler:
     """Turns definitions of one trimmed schema into checks, compiling each at most once."""
 
@@ -243,7 +276,7 @@ class SchemaCompiler:
     def _object(self, schema: dict[str, Any], types: tuple[str, ...], title: str) -> Check:
         """Build a check for an object with named properties."""
         schemas = schema["properties"]
-        properties = {name: self.node(prop, title) for name, prop in schemas.items()}
+        properties = {name: _named(self.node(prop, title), *NAMES[(title, name)]) if (title, name) in NAMES else self.node(prop, title) for name, prop in schemas.items()}
         required = tuple(schema.get("required", ()))
         not_null = frozenset(n for n in required if not self._nullable(schemas.get(n, {})))
         additional = schema.get("additionalProperties", True)

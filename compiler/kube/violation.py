@@ -21,3 +21,4 @@ class Violation:
     message: str
     key: bool = False
     hint: str | None = None
+    warning: bool = False  # valid for the pinned version, refused by older API servers

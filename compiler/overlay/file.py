@@ -24,12 +24,13 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import Diagnostic
+from ..limits import DEFAULT, Budget
 from ..loader import Document, Mark, Source, parse, read_source
 from ..reading import confined
 from ..validate.names import dns1123_label
 from ..validate.suggest import did_you_mean
 from .fields import ImageRule
-from .located import Node, from_document
+from .located import Node, from_document, size
 from .target import FIELDS as TARGET_FIELDS
 from .target import Target, compile_target
 
@@ -61,6 +62,7 @@ class Patch:
     body: Node
     target: Target | None
     entry: Node  # the patches[] item, where "matches no job" is reported
+    size: int = 0  # values in the body (what applying it may add to a job, at most)
 
     @property
     def is_json(self) -> bool:
@@ -85,24 +87,26 @@ class _Reader:
     folder: Path
     problems: list[Diagnostic] = field(default_factory=list)
     files: list[tuple[Path, str]] = field(default_factory=list)
+    budget: Budget = field(default_factory=Budget)  # one for the folder: a patch file named 10 000 times is read within it
 
     def bad(self, node: Node, message: str, *, key: bool = False, hint: str | None = None) -> None:
         self.problems.append(node.diagnostic("FJ602", message, key=key, hint=hint))
 
     def read(self, path: Path, anchor: tuple[Source, Mark] | None = None) -> list[Document] | None:
         """Parse a YAML file of the overlay; problems are recorded, None when unreadable."""
-        text, problem = read_source(path) if confined(path, self.folder) else (None, Diagnostic("FJ602", "is a symbolic link that leads outside the overlay folder (or into a hidden folder); flatjob does not follow it", str(path)))
+        text, problem = read_source(path, self.budget) if confined(path, self.folder) else (None, Diagnostic("FJ602", "is a symbolic link that leads outside the overlay folder (or into a hidden folder); flatjob does not follow it", str(path)))
         if problem is not None:
             message = f"cannot read {path}: {problem.message}"
+            code = "FJ105" if problem.code == "FJ105" else "FJ602"
             if anchor is None:
-                self.problems.append(Diagnostic("FJ602", message, str(path)))
+                self.problems.append(Diagnostic(code, message, str(path)))
             else:
                 src, mark = anchor
-                self.problems.append(Diagnostic("FJ602", message, src.path, mark.line, mark.col, source_line=src.line(mark.line)))
+                self.problems.append(Diagnostic(code, message, src.path, mark.line, mark.col, source_line=src.line(mark.line)))
             return None
         assert text is not None
         self.files.append((path, text))
-        docs, problems = parse(text, str(path))
+        docs, problems = parse(text, str(path), self.budget)
         self.problems.extend(problems)
         return None if any(p.is_error for p in problems) else docs
 
@@ -235,7 +239,7 @@ def _patch(reader: _Reader, entry: Node) -> list[Patch]:
         if not isinstance(body.value, (dict, list)):
             reader.bad(body, "a patch is a mapping (strategic merge) or a list of operations (JSON 6902)")
             continue
-        out.append(Patch(body, target, entry))
+        out.append(Patch(body, target, entry, size(body, DEFAULT.file_nodes)))
     return out
 
 
@@ -259,7 +263,7 @@ def _target(reader: _Reader, node: Node) -> Target | None:
 
 
 def _from_file(reader: _Reader, path: Node) -> list[Node]:
-    if not isinstance(path.value, str):
+    if not isinstance(path.value, str) or "\0" in path.value:
         reader.bad(path, "path is a file name relative to the overlay folder")
         return []
     file = reader.folder / path.value
@@ -274,7 +278,7 @@ def _inline(reader: _Reader, node: Node) -> list[Node]:
     """An inline patch: YAML written directly, or a block string holding YAML (kustomize style)."""
     if not isinstance(node.value, str):
         return [node]
-    docs, problems = parse(node.value, node.source.path)
+    docs, problems = parse(node.value, node.source.path, reader.budget)
     remap = _block_remap(node)
     for p in problems:
         mark = remap(Mark(p.line or 1, p.col or 1))

@@ -69,6 +69,20 @@ def from_document(doc: Document, path: PathT = (), remap: Remap = _same, source:
     return build(value, path)
 
 
+def size(node: Node, cap: int) -> int:
+    """How many values the tree holds, counted up to `cap` + 1 (a JSON patch `copy` shares
+    subtrees, so a few operations can describe a tree too big to walk whole)."""
+    count, stack = 0, [node]
+    while stack and count <= cap:
+        value = stack.pop().value
+        count += 1
+        if isinstance(value, dict):
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
+    return count
+
+
 def plain(node: Node) -> Any:
     """The node's value as plain data."""
     if isinstance(node.value, dict):

@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..jobtypes import ElasticConfig, PyTorchTrainingJob, RunMode
+from ..jobtypes import PyTorchTrainingJob, RunMode
+from ..podset import elastic_of, pod_name
 from ..podtemplate import training_index
 from . import ContainerPatch, PodPlan
 from .elastic import allocation, seat_order
@@ -22,11 +23,6 @@ class Layout:
         return sum(n for _, n, _ in self.types)
 
 
-def pod_name(job: str, rtype: str, index: int) -> str:
-    """T9k's pod name: <job>-<type>-<index>."""
-    return f"{job}-{rtype}-{index}"
-
-
 def address(pod: str, service: str) -> str:
     """A pod's resolvable name: <pod>.<service> (hostname + subdomain, default DNS search)."""
     return f"{pod}.{service}"
@@ -40,20 +36,6 @@ def local_address(position: int, block: int = 1) -> str:
     use the same port, as they do in a cluster.
     """
     return f"127.0.{block + position // 254}.{1 + position % 254}"
-
-
-def elastic_of(job: Any) -> ElasticConfig | None:
-    """The job's elastic config when it is in effect, else None.
-
-    A PyTorchTrainingJob's elastic config is "effective only in torchrun mode" (T9k API
-    reference): without torchrun it is ignored, and lint warns (FJ302).
-    """
-    e = getattr(job.spec, "elastic", None)
-    if e is None or not e.enabled:
-        return None
-    if isinstance(job, PyTorchTrainingJob) and not (job.spec.torchrun_config is not None and job.spec.torchrun_config.enabled):
-        return None
-    return e
 
 
 def elastic_weights(job: Any, specs: list[tuple[str, int]]) -> list[tuple[str, int]]:

@@ -15,6 +15,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
+
 from .. import keys
 from ..plan import JobPlan
 from .meta import common_labels, metadata
@@ -90,7 +92,7 @@ def render_runtime(plan: JobPlan) -> list[dict[str, Any]]:
     labels = {**common_labels(plan, "runtime"), keys.RUNTIME_FOR: plan.name, keys.ROLE: "runtime"}
     meta = lambda: metadata(plan, name, labels)  # noqa: E731
     args = ["runtime", "--kind", plan.kind, "--name", plan.name]
-    deployment = _deployment(meta(), name, labels, {keys.RUNTIME_FOR: plan.name, keys.ROLE: "runtime"}, args, plan.options.runtime_image, runtime_resources(len(plan.pods)))
+    deployment = _deployment(meta(), name, labels, {keys.RUNTIME_FOR: plan.name, keys.ROLE: "runtime"}, args, plan.options.runtime_image, runtime_resources(len(plan.pods), template_bytes=beyond_allowance(plan)))
     return [*_access(meta, name, plan.namespace, rbac_rules(plan)), deployment]
 
 
@@ -125,12 +127,13 @@ class RuntimeNeeds:
     tensorboard: bool
     podgroup: bool
     image: str
+    template_bytes: int  # what its pod specs hold beyond TEMPLATE_ALLOWANCE each (memory)
 
     @classmethod
     def of(cls, plan: JobPlan) -> RuntimeNeeds:
         secret = plan.ssh_secret if plan.kind in SSH_KINDS else None
         return cls(plan.name, plan.kind, plan.namespace, len(plan.pods), secret, bool(render_tensorboard(plan)),
-                   bool(plan.min_member and _uses_podgroup(plan)), plan.options.runtime_image)
+                   bool(plan.min_member and _uses_podgroup(plan)), plan.options.runtime_image, beyond_allowance(plan))
 
 
 def namespace_rules(jobs: Iterable[RuntimeNeeds]) -> list[dict[str, Any]]:
@@ -182,7 +185,7 @@ def render_namespace_runtime(namespace: str | None, jobs: Iterable[RuntimeNeeds]
 
     image = min((j.image for j in jobs), default=f"ghcr.io/flatjob/flatjob:{plan_version()}")
     pods = sum(j.pods for j in jobs)
-    resources = runtime_resources(pods, jobs=len(jobs))
+    resources = runtime_resources(pods, jobs=len(jobs), template_bytes=sum(j.template_bytes for j in jobs))
     deployment = _deployment(meta(), name, labels, {keys.RUNTIME_FOR: name, keys.ROLE: "runtime"}, ["runtime"], image, resources)
     return [*_access(meta, name, namespace, namespace_rules(jobs)), deployment]
 
@@ -191,15 +194,32 @@ def render_namespace_runtime(namespace: str | None, jobs: Iterable[RuntimeNeeds]
 # pods shaped like an API server's): ~48 MiB of interpreter, client and loop, plus ~20 KiB per
 # pod of trimmed informer objects and ledger.  The request is that estimate, the limit twice it
 # (never under 128 MiB): a relist holds the old and the new list at once.
+# The runtime also keeps each PodTemplate's pod spec (compact JSON) until it creates the pod:
+# what a pod's spec holds beyond TEMPLATE_ALLOWANCE (the per-pod figure covers ~8 KiB; compile
+# accepts pods of up to 1 MiB, FJ324) is added to the request, so big templates fit too.
 MEMORY_BASE_MIB = 48
 PODS_PER_MIB = 50
 MEMORY_LIMIT_MIN_MIB = 128
+TEMPLATE_ALLOWANCE = 8 * 1024
+MIB = 1024 * 1024
 
 
-def runtime_resources(pods: int, jobs: int = 1) -> dict[str, Any]:
+def beyond_allowance(plan: JobPlan) -> int:
+    """Bytes of the pods' specs beyond TEMPLATE_ALLOWANCE each (a template shared by pods is measured once)."""
+    sizes: dict[int, int] = {}
+    total = 0
+    for pod in plan.pods:
+        key = id(pod.template)
+        if key not in sizes:
+            sizes[key] = max(0, len(orjson.dumps(pod.template.get("spec"))) - TEMPLATE_ALLOWANCE)
+        total += sizes[key]
+    return total
+
+
+def runtime_resources(pods: int, jobs: int = 1, template_bytes: int = 0) -> dict[str, Any]:
     """The runtime container's requests and limits for `pods` pods (the elastic maxima) of
-    `jobs` jobs."""
-    request = MEMORY_BASE_MIB + pods // PODS_PER_MIB + (jobs - 1) // JOBS_PER_MIB
+    `jobs` jobs whose pod specs hold `template_bytes` beyond TEMPLATE_ALLOWANCE each, in all."""
+    request = MEMORY_BASE_MIB + pods // PODS_PER_MIB + (jobs - 1) // JOBS_PER_MIB + -(-template_bytes // MIB)
     limit = max(MEMORY_LIMIT_MIN_MIB, 2 * request)
     return {"requests": {"cpu": "10m", "memory": f"{request}Mi"}, "limits": {"memory": f"{limit}Mi"}}
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from .. import keys
 from ..plan import JobPlan
+from ..podset import tensorboard_name
 from .meta import common_labels, metadata
 from .scheduling import T9K_SCHEDULER_NAME
 
@@ -24,11 +25,6 @@ _T9K_URL = re.compile(r"t9k://pvc/([^/]+)(/.*)?")
 # Defaults used when tensorboardSpec.resources is unset: a request, so the pod is scheduled
 # where it fits, and no limit, so a large log folder is never OOM-killed by a guess.
 DEFAULT_REQUESTS = {"cpu": "100m", "memory": "256Mi"}
-
-
-def tensorboard_name(job: str) -> str:
-    """Name of the TensorBoard Deployment and Service."""
-    return f"{job}-tensorboard"
 
 
 def log_locations(spec: Any) -> list[tuple[str, str]]:

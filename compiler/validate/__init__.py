@@ -9,6 +9,7 @@ from ..errors import Diagnostic
 from ..errors import unique as unique_findings
 from ..loader import Document
 from .kubecheck import check_embedded
+from .numbers import non_finite
 from .rules import check_rules
 from .typed import validate_model
 
@@ -27,15 +28,23 @@ class Validated:
 
 
 def validate_document(doc: Document) -> Validated:
-    """Run every check on one document; findings are sorted by position."""
+    """Run every check on one document; findings are sorted by position.
+
+    A NaN or infinity is reported once, as itself (FJ204): other checks' findings at the same
+    place (a number where an integer belongs) would only say the same thing again.
+    """
     job, found = validate_model(doc)
-    if job is not None:
-        found.extend(check_rules(job, doc))
     kind = doc.data.get("kind") if isinstance(doc.data, dict) else None
     if job is not None:
         kind = job.kind
-    if isinstance(kind, str):
-        found.extend(check_embedded(doc, kind))
+    embedded = check_embedded(doc, kind) if isinstance(kind, str) else []
+    found.extend(embedded)
+    if job is not None:
+        found.extend(check_rules(job, doc, templates_ok=not any(d.is_error for d in embedded)))
+    numbers = non_finite(doc)
+    if numbers:
+        taken = {(d.path, d.line, d.col) for d in numbers}
+        found = [d for d in found if (d.path, d.line, d.col) not in taken] + numbers
     found.sort(key=lambda d: (d.line, d.col, d.code))
     return Validated(doc, job if not any(d.is_error for d in found) else None, unique_findings(found))
 

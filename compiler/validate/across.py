@@ -11,80 +11,64 @@ Only Pods and Services can collide between jobs of different names: every other 
 `<job>-<suffix>` with a suffix no other kind of object ends in (`-config`, `-runtime`; the
 TensorBoard Deployment's `-tensorboard` is no Deployment's other suffix), or the job's own
 name (the PodGroup, the record), which FJ315 covers.  tests/test_validate_across.py checks
-object_names against what is rendered.  Jobs without a namespace are compared with each
-other (they land in the same namespace), not with jobs that set one.
+object_names against what is rendered.  Jobs without a namespace land in the run's default
+one (compile -n, the Argo CD plugin's): with it they are compared with the jobs that set that
+namespace (before issue 21 they were not, and job `x` rendered twice); without it, with each
+other only.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from typing import Any
 
 from ..errors import Diagnostic
-from ..jobtypes import ColossalAIJob, GenericJob
 from ..limits import DEFAULT as DEFAULT_LIMITS
 from ..loader import Document, PathT
-from ..plan.common import pod_name
-from ..render.tensorboard import tensorboard_name
-from .groups import groups
-from .rules import pod_counts
+from ..podset import object_names, pod_counts
 
 
-def job_key(job: Any) -> str:
-    """`namespace/name`, or `name` when the job sets no namespace (as compile's folders)."""
-    ns = job.metadata.namespace
+def job_key(job: Any, default: str | None = None) -> str:
+    """`namespace/name`, or `name` when the job lands in no namespace flatjob knows: its own,
+    else the run's default (-n, the Argo CD Application's)."""
+    ns = job.metadata.namespace or default
     return f"{ns}/{job.metadata.name}" if ns else job.metadata.name
 
 
-def check_across(jobs: Iterable[tuple[Document, Any]]) -> list[Diagnostic]:
-    """Every finding across the jobs, in input order; later jobs are reported, not the first."""
+def check_across(jobs: Iterable[tuple[Document, Any]], namespace: str | None = None) -> list[Diagnostic]:
+    """Every finding across the jobs, in input order; later jobs are reported, not the first.
+
+    `namespace` is where jobs that set none land (compile -n, the Argo CD plugin's
+    ARGOCD_APP_NAMESPACE): job `x` and job `x` of namespace `team` are one job under -n team.
+    """
     jobs = list(jobs)
-    found = duplicate_jobs(jobs) + run_size(jobs)
+    found = duplicate_jobs(jobs, namespace) + run_size(jobs)
     if not found:  # the objects of a job that is there twice, or of a run too big, are not compared
-        found += name_collisions(jobs)
+        found += name_collisions(jobs, namespace)
     return found
 
 
-def duplicate_jobs(jobs: Iterable[tuple[Document, Any]]) -> list[Diagnostic]:
+def duplicate_jobs(jobs: Iterable[tuple[Document, Any]], namespace: str | None = None) -> list[Diagnostic]:
     """FJ315 at the name of every job whose namespace and name an earlier job already has."""
     seen: dict[str, Document] = {}
     out: list[Diagnostic] = []
     for doc, job in jobs:
-        first = seen.setdefault(job_key(job), doc)
+        first = seen.setdefault(job_key(job, namespace), doc)
         if first is not doc:
-            where = f" in namespace {job.metadata.namespace!r}" if job.metadata.namespace else ""
+            ns = job.metadata.namespace or namespace
+            where = f" in namespace {ns!r}" if ns else ""
             line = first.locate(("metadata", "name")).line
             at = f"at line {line}" if first.path == doc.path else f"in {first.path}:{line}"
             out.append(doc.diagnostic("FJ315", f"job {job.metadata.name!r}{where} is also defined {at}; names must be unique per namespace", ("metadata", "name"), hint="rename one of them"))
     return out
 
 
-def object_names(job: Any) -> Iterator[tuple[str, str, PathT]]:
-    """(kind, name, field that makes it) of every PodTemplate (the pod is named as it) and Service
-    the job renders (paused: would render)."""
-    name = job.metadata.name
-    yield "Service", name, ("metadata", "name")
-    if getattr(job.spec, "tensorboard_spec", None) is not None:
-        yield "Service", tensorboard_name(name), ("spec", "tensorboardSpec")
-    per_replica = isinstance(job, GenericJob) and job.spec.service is not None  # a Service named as each pod
-    counts = pod_counts(job)
-    for g in groups(job):
-        if isinstance(job, ColossalAIJob) and g.type == "launcher":
-            yield "PodTemplate", f"{name}-launcher", g.path
-            continue
-        where = (*g.path, "type") if g.template is not None else g.path
-        for index in range(counts.get(g.type, 0)):
-            yield "PodTemplate", pod_name(name, g.type, index), where
-            if per_replica:
-                yield "Service", pod_name(name, g.type, index), where
-
-
-def name_collisions(jobs: Iterable[tuple[Document, Any]]) -> list[Diagnostic]:
+def name_collisions(jobs: Iterable[tuple[Document, Any]], namespace: str | None = None) -> list[Diagnostic]:
     """FJ323 where a job renders an object an earlier job in its namespace already renders."""
     owners: dict[tuple[str, str, str], tuple[Document, Any]] = {}
     out: list[Diagnostic] = []
     for doc, job in jobs:
-        ns = job.metadata.namespace or ""
+        ns = job.metadata.namespace or namespace or ""
         for kind, name, path in object_names(job):
             first_doc, first = owners.setdefault((ns, kind, name), (doc, job))
             if first is not job:

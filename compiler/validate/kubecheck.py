@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ..errors import Diagnostic
+from ..errors import Diagnostic, Severity
 from ..loader import Document, PathT
 
 POD_TEMPLATE = "io.k8s.api.core.v1.PodTemplateSpec"
@@ -53,5 +53,5 @@ def check_embedded(doc: Document, kind: str) -> list[Diagnostic]:
     for pattern, definition in EMBEDDED.get(kind, ()):
         for path, value in _expand(doc.data, pattern):
             for v in kube.validate(value, definition):
-                out.append(doc.diagnostic(v.code, v.message, (*path, *v.path), key=v.key, hint=v.hint))
+                out.append(doc.diagnostic(v.code, v.message, (*path, *v.path), key=v.key, hint=v.hint, severity=Severity.WARNING if v.warning else Severity.ERROR))
     return out

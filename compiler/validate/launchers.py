@@ -8,6 +8,9 @@ it puts there (../shared/research/launchers.md):
   script's arguments, but not the script's own path, which colossalai checks for `.py`, nor
   the --extra_launch_args items), splits every extra item at each `=`, and exports the
   launcher's environment in double quotes it does not escape;
+- both paste the launcher's working directory (`cd <dir>`) and its env names (`export NAME=`)
+  into every node's command unquoted (deepspeed's pdsh runner; fabric's cd escapes spaces only),
+  so they must be plain words and shell names (tests/test_launcher_shell.py);
 - some flags a launcher ignores (deepspeed's pdsh runner drops --bind_cores_to_rank), no
   longer has (deepspeed 0.19.8 removed the elastic flags), or rejects while exiting 0
   (`colossalai run` on a script that does not end in .py).
@@ -166,6 +169,102 @@ def colossalai_launcher_env(job: ColossalAIJob, doc: Document) -> Iterator[Diagn
             )
 
 
+# --- both: what a launcher pastes into every node's shell from its own container -----------
+
+# A name every POSIX shell takes in `export NAME=...` as it is.
+SHELL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# What deepspeed 0.19.8 exports to the nodes (launcher/runner.py EXPORT_ENVS, and every
+# accelerator's export_envs): names starting so; `colossalai run` exports every name.
+DEEPSPEED_EXPORTS = ("MLFLOW", "PYTHON", "MV2", "UCX", "NCCL", "BKCL", "XPU", "XMLIR", "LD_LIBRARY", "PATH", "NEUWARE_HOME", "CNCL", "ASCEND", "HCCL", "BCCL", "BIREN", "SUPA")
+_PASTED = {
+    "DeepSpeedJob": "deepspeed runs `cd {dir}; export NAME=...` unquoted on every node",
+    "ColossalAIJob": "colossalai run runs `cd {dir} && export NAME=\"...\"` unquoted on every node",
+}
+
+
+Launching = tuple[PathT, Any, PathT, list[Any]]  # workingDir's path and value, env's path and list
+
+
+def _launching(job: Any) -> Launching | None:
+    """The launcher's workingDir and env: DeepSpeed's worker-0 training container; ColossalAI's
+    launcher (spec.launcher, a launcher replica's container, else T9k's default launcher, which
+    takes the worker's workingDir and has no env of its own)."""
+    by_type = {g.type: g for g in groups(job)}
+    worker, launcher = by_type.get("worker"), by_type.get("launcher")
+    if isinstance(job, DeepSpeedJob):
+        return _own(job, worker, None)
+    lc = job.spec.launcher
+    if lc is not None:  # the older shape
+        wd = (("spec", "launcher", "workingDir"), lc.working_dir) if lc.working_dir is not None else _workdir(job, worker)
+        return (*wd, ("spec", "launcher", "env"), list(lc.env))
+    if launcher is not None and launcher.template is not None:
+        return _own(job, launcher, "launcher")
+    return (*_workdir(job, worker), (), [])
+
+
+def _own(job: Any, g: Any, name: str | None) -> Launching | None:
+    found = _container(job, g, name)
+    if found is None:
+        return None
+    path, c = found
+    env = c.get("env")
+    return (*path, "workingDir"), c.get("workingDir"), (*path, "env"), env if isinstance(env, list) else []
+
+
+def _workdir(job: Any, worker: Any) -> tuple[PathT, Any]:
+    found = _container(job, worker, "worker")
+    return ((*found[0], "workingDir"), found[1].get("workingDir")) if found else ((), None)
+
+
+def _container(job: Any, g: Any, name: str | None) -> tuple[PathT, dict[str, Any]] | None:
+    """A group's container named `name` (else its training container, else the first)."""
+    cs = containers_of(g.template) if g is not None else []
+    if not cs:
+        return None
+    i = next((n for n, c in enumerate(cs) if c.get("name") == name), None) if name else None
+    if i is None:
+        i = training_index(job.kind, g.template) or 0
+    return (*g.template_path, "spec", "containers", i), cs[i]
+
+
+def launcher_shell(job: Any, doc: Document) -> Iterator[Diagnostic]:
+    """The launcher's working directory and env names go into every node's shell unquoted: they
+    must be plain words, or they would split the command, or run what they hold (`$(...)`)."""
+    found = _launching(job)
+    if found is None:
+        return
+    wd_path, wd, env_path, env = found
+    how = _PASTED[job.kind]
+    if isinstance(wd, str) and not PLAIN_WORD.fullmatch(wd):
+        yield doc.diagnostic(
+            "FJ340", f"workingDir {wd!r}: {how.format(dir=wd)}, so the node's shell would split or run it", wd_path,
+            hint="use a directory whose path holds only letters, digits and _@%+=:,./-",
+        )
+    exported = (lambda n: n.startswith(DEEPSPEED_EXPORTS)) if job.kind == "DeepSpeedJob" else (lambda n: True)
+    for i, e in enumerate(env):
+        name = e.get("name") if isinstance(e, dict) else None
+        if isinstance(name, str) and exported(name) and not SHELL_NAME.fullmatch(name):
+            yield doc.diagnostic(
+                "FJ340", f"env name {name!r}: {how.format(dir='...')}, so the node's shell would split or run it", (*env_path, i, "name"),
+                hint="name it with letters, digits and _ (not starting with a digit)",
+            )
+    for i, e in enumerate(env_from if isinstance(env_from := _env_from(doc, env_path), list) else []):
+        prefix = e.get("prefix") if isinstance(e, dict) else None
+        if isinstance(prefix, str) and prefix and not SHELL_NAME.fullmatch(prefix) and (job.kind != "DeepSpeedJob" or prefix.startswith(DEEPSPEED_EXPORTS)):
+            yield doc.diagnostic("FJ340", f"envFrom prefix {prefix!r}: {how.format(dir='...')}, so the node's shell would split or run the names it makes", (*env_path[:-1], "envFrom", i, "prefix"))
+
+
+def _env_from(doc: Document, env_path: PathT) -> Any:
+    """The envFrom list beside an env list in the document (None when there is none)."""
+    value: Any = doc.data
+    for part in (*env_path[:-1], "envFrom") if env_path else ():
+        try:
+            value = value[part]
+        except (KeyError, IndexError, TypeError):
+            return None
+    return value if env_path else None
+
+
 # --- both ------------------------------------------------------------------------------------
 
 
@@ -203,5 +302,6 @@ def runs_as_root(job: Any, doc: Document) -> Iterator[Diagnostic]:
             )
 
 
-DEEPSPEED_RULES = (deepspeed_program, deepspeed_flags, runs_as_root)
-COLOSSALAI_RULES = (colossalai_script, colossalai_extra, colossalai_launcher_env, runs_as_root)
+DEEPSPEED_RULES = (deepspeed_program, deepspeed_flags, runs_as_root, launcher_shell)
+TEMPLATE_RULES = (colossalai_launcher_env, launcher_shell)  # it takes the templates' env to be well-formed (rules.TEMPLATE_RULES)
+COLOSSALAI_RULES = (colossalai_script, colossalai_extra, colossalai_launcher_env, runs_as_root, launcher_shell)

@@ -8,6 +8,8 @@ _DNS1035 = re.compile(r"[a-z]([-a-z0-9]*[a-z0-9])?")
 _DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 _DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 _LABEL_NAME = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
+_ENV_STRICT = re.compile(r"[-._a-zA-Z][-._a-zA-Z0-9]*")
+_IANA_SVC = re.compile(r"[a-z0-9]([a-z0-9-]*[a-z0-9])?")
 MAX_LABEL = 63
 
 
@@ -61,4 +63,30 @@ def label_value(value: str) -> str | None:
         return None
     if len(value) > MAX_LABEL or not _LABEL_NAME.fullmatch(value):
         return "must be at most 63 characters of letters, digits, '-', '_' or '.', starting and ending alphanumeric"
+    return None
+
+
+def env_var_name(name: str) -> str | None:
+    """Why `name` is no environment variable name for Kubernetes 1.32 (printable ASCII but '=',
+    RelaxedEnvironmentVariableValidation, beta and on since 1.32), or None."""
+    if not name:
+        return "must not be empty"
+    if "=" in name or not all(" " <= ch <= "~" for ch in name):
+        return "must consist of printable ASCII characters other than '='"
+    return None
+
+
+def portable_env_var_name(name: str) -> str | None:
+    """Why a 1.32 env name is refused by API servers before 1.32 (or with the gate off), or None."""
+    if _ENV_STRICT.fullmatch(name) is None:
+        return "is refused by API servers before Kubernetes 1.32: they take letters, digits, '_', '-' and '.', not starting with a digit"
+    return None
+
+
+def iana_svc_name(name: str) -> str | None:
+    """Why `name` is no IANA service name (a container port's name), or None."""
+    if len(name) > 15:
+        return f"is {len(name)} characters long; at most 15 are allowed"
+    if not _IANA_SVC.fullmatch(name) or "--" in name or not any(ch.isalpha() for ch in name):
+        return "must consist of lower-case letters, digits and '-' (no '--'), with at least one letter, starting and ending alphanumeric"
     return None

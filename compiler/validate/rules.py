@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Iterator
+from itertools import islice
 from typing import Any
 
 from ..errors import Diagnostic, Severity
@@ -15,11 +16,11 @@ from ..jobtypes import ColossalAIJob, DeepSpeedJob, GenericJob, PyTorchTrainingJ
 from ..limits import DEFAULT as DEFAULT_LIMITS
 from ..loader import Document, PathT
 from ..plan.common import elastic_of
-from ..plan.elastic import allocation
+from ..podset import object_names, pod_counts
 from ..podtemplate import containers_of, training_index
-from ..substitution import Context, RefError, find_refs, is_ours, resolve
+from ..substitution import Context, RefError, is_ours, iter_refs, resolve
 from . import launchers, names
-from .groups import Group, groups
+from .groups import groups
 from .suggest import did_you_mean
 
 Rule = Callable[[Any, Document], Iterable[Diagnostic]]
@@ -41,6 +42,8 @@ _T9K_PVC_URL = re.compile(r"t9k://pvc/([^/]+)(/.*)?")
 _T9K_MINIO_URL = re.compile(r"t9k://minio/[^/]+/[^/]+(/.*)?")  # t9k://minio/<secret>/<bucket>/<path>
 # $(service...[$(rank)]...): ours, with another $( before it closes; $$( is an escape.
 _NESTED_REF = re.compile(r"(?<!\$)\$\((?=(?:service|replicas)[^()]*\$\()")
+MAX_REFS = 1000  # distinct $(...) references checked in one value
+MAX_REF_FINDINGS = 10  # findings about the references of one value
 _UNCLOSED_REF = re.compile(r"(?<!\$)\$\((?:type|rank|replicas|service)[^()]*$")
 
 
@@ -50,22 +53,6 @@ _UNCLOSED_REF = re.compile(r"(?<!\$)\$\((?:type|rank|replicas|service)[^()]*$")
 def _decimal(text: str) -> bool:
     """Whether text is a plain decimal int64 ("12"); str.isdigit also accepts "²" and "٣"."""
     return text.isascii() and text.isdigit() and len(text) <= 18
-
-
-def pod_counts(job: Any) -> dict[str, int]:
-    """Pods rendered per replica type: replicas, or the elastic share of maxReplicas."""
-    elastic = elastic_of(job)
-    gs = groups(job)
-    if elastic is not None and elastic.max_replicas:
-        return allocation(elastic_weights(job), elastic.max_replicas)
-    return {g.type: g.replicas for g in gs}
-
-
-def elastic_weights(job: Any) -> list[tuple[str, int]]:
-    """(type, weight) per replica type: scalingWeight, or its replicas when unset."""
-    if isinstance(job, PyTorchTrainingJob):
-        return [(r.type, r.scaling_weight if r.scaling_weight is not None else r.replicas) for r in job.spec.replica_specs]
-    return [(g.type, 1) for g in groups(job)]
 
 
 # --- rules for every kind ----------------------------------------------------------------
@@ -114,6 +101,9 @@ def metadata_labels(job: Any, doc: Document) -> Iterator[Diagnostic]:
                     yield from _label_map(doc, (*g.template_path, "metadata", field), meta[field], values=values)
 
 
+ANNOTATIONS_BYTES = 256 * 1024  # apimachinery's TotalAnnotationSizeLimitB: keys and values together
+
+
 def _label_map(doc: Document, path: PathT, mapping: dict[str, Any], *, values: bool) -> Iterator[Diagnostic]:
     for key, value in mapping.items():
         why = names.qualified_key(key)
@@ -123,32 +113,36 @@ def _label_map(doc: Document, path: PathT, mapping: dict[str, Any], *, values: b
             why = names.label_value(value)
             if why:
                 yield doc.diagnostic("FJ313", f"label value {value!r}: {why}", (*path, key))
+    if not values:
+        total = sum(len(k.encode()) + len(v.encode()) for k, v in mapping.items() if isinstance(v, str))
+        if total > ANNOTATIONS_BYTES:
+            yield doc.diagnostic("FJ313", f"annotations of {total:,} bytes; the API server takes at most {ANNOTATIONS_BYTES:,} in one object", path, key=True, hint="keep large data out of annotations")
 
 
-def pod_names(job: Any, doc: Document) -> Iterator[Diagnostic]:
+# What a rendered object's name must be (apimachinery validation): a pod's name is its hostname
+# (a DNS-1123 label, as the compiler renders it), a Service's a DNS-1035 label.
+_NAME_RULES = {"PodTemplate": ("pod name", names.dns1123_label), "Service": ("Service name", names.dns1035_label)}
+_NAME_HINTS = {
+    "PodTemplate": "pod names are <job>-<type>-<index>; shorten the job name or the type",
+    "Service": "the TensorBoard Service is <job>-tensorboard: shorten the job name",
+}
+
+
+def rendered_names(job: Any, doc: Document) -> Iterator[Diagnostic]:
+    """FJ305 where a name flatjob derives (pods, Services) is not one the API server accepts;
+    the longest name of each field is checked, once."""
     if names.dns1035_label(job.metadata.name):
         return  # reported once, by job_name
-    counts = pod_counts(job)
-    for g in groups(job):
-        n = counts.get(g.type, 0)
-        pod = f"{job.metadata.name}-launcher" if _is_colossal_launcher(job, g) else f"{job.metadata.name}-{g.type}-{max(n - 1, 0)}"
-        why = names.dns1123_label(pod)
+    longest: dict[tuple[str, PathT], str] = {}
+    for kind, name, path in object_names(job):
+        if len(name) >= len(longest.get((kind, path), "")):
+            longest[(kind, path)] = name
+    for (kind, path), name in longest.items():
+        what, rule = _NAME_RULES[kind]
+        why = rule(name)
         if why:
-            where = (*g.path, "type") if "type" in _at(doc.data, g.path) else ("metadata", "name")
-            yield doc.diagnostic("FJ305", f"pod name {pod!r} {why}", where, hint="pod names are <job>-<type>-<index>; shorten the job name or the type")
-
-
-def _is_colossal_launcher(job: Any, g: Group) -> bool:
-    return isinstance(job, ColossalAIJob) and g.type == "launcher"
-
-
-def _at(data: Any, path: PathT) -> Any:
-    for p in path:
-        try:
-            data = data[p]
-        except (KeyError, IndexError, TypeError):
-            return {}
-    return data
+            where = path if tuple(path) in doc.value_marks or tuple(path) in doc.key_marks else ("metadata", "name")
+            yield doc.diagnostic("FJ305", f"{what} {name!r} {why}", where, key=where == ("spec", "tensorboardSpec"), hint=_NAME_HINTS[kind])
 
 
 def unique_types(job: Any, doc: Document) -> Iterator[Diagnostic]:
@@ -498,7 +492,7 @@ def references(job: GenericJob, doc: Document) -> Iterator[Diagnostic]:
         for ci, c in enumerate(containers_of(g.template)):
             env_names = {e.get("name") for e in c.get("env") or [] if isinstance(e, dict)}
             for path, value in _ref_strings(c, (*g.template_path, "spec", "containers", ci)):
-                yield from _check_refs(doc, ctx, g.type, path, value, env_names)
+                yield from islice(_check_refs(doc, ctx, g.type, path, value, env_names), MAX_REF_FINDINGS)
 
 
 def _ref_strings(container: dict[str, Any], base: PathT) -> Iterator[tuple[PathT, str]]:
@@ -515,32 +509,45 @@ def _ref_strings(container: dict[str, Any], base: PathT) -> Iterator[tuple[PathT
 
 
 def _check_refs(doc: Document, ctx: Context, rtype: str, path: PathT, value: str, env_names: set[Any]) -> Iterator[Diagnostic]:
+    """Every reference that is wrong, at its place; each distinct text is judged once (a value
+    may repeat `$(rank)` 100 000 times: judging and locating each took minutes)."""
     yield from _malformed_refs(doc, path, value)
     reported: set[str] = set()
-    for ref in find_refs(value):
-        # locate_text counts every occurrence in the source, $$( escapes included; so do we
-        nth = value.count(ref.raw, 0, ref.start)
-        if not is_ours(ref.text):
-            if ref.text not in env_names and did_you_mean(ref.text, ["type", "rank"]):
-                mark = doc.locate_text(path, ref.raw, nth)
-                yield doc.diagnostic_at(
-                    "FJ500", f"{ref.raw} is neither a GenericJob variable nor an env var of this container; Kubernetes will leave it as text",
-                    mark, path, severity=Severity.WARNING, hint=did_you_mean(ref.text, ["type", "rank"]),
-                )
+    judged: dict[str, tuple[str, str, str | None, Severity] | None] = {}
+    for ref in iter_refs(value):
+        if ref.text not in judged:
+            if len(judged) >= MAX_REFS:
+                return
+            judged[ref.text] = _judge(ref.text, ctx, rtype, env_names)
+        verdict = judged[ref.text]
+        if verdict is None:
             continue
-        try:
-            resolve(ref.text, ctx, rtype, 0)
-        except RefError as err:
-            if err.code == "FJ501" and "FJ501" in reported:
-                continue  # one "needs spec.service" per string is enough
-            reported.add(err.code)
-            mark = doc.locate_text(path, ref.raw, nth)
-            yield doc.diagnostic_at(err.code, f"{ref.raw}: {err}", mark, path, hint=err.hint)
+        code, message, hint, severity = verdict
+        if code == "FJ501" and "FJ501" in reported:
+            continue  # one "needs spec.service" per string is enough
+        reported.add(code)
+        # locate_text counts every occurrence in the source, $$( escapes included; so do we
+        mark = doc.locate_text(path, ref.raw, value.count(ref.raw, 0, ref.start))
+        yield doc.diagnostic_at(code, f"{ref.raw}{message}", mark, path, severity=severity, hint=hint)
+
+
+def _judge(text: str, ctx: Context, rtype: str, env_names: set[Any]) -> tuple[str, str, str | None, Severity] | None:
+    """(code, message after the reference, hint, severity) of what is wrong with $(text), or None."""
+    if not is_ours(text):
+        near = did_you_mean(text, ["type", "rank"])
+        if text not in env_names and near:
+            return "FJ500", " is neither a GenericJob variable nor an env var of this container; Kubernetes will leave it as text", near, Severity.WARNING
+        return None
+    try:
+        resolve(text, ctx, rtype, 0)
+    except RefError as err:
+        return err.code, f": {err}", err.hint, Severity.ERROR
+    return None
 
 
 def _malformed_refs(doc: Document, path: PathT, value: str) -> Iterator[Diagnostic]:
-    """References of ours that find_refs cannot see: nested in another, or never closed."""
-    for m in _NESTED_REF.finditer(value):
+    """References of ours that iter_refs cannot see: nested in another, or never closed."""
+    for m in islice(_NESTED_REF.finditer(value), MAX_REF_FINDINGS):
         outer = _balanced(value, m.start())
         mark = doc.locate_text(path, outer, value.count(outer, 0, m.start()))
         yield doc.diagnostic_at(
@@ -569,7 +576,7 @@ def _balanced(value: str, start: int) -> str:
 
 # --- the table ---------------------------------------------------------------------------
 
-COMMON: tuple[Rule, ...] = (job_name, job_namespace, metadata_labels, flatjob_annotations, pod_names, unique_types, run_mode, resume_specs, has_pods, has_containers, container_images)
+COMMON: tuple[Rule, ...] = (job_name, job_namespace, metadata_labels, flatjob_annotations, rendered_names, unique_types, run_mode, resume_specs, has_pods, has_containers, container_images)
 RULES: dict[type, tuple[Rule, ...]] = {
     PyTorchTrainingJob: (*COMMON, elastic_range, elastic_needs_torchrun, torchrun_fields, tensorboard),
     DeepSpeedJob: (*COMMON, elastic_range, deepspeed_run, deepspeed_other_args, reserved_paths, *launchers.DEEPSPEED_RULES),
@@ -578,11 +585,22 @@ RULES: dict[type, tuple[Rule, ...]] = {
 }
 
 
-def check_rules(job: Any, doc: Document) -> list[Diagnostic]:
-    """Run every rule that applies to the job's kind (none when the job is too big to check)."""
+# Rules that take the pod templates' insides to be what the Kubernetes schema says (env a list
+# of {name: string}, a spec a mapping): they run only once the schema found nothing wrong there,
+# so a template of the wrong shape (`env: 1`, a mapping as an env name) is reported by the schema
+# and never crashes them.  The other rules that look inside check every type they read (the
+# job-shaped fuzzing of tests/hostile/test_fuzz.py holds them to it) and always run, so a
+# template with a wrong field still hears that it lacks an image.
+TEMPLATE_RULES = frozenset({resume_specs, references, *launchers.TEMPLATE_RULES})
+
+
+def check_rules(job: Any, doc: Document, templates_ok: bool = True) -> list[Diagnostic]:
+    """Run every rule that applies to the job's kind (none when the job is too big to check;
+    not those of TEMPLATE_RULES when the embedded Kubernetes objects are malformed)."""
     out = list(job_size(job, doc))
     if out:
         return out  # seat orders and pod names would cost time and memory in proportion
     for rule in RULES[type(job)]:
-        out.extend(rule(job, doc))
+        if templates_ok or rule not in TEMPLATE_RULES:
+            out.extend(rule(job, doc))
     return out

@@ -1,7 +1,8 @@
 """A long-lived child for tests/hostile/test_fuzz.py: runs entry points on one YAML text at a time.
 
-Reads one JSON request per line on stdin ({"text": ..., "krm": ...}), runs `flatjob lint`,
-`flatjob compile`, `flatjob krm` and the Argo CD plugin in this process (as their console
+Reads one JSON request per line on stdin ({"text": ..., "krm": ..., "overlay": ... or null}),
+runs `flatjob lint`, `flatjob compile` (with --overlay when an overlay.yaml is given),
+`flatjob krm` and the Argo CD plugin (OVERLAY likewise) in this process (as their console
 entry points do, with SystemExit as the exit code), and answers one JSON line: the exit code
 of each and the end of anything that looks like a crash.  The parent starts it under
 resource limits (memory for the whole worker, CPU per request); a signal or a memory
@@ -58,12 +59,21 @@ def serve() -> None:
         seconds = int(used.ru_utime + used.ru_stime) + REQUEST_CPU_SECONDS
         resource.setrlimit(resource.RLIMIT_CPU, (seconds, resource.getrlimit(resource.RLIMIT_CPU)[1]))
         (jobs / "job.yaml").write_bytes(request["text"].encode("utf-8", "surrogatepass"))
+        overlay = request.get("overlay")
+        if overlay is not None:
+            (root / "repo" / "overlay").mkdir(exist_ok=True)
+            (root / "repo" / "overlay" / "overlay.yaml").write_bytes(overlay.encode("utf-8", "surrogatepass"))
+        with_overlay = ["--overlay", "overlay"] if overlay is not None else []
         results = {
             "lint": _run(lambda: main(["lint", "jobs"])),
-            "compile": _run(lambda: main(["compile", "jobs", "-o", "rendered"])),
+            "compile": _run(lambda args=with_overlay: main(["compile", "jobs", "-o", "rendered", *args])),
             "krm": _run(lambda: main(["krm"]), request["krm"].encode("utf-8", "surrogatepass")),
         }
         os.environ.update({"ARGOCD_ENV_SOURCES": "jobs", "ARGOCD_APP_NAMESPACE": "training"})
+        if overlay is not None:
+            os.environ["ARGOCD_ENV_OVERLAY"] = "overlay"
+        else:
+            os.environ.pop("ARGOCD_ENV_OVERLAY", None)
         results["plugin"] = _run(cmp.main)
         answer = {name: {"code": code, "output": output[-1500:]} for name, (code, output) in results.items()}
         sys.stdout.write(json.dumps(answer) + "\n")

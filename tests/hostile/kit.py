@@ -9,6 +9,7 @@ but the output folder with how it was.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import resource
@@ -56,6 +57,7 @@ class Run:
     stderr: str
     seconds: float  # wall time
     cpu: float  # user + system seconds of the child
+    rss_mib: float = 0.0  # the child's peak resident memory (its own rusage, from wait4)
 
     @property
     def output(self) -> str:
@@ -85,22 +87,27 @@ def child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
+CAPPED = Path(__file__).with_name("capped.py")
+
+
 def run(argv: list[str], cwd: Path, stdin: bytes | None = None, env: dict[str, str] | None = None) -> Run:
-    """Run argv capped; the child's rusage gives its CPU time."""
+    """Run argv capped (through capped.py, which reports the child's own CPU time and peak memory)."""
     started = time.monotonic()
+    read_fd, write_fd = os.pipe()
     proc = subprocess.Popen(
-        argv, cwd=cwd, env=child_env(env), stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=_limits,  # the limits must be set in the child, before exec
+        [sys.executable, "-S", str(CAPPED), str(MEMORY), str(CPU_SECONDS), str(write_fd), "--", *argv],
+        cwd=cwd, env=child_env(env), stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, pass_fds=(write_fd,), start_new_session=True,
     )
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    os.close(write_fd)
     try:
         out, err = proc.communicate(stdin, timeout=WALL_SECONDS)
     except subprocess.TimeoutExpired:
-        proc.kill()
+        os.killpg(proc.pid, signal.SIGKILL)  # the capped child too
         out, err = proc.communicate()
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return Run(proc.returncode, out.decode("utf-8", "replace"), err.decode("utf-8", "replace"), time.monotonic() - started, cpu)
+    with os.fdopen(read_fd, "rb") as f:
+        report = json.loads(f.read() or b"{}")
+    return Run(proc.returncode, out.decode("utf-8", "replace"), err.decode("utf-8", "replace"), time.monotonic() - started, report.get("cpu", 0.0), report.get("rss_mib", 0.0))
 
 
 def flatjob(*args: str, cwd: Path, stdin: bytes | None = None) -> Run:

@@ -206,3 +206,59 @@ def test_a_kill_between_deleting_and_pruning_leaves_no_empty_folder(box: Sandbox
     assert json.loads((box.out / JOURNAL).read_text())["state"] == "commit"
     assert "[FJ705]" in compile_now(box)
     assert not (box.out / "beta").exists() and not (box.out / JOURNAL).exists()
+
+
+# --- a journal committed to git (issue 21) --------------------------------------------------
+
+EVIL_POD = "apiVersion: v1\nkind: Pod\nmetadata: {name: evil}\nspec:\n  containers: [{name: x, image: busybox, securityContext: {privileged: true}}]\n"
+
+
+@pytest.mark.parametrize("state", ["commit", "staging"])
+@pytest.mark.parametrize("header", [True, False], ids=["with-header", "without-header"])
+def test_a_committed_journal_is_never_acted_on(box: Sandbox, state: str, header: bool) -> None:
+    """A pull request adds only the journal and a staged dot-file. Before: the next compile
+    wrote rendered/evil/job.yaml (a privileged Pod), never pruned, and `flatjob diff` said nothing."""
+    from flatjob.compiler.keys import GENERATED_HEADER
+
+    box.job()
+    compile_now(box)
+    journal = {"version": 1, "state": state, "write": ["evil/job.yaml", "kustomization.yaml"], "delete": [], "made": ["evil"],
+               "here": {"boot": "", "device": 0, "inode": 0}}
+    (box.out / JOURNAL).write_text(json.dumps(journal))
+    (box.out / "evil").mkdir()
+    (box.out / "evil" / ".job.yaml.flatjob-new").write_text((GENERATED_HEADER if header else "") + EVIL_POD)
+    (box.out / ".kustomization.yaml.flatjob-new").write_text(GENERATED_HEADER + "resources: [evil, ok]\n")
+    before = tree(box.out)
+    diff = box.flatjob("diff", "jobs", "-o", "rendered")
+    assert_clean_exit(diff, 0)
+    assert "warning:" in diff.output and "[FJ700]" in diff.output and "committed to git?" in diff.output
+    check = box.compile("--check")
+    assert_clean_exit(check, 1)
+    assert "error:" in check.output and "[FJ700]" in check.output
+    assert tree(box.out) == before  # neither looked at it twice
+    run_ = box.compile()
+    assert_clean_exit(run_, 0)
+    assert "[FJ705]" in run_.output and "nothing it names was put in place" in run_.output
+    assert not (box.out / "evil" / "job.yaml").exists() and not (box.out / "evil").exists()
+    assert not list(box.out.rglob("*.flatjob-new")) and not (box.out / JOURNAL).exists()
+    assert "evil" not in (box.out / "kustomization.yaml").read_text()
+
+
+def test_a_journal_from_another_folder_of_this_machine_is_not_acted_on(box: Sandbox, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A genuine journal, written where a compile was killed, copied beside another output folder."""
+    from flatjob.compiler import journal as journal_mod
+    from flatjob.compiler.outdir import SafeDir
+
+    box.job()
+    compile_now(box)
+    other = box.repo / "other"
+    other.mkdir()
+    with SafeDir(other) as d:
+        d.open_root(create=False)
+        stamp = journal_mod.here(d)
+    (box.out / JOURNAL).write_text(json.dumps({"version": 1, "state": "commit", "write": ["evil/job.yaml"], "delete": [], "made": [], "here": stamp}))
+    (box.out / "evil").mkdir()
+    (box.out / "evil" / ".job.yaml.flatjob-new").write_text(EVIL_POD)
+    run_ = box.compile()
+    assert_clean_exit(run_, 0)
+    assert not (box.out / "evil" / "job.yaml").exists()

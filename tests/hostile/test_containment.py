@@ -128,14 +128,17 @@ def test_check_and_ci_never_print_what_a_link_points_at(box: Sandbox, where: str
         os.rename(box.out, box.repo / "real")
         os.symlink(box.repo / ".git", box.out)
     box.freeze()
+    named = {"file": "rendered/alpha/podtemplates.yaml", "metadata": "rendered/flatjob-meta.json", "root": "rendered"}[where]
     for args in (("compile", "jobs", "-o", "rendered", "--check"), ("diff", "jobs", "-o", "rendered"), ("compile", "jobs", "-o", "rendered")):
         run_ = box.flatjob(*args)
         assert_clean_exit(run_, 1)
         assert "[FJ702]" in run_.output and TOKEN not in run_.output
+        assert f"{named}: error: is a symbolic link" in run_.output, run_.output  # before issue 21: rendered/rendered
     comment = box.repo / "comment.md"
     ci = run([sys.executable, "-m", "flatjob.compiler.ci", "--jobs", "jobs", "--rendered", "rendered", "--comment", str(comment)], box.repo)
     assert_clean_exit(ci, 1)
     assert TOKEN not in ci.output and TOKEN not in comment.read_text() and "FJ702" in ci.output
+    assert f"file={named}," in ci.output
     comment.unlink()
     assert box.untouched()
 

@@ -6,6 +6,12 @@ arbitrary text; a capped worker (tests/hostile/fuzzworker.py: 1 GiB, 20 CPU seco
 input) runs every entry point on each.  Each must end in exit 0, 1 or 2 with no
 traceback and no "internal error"; exit 3, a signal or a memory error fails the example.
 FLATJOB_FUZZ_EXAMPLES sets the number of examples (60 in the suite).
+
+The second test feeds job-shaped input (tests/hostile/jobfuzz.py: every example job and
+random overlays, with values replaced by strangers') through lint, compile with --overlay,
+krm and the plugin with OVERLAY: the YAML fuzzing rarely reaches the checks of a job, which is
+where `env: 1` and a mapping as an env name crashed (FLATJOB_SHAPED_EXAMPLES, 80 in the
+suite; thousands run by hand find nothing).
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from .jobfuzz import cases
 from .kit import _limits, child_env
 
 WORKER = Path(__file__).with_name("fuzzworker.py")
@@ -125,11 +132,11 @@ class Worker:
     def __init__(self) -> None:
         self.proc: subprocess.Popen[str] | None = None
 
-    def ask(self, text: str, krm: str) -> dict[str, Any]:
+    def ask(self, text: str, krm: str, overlay: str | None = None) -> dict[str, Any]:
         if self.proc is None or self.proc.poll() is not None:
             self.proc = subprocess.Popen([sys.executable, str(WORKER)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=child_env(), preexec_fn=lambda: _limits(cpu=3600))
         assert self.proc.stdin is not None and self.proc.stdout is not None
-        self.proc.stdin.write(json.dumps({"text": text, "krm": krm}) + "\n")
+        self.proc.stdin.write(json.dumps({"text": text, "krm": krm, "overlay": overlay}) + "\n")
         self.proc.stdin.flush()
         line = self.proc.stdout.readline()
         if not line:
@@ -166,5 +173,14 @@ def worker() -> Iterator[Worker]:
 def test_every_entry_point_ends_in_0_1_or_2(worker: Worker, doc: tuple[str, str]) -> None:
     text, krm = doc
     for name, result in worker.ask(text, krm).items():
+        assert result["code"] in (0, 1, 2), f"{name} exited {result['code']}:\n{result['output']}"
+        assert "Traceback" not in result["output"] and "internal error" not in result["output"], f"{name}:\n{result['output']}"
+
+
+@settings(max_examples=int(os.environ.get("FLATJOB_SHAPED_EXAMPLES", "80")), deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture])
+@given(case=cases())
+def test_job_shaped_input_never_exits_3(worker: Worker, case: tuple[str, str, str | None]) -> None:
+    text, krm, overlay = case
+    for name, result in worker.ask(text, krm, overlay).items():
         assert result["code"] in (0, 1, 2), f"{name} exited {result['code']}:\n{result['output']}"
         assert "Traceback" not in result["output"] and "internal error" not in result["output"], f"{name}:\n{result['output']}"

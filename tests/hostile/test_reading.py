@@ -223,3 +223,78 @@ def test_a_file_too_big_for_the_run_is_reported_where_reading_stopped(tmp_path: 
     assert_clean_exit(run_, 1)
     cap = 4 * 1024 * 1024
     assert run_.findings() == [("big.yaml", cap // 10 + 1, cap % 10 + 1, "error", "FJ105")]
+
+
+# --- merges, documents: every node a file asks for counts (issue 21) ------------------------
+
+ROUND_TWO_CPU = 1.0  # seconds of CPU per run, start-up included
+ROUND_TWO_MIB = 100  # peak resident memory of the run
+
+
+def _merge_list(count: int) -> str:
+    """A `<<` list of `count` aliases: 3.6 MB for 900 000 (each alias copied nothing new)."""
+    return "a: &a {x: 1}\nb:\n  <<: [" + ", ".join(["*a"] * count) + "]\n"
+
+
+def _merge_inline(size: int) -> str:
+    """An inline `<<` mapping of as many keys as fit in `size` bytes."""
+    keys, used, i = [], 10, 0
+    while used < size:
+        keys.append(f"k{i}: 1")
+        used += len(keys[-1]) + 2
+        i += 1
+    return "b:\n  <<: {" + ", ".join(keys) + "}\n"
+
+
+def _merge_overridden(sources: int) -> str:
+    """A mapping merging one 1000-key anchor `sources` times: pairs read, none of them built."""
+    keys = ", ".join(f"k{i}: 1" for i in range(1000))
+    return f"a: &a {{{keys}}}\nb:\n  <<: [" + ", ".join(["*a"] * sources) + "]\n"
+
+
+ROUND_TWO = {
+    # name: (file text, line of the FJ105)
+    "merge-list-900000-aliases": (_merge_list(900_000), 3),
+    "merge-inline-4MiB": (_merge_inline(4 * 1024 * 1024 - 64), 2),
+    "merge-40000-overridden-sources": (_merge_overridden(40_000), 3),
+    "empty-documents-1000000": ("---\n" * 1_000_000, DEFAULT.file_documents + 1),
+}
+
+
+@pytest.mark.parametrize("name", list(ROUND_TWO))
+def test_merges_and_documents_stop_in_a_second_and_100_mib(box: Sandbox, name: str) -> None:
+    """Before: the merge list was read whole (exit 0 after 6 s, 337 MiB), the inline merge
+    took 36 s and 990 MiB (a MemoryError under a 600 MB cap), the documents 1.7 s and 140 MiB."""
+    text, line = ROUND_TWO[name]
+    box.job()
+    (box.jobs / "bomb.yaml").write_text(text)
+    box.freeze()
+    for run_ in (box.flatjob("lint", "jobs"), box.compile(), box.plugin(SOURCES="jobs")):
+        assert_clean_exit(run_, 1)
+        found = [f for f in run_.findings() if f[4] == "FJ105"]
+        assert found and found[0][:2] == ("bomb.yaml", line), run_.output[-2000:]
+        assert run_.cpu < ROUND_TWO_CPU and run_.rss_mib < ROUND_TWO_MIB, (run_.cpu, run_.rss_mib)
+    assert box.untouched() and not box.out.exists()
+
+
+def test_fifteen_files_of_empty_documents_stop_at_the_run_limit(box: Sandbox) -> None:
+    """Before: 10.7 s and 309 MiB (each file's text kept, each file's million lines indexed)."""
+    for i in range(15):
+        (box.jobs / f"empty{i:02d}.yaml").write_text("---\n" * 1_000_000)
+    box.freeze()
+    run_ = box.flatjob("lint", "jobs")
+    assert_clean_exit(run_, 1)
+    messages = {m for m in run_.output.splitlines() if "[FJ105]" in m}
+    assert any(f"more than {DEFAULT.run_documents:,} YAML documents" in m for m in messages), run_.output[-2000:]
+    assert run_.cpu < ROUND_TWO_CPU and run_.rss_mib < ROUND_TWO_MIB, (run_.cpu, run_.rss_mib)
+
+
+def test_merges_of_merges_nest_at_most_the_depth_limit(box: Sandbox) -> None:
+    """A chain of anchors each merging the one before, first built where its merges are not
+    applied (the values of a duplicate key), then used: resolving it would recurse 5000 deep."""
+    lines = ["x: 1", "x: &m0 {k0: v}", *(f"x: &m{i} {{<<: *m{i - 1}, k{i}: v}}" for i in range(1, 5000)), "y: *m4999"]
+    box.job(file="chain.yaml", text="\n".join(lines) + "\n")
+    box.freeze()
+    run_ = box.flatjob("lint", "jobs")
+    assert_clean_exit(run_, 1)
+    assert "FJ105" in run_.codes() and run_.cpu < ROUND_TWO_CPU

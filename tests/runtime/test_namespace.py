@@ -6,7 +6,9 @@
   every count is exact and no pod runs twice for one attempt and restart;
 - a job that fails in a loop does not keep the other jobs' status waiting;
 - a job moves between the namespace runtime and a runtime of its own by a commit, and its
-  running pods run on.
+  running pods run on;
+- a new job's PodTemplates that arrive before its record (turned away: no record names them
+  yet) are listed again once it does, and the job runs.
 """
 
 from __future__ import annotations
@@ -149,3 +151,24 @@ def test_namespace_a_job_moves_between_modes_by_a_commit_and_its_pods_run_on() -
         assert st["phase"] == "Running" and st["backoffCount"] == 0 and st["runtime"]["attempt"] == 1
         assert {n: p["metadata"]["uid"] for n, p in s.pods().items()} == uids, mode  # the same pods, never restarted
         assert scope == (s.controller.kind, s.controller.name)
+
+
+def test_namespace_templates_that_arrive_before_their_record_are_read_once_it_names_them() -> None:
+    s = namespace_scenario(JOB.format(name="first", script="sleep 3000; exit 0"))
+    s.run_until(lambda st: st.get("aggregate", {}).get("running") == 2, limit=60)
+    late = compile_text(JOB.format(name="late", script="sleep 3000; exit 0"), s.options)
+    for obj in late:  # the PodTemplates first (a sync applies by kind name: PodTemplate < PyTorchTrainingJob)
+        if obj["kind"] == "PodTemplate":
+            s.cluster.apply(obj)
+    s.sync()
+    s.controller.step()
+    assert not [n for n in s.controller.templates.cache if n.startswith("late-")]  # turned away: no record names them yet
+    relists = s.controller.templates.relists
+    s.cluster.apply(next(o for o in late if o["apiVersion"] == keys.RECORD_API_VERSION))
+    for _ in range(30):
+        s.tick()
+        if statuses(s)["late"].get("aggregate", {}).get("running") == 2:
+            break
+    assert statuses(s)["late"]["aggregate"]["running"] == 2
+    assert s.controller.templates.relists == relists + 1  # once, for the names it had turned away
+    assert statuses(s)["first"]["aggregate"]["running"] == 2

@@ -1,0 +1,124 @@
+"""The runtime against a tenant of its namespace: its peak memory under hostile objects.
+
+    python bench/hostile_runtime.py [--pods 10] [--junk 100] [--junk-mib 1] [--json]
+
+The runtime runs as in a cluster (its own process, the real client over HTTP against the fake
+API server, bench/runtime.py's Bench), for a job of --pods pods, and meets what anyone who may
+write in its namespace can make:
+- status-edit: a 38-byte edit of its record's status.runtime (`released: [x0-{0..1000000}]`),
+  made once every pod runs;
+- junk-templates: --junk PodTemplates of --junk-mib MiB each carrying the job's labels, made
+  before the runtime starts (so its first list pages hold them) and --junk more while it runs.
+It reports, per case, the runtime's peak RSS (VmHWM) against the memory limit compile gives it
+(compiler/render/runtime.py), and what the runtime made of it (the record's Stalled condition,
+its Events, whether every pod still runs).  Before issue 21: 622 MiB for the status edit, and
+152 MiB with one job stalled for 100 junk PodTemplates of 1 MB, over a 128 MiB limit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from runtime import NAME, NS, Bench, compile_job, versions
+
+
+def junk_template(i: int, mib: float) -> dict[str, Any]:
+    from flatjob.compiler import keys
+
+    labels = {keys.JOB_NAME: NAME}
+    return {
+        "apiVersion": "v1", "kind": "PodTemplate",
+        "metadata": {"name": f"junk-{i}", "namespace": NS, "labels": labels},
+        "template": {"metadata": {"labels": labels}, "spec": {"containers": [{"name": "x", "image": "busybox", "env": [{"name": "J", "value": "j" * int(mib * 1024 * 1024)}]}]}},
+    }
+
+
+def limit_mib(pods: int) -> int:
+    from flatjob.compiler.render.runtime import runtime_resources
+
+    return int(runtime_resources(pods)["limits"]["memory"].removesuffix("Mi"))
+
+
+def conditions(bench: Bench) -> dict[str, str]:
+    return {c.get("type"): f"{c.get('status')} {c.get('reason')}" for c in bench.status().get("conditions") or []}
+
+
+def events(bench: Bench) -> list[str]:
+    from flatjob.runtime.sim.apiserver import kinds
+
+    return sorted({o.get("reason") for (_, _, _), o in bench.cluster.store.of(kinds.by_key("events").key, NS)})
+
+
+def running(bench: Bench, n: int) -> bool:
+    return (bench.status().get("aggregate") or {}).get("running") == n
+
+
+def case_status_edit(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
+    bench = Bench(compile_job(args.pods), tmp)
+    try:
+        n = len(bench.pods)
+        bench.until(lambda: running(bench, n), 300, "every pod Running")
+        record = bench.cluster.record(NS, bench.plural, NAME)
+        status = record["status"]
+        status["runtime"] = {**status.get("runtime", {}), "released": ["x0-{0..1000000}"]}
+        bench.cluster.replace_record_status(NS, bench.plural, {**record, "status": status})
+        end = time.time() + args.settle
+        while time.time() < end:
+            bench.kubelet.tick()
+            bench.sample()
+            time.sleep(0.05)
+        return {"rss_peak_mib": round(bench.peak_kib / 1024, 1), "limit_mib": limit_mib(n), "conditions": conditions(bench), "events": events(bench)}
+    finally:
+        bench.close()
+
+
+def case_junk_templates(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
+    manifests = compile_job(args.pods)
+    manifests += [junk_template(i, args.junk_mib) for i in range(args.junk)]
+    bench = Bench(manifests, tmp)
+    try:
+        n = args.pods
+        bench.pods = [p for p in bench.pods if not p.startswith("junk-")]
+        bench.until(lambda: running(bench, n), 300, "every pod Running despite the junk")
+        for i in range(args.junk, 2 * args.junk):  # and more while it runs (watch events)
+            bench.cluster.apply(junk_template(i, args.junk_mib))
+            bench.sample()
+        end = time.time() + args.settle
+        while time.time() < end:
+            bench.kubelet.tick()
+            bench.sample()
+            time.sleep(0.05)
+        return {"rss_peak_mib": round(bench.peak_kib / 1024, 1), "limit_mib": limit_mib(n), "all_running": running(bench, n), "conditions": conditions(bench)}
+    finally:
+        bench.close()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--pods", type=int, default=10)
+    parser.add_argument("--junk", type=int, default=100)
+    parser.add_argument("--junk-mib", type=float, default=1.0)
+    parser.add_argument("--settle", type=float, default=5.0, help="seconds to watch after each hostile change")
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    out: dict[str, Any] = {"command": f"python bench/hostile_runtime.py {' '.join(sys.argv[1:])}".rstrip()}
+    for name, case in (("status_edit", case_status_edit), ("junk_templates", case_junk_templates)):
+        with tempfile.TemporaryDirectory() as tmp:
+            try:
+                out[name] = case(args, Path(tmp))
+            except SystemExit as exc:  # the bench's own give-up (a job that never ran): a finding
+                out[name] = {"failed": str(exc)}
+    out["versions"] = versions()
+    print(json.dumps(out, indent=None if args.json else 2, sort_keys=True))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,162 @@
+"""The render budget: what a run may render, checked before it is rendered, in lint and compile alike.
+
+Reading limits bound what a job file holds; this bounds what it asks for.  A 1 MiB env value
+times 2 000 replicas is 2 GB of PodTemplates (compile died with a MemoryError at 1.9 GB), and a
+PodTemplate, ConfigMap or record over the API server's object limit is refused when applied.
+`planned` takes the valid jobs in output order and, for each:
+
+1. bounds what its pod templates alone render (one template per replica type, with GenericJob's
+   variables substituted for its last pod, times its pods) without planning: planning copies
+   each GenericJob pod's substituted template, so this is what planning would hold; a run
+   whose templates alone are over the budget stops before anything is planned;
+2. within the budget, plans it and measures every object it renders (render/size.py: one pod
+   per replica type stands for its type);
+3. reports an object over limits.object_bytes (FJ324) at the largest value of the template or
+   spec that makes it, and the job whose output takes the run past limits.run_render_bytes
+   (FJ105).
+
+Compile renders only jobs that pass, from the plan made here; lint drops the plans.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from .errors import Diagnostic
+from .jobtypes import GenericJob
+from .limits import DEFAULT, MIB, Limits
+from .loader import Document, PathT
+from .normalize import normalize
+from .options import CompileOptions
+from .plan import JobPlan, plan
+from .plan.generic import context, substituted_template
+from .podset import pod_counts
+from .render.size import JobSize, Measured, measure
+from .validate.groups import groups
+
+
+@dataclass
+class Planned:
+    """A valid job on its way to rendering: canonical, planned and measured (plan None when it may not render)."""
+
+    doc: Document
+    job: Any  # the canonical typed job
+    plan: JobPlan | None
+    size: JobSize | None
+    problems: list[Diagnostic]
+
+
+def planned(jobs: Iterable[tuple[Document, Any]], options: CompileOptions, limits: Limits = DEFAULT) -> Iterator[Planned]:
+    """Each (document, typed job), in the order given (output order), with the budget's findings.
+
+    First every job's pod templates are bounded (no planning): a run whose templates alone are
+    over the budget stops there, before anything is planned or rendered.  Then one job at a
+    time is planned and measured, so compile renders it before the next is planned and holds
+    at most the budget's worth of output when the exact total crosses it.
+    """
+    items = [(doc, normalize(typed)) for doc, typed in jobs]
+    bounds = [templates_bound(doc, job, limits) for doc, job in items]
+    total, over = 0, False
+    for (doc, _), (problems, bound, where) in zip(items, bounds, strict=True):
+        total += bound
+        if total > limits.run_render_bytes and not over:
+            over = True
+            problems.append(_over_budget(doc, total, where, limits))
+    total = 0
+    for (doc, job), (problems, bound, where) in zip(items, bounds, strict=True):
+        p = size = None
+        if over or problems:
+            spent = bound
+        else:
+            p = plan(job, options)
+            size = measure(p)
+            problems = oversized(doc, job, size, limits)
+            spent = size.total
+            where = _where_of(doc, job, max(size.objects, key=lambda o: o.json_bytes * o.count))
+        total += spent
+        if total > limits.run_render_bytes and not over:
+            over = True
+            problems.append(_over_budget(doc, total, where, limits))
+        yield Planned(doc, job, p if not problems else None, size, problems)
+
+
+def _over_budget(doc: Document, total: int, where: PathT, limits: Limits) -> Diagnostic:
+    return doc.diagnostic(
+        "FJ105", f"with this job the run renders {total / MIB:,.1f} MiB of manifests (as JSON), more than the {limits.run_render_bytes // MIB} MiB flatjob renders in one run",
+        where, hint="compile fewer jobs at once, or make what each pod repeats smaller",
+    )
+
+
+def templates_bound(doc: Document, job: Any, limits: Limits) -> tuple[list[Diagnostic], int, PathT]:
+    """(FJ324 for a pod template over the object limit by itself, JSON bytes of every pod's
+    template, where the most of them comes from): no planning, one template per replica type."""
+    counts = pod_counts(job)
+    ctx = context(job) if isinstance(job, GenericJob) else None
+    problems: list[Diagnostic] = []
+    total, most, where = 0, -1, ("spec",)
+    for g in groups(job):
+        if g.template is None:
+            continue
+        n = counts.get(g.type, 0)
+        template = substituted_template(g.template, ctx, g.type, max(n - 1, 0)) if ctx is not None else g.template
+        size = len(orjson.dumps(template))
+        if size > limits.object_bytes:
+            problems.append(_too_big(doc, "the pod template", g.type, size, limits, _largest(doc, g.template_path)))
+        total += n * size
+        if n * size > most:
+            most, where = n * size, _largest(doc, g.template_path)
+    return problems, total, where
+
+
+def oversized(doc: Document, job: Any, size: JobSize, limits: Limits) -> list[Diagnostic]:
+    """FJ324 for each object (each replica type's pods count once) over the object limit."""
+    return [
+        _too_big(doc, f"{o.kind} {o.name!r}", o.type, o.json_bytes, limits, _where_of(doc, job, o))
+        for o in size.objects if o.json_bytes > limits.object_bytes
+    ]
+
+
+def _too_big(doc: Document, what: str, rtype: str | None, size: int, limits: Limits, where: PathT) -> Diagnostic:
+    pods = f" (and every pod of type {rtype!r})" if rtype is not None else ""
+    return doc.diagnostic(
+        "FJ324", f"{what}{pods} would be {size / MIB:,.2f} MiB; the API server takes objects of at most {limits.object_bytes // MIB} MiB", where,
+        hint="keep large data out of the job: mount it from a volume or a ConfigMap of its own",
+    )
+
+
+def _where_of(doc: Document, job: Any, o: Measured) -> PathT:
+    """The value that makes an object big: the largest in its replica type's template (a pod),
+    in spec.service (a per-replica Service), else in the whole document."""
+    if o.type is not None and o.kind == "Service":
+        return _largest(doc, ("spec", "service"))
+    if o.type is not None:
+        for g in groups(job):
+            if g.type == o.type and g.template is not None:
+                return _largest(doc, g.template_path)
+    return _largest(doc, ())
+
+
+def _largest(doc: Document, base: PathT) -> PathT:
+    """The path of the longest string under `base` (the base itself when it holds none)."""
+    value: Any = doc.data
+    for part in base:
+        try:
+            value = value[part]
+        except (KeyError, IndexError, TypeError):
+            return base
+    best, where = -1, base
+    stack: list[tuple[PathT, Any]] = [(base, value)]
+    while stack:
+        path, v = stack.pop()
+        if isinstance(v, str):
+            if len(v) > best:
+                best, where = len(v), path
+        elif isinstance(v, dict):
+            stack.extend(((*path, k), x) for k, x in v.items())
+        elif isinstance(v, list):
+            stack.extend(((*path, i), x) for i, x in enumerate(v))
+    return where

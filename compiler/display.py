@@ -1,0 +1,74 @@
+"""Text from inputs made safe to show: in a terminal, a CI log, Markdown, and HTML.
+
+Every string flatjob prints or posts may come from a pull request: a committed file (its
+diff), a folder name (an overlay's environment), a job file's name.  Shown raw, a carriage
+return or a newline starts a new line (a fake `::error` workflow command, a Markdown line
+that closes the diff's code fence and opens `<!--` to hide the rest of a comment), an escape
+sequence drives the terminal (OSC 52 writes the clipboard, cursor movement rewrites what was
+printed), and a bidi override reorders what the reader sees.  `visible` writes each such
+character as a `\\xNN` / `\\uNNNN` escape instead, so it stays one visible line; the
+Markdown and HTML forms also escape what those languages would interpret.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+
+# C0 controls, DEL, C1 controls (0x9b is an escape for many terminals), the Unicode line and
+# paragraph separators and the bidi embeddings, overrides and isolates (Trojan Source).
+_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ufeff]")
+_UNSAFE_BUT_TABS = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ufeff]")
+_MARKDOWN = re.compile(r"""([\\`*_{}\[\]()<>#+\-.!|~"'&:=$^@%;/,?])""")  # CommonMark escapes any ASCII punctuation
+
+
+def _escape(m: re.Match[str]) -> str:
+    code = ord(m.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def visible(text: str, tabs: bool = True) -> str:
+    """One line of text in which no character acts: controls and breaks written as escapes."""
+    pattern = _UNSAFE_BUT_TABS if tabs else _UNSAFE
+    return pattern.sub(_escape, text) if pattern.search(text) else text
+
+
+def visible_lines(text: str) -> str:
+    """Text of several lines (split at \\n only) in which no character but the newline acts."""
+    return "\n".join(visible(line) for line in text.split("\n"))
+
+
+def log_line(text: str) -> str:
+    """`visible`, and never the start of a GitHub Actions workflow command (`::`, `##[`)."""
+    out = visible(text)
+    return "./" + out if out.startswith(("::", "##[")) else out
+
+
+def markdown(text: str) -> str:
+    """Inline Markdown text that shows exactly `text` (no emphasis, code, link, HTML, table cell)."""
+    return _MARKDOWN.sub(r"\\\1", visible(text))
+
+
+def markdown_code(text: str) -> str:
+    """Inline code showing `text` (a path, a command): a backtick run longer than any inside it;
+    text holding `|` (which ends a table cell even in code) is escaped text instead."""
+    shown = visible(text)
+    if "|" in shown:
+        return markdown(text)
+    ticks = "`" * (max((len(r) for r in re.findall("`+", shown)), default=0) + 1)
+    pad = " " if shown.startswith("`") or shown.endswith("`") or not shown.strip() else ""
+    return f"{ticks}{pad}{shown}{pad}{ticks}"
+
+
+def html_text(text: str) -> str:
+    """Text inside an HTML element of a Markdown document (`<summary>`), shown as written."""
+    return html.escape(visible(text), quote=True)
+
+
+def code_block(text: str, info: str = "") -> str:
+    """A fenced code block showing `text` whole: its lines made visible (no carriage return
+    or other break can end a line early) and a fence longer than any run of backticks in it."""
+    body = visible_lines(text.rstrip("\n"))
+    runs = [len(r) for r in re.findall("`+", body)]
+    fence = "`" * max(3, max(runs, default=0) + 1)
+    return f"{fence}{info}\n{body}\n{fence}\n"

@@ -1,0 +1,104 @@
+"""The CI check (`python -m flatjob.compiler.ci`, behind action.yml) on a pull request built to
+hide its changes from the reviewer, and `flatjob diff` / `compile --check` on committed bytes.
+
+The pull request changes a job (a third worker: a new pod), and beside it commits what an
+attacker would: a non-flatjob file under rendered/prod/ whose carriage returns close the diff's
+code fence and open `<!--` (before issue 21 everything after it, the real job changes, was
+invisible in the rendered comment, while the table said "up to date"), and an overlay folder
+whose name holds newlines, `::error` and `::set-output` and a forged table row.  The check
+runs in a capped child (kit.py) against a real git repository; its comment is rendered with
+a CommonMark renderer (markdown-it-py, GFM tables, raw HTML allowed as GitHub allows it):
+every changed pod of the real diff is visible outside any HTML comment, the table has one
+row per environment, and no line of the Actions log starts a workflow command but flatjob's
+own annotations.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from .kit import JOB, Sandbox, assert_clean_exit, run
+
+markdown_it = pytest.importorskip("markdown_it")
+
+HIDE = "x\r```\r<!--\r"
+EVIL_ENV = "prod\n::error file=x::forged\n::set-output name=ok::yes\n| forged | `row` | ✅ up to date |"
+
+
+def _git(repo: Path, *args: str) -> None:
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com", "GIT_CONFIG_GLOBAL": "/dev/null"}
+    subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, env=env)
+
+
+def _pull_request(box: Sandbox) -> None:
+    """Base: one job, rendered for two environments; the pull request: a third worker, plus the
+    hostile extras, all rendered and committed as the action expects."""
+    box.job()
+    for env in ("dev", "prod"):
+        folder = box.repo / "overlays" / env
+        folder.mkdir(parents=True)
+        (folder / "overlay.yaml").write_text(f"namespace: training-{env}\n")
+    flatjob = [sys.executable, "-m", "flatjob.compiler.cli"]
+    for env in ("dev", "prod"):
+        subprocess.run([*flatjob, "compile", "jobs", "--overlay", f"overlays/{env}", "-o", f"rendered/{env}"], cwd=box.repo, check=True, capture_output=True)
+    (box.repo / ".git").rename(box.repo / ".git-canary")  # the sandbox's token file stays out of the real repository
+    _git(box.repo, "init", "-q", "-b", "main")
+    _git(box.repo, "add", "-A")
+    _git(box.repo, "commit", "-q", "-m", "base")
+    box.job(text=JOB.format(name="ok").replace("replicas: 2", "replicas: 3"))
+    for env in ("dev", "prod"):
+        subprocess.run([*flatjob, "compile", "jobs", "--overlay", f"overlays/{env}", "-o", f"rendered/{env}"], cwd=box.repo, check=True, capture_output=True)
+    (box.repo / "rendered" / "prod" / "notes.txt").write_bytes(HIDE.encode())
+    evil = box.repo / "overlays" / EVIL_ENV
+    evil.mkdir(parents=True)
+    (evil / "overlay.yaml").write_text("namespace: training-evil\n")
+    subprocess.run([*flatjob, "compile", "jobs", "--overlay", str(evil.relative_to(box.repo)), "-o", f"rendered/{EVIL_ENV}"], cwd=box.repo, check=True, capture_output=True)
+    _git(box.repo, "checkout", "-q", "-b", "pull-request")
+    _git(box.repo, "add", "-A")
+    _git(box.repo, "commit", "-q", "-m", "a third worker")
+
+
+def _visible_text(markdown: str) -> str:
+    """What a reader sees: the rendered HTML without comments and tags."""
+    html = markdown_it.MarkdownIt("commonmark", {"html": True}).enable("table").render(markdown)
+    html = re.sub(r"<!--.*?(-->|\Z)", "", html, flags=re.DOTALL)
+    return html
+
+
+def test_a_pull_request_cannot_hide_its_changes_from_the_comment_or_forge_the_log(box: Sandbox) -> None:
+    _pull_request(box)
+    comment, summary = box.tmp / "comment.md", box.tmp / "summary.md"
+    done = run([sys.executable, "-m", "flatjob.compiler.ci", "--jobs", "jobs", "--overlays", "overlays", "--rendered", "rendered", "--base", "main", "--comment", str(comment), "--summary", str(summary)], box.repo)
+    assert done.code in (0, 1) and "Traceback" not in done.output, done.output[-3000:]
+    text = comment.read_text(encoding="utf-8")
+    shown = _visible_text(text)
+    sections = dict(re.findall(r"<summary>(dev|prod): rendered changes.*?</summary>(.*?)</details>", shown, flags=re.DOTALL))
+    for env in ("dev", "prod"):  # the real change: a third worker in each environment
+        assert "+  name: ok-worker-2" in sections[env], shown[-3000:]
+    assert "name: ok-worker-2" in shown and "x\\x0d```\\x0d&lt;!--\\x0d" in shown, shown
+    rows = re.findall(r"<tr>", shown.split("<tbody>", 1)[1].split("</tbody>", 1)[0])
+    assert len(rows) == 3  # dev, prod and the hostile one: no forged row
+    for line in done.output.splitlines():  # the Actions log: only flatjob's own annotations start with ::
+        assert not line.startswith("##["), line
+        assert not line.startswith("::") or re.match(r"::(error|warning) file=", line), line
+    assert "::set-output" not in "\n".join(line for line in done.output.splitlines() if line.startswith("::"))
+
+
+@pytest.mark.parametrize("command", [("diff", "jobs", "-o", "rendered"), ("compile", "jobs", "-o", "rendered", "--check")])
+def test_diff_and_check_print_no_terminal_control_from_committed_files(box: Sandbox, command: tuple[str, ...]) -> None:
+    """Before: OSC 52 (clipboard) and cursor movement reached the terminal as they were committed."""
+    box.job()
+    assert_clean_exit(box.compile(), 0)
+    job = box.out / "ok" / "job.yaml"
+    job.write_bytes(job.read_bytes() + "# \x1b]52;c;ZWNobyBwd25lZA==\x07\x1b[2A\x1b[2K\rok\u009b31m\n".encode())
+    box.freeze()
+    done = box.flatjob(*command)
+    assert_clean_exit(done, 0, 1)
+    assert not re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f]", done.stdout), repr(done.stdout[-500:])
+    assert "\\x1b]52;c;ZWNobyBwd25lZA==\\x07\\x1b[2A\\x1b[2K\\x0dok\\x9b31m" in done.stdout

@@ -1,0 +1,98 @@
+"""Job values that lint passed and compile crashed on, or that the API server would refuse.
+
+Each case runs lint, compile, krm (the job as a ResourceList item) and the Argo CD plugin in
+a capped child (tests/hostile/kit.py) and asserts exit 1 with the code at the line:col of
+the value, and nothing written.  Before issue 21: `.nan`/`.inf` in a resource or a sizeLimit
+passed lint and ended compile in an internal error (also through an overlay); `env: 1` and a
+mapping as an env name crashed lint, compile and krm (exit 3, krm with empty output); a
+52-character job name with TensorBoard rendered a 64-character Service; env names `A=B` or
+not ASCII passed; job `x` and job `x` of namespace `team` rendered twice under `-n team`.
+"""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from .kit import JOB, Sandbox, assert_clean_exit, resource_list
+
+CPU = 1.0  # seconds of CPU per run, start-up included
+MIB = 100  # peak resident memory of the run
+
+CONTAINER = "            - name: python\n              image: pytorch/pytorch:2.4.0\n              command: [python, train.py]\n"
+
+
+def _job(extra_container: str = "", spec_extra: str = "", name: str = "bad", kind: str = "PyTorchTrainingJob", volumes: str = "") -> str:
+    text = JOB.format(name=name).replace("PyTorchTrainingJob", kind)
+    text = text.replace("              command: [python, train.py]\n", "              command: [python, train.py]\n" + extra_container)
+    if volumes:
+        text += "          volumes:\n" + volumes
+    return text.replace("spec:\n  replicaSpecs:", "spec:\n" + spec_extra + "  replicaSpecs:", 1)
+
+
+CASES = {
+    # name: (job text, (line, col, code) expected)
+    "nan-cpu": (_job("              resources: {limits: {cpu: .nan}}\n"), (15, 41, "FJ204")),
+    "inf-memory": (_job("              resources: {requests: {memory: .inf}}\n"), (15, 46, "FJ204")),
+    "inf-size-limit": (_job(volumes="            - {name: d, emptyDir: {sizeLimit: -.inf}}\n"), (16, 47, "FJ204")),
+    "inf-replicas": (JOB.format(name="bad").replace("replicas: 2", "replicas: .inf"), (8, 17, "FJ204")),
+    "generic-env-number": (_job("              env: 1\n", kind="GenericJob"), (15, 20, "FJ401")),
+    "generic-env-name-mapping": (_job("              env: [{name: {a: 1}, value: x}]\n", kind="GenericJob"), (15, 28, "FJ401")),
+    "env-name-equals": (_job("              env: [{name: A=B, value: x}]\n"), (15, 28, "FJ404")),
+    "env-name-not-ascii": (_job("              env: [{name: \"ÄÖ\", value: x}]\n"), (15, 28, "FJ404")),
+    "annotations-300KiB": (JOB.format(name="bad").replace("  name: bad\n", "  name: bad\n  annotations: {a: " + "x" * 300 * 1024 + "}\n"), (5, 3, "FJ313")),
+    "container-name": (_job().replace("- name: python", "- name: Python_1"), (12, 21, "FJ404")),
+    "tensorboard-service-name": (_job(spec_extra="  tensorboardSpec:\n    image: tensorflow/tensorflow:2.14.0\n    trainingLogFilesets: [t9k://pvc/logs/x]\n", name="a" * 55).replace("type: worker", "type: w"), (6, 3, "FJ305")),
+}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_a_bad_value_is_a_diagnostic_at_its_line_everywhere(box: Sandbox, name: str) -> None:
+    text, (line, col, code) = CASES[name]
+    box.job(file="bad.yaml", text=text)
+    box.freeze()
+    for run_ in (box.flatjob("lint", "jobs"), box.compile(), box.plugin(SOURCES="jobs")):
+        assert_clean_exit(run_, 1)
+        assert ("bad.yaml", line, col, "error", code) in run_.findings(), run_.output[-2000:]
+        assert run_.cpu < CPU and run_.rss_mib < MIB, (run_.cpu, run_.rss_mib)
+    krm = box.flatjob("krm", stdin=resource_list(text))
+    assert_clean_exit(krm, 1)
+    out = yaml.safe_load(krm.stdout)
+    assert out["kind"] == "ResourceList" and any(f"[{code}]" in r["message"] and r["severity"] == "error" for r in out["results"]), krm.stdout[-2000:]
+    assert box.untouched() and not box.out.exists()
+
+
+def test_an_env_name_older_api_servers_refuse_is_a_warning(box: Sandbox) -> None:
+    box.job(file="warn.yaml", text=_job("              env: [{name: \"A;B\", value: x}]\n", name="warn"))
+    run_ = box.flatjob("lint", "jobs")
+    assert_clean_exit(run_, 0)
+    assert ("warn.yaml", 15, 28, "warning", "FJ404") in run_.findings()
+
+
+def test_a_nan_patched_in_by_an_overlay_is_reported_in_the_overlay(box: Sandbox) -> None:
+    box.job()
+    folder = box.repo / "overlays" / "prod"
+    folder.mkdir(parents=True)
+    (folder / "overlay.yaml").write_text(
+        "patches:\n  - patch:\n      kind: PyTorchTrainingJob\n      metadata: {name: ok}\n      spec:\n        replicaSpecs:\n"
+        "          - type: worker\n            template:\n              spec:\n                containers:\n"
+        "                  - name: python\n                    resources: {limits: {cpu: .nan}}\n"
+    )
+    box.freeze()
+    for run_ in (box.compile("--overlay", "overlays/prod"), box.plugin(SOURCES="jobs", OVERLAY="overlays/prod")):
+        assert_clean_exit(run_, 1)
+        assert ("overlay.yaml", 12, 47, "error", "FJ204") in run_.findings(), run_.output[-2000:]
+    assert box.untouched()
+
+
+def test_a_job_without_namespace_and_its_twin_in_the_default_namespace_collide(box: Sandbox) -> None:
+    box.job("x", file="a.yaml")
+    box.job(file="b.yaml", text=JOB.format(name="x").replace("  name: x\n", "  name: x\n  namespace: team\n"))
+    box.freeze()
+    assert_clean_exit(box.flatjob("lint", "jobs"), 0)  # without a default, they land in different namespaces
+    for run_ in (box.flatjob("lint", "-n", "team", "jobs"), box.compile("-n", "team"), box.plugin(SOURCES="jobs", NAMESPACE="team")):
+        assert_clean_exit(run_, 1)
+        assert ("b.yaml", 4, 9, "error", "FJ315") in run_.findings(), run_.output[-2000:]
+    plugin = box.plugin(SOURCES="jobs")  # ARGOCD_APP_NAMESPACE=training: no collision there
+    assert_clean_exit(plugin, 0)
+    assert box.untouched()

@@ -1,0 +1,88 @@
+"""Hostile overlays: what an overlay folder in a pull request can ask of compile and the plugin.
+
+Each runs `flatjob compile --overlay` (and the Argo CD plugin with OVERLAY) in a capped child
+(tests/hostile/kit.py) and asserts a diagnostic with a code and a line, exit 1, and little CPU.
+Before issue 21: a patch `path:` naming a folder was an internal error (IsADirectoryError);
+forty JSON patch `copy` operations took 12 s and 1.7 GB before an internal error; 5 500
+patches over 500 jobs took 110 s; a target `name: (a|aa)*b` never finished; a selector term
+of spaces took time quadratic in its length; a patch whose own kind was not a regular
+expression crashed.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from .kit import Sandbox, assert_clean_exit
+
+CPU = 1.0  # seconds of CPU per run, start-up included
+MIB = 100  # peak resident memory of the run
+
+
+def _overlay(box: Sandbox, text: str) -> None:
+    folder = box.repo / "overlays" / "prod"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "overlay.yaml").write_text(text)
+
+
+def _compile(box: Sandbox) -> list:
+    box.freeze()
+    runs = [box.compile("--overlay", "overlays/prod"), box.plugin(SOURCES="jobs", OVERLAY="overlays/prod")]
+    for run_ in runs:
+        assert_clean_exit(run_, 1)
+        assert run_.cpu < CPU and run_.rss_mib < MIB, (run_.cpu, run_.rss_mib)
+    assert box.untouched() and not box.out.exists()
+    return runs
+
+
+@pytest.mark.parametrize("path", [".", '""', "sub", "sub/", "../prod"])
+def test_a_patch_path_that_is_a_folder_is_an_error_at_its_line(box: Sandbox, path: str) -> None:
+    box.job()
+    (box.repo / "overlays" / "prod" / "sub").mkdir(parents=True)
+    _overlay(box, f"patches:\n  - path: {path}\n")
+    for run_ in _compile(box):
+        assert ("overlay.yaml", 2, 11, "error", "FJ602") in run_.findings() and "is a directory" in run_.output
+
+
+def test_json_patch_copies_cannot_double_a_job_forty_times(box: Sandbox) -> None:
+    box.job()
+    ops = "\n".join(f"      - {{op: copy, from: /spec, path: /spec/a{i}}}" for i in range(40))
+    _overlay(box, f"patches:\n  - target: {{kind: PyTorchTrainingJob}}\n    patch:\n{ops}\n")
+    for run_ in _compile(box):
+        assert ("overlay.yaml", 2, 5, "error", "FJ105") in run_.findings(), run_.output[-2000:]
+
+
+def test_patches_times_jobs_are_bounded(box: Sandbox) -> None:
+    for i in range(200):
+        box.job(f"job-{i}")
+    patches = "".join(f"  - {{target: {{kind: X{i}}}, patch: {{spec: {{}}}}}}\n" for i in range(5000))
+    _overlay(box, "patches:\n" + patches)
+    for run_ in _compile(box):
+        assert "FJ105" in run_.codes() and "costs more than 1,000,000 YAML values" in run_.output
+
+
+@pytest.mark.parametrize(
+    ("target", "why"),
+    [
+        ('{name: "(a|aa)*b"}', "repeats an alternative"),
+        ('{name: "(a+)+b"}', "repeats a repetition"),
+        ('{kind: "(x)\\\\1"}', "refers back to a group"),
+        ('{name: ".*.*.*.*b"}', "has 4 repetitions"),
+        ("{labelSelector: 'a" + " " * 5000 + "in (x)'}", "selector term of 5,007 characters"),
+    ],
+    ids=["alternative", "nested", "backreference", "repetitions", "long-selector"],
+)
+def test_a_target_that_could_match_forever_is_refused(box: Sandbox, target: str, why: str) -> None:
+    box.job("a" * 40)
+    _overlay(box, f"patches:\n  - target: {target}\n    patch: {{spec: {{}}}}\n")
+    for run_ in _compile(box):
+        assert "FJ602" in run_.codes() and why in run_.output, run_.output[-2000:]
+
+
+def test_a_patch_naming_its_own_kind_as_text_is_a_literal(box: Sandbox) -> None:
+    box.job()
+    _overlay(box, 'patches:\n  - patch: {kind: "(", metadata: {name: ok}, spec: {}}\n')
+    box.freeze()
+    run_ = box.compile("--overlay", "overlays/prod")
+    assert_clean_exit(run_, 0)
+    assert "[FJ600]" in run_.output  # it selects no job: kind '(' is nobody's

@@ -1,0 +1,65 @@
+"""Render amplification: small job files that ask for gigabytes of output, or for an object
+the API server refuses, stop at lint, before anything is rendered.
+
+Each runs lint, compile, krm and the Argo CD plugin in a capped child (tests/hostile/kit.py)
+and asserts exit 1, the code at the line of the value that makes the output big, at most
+1 s of CPU and 100 MiB, and nothing written.  Before issue 21: a 1 MiB env value with
+`replicas: 2000` passed lint in 0.46 s and compile died with a MemoryError at 1.9 GB; with
+300 replicas it wrote 302 MB; a GenericJob value of 130 000 `$(rank)` took lint 110 s.
+"""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from .kit import JOB, Sandbox, assert_clean_exit, resource_list
+
+CPU = 1.0
+MIB = 100
+
+ENV_AT = (15, 40)  # where the env value starts in _job's text
+
+
+def _job(value: str, replicas: int, kind: str = "PyTorchTrainingJob") -> str:
+    text = JOB.format(name="big").replace("replicas: 2", f"replicas: {replicas}").replace("PyTorchTrainingJob", kind)
+    return text.replace("              command: [python, train.py]\n", f'              command: [python, train.py]\n              env: [{{name: BIG, value: "{value}"}}]\n')
+
+
+CASES = {
+    # name: (job text, codes expected at the env value)
+    "1MiB-env-2000-replicas": (_job("x" * 1024 * 1024, 2000), {"FJ324", "FJ105"}),
+    "1MiB-env-300-replicas": (_job("x" * (1024 * 1024 - 200), 300), {"FJ105"}),
+    "900KiB-env-2000-replicas": (_job("x" * 900 * 1024, 2000), {"FJ105"}),
+    "1MiB-env-2-replicas": (_job("x" * 1024 * 1024, 2), {"FJ324"}),
+    "generic-rank-refs-2000-replicas": (_job("$(rank)" * 130 * 1024, 2000, "GenericJob"), {"FJ105"}),
+}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_render_amplification_stops_before_rendering(box: Sandbox, name: str) -> None:
+    text, codes = CASES[name]
+    box.job(file="big.yaml", text=text)
+    box.freeze()
+    for run_ in (box.flatjob("lint", "jobs"), box.compile(), box.plugin(SOURCES="jobs")):
+        assert_clean_exit(run_, 1)
+        found = {f[4] for f in run_.findings() if f[:3] == ("big.yaml", *ENV_AT)}
+        assert found == codes, run_.output[-2000:]
+        assert run_.cpu < CPU and run_.rss_mib < MIB, (run_.cpu, run_.rss_mib)
+    krm = box.flatjob("krm", stdin=resource_list(text))
+    assert_clean_exit(krm, 1)
+    results = yaml.safe_load(krm.stdout)["results"]
+    assert {c for c in codes if any(f"[{c}]" in r["message"] for r in results)} == codes
+    assert box.untouched() and not box.out.exists()
+
+
+def test_jobs_that_fit_one_by_one_but_not_together(box: Sandbox) -> None:
+    """Each job renders ~100 MiB: the third takes the run past 256 MiB, at its own line."""
+    for i in range(3):
+        box.job(file=f"j{i}.yaml", text=_job("x" * 1000 * 1024, 100).replace("name: big", f"name: big-{i}"))
+    box.freeze()
+    for run_ in (box.flatjob("lint", "jobs"), box.compile()):
+        assert_clean_exit(run_, 1)
+        assert [f for f in run_.findings() if f[4] == "FJ105"] == [("j2.yaml", *ENV_AT, "error", "FJ105")], run_.output[-2000:]
+        assert run_.cpu < CPU and run_.rss_mib < MIB, (run_.cpu, run_.rss_mib)
+    assert box.untouched()

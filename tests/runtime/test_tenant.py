@@ -1,0 +1,159 @@
+"""The runtime against a tenant of its namespace: what anyone who may write there can make.
+
+Over the real client and HTTP against the fake API server (tests/runtime/harness.py):
+- a 38-byte edit of the record's status.runtime naming a million pods is refused as an
+  InvalidRecord (an Event, Stalled), decoding at most the pods a job can have (before issue
+  21 the runtime expanded it: 50 -> 622 MiB); repaired, the job goes on;
+- a `<job>-ssh` Secret someone else created first is refused (an Event and a Stalled
+  ForeignSecret condition) and no pod is released; deleted, the runtime makes its own key
+  pair and the job runs;
+- PodTemplates carrying the job's labels but not its pods' names are never cached and never
+  stall the job (before: one of them stalled it), whether they exist before the runtime
+  starts or come while it runs; one of the job's own names, grown past what compile renders,
+  is kept as its size only and is a problem the status states;
+- a list page larger than the runtime parses is asked for again in smaller pages.
+Memory itself is measured by bench/hostile_runtime.py (never by timed tests).
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from flatjob.compiler import keys
+from flatjob.runtime import nameset
+from flatjob.runtime.api import POD_TEMPLATES
+from flatjob.runtime.job import job_view
+from flatjob.runtime.kube import PAGE_BYTES
+from flatjob.runtime.trim import TEMPLATE_BYTES, template
+
+from .harness import NAMESPACE, REAL, Scenario
+from .test_scenarios import DEEPSPEED, pytorch
+
+fake_only = pytest.mark.skipif(REAL, reason="drives the fake API server's objects")
+
+
+def _condition(status: dict[str, Any], kind: str) -> dict[str, Any]:
+    return next(c for c in status.get("conditions") or [] if c["type"] == kind)
+
+
+def _events(s: Scenario, reason: str) -> list[dict[str, Any]]:
+    return [o for (r, ns, _), o in s.cluster.objects.items() if r == "events" and ns == NAMESPACE and o.get("reason") == reason]
+
+
+# --- the ledger ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("items", [["x0-{0..1000000}"], ["a{0..9999}", "b{0..1}"], ["x" * 64], ["a{0..99999999999}"]])
+def test_decoding_names_is_bounded_by_the_pods_a_job_can_have(items: list[str]) -> None:
+    with pytest.raises(ValueError):
+        nameset.decode(items)
+
+
+def test_one_budget_bounds_every_list_of_a_ledger() -> None:
+    budget = nameset.Budget(10)
+    assert len(nameset.decode(["a{0..5}"], budget)) == 6
+    with pytest.raises(ValueError, match="more than"):
+        nameset.decode(["b{0..4}"], budget)
+
+
+@fake_only
+def test_a_status_naming_a_million_pods_is_refused(runtime_mode: str) -> None:
+    s = Scenario(pytorch(master="sleep 400; exit 0", worker="sleep 400; exit 0"))
+    s.run_until(lambda st: st.get("phase") == "Running")
+    plural = s.kind.lower() + "s"
+    good = s.cluster.record(NAMESPACE, plural, s.name)
+    edited = copy.deepcopy(good)
+    edited["status"]["runtime"]["released"] = ["x0-{0..1000000}"]
+    s.cluster.replace_record_status(NAMESPACE, plural, edited)
+    for _ in range(5):
+        s.tick()
+    st = s.status()
+    stalled = _condition(st, "Stalled")
+    assert (stalled["status"], stalled["reason"]) == ("True", "InvalidRecord") and "pods a job can have" in stalled["message"]
+    assert _events(s, "InvalidRecord")
+    fixed = s.cluster.record(NAMESPACE, plural, s.name)
+    fixed["status"]["runtime"] = good["status"]["runtime"]
+    s.cluster.replace_record_status(NAMESPACE, plural, fixed)
+    assert s.run_until(lambda st: _condition(st, "Stalled")["status"] == "False", limit=60)["phase"] == "Running"
+
+
+# --- the SSH Secret -----------------------------------------------------------------------------
+
+
+@fake_only
+def test_someone_elses_ssh_secret_is_refused_and_no_pod_is_released(runtime_mode: str) -> None:
+    s = Scenario(DEEPSPEED)
+    planted = {"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/ssh-auth", "metadata": {"name": "ds-ssh", "namespace": NAMESPACE},
+               "stringData": {"authorized_keys": "ssh-ed25519 AAAAattacker attacker\n", "ssh-privatekey": "x", "ssh-publickey": "x"}}
+    s.cluster.create_secret(NAMESPACE, planted)
+    for _ in range(10):
+        s.tick()
+    st = s.status()
+    stalled = _condition(st, "Stalled")
+    assert (stalled["status"], stalled["reason"]) == ("True", "ForeignSecret"), st.get("conditions")
+    assert "was not created by this job's runtime" in stalled["message"]
+    assert _events(s, "ForeignSecret")
+    assert all(pod["spec"].get("schedulingGates") for pod in s.pods().values())  # none released
+    # Deleted, the runtime makes its own key pair, owned by the record, and the job runs.
+    s.cluster.store.delete(_secrets(), NAMESPACE, "ds-ssh", {})
+    for name in ("ds-worker-0", "ds-worker-1", "ds-worker-2"):
+        s.kubelet.behaviors[name] = lambda pod, env: (float("inf"), None)
+    s.run_until(lambda st: st.get("phase") == "Running", limit=120)
+    secret = s.cluster.objects[("secrets", NAMESPACE, "ds-ssh")]
+    record = s.cluster.record(NAMESPACE, s.kind.lower() + "s", s.name)
+    assert [r["uid"] for r in secret["metadata"]["ownerReferences"] if r.get("controller")] == [record["metadata"]["uid"]]
+    assert "attacker" not in str(secret.get("data"))
+
+
+def _secrets() -> Any:
+    from flatjob.runtime.sim.apiserver import kinds
+
+    return kinds.by_key("secrets")
+
+
+# --- PodTemplates ---------------------------------------------------------------------------------
+
+
+def _junk(name: str, job: str, size: int = 1000) -> dict[str, Any]:
+    labels = {keys.JOB_NAME: job}
+    return {"apiVersion": "v1", "kind": "PodTemplate", "metadata": {"name": name, "namespace": NAMESPACE, "labels": labels},
+            "template": {"metadata": {"labels": labels}, "spec": {"containers": [{"name": "x", "image": "busybox", "env": [{"name": "J", "value": "j" * size}]}]}}}
+
+
+@fake_only
+def test_podtemplates_of_other_names_are_never_cached_and_never_stall_the_job(runtime_mode: str) -> None:
+    s = Scenario(pytorch(master="sleep 60; exit 0", worker="sleep 60; exit 0"))
+    for i in range(5):  # before the runtime lists them
+        s.cluster.apply(_junk(f"junk-{i}", s.name))
+    s.controller = s.new_controller()
+    s.run_until(lambda st: st.get("phase") == "Running")
+    for i in range(5, 10):  # and while it watches
+        s.cluster.apply(_junk(f"junk-{i}", s.name))
+    s.sync()
+    assert not [n for n in s.controller.templates.cache if n.startswith("junk-")]
+    assert s.finished()["phase"] == "Succeeded"
+
+
+def test_a_template_grown_past_what_compile_renders_is_kept_as_its_size_and_is_a_problem() -> None:
+    from .test_decisions_jobview import compiled, source
+
+    record, templates = compiled(source("DeepSpeedJob"))
+    big = copy.deepcopy(templates["j-worker-1"])
+    big["template"]["spec"]["containers"][0]["env"] = [{"name": "J", "value": "j" * (TEMPLATE_BYTES + 1)}]
+    kept = template(big)
+    assert kept["template"]["spec"] is None and kept["template"]["oversize"] > TEMPLATE_BYTES
+    templates["j-worker-1"] = kept
+    assert "more than the" in (job_view(record, templates).problem or "")
+
+
+@fake_only
+def test_a_list_page_too_large_to_parse_is_asked_for_in_smaller_pages() -> None:
+    s = Scenario(pytorch(master="sleep 60; exit 0", worker="sleep 60; exit 0"))
+    count = PAGE_BYTES // (1024 * 1024) + 3  # more than one page of 1 MiB objects
+    for i in range(count):
+        s.cluster.apply(_junk(f"big-{i}", "someone", 1024 * 1024))
+    items, _ = s.controller.cluster.list(POD_TEMPLATES, NAMESPACE, labels={keys.JOB_NAME: "someone"}, trim=lambda o: {"metadata": {"name": o["metadata"]["name"]}})
+    assert sorted(o["metadata"]["name"] for o in items) == sorted(f"big-{i}" for i in range(count))

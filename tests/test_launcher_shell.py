@@ -1,0 +1,93 @@
+"""Why lint refuses a launcher's workingDir and env names that are not plain shell words (FJ340).
+
+flatjob cannot change how the launchers build each node's command, so these tests build it
+with the real code, in this process, and run it with `sh` as the node would (pdsh and ssh
+only carry the string): deepspeed 0.19.8's PDSHRunner (`cd <cwd>;` and `export K=V;`
+unquoted) and invoke's Context, which fabric's Connection.run uses for `colossalai run`
+(`cd <workdir> && export K="V" && <cmd>`, spaces escaped, nothing else).  A value lint
+refuses runs a command on the node; a value lint accepts is inert and lands where it should.
+Skipped without deepspeed or invoke (`.ci/run` installs both).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from flatjob.compiler.validate.launchers import PLAIN_WORD, SHELL_NAME
+
+
+def _sh(command: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["sh", "-c", command], cwd=cwd, capture_output=True, text=True, timeout=30, check=False)
+
+
+def _deepspeed_remote(cwd: Path, exports: dict[str, str]) -> str:
+    """The command deepspeed's pdsh runner has each node's shell run, its launcher made a no-op."""
+    runner_mod = pytest.importorskip("deepspeed.launcher.multinode_runner")
+    from deepspeed.launcher.runner import parse_args
+
+    args = parse_args(["--hostfile=/dev/null", "--master_addr=127.0.0.1", "train.py", "--x"])
+    runner = runner_mod.PDSHRunner(args, "e30=")
+    for key, value in exports.items():
+        runner.add_export(key, value)
+    here = os.getcwd()
+    os.chdir(cwd)
+    try:
+        cmd, _, _ = runner.get_cmd({}, {"node-0": [0]})
+    finally:
+        os.chdir(here)
+    remote = cmd[cmd.index("-w") + 2 :]  # what pdsh sends: everything after `-w <hosts>`
+    return " ".join(remote).replace(sys.executable, ":", 1)
+
+
+def _colossalai_remote(workdir: str, env: dict[str, str]) -> str:
+    """The command `colossalai run` has each node's shell run (fabric's cd and prefix)."""
+    invoke = pytest.importorskip("invoke")
+    ctx = invoke.Context()
+    env_msg = " ".join(f'{k}="{v}"' for k, v in env.items())  # colossalai/cli/launcher/multinode_runner.py
+    with ctx.cd(workdir), ctx.prefix(f"export {env_msg}"):
+        return ctx._prefix_commands("true")
+
+
+@pytest.mark.parametrize("name", ["ws;touch ran", "ws$(touch ran)", "ws`touch ran`"])
+def test_deepspeed_runs_what_a_working_dir_holds(tmp_path: Path, name: str) -> None:
+    assert not PLAIN_WORD.fullmatch(name)
+    (tmp_path / name).mkdir()
+    _sh(_deepspeed_remote(tmp_path / name, {}), tmp_path)
+    assert any(p.name == "ran" for p in tmp_path.rglob("ran")), "the working directory's command did not run"
+
+
+def test_deepspeed_runs_what_an_exported_env_name_holds(tmp_path: Path) -> None:
+    name = "PYTHONX;touch ran;Y"
+    assert not SHELL_NAME.fullmatch(name)
+    _sh(_deepspeed_remote(tmp_path, {name: "1"}), tmp_path)
+    assert (tmp_path / "ran").exists()
+
+
+def test_a_plain_working_dir_and_names_are_inert_with_deepspeed(tmp_path: Path) -> None:
+    plain = tmp_path / "ws_1.0-a@b"
+    plain.mkdir()
+    assert PLAIN_WORD.fullmatch(plain.name) and SHELL_NAME.fullmatch("PYTHON_X")
+    out = _sh(_deepspeed_remote(plain, {"PYTHON_X": "a b"}) + "; pwd; echo $PYTHON_X", tmp_path)
+    assert out.stdout.splitlines()[-2:] == [str(plain), "a b"] and not list(tmp_path.rglob("ran"))
+
+
+@pytest.mark.parametrize("workdir", ["/tmp/$(id>{ran})", "/tmp;id>{ran}"])  # invoke escapes spaces, nothing else
+def test_colossalai_runs_what_a_working_dir_holds(tmp_path: Path, workdir: str) -> None:
+    ran = tmp_path / "ran"
+    _sh(_colossalai_remote(workdir.format(ran=ran), {}), tmp_path)
+    assert ran.exists()
+
+
+def test_colossalai_runs_what_an_env_name_holds(tmp_path: Path) -> None:
+    _sh(_colossalai_remote(str(tmp_path), {"A;touch ran;B": "1"}), tmp_path)
+    assert (tmp_path / "ran").exists()
+
+
+def test_a_plain_working_dir_and_names_are_inert_with_colossalai(tmp_path: Path) -> None:
+    out = _sh(_colossalai_remote(str(tmp_path), {"MY_VAR": "a b"}) + " && pwd && echo $MY_VAR", tmp_path)
+    assert out.stdout.splitlines() == [str(tmp_path), "a b"]

@@ -1,0 +1,96 @@
+"""The render budget's measure (compiler/render/size.py) against what compile renders.
+
+Covers: for every example job, the real corpus and random jobs (valid PyTorchTrainingJobs,
+and every example kind with random values that still compile), the measured total is at
+least the JSON of every object compile renders and at most a few digits per object more, the
+largest object measured is the largest rendered, and the YAML compile writes is 0.9 to 1.25
+times the measure (the budget is counted in JSON, what the API server gets).
+One pod per replica type stands for its type, so these pin that pods of a type differ only
+by digits that never make a later pod larger.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import orjson
+import pytest
+import yaml
+from conftest import ROOT
+from hostile.jobfuzz import SEEDS, dump, mutated
+from hypothesis import HealthCheck, assume, given, settings
+from strategies import job_yaml, pytorch_jobs
+
+from flatjob.compiler import keys
+from flatjob.compiler.loader import Loaded, parse
+from flatjob.compiler.options import CompileOptions
+from flatjob.compiler.pipeline import CompiledJob, compile_documents
+from flatjob.compiler.render.size import measure
+
+EXAMPLES = sorted([*ROOT.glob("examples/*.yaml"), *ROOT.glob("examples/local/*.yaml")])
+CORPUS = ROOT.parent / "shared" / "corpus" / "t9k"
+
+
+def _compiled(text: str, options: CompileOptions | None = None) -> list[CompiledJob]:
+    docs, problems = parse(text, "job.yaml")
+    result = compile_documents(Loaded(jobs=docs, diagnostics=problems), options or CompileOptions())
+    return [] if result.failed else result.jobs
+
+
+def _check(job: CompiledJob) -> None:
+    """Measured JSON = the rendered objects' JSON (pods of a type: never more than the measured
+    one), and the YAML written 0.9 to 1.25 times it (indentation; headers aside)."""
+    size = measure(job.plan)
+    objects = [doc for name, text in job.files.items() if name != "kustomization.yaml" for doc in yaml.safe_load_all(text)]
+    rendered = [len(orjson.dumps(doc)) for doc in objects]
+    assert sum(o.count for o in size.objects) == len(objects)
+    assert sum(rendered) <= size.total <= sum(rendered) + 8 * len(objects), (job.name, sum(rendered), size.total)
+    assert size.largest.json_bytes == max(rendered)
+    header = len(keys.GENERATED_HEADER.encode())  # each file's, and the kustomization: not objects
+    written = sum(len(text.encode()) - header for name, text in job.files.items() if name != "kustomization.yaml")
+    assert 0.9 * size.total <= written <= 1.25 * size.total, (job.name, written, size.total)
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=[p.name for p in EXAMPLES])
+@pytest.mark.parametrize("namespace", [None, "a-rather-long-namespace-name-for-the-team"])
+def test_examples_measure_what_compile_writes(path: Path, namespace: str | None) -> None:
+    jobs = _compiled(path.read_text(), CompileOptions(namespace=namespace))
+    assert jobs
+    for job in jobs:
+        _check(job)
+
+
+def test_the_corpus_measures_what_compile_writes() -> None:
+    files = sorted(CORPUS.glob("*.yaml")) if CORPUS.is_dir() else []
+    if not files:
+        pytest.skip("no T9k corpus (../shared/corpus)")
+    checked = 0
+    for path in files:
+        for job in _compiled(path.read_text()):
+            _check(job)
+            checked += 1
+    assert checked > 50
+
+
+SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+
+
+@SETTINGS
+@given(job=pytorch_jobs())
+def test_random_pytorch_jobs_measure_what_compile_writes(job: dict[str, Any]) -> None:
+    for compiled in _compiled(job_yaml(job)):
+        _check(compiled)
+
+
+@SETTINGS
+@given(doc=mutated())
+def test_random_jobs_of_every_kind_measure_what_compile_writes(doc: dict[str, Any]) -> None:
+    jobs = _compiled(dump(doc))
+    assume(jobs)
+    for job in jobs:
+        _check(job)
+
+
+def test_the_seeds_hold_every_kind() -> None:
+    assert {d["kind"] for d in SEEDS} == {"GenericJob", "PyTorchTrainingJob", "DeepSpeedJob", "ColossalAIJob"}
