@@ -20,7 +20,7 @@ PLUGIN = "flatjob"
 
 HEALTH_LUA = """\
 -- Argo CD health of flatjob's job records (group flatjob.dev: GenericJob, PyTorchTrainingJob,
--- DeepSpeedJob, ColossalAIJob).  The per-job runtime writes status.phase and T9k's conditions;
+-- DeepSpeedJob, ColossalAIJob).  The runtime writes status.phase and T9k's conditions;
 -- this maps the phase to a health status and shows the message of the condition that explains it.
 -- The record follows kstatus (observedGeneration, Ready/Reconciling/Stalled), so a status written
 -- for an older generation is reported as Progressing until the runtime catches up, and

@@ -1,7 +1,7 @@
 """Leader election with a coordination.k8s.io Lease: two runtimes never act at once.
 
 During a rollout the old and new runtime pods may overlap; only the holder of the Lease
-<job>-runtime acts.  As in client-go's leaderelection:
+(`flatjob` for a namespace runtime, `<job>-runtime` for a per-job one) acts.  As in client-go's leaderelection:
 - another holder's Lease is judged by the *local* time at which its record was last seen to
   change (`Observed`), never by comparing its renewTime with the local clock, so clock skew
   between nodes cannot make a live leader look expired;

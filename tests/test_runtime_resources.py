@@ -2,7 +2,9 @@
 
 Pins the convention in docs/architecture.md §5: request = 48 MiB + 1 MiB per 50 pods (the
 elastic maximum counts) + what the pods' specs hold beyond 8 KiB each, limit = twice the
-request, never under 128 MiB.
+request, never under 128 MiB; a namespace runtime adds 1 MiB per 10 jobs it serves beyond the
+first (500 jobs of 4 pods: 137 MiB requested; bench/runtime.py --jobs 500 --pods-per-job 4
+measured 105 MiB resident).
 """
 
 from __future__ import annotations
@@ -62,3 +64,18 @@ def test_pods_with_big_specs_get_the_memory_their_templates_take() -> None:
     (container,) = deployment["spec"]["template"]["spec"]["containers"]
     request = int(container["resources"]["requests"]["memory"].removesuffix("Mi"))
     assert request >= 48 + 40 * 600 // 1024
+
+
+@pytest.mark.parametrize(("pods", "jobs", "request_mib"), [(4, 1, 48), (40, 10, 48), (44, 11, 49), (2000, 500, 137)])
+def test_a_namespace_runtime_grows_with_its_jobs(pods: int, jobs: int, request_mib: int) -> None:
+    assert runtime_resources(pods, jobs=jobs)["requests"]["memory"] == f"{request_mib}Mi"
+
+
+def test_the_namespace_runtime_is_sized_for_all_its_jobs() -> None:
+    text = "---\n".join(ELASTIC.format(max=3).replace("name: big", f"name: big{i}") for i in range(12))
+    objects = compiled_objects(text)
+    templates = [o for o in objects if o["kind"] == "PodTemplate"]
+    (deployment,) = [o for o in objects if o["kind"] == "Deployment"]
+    assert deployment["metadata"]["name"] == "flatjob"
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    assert container["resources"] == runtime_resources(len(templates), jobs=12) and len(templates) == 36
