@@ -43,6 +43,7 @@ from .api import (
     TooLarge,
     Unreachable,
 )
+from .backoff import seeded
 
 _ERRORS: dict[int, type[ApiError]] = {403: Forbidden, 404: NotFound, 409: Conflict, 410: Expired, 413: TooLarge, 422: Invalid}
 PAGE = 250  # objects per list page: bounds the memory one response takes before trimming
@@ -63,7 +64,7 @@ class Timeouts:
     connect: float = 5.0
     read: float = 30.0
     watch_read: float = 90.0
-    watch_server: int = 300  # timeoutSeconds asked of the server; the informer then resumes
+    watch_server: int = 300  # timeoutSeconds asked of the server, 1 to 2 times this (jitter); the informer then resumes
 
     def scaled(self, factor: float) -> Timeouts:
         """The same timings `factor` times faster (tests on sped-up clocks)."""
@@ -268,6 +269,7 @@ class KubeCluster:
         self.timeouts = timeouts or Timeouts()
         self.http = Transport(configuration or load_configuration(), self.timeouts, identity)
         self.notify = threading.Event()
+        self.rng = seeded(identity or USER_AGENT)
 
     def list(self, res: Resource, namespace: str, *, labels: Mapping[str, str] | None = None, fields: Mapping[str, str] | None = None, trim: Callable[[Obj], Obj] = lambda o: o) -> tuple[list[Obj], str]:
         """Every object that matches, page by page, each trimmed as its page arrives."""
@@ -302,8 +304,14 @@ class KubeCluster:
                 return items, str(meta.get("resourceVersion") or "")
             query["continue"] = token
 
+    def watch_timeout(self) -> int:
+        """timeoutSeconds for one watch: between 1 and 2 times Timeouts.watch_server, at random, as
+        client-go's reflector asks (minWatchTimeout x (1 + rand)), so watches opened together do
+        not all end, and resume, together."""
+        return round(self.timeouts.watch_server * (1.0 + self.rng.random()))
+
     def watch(self, res: Resource, namespace: str, resource_version: str, *, labels: Mapping[str, str] | None = None, fields: Mapping[str, str] | None = None, trim: Callable[[Obj], Obj] = lambda o: o) -> HttpWatch:
-        query: dict[str, Any] = {"watch": "true", "resourceVersion": resource_version, "allowWatchBookmarks": "true", "timeoutSeconds": self.timeouts.watch_server}
+        query: dict[str, Any] = {"watch": "true", "resourceVersion": resource_version, "allowWatchBookmarks": "true", "timeoutSeconds": self.watch_timeout()}
         if labels:
             query["labelSelector"] = selector(labels)
         if fields:

@@ -292,6 +292,16 @@ def test_watch_events_errors_and_the_end_of_the_stream(server: Scripted) -> None
     assert kube.notify.is_set()
 
 
+def test_watches_ask_the_server_to_end_them_at_jittered_times(server: Scripted) -> None:
+    """client-go's reflector asks minWatchTimeout x (1 + rand): watches opened together do not
+    all end and resume together (issue 24: relists in lockstep)."""
+    kube = server.cluster()
+    times = [kube.watch_timeout() for _ in range(50)]
+    assert all(300 <= t <= 600 for t in times) and len(set(times)) > 20
+    other = type(kube)(kube.http.configuration, identity="another-runtime")
+    assert [other.watch_timeout() for _ in range(50)] != times  # another process, other times
+
+
 @pytest.mark.parametrize(("lines", "reason"), [([], "StreamClosed"), ([b"{not json\n"], "StreamError"), ([b'["a list"]\n'], "StreamError")])
 def test_a_watch_that_ends_or_breaks_raises_once_its_events_are_read(server: Scripted, lines: list[bytes], reason: str) -> None:
     server.answer = lambda h, body: stream(h, lines)
