@@ -115,8 +115,8 @@ def shared_ports(jobs: Mapping[str, set[int]]) -> list[str]:
             users.setdefault(port, []).append(name)
     return [
         f"{', '.join(names[:-1])} and {names[-1]} {'both' if len(names) == 2 else 'all'} host torch's store on port {port}, "
-        f"which torch binds on every address of this machine: {'one' if len(names) == 2 else 'all but one'} of them will "
-        "fail to start it here (in a cluster each pod has a network of its own); give each job its own port "
-        "(MASTER_PORT, --master_port) to run them together"
+        "which torch binds on every address of this machine: while one of them holds it, the others fail to start theirs "
+        "here (in a cluster each pod has a network of its own); give each job a port of its own (MASTER_PORT, "
+        "--master_port; examples/local/together shows it as an overlay)"
         for port, names in sorted(users.items()) if len(names) > 1
     ]
