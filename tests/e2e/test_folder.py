@@ -5,7 +5,8 @@ each job's pods in a block of loopback addresses of its own.
   pod binds its own address, so neither job's pods collide with the other's; exit 0;
 - a job that fails fast beside one that takes longer: the run waits for both, exit 1;
 - --timeout with a job that never ends names it and exits 1;
-- a DeepSpeedJob (real sshd, pdsh, deepspeed) beside a torchrun job: both all-reduce.
+- the three local examples together (examples/local/together): torchrun beside a DeepSpeedJob
+  and a ColossalAIJob with their real sshd, pdsh, deepspeed and `colossalai run`: all reduce.
 No process of a run outlives it (E2E_TAG, tests/e2e/conftest.py; sshd by its command line).
 """
 
@@ -23,7 +24,6 @@ from .sshkit import RANK_LINE, addresses, environment, need, sshd_left
 
 pytestmark = pytest.mark.e2e
 ROOT = Path(__file__).resolve().parents[2]
-ALLREDUCE = ROOT / "examples" / "local" / "allreduce.py"
 
 
 def generic(name: str, replicas: int, command: str, policy: str = "Never", port: int | None = None) -> str:
@@ -96,60 +96,28 @@ def test_timeout_names_the_jobs_that_had_not_finished(tmp_path: Path, tag: str) 
 
 
 @pytest.mark.skipif(importlib.util.find_spec("torch") is None, reason="needs torch (pip install torch==2.13.0)")
-def test_a_deepspeed_job_beside_a_torchrun_job(tmp_path: Path, tag: str) -> None:
+def test_the_local_examples_together_torchrun_beside_deepspeed_and_colossalai_with_their_sshd(tmp_path: Path, tag: str) -> None:
+    """`flatjob run-local examples/local/ --overlay examples/local/together`, on free ports
+    (concurrent test runs on one machine must not share the overlay's)."""
     need("DeepSpeedJob")
-    deepspeed = f"""
-        apiVersion: batch.tensorstack.dev/v1beta1
-        kind: DeepSpeedJob
-        metadata:
-          name: ds
-        spec:
-          config:
-            slotsPerWorker: 2
-            otherArgs: [--master_port={free_port()}]
-            run:
-              python: [{ALLREDUCE}]
-          worker:
-            replicas: 2
-            restartPolicy: Never
-            template:
-              spec:
-                containers:
-                  - name: worker
-                    image: deepspeed/deepspeed:v072_torch112_cu117
-        """
-    torchrun = f"""
-        apiVersion: batch.tensorstack.dev/v1beta1
-        kind: PyTorchTrainingJob
-        metadata:
-          name: tr
-        spec:
-          torchrunConfig:
-            enabled: true
-            procPerNode: "2"
-            rdzvBackend: c10d
-          replicaSpecs:
-            - type: node
-              replicas: 2
-              restartPolicy: Never
-              template:
-                spec:
-                  containers:
-                    - name: python
-                      image: pytorch/pytorch
-                      command: [python]
-                      args: [{ALLREDUCE}]
-                      env:
-                        - name: MASTER_PORT
-                          value: "{free_port()}"
-        """
-    run = run_path(write_jobs(tmp_path, {"ds": deepspeed, "tr": torchrun}), tag=tag, timeout=240, env=environment(tag, tmp_path))
+    need("ColossalAIJob")
+    overlay = (ROOT / "examples" / "local" / "together" / "overlay.yaml").read_text(encoding="utf-8")
+    for port in ("29510", "29520", "29530"):
+        assert port in overlay
+        overlay = overlay.replace(port, str(free_port()))
+    (tmp_path / "overlay").mkdir()
+    (tmp_path / "overlay" / "overlay.yaml").write_text(overlay, encoding="utf-8")
+    run = run_path(ROOT / "examples" / "local", "--overlay", str(tmp_path / "overlay"), tag=tag, timeout=240, env=environment(tag, tmp_path), cwd=ROOT)
     assert run.code == 0, run.explain()
-    for job in ("ds-worker-0", "tr-node-0"):  # DeepSpeed's ranks print through deepspeed, in worker-0
-        lines = [line for line in run.stdout.splitlines() if line.startswith(f"[{job.rsplit('-', 2)[0]}-")]
-        assert sorted(RANK_LINE.findall("\n".join(lines))) == [(str(r), "4", "10") for r in range(4)], run.explain()
-    seen = addresses(run.stderr)
-    blocks = {pod.split("-")[0]: {ip.rsplit(".", 1)[0] for p, ip in seen.items() if p.startswith(pod.split("-")[0] + "-")} for pod in seen}
-    assert len(blocks["ds"]) == len(blocks["tr"]) == 1 and blocks["ds"] != blocks["tr"], run.explain()
-    assert "warning" not in run.stderr, run.explain()  # distinct store ports: nothing to warn of
+    for job, prefix in (("torchrun-cpu", "[torchrun-cpu-node-"), ("deepspeed-cpu", "[deepspeed-cpu-worker-0]"), ("colossalai-cpu", "[colossalai-cpu-launcher]")):
+        lines = "\n".join(line for line in run.stdout.splitlines() if line.startswith(prefix))  # DeepSpeed's and ColossalAI's ranks print through their launcher
+        assert sorted(RANK_LINE.findall(lines)) == [(str(r), "4", "10") for r in range(4)], run.explain()
+        assert f"{job} Succeeded in" in run.stderr
+    blocks: dict[str, set[str]] = {}
+    for pod, ip in addresses(run.stderr).items():
+        blocks.setdefault(pod.split("-")[0], set()).add(ip.rsplit(".", 1)[0])
+    assert sorted(blocks) == ["colossalai", "deepspeed", "torchrun"] and all(len(b) == 1 for b in blocks.values()), run.explain()
+    assert len(set.union(*blocks.values())) == 3, run.explain()  # a block per job
+    assert "warning" not in run.stderr, run.explain()  # a store port per job: nothing to warn of
+    assert "flatjob: 3 of 3 jobs Succeeded" in run.stderr
     assert not sshd_left(tmp_path)
