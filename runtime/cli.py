@@ -133,7 +133,8 @@ def run_local_command(path: str, job_name: str | None, overlays: tuple[str, ...]
         environment that has your framework installed); a container needs a command
       - GPUs: everything runs on CPU (use gloo; lower procPerNode / --replicas-scale)
       - volumes: not mounted; paths in the job refer to this machine's filesystem
-      - a program that binds 0.0.0.0 on a fixed port in several pods collides here
+      - a program that binds 0.0.0.0 on a fixed port in several pods collides here;
+        torch's store does: jobs run together need store ports of their own
     Needs the runtime's dependencies: pip install 'flatjob[runtime]'.
     Docs: docs/run-local.md.
 

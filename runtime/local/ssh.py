@@ -12,8 +12,9 @@ The pods run the rendered scripts unchanged; what a cluster gives an SSH pod is 
 
 Processes behind ssh sessions carry their pod's FLATJOB_LOCAL_MARK (session.sh loads the
 container's environment), so they are stopped with their pod like any other of its processes.
-Pods of concurrent runs need port 22 on distinct addresses: each run claims a block of
-loopback addresses (127.0.B.x) under a lock file and checks the port is free.
+Pods of concurrent runs need port 22 on distinct addresses: each SSH job claims a block of
+loopback addresses (127.0.B.x) under a lock file, past its run's other jobs' blocks, and
+checks the port is free.
 """
 
 from __future__ import annotations
