@@ -57,7 +57,7 @@ def free_block(used: Collection[int], pods: int) -> int:
     """The first block where a job of `pods` pods shares no block with `used`."""
     for block in range(1, MAX_BLOCK + 1):
         taken = [block + i for i in span(pods)]
-        if taken[-1] <= MAX_BLOCK and not used & set(taken):  # type: ignore[operator]
+        if taken[-1] <= MAX_BLOCK and not any(b in used for b in taken):
             return block
     raise Unsupported(f"no block of loopback addresses is left for {pods} more pods (127.0.1.x to 127.0.{MAX_BLOCK}.x)")
 
