@@ -104,23 +104,26 @@ def runtime_command(kind: str | None, name: str | None, namespace: str, identity
 
 
 @click.command("run-local")
-@click.argument("job_file", type=click.Path(exists=True, dir_okay=False))
-@click.option("--job", "job_name", default=None, help="Which job to run when JOB_FILE holds several.")
+@click.argument("path", type=click.Path(exists=True))
+@click.option("--job", "job_name", default=None, help="Run only this job of PATH (NAME, or NAMESPACE/NAME).")
 @click.option("--overlay", "overlays", multiple=True, type=click.Path(exists=True, file_okay=False), help="Environment overlay folder, as for compile; repeat to stack.")
 @click.option("--replicas-scale", "replicas", multiple=True, metavar="TYPE=N", help="Run N replicas of TYPE instead of the job's count (repeatable), e.g. worker=1.")
 @click.option("--env", "env", multiple=True, metavar="NAME=VALUE", help="Set NAME in every container; also supplies values that come from Secrets or ConfigMaps.")
 @click.option("--skip-env-from", is_flag=True, help="Ignore envFrom Secrets/ConfigMaps (pass what they hold with --env).")
 @click.option("--only-training", is_flag=True, help="Run only each pod's training container (no init containers, no sidecars).")
-@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None, metavar="SECONDS", help="Stop everything and exit 1 if the job has not finished by then.")
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None, metavar="SECONDS", help="Stop everything and exit 1 if a job has not finished by then.")
 @click.option("--backoff-scale", type=click.FloatRange(min=0, min_open=True), default=1.0, show_default=True, metavar="FACTOR", help="Multiply the restart back-off (10 s doubling to 5 min); e.g. 0.05 for a quick smoke test.")
-def run_local_command(job_file: str, job_name: str | None, overlays: tuple[str, ...], replicas: tuple[str, ...], env: tuple[str, ...], skip_env_from: bool, only_training: bool, timeout: float | None, backoff_scale: float) -> None:
-    """Run a job on this machine: every pod's containers as local processes (Linux).
+def run_local_command(path: str, job_name: str | None, overlays: tuple[str, ...], replicas: tuple[str, ...], env: tuple[str, ...], skip_env_from: bool, only_training: bool, timeout: float | None, backoff_scale: float) -> None:
+    """Run a job, or every job of a folder at once, on this machine: every pod's containers as
+    local processes (Linux).
 
-    The job is compiled exactly as `flatjob compile` does, except that every pod's address
-    is its own loopback IP (127.0.1.1, 127.0.1.2, ...); env, commands and launcher flags are
-    the rendered ones. The runtime's own decisions release, restart and finish the job, so
-    restart policies, backoffLimit, success/failure rules and deadlines behave as in a
-    cluster. Logs go to stdout as `[pod] line`; a status table goes to stderr.
+    PATH is a job file or a folder, as for `flatjob compile`; its jobs must share a namespace.
+    They are compiled exactly as `flatjob compile` does, except that every pod's address is
+    its own loopback IP (127.0.1.1, 127.0.1.2, ...; each job in a block of its own: 127.0.2.x,
+    ...); env, commands and launcher flags are the rendered ones. The namespace's runtime
+    releases, restarts and finishes the jobs, so restart policies, backoffLimit,
+    success/failure rules and deadlines behave as in a cluster. Logs go to stdout as
+    `[pod] line`; a status table (a section per job) goes to stderr.
     DeepSpeedJob and ColossalAIJob run with a real sshd per pod on port 22 of its address
     (as root; with openssh-server, pdsh, deepspeed or colossalai installed).
 
@@ -130,13 +133,14 @@ def run_local_command(job_file: str, job_name: str | None, overlays: tuple[str, 
         environment that has your framework installed); a container needs a command
       - GPUs: everything runs on CPU (use gloo; lower procPerNode / --replicas-scale)
       - volumes: not mounted; paths in the job refer to this machine's filesystem
-      - a program that binds 0.0.0.0 on a fixed port in several pods collides here
+      - a program that binds 0.0.0.0 on a fixed port in several pods collides here;
+        torch's store does: jobs run together need store ports of their own
     Needs the runtime's dependencies: pip install 'flatjob[runtime]'.
     Docs: docs/run-local.md.
 
     \b
-    Exit status: 0 the job Succeeded, 1 it Failed (or --timeout), 2 it cannot run here,
-    130/143 stopped by Ctrl-C/SIGTERM (every process is stopped first).
+    Exit status: 0 every job Succeeded, 1 one Failed (or --timeout), 2 they cannot run
+    here, 130/143 stopped by Ctrl-C/SIGTERM (every process is stopped first).
     """
     from .local.compiling import compile_local, parse_replicas
     from .local.containers import Options
@@ -151,9 +155,9 @@ def run_local_command(job_file: str, job_name: str | None, overlays: tuple[str, 
     screen = Screen()
     try:
         overrides = dict(_pair(e, "--env") for e in env)
-        job = compile_local(job_file, overlays, parse_replicas(replicas), job_name)
+        jobs = compile_local(path, overlays, parse_replicas(replicas), job_name)
         settings = Settings(timeout, backoff_scale, Options(overrides, skip_env_from, only_training, os.getcwd()))
-        code = Runner(job, settings, screen).run()
+        code = Runner(jobs, settings, screen).run()
     except LocalError as exc:
         click.echo(f"flatjob run-local: {exc}", err=True)
         sys.exit(EXIT_USAGE)

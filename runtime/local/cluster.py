@@ -1,13 +1,14 @@
-"""The job's cluster on this machine: an API server holding the job's objects, and the real
+"""The jobs' cluster on this machine: an API server holding the jobs' objects, and the real
 runtime talking to it over HTTP.
 
 The API server is the test bed's fake kube-apiserver (runtime/sim/server.py over
 runtime/sim/apiserver/'s store) on 127.0.0.1, an ephemeral port.  It gets what a GitOps tool
-applies from git: the record, the PodTemplates and the PodGroup.  The runtime is the one
-the runtime image runs: `Controller` in `runtime.cli.run_loop`, through `runtime.kube` and
-the real `kubernetes` client, on a thread of its own.  It creates the pods from their
-PodTemplates, the SSH Secret, the Events and the record's status, as in a cluster; no Lease
-(nothing else competes for the job here).  The kubelet is run-local's (kubelet.py).
+applies from git: each job's record, PodTemplates and PodGroup.  The runtime is the one the
+runtime image runs, in the mode the jobs are compiled in (namespace: one runtime for every
+job of the namespace): `Controller` in `runtime.cli.run_loop`, through `runtime.kube` and the
+real `kubernetes` client, on a thread of its own.  It creates the pods from their
+PodTemplates, the SSH Secrets, the Events and the records' status, as in a cluster; no Lease
+(nothing else competes for the jobs here).  The kubelet is run-local's (kubelet.py).
 """
 
 from __future__ import annotations
@@ -25,9 +26,9 @@ IDENTITY = "run-local"  # the runtime's User-Agent suffix and identity
 
 
 class LocalCluster:
-    """A fake API server with the job's objects, and the job's runtime on a thread."""
+    """A fake API server with the jobs' objects, and their namespace's runtime on a thread."""
 
-    def __init__(self, objects: Iterable[Obj], kind: str, name: str, namespace: str, backoff_scale: float = 1.0):
+    def __init__(self, objects: Iterable[Obj], namespace: str, backoff_scale: float = 1.0):
         try:
             from ..controller import Controller
             from ..kube import KubeCluster
@@ -43,7 +44,7 @@ class LocalCluster:
         self.server = FakeApiServer(self.fake)
         kube = KubeCluster(self.server.api_client().configuration, identity=IDENTITY)
         self._notify = kube.notify
-        self.controller = Controller(kube, namespace, kind, name, identity=IDENTITY, use_lease=False, backoff_scale=backoff_scale)
+        self.controller = Controller(kube, namespace, identity=IDENTITY, use_lease=False, backoff_scale=backoff_scale)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -57,7 +58,7 @@ class LocalCluster:
         self.store.listeners.append(listener)
 
     def get(self, resource_key: str, name: str) -> Obj:
-        """A stored object of the job's namespace (`secrets`, `records/<plural>`...)."""
+        """A stored object of the jobs' namespace (`secrets`, `records/<plural>`...)."""
         from ..sim.apiserver import kinds
 
         return self.fake.store.get(kinds.by_key(resource_key), self.namespace, name)
@@ -74,7 +75,7 @@ class LocalCluster:
             raise LocalError(f"the API server refused {obj.get('kind')} {meta.get('name')}: {exc}") from None
 
     def start_runtime(self) -> None:
-        """Run the job's runtime (runtime.cli.run_loop) on its own thread."""
+        """Run the namespace's runtime (runtime.cli.run_loop) on its own thread."""
         from ..cli import run_loop
         from ..server import Health
 

@@ -1,9 +1,12 @@
-"""Compile one job for run-local with the real pipeline, and refuse what cannot run here.
+"""Compile the jobs of a file or folder for run-local with the real pipeline, and refuse what
+cannot run here.
 
 The pipeline is the one `flatjob compile` runs (load, overlays, validate, normalize, plan,
-render, emit) with one option on, CompileOptions.local_addresses, so every pod's address is
-its own loopback IP.  The emitted files are parsed back: what the local API server gets
-(record, PodTemplates, PodGroup) is what git would hold.
+render, emit) in its default runtime mode (namespace: one runtime serves every job), with one
+option on, CompileOptions.local_addresses, so every pod's address is its own loopback IP, and
+each job's pods in a block of their own (CompileOptions.local_block, addresses.place).  The
+emitted files are parsed back: what the local API server gets (records, PodTemplates,
+PodGroups) is what git would hold.
 """
 
 from __future__ import annotations
@@ -18,9 +21,11 @@ import yaml
 from flatjob.compiler import keys
 from flatjob.compiler.loader import Document
 from flatjob.compiler.options import CompileOptions
-from flatjob.compiler.pipeline import CompiledJob, compile_documents, load
-from flatjob.compiler.plan import JobPlan
+from flatjob.compiler.pipeline import CompiledJob, compile_documents, emit_files, load
+from flatjob.compiler.plan import JobPlan, plan
+from flatjob.compiler.render import render_job
 
+from .addresses import place
 from .errors import LocalError, Unsupported
 from .ssh import SSH_KINDS, claim_block
 
@@ -43,7 +48,7 @@ class LocalJob:
     templates: tuple[dict[str, Any], ...]  # the PodTemplates, in rank order
     objects: tuple[dict[str, Any], ...]  # what a GitOps tool would apply: record, PodTemplates, PodGroup
     files: dict[str, str]  # ConfigMap data (hostfile, scripts), empty for most kinds
-    lock: Any = None  # SSH kinds: the lock on the run's block of loopback addresses, held until exit
+    lock: Any = None  # SSH kinds: the lock on the job's block of loopback addresses, held until exit
 
     @property
     def kind(self) -> str:
@@ -102,16 +107,34 @@ def with_replicas(data: Mapping[str, Any], replicas: Mapping[str, int]) -> dict[
     return out
 
 
-def replicas_overlay(replicas: Mapping[str, int], then: Callable[[list[Document]], Any]) -> Callable[[list[Document]], Any]:
-    """The pipeline's overlay step, followed by the --replicas-scale changes."""
+def replicas_overlay(replicas: Mapping[str, int], then: Callable[[list[Document]], Any], job: str | None = None) -> Callable[[list[Document]], Any]:
+    """The pipeline's overlay step, followed by the --replicas-scale changes: each applies to
+    the jobs that have the type (`job`: only that one), and must apply to one at least."""
 
     def step(docs: list[Document]) -> Any:
         docs, problems = then(docs)
-        if replicas:
-            docs = [replace(d, data=with_replicas(d.data, replicas)) if isinstance(d.data, dict) else d for d in docs]
+        chosen = [i for i, d in enumerate(docs) if isinstance(d.data, dict) and (job is None or _named(d.data, job))]
+        for rtype, count in replicas.items():
+            having = [i for i in chosen if rtype in _types(docs[i].data)]
+            if chosen and not having:
+                types = ", ".join(dict.fromkeys(str(t) for i in chosen for t in _types(docs[i].data))) or "none"
+                who = "the job has no" if len(chosen) == 1 else "no job has a"
+                raise LocalError(f"--replicas-scale {rtype}={count}: {who} replica type {rtype!r} (types: {types})")
+            for i in having:
+                docs[i] = replace(docs[i], data=with_replicas(docs[i].data, {rtype: count}))
         return docs, problems
 
     return step
+
+
+def _types(data: Mapping[str, Any]) -> list[Any]:
+    return [s.get("type") for s in (data.get("spec") or {}).get("replicaSpecs") or [] if isinstance(s, dict)]
+
+
+def _named(data: Mapping[str, Any], job: str) -> bool:
+    """Whether a job document is the one `--job` names (NAME, or NAMESPACE/NAME)."""
+    meta = data.get("metadata") or {}
+    return job in (meta.get("name"), f"{meta.get('namespace')}/{meta.get('name')}")
 
 
 def _overlay(folders: tuple[str, ...]) -> Callable[[list[Document]], Any]:
@@ -124,46 +147,69 @@ def _overlay(folders: tuple[str, ...]) -> Callable[[list[Document]], Any]:
     return load_overlays(folders)
 
 
-def _pick(jobs: list[CompiledJob], name: str | None, path: str) -> CompiledJob:
-    names = [j.name for j in jobs]
-    if name is not None:
-        found = [j for j in jobs if j.name == name]
-        if not found:
-            raise LocalError(f"{path}: no job named {name!r} (jobs: {', '.join(names)})")
-        return found[0]
-    if len(jobs) != 1:
-        raise LocalError(f"{path} holds {len(jobs)} jobs ({', '.join(names)}); choose one with --job NAME")
-    return jobs[0]
+def _pick(jobs: list[CompiledJob], name: str | None, path: str) -> list[CompiledJob]:
+    """Every job of the input, or the one `--job` names (NAME, or NAMESPACE/NAME)."""
+    if not jobs:
+        raise LocalError(f"{path}: no T9k job to run")
+    if name is None:
+        return jobs
+    found = [j for j in jobs if name in (j.name, j.folder)]
+    if not found:
+        raise LocalError(f"{path}: no job named {name!r} (jobs: {', '.join(j.folder for j in jobs)})")
+    if len(found) > 1:
+        raise LocalError(f"{path}: several jobs are named {name!r} ({', '.join(j.folder for j in found)}); choose one with --job NAMESPACE/NAME")
+    return found
 
 
 def _documents(text: str) -> list[dict[str, Any]]:
     return [d for d in yaml.load_all(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) if d]
 
 
-def compile_local(path: str, overlays: tuple[str, ...] = (), replicas: Mapping[str, int] | None = None, job: str | None = None) -> LocalJob:
-    """Compile the job in `path` for this machine; raise LocalError when it cannot run here."""
-    compiled = _compile(path, overlays, replicas, job, block=1)
-    lock = None
-    if compiled.kind in SSH_KINDS and compiled.plan.pods:  # sshd needs port 22 on every address
-        block, lock = claim_block(len(compiled.plan.pods))
-        if block != 1:
-            compiled = _compile(path, overlays, replicas, job, block=block)
-    plan = compiled.plan
-    if plan.run_mode == "pause":
-        raise Unsupported(f"{compiled.kind} {compiled.name} is paused (spec.runMode.pause.enabled): its runtime would run no pod; unpause it to run it here")
+def compile_local(path: str, overlays: tuple[str, ...] = (), replicas: Mapping[str, int] | None = None, job: str | None = None) -> tuple[LocalJob, ...]:
+    """Compile the jobs in `path` (a file or a folder; `job`: only that one) for this machine,
+    each in a block of loopback addresses of its own; raise LocalError when they cannot run here."""
+    compiled = _pick(_compile(path, overlays, replicas, job), job, path)
+    namespaces: dict[str, list[str]] = {}
+    for c in compiled:
+        namespaces.setdefault(c.job.metadata.namespace or "default", []).append(c.name)
+    if len(namespaces) > 1:
+        held = "; ".join(f"{ns}: {', '.join(names)}" for ns, names in namespaces.items())
+        raise Unsupported(
+            f"{path} holds jobs of {len(namespaces)} namespaces ({held}): run-local runs one namespace's jobs, "
+            "under that namespace's runtime; run each namespace's folder on its own, or choose a job with --job"
+        )
+    for c in compiled:
+        if c.plan.run_mode == "pause":
+            raise Unsupported(f"{c.kind} {c.name} is paused (spec.runMode.pause.enabled): its runtime would run no pod; unpause it to run it here")
+        if not c.plan.pods:
+            raise Unsupported(f"{c.kind} {c.name} has no pods to run")
+    placed = place([(len(c.plan.pods), c.kind in SSH_KINDS) for c in compiled], claim_block)  # sshd needs port 22 on every address
+    return tuple(_local(_at_block(c, block), lock) for c, (block, lock) in zip(compiled, placed, strict=True))
+
+
+def _local(compiled: CompiledJob, lock: Any) -> LocalJob:
+    """The job as the files git would hold, parsed back."""
     objects = tuple(d for f in APPLIED if f in compiled.files for d in _documents(compiled.files[f]))
-    record = objects[0]
     templates = tuple(o for o in objects if o.get("kind") == "PodTemplate")
-    if not templates:
-        raise Unsupported(f"{compiled.kind} {compiled.name} has no pods to run")
-    return LocalJob(plan, record, templates, objects, dict(plan.files), lock)
+    return LocalJob(compiled.plan, objects[0], templates, objects, dict(compiled.plan.files), lock)
 
 
-def _compile(path: str, overlays: tuple[str, ...], replicas: Mapping[str, int] | None, job: str | None, block: int) -> CompiledJob:
+def _compile(path: str, overlays: tuple[str, ...], replicas: Mapping[str, int] | None, job: str | None) -> list[CompiledJob]:
+    """The real pipeline, in namespace mode (one runtime for every job, as `flatjob compile`
+    renders it by default), each pod at its own loopback address (block 1: see _at_block)."""
     from flatjob.compiler.report import format_text
 
-    options = CompileOptions(local_addresses=True, local_block=block)
-    result = compile_documents(load([path]), options, replicas_overlay(replicas or {}, _overlay(overlays)))
+    options = CompileOptions(local_addresses=True, runtime=keys.RUNTIME_MODE_NAMESPACE)
+    result = compile_documents(load([path]), options, replicas_overlay(replicas or {}, _overlay(overlays), job))
     if result.failed:
         raise CompileFailed(format_text(result.diagnostics).rstrip("\n"))
-    return _pick(result.jobs, job, path)
+    return result.jobs
+
+
+def _at_block(compiled: CompiledJob, block: int) -> CompiledJob:
+    """The job compiled with its pods in block `block` (127.0.<block>.x): planned, rendered and
+    emitted again from its canonical spec, as the pipeline's compile_job does."""
+    if block == compiled.options.local_block:
+        return compiled
+    options = replace(compiled.options, local_block=block)
+    return replace(compiled, options=options, files=emit_files(render_job(plan(compiled.job, options))))

@@ -1,13 +1,14 @@
-"""One run of `flatjob run-local`: a cluster on this machine, the job in it, until it ends.
+"""One run of `flatjob run-local`: a cluster on this machine, the jobs in it, until they end.
 
-The compiled job goes into a local API server (cluster.py), where the job's real runtime
-creates, releases, restarts and finishes its pods over HTTP, exactly as in a cluster; the
-local kubelet (kubelet.py) runs them as processes.  This module is what the user sees of it:
-it watches the API server in-process (the record's status, the pods, the runtime's Events)
-and shows them (table.py) until the record has an outcome, a signal arrives or --timeout
-expires.  Then the runtime is stopped, the kubelet stops every pod still running, whatever
-cleanUpPolicy says (it only decides what a cluster keeps), and nothing of the run is left
-behind: no process, no thread, no temp folder.
+The compiled jobs (one, or every job of a folder, all of one namespace) go into a local API
+server (cluster.py), where the namespace's real runtime creates, releases, restarts and
+finishes their pods over HTTP, exactly as in a cluster; one local kubelet (kubelet.py) runs
+every pod as processes.  This module is what the user sees of it: it watches the API server
+in-process (the records' status, the pods, the runtime's Events) and shows them (table.py)
+until every record has an outcome, a signal arrives or --timeout expires.  Then the runtime
+is stopped, the kubelet stops every pod still running, whatever cleanUpPolicy says (it only
+decides what a cluster keeps), and nothing of the run is left behind: no process, no
+thread, no temp folder.
 """
 
 from __future__ import annotations
@@ -20,15 +21,14 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from flatjob.compiler import keys
 
-from ..model import Ledger
-from .addresses import check_loopback
+from .addresses import check_loopback, shared_ports, store_ports
 from .cluster import LocalCluster
 from .compiling import LocalJob
 from .containers import Options, pod_launch, preflight
@@ -39,7 +39,7 @@ from .processes import PodLaunch, kill_marked
 from .ssh import SSH_KINDS, SshRun, secret_data
 from .ssh import preflight as ssh_preflight
 from .ssh import prepare as ssh_prepare
-from .table import RuntimeLog, Screen, Seen, rows, title
+from .table import RuntimeLog, Screen, Section, Seen, Shown
 
 EXIT_SUCCEEDED, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 EXIT_SIGNAL = {signal.SIGINT: 130, signal.SIGTERM: 143}
@@ -55,33 +55,47 @@ class Settings:
     options: Options = field(default_factory=Options)
 
 
-class Runner:
-    """Runs one compiled job on this machine."""
+@dataclass
+class Member:
+    """One job of the run: what its pods get here, and what the table shows of it."""
 
-    def __init__(self, job: LocalJob, settings: Settings, screen: Screen, clock: Callable[[], float] = time.time):
-        self.job = job
+    job: LocalJob
+    shown: Shown
+    config: Path  # its ConfigMap's files
+    ssh: SshRun | None = None  # SSH kinds: its pods' sshd
+
+
+class Runner:
+    """Runs compiled jobs of one namespace on this machine, together, until each has its outcome."""
+
+    def __init__(self, jobs: Sequence[LocalJob], settings: Settings, screen: Screen, clock: Callable[[], float] = time.time):
+        self.jobs = tuple(jobs)
+        self.namespace = self.jobs[0].namespace  # compile_local refuses jobs of several namespaces
         self.settings = settings
         self.screen = screen
         self.clock = clock
         self.token = uuid.uuid4().hex[:12]  # marks every process of this run
-        self.addresses = {p.name: p.address for p in job.plan.pods}
-        self.training = job.training()
-        self.folder = Path(tempfile.mkdtemp(prefix=f"flatjob-{job.name}-"))
+        self.folder = Path(tempfile.mkdtemp(prefix=f"flatjob-{self.jobs[0].name if len(self.jobs) == 1 else 'jobs'}-"))
+        self.members = [
+            Member(j, Shown(j.kind, j.name, j.training(), {p.name: p.address for p in j.plan.pods}), self.folder / "config" / j.name)
+            for j in self.jobs
+        ]
+        self.by_pod = {pod: m for m in self.members for pod in m.shown.addresses}
+        self.by_record = {(f"records/{keys.RECORD_PLURALS[m.job.kind]}", m.job.name): m for m in self.members}
+        self.addresses = {pod: address for m in self.members for pod, address in m.shown.addresses.items()}
+        self.several = len(self.jobs) > 1  # notes then name their job
         self.inbox: queue.Queue[tuple[str, Any, Any]] = queue.Queue()
         self.seen = Seen()
-        self.status: dict[str, Any] = {}
         self.started = clock()
         self.signals = 0
         self.stopping = False  # in _stop: a signal kills every process at once
         self.last_signal: int = signal.SIGINT
-        self.ssh: SshRun | None = None
         self.cluster: LocalCluster | None = None
         self.kubelet: LocalKubelet | None = None
-        self.record_key = f"records/{keys.RECORD_PLURALS[job.kind]}"
 
     # --- the run ------------------------------------------------------------------------------
     def run(self) -> int:
-        """Run the job to its outcome; the exit status of `flatjob run-local`."""
+        """Run the jobs to their outcome; the exit status of `flatjob run-local`."""
         previous = self._trap_signals()
         log = logging.getLogger("flatjob.runtime")
         handler, propagate = RuntimeLog(self.screen), log.propagate
@@ -89,10 +103,11 @@ class Runner:
         log.propagate = False
         try:
             self._preflight()
-            materialise(self.job.files, self.folder / "config")
-            if self.job.kind in SSH_KINDS:
-                mount = self.job.plan.job.spec.ssh.auth_mount_path
-                self.ssh = ssh_prepare(self.folder / "pods", self.job.files, mount, self.settings.options.base_env.get("PATH", ""))
+            for m in self.members:
+                materialise(m.job.files, m.config)
+                if m.job.kind in SSH_KINDS:
+                    mount = m.job.plan.job.spec.ssh.auth_mount_path
+                    m.ssh = ssh_prepare(self.folder / "pods" / m.job.name, m.job.files, mount, self.settings.options.base_env.get("PATH", ""))
             self._start()
             return self._watch()
         finally:
@@ -105,25 +120,31 @@ class Runner:
 
     def _preflight(self) -> None:
         check_loopback(self.addresses.values())
-        errors, warnings = preflight(list(self.job.pods), self.training, self.settings.options)
-        if self.job.kind in SSH_KINDS:
-            errors += ssh_preflight(self.job.kind, self.job.plan.job.spec.ssh.sshd_path, self.settings.options.base_env)
-        for w in warnings:
+        errors: list[str] = []
+        warnings: list[str] = []
+        for m in self.members:
+            found, said = preflight(list(m.job.pods), m.shown.training, self.settings.options)
+            errors += found
+            warnings += said
+            if m.job.kind in SSH_KINDS:
+                errors += ssh_preflight(m.job.kind, m.job.plan.job.spec.ssh.sshd_path, self.settings.options.base_env)
+        warnings += shared_ports({m.job.name: store_ports(m.job.pods, m.job.files) for m in self.members})
+        for w in dict.fromkeys(warnings):
             self.screen.note(f"warning: {w}")
         if errors:
-            raise EnvError("cannot run this job here:\n  " + "\n  ".join(errors))
+            raise EnvError(f"cannot run {'these jobs' if self.several else 'this job'} here:\n  " + "\n  ".join(dict.fromkeys(errors)))
 
     def _start(self) -> None:
-        """The API server with the job's objects, the kubelet, then the runtime."""
-        job = self.job
-        self.cluster = LocalCluster(job.objects, job.kind, job.name, job.namespace, self.settings.backoff_scale)
+        """The API server with the jobs' objects, the kubelet, then the runtime."""
+        self.cluster = LocalCluster([o for j in self.jobs for o in j.objects], self.namespace, self.settings.backoff_scale)
         self.cluster.listen(self._on_change)
-        secret = job.plan.ssh_secret
-        if secret and secret != f"{job.name}-ssh":  # the job names its own Secret, which only a cluster has
-            from ..sshkeys import ssh_secret
+        for job in self.jobs:
+            secret = job.plan.ssh_secret
+            if secret and secret != f"{job.name}-ssh":  # the job names its own Secret, which only a cluster has
+                from ..sshkeys import ssh_secret
 
-            self.cluster.apply(ssh_secret(secret, job.namespace, job.record))
-        self.kubelet = LocalKubelet(self.cluster.store, self.cluster.fake, job.namespace, self.addresses, self._launch, self.screen.log)
+                self.cluster.apply(ssh_secret(secret, job.namespace, job.record))
+        self.kubelet = LocalKubelet(self.cluster.store, self.cluster.fake, self.namespace, self.addresses, self._launch, self.screen.log)
         self.kubelet.start()
         self.cluster.start_runtime()
 
@@ -131,13 +152,14 @@ class Runner:
         """What the kubelet runs for a stored pod (its own annotations and UID)."""
         meta = pod["metadata"]
         name, uid = meta["name"], meta["uid"]
+        m = self.by_pod[name]
         address = self.addresses[name]
         extra = None
-        if self.ssh is not None and self.job.plan.ssh_secret:
-            extra = self.ssh.pod(name, uid, pod, address, secret_data(self._stored("secrets", self.job.plan.ssh_secret)))
+        if m.ssh is not None and m.job.plan.ssh_secret:
+            extra = m.ssh.pod(name, uid, pod, address, secret_data(self._stored("secrets", m.job.plan.ssh_secret)))
         return pod_launch(
-            pod, uid, address, meta.get("annotations") or {}, self.training.get(name),
-            self.settings.options, self.folder / "config", f"{self.token}/{name}/{uid}", self.job.files, extra,
+            pod, uid, address, meta.get("annotations") or {}, m.shown.training.get(name),
+            self.settings.options, m.config, f"{self.token}/{name}/{uid}", m.job.files, extra,
         )
 
     def _stored(self, resource: str, name: str) -> dict[str, Any]:
@@ -147,7 +169,7 @@ class Runner:
     # --- what the API server says -------------------------------------------------------------
     def _on_change(self, change: Any) -> None:
         """A store listener (any thread, under the store's lock): queue what this run shows."""
-        if change.namespace == self.job.namespace and (change.key in ("pods", "events") or change.key == self.record_key):
+        if change.namespace == self.namespace and (change.key in ("pods", "events") or change.key.startswith("records/")):
             self.inbox.put(("change", change, None))
 
     def _take(self, timeout: float) -> None:
@@ -176,9 +198,12 @@ class Runner:
             self.seen.apply(change.type, obj)
         elif change.key == "events":
             if change.type == "ADDED":
-                self.screen.note(f"{obj.get('reason')}: {obj.get('message')}")
-        elif (obj.get("metadata") or {}).get("name") == self.job.name and change.type != "DELETED":
-            self.status = obj.get("status") or {}
+                job = f"{(obj.get('involvedObject') or {}).get('name')}: " if self.several else ""
+                self.screen.note(f"{job}{obj.get('reason')}: {obj.get('message')}")
+        elif change.type != "DELETED":
+            m = self.by_record.get((change.key, (obj.get("metadata") or {}).get("name")))
+            if m is not None:
+                m.shown.saw(obj.get("status") or {}, self.clock() - self.started)
 
     def _watch(self) -> int:
         deadline = self.started + self.settings.timeout if self.settings.timeout else None
@@ -188,29 +213,37 @@ class Runner:
             self._take(min(wait, deadline - now) if deadline is not None else wait)
             if self.signals:
                 return self._stop(f"stopping on {'Ctrl-C' if self.last_signal == signal.SIGINT else 'SIGTERM'}", EXIT_SIGNAL[self.last_signal])
-            if self.status.get("phase") in ("Succeeded", "Failed"):
+            if all(m.shown.outcome for m in self.members):
                 return self._finish()
             if deadline is not None and self.clock() >= deadline:
-                return self._stop(f"gave up after {self.settings.timeout:g}s (--timeout); the job had not finished", EXIT_FAILED)
+                return self._stop(f"gave up after {self.settings.timeout:g}s (--timeout); {self._unfinished()} had not finished", EXIT_FAILED)
             self._show()
 
     # --- the end ------------------------------------------------------------------------------
+    def _unfinished(self) -> str:
+        if not self.several:
+            return "the job"
+        return ", ".join(f"{m.job.kind} {m.job.name}" for m in self.members if not m.shown.outcome)
+
+    def _sections(self, stopped: bool = False) -> list[Section]:
+        """The table: each job the runtime has written a status for, in the order compiled."""
+        elapsed = self.clock() - self.started
+        return [m.shown.section(self.seen, elapsed, stopped) for m in self.members if m.shown.status]
+
     def _show(self) -> None:
-        if self.status:
-            head = title(self.job.kind, self.job.name, self.status, self.clock() - self.started)
-            self.screen.table(head, rows(self.status, self.seen, self.training, self.addresses))
+        sections = self._sections()
+        if sections:
+            self.screen.table(sections)
 
     def _finish(self) -> int:
-        ledger = Ledger.from_dict(self.status.get("runtime"))
-        succeeded = self.status.get("phase") == "Succeeded"
-        code = self._stop(None, EXIT_SUCCEEDED if succeeded else EXIT_FAILED)
+        failed = [m for m in self.members if m.shown.outcome != "Succeeded"]
+        code = self._stop(None, EXIT_FAILED if failed else EXIT_SUCCEEDED)
         if code in EXIT_SIGNAL.values():
             return code
-        elapsed = self.clock() - self.started
-        if succeeded:
-            self.screen.note(f"{self.job.kind} {self.job.name} Succeeded in {elapsed:.1f}s")
-        else:
-            self.screen.note(f"{self.job.kind} {self.job.name} Failed ({ledger.reason}) after {elapsed:.1f}s: {ledger.message}")
+        for m in self.members:
+            self.screen.note(m.shown.verdict())
+        if self.several:
+            self.screen.note(f"{len(self.members) - len(failed)} of {len(self.members)} jobs Succeeded" + (f"; Failed: {', '.join(m.job.name for m in failed)}" if failed else ""))
         return code
 
     def _stop(self, why: str | None, code: int) -> int:
@@ -227,9 +260,9 @@ class Runner:
         while not self.kubelet.wait_idle(0.02):
             self._take(0)
         self._take(0)
-        if self.status:
-            head = title(self.job.kind, self.job.name, self.status, self.clock() - self.started)
-            self.screen.final(head + (" (stopped)" if why else ""), rows(self.status, self.seen, self.training, self.addresses))
+        sections = self._sections(stopped=why is not None)
+        if sections:
+            self.screen.final(sections)
         if self.signals > signals and code == EXIT_SUCCEEDED:
             return EXIT_SIGNAL[self.last_signal]
         return code
@@ -240,8 +273,9 @@ class Runner:
             self.kubelet.close()
         if self.cluster is not None:
             self.cluster.close()
-        if self.ssh is not None:
-            self.ssh.close()
+        for m in self.members:
+            if m.ssh is not None:
+                m.ssh.close()
         kill_marked(f"{self.token}/", whole=False, titled=(f"{self.folder}/",))
 
     def _trap_signals(self) -> dict[int, Any]:

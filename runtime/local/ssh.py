@@ -12,8 +12,9 @@ The pods run the rendered scripts unchanged; what a cluster gives an SSH pod is 
 
 Processes behind ssh sessions carry their pod's FLATJOB_LOCAL_MARK (session.sh loads the
 container's environment), so they are stopped with their pod like any other of its processes.
-Pods of concurrent runs need port 22 on distinct addresses: each run claims a block of
-loopback addresses (127.0.B.x) under a lock file and checks the port is free.
+Pods of concurrent runs need port 22 on distinct addresses: each SSH job claims a block of
+loopback addresses (127.0.B.x) under a lock file, past its run's other jobs' blocks, and
+checks the port is free.
 """
 
 from __future__ import annotations
@@ -30,13 +31,14 @@ import shutil
 import socket
 import subprocess
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
 from flatjob.compiler.plan import scripts
 
+from .addresses import MAX_BLOCK, span
 from .containers import PodExtra
 from .errors import LocalError, Unsupported
 
@@ -48,7 +50,6 @@ TOOLS = {
 }
 INSTALL = "see docs/run-local.md, 'DeepSpeedJob and ColossalAIJob', for the packages"
 HOST_KEY_TYPES = ("rsa", "ecdsa", "ed25519")
-MAX_BLOCK = 254
 LOCK_DIR = "/tmp"  # machine-wide, whatever TMPDIR says: port 22 is machine-wide too
 
 
@@ -81,14 +82,15 @@ def _this_host() -> set[str]:
     return set()
 
 
-def claim_block(count: int, port: int = scripts.SSH_PORT, lock_dir: str | None = None) -> tuple[int, IO[str]]:
-    """The first block whose `count` addresses are this run's: its lock file is free (held
-    until the run ends) and `port` is free on every address.  Returns (block, lock)."""
+def claim_block(count: int, skip: Collection[int] = (), port: int = scripts.SSH_PORT, lock_dir: str | None = None) -> tuple[int, IO[str]]:
+    """The first block whose `count` addresses are this run's: no block of them is in `skip`
+    (other jobs of the run), its lock file is free (held until the run ends) and `port` is
+    free on every address.  Returns (block, lock)."""
     own = _this_host()
     folder = Path(lock_dir or LOCK_DIR)
     for block in range(1, MAX_BLOCK + 1):
         addresses = block_addresses(block, count)
-        if own & set(addresses):
+        if own & set(addresses) or any(block + i in skip for i in span(count)):
             continue
         lock = open(folder / f"flatjob-run-local-127.0.{block}.lock", "a", encoding="utf-8")  # noqa: SIM115 (held for the run)
         try:

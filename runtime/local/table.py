@@ -1,9 +1,10 @@
 """What the user sees: a status table on stderr and each pod's log lines, prefixed, on stdout.
 
-The table is the record's status (its phase, restarts and what the runtime waits for; the
-replicas in rank order) with each pod as last seen in the API server, as `kubectl get` shows
-them.  On a terminal it is redrawn in place under the logs; otherwise a plain line is
-printed whenever a pod's row changes, so CI logs read top to bottom.
+The table has a section per job: its title is the record's status (its phase, restarts and
+what the runtime waits for), its rows the replicas in rank order with each pod as last seen
+in the API server, as `kubectl get` shows them.  On a terminal it is redrawn in place under
+the logs; otherwise a plain line is printed whenever a pod's row changes, so CI logs read
+top to bottom.
 """
 
 from __future__ import annotations
@@ -13,12 +14,16 @@ import shutil
 import sys
 import threading
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any, TextIO
 
+from ..model import Ledger
 from ..trim import pod as trim_pod
 
 HEADER = ("POD", "PHASE", "RESTARTS", "EXIT", "ADDRESS")
+OUTCOMES = ("Succeeded", "Failed")
 Row = tuple[str, str, str, str, str]
+Section = tuple[str, Sequence[Row]]  # a job's title line and its pods' rows
 Obj = dict[str, Any]
 
 
@@ -97,11 +102,49 @@ def waiting_for(status: Mapping[str, Any]) -> str | None:
     return None
 
 
-def render(head: str, table: Sequence[Row], width: int | None = None) -> list[str]:
-    """The table as aligned text lines, cut to `width` (a wrapped line would break the redraw)."""
-    widths = [max(len(r[i]) for r in (HEADER, *table)) for i in range(len(HEADER))]
+@dataclass
+class Shown:
+    """One job as the table shows it: its record's status as last seen, and when it had its outcome."""
+
+    kind: str
+    name: str
+    training: Mapping[str, str | None]  # pod -> its training container
+    addresses: Mapping[str, str]  # pod -> its loopback address
+    status: dict[str, Any] = field(default_factory=dict)
+    ended: float | None = None  # seconds into the run when its outcome was seen
+
+    @property
+    def outcome(self) -> str | None:
+        """Succeeded or Failed, once the runtime has written it."""
+        phase = self.status.get("phase")
+        return phase if phase in OUTCOMES else None
+
+    def saw(self, status: dict[str, Any], elapsed: float) -> None:
+        """The record's status, `elapsed` seconds into the run."""
+        self.status = status
+        if self.outcome and self.ended is None:
+            self.ended = elapsed
+
+    def section(self, seen: Seen, elapsed: float, stopped: bool = False) -> Section:
+        """Its title line (the time stops at its outcome; `stopped`: the run was stopped before
+        it) and its pods' rows."""
+        head = title(self.kind, self.name, self.status, self.ended if self.ended is not None else elapsed)
+        return head + (" (stopped)" if stopped and not self.outcome else ""), rows(self.status, seen, self.training, self.addresses)
+
+    def verdict(self) -> str:
+        """How it ended: `<kind> <name> Succeeded in 9.1s`, or Failed with the runtime's reason and message."""
+        ledger = Ledger.from_dict(self.status.get("runtime"))
+        if self.outcome == "Succeeded":
+            return f"{self.kind} {self.name} Succeeded in {self.ended or 0.0:.1f}s"
+        return f"{self.kind} {self.name} Failed ({ledger.reason}) after {self.ended or 0.0:.1f}s: {ledger.message}"
+
+
+def render(sections: Sequence[Section], width: int | None = None) -> list[str]:
+    """The sections as text lines, each its title, the header and its rows, aligned across
+    all of them; cut to `width` (a wrapped line would break the redraw)."""
+    widths = [max(len(r[i]) for r in (HEADER, *(r for _, t in sections for r in t))) for i in range(len(HEADER))]
     fmt = "  ".join(f"{{:<{w}}}" for w in widths)
-    lines = [head, *(fmt.format(*r).rstrip() for r in (HEADER, *table))]
+    lines = [line for head, table in sections for line in (head, *(fmt.format(*r).rstrip() for r in (HEADER, *table)))]
     return [line[: width - 1] if width and len(line) >= width else line for line in lines]
 
 
@@ -152,26 +195,26 @@ class Screen:
             self.err.flush()
             self._draw()
 
-    def table(self, head: str, table: Sequence[Row]) -> None:
+    def table(self, sections: Sequence[Section]) -> None:
         """Show the current table: redrawn in place on a terminal, else changed rows as lines."""
         with self._lock:
             if self.live:
                 self._erase()
-                self._lines = render(head, table, shutil.get_terminal_size().columns)
+                self._lines = render(sections, shutil.get_terminal_size().columns)
                 self._draw()
                 return
-            for row in table:
+            for row in (r for _, table in sections for r in table):
                 if self._last.get(row[0]) != row:
                     self._last[row[0]] = row
                     self.err.write(change_line(row) + "\n")
             self.err.flush()
 
-    def final(self, head: str, table: Sequence[Row]) -> None:
+    def final(self, sections: Sequence[Section]) -> None:
         """The last table, printed once (also when not on a terminal)."""
         with self._lock:
             self._erase()
             self._lines = []
-            self.err.write("\n".join(render(head, table)) + "\n")
+            self.err.write("\n".join(render(sections)) + "\n")
             self.err.flush()
 
 

@@ -53,11 +53,24 @@ def write_job(tmp: Path, text: str) -> Path:
     return path
 
 
+def write_jobs(tmp: Path, texts: dict[str, str]) -> Path:
+    """A folder `jobs` holding one file per job (name -> its text)."""
+    folder = tmp / "jobs"
+    folder.mkdir()
+    for name, text in texts.items():
+        (folder / f"{name}.yaml").write_text(textwrap.dedent(text), encoding="utf-8")
+    return folder
+
+
 def run_local(tmp: Path, text: str, *args: str, tag: str, timeout: float = 90, env: dict[str, str] | None = None) -> Run:
     """Write the job and run it with `flatjob run-local` to its end."""
-    job = write_job(tmp, text)
+    return run_path(write_job(tmp, text), *args, tag=tag, timeout=timeout, env=env, cwd=tmp)
+
+
+def run_path(path: Path, *args: str, tag: str, timeout: float = 90, env: dict[str, str] | None = None, cwd: Path | None = None) -> Run:
+    """Run `flatjob run-local PATH` (a job file or a folder) to its end."""
     started = time.monotonic()
-    done = subprocess.run(command(job, "--timeout", str(timeout), *args), env=env or environment(tag), cwd=tmp, capture_output=True, text=True, timeout=timeout + 60)
+    done = subprocess.run(command(path, "--timeout", str(timeout), *args), env=env or environment(tag), cwd=cwd or path.parent, capture_output=True, text=True, timeout=timeout + 60)
     return Run(done.returncode, done.stdout, done.stderr, time.monotonic() - started)
 
 

@@ -134,7 +134,7 @@ def test_replicas_override_and_its_errors() -> None:
 
 @pytest.mark.parametrize(("example", "first"), [("deepspeed.yaml", "gpt-neox-worker-0"), ("colossalai.yaml", "palm-launcher")])
 def test_ssh_kinds_compile_with_loopback_hostfiles_in_a_block_of_their_own(example: str, first: str) -> None:
-    job = compile_local(str(ROOT / "examples" / example))
+    (job,) = compile_local(str(ROOT / "examples" / example))
     try:
         ips = [job.address(p["metadata"]["name"]) for p in job.pods]
         block = int(ips[0].split(".")[2])
@@ -172,8 +172,9 @@ def test_ssh_preflight_names_every_missing_tool(tmp_path: Path) -> None:
 
 
 def test_local_compile_gives_loopback_addresses_and_hashes_the_runtime_agrees_with() -> None:
-    job = compile_local(str(ROOT / "examples" / "local" / "torchrun-cpu.yaml"), replicas={"node": 3})
+    (job,) = compile_local(str(ROOT / "examples" / "local" / "torchrun-cpu.yaml"), replicas={"node": 3})
     assert [job.address(p["metadata"]["name"]) for p in job.pods] == ["127.0.1.1", "127.0.1.2", "127.0.1.3"]
+    assert job.record["metadata"]["annotations"][keys.RUNTIME_MODE] == keys.RUNTIME_MODE_NAMESPACE  # one runtime for every job
     command = job.pods[1]["spec"]["containers"][0]["command"]
     assert "--rdzv_endpoint=127.0.1.1:29500" in command and "--nnodes=3" in command
     assert "local_addresses" in job.record["metadata"]["annotations"][keys.OPTIONS]
