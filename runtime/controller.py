@@ -193,15 +193,22 @@ class Controller:
             mark = (meta.get("uid"), meta.get("generation") or meta.get("resourceVersion"))
             if self._pod_names.get(key, (None,))[0] != mark:
                 self._pod_names[key] = (mark, admitted_pods(record))
-        if changed:
-            self.templates.readmit(frozenset().union(*(n for _, n in self._pod_names.values())))
+        if not changed:
+            return
+        missing = self.templates.readmit(frozenset().union(*(n for _, n in self._pod_names.values())))
+        for key, (_, names) in sorted(self._pod_names.items()) if missing else ():
+            if names & missing:  # turned away before its record named them: read that job's again
+                labels = {keys.JOB_KIND: key[0], keys.JOB_NAME: key[1]}
+                self.templates.refill(lambda labels=labels: self.cluster.list(POD_TEMPLATES, self.namespace, labels=labels,
+                                                                             trim=self.templates.gate(trim.template)), names & missing)
 
     def _enqueue(self, key: JobKey) -> None:
         if self.scope.per_job and key != (self.kind, self.name):
             return
         worker = self.workers.get(key)
         if worker is None:
-            if self.record_of(key) is None:
+            record = self.record_of(key)
+            if record is None or not self.scope.serves(record):
                 return
             worker = self.workers[key] = JobWorker(self, key)
         worker.dirty = True
@@ -215,8 +222,7 @@ class Controller:
         for key, worker in list(self.workers.items()):
             record = self.record_of(key)
             if record is None or not self.scope.serves(record):
-                if record is None:
-                    del self.workers[key]  # the record is gone: so is what we kept of it
+                del self.workers[key]  # gone, or served by another runtime: so is what we kept of it (and its wake times)
                 self.queue.pop(key, None)
                 continue
             if worker.due(now):

@@ -18,8 +18,9 @@ What an informer caches is bounded by what it admits, not by what is in the name
 anyone who may write there can add objects carrying a job's labels (before issue 21, 100
 PodTemplates of 1 MB took the runtime to 152 MiB and stalled its job).  With `admit` set,
 an object of another name is reduced to its name before it is trimmed (`gate`) and never
-cached; `readmit` changes the names, and lists again only when a newly admitted name was
-turned away before (a job's PodTemplates may arrive before its record names them).
+cached; `readmit` changes the names and says which newly admitted names were turned away
+before (a job's PodTemplates may arrive before its record names them), and `refill` reads
+just those again (their job's label), so adding a job never lists the whole collection.
 """
 
 from __future__ import annotations
@@ -85,22 +86,42 @@ class Informer:
 
         return gated
 
-    def readmit(self, names: frozenset[str] | None) -> None:
-        """Cache only these names from now on (None: every name); lists again when a name now
-        admitted was turned away before, or when names were dropped."""
+    def readmit(self, names: frozenset[str] | None) -> frozenset[str]:
+        """Cache only these names from now on (None: every name).  Returns the names admitted now
+        that were turned away before (dropped ones included): their objects are read again with
+        `refill`; past REFUSED_NAMES, or back to every name, the whole collection is listed again."""
         if names == self.admitted:
-            return
+            return frozenset()
         before, self.admitted = self.admitted, names
         self.admit = None if names is None else names.__contains__
         if not self.synced:
-            return
-        dropped = [n for n in self.cache if self.admit is not None and not self.admit(n)]
-        for name in dropped:
+            return frozenset()
+        for name in [n for n in self.cache if self.admit is not None and not self.admit(n)]:
             self._forget(name)
-        added = names is None or before is None or not names <= before
-        if added and (self._overflow or names is None or self.turned_away & (names - (before or frozenset()))):
-            self._close()
-            self._pending, self.retry_at = "relist", None
+            self._turn_away(name)  # admitted again later, it must be read again: no event brings it back
+        if names is None or self._overflow:
+            if names is None or not names <= (before or frozenset()):
+                self._relist_soon()
+            return frozenset()
+        return frozenset(self.turned_away & names)
+
+    def refill(self, fetch: Callable[[], tuple[list[Obj], str]], names: frozenset[str]) -> None:
+        """Read again objects of names `readmit` returned (`fetch`: a list narrowed to them, e.g.
+        by their job's label); on failure the whole collection is listed again."""
+        try:
+            items, _ = fetch()
+        except Exception:
+            self._relist_soon()
+            return
+        for obj in items:
+            name = (obj.get("metadata") or {}).get("name")
+            if name in names and _REFUSED not in obj:
+                self.store(obj)
+        self.turned_away -= names  # the ones not found no longer exist
+
+    def _relist_soon(self) -> None:
+        self._close()
+        self._pending, self.retry_at = "relist", None
 
     def start(self) -> bool:
         """Initial list and watch; False (retried by later polls) when the server is away."""
@@ -186,8 +207,10 @@ class Informer:
             return self._forget(name)
         if self._refused(obj):
             if self.admit is None or self.admit(name):  # turned away, then admitted while queued: its content is lost
-                self._close()
-                self._pending, self.retry_at = "relist", None
+                self._relist_soon()
+            return self._forget(name)
+        if self.admit is not None and not self.admit(name):  # gated before `readmit` dropped its name
+            self._turn_away(name)
             return self._forget(name)
         if self.cache.get(name) == obj:
             return False
@@ -195,14 +218,17 @@ class Informer:
         return True
 
     def _refused(self, obj: Obj) -> bool:
-        """A stub `gate` made; its name is remembered so that admitting it lists again."""
+        """A stub `gate` made; its name is remembered so that admitting it reads it again."""
         if _REFUSED not in obj:
             return False
+        self._turn_away(obj["metadata"]["name"])
+        return True
+
+    def _turn_away(self, name: str) -> None:
         if len(self.turned_away) < REFUSED_NAMES:
-            self.turned_away.add(obj["metadata"]["name"])
+            self.turned_away.add(name)
         else:
             self._overflow = True
-        return True
 
     # --- the cache, by name and by job ----------------------------------------------------------
     def store(self, obj: Obj) -> None:

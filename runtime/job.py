@@ -119,17 +119,20 @@ def _gated(pod: Mapping[str, Any]) -> bool:
     return isinstance(spec, Mapping) and any(isinstance(g, Mapping) and g.get("name") == keys.RELEASE_GATE for g in spec.get("schedulingGates") or [])
 
 
-def pod_spec(template: Mapping[str, Any], job: str) -> PodSpecView:
-    """One PodTemplate of job `job` as the decisions see its pod (ValueError when it was edited
-    out of shape)."""
+def pod_spec(template: Mapping[str, Any], kind: str, job: str) -> PodSpecView:
+    """One PodTemplate of job `job` (a `kind`) as the decisions see its pod (ValueError when it
+    was edited out of shape)."""
     meta = template.get("metadata") or {}
     name = meta.get("name")
     labels, notes = meta.get("labels") or {}, meta.get("annotations") or {}
     pod_meta = (template.get("template") or {}).get("metadata") or {}
     pod_notes = pod_meta.get("annotations") or {}
-    if (pod_meta.get("labels") or {}).get(keys.JOB_NAME) != job:
-        # Its pod would fall outside the runtime's pod watch: never seen to end, never cleaned up.
-        raise ValueError(f"PodTemplate {name}: its pod is not labelled {keys.JOB_NAME}={job}, so the runtime could not watch it")
+    pod_labels = pod_meta.get("labels") or {}
+    for key, want in ((keys.JOB_NAME, job), (keys.JOB_KIND, kind)):
+        if pod_labels.get(key) != want:
+            # Its pod would fall outside the job's pods (watched and indexed by these labels):
+            # never seen to exist, so created again and again, never seen to end.
+            raise ValueError(f"PodTemplate {name}: its pod is not labelled {key}={want}, so the runtime could not watch it")
     rtype, spec_hash = labels.get(keys.REPLICA_TYPE), pod_notes.get(keys.SPEC_HASH)
     if not isinstance(name, str) or not isinstance(rtype, str) or not isinstance(spec_hash, str):
         raise ValueError(f"PodTemplate {name}: no {keys.REPLICA_TYPE} label or {keys.SPEC_HASH} annotation")
@@ -167,7 +170,8 @@ def _pods(record: Mapping[str, Any], templates: Mapping[str, Any]) -> tuple[tupl
     """The pods in rank order, and why they cannot be used yet (templates out of step)."""
     expected = ((record.get("metadata") or {}).get("annotations") or {}).get(keys.POD_TEMPLATES)
     try:
-        pods = sorted((pod_spec(t, str((record.get("metadata") or {}).get("name"))) for t in templates.values()), key=lambda p: (p.rank, p.name))
+        job = str((record.get("metadata") or {}).get("name"))
+        pods = sorted((pod_spec(t, str(record.get("kind")), job) for t in templates.values()), key=lambda p: (p.rank, p.name))
     except ValueError as exc:
         return (), f"waiting for the job's PodTemplates: {exc}"
     if templates_digest([p.name for p in pods]) != expected:

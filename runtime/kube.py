@@ -48,6 +48,7 @@ from .backoff import seeded
 _ERRORS: dict[int, type[ApiError]] = {403: Forbidden, 404: NotFound, 409: Conflict, 410: Expired, 413: TooLarge, 422: Invalid}
 PAGE = 250  # objects per list page: bounds the memory one response takes before trimming
 PAGE_BYTES = 4 * 1024 * 1024  # ... and so does this (a page over it is asked for again in smaller pages)
+LIST_RESTARTS = 2  # a list whose continue token expired is started again at most this often
 BACKLOG = 2048  # events a watch may hold before its reader waits (TCP then pushes back)
 USER_AGENT = f"flatjob-runtime/{__version__}"
 RETRY_AFTER_CAP = 300  # seconds: a longer Retry-After is taken as this
@@ -279,20 +280,25 @@ class KubeCluster:
         if fields:
             query["fieldSelector"] = selector(fields)
         items: list[Obj] = []
+        restarts = 0
         while True:
             try:  # a page is parsed only under PAGE_BYTES: anyone may fill the namespace with 1 MB objects
                 data = self.http.call("GET", path(res, namespace), query, max_bytes=PAGE_BYTES)
             except PageTooLarge:
-                if query.get("limit", PAGE) == 1:
+                if query["limit"] == 1:
                     raise
-                query["limit"] = max(1, query.get("limit", PAGE) // 8)  # the same page again, in smaller pages
+                query["limit"] = max(1, query["limit"] // 8)  # the same page again, in smaller pages
                 continue
             except Expired:
-                if "continue" not in query:
+                if "continue" not in query or restarts == LIST_RESTARTS:
                     raise
-                # The continue token outlived the server's history (410 on a later page): one
-                # full list instead, as client-go's pager does (tools/pager FullListIfExpired).
-                query = {k: v for k, v in query.items() if k not in ("continue", "limit")}
+                # The continue token outlived the server's history (410 on a later page): the
+                # list again from its start, as client-go's pager does (tools/pager
+                # FullListIfExpired), though still in pages (a namespace's pods in one answer
+                # could be tens of MB) and at most LIST_RESTARTS times.
+                restarts += 1
+                query.pop("continue")
+                query["limit"] = PAGE
                 items = []
                 continue
             if not isinstance(data, dict) or not isinstance(data.get("items"), list):
@@ -303,6 +309,7 @@ class KubeCluster:
             if not token:
                 return items, str(meta.get("resourceVersion") or "")
             query["continue"] = token
+            query["limit"] = min(PAGE, query["limit"] * 8)  # past a page of big objects, back to full pages
 
     def watch_timeout(self) -> int:
         """timeoutSeconds for one watch: between 1 and 2 times Timeouts.watch_server, at random, as

@@ -20,6 +20,7 @@ from .api import ApiError, Cluster, NotFound, Obj, Resource
 from .informer import Informer
 
 SECRET_TTL = 30.0  # seconds a namespace runtime trusts what it read of a Secret
+SECRET_RETRY = 5.0  # seconds before a Secret that could not be read is read again
 
 
 class NamedWatches:
@@ -47,6 +48,10 @@ class NamedWatches:
     def informers(self) -> list[Informer]:
         return list(self.watches.values())
 
+    def recheck_at(self, name: str | None) -> float | None:
+        """When to look again without an event (never: a watch brings every change)."""
+        return None
+
     def touched(self) -> set[str]:
         return {n for n, i in self.watches.items() if i.drain()}
 
@@ -70,6 +75,9 @@ class LabelWatch:
 
     def informers(self) -> list[Informer]:
         return [self.informer] if self.started else []
+
+    def recheck_at(self, name: str | None) -> float | None:
+        return None
 
     def touched(self) -> set[str]:
         return {k for k in self.informer.drain() if isinstance(k, str)}
@@ -103,6 +111,11 @@ class SecretProbe:
             return (True, hit[1]) if hit is not None else (False, None)
         self.seen[name] = (now, obj)
         return True, obj
+
+    def recheck_at(self, name: str | None) -> float | None:
+        """When what was read of the Secret is old enough to read it again (no watch tells)."""
+        hit = self.seen.get(name or "")
+        return hit[0] + SECRET_TTL if hit is not None else self.clock() + SECRET_RETRY
 
     def forget(self, name: str) -> None:
         """The runtime just created or lost it: read it again next time."""

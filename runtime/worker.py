@@ -114,7 +114,7 @@ class JobWorker:
     def reconcile(self) -> Cycle | None:
         """One cycle: decide, write status (once), then act; nothing it raises escapes."""
         self.dirty = False
-        self._retry_at = None
+        self._retry_at = self._status_wake = None  # each cycle sets again what it still waits for
         self._writes = 0
         started = time.perf_counter()
         try:
@@ -157,13 +157,21 @@ class JobWorker:
         now = self.ctl.clock()
         cycle = scale_backoff(reconcile(job, pods, ledger, world, status, now), ledger, now, self.ctl.backoff_scale)
         self.cycles += 1
-        self._status_wake = None
+        if world.secret_is_ours and any(a.kind == "release" for a in cycle.actions) and self.ctl.secrets.recheck_at(job.ssh_secret) is not None:
+            self.ctl.secret_created(job.ssh_secret or "")  # read the Secret again right before trusting it with pods
+            if (foreign := self._foreign_secret(job, world, record)) is not None:
+                self._refuse(record, foreign)
+                self._cycle_wake = self.ctl.clock() + SECRET_TTL
+                return None
         if not self._record_status(record, status, cycle.status, now):
             return None
         self.last_cycle = cycle
         for etype, reason, message in cycle.events:
             self._event(etype, reason, message)
         self._cycle_wake = cycle.wake_at
+        again = self.ctl.secrets.recheck_at(job.ssh_secret) if job.ssh_secret and not world.secret_exists else None
+        if again is not None:  # a Secret read, not watched: look again later
+            self._cycle_wake = again if cycle.wake_at is None else min(cycle.wake_at, again)
         self._act_all(cycle, record)
         self._flush_events(record)
         return cycle
@@ -195,6 +203,9 @@ class JobWorker:
             if not self._token():
                 return  # out of write tokens: the next cycle derives the rest again
             self._act(action, record)
+            if self._retry_at is not None:
+                self.dirty = True
+                return  # it failed (an unreachable server, a 5xx): the rest after the back-off, not 30 s each now
         if cycle.actions:
             self.dirty = True  # our own changes are in the cache already; look at them once more
 

@@ -16,6 +16,7 @@ import threading
 from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import parse_qs, urlparse
 
 import pytest
 
@@ -35,7 +36,7 @@ from flatjob.runtime.api import (
     Unreachable,
     record_resource,
 )
-from flatjob.runtime.kube import KubeCluster, Timeouts, path
+from flatjob.runtime.kube import LIST_RESTARTS, PAGE_BYTES, KubeCluster, Timeouts, path
 
 Handler = Callable[[BaseHTTPRequestHandler, bytes], None]
 
@@ -222,28 +223,62 @@ def test_lists_follow_continue_tokens_and_trim_each_page(server: Scripted) -> No
     assert "labelSelector=k%3Dv" in first and "limit=" in first and "continue=c1" in second
 
 
-def test_a_continue_token_that_expired_falls_back_to_one_full_list(server: Scripted) -> None:
-    """client-go's pager (FullListIfExpired): a 410 on a later page lists again, unpaginated;
-    the record would otherwise stay stale while saying Ready."""
-    first_page = {"metadata": {"resourceVersion": "7", "continue": "c1"}, "items": [{"metadata": {"name": "a"}}]}
-    whole = {"metadata": {"resourceVersion": "9"}, "items": [{"metadata": {"name": "a"}}, {"metadata": {"name": "b"}}, {"metadata": {"name": "c"}}]}
+def _expiring(server: Scripted, expire: int) -> None:
+    """Pages of one object each; the first `expire` continue tokens are too old (410)."""
+    names = ["a", "b", "c"]
+    expired = [0]
 
     def answer(h: BaseHTTPRequestHandler, body: bytes) -> None:
         from urllib.parse import parse_qs, urlparse
 
         q = parse_qs(urlparse(h.path).query)
-        if "continue" in q:
+        at = int(q["continue"][0]) if "continue" in q else 0
+        if at and expired[0] < expire:
+            expired[0] += 1
             send(h, 410, status(410, "Expired", "The provided continue parameter is too old to display a consistent list result."))
-        elif "limit" in q:
-            send(h, 200, first_page)
-        else:
-            send(h, 200, whole)
+            return
+        meta: dict[str, Any] = {"resourceVersion": str(9 + expired[0])}
+        if at + 1 < len(names):
+            meta["continue"] = str(at + 1)
+        send(h, 200, {"metadata": meta, "items": [{"metadata": {"name": names[at]}}]})
 
     server.answer = answer
+
+
+def test_a_continue_token_that_expired_lists_again_from_the_start(server: Scripted) -> None:
+    """client-go's pager (FullListIfExpired): a 410 on a later page lists again from the start,
+    here still in pages (the whole list in one answer could be tens of MB); the record would
+    otherwise stay stale while saying Ready."""
+    _expiring(server, 1)
     items, rv = server.cluster().list(PODS, "ns")
-    assert ([i["metadata"]["name"] for i in items], rv) == (["a", "b", "c"], "9")
-    last = server.requests[-1][1]
-    assert "limit=" not in last and "continue=" not in last
+    assert ([i["metadata"]["name"] for i in items], rv) == (["a", "b", "c"], "10")
+    assert all("limit=" in r[1] for r in server.requests)
+
+
+def test_a_list_whose_tokens_keep_expiring_gives_up(server: Scripted) -> None:
+    """Started again at most LIST_RESTARTS times, then Expired: the informer relists later, with back-off."""
+    _expiring(server, 100)
+    with pytest.raises(Expired):
+        server.cluster().list(PODS, "ns")
+    assert len(server.requests) == 2 * (LIST_RESTARTS + 1)
+
+
+def test_past_a_page_too_large_the_pages_grow_back(server: Scripted) -> None:
+    """One page holding a big object is read again in smaller pages; the pages after it are full
+    again (1000 objects behind one big one: 13 requests, not 1000)."""
+    def answer(h: BaseHTTPRequestHandler, body: bytes) -> None:
+        from urllib.parse import parse_qs, urlparse
+
+        q = parse_qs(urlparse(h.path).query)
+        at, limit = int(q.get("continue", ["0"])[0]), int(q["limit"][0])
+        end = min(at + limit, 1001)
+        items = [{"metadata": {"name": f"o{i}"}, **({"pad": "x" * PAGE_BYTES} if i == 0 and limit > 1 else {})} for i in range(at, end)]
+        send(h, 200, {"metadata": {"resourceVersion": "5", **({"continue": str(end)} if end < 1001 else {})}, "items": items})
+
+    server.answer = answer
+    items, _ = server.cluster().list(PODS, "ns")
+    assert [i["metadata"]["name"] for i in items] == [f"o{i}" for i in range(1001)]
+    assert [int(parse_qs(urlparse(r[1]).query)["limit"][0]) for r in server.requests] == [250, 31, 3, 1, 8, 64, 250, 250, 250, 250]
 
 
 @pytest.mark.parametrize(("code", "header", "expected"), [(429, "7", 7.0), (503, "2", 2.0), (429, "Fri, 31 Dec 1999 23:59:59 GMT", None), (409, "5", None), (429, "99999", 300.0)])

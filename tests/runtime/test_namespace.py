@@ -8,7 +8,15 @@
 - a job moves between the namespace runtime and a runtime of its own by a commit, and its
   running pods run on;
 - a new job's PodTemplates that arrive before its record (turned away: no record names them
-  yet) are listed again once it does, and the job runs.
+  yet) are read again, that job's alone, once it does, and the job runs;
+- names a record stops naming and names again (the record deleted and applied again, a
+  commit 2 -> 1 -> 2 replicas without prune) are read again: no watch event would bring them;
+- a job that leaves the runtime (moved to another mode) or whose record it refuses leaves no
+  wake time behind (the loop would spin), and a Secret the job names that appears after it
+  started is seen within SECRET_TTL (a namespace runtime reads Secrets, never watches them);
+- a PodTemplate whose pod is labelled for another kind is a problem the status states, not a
+  pod created again every cycle.
+(found by review, /work/notes/review-24.md)
 """
 
 from __future__ import annotations
@@ -21,8 +29,11 @@ import pytest
 
 from flatjob.compiler import keys
 from flatjob.compiler.options import CompileOptions
+from flatjob.runtime.lookups import SECRET_TTL
+from flatjob.runtime.sim.apiserver import kinds
 
 from .harness import MODE, NAMESPACE, REAL, Scenario, compile_text, run_key
+from .test_scenarios import DEEPSPEED
 
 pytestmark = pytest.mark.skipif(REAL, reason="kills the runtime at chosen writes of the fake API server")
 
@@ -170,5 +181,92 @@ def test_namespace_templates_that_arrive_before_their_record_are_read_once_it_na
         if statuses(s)["late"].get("aggregate", {}).get("running") == 2:
             break
     assert statuses(s)["late"]["aggregate"]["running"] == 2
-    assert s.controller.templates.relists == relists + 1  # once, for the names it had turned away
+    assert s.controller.templates.relists == relists  # no list of the whole collection: the late job's own, by its label
+    narrowed = [r for r in s.server.log if r.verb == "list" and r.resource == "podtemplates" and "(runtime-" in r.agent]
+    assert "late" in narrowed[-1].query, narrowed[-1]
     assert statuses(s)["first"]["aggregate"]["running"] == 2
+
+
+def _running(s: Scenario, name: str, pods: int, limit: int = 60) -> None:
+    for _ in range(limit):
+        if (s.status().get("aggregate") or {}).get("running") == pods and sorted(s.controller.templates.of(("GenericJob", name))) == [f"{name}-worker-{i}" for i in range(pods)]:
+            return
+        s.tick()
+    raise AssertionError((sorted(s.controller.templates.cache), s.status().get("aggregate"), [c.get("message") for c in s.status().get("conditions") or []]))
+
+
+def test_namespace_a_record_deleted_and_applied_again_reads_its_templates_again(runtime_mode: str) -> None:
+    text = JOB.format(name="first", script="sleep 3000; exit 0")
+    s = Scenario(text)
+    _running(s, "first", 2)
+    record = next(o for o in compile_text(text, s.options) if o["apiVersion"] == keys.RECORD_API_VERSION)
+    s.cluster.delete_record(NAMESPACE, "genericjobs", "first")  # its PodTemplates stay: the record does not own them
+    for _ in range(5):
+        s.tick()
+    s.cluster.apply(record)
+    _running(s, "first", 2)
+
+
+def test_namespace_a_replica_removed_and_added_back_without_prune_is_read_again(runtime_mode: str) -> None:
+    text = JOB.format(name="first", script="sleep 3000; exit 0")
+    s = Scenario(text)
+    _running(s, "first", 2)
+    s.update_spec(text.replace("replicas: 2", "replicas: 1"))  # first-worker-1's PodTemplate stays (no prune)
+    _running(s, "first", 1)
+    s.update_spec(text)
+    _running(s, "first", 2)
+
+
+def test_namespace_a_job_that_moves_away_leaves_no_wake_time_behind() -> None:
+    text = JOB.format(name="mover", script="sleep 3000; exit 0")
+    s = namespace_scenario(text)
+    s.run_until(lambda st: st.get("aggregate", {}).get("running") == 2, limit=60)
+    s.kubelet.kill("mover-worker-1", 3)  # a restart after its back-off: a wake time
+    for _ in range(3):
+        s.tick()
+    s.options = CompileOptions(namespace=NAMESPACE, runtime="job")  # type: ignore[arg-type]
+    s.update_spec(text)
+    for _ in range(30):
+        s.tick()
+    assert ("GenericJob", "mover") not in s.controller.workers
+    assert s.controller.wake_at is None or s.controller.wake_at >= s.clock.now
+
+
+def test_namespace_a_refused_record_leaves_no_wake_time_behind() -> None:
+    s = namespace_scenario(JOB.format(name="first", script="sleep 3000; exit 0"))
+    s.run_until(lambda st: st.get("aggregate", {}).get("running") == 2, limit=60)
+    worker = s.controller.workers[("GenericJob", "first")]
+    worker._status_wake = worker._status_at + 0.5  # a coalesced status write pending (news < 0.5 s after a write)
+    record = s.cluster.record(NAMESPACE, "genericjobs", "first")
+    record["metadata"]["annotations"][keys.VERSION] = "99.0.0"  # a commit compiled by a newer flatjob
+    s.cluster.apply_record(NAMESPACE, "genericjobs", record)
+    for _ in range(20):
+        s.tick()
+    assert worker.refused and (s.controller.wake_at is None or s.controller.wake_at >= s.clock.now - 1)
+
+
+def test_namespace_a_named_ssh_secret_that_appears_later_is_seen(runtime_mode: str) -> None:
+    text = DEEPSPEED.replace("  name: ds\n", "  name: ds\n  annotations:\n    flatjob.dev/ssh-secret: my-keys\n")
+    s = Scenario(text)
+    for _ in range(60):
+        s.tick()
+    assert not s.pods()  # waiting for the Secret
+    s.cluster.create_secret(NAMESPACE, {"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/ssh-auth", "metadata": {"name": "my-keys", "namespace": NAMESPACE},
+                                        "stringData": {"ssh-privatekey": "x", "ssh-publickey": "x", "authorized_keys": "x"}})
+    for _ in range(int(SECRET_TTL) + 5):
+        s.tick()
+        if s.pods():
+            return
+    raise AssertionError([c.get("message") for c in s.status().get("conditions") or []][:1])
+
+
+def test_namespace_a_template_labelled_for_another_kind_is_a_problem_not_a_create_loop(runtime_mode: str) -> None:
+    s = Scenario(JOB.format(name="first", script="sleep 3000; exit 0"))
+    key = (kinds.by_key("podtemplates").key, NAMESPACE, "first-worker-1")
+    s.cluster.store.objects[key]["template"]["metadata"]["labels"][keys.JOB_KIND] = "PyTorchTrainingJob"
+    s.controller = s.new_controller()
+    for _ in range(30):
+        s.tick()
+    creates = [r for r in s.server.log if r.verb == "create" and r.resource == "pods" and "(runtime-" in r.agent]
+    assert not creates
+    assert any(f"{keys.JOB_KIND}=GenericJob" in (c.get("message") or "") for c in s.status().get("conditions") or [])
