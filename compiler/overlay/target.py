@@ -128,6 +128,14 @@ def _whole(expression: re.Pattern[str]) -> Callable[[Any], bool]:
     return lambda value: isinstance(value, str) and len(value) <= MAX_SUBJECT and expression.fullmatch(value) is not None
 
 
+_LITERAL = re.compile(r"[A-Za-z0-9_-]*")  # no character of these is special to `re` outside a [...]
+
+
+def _equal(text: str) -> Callable[[Any], bool]:
+    """What _whole(re.compile(text)) does for a text without special characters, with no parse."""
+    return lambda value: isinstance(value, str) and len(value) <= MAX_SUBJECT and value == text
+
+
 def _check(name: str, value: str) -> Check:
     """The check of one field; ValueError (naming the field) when it is malformed or unsafe."""
     if name in _MAPS:
@@ -137,6 +145,10 @@ def _check(name: str, value: str) -> Check:
             raise ValueError(f"{name}: {exc}") from None
         field = _MAPS[name]
         return lambda job: wanted(_strings(_meta(job).get(field)))
+    subject = _SUBJECTS[name]
+    if _LITERAL.fullmatch(value):  # most targets name a kind or a job: compare, as the expression would
+        equal = _equal(value)
+        return lambda job: equal(subject(job))
     try:
         expression = re.compile(value)
     except re.error as exc:
@@ -144,7 +156,7 @@ def _check(name: str, value: str) -> Check:
     why = _unsafe(value)
     if why:
         raise ValueError(f"{name}: {value!r} {why}")
-    matches, subject = _whole(expression), _SUBJECTS[name]
+    matches = _whole(expression)
     return lambda job: matches(subject(job))
 
 

@@ -23,6 +23,10 @@ from pathlib import Path
 MIB = 1024 * 1024
 MEMORY = 1024 * MIB  # RLIMIT_AS of every child: a bomb dies (and fails its test) long before the machine does
 CPU_SECONDS = 30  # RLIMIT_CPU
+# CPU seconds a run stopped by a limit may take, start-up included.  A ceiling that tells a
+# bounded run (0.3-1.0 s on a quiet machine) from the attacks it stops (2-110 s before issue 21),
+# with room for a busy CI machine (one run measured 1.1 s there); speed is bench/limits.py's.
+BOUNDED_CPU = 2.5
 WALL_SECONDS = 60.0
 TOKEN = "ghp_FLATJOBCANARYTOKEN0123456789abcdef"  # in .git/config, as checkout actions leave it
 SECRET = "FLATJOB_CANARY_SECRET_2f1e"  # in outside/ and in the children's environment

@@ -14,9 +14,9 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from .kit import JOB, Sandbox, assert_clean_exit, resource_list
+from .kit import BOUNDED_CPU, JOB, Sandbox, assert_clean_exit, resource_list
 
-CPU = 1.0  # seconds of CPU per run, start-up included
+CPU = BOUNDED_CPU
 MIB = 100  # peak resident memory of the run
 
 CONTAINER = "            - name: python\n              image: pytorch/pytorch:2.4.0\n              command: [python, train.py]\n"

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 import pytest
 
-from .kit import Sandbox, assert_clean_exit
+from .kit import BOUNDED_CPU, Sandbox, assert_clean_exit
 
-CPU = 1.0  # seconds of CPU per run, start-up included
+CPU = BOUNDED_CPU
 MIB = 100  # peak resident memory of the run
 
 

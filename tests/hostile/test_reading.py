@@ -17,7 +17,7 @@ import pytest
 
 from flatjob.compiler.limits import DEFAULT
 
-from .kit import JOB, SECRET, TOKEN, Sandbox, assert_clean_exit, flatjob
+from .kit import BOUNDED_CPU, JOB, SECRET, TOKEN, Sandbox, assert_clean_exit, flatjob
 
 CPU_BUDGET = 5.0  # seconds of CPU per run, start-up included (the limits act in ~0.5 s)
 
@@ -227,7 +227,7 @@ def test_a_file_too_big_for_the_run_is_reported_where_reading_stopped(tmp_path: 
 
 # --- merges, documents: every node a file asks for counts (issue 21) ------------------------
 
-ROUND_TWO_CPU = 1.0  # seconds of CPU per run, start-up included
+ROUND_TWO_CPU = BOUNDED_CPU
 ROUND_TWO_MIB = 100  # peak resident memory of the run
 
 

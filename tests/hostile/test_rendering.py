@@ -13,9 +13,9 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from .kit import JOB, Sandbox, assert_clean_exit, resource_list
+from .kit import BOUNDED_CPU, JOB, Sandbox, assert_clean_exit, resource_list
 
-CPU = 1.0
+CPU = BOUNDED_CPU
 MIB = 100
 
 ENV_AT = (15, 40)  # where the env value starts in _job's text
