@@ -4,7 +4,7 @@ Pins the convention in docs/architecture.md §5: request = 48 MiB + 1 MiB per 50
 elastic maximum counts) + what the pods' specs hold beyond 8 KiB each, limit = twice the
 request, never under 128 MiB; a namespace runtime adds 1 MiB per 10 jobs it serves beyond the
 first (500 jobs of 4 pods: 137 MiB requested; bench/runtime.py --jobs 500 --pods-per-job 4
-measured 105 MiB resident).
+measured 99 MiB resident).
 """
 
 from __future__ import annotations
