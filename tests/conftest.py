@@ -1,6 +1,6 @@
 """Shared fixtures: the real T9k corpus (skipped when ../shared is absent), golden updates,
-signal dispositions reset for children, and a check that no test leaves a process behind
-(tests/prockit.py)."""
+signal dispositions reset for children, a check that no test leaves a process behind
+(tests/prockit.py), and hypothesis derandomized (the same examples, and time, on every run)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,14 @@ from pathlib import Path
 
 import prockit
 import pytest
+from hypothesis import settings
+
+# Property tests draw the same examples on every run, so a run's verdict and its time do not
+# depend on luck (one random draw took a test from 3 s to 51 s). To search afresh locally:
+#   HYPOTHESIS_PROFILE=random python -m pytest tests/test_render_size.py
+settings.register_profile("flatjob", derandomize=True, database=None)
+settings.register_profile("random", derandomize=False)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "flatjob"))
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = Path(os.environ.get("FLATJOB_CORPUS", ROOT.parent / "shared" / "corpus"))
