@@ -78,7 +78,7 @@ def test_two_runtimes_never_act_at_once_when_the_leaders_lease_calls_fail() -> N
     for tick in range(600):
         s.server.bookmark_all()
         for c in (a, b):
-            c.observe(0.01)
+            c.observe(0.002)
             c.step()
         s.kubelet.tick()
         if tick == 60:
