@@ -381,6 +381,7 @@ def test_losing_5000_replicas_with_their_own_limits_keeps_the_status_small() -> 
     assert len(json.dumps(failed.status)) < 32 * 1024
 
 
+@pytest.mark.slow  # reading 5 000 compiled PodTemplates back takes 8 s; the 101-worker case is in test_kubectl.py
 def test_the_whole_record_of_a_5000_pod_job_stays_under_256_kib_and_names_worker_0_first() -> None:
     """The record as `kubectl get dj big -o json` shows it: the compiled spec and metadata
     with the status of each cycle of a group restart in which worker-7 failed."""
