@@ -53,12 +53,28 @@ def test_json_patch_copies_cannot_double_a_job_forty_times(box: Sandbox) -> None
 
 
 def test_patches_times_jobs_are_bounded(box: Sandbox) -> None:
+    """Refused before any target is matched: 5 000 checks per job cost more than the run's budget."""
     for i in range(200):
         box.job(f"job-{i}")
     patches = "".join(f"  - {{target: {{kind: X{i}}}, patch: {{spec: {{}}}}}}\n" for i in range(5000))
     _overlay(box, "patches:\n" + patches)
     for run_ in _compile(box):
-        assert "FJ105" in run_.codes() and "costs more than 1,000,000 YAML values" in run_.output
+        assert ("overlay.yaml", 2, 5, "error", "FJ105") in run_.findings()
+        assert "5,000 patches to 200 jobs costs more than 1,000,000 YAML values" in run_.output
+
+
+def test_patches_that_apply_are_bounded_by_what_they_add(box: Sandbox) -> None:
+    """Few checks, but two patch files of 12 000 values each, applied to each of 30 jobs, add more
+    than the run's budget (each added value counts 4): stopped at the patch that spends its last."""
+    for i in range(30):
+        box.job(f"job-{i}")
+    folder = box.repo / "overlays" / "prod"
+    folder.mkdir(parents=True)
+    for i in range(2):
+        (folder / f"p{i}.yaml").write_text("spec:\n  x: [" + ", ".join("0" for _ in range(12_000)) + "]\n")
+    _overlay(box, "patches:\n" + "".join(f"  - {{path: p{i}.yaml, target: {{kind: PyTorchTrainingJob}}}}\n" for i in range(2)))
+    for run_ in _compile(box):
+        assert "FJ105" in run_.codes() and "applying this overlay's patches to the jobs they select costs more than 1,000,000" in run_.output, run_.output[-2000:]
 
 
 @pytest.mark.parametrize(
