@@ -71,6 +71,18 @@ def env_job(value: str, replicas: int, kind: str = "PyTorchTrainingJob") -> str:
 
 COPIES = "patches:\n  - target: {kind: PyTorchTrainingJob}\n    patch:\n" + "".join(f"      - {{op: copy, from: /spec, path: /spec/a{i}}}\n" for i in range(40))
 
+MANY_PATCHES = "patches:\n" + "".join(f"  - {{target: {{kind: X{i}}}, patch: {{spec: {{}}}}}}\n" for i in range(5000))
+BIG_PATCHES = {
+    "overlay/overlay.yaml": "patches:\n" + "".join(f"  - {{path: p{i}.yaml, target: {{kind: PyTorchTrainingJob}}}}\n" for i in range(2)),
+    **{f"overlay/p{i}.yaml": "spec:\n  x: [" + ", ".join("0" for _ in range(12_000)) + "]\n" for i in range(2)},
+}
+
+
+def jobs(n: int) -> dict[str, str]:
+    """n more valid jobs beside ok.yaml."""
+    return {f"job-{i}.yaml": JOB.replace("name: ok", f"name: job-{i}") for i in range(n)}
+
+
 # label -> files beside ok.yaml (None: the valid job alone); overlay cases compile with --overlay
 INPUTS = {
     "valid job alone (baseline)": None,
@@ -87,6 +99,8 @@ INPUTS = {
     "render: 900 KiB env value x 2 000 replicas": lambda: {"hostile.yaml": env_job("x" * 900 * 1024, 2000)},
     "render: GenericJob, 130 000 $(rank) x 2 000 replicas": lambda: {"hostile.yaml": env_job("$(rank)" * 130 * 1024, 2000, "GenericJob")},
     "overlay: 40 JSON patch copies of /spec (compile)": lambda: {"overlay/overlay.yaml": COPIES},
+    "overlay: 5 000 patches x 200 jobs (compile)": lambda: {**jobs(199), "overlay/overlay.yaml": MANY_PATCHES},
+    "overlay: 2 patch files of 12 000 values x 30 jobs (compile)": lambda: {**jobs(29), **BIG_PATCHES},
 }
 
 

@@ -267,14 +267,19 @@ class Scripts:
         """Wait for a started script (20 s at most) and collect what the stubs saw; stubs left
         running (a blocking background sshd) are killed, as a pod's end would."""
         started = time.monotonic() if started is None else started
+        hung = None
         try:
             proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:  # say what was still running, then end it all
+            hung = _states([proc.pid, *(c.pid for c in self.calls())])
+            proc.kill()
         finally:
             calls = self.calls()
             for c in calls:  # they hold the script's output pipes open
                 with contextlib.suppress(OSError):
                     os.kill(c.pid, signal.SIGKILL)
         out, err = proc.communicate(timeout=20)
+        assert hung is None, f"the script did not end in 20 s; processes: {hung}; stub calls: {[(c.prog, c.event, c.pid) for c in calls]}; stderr: {err[-2000:]}"
         return Run(proc.returncode, out, err, calls, time.monotonic() - started)
 
     def run(self, script: str = "launch.sh", env: dict[str, str] | None = None) -> Run:
@@ -297,6 +302,18 @@ class Scripts:
             time.sleep(0.01)
         os.kill(proc.pid, signum)
         return self.finish(proc, started)
+
+
+def _states(pids: list[int]) -> dict[int, str]:
+    """Each pid's command and state line from /proc (what a hung script's test reports)."""
+    out = {}
+    for pid in pids:
+        try:
+            status = Path(f"/proc/{pid}/status").read_text(encoding="utf-8").splitlines()
+            out[pid] = " ".join(ln for ln in status if ln.startswith(("Name:", "State:", "SigCgt:", "SigPnd:", "ShdPnd:")))
+        except OSError:
+            out[pid] = "gone"
+    return out
 
 
 SIGNALS = {"TERM": signal.SIGTERM, "INT": signal.SIGINT}
