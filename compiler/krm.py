@@ -291,7 +291,9 @@ class _Plain:
 
 
 def _writer(text: str, outcome: Outcome) -> Any:
-    if outcome.failed and len(text) > PLAIN_WRITE_BYTES:
+    """ruamel, or _Plain for a failing run over PLAIN_WRITE_BYTES that only writes input items back
+    (generated items carry ruamel's literal strings, which PyYAML's safe dumper refuses)."""
+    if outcome.failed and len(text) > PLAIN_WRITE_BYTES and all(isinstance(e, Kept) for e in outcome.items):
         return _Plain()
     from ruamel.yaml import YAML
 
