@@ -8,7 +8,10 @@ write in its namespace can make:
 - status-edit: a 38-byte edit of its record's status.runtime (`released: [x0-{0..1000000}]`),
   made once every pod runs;
 - junk-templates: --junk PodTemplates of --junk-mib MiB each carrying the job's labels, made
-  before the runtime starts (so its first list pages hold them) and --junk more while it runs.
+  before the runtime starts (so its first list pages hold them) and --junk more while it runs;
+- junk-pods: the same with Pods (--junk-mib MiB each, 200 KiB of it annotations: the API
+  server allows 256 KiB), carrying the job's labels and a forged controller ownerReference
+  to its record, so the runtime must read them.
 It reports, per case, the runtime's peak RSS (VmHWM) against the memory limit compile gives it
 (compiler/render/runtime.py), and what the runtime made of it (the record's Stalled condition,
 its Events, whether every pod still runs).  Before issue 21: 622 MiB for the status edit, and
@@ -44,6 +47,24 @@ def junk_template(i: int, mib: float) -> dict[str, Any]:
         "apiVersion": "v1", "kind": "PodTemplate",
         "metadata": {"name": f"junk-{i}", "namespace": NS, "labels": labels},
         "template": {"metadata": {"labels": labels}, "spec": {"containers": [{"name": "x", "image": "busybox", "env": [{"name": "J", "value": "j" * int(mib * 1024 * 1024)}]}]}},
+    }
+
+
+def junk_pod(i: int, mib: float, owner: dict[str, Any] | None) -> dict[str, Any]:
+    """A pod anyone who may create pods can make: the job's labels, an ownerReference to its
+    record, 200 KiB of annotations (the API server allows 256 KiB) and the rest in its spec."""
+    from flatjob.compiler import keys
+
+    notes = 200 * 1024
+    rest = max(0, int(mib * 1024 * 1024) - notes)
+    return {
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {
+            "name": f"junk-pod-{i}", "namespace": NS, "labels": {keys.JOB_NAME: NAME, keys.JOB_KIND: owner["kind"] if owner else ""},
+            "annotations": {f"junk.example/{k}": "j" * (notes // 8) for k in range(8)},
+            "ownerReferences": [owner] if owner else [],
+        },
+        "spec": {"containers": [{"name": "x", "image": "busybox", "env": [{"name": "J", "value": "j" * rest}]}]},
     }
 
 
@@ -111,6 +132,28 @@ def case_junk_templates(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         bench.close()
 
 
+def case_junk_pods(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
+    manifests = compile_job(args)
+    bench = Bench(manifests, tmp, args.runtime)
+    try:
+        n = args.pods
+        bench.until(lambda: running(bench, n), 300, "every pod Running")
+        record = bench.cluster.record(NS, bench.plural, NAME)
+        meta = record["metadata"]
+        owner = {"apiVersion": record["apiVersion"], "kind": record["kind"], "name": meta["name"], "uid": meta["uid"], "controller": True}
+        for i in range(2 * args.junk):  # while it watches: every one is a watch event it reads
+            bench.cluster.apply(junk_pod(i, args.junk_mib, owner))
+            bench.sample()
+        end = time.time() + args.settle
+        while time.time() < end:
+            bench.kubelet.tick()
+            bench.sample()
+            time.sleep(0.05)
+        return {"rss_peak_mib": peak_mib(bench), "limit_mib": limit_mib(n), "all_running": running(bench, n), "conditions": conditions(bench)}
+    finally:
+        bench.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pods", type=int, default=10)
@@ -121,7 +164,7 @@ def main() -> None:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     out: dict[str, Any] = {"command": f"python bench/hostile_runtime.py {' '.join(sys.argv[1:])}".rstrip()}
-    for name, case in (("status_edit", case_status_edit), ("junk_templates", case_junk_templates)):
+    for name, case in (("status_edit", case_status_edit), ("junk_templates", case_junk_templates), ("junk_pods", case_junk_pods)):
         with tempfile.TemporaryDirectory() as tmp:
             try:
                 out[name] = case(args, Path(tmp))

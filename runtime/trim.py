@@ -12,7 +12,7 @@ from typing import Any
 
 import orjson
 
-from flatjob.compiler.keys import RELEASE_GATE
+from flatjob.compiler import keys
 from flatjob.compiler.limits import DEFAULT
 
 TEMPLATE_BYTES = DEFAULT.object_bytes  # compile refuses a bigger pod (FJ324); the runtime does not cache one
@@ -20,12 +20,20 @@ TEMPLATE_BYTES = DEFAULT.object_bytes  # compile refuses a bigger pod (FJ324); t
 Obj = dict[str, Any]
 
 _META = ("name", "namespace", "uid", "resourceVersion", "generation", "deletionTimestamp", "creationTimestamp")
-_TERMINATED = ("exitCode", "reason", "message")
 # Pod conditions the decisions read: readiness (and who cleared it: a lost node clears Ready
 # alone), why the scheduler cannot place the pod, and whether it is being disrupted.
 _CONDITIONS = {"Ready": (), "ContainersReady": (), "PodScheduled": ("reason", "message"), "DisruptionTarget": ("reason", "message")}
 _MESSAGE_CAP = 1024  # a waiting or scheduling message kept for the record, at most
+_REASON_CAP = 128  # a reason is one CamelCase word
+_DETAILED = 8  # containers whose messages are kept; the others' states and reasons only
 _OWNER = ("apiVersion", "kind", "name", "uid", "controller")
+# A pod's labels and annotations the decisions read; a pod's other metadata is anyone's who may
+# create pods (1 000 junk pods with the job's labels and 256 KiB of annotations each would
+# otherwise be 250 MiB of cache), so a cached pod is bounded whatever its maker put on it.
+_POD_LABELS = (keys.JOB_KIND, keys.JOB_NAME, keys.REPLICA_TYPE, keys.REPLICA_INDEX)
+_POD_NOTES = (keys.ATTEMPT, keys.RESTART_COUNT, keys.RESUMING, keys.SPEC_HASH, keys.STOPPED)
+_NOTE_CAP = 256  # the runtime's own values are numbers, "true" and a digest
+CONTAINERS_CAP = 64  # container statuses, scheduling gates and conditions read per pod: a pod flatjob renders has fewer
 
 
 def _dict(value: Any) -> Obj:
@@ -48,23 +56,49 @@ def meta(obj: Obj, *, labels: bool = True, annotations: bool = True) -> Obj:
         out["labels"] = _strings(m["labels"])
     if annotations and m.get("annotations"):
         out["annotations"] = _strings(m["annotations"])
-    if m.get("ownerReferences"):  # what ownership checks read, never more (anyone may write them)
-        out["ownerReferences"] = [{k: r[k] for k in _OWNER if k in r} for r in map(_dict, _list(m["ownerReferences"]))]
+    # What ownership checks read, never more: the controller reference (the API server allows
+    # one an object; anyone may write any number of others).
+    controller = next((r for r in map(_dict, _list(m.get("ownerReferences"))) if r.get("controller") is True), None)
+    if controller is not None:
+        out["ownerReferences"] = [{k: controller[k] for k in _OWNER if k in controller}]
     return out
 
 
-def _container_status(status: Any) -> Obj:
+def _pod_meta(obj: Obj) -> Obj:
+    """A pod's metadata: only the labels and annotations the runtime reads, values capped."""
+    m = _dict(obj.get("metadata"))
+    out = meta(obj, labels=False, annotations=False)
+    for key, wanted, cap in (("labels", _POD_LABELS, _NOTE_CAP), ("annotations", _POD_NOTES, _NOTE_CAP)):
+        given = _dict(m.get(key))
+        kept = {k: given[k][:cap] for k in wanted if isinstance(given.get(k), str)}
+        if kept:
+            out[key] = kept
+    return out
+
+
+def _capped(fields: Any, message_cap: int) -> Obj:
+    """A state's reason and message (the kubelet's, or a termination message the program wrote), capped."""
+    caps = {"reason": _REASON_CAP, "message": message_cap}
+    return {k: v[:caps[k]] for k, v in _dict(fields).items() if k in caps and isinstance(v, str) and caps[k]}
+
+
+def _container_status(status: Any, message_cap: int) -> Obj:
     s = _dict(status)
     state = _dict(s.get("state"))
     kept: Obj = {}
     if "terminated" in state:
         term = _dict(state["terminated"])
-        kept["terminated"] = {k: term[k] for k in _TERMINATED if term.get(k) is not None}
+        kept["terminated"] = {**({"exitCode": term["exitCode"]} if isinstance(term.get("exitCode"), int) else {}), **_capped(term, message_cap)}
     elif "running" in state:
         kept["running"] = {}
     elif "waiting" in state:
-        kept["waiting"] = {k: v[:_MESSAGE_CAP] for k, v in _dict(state["waiting"]).items() if k in ("reason", "message") and isinstance(v, str)}
-    return {"name": str(s.get("name", "")), "state": kept}
+        kept["waiting"] = _capped(state["waiting"], message_cap)
+    return {"name": str(s.get("name", ""))[:_NOTE_CAP], "state": kept}
+
+
+def _container_statuses(statuses: Any) -> list[Obj]:
+    """At most CONTAINERS_CAP statuses, messages only for the first few (a pod's total is bounded)."""
+    return [_container_status(s, _MESSAGE_CAP if i < _DETAILED else 0) for i, s in enumerate(_list(statuses)[:CONTAINERS_CAP])]
 
 
 def _condition(c: Obj) -> Obj:
@@ -79,8 +113,8 @@ def pod(obj: Obj) -> Obj:
     """A pod as the decisions see it: identity, gates, phase, readiness, exit codes."""
     spec = _dict(obj.get("spec"))
     status = _dict(obj.get("status"))
-    out: Obj = {"metadata": meta(obj), "spec": {}, "status": {}}
-    gates = [{"name": g["name"]} for g in _list(spec.get("schedulingGates")) if isinstance(g, dict) and isinstance(g.get("name"), str)]
+    out: Obj = {"metadata": _pod_meta(obj), "spec": {}, "status": {}}
+    gates = [{"name": g["name"][:_NOTE_CAP]} for g in _list(spec.get("schedulingGates"))[:CONTAINERS_CAP] if isinstance(g, dict) and isinstance(g.get("name"), str)]
     if gates:
         out["spec"]["schedulingGates"] = gates
     if isinstance(spec.get("nodeName"), str):
@@ -88,13 +122,13 @@ def pod(obj: Obj) -> Obj:
     for key in ("phase", "reason", "message", "startTime"):
         if isinstance(status.get(key), str):
             out["status"][key] = status[key][:_MESSAGE_CAP]
-    conditions = [_condition(c) for c in _list(status.get("conditions")) if isinstance(c, dict) and c.get("type") in _CONDITIONS]
+    conditions = [_condition(c) for c in _list(status.get("conditions"))[:CONTAINERS_CAP] if isinstance(c, dict) and c.get("type") in _CONDITIONS]
     if conditions:
         out["status"]["conditions"] = conditions
-    statuses = [_container_status(s) for s in _list(status.get("containerStatuses"))]
+    statuses = _container_statuses(status.get("containerStatuses"))
     if statuses:
         out["status"]["containerStatuses"] = statuses
-    failed_init = [c for c in (_container_status(s) for s in _list(status.get("initContainerStatuses"))) if c["state"].get("terminated", {}).get("exitCode") not in (None, 0)]
+    failed_init = [c for c in _container_statuses(status.get("initContainerStatuses")) if c["state"].get("terminated", {}).get("exitCode") not in (None, 0)]
     if failed_init:  # why a pod failed before its containers started (kubectl's Init:Error)
         out["status"]["initContainerStatuses"] = failed_init[:1]
     return out
@@ -120,7 +154,7 @@ def template(obj: Obj) -> Obj:
     pod_meta = _dict(pod.get("metadata"))
     kept = {k: pod_meta[k] for k in ("labels", "annotations") if k in pod_meta}
     spec = _dict(pod.get("spec"))
-    gated = any(isinstance(g, dict) and g.get("name") == RELEASE_GATE for g in _list(spec.get("schedulingGates")))
+    gated = any(isinstance(g, dict) and g.get("name") == keys.RELEASE_GATE for g in _list(spec.get("schedulingGates")))
     body = orjson.dumps(spec, option=orjson.OPT_SORT_KEYS)
     if len(body) > TEMPLATE_BYTES:  # no template of flatjob's is this big: its size is kept, not it
         return {"metadata": meta(obj), "template": {"metadata": kept, "gated": gated, "spec": None, "oversize": len(body)}}

@@ -11,7 +11,11 @@ Over the real client and HTTP against the fake API server (tests/runtime/harness
   stall the job (before: one of them stalled it), whether they exist before the runtime
   starts or come while it runs; one of the job's own names, grown past what compile renders,
   is kept as its size only and is a problem the status states;
-- a list page larger than the runtime parses is asked for again in smaller pages.
+- a list page larger than the runtime parses is asked for again in smaller pages;
+- a pod is cached as the labels, annotations, controller reference and statuses the decisions
+  read, each capped, whatever its maker put on it; pods with the job's labels and a forged
+  ownerReference to its record never stall it (before: 200 junk pods of 1 MiB took the
+  runtime to 124 MiB of its 128).
 Memory itself is measured by bench/hostile_runtime.py (never by timed tests).
 """
 
@@ -20,6 +24,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+import orjson
 import pytest
 
 from flatjob.compiler import keys
@@ -27,7 +32,7 @@ from flatjob.runtime import nameset
 from flatjob.runtime.api import POD_TEMPLATES
 from flatjob.runtime.job import job_view
 from flatjob.runtime.kube import PAGE_BYTES
-from flatjob.runtime.trim import TEMPLATE_BYTES, template
+from flatjob.runtime.trim import CONTAINERS_CAP, TEMPLATE_BYTES, pod, template
 
 from .harness import NAMESPACE, REAL, Scenario
 from .test_scenarios import DEEPSPEED, pytorch
@@ -157,3 +162,46 @@ def test_a_list_page_too_large_to_parse_is_asked_for_in_smaller_pages() -> None:
         s.cluster.apply(_junk(f"big-{i}", "someone", 1024 * 1024))
     items, _ = s.controller.cluster.list(POD_TEMPLATES, NAMESPACE, labels={keys.JOB_NAME: "someone"}, trim=lambda o: {"metadata": {"name": o["metadata"]["name"]}})
     assert sorted(o["metadata"]["name"] for o in items) == sorted(f"big-{i}" for i in range(count))
+
+
+# --- pods anyone may create -------------------------------------------------------------------
+
+
+def _junk_pod(name: str, job: str, owner: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A pod with the job's labels, 200 KiB of annotations, a thousand labels, owner references,
+    gates and container statuses: what anyone who may create pods (and a kubelet) can put on one."""
+    return {
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {
+            "name": name, "namespace": NAMESPACE,
+            "labels": {keys.JOB_NAME: job, keys.JOB_KIND: "PyTorchTrainingJob", **{f"junk.example/l{i}": "x" * 63 for i in range(1000)}},
+            "annotations": {f"junk.example/{i}": "j" * 25_000 for i in range(8)} | {keys.ATTEMPT: "1" * 100_000},
+            "ownerReferences": [*([owner] if owner else []), *({"apiVersion": "v1", "kind": "X", "name": "x" * 200, "uid": str(i)} for i in range(1000))],
+        },
+        "spec": {"containers": [{"name": "x", "image": "busybox"}], "schedulingGates": [{"name": f"g{i}"} for i in range(1000)]},
+        "status": {"containerStatuses": [{"name": f"c{i}", "state": {"waiting": {"reason": "r" * 2000, "message": "m" * 2000}}} for i in range(1000)]},
+    }
+
+
+def test_a_pod_is_cached_as_what_the_decisions_read_whatever_its_maker_put_on_it() -> None:
+    kept = pod(_junk_pod("junk", "j", {"apiVersion": "flatjob.dev/v1beta1", "kind": "PyTorchTrainingJob", "name": "j", "uid": "u", "controller": True}))
+    assert len(orjson.dumps(kept)) < 64 * 1024 < len(orjson.dumps(_junk_pod("junk", "j")))
+    meta = kept["metadata"]
+    assert meta["labels"] == {keys.JOB_NAME: "j", keys.JOB_KIND: "PyTorchTrainingJob"}
+    assert list(meta["annotations"]) == [keys.ATTEMPT] and len(meta["annotations"][keys.ATTEMPT]) <= 256
+    assert [r["uid"] for r in meta["ownerReferences"]] == ["u"]  # the controller reference alone
+    assert len(kept["spec"]["schedulingGates"]) == len(kept["status"]["containerStatuses"]) == CONTAINERS_CAP
+
+
+@fake_only
+def test_pods_with_the_jobs_labels_and_its_records_uid_never_stall_it(runtime_mode: str) -> None:
+    s = Scenario(pytorch(master="sleep 60; exit 0", worker="sleep 60; exit 0"))
+    s.run_until(lambda st: st.get("phase") == "Running")
+    meta = s.cluster.record(NAMESPACE, s.kind.lower() + "s", s.name)["metadata"]
+    owner = {"apiVersion": "flatjob.dev/v1beta1", "kind": s.kind, "name": s.name, "uid": meta["uid"], "controller": True}
+    for i in range(3):  # a forged owner makes them read; the names are none of the job's
+        s.cluster.apply(_junk_pod(f"junk-{i}", s.name, owner))
+    s.sync()
+    cached = [p for p in s.controller.pods.cache.values() if p["metadata"]["name"].startswith("junk-")]
+    assert cached and all(len(orjson.dumps(p)) < 64 * 1024 for p in cached)
+    assert s.finished()["phase"] == "Succeeded"
