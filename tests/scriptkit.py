@@ -206,6 +206,11 @@ class Run:
         (call,) = self.of(prog)
         return call.argv
 
+    def waiter(self) -> list[str]:
+        """The argv of the one python3 call that runs wait_for_peers.py (others list env names)."""
+        (call,) = [c for c in self.of("python3") if any(a.endswith("wait_for_peers.py") for a in c.argv)]
+        return call.argv
+
     def signals(self, prog: str) -> list[int]:
         return [c.signal for c in self.calls if c.prog == prog and c.event == "signal" and c.signal]
 
@@ -250,11 +255,11 @@ class Scripts:
         return {k: v for k, v in env.items() if v is not None}
 
     def start(
-        self, script: str = "launch.sh", env: dict[str, str] | None = None
+        self, script: str = "launch.sh", env: dict[str, str] | None = None, shell: str = SH
     ) -> subprocess.Popen[str]:
         self.log.write_text("", encoding="utf-8")
         return subprocess.Popen(
-            [SH, str(self.dir / script)],
+            [shell, str(self.dir / script)],
             cwd=self.cwd,
             env=self.environ(env),
             text=True,
@@ -282,9 +287,10 @@ class Scripts:
         assert hung is None, f"the script did not end in 20 s; processes: {hung}; stub calls: {[(c.prog, c.event, c.pid) for c in calls]}; stderr: {err[-2000:]}"
         return Run(proc.returncode, out, err, calls, time.monotonic() - started)
 
-    def run(self, script: str = "launch.sh", env: dict[str, str] | None = None) -> Run:
+    def run(self, script: str = "launch.sh", env: dict[str, str] | None = None, shell: str = SH) -> Run:
+        """Run a script to its end (`shell`: /bin/sh, dash here, or another a pod's image may have)."""
         started = time.monotonic()
-        return self.finish(self.start(script, env), started)
+        return self.finish(self.start(script, env, shell), started)
 
     def calls(self) -> list[Call]:
         lines = self.log.read_text(encoding="utf-8").splitlines() if self.log.exists() else []

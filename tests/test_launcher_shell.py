@@ -91,3 +91,32 @@ def test_colossalai_runs_what_an_env_name_holds(tmp_path: Path) -> None:
 def test_a_plain_working_dir_and_names_are_inert_with_colossalai(tmp_path: Path) -> None:
     out = _sh(_colossalai_remote(str(tmp_path), {"MY_VAR": "a b"}) + " && pwd && echo $MY_VAR", tmp_path)
     assert out.stdout.splitlines() == [str(tmp_path), "a b"]
+
+
+# --- names from an envFrom ConfigMap or Secret: the cluster's, not the spec's ------------------
+
+
+def test_a_name_no_shell_can_hold_fails_colossalai_runs_command(tmp_path: Path) -> None:
+    # ConfigMap and Secret keys may hold `.` and `-` (the API server's IsConfigMapKey), the
+    # kubelet passes them on (IsEnvVarName allows both), and colossalai run exports them all.
+    out = _sh(_colossalai_remote(str(tmp_path), {"MY_VAR": "a", "log.level": "debug"}) + " && echo ran", tmp_path)
+    assert out.returncode != 0 and "ran" not in out.stdout
+
+
+@pytest.mark.parametrize("shell", ["/bin/sh", "bash"])  # dash leaves such names out itself; bash passes them on
+def test_names_no_shell_can_hold_never_reach_colossalai_run(tmp_path: Path, shell: str) -> None:
+    from scriptkit import Scripts, compile_job, stub_bin
+    from test_scripts_colossalai import colossalai_job, new_shape
+
+    bin_dir = stub_bin(tmp_path / "bin")
+    s = Scripts(tmp_path / "pod", compile_job(colossalai_job(new_shape(["t.py"], []), sshd=str(bin_dir / "sshd"))).data, bin_dir)
+    run = s.run(env={"log.level": "debug", "1ABC": "x", "nvidia-visible": "0", "MY_VAR": "a b"}, shell=shell)
+    assert run.code == 0, run.stderr
+    (call,) = run.of("colossalai")
+    assert not {"log.level", "1ABC", "nvidia-visible"} & set(call.env) and call.env["MY_VAR"] == "a b"
+    if shell == "bash":
+        (line,) = [ln for ln in run.stderr.splitlines() if "no shell names" in ln]
+        assert line.split("the names ")[1].split(" (")[0].split() == ["1ABC", "log.level", "nvidia-visible"]
+    exported = {k: v for k, v in call.env.items() if k in ("MY_VAR", "log.level", "1ABC")}
+    out = _sh(_colossalai_remote(str(tmp_path), exported) + " && echo $MY_VAR", tmp_path)
+    assert out.stdout.splitlines() == ["a b"], out.stderr  # what every node's shell then runs

@@ -36,6 +36,8 @@ from scriptkit import (
     stub_bin,
 )
 
+from flatjob.compiler.plan.scripts import UNNAMABLE_PY
+
 MASTER = "--master_addr=job-worker-0.job"
 PORT = "--master_port=29500 --force_multi"
 
@@ -129,7 +131,7 @@ def test_deepspeed_argv_per_config_field(
     assert run.code == 0, run.stderr
     hostfile = s.run_hostfile if "elastic" in spec else s.hostfile
     assert run.argv("deepspeed") == [f"--hostfile={hostfile}", *shlex.split(expected)]
-    waiter = run.argv("python3")
+    waiter = run.waiter()
     assert ("--min" in waiter, "--out" in waiter) == ("elastic" in spec, "elastic" in spec)
 
 
@@ -156,6 +158,7 @@ def test_steps_run_in_order(tmp_path: Path, bin_dir: Path) -> None:
         ("mkdir", ["-p", "/run/sshd"]),
         ("sshd", ["-D", "-e"]),
         ("python3", [f"{s.dir}/wait_for_peers.py", "--hostfile"]),
+        ("python3", ["-c", UNNAMABLE_PY]),  # the env names no shell can hold
         ("deepspeed", [f"--hostfile={s.hostfile}", MASTER]),
     ]
     # worker-0 is in its own hostfile: sshd checked (-t), then in the background, logging to
@@ -163,7 +166,7 @@ def test_steps_run_in_order(tmp_path: Path, bin_dir: Path) -> None:
     sshd = [*SSHD_ARGV(s)]
     assert [c.argv for c in run.of("sshd")] == [[*sshd, "-t"], sshd]
     (bg,) = [c for c in run.of("sshd") if "-t" not in c.argv]
-    assert run.argv("python3")[-2:] == ["--sshd-pid", str(bg.pid)]
+    assert run.waiter()[-2:] == ["--sshd-pid", str(bg.pid)]
 
 
 def SSHD_ARGV(s: Scripts) -> list[str]:

@@ -285,7 +285,7 @@ def test_launch_calls_the_waiter(
         expected += ["--sshd-pid", str(bg.pid)]
     if elastic:
         expected += ["--min", "1", "--out", str(s.run_hostfile)]
-    assert run.argv("python3") == expected
+    assert run.waiter() == expected
     assert run.of(kind), "the launcher runs after a successful wait"
 
 

@@ -113,7 +113,7 @@ def launch_script(job: ColossalAIJob, master_addr: str, worker_env: list[str]) -
             "# so the traps see SIGTERM. extraArgs reach torchrun as --extra_launch_args=a=1,b; the\n"
             "# script's arguments are quoted for the workers' shell, after `--`.\n",
             scripts.background(
-                f'colossalai run --hostfile="$FLATJOB_HOSTFILE" {scripts.quote(colossalai_args(job, master_addr))}'
+                f'{scripts.LAUNCH_ENV}colossalai run --hostfile="$FLATJOB_HOSTFILE" {scripts.quote(colossalai_args(job, master_addr))}'
             ),
         ]
     )

@@ -92,7 +92,7 @@ def launch_script(job: DeepSpeedJob, pod: PodPlan, master_addr: str) -> str:
             "# runner ssh-es in for `hostname -I`). A child (&, wait), so the traps see SIGTERM.\n"
         )
         body.append(pdsh.SETUP)
-        launch = f"deepspeed --hostfile={run_hostfile} {scripts.quote(deepspeed_args(job, master_addr))}"
+        launch = f"{scripts.LAUNCH_ENV}deepspeed --hostfile={run_hostfile} {scripts.quote(deepspeed_args(job, master_addr))}"
     body.append(scripts.background(launch))
     if cfg.custom_command is None:
         body.append(pdsh.CHECK)

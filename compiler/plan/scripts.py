@@ -49,7 +49,8 @@ def header(auth_mount_path: str) -> str:
 
 
 def drop_unquotable(launcher: str, unquotable: str, instead: str, also: Sequence[str] = ()) -> str:
-    """Unset the variables whose values `launcher` would mangle in the remote command it builds.
+    """Unset the variables whose values `launcher` would mangle in the remote command it builds,
+    and leave out those whose names it cannot export (run it as LAUNCH_ENV + its command).
 
     `unquotable` is a `case` pattern list matching such a value; `instead` says where such a
     value comes from now.  Only the names are printed (values may be secrets).  `also` names
@@ -68,7 +69,31 @@ def drop_unquotable(launcher: str, unquotable: str, instead: str, also: Sequence
         + "  esac\n"
         + "done\n"
         + f'[ -z "$dropped" ] || echo "flatjob: {launcher} cannot quote the values of$dropped; {instead}" >&2\n'
+        + "# Names no shell can hold (an envFrom key such as log.level: ConfigMap and Secret keys may\n"
+        + f"# hold . and -; bash passes them on, dash does not) would fail the `export` {launcher} puts\n"
+        + "# before every node's command, and sh cannot unset them: they become `env -u` words, and\n"
+        + "# the launcher runs under `env \"$@\"`.\n"
+        + "set -f\n"
+        + "set --\n"
+        + "dropped=''\n"
+        + 'ifs=$IFS IFS=$nl\n'
+        + f"for name in $(\"$FLATJOB_PYTHON\" -c {shlex.quote(UNNAMABLE_PY)}); do\n"
+        + '  set -- "$@" -u "$name"\n'
+        + '  dropped="$dropped $name"\n'
+        + "done\n"
+        + 'IFS=$ifs\n'
+        + "set +f\n"
+        + f'[ -z "$dropped" ] || echo "flatjob: {launcher} cannot export the names$dropped (no shell names); they are left out" >&2\n'
     )
+
+
+# The environment's names that are no shell names, one a line (none holds a newline: the API
+# server's env name rules), as bytes, whatever their encoding.
+UNNAMABLE_PY = (
+    'import os, re, sys; sys.stdout.buffer.write(b"".join(n + b"\\n" for n in sorted(os.environb) '
+    'if not re.fullmatch(rb"[A-Za-z_][A-Za-z0-9_]*", n) and b"\\n" not in n))'
+)
+LAUNCH_ENV = 'env "$@" '  # runs a launcher without the names drop_unquotable left out
 
 
 def wait_for_peers(min_hosts: int | None = None, *, watch_sshd: bool = False) -> str:

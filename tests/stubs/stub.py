@@ -10,6 +10,7 @@ Then, by environment (NAME = the program's name upper-cased, other characters as
   {"event": "signal", "signal": N} and exit (a config test, `sshd ... -t`, returns at once,
   as the real one does, so a blocking sshd can stand for DeepSpeed's background sshd);
 - STUB_EXIT_<NAME>=<code>: the exit code (also after a signal); default 0.
+The python3 stub runs `-c` code with the real Python (the launch scripts list env names so).
 """
 
 import json
@@ -32,6 +33,8 @@ def record(event, **extra):
 def main():
     code = int(os.environ.get(f"STUB_EXIT_{KEY}", "0"))
     record("call", argv=sys.argv[1:], env=dict(os.environ), cwd=os.getcwd())
+    if NAME == "python3" and sys.argv[1:2] == ["-c"]:
+        os.execv(sys.executable, [sys.executable, "-SE", *sys.argv[1:3]])
     exe = os.environ.get(f"STUB_EXEC_{KEY}")
     if exe:
         argv = [
