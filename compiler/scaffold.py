@@ -232,7 +232,7 @@ creates, changes or prunes a pod.
 
 ```sh
 kubectl apply -k https://github.com/flatjob/flatjob//schemas/crds?ref=v{version}  # the job record CRDs
-kubectl apply -k rendered/dev
+kubectl apply --server-side -k rendered/dev  # server-side: objects over 256 KiB pass
 ```
 """,
     }[gitops].format(version=__version__)
