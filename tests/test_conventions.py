@@ -16,6 +16,7 @@ from manifestkit import pod_of
 from flatjob.compiler.loader import Loaded, parse
 from flatjob.compiler.options import CompileOptions
 from flatjob.compiler.pipeline import compile_documents
+from flatjob.compiler.plan.scripts import LAUNCH_ENV
 
 
 def render(spec: str, **options: Any) -> dict[tuple[str, str], dict[str, Any]]:
@@ -155,8 +156,8 @@ def test_deepspeed_hostfile_paths_and_command() -> None:
     data = m[("ConfigMap", "ds-config")]["data"]
     assert data["hostfile"] == "ds-worker-0.ds slots=2\nds-worker-1.ds slots=2\n"
     launch = data["launch.sh"]
-    line = next(ln for ln in launch.splitlines() if ln.startswith("deepspeed "))
-    assert shlex.split(line.removesuffix(" &")) == [
+    line = next(ln for ln in launch.splitlines() if ln.startswith(f"{LAUNCH_ENV}deepspeed "))
+    assert shlex.split(line.removeprefix(LAUNCH_ENV).removesuffix(" &")) == [
         "deepspeed", "--hostfile=$FLATJOB_HOSTFILE", "--master_addr=ds-worker-0.ds", "--force_multi", "--no_local_rank",
         "--autotuning=run", "--module", "--master_port=12346", "pkg.train", "--x", "a b",
     ]
@@ -204,8 +205,8 @@ def test_colossalai_launcher_hostfile_and_command() -> None:
     assert ("Pod", "cai-launcher") in m
     data = m[("ConfigMap", "cai-config")]["data"]
     assert data["hostfile"] == "cai-worker-0.cai\ncai-worker-1.cai\n"
-    line = next(ln for ln in data["launch.sh"].splitlines() if ln.startswith("colossalai "))
-    assert shlex.split(line.removesuffix(" &")) == [
+    line = next(ln for ln in data["launch.sh"].splitlines() if ln.startswith(f"{LAUNCH_ENV}colossalai "))
+    assert shlex.split(line.removeprefix(LAUNCH_ENV).removesuffix(" &")) == [
         "colossalai", "run", "--hostfile=$FLATJOB_HOSTFILE", "--nproc_per_node=4", "--master_addr=cai-worker-0.cai",
         "--master_port=29500", "--extra_launch_args=max_restarts=0", "train.py", "--", "--config", "c.py",
     ]

@@ -31,7 +31,7 @@ from strategies import env_names, images, job_names, namespaces, scalars
 
 from flatjob.compiler.loader import parse
 from flatjob.compiler.normalize import normalize
-from flatjob.compiler.plan.scripts import WAIT_FOR_PEERS_PY
+from flatjob.compiler.plan.scripts import LAUNCH_ENV, WAIT_FOR_PEERS_PY
 from flatjob.compiler.validate import validate_document
 
 PROPS = settings(
@@ -317,7 +317,7 @@ def test_any_text_reaches_deepspeed_argv_through_sh(args: list[str]) -> None:
         },
     }
     script = compile_job(job).data["launch.sh"]
-    start = script.index("\ndeepspeed ") + 1
+    start = script.index(f"\n{LAUNCH_ENV}deepspeed ") + 1 + len(LAUNCH_ENV)  # the launcher's own words
     command = script[start : script.index(' &\nchild=$!\nwait "$child"\n', start)]
     probe = "deepspeed() { for a; do printf '%s\\0' \"$a\"; done; }\n" + command
     out = subprocess.run(
