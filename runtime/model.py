@@ -80,6 +80,9 @@ class Ledger:
     incident_at: float | None = None  # when the latest failure incident began (failures together count once)
     incident: tuple[str, ...] = ()  # the pods that failed in it
     disruptions: int = 0  # pods replaced after a disruption (never counted as restarts)
+    disrupted_at: float | None = None  # when the latest disruption was seen (peers failing soon after are its doing)
+    disrupted_pod: str | None = None  # and which pod it was
+    settling: Mapping[str, float] = field(default_factory=dict)  # pod name -> when its failure for good was first seen (decided after SETTLE)
     gang_not_before: float | None = None  # earliest start of this attempt's gang (group restart, refused gang)
     refused: str | None = None  # the API server's last refusal of a pod this attempt needs (quota, webhook)
     refusals: int = 0  # refusals in a row (their back-off)
@@ -107,6 +110,7 @@ class Ledger:
             "backoffCount": self.backoff_count,
             "notBefore": _grouped(self.not_before, repr),
             "levels": _grouped(self.levels, str),
+            **({"settling": _grouped(self.settling, repr)} if self.settling else {}),
             "paused": self.paused,
             "resuming": self.resuming,
         }
@@ -115,6 +119,8 @@ class Ledger:
             ("incidentAt", self.incident_at),
             ("incident", nameset.encode(self.incident) if self.incident else None),
             ("disruptions", self.disruptions or None),
+            ("disruptedAt", self.disrupted_at),
+            ("disruptedPod", self.disrupted_pod),
             ("refused", self.refused),
             ("refusals", self.refusals or None),
             ("startTime", self.start_time),
@@ -152,6 +158,9 @@ class Ledger:
             incident_at=_float(d.get("incidentAt")),
             incident=_names(d.get("incident"), names),
             disruptions=int(d.get("disruptions", 0)),
+            disrupted_at=_float(d.get("disruptedAt")),
+            disrupted_pod=_text(d.get("disruptedPod")),
+            settling=_ungrouped(d.get("settling"), float, names),
             gang_not_before=_float(d.get("gangNotBefore")),
             refused=d.get("refused"),
             refusals=int(d.get("refusals", 0)),
@@ -205,6 +214,13 @@ def _ungrouped(data: Any, kind: Any, budget: nameset.Budget | None = None) -> di
 
 def _float(value: Any) -> float | None:
     return None if value is None else float(value)
+
+
+def _text(value: Any) -> str | None:
+    """A pod name the ledger keeps (anyone may edit status: a name's length at most)."""
+    if value is not None and not isinstance(value, str):
+        raise TypeError(f"expected a name, got {type(value).__name__}")
+    return None if value is None else value[:253]
 
 
 @dataclass(frozen=True)

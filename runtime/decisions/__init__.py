@@ -84,11 +84,12 @@ def _run(job: JobView, pods: Mapping[str, PodState], led: Ledger, world: World, 
         return led, events, (), (), "paused", None
     if job.problem:  # a partial view of the pods: judge nothing (outcomes, edits, scale) until it is whole
         return led, events, (), (), job.problem, None
-    out = observe(job, pods, led)
+    out = observe(job, pods, led, now)
     if out.succeeded:
         led = led.evolve(succeeded=led.succeeded + out.succeeded, released=led.without("released", out.succeeded))
-    led, ev = _finish(led, decide_success(job, led), now)
-    events.extend(ev)
+    if not led.settling:  # a failure for good seen earlier decides first, once settled (restart.SETTLE)
+        led, ev = _finish(led, decide_success(job, led), now)
+        events.extend(ev)
     if led.outcome:
         return led, events, (), (), None, None
     rd = decide_restart(job, pods, led, out.failures, now, out.disruptions)
@@ -106,7 +107,7 @@ def _run(job: JobView, pods: Mapping[str, PodState], led: Ledger, world: World, 
     led, events = rel.ledger, [*events, *rel.events]
     if led.resuming and all_running(job, pods, led):
         led = led.evolve(resuming=False)
-    wake = rel.wake_at
+    wake = min((t for t in (rel.wake_at, rd.wake_at) if t is not None), default=None)
     if job.deadline is not None and led.start_time is not None:
         end = led.start_time + job.deadline
         wake = end if wake is None else min(wake, end)

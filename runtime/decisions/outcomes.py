@@ -10,6 +10,14 @@ how the program answered SIGTERM (a checkpoint and exit 0, an exit 1) says nothi
 training, so the pod is replaced (architecture.md §5, "Disruptions").  Each is seen once:
 the cycle that counts it also takes the pod out of `released`.  Pods the runtime itself
 deleted (restarts, scale-downs, clean-up, pause) were taken out first, so they are neither.
+
+A failure of a pod that was running when another pod of the attempt got into trouble (seen
+disrupted in the same cycle, on a node that stopped reporting, or disrupted within
+DISRUPTION_WINDOW) is that disruption's doing, and is one too: ranks are coupled (NCCL,
+torchrun's rendezvous, deepspeed's and colossalai run's ssh sessions), so a peer exits 1 or
+255 when a drained or lost member goes, and its exit code says nothing about the training
+either.  A pod started after the trouble began fails on its own account (a replacement that
+crashes is counted, never replaced at once forever).
 """
 
 from __future__ import annotations
@@ -19,6 +27,8 @@ from dataclasses import dataclass
 
 from ..model import JobView, Ledger, PodState
 from .exitcodes import effective_exit_code
+
+DISRUPTION_WINDOW = 30.0  # seconds after a disruption in which a peer's failure is its doing
 
 
 @dataclass(frozen=True)
@@ -42,6 +52,7 @@ class Disruption:
     uid: str
     type: str
     reason: str  # human words: "was evicted (EvictionByEvictionAPI: Eviction API: evicting)"
+    peer: str | None = None  # a failure that was this pod's disruption's doing
 
 
 @dataclass(frozen=True)
@@ -53,11 +64,12 @@ class Outcomes:
     disruptions: tuple[Disruption, ...] = ()  # incarnations newly disrupted, not yet replaced
 
 
-def observe(job: JobView, pods: Mapping[str, PodState], ledger: Ledger) -> Outcomes:
+def observe(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, now: float | None = None) -> Outcomes:
     """Compare the released pods with what is observed now."""
     succeeded: list[str] = []
     failures: list[Failure] = []
     disruptions: list[Disruption] = []
+    troubled = _troubled(pods, ledger, now)
     for name in ledger.released:
         spec = job.pod(name)
         if spec is None:
@@ -75,8 +87,29 @@ def observe(job: JobView, pods: Mapping[str, PodState], ledger: Ledger) -> Outco
                 what = f"failed with exit code {pod.exit_code} (effective {code})"
             if pod.reason and pod.reason.startswith("Init:"):
                 what = f"failed with exit code {pod.exit_code} in an init container ({pod.reason})"
+            cause = next(((n, w) for n, w, since in troubled if n != name and (since is None or (pod.started_at is not None and pod.started_at <= since))), None)
+            if cause is not None:  # a peer of a disrupted pod: the disruption's doing, not the training's
+                disruptions.append(Disruption(name, pod.uid, spec.type, f"{what} while {cause[0]} {cause[1]}", peer=cause[0]))
+                continue
             failures.append(Failure(name, pod.uid, spec.type, code, what, pod.exit_code, pod.started_at))
     return Outcomes(tuple(succeeded), tuple(failures), tuple(disruptions))
+
+
+def _troubled(pods: Mapping[str, PodState], ledger: Ledger, now: float | None) -> list[tuple[str, str, float | None]]:
+    """(pod, why, since) for each pod of the attempt in trouble now, and the latest disruption
+    if it was seen within DISRUPTION_WINDOW; `since` (None: this cycle) is when the trouble
+    began, so only pods already running then are its peers."""
+    out: list[tuple[str, str, float | None]] = []
+    for name in ledger.released:
+        pod = pods.get(name)
+        why = disrupted(pod, ledger)
+        if why is not None:
+            out.append((name, why, None))
+        elif pod is not None and pod.node_lost_since is not None and not pod.terminal:
+            out.append((name, "is on a node that stopped reporting", pod.node_lost_since))
+    if ledger.disrupted_at is not None and now is not None and now - ledger.disrupted_at <= DISRUPTION_WINDOW:
+        out.append((ledger.disrupted_pod or "a pod", f"was disrupted {now - ledger.disrupted_at:.0f} s before", ledger.disrupted_at))
+    return out
 
 
 def disrupted(pod: PodState | None, ledger: Ledger) -> str | None:

@@ -21,6 +21,10 @@ deleted; its successor is created once the pod is gone (a group restart's once e
 the old attempt is gone) and released after its back-off.
 Disruptions (outcomes.py) are replaced at once and never counted: a disrupted pod alone
 (pod scope), or the whole gang as a new attempt (group and none scopes).
+A failure that would not be restarted (so may decide the job) settles for SETTLE first, its
+pod kept released: a kubelet's eviction reports the evicted pod only once its containers have
+stopped, so a peer whose session broke can fail first, and the eviction seen within SETTLE
+makes that failure the disruption's doing (outcomes.py) instead of the job's end.
 """
 
 from __future__ import annotations
@@ -39,6 +43,7 @@ INCIDENT_WINDOW = 30.0  # seconds: failures of other pods this soon after the fi
 JITTER = 0.1  # each back-off is lengthened by up to this fraction...
 JITTER_BLOCKS = 8  # ...in this many steps, by the pod's block of the rank order
 GANG = "*"  # the back-off key of a group restart
+SETTLE = 30.0  # seconds a failure for good waits for a disruption that explains it (outcomes.DISRUPTION_WINDOW)
 
 
 @dataclass(frozen=True)
@@ -50,6 +55,7 @@ class RestartDecision:
     fatal: Failure | None = None  # a failure that cannot be restarted and ends the job
     exhausted: bool = False  # the fatal failure hit the restart limit (BackoffLimitExceeded)
     events: tuple[tuple[str, str, str], ...] = field(default=())  # (type, reason, message)
+    wake_at: float | None = None  # when a settling failure is decided
 
 
 def backoff(restarts: int) -> float:
@@ -125,11 +131,14 @@ def replica_failure_message(f: Failure) -> str:
     return f"Pod[{f.name}] {f.reason}"
 
 
-def _replace_disrupted(job: JobView, ledger: Ledger, disruptions: tuple[Disruption, ...]) -> RestartDecision:
+def _replace_disrupted(job: JobView, ledger: Ledger, disruptions: tuple[Disruption, ...], now: float) -> RestartDecision:
     """Disrupted pods come back at once and uncounted: alone, or with their whole gang when
     the launcher cannot take a new member (group and none scopes: a new attempt)."""
-    led = ledger.evolve(disruptions=ledger.disruptions + len(disruptions))
     first = disruptions[0]
+    led = ledger.evolve(disruptions=ledger.disruptions + len(disruptions))
+    root = next((d for d in disruptions if d.peer is None), None)
+    if root is not None:  # a peer's failure never starts a window of its own (a crash loop would never count)
+        led = led.evolve(disrupted_at=now, disrupted_pod=root.name)
     if job.scope in ("group", "none"):
         led = led.evolve(attempt=led.attempt + 1, released=(), succeeded=(), failed=(), not_before={}, gang_not_before=None)
         event = ("Warning", "Disrupted", f"{first.name} {first.reason}; replacing all {len(job.pods)} pods as attempt {led.attempt} (not a restart)")
@@ -146,11 +155,11 @@ def decide_restart(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, f
     if not failures and not disruptions:
         return RestartDecision(ledger)
     ended = [f.name for f in failures] + [d.name for d in disruptions]
-    led = ledger.evolve(released=ledger.without("released", ended))
+    led = ledger.evolve(released=ledger.without("released", ended), settling={k: v for k, v in ledger.settling.items() if k not in ended})
     replaced: tuple[str, ...] = ()
     events: list[tuple[str, str, str]] = []
     if disruptions:
-        dd = _replace_disrupted(job, led, disruptions)
+        dd = _replace_disrupted(job, led, disruptions, now)
         if job.scope in ("group", "none"):
             return dd  # the whole gang is replaced: its failures now were the disruption's doing
         led, replaced, events = dd.ledger, dd.restarted, list(dd.events)
@@ -158,6 +167,7 @@ def decide_restart(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, f
         return RestartDecision(led, replaced, events=tuple(events))
     led = led.evolve(replica_failed=replica_failure_message(failures[0]))
     restarted: list[str] = list(replaced)
+    wake: float | None = None
     for f in failures:
         if f.name in restarted:
             continue
@@ -166,6 +176,11 @@ def decide_restart(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, f
         wants = job.scope != "none" and retryable(policy, f.code)
         trial, new_incident = _incident(led, f.name, now) if job.scope == "pod" else (led, True)
         if not wants or not _within_limits(job, trial, f.name, f.type, counted=new_incident):
+            seen = ledger.settling.get(f.name, now)
+            if now - seen < SETTLE:  # may decide the job: wait for a disruption that explains it
+                led = led.evolve(released=(*led.released, f.name), settling={**led.settling, f.name: seen})
+                wake = seen + SETTLE if wake is None else min(wake, seen + SETTLE)
+                continue
             exhausted = wants  # the policy would restart it, but the limit is reached
             led = led.evolve(failed=(*led.failed, f.name))
             events.append(("Warning", "ReplicaFailed", f"{f.name} {f.reason}; not restarted ({'limit reached' if exhausted else f'restartPolicy {policy}'})"))
@@ -194,7 +209,7 @@ def decide_restart(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, f
         counted = f"restart {count}" if new_incident else f"restart {count}, with {led.incident[0]}: they failed together"
         events.append(("Warning", "Restarting", f"{f.name} {f.reason}; restarting it ({counted})"))
         restarted.append(f.name)
-    return RestartDecision(led, tuple(restarted), None, False, tuple(events))
+    return RestartDecision(led, tuple(restarted), None, False, tuple(events), wake)
 
 
 def restart_completed(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, names: tuple[str, ...], now: float) -> RestartDecision:

@@ -28,9 +28,13 @@ which run-local's kubelet shares.  What the kubelet does, with the source it fol
 - activeDeadlineSeconds: once passed, the pod is killed as on deletion and ends Failed with
   reason `DeadlineExceeded`, "Pod was active on the node longer than the specified deadline"
   (pkg/kubelet/active_deadline.go); the pod object stays;
-- node-pressure eviction (`evict`): containers killed at once (137), phase Failed, reason
-  `Evicted`, the DisruptionTarget condition `TerminationByKubelet`; the pod object stays
-  (pkg/kubelet/eviction/eviction_manager.go);
+- node-pressure eviction (`evict`): SIGTERM, SIGKILL after the eviction's grace period (1 s
+  for a hard threshold, immediateEvictionGracePeriodSeconds; a soft one's
+  evictionMaxPodGracePeriod), then phase Failed, reason `Evicted`, the DisruptionTarget
+  condition `TerminationByKubelet`; the pod object stays (pkg/kubelet/eviction/eviction_manager.go
+  evictPod); as for any terminal phase, the phase, reason, message and DisruptionTarget are
+  written only once every container has stopped (status_manager.go mergePodStatus), so a peer
+  that notices the loss first can report its own failure before the eviction is visible;
 - a lost node (`lose_node`): its kubelet writes nothing more; the controllers of nodes.py
   then mark its pods not ready and evict them, and PodGC removes them once the node is
   deleted (`delete_node`); `restore_node` brings the kubelet back, which finishes what was
@@ -66,6 +70,7 @@ from .podstatus import ContainerLook, PodLook, disruption, full_image, status
 from .scheduler import Scheduler
 
 PULL_BACKOFF, PULL_BACKOFF_CAP = 10.0, 300.0
+HARD_EVICTION_GRACE = 1.0  # eviction_manager.go immediateEvictionGracePeriodSeconds
 DEFAULT_GRACE = 30  # terminationGracePeriodSeconds when the pod has none (the API's default)
 DEADLINE_MESSAGE = "Pod was active on the node longer than the specified deadline"
 EVICTED_MESSAGE = "The node was low on resource: memory. "
@@ -180,8 +185,10 @@ class FakeKubelet:
                 c.exit_at, c.code, c.reason = now, code, reason
         self._sync(name, pod, now)
 
-    def evict(self, name: str, message: str = EVICTED_MESSAGE) -> None:
-        """Node-pressure eviction by the kubelet: killed now, Failed, reason Evicted."""
+    def evict(self, name: str, message: str = EVICTED_MESSAGE, grace: float = HARD_EVICTION_GRACE) -> None:
+        """Node-pressure eviction by the kubelet: SIGTERM now, SIGKILL after `grace` (1 s for a
+        hard threshold; a soft one's evictionMaxPodGracePeriod); Failed, reason Evicted and
+        DisruptionTarget are reported once every container has stopped."""
         pod = self.cluster.pods(self.namespace)[name]
         run = self.runs.get(pod["metadata"]["uid"])
         now = self.clock()
@@ -189,9 +196,7 @@ class FakeKubelet:
             return
         run.reason, run.message = "Evicted", message
         run.conditions = (disruption("TerminationByKubelet", message, now),)
-        for c in [*run.inits, *run.containers]:
-            if not c.ended(now):
-                c.exit_at, c.code, c.reason = now, SIGKILL_EXIT, "Error"
+        self._terminate(run, now, now + grace)
         self._sync(name, pod, now)
 
     # --- the loop ---------------------------------------------------------------------------------
@@ -330,8 +335,12 @@ class FakeKubelet:
             phase = "Succeeded" if ok else "Failed"
         elif run.containers:
             phase = "Running"
+        # The terminal phase, its reason and message and DisruptionTarget are held back while a
+        # container could still run (status_manager.go mergePodStatus: "Delay transitioning a
+        # pod to a terminal status unless the pod is actually terminal").
+        held = run.stage != "done"
         return PodLook(phase, self._ip(pod["metadata"]["uid"]), run.admitted, now, node.ip if node else self.host_ip,
-                       tuple(init_looks), tuple(looks), run.reason, run.message, run.conditions)
+                       tuple(init_looks), tuple(looks), None if held else run.reason, None if held else run.message, () if held else run.conditions)
 
     def _waiting(self, container: Obj, run: _Pod, default: str) -> ContainerLook:
         name, image = container.get("name", ""), container.get("image", "")

@@ -171,7 +171,7 @@ def test_string_ranks_from_the_spec_become_integers() -> None:
 def test_a_failure_rule_counts_a_replica_only_once_it_will_not_restart() -> None:
     """UM: replicas "failed or out of restarts", UC: "failed": a replica that failed and is
     being restarted has not failed yet (docs/architecture.md §7)."""
-    from flatjob.runtime.decisions.restart import decide_restart
+    from flatjob.runtime.decisions.restart import SETTLE, decide_restart
 
     from .builders import all_running, pod, running_ledger
 
@@ -182,6 +182,8 @@ def test_a_failure_rule_counts_a_replica_only_once_it_will_not_restart() -> None
     assert decide_failure(job, first.ledger, first.fatal, first.exhausted, NOW).outcome is None
     again = {**pods, "j-worker-0": pod("j-worker-0", "Failed", exit=1, incarnation=2)}  # its replacement failed too
     led = first.ledger.evolve(released=(*first.ledger.released, "j-worker-0"))
-    second = decide_restart(job, again, led, (failure("j-worker-0", 1, incarnation=2),), NOW + 60)
+    settling = decide_restart(job, again, led, (failure("j-worker-0", 1, incarnation=2),), NOW + 60)
+    assert settling.ledger.failed == () and settling.wake_at == NOW + 60 + SETTLE  # a failure for good waits for a disruption first
+    second = decide_restart(job, again, settling.ledger, (failure("j-worker-0", 1, incarnation=2),), NOW + 60 + SETTLE)
     assert second.ledger.failed == ("j-worker-0",)
     assert decide_failure(job, second.ledger, second.fatal, second.exhausted, NOW + 60).message == 'The job is failed with rule: { "worker": [0] }'

@@ -32,6 +32,7 @@ from flatjob.runtime.decisions.restart import (
     JITTER,
     JITTER_BLOCKS,
     RESET_AFTER,
+    SETTLE,
     backoff,
     decide_restart,
     restart_completed,
@@ -81,9 +82,12 @@ class Want:
 
 
 def decide(job: JobView, fails: dict[str, int], **ledger: Any) -> Any:
-    """All pods released and running except `fails` (name -> exit code); decide at NOW."""
+    """All pods released and running except `fails` (name -> exit code); decide at NOW, once
+    each failure has settled (a failure for good first waits SETTLE for a disruption:
+    test_a_failure_for_good_settles_before_it_decides)."""
     pods = {**all_running(job), **{n: pod(n, "Failed", exit=c) for n, c in fails.items()}}
     led = running_ledger(job, **ledger)
+    led = led.evolve(settling={**{n: NOW - SETTLE for n in fails}, **led.settling})
     failures = tuple(failure(n, c, rtype=job.pod(n).type) for n, c in sorted(fails.items()))  # type: ignore[union-attr]
     return decide_restart(job, pods, led, failures, NOW), led
 

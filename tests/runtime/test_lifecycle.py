@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from flatjob.runtime.decisions.restart import BACKOFF_BASE, JITTER
+from flatjob.runtime.decisions.restart import BACKOFF_BASE, JITTER, SETTLE
 from flatjob.runtime.ratelimit import BURST
 from flatjob.runtime.sim.apiserver import kinds
 from flatjob.runtime.sim.containers import Program, until_deleted
@@ -164,6 +164,61 @@ def test_lifecycle_a_drained_deepspeed_worker_replaces_the_gang_as_a_new_attempt
     assert st["backoffCount"] == 0 and restarts(st) == {"worker": 0} and uid(s, "ds-worker-0") != old
     assert events(s, "Disrupted")[0]["message"].startswith("ds-worker-1 was disrupted (EvictionByEvictionAPI")
     assert s.finished()["phase"] == "Succeeded"
+
+
+# --- coupled peers: a rank fails because a member went --------------------------------------------
+
+STRICT = DEEPSPEED.replace("backoffLimit: 1", "backoffLimit: 0").replace(
+    '- {name: worker, image: "deepspeed:latest"}', '- {name: worker, image: "deepspeed:latest", resources: {requests: {cpu: "1"}}}')
+
+
+def _on_three_nodes(**behaviors: Program) -> Scenario:
+    """STRICT (backoffLimit 0: any failure counted would end it) with a worker per node."""
+    s = Scenario(STRICT)
+    s.kubelet.nodes["fake-node-1"].allocatable = {"cpu": "1"}
+    for node in ("fake-node-2", "fake-node-3"):
+        s.kubelet.add_node(node, {"cpu": "1"})
+    for name in ("ds-worker-0", "ds-worker-1", "ds-worker-2"):
+        program = behaviors.get(name.replace("-", "_"))
+        s.kubelet.behaviors[name] = (lambda p: lambda pod, env: p)(program) if program else until_deleted
+    running(s, 3)
+    return s
+
+
+def test_lifecycle_a_peer_failing_after_a_node_is_lost_is_the_losses_doing() -> None:
+    """A node stops reporting; a minute later deepspeed on worker-0 loses its ssh session to the
+    lost worker and exits 255.  Its failure is the lost node's doing: a new attempt, uncounted."""
+    s = _on_three_nodes()
+    s.kubelet.lose_node(s.pods()["ds-worker-2"]["spec"]["nodeName"])
+    s.settle(60)
+    s.kubelet.kill("ds-worker-0", 255)
+    st = s.run_until(lambda st: st["phase"] == "Failed" or st["runtime"]["attempt"] == 2, limit=60)
+    assert st["phase"] != "Failed" and st["backoffCount"] == 0 and restarts(st) == {"worker": 0}
+    (event,) = events(s, "Disrupted")
+    assert event["message"].startswith("ds-worker-0 failed with exit code 255 (effective 137) while ds-worker-2 is on a node that stopped reporting")
+
+
+def test_lifecycle_a_peer_failing_before_its_nodes_eviction_is_visible_waits_for_it() -> None:
+    """A soft node-pressure eviction: worker-1 checkpoints for 20 s on SIGTERM, and the kubelet
+    reports it Evicted only once it has stopped; deepspeed on worker-0 exits 255 at once.  A
+    failure that would end the job first settles (SETTLE), and the eviction explains it."""
+    s = _on_three_nodes(ds_worker_1=Program(on_term=143, term_seconds=20))
+    s.kubelet.evict("ds-worker-1", grace=30)
+    s.tick()
+    s.kubelet.kill("ds-worker-0", 255)
+    st = s.run_until(lambda st: st["phase"] == "Failed" or st["runtime"]["attempt"] == 2, limit=60)
+    assert st["phase"] != "Failed" and st["backoffCount"] == 0
+    assert [e["message"].split(" (")[0] for e in events(s, "Disrupted")] == ["ds-worker-0 failed with exit code 255"]
+
+
+def test_lifecycle_a_failure_no_disruption_explains_ends_the_job_after_it_settles() -> None:
+    s = _on_three_nodes()
+    s.kubelet.kill("ds-worker-0", 1)
+    killed = s.clock.now
+    st = s.run_until(lambda st: st["phase"] == "Failed", limit=60)
+    assert SETTLE <= s.clock.now - killed <= SETTLE + 3
+    assert condition(st, "Failed")["message"] == "DeepSpeedJob ds has failed: ds-worker-0 failed with exit code 1"
+    assert not events(s, "Disrupted")
 
 
 # --- a lost node -------------------------------------------------------------------------------------

@@ -138,7 +138,7 @@ spec:
           containers:
             - name: main
               image: busybox:1.36
-              command: [sh, -c, 'if [ $(rank) = 1 ]; then sleep 2; exit 3; fi; sleep 30']
+              command: [sh, -c, 'if [ $(rank) = 1 ]; then sleep 2; exit 3; fi; sleep 300']
 """
 
 
