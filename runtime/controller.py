@@ -44,6 +44,7 @@ from .api import (
 )
 from .backoff import seeded
 from .decisions import Cycle
+from .decisions.restart import SETTLE
 from .informer import Informer
 from .job import admitted_pods
 from .lease import RENEW_EVERY, Observed, decide_lease, leading, lease_body, observe, released_body
@@ -79,6 +80,7 @@ class Controller:
     secret_factory: Callable[[str, str, Obj], Obj] = ssh_secret
     use_lease: bool = True
     backoff_scale: float = 1.0  # restart back-offs times this (run-local's --backoff-scale)
+    settle: float = SETTLE  # a failure that would end a job waits this long for a disruption (run-local: 0)
     wake_at: float | None = None
     _renewed_at: float | None = None  # last successful Lease renewal (None: not the leader)
     _lease_wake: float | None = None

@@ -155,7 +155,7 @@ class JobWorker:
         owner = (record.get("metadata") or {}).get("uid")
         pods = {n: pod_state(o, (job.pod(n).container if job.pod(n) else None), owner) for n, o in self.ctl.pods.of(self.key).items()}
         now = self.ctl.clock()
-        cycle = scale_backoff(reconcile(job, pods, ledger, world, status, now), ledger, now, self.ctl.backoff_scale)
+        cycle = scale_backoff(reconcile(job, pods, ledger, world, status, now, self.ctl.settle), ledger, now, self.ctl.backoff_scale)
         self.cycles += 1
         if world.secret_is_ours and any(a.kind == "release" for a in cycle.actions) and self.ctl.secrets.recheck_at(job.ssh_secret) is not None:
             self.ctl.secret_created(job.ssh_secret or "")  # read the Secret again right before trusting it with pods

@@ -25,7 +25,7 @@ from .finish import FinishDecision, decide_failure, decide_success
 from .outcomes import observe
 from .pause import decide_pause
 from .release import Deps, decide_release
-from .restart import decide_restart, restart_completed
+from .restart import SETTLE, decide_restart, restart_completed
 from .status import all_running, build_status
 
 ATTEMPT, RESTART_COUNT, RESUMING = keys.ATTEMPT, keys.RESTART_COUNT, keys.RESUMING
@@ -72,7 +72,7 @@ def _finish(led: Ledger, fd: FinishDecision, now: float) -> tuple[Ledger, tuple[
     return led.evolve(outcome=fd.outcome, reason=fd.reason, message=fd.message, finished_at=now), ((kind, fd.reason or fd.outcome, text),)
 
 
-def _run(job: JobView, pods: Mapping[str, PodState], led: Ledger, world: World, now: float) -> tuple[Ledger, list[Any], tuple[str, ...], tuple[str, ...], str | None, float | None]:
+def _run(job: JobView, pods: Mapping[str, PodState], led: Ledger, world: World, now: float, settle: float) -> tuple[Ledger, list[Any], tuple[str, ...], tuple[str, ...], str | None, float | None]:
     """The steps while the job has no outcome yet; returns ledger, events, creates, deletes, wait, wake."""
     events: list[Any] = []
     if job.run_mode != "pause" and not led.paused and not job.problem:
@@ -92,7 +92,7 @@ def _run(job: JobView, pods: Mapping[str, PodState], led: Ledger, world: World, 
         events.extend(ev)
     if led.outcome:
         return led, events, (), (), None, None
-    rd = decide_restart(job, pods, led, out.failures, now, out.disruptions)
+    rd = decide_restart(job, pods, led, out.failures, now, out.disruptions, settle)
     led, events = rd.ledger, [*events, *rd.events]
     if rd.fatal is None and out.succeeded:
         rc = restart_completed(job, pods, led, out.succeeded, now)
@@ -154,8 +154,9 @@ def _ensure(job: JobView, pods: Mapping[str, PodState], led: Ledger, creates: tu
     return actions
 
 
-def reconcile(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, world: World, previous_status: Mapping[str, Any] | None, now: float) -> Cycle:
-    """Decide one cycle: new ledger, status, actions, events and the next wake-up."""
+def reconcile(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, world: World, previous_status: Mapping[str, Any] | None, now: float, settle: float = SETTLE) -> Cycle:
+    """Decide one cycle: new ledger, status, actions, events and the next wake-up (`settle`: how
+    long a failure that would end the job waits for a disruption; run-local has none to wait for)."""
     led = ledger
     events: list[Any] = []
     creates: tuple[str, ...] = ()
@@ -164,7 +165,7 @@ def reconcile(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, world:
     wait: str | None = None
     wake: float | None = None
     if led.outcome is None:
-        led, events, creates, deletes, wait, wake = _run(job, pods, led, world, now)
+        led, events, creates, deletes, wait, wake = _run(job, pods, led, world, now, settle)
     if led.outcome is not None:
         cd = decide_cleanup(job, pods, led)
         led, deletes, stops = cd.ledger, cd.delete, cd.stop

@@ -149,7 +149,7 @@ def _replace_disrupted(job: JobView, ledger: Ledger, disruptions: tuple[Disrupti
     return RestartDecision(led, tuple(sorted(gone)), events=events)
 
 
-def decide_restart(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, failures: tuple[Failure, ...], now: float, disruptions: tuple[Disruption, ...] = ()) -> RestartDecision:
+def decide_restart(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, failures: tuple[Failure, ...], now: float, disruptions: tuple[Disruption, ...] = (), settle: float = SETTLE) -> RestartDecision:
     """Count each failure (once: its pod leaves `released`), restart what the policy allows,
     replace what was disrupted, and name a fatal failure."""
     if not failures and not disruptions:
@@ -177,9 +177,9 @@ def decide_restart(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, f
         trial, new_incident = _incident(led, f.name, now) if job.scope == "pod" else (led, True)
         if not wants or not _within_limits(job, trial, f.name, f.type, counted=new_incident):
             seen = ledger.settling.get(f.name, now)
-            if now - seen < SETTLE:  # may decide the job: wait for a disruption that explains it
+            if now - seen < settle:  # may decide the job: wait for a disruption that explains it
                 led = led.evolve(released=(*led.released, f.name), settling={**led.settling, f.name: seen})
-                wake = seen + SETTLE if wake is None else min(wake, seen + SETTLE)
+                wake = seen + settle if wake is None else min(wake, seen + settle)
                 continue
             exhausted = wants  # the policy would restart it, but the limit is reached
             led = led.evolve(failed=(*led.failed, f.name))

@@ -44,7 +44,8 @@ class LocalCluster:
         self.server = FakeApiServer(self.fake)
         kube = KubeCluster(self.server.api_client().configuration, identity=IDENTITY)
         self._notify = kube.notify
-        self.controller = Controller(kube, namespace, identity=IDENTITY, use_lease=False, backoff_scale=backoff_scale)
+        # No node is lost and no pod evicted here: a failure ends a job at once, as T9k's does.
+        self.controller = Controller(kube, namespace, identity=IDENTITY, use_lease=False, backoff_scale=backoff_scale, settle=0.0)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
