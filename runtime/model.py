@@ -31,6 +31,7 @@ class PodState:
     phase: str = "Pending"  # Pending | Running | Succeeded | Failed | Unknown
     gated: bool = True  # still carries flatjob's release gate
     deleting: bool = False  # deletionTimestamp is set
+    delete_by: float | None = None  # deletionTimestamp: when its grace period ends
     ready: bool = False
     exit_code: int | None = None  # the training container's exit code, once terminated
     reason: str | None = None  # terminated reason (OOMKilled, Error, Evicted...)

@@ -83,13 +83,15 @@ def _conditions(status: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {c["type"]: c for c in status.get("conditions") or [] if isinstance(c, dict) and isinstance(c.get("type"), str)}
 
 
-def _waiting(statuses: list[dict[str, Any]]) -> str | None:
-    """`<reason>: <message>` of the first container stuck waiting (image pulls, bad config)."""
+def _waiting(statuses: list[dict[str, Any]], which: str = "") -> str | None:
+    """`<reason>: <message>` of the first container stuck waiting (image pulls, bad config);
+    `which` names the container (an init container's: "{}" is its name)."""
     for s in statuses:
         waiting = (s.get("state") or {}).get("waiting")
         if isinstance(waiting, dict) and waiting.get("reason") in STUCK:
             message = waiting.get("message")
-            return f"{waiting['reason']}: {message}" if message else str(waiting["reason"])
+            where = which.format(s.get("name", "")) if which else ""
+            return (f"{waiting['reason']}: {message}" if message else str(waiting["reason"])) + where
     return None
 
 
@@ -118,6 +120,7 @@ def pod_state(obj: dict[str, Any], container: str | None = None, owner_uid: str 
         phase=status.get("phase") or "Pending",
         gated=any(g.get("name") == GATE for g in spec.get("schedulingGates") or []),
         deleting=meta.get("deletionTimestamp") is not None,
+        delete_by=seconds(meta.get("deletionTimestamp")),
         ready=ready,
         exit_code=exit_code if isinstance(exit_code, int) else None,
         reason=term.get("reason") or status.get("reason"),
@@ -132,6 +135,7 @@ def pod_state(obj: dict[str, Any], container: str | None = None, owner_uid: str 
         disruption=str(disruption.get("reason") or "DisruptionTarget") if disruption else None,
         disruption_message=disruption.get("message") if disruption else None,
         node_lost_since=(seconds(conditions["Ready"].get("lastTransitionTime")) or 0.0) if lost else None,
-        waiting=_waiting(statuses) if status.get("phase", "Pending") == "Pending" else None,
+        waiting=_waiting([s for s in status.get("initContainerStatuses") or [] if isinstance(s, dict)], " (init container {})") or _waiting(statuses)
+        if status.get("phase", "Pending") == "Pending" else None,
         unschedulable=scheduled.get("message") or "no node fits" if scheduled.get("status") == "False" and scheduled.get("reason") == "Unschedulable" else None,
     )

@@ -128,9 +128,11 @@ def pod(obj: Obj) -> Obj:
     statuses = _container_statuses(status.get("containerStatuses"))
     if statuses:
         out["status"]["containerStatuses"] = statuses
-    failed_init = [c for c in _container_statuses(status.get("initContainerStatuses")) if c["state"].get("terminated", {}).get("exitCode") not in (None, 0)]
-    if failed_init:  # why a pod failed before its containers started (kubectl's Init:Error)
-        out["status"]["initContainerStatuses"] = failed_init[:1]
+    inits = _container_statuses(status.get("initContainerStatuses"))
+    failed_init = [c for c in inits if c["state"].get("terminated", {}).get("exitCode") not in (None, 0)]
+    stuck_init = [c for c in inits if c["state"].get("waiting", {}).get("message")]
+    if failed_init or stuck_init:  # why a pod failed or waits before its containers start (kubectl's Init:Error, Init:ImagePullBackOff)
+        out["status"]["initContainerStatuses"] = failed_init[:1] + stuck_init[:1]
     return out
 
 

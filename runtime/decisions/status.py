@@ -34,6 +34,7 @@ MSG_NO_FAILURE = "No replica has failed."  # ReplicaFailure=False while a pod is
 MSG_PAUSED = "All replicas are deleted or being deleted."
 REASON_REPLICA_FAILURE = "ErrorInPod"  # T9k's reason (ucman genericjob.md)
 REASON_FAILED = "Failed"  # T9k's reason of a failed job's conditions, however it failed (UM, ucman examples)
+DELETION_OVERDUE = 60.0  # seconds past a pod's deletionTimestamp before its unfinished deletion is named
 
 
 def rfc3339(ts: float) -> str:
@@ -69,14 +70,20 @@ class Trouble:
     message: str
 
 
-def troubles(job: JobView, pods: Mapping[str, PodState], ledger: Ledger) -> list[Trouble]:
+def troubles(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, now: float | None = None) -> list[Trouble]:
     """The job's pods in trouble, in name order (every pod is looked at: O(pods))."""
     out = []
     for name, pod in sorted(pods.items()):
         if not pod.ours or job.pod(name) is None:
             continue
         node = pod.node or "?"
-        if pod.node_lost_since is not None and not pod.terminal:
+        overdue = pod.deleting and pod.delete_by is not None and now is not None and now >= pod.delete_by + DELETION_OVERDUE and not pod.terminal
+        if overdue and pod.node_lost_since is None:  # a node lost before the pod was ready clears no Ready: its deletion tells
+            out.append(Trouble(name, "DeletionStuck", (
+                f"pod {name} should have stopped by {rfc3339(pod.delete_by or 0)} but its deletion has not finished, so the job cannot "
+                f"replace it: if its node {node} is gone, `kubectl delete node {node}`; once you know its processes stopped, "
+                f"`kubectl delete pod {name} --grace-period=0 --force`")))
+        elif pod.node_lost_since is not None and not pod.terminal:
             since = rfc3339(pod.node_lost_since)
             if pod.deleting:  # taint eviction deleted it, and no kubelet can finish the deletion
                 out.append(Trouble(name, "NodeLost", (
@@ -230,7 +237,7 @@ def build_status(
 ) -> dict[str, Any]:
     """The whole status document for one reconcile cycle."""
     prev = {c.get("type"): c for c in (previous or {}).get("conditions") or [] if isinstance(c, dict)}
-    found = troubles(job, pods, ledger) if ledger.outcome is None else []
+    found = troubles(job, pods, ledger, now) if ledger.outcome is None else []
     by_pod = {t.pod: t for t in found}
     conditions = []
     for ctype, status, reason, message in _conditions(job, pods, ledger, wait, found):

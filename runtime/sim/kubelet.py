@@ -10,7 +10,9 @@ which run-local's kubelet shares.  What the kubelet does, with the source it fol
 - images: an image that cannot be pulled leaves its container waiting `ErrImagePull`, then
   `ImagePullBackOff` with `Back-off pulling image "<image>": ErrImagePull: <error>` (the 1.32
   wording, #127918), retried after 10 s doubling to 300 s (pkg/kubelet/images); the pod stays
-  Pending;
+  Pending; an init container's image is reported on its own status, the regular containers
+  waiting `PodInitializing` (kubectl's `Init:ImagePullBackOff`; kuberuntime_manager.go pulls
+  each image as its container starts; here every image is pulled before the first starts);
 - init containers run one at a time, regular containers waiting `PodInitializing`; with
   restartPolicy Never (every pod flatjob renders) a failed init container fails the pod
   (getPhase), its exit code in initContainerStatuses;
@@ -326,6 +328,10 @@ class FakeKubelet:
         else:
             waiting = "PodInitializing" if inits and run.stage != "pull" else "ContainerCreating"
             looks = [self._waiting(c, run, waiting) for c in regular]
+        bad = next((c for c in inits if c.get("image", "") in self.unpullable), None) if run.stage == "pull" and run.pull_error else None
+        if bad is not None:  # an init container's image is pulled as it starts: the error is its own, the rest wait
+            init_looks = [self._waiting(c, run, "PodInitializing") if c is bad else ContainerLook(c.get("name", ""), "waiting", "PodInitializing") for c in inits]
+            looks = [ContainerLook(c.get("name", ""), "waiting", "PodInitializing") for c in regular]
         phase = "Pending"
         if run.stage == "done":
             stopped_early = not run.containers

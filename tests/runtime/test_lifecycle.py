@@ -352,6 +352,40 @@ def test_lifecycle_an_image_that_cannot_be_pulled_is_named_until_it_can() -> Non
     assert condition(st, "Ready")["status"] == "True"
 
 
+def test_lifecycle_an_init_containers_image_that_cannot_be_pulled_is_named() -> None:
+    """kubectl's Init:ImagePullBackOff: the error is on initContainerStatuses, the regular
+    containers wait PodInitializing."""
+    s = Scenario(INIT.replace("{name: fetch, image: busybox:1.36, command: [sh, -c, 'exit 1']}",
+                              "{name: fetch, image: registry.example/fetch:typo, command: [sh, -c, 'exit 0']}"))
+    s.kubelet.unpullable.add("registry.example/fetch:typo")
+    st = s.run_until(lambda st: condition(st, "Ready")["reason"] == "ImagePullBackOff", limit=30)
+    assert condition(st, "Ready")["message"].startswith('pod sim-master-0 cannot start: ImagePullBackOff: Back-off pulling image "registry.example/fetch:typo"')
+    assert condition(st, "Ready")["message"].endswith("(init container fetch)")
+
+
+SLOW_INIT = TWO_NODES.replace(
+    "      template:\n        spec:\n          containers:",
+    "      template:\n        spec:\n          initContainers:\n            - {name: fetch, image: busybox:1.36, command: [sh, -c, 'sleep 900']}\n          containers:")
+
+
+def test_lifecycle_a_node_lost_before_its_pod_was_ready_is_named_once_its_deletion_is_overdue() -> None:
+    """Ready was never True, so losing the node clears nothing the runtime can read; taint
+    eviction deletes the pod after 300 s, and the deletion that cannot finish is named."""
+    assert "initContainers" in SLOW_INIT
+    s = Scenario(SLOW_INIT)
+    s.kubelet.nodes["fake-node-1"].allocatable = {"cpu": "2"}
+    for node in ("fake-node-2", "fake-node-3"):
+        s.kubelet.add_node(node, {"cpu": "2"})
+    s.run_until(lambda st: "running" in (s.pods().get("sim-worker-1", {}).get("status", {}).get("initContainerStatuses") or [{}])[0].get("state", {}), limit=60)
+    node = s.pods()["sim-worker-1"]["spec"]["nodeName"]
+    s.kubelet.lose_node(node)
+    lost = s.clock.now
+    st = s.run_until(lambda st: condition(st, "Ready")["reason"] == "DeletionStuck", limit=600)
+    assert s.clock.now - lost <= NODE_MONITOR_GRACE + 300 + 30 + 60 + 10  # NotReady, toleration, grace, overdue, a cycle
+    message = condition(st, "Ready")["message"]
+    assert message.startswith("pod sim-worker-1 should have stopped by ") and f"kubectl delete node {node}" in message
+
+
 def test_lifecycle_an_unschedulable_pod_says_why() -> None:
     s = Scenario(TWO_NODES.replace("cpu: '1'", "cpu: '4'"))
     s.kubelet.nodes["fake-node-1"].allocatable = {"cpu": "2"}
