@@ -134,4 +134,7 @@ class ShellRunner:
             for line in log.read_text().split():
                 seconds += INF if line in ("inf", "infinity") else float(line.rstrip("s") or 0)
             log.unlink()
-        return Program(seconds, done.returncode)
+        # As PID 1, a shell without a trap ignores SIGTERM (the kernel drops signals PID 1 has no
+        # handler for): it ends by SIGKILL when the grace period is over (137).
+        traps = any("trap" in a for a in argv[1:])
+        return Program(seconds, done.returncode, on_term=SIGTERM_EXIT if traps else None)

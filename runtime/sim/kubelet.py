@@ -3,7 +3,9 @@
 `FakeKubelet` drives a small simulated cluster: nodes (nodes.py), the scheduler's binding
 (scheduler.py), the node lifecycle, taint eviction and PodGC controllers (nodes.py), and a
 kubelet on each node.  Containers run their Program (containers.py): a busybox `sh -c` runs
-for real, a scenario gives other pods a behaviour.  Every status is built by podstatus.py,
+for real (as PID 1, a shell without a `trap` ignores SIGTERM and ends by SIGKILL when the grace
+period is over, as the kernel drops signals PID 1 has no handler for), a scenario gives other
+pods a behaviour.  Every status is built by podstatus.py,
 which run-local's kubelet shares.  What the kubelet does, with the source it follows:
 - admission: a pod bound to a node whose kubelet runs gets startTime, hostIP, podIP and its
   containers waiting `ContainerCreating` (pkg/kubelet/kubelet_pods.go generateAPIPodStatus);

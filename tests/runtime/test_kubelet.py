@@ -176,11 +176,14 @@ def test_the_container_sees_env_expanded_args_and_downward_api(world: Any, tmp_p
 
 
 @pytest.mark.parametrize(
-    "command",
-    [["python", "train.py"], ["/usr/sbin/sshd", "-D"], ["sh", "-c", "sleep inf"], []],
-    ids=["python", "sshd", "sleep-inf", "image-entrypoint"],
+    ("command", "code", "grace"),
+    [(["python", "train.py"], 143, 0), (["/usr/sbin/sshd", "-D"], 143, 0), (["sh", "-c", "sleep inf"], 137, 30),
+     (["sh", "-c", "trap 'exit 143' TERM; sleep inf"], 143, 0), ([], 143, 0)],
+    ids=["python", "sshd", "sleep-inf", "sh-with-a-trap", "image-entrypoint"],
 )
-def test_what_cannot_finish_runs_until_deleted(world: Any, command: list[str]) -> None:
+def test_what_cannot_finish_runs_until_deleted(world: Any, command: list[str], code: int, grace: float) -> None:
+    """A program it cannot run answers SIGTERM (torchrun, sshd); a shell without a trap is PID 1
+    and the kernel drops SIGTERM for it, so it ends by SIGKILL when the 30 s grace is over."""
     cluster, kubelet, clock = world
     cluster.create_pod(NS, pod_body(command))
     advance(kubelet, clock, 600, step=60)
@@ -188,14 +191,18 @@ def test_what_cannot_finish_runs_until_deleted(world: Any, command: list[str]) -
     watch = cluster.watch_pods(NS, {}, str(cluster.rv))
     cluster.delete_pod(NS, "p", None)
     kubelet.tick()
+    if grace:
+        assert phase(cluster) == "Running"
+        clock.now += grace
+        kubelet.tick()
     assert phase(cluster) == "Failed"  # the terminal status first...
     clock.now += 1
     kubelet.tick()
     assert "p" not in cluster.pods()  # ...then the removal, in a later step
     events = watch.next_events()
-    assert [e for e, _ in events] == ["MODIFIED", "MODIFIED", "DELETED"]  # deletionTimestamp, 143, gone
+    assert [e for e, _ in events] == ["MODIFIED", "MODIFIED", "DELETED"]  # deletionTimestamp, the exit, gone
     stopped = pod_state(events[1][1], "main")
-    assert (stopped.phase, stopped.exit_code) == ("Failed", 143)
+    assert (stopped.phase, stopped.exit_code) == ("Failed", code)
 
 
 def test_evict_and_kill(world: Any) -> None:
@@ -238,7 +245,7 @@ def test_it_binds_a_released_pod_before_starting_it(world: Any) -> None:
 
 def test_a_deleted_pod_ends_terminal_and_goes_with_grace_0(world: Any) -> None:
     cluster, kubelet, clock = world
-    cluster.create_pod(NS, pod_body(["sh", "-c", "sleep inf"]))
+    cluster.create_pod(NS, pod_body(["sh", "-c", "trap 'exit 143' TERM; sleep inf"]))
     advance(kubelet, clock, 2)
     watch = cluster.watch_pods(NS, {}, str(cluster.rv))
     cluster.delete_pod(NS, "p", None)

@@ -162,7 +162,7 @@ def test_deadline() -> None:
     assert (conditions["Failed"]["reason"], conditions["Failed"]["message"]) == ("Failed", t9k)
     assert conditions["Stalled"]["reason"] == "DeadlineExceeded" and ("DeadlineExceeded", t9k) in events(s)
     assert 30 <= s.clock.now - st["runtime"]["startTime"] <= 33
-    s.settle(30)
+    s.settle(45)  # their shells ignore SIGTERM as PID 1: SIGKILL once the 30 s grace is over
     # cleanUpPolicy None keeps the replicas for their logs (T9k): the deadline stops them, a
     # past activeDeadlineSeconds the kubelet acts on, and the pods stay, Failed.
     pods = s.pods()
