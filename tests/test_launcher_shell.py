@@ -11,6 +11,7 @@ Skipped without deepspeed or invoke (`.ci/run` installs both).
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -25,12 +26,12 @@ def _sh(command: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(["sh", "-c", command], cwd=cwd, capture_output=True, text=True, timeout=30, check=False)
 
 
-def _deepspeed_remote(cwd: Path, exports: dict[str, str]) -> str:
+def _deepspeed_remote(cwd: Path, exports: dict[str, str], flags: tuple[str, ...] = ("--master_addr=127.0.0.1",)) -> str:
     """The command deepspeed's pdsh runner has each node's shell run, its launcher made a no-op."""
     runner_mod = pytest.importorskip("deepspeed.launcher.multinode_runner")
     from deepspeed.launcher.runner import parse_args
 
-    args = parse_args(["--hostfile=/dev/null", "--master_addr=127.0.0.1", "train.py", "--x"])
+    args = parse_args(["--hostfile=/dev/null", *flags, "train.py", "--x"])
     runner = runner_mod.PDSHRunner(args, "e30=")
     for key, value in exports.items():
         runner.add_export(key, value)
@@ -66,6 +67,22 @@ def test_deepspeed_runs_what_an_exported_env_name_holds(tmp_path: Path) -> None:
     assert not SHELL_NAME.fullmatch(name)
     _sh(_deepspeed_remote(tmp_path, {name: "1"}), tmp_path)
     assert (tmp_path / "ran").exists()
+
+
+@pytest.mark.parametrize("flag", ["--master_addr={}", "--master_a={}", "--venv_script={}", "--enable_each_rank_log={}"])
+def test_deepspeed_runs_what_a_pasted_flag_value_holds_and_lint_refuses_it(tmp_path: Path, flag: str) -> None:
+    ran = tmp_path / "ran"
+    value = f"x;touch {ran};:"
+    _sh(_deepspeed_remote(tmp_path, {}, (flag.format(value),) if "master" in flag else ("--master_addr=h", flag.format(value))), tmp_path)
+    assert ran.exists()
+    job = {
+        "apiVersion": "batch.tensorstack.dev/v1beta1", "kind": "DeepSpeedJob", "metadata": {"name": "ds"},
+        "spec": {"config": {"run": {"python": ["t.py"]}, "otherArgs": [flag.format(value)]},
+                 "worker": {"replicas": 1, "template": {"spec": {"containers": [{"name": "w", "image": "i"}]}}}},
+    }
+    (tmp_path / "job.yaml").write_text(json.dumps(job))
+    out = subprocess.run([sys.executable, "-m", "flatjob.compiler.cli", "lint", str(tmp_path / "job.yaml")], capture_output=True, text=True, check=False)
+    assert out.returncode == 1 and "[FJ340]" in out.stdout and "unquoted into every node's command" in out.stdout
 
 
 def test_a_plain_working_dir_and_names_are_inert_with_deepspeed(tmp_path: Path) -> None:

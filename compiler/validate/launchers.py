@@ -38,6 +38,10 @@ DROPPED_BY_PDSH = {
     "--bind_cores_to_rank": "deepspeed's pdsh runner does not pass it to the nodes, so no rank is bound",
     "--bind_core_list": "deepspeed's pdsh runner does not pass it to the nodes, so no rank is bound",
 }
+# Flags whose values deepspeed's pdsh runner pastes into the remote command as they are
+# (multinode_runner.py PDSHRunner.get_cmd: `source <venv_script>;`, `--master_addr=...`,
+# `--enable_each_rank_log=...`; --master_port is an int).
+PASTED_BY_PDSH = ("--master_addr", "--venv_script", "--enable_each_rank_log")
 REMOVED_ELASTIC = {
     f: "deepspeed 0.19.8 removed it (0.7.0-0.19.7 had it) and exits 2; flatjob sizes an elastic job itself"
     for f in ("--elastic_training", "--min_elastic_nodes", "--max_elastic_nodes")
@@ -79,11 +83,27 @@ def deepspeed_program(job: DeepSpeedJob, doc: Document) -> Iterator[Diagnostic]:
                 )
 
 
+def _pasted(flag: str) -> str | None:
+    """The flag whose value deepspeed pastes into the nodes' command that `flag` names, also
+    abbreviated (argparse takes any unambiguous prefix)."""
+    return next((f for f in PASTED_BY_PDSH if len(flag) > 3 and f.startswith(flag)), None)
+
+
 def deepspeed_flags(job: DeepSpeedJob, doc: Document) -> Iterator[Diagnostic]:
-    for i, arg in enumerate(job.spec.config.other_args):
+    args = job.spec.config.other_args
+    for i, arg in enumerate(args):
         why = DROPPED_BY_PDSH.get(_flag(arg)) or REMOVED_ELASTIC.get(_flag(arg))
         if why:
             yield doc.diagnostic("FJ341", f"{_flag(arg)} has no effect here: {why}", ("spec", "config", "otherArgs", i), severity=Severity.WARNING)
+        pasted = _pasted(_flag(arg)) if arg.startswith("--") else None
+        if pasted is None:
+            continue
+        value, at = (arg.split("=", 1)[1], i) if "=" in arg else ((args[i + 1], i + 1) if i + 1 < len(args) else (None, i))
+        if value is not None and not PLAIN_WORD.fullmatch(value):
+            yield doc.diagnostic(
+                "FJ340", f"deepspeed puts the value of {pasted} ({value!r}) unquoted into every node's command, whose shell would split or run it",
+                ("spec", "config", "otherArgs", at), hint="use a plain word (letters, digits, _@%+=:,./-)",
+            )
 
 
 # --- ColossalAIJob ---------------------------------------------------------------------------
