@@ -9,6 +9,7 @@ import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from .display import visible
 from .errors import CODES, Diagnostic, Severity
 from .version import __version__
 
@@ -31,8 +32,9 @@ def _one_line(text: str) -> str:
     return " ".join(text.splitlines()) if "\n" in text or "\r" in text else text
 
 
-_CONTROL = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f]")
-_CONTROL_BUT_BREAKS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+# Controls (never tabs), and the line separators and bidi controls that reorder what is shown.
+_CONTROL = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ufeff]")
+_CONTROL_BUT_BREAKS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ufeff]")
 QUOTE_WIDTH = 160  # a longer source line is quoted as a window around the column
 MESSAGE_WIDTH = 500  # a longer message (one that embeds a huge value) is cut
 
@@ -73,7 +75,7 @@ def format_text(diags: Sequence[Diagnostic], color: bool = False) -> str:
     out: list[str] = []
     for d in _sorted(diags):
         sev = _style(d.severity.value, "red" if d.is_error else "yellow", color)
-        where = _printable(f"{d.path}:{d.line}:{d.col}" if d.line else d.path)
+        where = f"{visible(d.path)}:{d.line}:{d.col}" if d.line else visible(d.path)  # a file's name is anyone's
         if where.startswith(("::", "##[")):  # a file named like a GitHub Actions workflow command
             where = "./" + where
         out.append(f"{_style(where, 'bold', color)}: {sev}: {_message(d.message)} [{d.code}]")
@@ -131,7 +133,7 @@ def format_github(diags: Sequence[Diagnostic]) -> str:
     out = []
     for d in _sorted(diags):
         level = "error" if d.is_error else "warning"
-        props = [f"file={_gh_escape(_uri(d.path), True)}"]  # GitHub wants repository-relative paths
+        props = [f"file={_gh_escape(visible(_uri(d.path)), True)}"]  # GitHub wants repository-relative paths; a name is anyone's
         if d.line:
             props += [f"line={d.line}", f"col={d.col}"]
         props.append(f"title={_gh_escape(f'{d.code} {CODES[d.code].name}', True)}")

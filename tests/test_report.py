@@ -197,6 +197,16 @@ def test_github_escapes_like_the_actions_toolkit() -> None:
     assert WORKFLOW_COMMAND.match(line)
 
 
+def test_a_file_name_never_acts_in_a_log_or_a_terminal() -> None:
+    """A job file's name is anyone's: a newline would start a forged workflow command, an
+    escape sequence drive the terminal, a bidi override reorder the line."""
+    d = Diagnostic("FJ201", "unknown field", "jobs/a\n::error file=f.yaml::forged\x1b[31m\u202e.yaml", 4, 1)
+    (line,) = format_github([d]).splitlines()
+    assert WORKFLOW_COMMAND.match(line) and "\x1b" not in line and "\u202e" not in line and line.count("::error") == 1
+    text = format_text([d])
+    assert "\x1b" not in text and "\u202e" not in text and "jobs/a\\x0a::error" in text.splitlines()[0]
+
+
 def test_github_without_a_position() -> None:
     assert format_github([UNREADABLE]) == (
         "::error file=jobs/secret.yaml,title=FJ103 unreadable::cannot read: Permission denied\n"
