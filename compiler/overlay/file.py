@@ -119,6 +119,11 @@ def find_file(folder: Path) -> Path | None:
 def read_overlay(folder: Path) -> tuple[Overlay, list[Diagnostic]]:
     """Read and check `folder/overlay.yaml`."""
     reader = _Reader(folder)
+    if not folder.is_absolute() and not confined(folder, Path()):  # as a job folder's links (reading.py); an absolute path is the caller's
+        return Overlay(folder), [Diagnostic(
+            "FJ602", f"overlay folder {folder} is a symbolic link that leads outside the working directory (or into a hidden folder); flatjob does not follow it",
+            str(folder), hint="commit the overlay itself, or name its real path",
+        )]
     path = find_file(folder)
     if path is None:
         hint = "this folder has a kustomization.yaml; flatjob overlays use overlay.yaml (docs/overlays.md)" if (folder / "kustomization.yaml").is_file() else "create overlay.yaml (docs/overlays.md)"

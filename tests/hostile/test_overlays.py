@@ -102,3 +102,20 @@ def test_a_patch_naming_its_own_kind_as_text_is_a_literal(box: Sandbox) -> None:
     run_ = box.compile("--overlay", "overlays/prod")
     assert_clean_exit(run_, 0)
     assert "[FJ600]" in run_.output  # it selects no job: kind '(' is nobody's
+
+
+def test_an_overlay_folder_that_links_outside_the_repository_is_not_followed(box: Sandbox) -> None:
+    """As a job folder's links (FJ106): a pull request may add overlays/prod -> ../../outside."""
+    box.job()
+    elsewhere = box.outside / "ov"
+    elsewhere.mkdir()
+    (elsewhere / "overlay.yaml").write_text("namespace: evil\n")
+    (box.repo / "overlays").mkdir()
+    (box.repo / "overlays" / "prod").symlink_to(elsewhere)
+    box.freeze()
+    compiled, plugin = box.compile("--overlay", "overlays/prod"), box.plugin(SOURCES="jobs", OVERLAY="overlays/prod")
+    assert_clean_exit(compiled, 1)
+    assert any(code == "FJ602" for *_, code in compiled.findings()) and "leads outside the working directory" in compiled.output
+    assert_clean_exit(plugin, 2)
+    assert "outside the repository" in plugin.output  # the plugin checks every path it is given first
+    assert box.untouched() and not box.out.exists()
