@@ -29,6 +29,7 @@ class Limits:
     depth: int = 100  # nesting of collections in one document (and of `<<` merges of merges)
     file_documents: int = 1_000  # YAML documents in one file (an empty `---` builds little, but costs ~100x a node)
     run_documents: int = 10_000  # the same over every file of a run (the 50 000-pod benchmark: 500)
+    run_files: int = 10_000  # files a run opens (an empty one holds no document but costs ~45 us: 100 000 took 4.5 s)
     job_pods: int = 10_000  # pods one job renders (replicas, or elastic maxReplicas)
     run_pods: int = 100_000  # pods all the jobs of a run render together
     # What a run renders, as JSON (compiler/budget.py), checked before rendering.  The 50 000-pod
@@ -46,10 +47,11 @@ DEFAULT = Limits()
 class Budget:
     """What a run may still read: bytes and nodes left, shared by every file it parses."""
 
-    __slots__ = ("bytes", "documents", "limits", "nodes")
+    __slots__ = ("bytes", "documents", "files", "limits", "nodes")
 
     def __init__(self, limits: Limits = DEFAULT) -> None:
         self.limits = limits
         self.bytes = limits.run_bytes
         self.nodes = limits.run_nodes
         self.documents = limits.run_documents
+        self.files = limits.run_files

@@ -185,6 +185,13 @@ def load_paths(paths: Iterable[str], budget: Budget | None = None) -> Loaded:
             loaded.diagnostics.append(found)
             continue
         file, explicit = found.path, found.explicit
+        budget.files -= 1
+        if budget.files < 0:
+            loaded.diagnostics.append(Diagnostic(
+                "FJ105", f"more than {budget.limits.run_files:,} files to read in one run; flatjob stops reading here", str(file),
+                hint="compile fewer folders at once, or keep only job files under them",
+            ))
+            break
         text, problem = read_text(file, budget)
         if problem is not None:
             if explicit or problem.message != "is a directory":
