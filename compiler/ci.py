@@ -197,17 +197,29 @@ class Run:
         return any(d.is_error for d in (*self.lint, *self.compile)) or any(e.stale_diff for e in self.envs)
 
 
+GIT_DIFF_BYTES = 8 * 1024 * 1024
+
+
 def git_diff(base: str, path: Path) -> str:
     """The diff of `path` between `base` and the working tree ('' when git cannot tell).
 
     Read as bytes: text mode would turn every carriage return of a committed file into a line
-    break (universal newlines), which the report could not tell from the diff's own.
+    break (universal newlines), which the report could not tell from the diff's own.  At most
+    GIT_DIFF_BYTES are read (the comment shows 65 536 characters): a committed file of 90 MB
+    must not be held whole.
     """
     try:
-        out = subprocess.run(["git", "diff", "--no-color", "--no-ext-diff", "--no-textconv", base, "--", str(path)], capture_output=True, timeout=120, check=False)
+        with subprocess.Popen(["git", "diff", "--no-color", "--no-ext-diff", "--no-textconv", base, "--", str(path)],
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL) as proc:
+            assert proc.stdout is not None
+            raw = proc.stdout.read(GIT_DIFF_BYTES + 1)
+            if len(raw) > GIT_DIFF_BYTES:
+                proc.kill()
+                raw = raw[:GIT_DIFF_BYTES] + b"\n(flatjob: the diff goes on; it is longer than flatjob reads)\n"
+            code = proc.wait(timeout=120)
     except (OSError, subprocess.SubprocessError):
         return ""
-    return out.stdout.decode("utf-8", "replace") if out.returncode == 0 else ""
+    return raw.decode("utf-8", "replace") if code in (0, -9) else ""
 
 
 def check(jobs: Sequence[str], envs: Sequence[Environment], base: str | None = None) -> Run:

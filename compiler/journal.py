@@ -42,6 +42,7 @@ JOURNAL = ".flatjob-journal.json"
 JOURNAL_TMP = JOURNAL + ".tmp"
 BOOT_ID = Path("/proc/sys/kernel/random/boot_id")  # Linux: 122 random bits, new at every boot
 LOCK_WAIT = 600.0  # seconds a compile waits for another one writing the same folder
+JOURNAL_BYTES = 16 * 1024 * 1024  # a journal of the largest run the limits allow is ~3 MB; a bigger one is not flatjob's
 _HEADER = GENERATED_HEADER.encode()
 
 
@@ -81,7 +82,7 @@ def session(root: Path, write: bool, on_wait: Callable[[], None] = lambda: None,
             if write:
                 s.notes = recover(d)
             elif d.exists(JOURNAL):
-                journal = _valid(d.read(JOURNAL) or b"", here(d))
+                journal = _valid(d.read(JOURNAL, JOURNAL_BYTES) or b"", here(d))
                 s.interrupted, s.foreign = journal is not None, journal is None
         yield s
     finally:
@@ -189,7 +190,7 @@ def recover(d: SafeDir) -> list[str]:
     notes = []
     if d.unlink(JOURNAL_TMP):
         notes.append(f"removed {JOURNAL_TMP}, left by a compile killed while starting to write")
-    raw = d.read(JOURNAL)
+    raw = d.read(JOURNAL, JOURNAL_BYTES)
     if raw is None:
         return notes
     journal = _valid(raw, here(d))
@@ -236,6 +237,8 @@ def _names(raw: bytes) -> list[str]:
 
 def _valid(raw: bytes, where: dict[str, Any]) -> dict[str, Any] | None:
     """A journal read from disk, if it was written here (`here`): only flatjob's own names survive."""
+    if len(raw) > JOURNAL_BYTES:  # never one flatjob wrote: a committed one is anyone's
+        return None
     try:
         data = json.loads(raw)
     except (ValueError, UnicodeDecodeError):

@@ -151,8 +151,9 @@ class SafeDir:
 
     # --- files -------------------------------------------------------------------------
 
-    def read(self, rel: str) -> bytes | None:
-        """A file's bytes, or None when it does not exist."""
+    def read(self, rel: str, limit: int | None = None) -> bytes | None:
+        """A file's bytes (at most `limit` + 1 of them: more says it is bigger), or None when
+        it does not exist."""
         head, _, name = rel.rpartition("/")
         parent = self.folder(head)
         if parent < 0:
@@ -170,9 +171,10 @@ class SafeDir:
         try:
             if not stat.S_ISREG(os.fstat(fd).st_mode):
                 raise NotAFile(rel)
-            chunks = []
-            while chunk := os.read(fd, 1 << 20):
+            chunks, left = [], (limit + 1 if limit is not None else -1)
+            while left and (chunk := os.read(fd, 1 << 20 if left < 0 else min(1 << 20, left))):
                 chunks.append(chunk)
+                left = left - len(chunk) if left > 0 else left
             return b"".join(chunks)
         finally:
             os.close(fd)

@@ -89,13 +89,26 @@ def previous_files(meta: bytes | None) -> set[str] | None:
     return {f for f in files if isinstance(f, str) and owned(f)} if isinstance(files, list) else None
 
 
-def _text(raw: bytes | None) -> str | None:
+def _text(raw: bytes | None, limit: int) -> str | None:
     if raw is None:
         return None
+    if len(raw) > limit:  # never equal to what compile writes; not read further, not shown
+        return f"(flatjob: this file is over {limit:,} bytes, more than compile writes here; its content is not shown)\n"
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError:
         return raw.decode("utf-8", "replace")  # differs from any text flatjob writes
+
+
+# What is read of a file already in the output folder (a pull request's too): a changed file
+# up to twice what compile writes there (and 1 MiB more), a deleted one or the metadata up to
+# OLD_BYTES. A bigger one is shown as one line saying so: a 90 MB file of comments took diff
+# and compile --check to 383 MiB and printed it all.
+OLD_BYTES = 8 * 1024 * 1024
+
+
+def _old_limit(text: str | None) -> int:
+    return OLD_BYTES if text is None else 2 * len(text.encode("utf-8")) + 1024 * 1024
 
 
 def plan_changes(d: SafeDir, desired: dict[str, str]) -> TreeChanges:
@@ -105,13 +118,14 @@ def plan_changes(d: SafeDir, desired: dict[str, str]) -> TreeChanges:
         changes.write = dict(sorted(desired.items()))
         changes.old = dict.fromkeys(changes.write)
         return changes
-    before = previous_files(_read(d, META_FILE, changes))
+    meta = _read(d, META_FILE, changes, OLD_BYTES)
+    before = previous_files(meta) if meta is None or len(meta) <= OLD_BYTES else None
     owned_before = before if before is not None else set()
     for rel, text in sorted(desired.items()):
-        raw = _read(d, rel, changes)
+        raw = _read(d, rel, changes, _old_limit(text))
         if rel in changes.links or rel in changes.blocked:
             continue
-        current = _text(raw)
+        current = _text(raw, _old_limit(text))
         if current == text:
             changes.unchanged.append(rel)
             continue
@@ -120,21 +134,21 @@ def plan_changes(d: SafeDir, desired: dict[str, str]) -> TreeChanges:
         changes.write[rel] = text
         changes.old[rel] = current
     for rel in sorted(owned_before - set(desired)):
-        raw = _read(d, rel, changes)
+        raw = _read(d, rel, changes, OLD_BYTES)
         if raw is None:
             continue
         if raw.startswith(_HEADER):
             changes.delete.append(rel)
-            changes.old[rel] = _text(raw)
+            changes.old[rel] = _text(raw, OLD_BYTES)
         else:
             changes.kept.append(rel)
     return changes
 
 
-def _read(d: SafeDir, rel: str, changes: TreeChanges) -> bytes | None:
-    """A file's bytes; a link on the way goes to changes.links, a wrong kind of entry to changes.blocked."""
+def _read(d: SafeDir, rel: str, changes: TreeChanges, limit: int) -> bytes | None:
+    """A file's bytes (at most limit + 1); a link on the way goes to changes.links, a wrong kind of entry to changes.blocked."""
     try:
-        return d.read(rel)
+        return d.read(rel, limit)
     except LinkFound as exc:
         if exc.rel not in changes.links:
             changes.links.append(exc.rel)

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import Diagnostic, Severity
+from .limits import DEFAULT
 from .loader import parse
 from .outdir import LinkFound, NotAFile, SafeDir
 
@@ -71,8 +72,8 @@ def check_previous(out: SafeDir, root: Path, jobs: Iterable[Any]) -> list[Diagno
     for job in jobs:
         rel = f"{job.folder}/{RECORD_FILE}"
         try:
-            raw = out.read(rel)
-            before = raw.decode("utf-8") if raw is not None else None
+            raw = out.read(rel, DEFAULT.file_bytes)
+            before = raw.decode("utf-8") if raw is not None and len(raw) <= DEFAULT.file_bytes else None
         except (LinkFound, NotAFile, UnicodeDecodeError):
             continue  # a link is refused by the compile itself (FJ702)
         after = job.files.get(RECORD_FILE)

@@ -161,3 +161,16 @@ def test_an_output_folder_named_through_parent_folders_is_the_callers(box: Sandb
     run_ = run([sys.executable, "-m", "flatjob.compiler.cli", "compile", "../jobs", "-o", "../rendered"], box.repo / "sub")
     assert_clean_exit(run_, 0)
     assert (box.out / "ok" / "podtemplates.yaml").is_file()
+
+
+@pytest.mark.parametrize("where", ["alpha/podtemplates.yaml", "flatjob-meta.json"])
+def test_a_committed_file_grown_huge_is_not_read_or_printed_whole(box: Sandbox, where: str) -> None:
+    """The output folder is a pull request's too: 90 MB of comments in one file took diff and
+    compile --check to 383 MiB and printed them all."""
+    compiled(box)
+    with (box.out / where).open("a") as f:
+        f.write(("# " + "x" * 1000 + "\n") * 20_000)  # 20 MB
+    for run_ in (box.flatjob("diff", "jobs", "-o", "rendered"), box.compile("--check")):
+        assert_clean_exit(run_, 0, 1)
+        assert run_.cpu < 1.0 and run_.rss_mib < 100, (run_.cpu, run_.rss_mib)
+        assert len(run_.output) < 1_000_000
