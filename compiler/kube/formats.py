@@ -12,9 +12,10 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-# resource.ParseQuantity: optional sign, digits with at most one '.', then one suffix: a
-# decimal SI or binary SI unit, or a decimal exponent (e/E and a signed integer).
-_QUANTITY = re.compile(r"[+-]?[0-9]*(?:\.[0-9]*)?(?:[numkMGTPE]|[KMGTPE]i|[eE][+-]?[0-9]+)?")
+# resource.ParseQuantity: optional sign, digits with at most one '.' (at least one digit:
+# ".", "+" and "e5" are ErrFormatWrong), then one suffix: a decimal SI or binary SI unit, or
+# a decimal exponent (e/E and a signed integer).
+_QUANTITY = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[numkMGTPE]|[KMGTPE]i|[eE][+-]?[0-9]+)?")
 # Go's strings.TrimSpace, as applied by Quantity.UnmarshalJSON, for the Latin-1 range.
 _GO_SPACE = " \t\n\v\f\r\x85\xa0"
 

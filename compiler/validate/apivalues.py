@@ -1,0 +1,131 @@
+"""Values the API server refuses, or that break what flatjob renders from them, caught at lint.
+
+The Kubernetes OpenAPI schema (kubecheck.py) types a field but does not bound it; the API
+server's validation does (pkg/apis/core/validation).  A value only it refuses passes lint,
+compiles, and then fails the Argo CD or Flux sync, or the runtime's pod create:
+- ports (a container's containerPort and hostPort, a GenericJob Service's port and
+  targetPort) are 1-65535 (ValidatePortNumOrName: "must be between 1 and 65535");
+- a pod's activeDeadlineSeconds is at least 1 (validatePodSpec);
+- resource requests and limits are not negative (ValidateResourceQuantityValue: "must be
+  greater than or equal to 0"); `nvidia.com/gpu: -1` also rendered `--nproc_per_node=-1`;
+- the T9k queue becomes the `scheduler.tensorstack.dev/queue` label: a label value;
+- a TensorBoard PVC is a volume's claimName (a DNS-1123 subdomain), and its subPaths are paths
+  under the read-only mount: `..` would leave it, a `,` would split --logdir_spec into runs;
+- flatjob's own `flatjob.dev/` labels and annotations on a pod template would be read by the
+  runtime as its own (an attempt, `stopped`), so they are refused there.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from ..errors import Diagnostic
+from ..loader import Document, PathT
+from . import names
+from .groups import groups
+
+PORT_RANGE = (1, 65535)
+RESERVED_PREFIX = "flatjob.dev/"
+
+
+def _items(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _negative(value: Any) -> bool:
+    """A quantity below zero: a negative number, or a string with a leading minus."""
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int | float):
+        return value < 0
+    return isinstance(value, str) and value.strip().startswith("-")
+
+
+def _port(doc: Document, value: Any, where: PathT, what: str, optional: bool = False) -> Iterator[Diagnostic]:
+    if isinstance(value, bool) or not isinstance(value, int) or (optional and value == 0):
+        return  # a name (targetPort), or a type the schema reports
+    low, high = PORT_RANGE
+    if not low <= value <= high:
+        yield doc.diagnostic("FJ204", f"{what} {value} is not a port: the API server takes {low}-{high}", where)
+
+
+def _container(doc: Document, c: dict[str, Any], where: PathT) -> Iterator[Diagnostic]:
+    for j, p in enumerate(_items(c.get("ports"))):
+        if isinstance(p, dict):
+            yield from _port(doc, p.get("containerPort"), (*where, "ports", j, "containerPort"), "containerPort")
+            yield from _port(doc, p.get("hostPort"), (*where, "ports", j, "hostPort"), "hostPort", optional=True)
+    resources = c.get("resources") if isinstance(c.get("resources"), dict) else {}
+    for kind in ("requests", "limits"):
+        amounts = resources.get(kind)
+        for name, value in (amounts.items() if isinstance(amounts, dict) else ()):
+            if _negative(value):
+                yield doc.diagnostic("FJ204", f"{kind}.{name} is {value}: the API server takes no negative quantity", (*where, "resources", kind, name))
+
+
+def _reserved(doc: Document, meta: Any, where: PathT) -> Iterator[Diagnostic]:
+    for field in ("labels", "annotations"):
+        given = meta.get(field) if isinstance(meta, dict) else None
+        for key in given if isinstance(given, dict) else ():
+            if isinstance(key, str) and key.startswith(RESERVED_PREFIX):
+                yield doc.diagnostic(
+                    "FJ313", f"{key}: {RESERVED_PREFIX} {field} are flatjob's own; on a pod the runtime would take it for one it set", (*where, field, key),
+                    key=True, hint="use a key of your own domain",
+                )
+
+
+def pod_templates(job: Any, doc: Document) -> Iterator[Diagnostic]:
+    """Ports, deadlines, quantities and reserved keys in every pod template."""
+    for g in groups(job):
+        template = g.template if isinstance(g.template, dict) else {}
+        yield from _reserved(doc, template.get("metadata"), (*g.template_path, "metadata"))
+        spec = template.get("spec") if isinstance(template.get("spec"), dict) else {}
+        deadline = spec.get("activeDeadlineSeconds")
+        if isinstance(deadline, int) and not isinstance(deadline, bool) and deadline < 1:
+            yield doc.diagnostic("FJ204", f"activeDeadlineSeconds {deadline}: the API server takes 1 or more", (*g.template_path, "spec", "activeDeadlineSeconds"))
+        for field in ("initContainers", "containers"):
+            for i, c in enumerate(_items(spec.get(field))):
+                if isinstance(c, dict):
+                    yield from _container(doc, c, (*g.template_path, "spec", field, i))
+
+
+def service_ports(job: Any, doc: Document) -> Iterator[Diagnostic]:
+    """A GenericJob's per-replica Service ports."""
+    service = getattr(job.spec, "service", None)
+    for i, p in enumerate(getattr(service, "ports", None) or []):
+        data = p if isinstance(p, dict) else p.model_dump(by_alias=True) if hasattr(p, "model_dump") else {}
+        where = ("spec", "service", "ports", i)
+        yield from _port(doc, data.get("port"), (*where, "port"), "port")
+        yield from _port(doc, data.get("targetPort"), (*where, "targetPort"), "targetPort")
+
+
+def queues(job: Any, doc: Document) -> Iterator[Diagnostic]:
+    """The T9k queues, which become a label value on the pods (and the TensorBoard pod)."""
+    for base, sched in (
+        (("spec", "scheduler"), getattr(job.spec, "scheduler", None)),
+        (("spec", "tensorboardSpec", "scheduler"), getattr(getattr(job.spec, "tensorboard_spec", None), "scheduler", None)),
+    ):
+        t9k = getattr(sched, "t9k_scheduler", None)
+        queue = getattr(t9k, "queue", None)
+        why = names.label_value(queue) if isinstance(queue, str) else None
+        if why:
+            yield doc.diagnostic("FJ313", f"queue {queue!r} becomes the label scheduler.tensorstack.dev/queue, whose value {why}", (*base, "t9kScheduler", "queue"))
+
+
+def tensorboard_pvcs(job: Any, doc: Document) -> Iterator[Diagnostic]:
+    """logDir.pvc: a claim name, and paths that stay under its mount and in one --logdir_spec run."""
+    tb = getattr(job.spec, "tensorboard_spec", None)
+    log_dir = getattr(tb, "log_dir", None)
+    for i, pvc in enumerate(getattr(log_dir, "pvc", None) or []):
+        where = ("spec", "tensorboardSpec", "logDir", "pvc", i)
+        why = names.dns1123_subdomain(pvc.name)
+        if why:
+            yield doc.diagnostic("FJ305", f"PVC name {pvc.name!r} {why}", (*where, "name"))
+        for j, sub in enumerate(pvc.sub_path):
+            if ".." in sub.split("/"):
+                yield doc.diagnostic("FJ204", f"subPath {sub!r} leaves the PVC's mount ('..')", (*where, "subPath", j))
+            elif "," in sub:
+                yield doc.diagnostic("FJ204", f"subPath {sub!r} holds ',', which splits tensorboard's --logdir_spec into more runs", (*where, "subPath", j))
+
+
+RULES = (pod_templates, service_ports, queues, tensorboard_pvcs)
