@@ -15,7 +15,8 @@ pods is what kube-controller-manager writes, in the same order:
   `DeletionByTaintManager` / "Taint manager: deleting due to NoExecute taint"; the deletion is
   graceful, so with no kubelet to finish it the pod stays terminating;
 - PodGC (pkg/controller/podgc/gc_controller.go, every 20 s): a pod bound to a node that no
-  longer exists (after 40 s of quarantine) is patched to phase Failed with DisruptionTarget
+  longer exists (quarantined by the first pass that finds it gone, and collected by the first
+  pass 40 s after: 40-80 s after the deletion, discoverDeletedNodes) is patched to phase Failed with DisruptionTarget
   `DeletionByPodGC` / "PodGC: node no longer exists", then force-deleted (grace 0); a
   terminating pod on a node tainted `node.kubernetes.io/out-of-service` is patched to Failed
   and force-deleted without a condition.
@@ -59,6 +60,7 @@ class Node:
     ready: str = "True"  # its Ready condition as the node lifecycle controller set it: True | Unknown
     taints: list[Obj] = field(default_factory=list)  # {key, effect, timeAdded (seconds)}
     deleted_at: float | None = None  # the Node object is gone (a cloud provider, `kubectl delete node`)
+    gc_queued_at: float | None = None  # when PodGC's pass found it gone and quarantined it
 
     @property
     def exists(self) -> bool:
@@ -81,13 +83,16 @@ def tolerations_of(pod: Obj, taint: Obj) -> list[Obj]:
 
 def toleration_seconds(pod: Obj, taint: Obj) -> float | None:
     """How long the pod tolerates a NoExecute taint: None forever, 0 not at all
-    (taint_eviction.go getMinTolerationTime; an untolerated taint evicts at once)."""
-    best: float | None = 0.0
-    for t in tolerations_of(pod, taint):
-        if t.get("tolerationSeconds") is None:
-            return None
-        best = max(best or 0.0, float(t["tolerationSeconds"]))
-    return best
+    (taint_eviction.go getMinTolerationTime: the least tolerationSeconds of the matching
+    tolerations, those without seconds left out; forever only when none has seconds; an
+    untolerated taint evicts at once)."""
+    matching = tolerations_of(pod, taint)
+    if not matching:
+        return 0.0
+    seconds = [float(t["tolerationSeconds"]) for t in matching if t.get("tolerationSeconds") is not None]
+    if not seconds:
+        return None
+    return max(min(seconds), 0.0)
 
 
 @dataclass
@@ -156,7 +161,9 @@ class NodeControllers:
         """PodGC: orphaned pods, and terminating pods on out-of-service nodes."""
         changed = False
         for node in self.nodes.values():
-            orphaned = node.deleted_at is not None and now - node.deleted_at >= PODGC_QUARANTINE
+            if node.deleted_at is not None and node.gc_queued_at is None:  # discoverDeletedNodes: queued by this pass
+                node.gc_queued_at = now
+            orphaned = node.gc_queued_at is not None and now - node.gc_queued_at >= PODGC_QUARANTINE
             out_of_service = node.exists and node.tainted(OUT_OF_SERVICE) is not None and node.ready != "True"
             if not (orphaned or out_of_service):
                 continue

@@ -280,3 +280,39 @@ def test_a_running_pod_of_a_compiled_job_is_as_big_as_a_real_one(example: str) -
         assert live["status"]["phase"] == "Running"
         size, before = len(json.dumps(live, separators=(",", ":"))), len(json.dumps(p, separators=(",", ":")))
         assert 5_000 <= size <= 10_000 and size > 2 * before, (p["metadata"]["name"], before, size)
+
+
+# --- taint eviction's toleration time (taint_eviction.go getMinTolerationTime) ------------------
+
+UNREACHABLE = {"key": "node.kubernetes.io/unreachable", "effect": "NoExecute"}
+
+
+@pytest.mark.parametrize(
+    ("tolerations", "seconds"),
+    [
+        ([], 0.0),  # not tolerated: evicted at once
+        ([{"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}], 300.0),
+        ([{"operator": "Exists"}], None),  # tolerates everything, for ever
+        ([{"operator": "Exists"}, {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "tolerationSeconds": 60}], 60.0),  # the least with seconds
+        ([{"key": "node.kubernetes.io/unreachable", "operator": "Exists", "tolerationSeconds": 600},
+          {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "tolerationSeconds": 60}], 60.0),
+        ([{"key": "node.kubernetes.io/unreachable", "operator": "Exists", "tolerationSeconds": -5}], 0.0),
+        ([{"key": "other", "operator": "Exists"}], 0.0),
+    ],
+)
+def test_the_least_toleration_seconds_of_the_matching_tolerations_decide(tolerations: list[dict[str, Any]], seconds: float | None) -> None:
+    from flatjob.runtime.sim.nodes import toleration_seconds
+
+    assert toleration_seconds({"spec": {"tolerations": tolerations}}, UNREACHABLE) == seconds
+
+
+def test_an_empty_key_toleration_gets_no_default_toleration_seconds() -> None:
+    """defaulttolerationseconds: a toleration with an empty key covers not-ready and unreachable."""
+    from flatjob.runtime.sim.apiserver.defaults import _tolerations
+
+    spec = {"tolerations": [{"operator": "Exists"}]}
+    _tolerations(spec)
+    assert spec["tolerations"] == [{"operator": "Exists"}]
+    spec = {"tolerations": []}
+    _tolerations(spec)
+    assert [t["tolerationSeconds"] for t in spec["tolerations"]] == [300, 300]

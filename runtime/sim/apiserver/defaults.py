@@ -144,7 +144,8 @@ def _service_account(spec: Obj, rng: random.Random) -> None:
 def _tolerations(spec: Obj) -> None:
     tolerations = spec.setdefault("tolerations", [])
     for key in (_NOT_READY, _UNREACHABLE):
-        if not any(t.get("key") == key and t.get("effect") in (None, "", "NoExecute") for t in tolerations):
+        # An empty key tolerates every taint, so it covers these too (defaulttolerationseconds).
+        if not any(t.get("key") in (key, None, "") and t.get("effect") in (None, "", "NoExecute") for t in tolerations):
             tolerations.append({"key": key, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": TOLERATION_SECONDS})
 
 
