@@ -41,7 +41,7 @@ class PodState:
     ours: bool = True  # owned by the job's record (an ownerReference with controller: true)
     containers: tuple[tuple[str, str, int | None], ...] = ()  # (name, state, exitCode)
     node: str | None = None  # spec.nodeName, once bound
-    started_at: float | None = None  # status.startTime: when its node's kubelet admitted it
+    started_at: float | None = None  # when its program started (the container's startedAt; else status.startTime)
     disruption: str | None = None  # the DisruptionTarget condition's reason (EvictionByEvictionAPI, ...)
     disruption_message: str | None = None
     node_lost_since: float | None = None  # Ready cleared by the node controller alone (its node stopped reporting)

@@ -131,7 +131,9 @@ def pod_state(obj: dict[str, Any], container: str | None = None, owner_uid: str 
         stopped=notes.get(keys.STOPPED) == "true",
         containers=tuple((s.get("name", ""), _state_name(s), ((s.get("state") or {}).get("terminated") or {}).get("exitCode")) for s in statuses),
         node=spec.get("nodeName") if isinstance(spec.get("nodeName"), str) else None,
-        started_at=seconds(status.get("startTime")),
+        # How long the program ran: its container's start, not the pod's (which counts image
+        # pulls and init containers); the pod's for a container that never started.
+        started_at=seconds(term.get("startedAt")) or seconds(status.get("startTime")),
         disruption=str(disruption.get("reason") or "DisruptionTarget") if disruption else None,
         disruption_message=disruption.get("message") if disruption else None,
         node_lost_since=(seconds(conditions["Ready"].get("lastTransitionTime")) or 0.0) if lost else None,

@@ -88,7 +88,11 @@ def _container_status(status: Any, message_cap: int) -> Obj:
     kept: Obj = {}
     if "terminated" in state:
         term = _dict(state["terminated"])
-        kept["terminated"] = {**({"exitCode": term["exitCode"]} if isinstance(term.get("exitCode"), int) else {}), **_capped(term, message_cap)}
+        kept["terminated"] = {
+            **({"exitCode": term["exitCode"]} if isinstance(term.get("exitCode"), int) else {}),
+            **({"startedAt": term["startedAt"][:64]} if isinstance(term.get("startedAt"), str) else {}),  # how long it ran (back-off reset)
+            **_capped(term, message_cap),
+        }
     elif "running" in state:
         kept["running"] = {}
     elif "waiting" in state:

@@ -127,3 +127,21 @@ def test_launcher_translation_applies_where_the_launcher_runs(kind: str, scope: 
     assert f.code == expected
     if expected != 247:
         assert f.reason == f"failed with exit code 247 (effective {expected})"
+
+
+def test_how_long_a_program_ran_counts_from_its_container_not_its_pod() -> None:
+    """A pod that pulled and initialised for 10 min and crashed at once has not run for a while:
+    its back-off must not start over (restart.RESET_AFTER)."""
+    from flatjob.runtime.observe import pod_state, seconds
+
+    obj = {
+        "metadata": {"name": "p", "uid": "u"},
+        "spec": {},
+        "status": {
+            "phase": "Failed", "startTime": "2026-01-01T00:00:00Z",
+            "containerStatuses": [{"name": "main", "state": {"terminated": {"exitCode": 1, "startedAt": "2026-01-01T00:10:00Z", "finishedAt": "2026-01-01T00:10:01Z"}}}],
+        },
+    }
+    assert pod_state(obj, "main").started_at == seconds("2026-01-01T00:10:00Z")
+    del obj["status"]["containerStatuses"][0]["state"]["terminated"]["startedAt"]
+    assert pod_state(obj, "main").started_at == seconds("2026-01-01T00:00:00Z")  # a kubelet that did not say: the pod's
