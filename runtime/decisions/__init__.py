@@ -84,6 +84,10 @@ def _run(job: JobView, pods: Mapping[str, PodState], led: Ledger, world: World, 
         return led, events, (), (), "paused", None
     if job.problem:  # a partial view of the pods: judge nothing (outcomes, edits, scale) until it is whole
         return led, events, (), (), job.problem, None
+    # A failure settles only while its pod is this attempt's: an edit, a pause or a restart that
+    # started another attempt leaves nothing to decide (a stale entry would hold success back).
+    if led.settling:
+        led = led.evolve(settling={k: v for k, v in led.settling.items() if k in led.released_set})
     out = observe(job, pods, led, now)
     if out.succeeded:
         led = led.evolve(succeeded=led.succeeded + out.succeeded, released=led.without("released", out.succeeded))

@@ -168,6 +168,9 @@ def decide_restart(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, f
     led = led.evolve(replica_failed=replica_failure_message(failures[0]))
     restarted: list[str] = list(replaced)
     wake: float | None = None
+    held = False
+    if job.scope != "pod":  # a failure that ends the gang's job goes first: no restart may hide it
+        failures = tuple(sorted(failures, key=lambda f: not _final(job, led, f)))
     for f in failures:
         if f.name in restarted:
             continue
@@ -175,11 +178,13 @@ def decide_restart(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, f
         policy = rule.policy if rule is not None else "Never"
         wants = job.scope != "none" and retryable(policy, f.code)
         trial, new_incident = _incident(led, f.name, now) if job.scope == "pod" else (led, True)
-        if not wants or not _within_limits(job, trial, f.name, f.type, counted=new_incident):
+        final = not wants or not _within_limits(job, trial, f.name, f.type, counted=new_incident)
+        if final or (held and job.scope != "pod"):
             seen = ledger.settling.get(f.name, now)
-            if now - seen < settle:  # may decide the job: wait for a disruption that explains it
+            if now - seen < settle or not final:  # may decide the job: wait for a disruption that explains it (the gang's other failures with it)
                 led = led.evolve(released=(*led.released, f.name), settling={**led.settling, f.name: seen})
                 wake = seen + settle if wake is None else min(wake, seen + settle)
+                held = True
                 continue
             exhausted = wants  # the policy would restart it, but the limit is reached
             led = led.evolve(failed=(*led.failed, f.name))
@@ -224,6 +229,13 @@ def restart_completed(job: JobView, pods: Mapping[str, PodState], ledger: Ledger
     led = ledger.evolve(succeeded=tuple(n for n in ledger.succeeded if n not in always))
     decision = decide_restart(job, pods, led, completions, now)
     return RestartDecision(decision.ledger, decision.restarted, None, False, decision.events)
+
+
+def _final(job: JobView, ledger: Ledger, f: Failure) -> bool:
+    """Whether a failure of a gang (group or none scope) would not be restarted."""
+    rule = job.rules.get(f.type)
+    wants = job.scope != "none" and retryable(rule.policy if rule is not None else "Never", f.code)
+    return not wants or not _within_limits(job, ledger, f.name, f.type)
 
 
 def _is_fatal(job: JobView, f: Failure) -> bool:

@@ -20,6 +20,7 @@ import pytest
 
 from flatjob.compiler import keys
 from flatjob.runtime.decisions import Action, World, scale_backoff
+from flatjob.runtime.decisions.restart import SETTLE
 from flatjob.runtime.model import JobView, Ledger, PodState
 
 from .builders import (
@@ -200,3 +201,41 @@ def test_scale_backoff_shortens_the_back_off_this_cycle_set(scale: float, gang_n
     assert scaled.ledger.gang_not_before == gang_not_before
     assert scaled.status["runtime"] == scaled.ledger.to_dict()
     assert scale_backoff(scaled, scaled.ledger, NOW, scale).ledger == scaled.ledger  # older back-offs are left alone
+
+
+# --- a failure that would end the job settles (restart.SETTLE) ----------------------------------
+
+
+def test_a_settling_failure_of_an_attempt_that_ended_never_holds_success_back() -> None:
+    """A worker fails for good and settles; an edit starts attempt 2 within SETTLE, whose master
+    succeeds: the old entry must not wait for ever (it kept the job Running)."""
+    from dataclasses import replace
+
+    from flatjob.runtime.model import RestartRule
+
+    job = job_view("PyTorchTrainingJob", rules={"master": RestartRule("OnFailure"), "worker": RestartRule("Never")})
+    pods = {**all_running(job), "j-worker-1": pod("j-worker-1", "Failed", exit=1, started_at=NOW - 90)}
+    first = cycle(job, pods, running_ledger(job), now=NOW)
+    assert first.ledger.settling == {"j-worker-1": NOW} and first.wake_at == NOW + SETTLE
+    edited = replace(job, pods=tuple(replace(p, spec_hash="new-" + p.name) for p in job.pods), generation=2)
+    led = cycle(edited, pods, first.ledger, now=NOW + 5).ledger
+    led = led.evolve(released=tuple(p.name for p in edited.pods), start_time=NOW)
+    now_pods = {p.name: pod(p.name, "Running", attempt=led.attempt, spec_hash="new-" + p.name) for p in edited.pods}
+    now_pods["j-master-0"] = pod("j-master-0", "Succeeded", attempt=led.attempt, spec_hash="new-j-master-0")
+    done = cycle(edited, now_pods, led, now=NOW + 100)
+    assert done.ledger.outcome == "Succeeded" and not done.ledger.settling
+
+
+def test_a_gangs_failure_that_ends_the_job_is_not_hidden_by_a_later_restart() -> None:
+    """DeepSpeed, ExitCode: worker-1 exits 1 (permanent) and settles; deepspeed on worker-0 then
+    exits 255 (a kill, retryable). The group restart must not drop the permanent failure."""
+    from flatjob.runtime.model import RestartRule
+
+    job = job_view("DeepSpeedJob", rules={"worker": RestartRule("ExitCode")})
+    pods = {**all_running(job), "j-worker-1": pod("j-worker-1", "Failed", exit=1, started_at=NOW - 90)}
+    c = cycle(job, pods, running_ledger(job), now=NOW)
+    pods["j-worker-0"] = pod("j-worker-0", "Failed", exit=255, started_at=NOW - 90)
+    c = cycle(job, pods, c.ledger, now=NOW + 2)
+    assert c.ledger.attempt == 1 and c.ledger.backoff_count == 0 and set(c.ledger.settling) == {"j-worker-0", "j-worker-1"}
+    c = cycle(job, pods, c.ledger, now=NOW + SETTLE)
+    assert (c.ledger.outcome, c.ledger.attempt) == ("Failed", 1) and "j-worker-1 failed with exit code 1" in (c.ledger.message or "")
