@@ -101,8 +101,8 @@ def _text(raw: bytes | None, limit: int) -> str | None:
 
 
 # What is read of a file already in the output folder (a pull request's too): a changed file
-# up to twice what compile writes there (and 1 MiB more), a deleted one or the metadata up to
-# OLD_BYTES. A bigger one is shown as one line saying so: a 90 MB file of comments took diff
+# (the metadata too) up to twice what compile writes there (and 1 MiB more), a deleted one up
+# to OLD_BYTES. A bigger one is shown as one line saying so: a 90 MB file of comments took diff
 # and compile --check to 383 MiB and printed it all.
 OLD_BYTES = 8 * 1024 * 1024
 
@@ -118,8 +118,9 @@ def plan_changes(d: SafeDir, desired: dict[str, str]) -> TreeChanges:
         changes.write = dict(sorted(desired.items()))
         changes.old = dict.fromkeys(changes.write)
         return changes
-    meta = _read(d, META_FILE, changes, OLD_BYTES)
-    before = previous_files(meta) if meta is None or len(meta) <= OLD_BYTES else None
+    limit = max(OLD_BYTES, _old_limit(desired.get(META_FILE)))  # a run at the limits writes ~9 MB of it
+    meta = _read(d, META_FILE, changes, limit)
+    before = previous_files(meta) if meta is None or len(meta) <= limit else None
     owned_before = before if before is not None else set()
     for rel, text in sorted(desired.items()):
         raw = _read(d, rel, changes, _old_limit(text))
