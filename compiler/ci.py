@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -211,15 +212,21 @@ def git_diff(base: str, path: Path) -> str:
     try:
         with subprocess.Popen(["git", "diff", "--no-color", "--no-ext-diff", "--no-textconv", base, "--", str(path)],
                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL) as proc:
-            assert proc.stdout is not None
-            raw = proc.stdout.read(GIT_DIFF_BYTES + 1)
-            if len(raw) > GIT_DIFF_BYTES:
-                proc.kill()
-                raw = raw[:GIT_DIFF_BYTES] + b"\n(flatjob: the diff goes on; it is longer than flatjob reads)\n"
-            code = proc.wait(timeout=120)
+            timer = threading.Timer(120, proc.kill)  # a hung git ends, as the old timeout=120 ended it
+            timer.start()
+            try:
+                assert proc.stdout is not None
+                raw = proc.stdout.read(GIT_DIFF_BYTES + 1)
+                cut = len(raw) > GIT_DIFF_BYTES
+                if cut:
+                    proc.kill()
+                    raw = raw[:GIT_DIFF_BYTES] + b"\n(flatjob: the diff goes on; it is longer than flatjob reads)\n"
+                code = proc.wait()
+            finally:
+                timer.cancel()
     except (OSError, subprocess.SubprocessError):
         return ""
-    return raw.decode("utf-8", "replace") if code in (0, -9) else ""
+    return raw.decode("utf-8", "replace") if code == 0 or (cut and code == -9) else ""
 
 
 def check(jobs: Sequence[str], envs: Sequence[Environment], base: str | None = None) -> Run:

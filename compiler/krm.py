@@ -338,7 +338,7 @@ def _item_text(m: re.Match[str], generated: dict[str, Any]) -> str:
     if item is None:  # a line of an input item that only looks like one
         return m.group(0)
     pad = m.group(1)
-    lines = emit.dump(item).rstrip("\n").split("\n")
+    lines = emit.dump(item).removesuffix("\n").split("\n")  # only the document's own end: a |+ block keeps its blank lines
     return "\n".join([f"{pad}- {lines[0]}", *(f"{pad}  {line}" if line else "" for line in lines[1:])])
 
 

@@ -15,6 +15,8 @@ import orjson
 from flatjob.compiler import keys
 from flatjob.compiler.limits import DEFAULT
 
+from .observe import STUCK
+
 TEMPLATE_BYTES = DEFAULT.object_bytes  # compile refuses a bigger pod (FJ324); the runtime does not cache one
 
 Obj = dict[str, Any]
@@ -26,6 +28,7 @@ _CONDITIONS = {"Ready": (), "ContainersReady": (), "PodScheduled": ("reason", "m
 _MESSAGE_CAP = 1024  # a waiting or scheduling message kept for the record, at most
 _REASON_CAP = 128  # a reason is one CamelCase word
 _DETAILED = 8  # containers whose messages are kept; the others' states and reasons only
+TERMINATION_CAP = 4096  # the kubelet's own cap on a container's termination message (its end is kept)
 _OWNER = ("apiVersion", "kind", "name", "uid", "controller")
 # A pod's labels and annotations the decisions read; a pod's other metadata is anyone's who may
 # create pods (1 000 junk pods with the job's labels and 256 KiB of annotations each would
@@ -76,10 +79,11 @@ def _pod_meta(obj: Obj) -> Obj:
     return out
 
 
-def _capped(fields: Any, message_cap: int) -> Obj:
-    """A state's reason and message (the kubelet's, or a termination message the program wrote), capped."""
+def _capped(fields: Any, message_cap: int, tail: bool = False) -> Obj:
+    """A state's reason and message (the kubelet's, or a termination message the program wrote),
+    capped; `tail` keeps a message's end (torchrun's summary names the root cause last)."""
     caps = {"reason": _REASON_CAP, "message": message_cap}
-    return {k: v[:caps[k]] for k, v in _dict(fields).items() if k in caps and isinstance(v, str) and caps[k]}
+    return {k: (v[-caps[k]:] if tail and k == "message" else v[:caps[k]]) for k, v in _dict(fields).items() if k in caps and isinstance(v, str) and caps[k]}
 
 
 def _container_status(status: Any, message_cap: int) -> Obj:
@@ -91,7 +95,7 @@ def _container_status(status: Any, message_cap: int) -> Obj:
         kept["terminated"] = {
             **({"exitCode": term["exitCode"]} if isinstance(term.get("exitCode"), int) else {}),
             **({"startedAt": term["startedAt"][:64]} if isinstance(term.get("startedAt"), str) else {}),  # how long it ran (back-off reset)
-            **_capped(term, message_cap),
+            **_capped(term, message_cap and TERMINATION_CAP, tail=True),
         }
     elif "running" in state:
         kept["running"] = {}
@@ -134,7 +138,7 @@ def pod(obj: Obj) -> Obj:
         out["status"]["containerStatuses"] = statuses
     inits = _container_statuses(status.get("initContainerStatuses"))
     failed_init = [c for c in inits if c["state"].get("terminated", {}).get("exitCode") not in (None, 0)]
-    stuck_init = [c for c in inits if c["state"].get("waiting", {}).get("message")]
+    stuck_init = [c for c in inits if c["state"].get("waiting", {}).get("reason") in STUCK]
     if failed_init or stuck_init:  # why a pod failed or waits before its containers start (kubectl's Init:Error, Init:ImagePullBackOff)
         out["status"]["initContainerStatuses"] = failed_init[:1] + stuck_init[:1]
     return out

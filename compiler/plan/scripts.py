@@ -76,12 +76,12 @@ def drop_unquotable(launcher: str, unquotable: str, instead: str, also: Sequence
         + "set -f\n"
         + "set --\n"
         + "dropped=''\n"
-        + 'ifs=$IFS IFS=$nl\n'
+        + 'flatjob_ifs=$IFS IFS=$nl\n'
         + f"for name in $(\"$FLATJOB_PYTHON\" -c {shlex.quote(UNNAMABLE_PY)}); do\n"
         + '  set -- "$@" -u "$name"\n'
         + '  dropped="$dropped $name"\n'
         + "done\n"
-        + 'IFS=$ifs\n'
+        + 'IFS=$flatjob_ifs\n'
         + "set +f\n"
         + f'[ -z "$dropped" ] || echo "flatjob: {launcher} cannot export the names$dropped (no shell names); they are left out" >&2\n'
     )

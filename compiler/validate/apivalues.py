@@ -96,7 +96,7 @@ def service_ports(job: Any, doc: Document) -> Iterator[Diagnostic]:
         data = p if isinstance(p, dict) else p.model_dump(by_alias=True) if hasattr(p, "model_dump") else {}
         where = ("spec", "service", "ports", i)
         yield from _port(doc, data.get("port"), (*where, "port"), "port")
-        yield from _port(doc, data.get("targetPort"), (*where, "targetPort"), "targetPort")
+        yield from _port(doc, data.get("targetPort"), (*where, "targetPort"), "targetPort", optional=True)  # 0: the API server takes port
 
 
 def queues(job: Any, doc: Document) -> Iterator[Diagnostic]:

@@ -107,7 +107,7 @@ def _troubled(pods: Mapping[str, PodState], ledger: Ledger, now: float | None) -
             out.append((name, why, None))
         elif pod is not None and pod.node_lost_since is not None and not pod.terminal:
             out.append((name, "is on a node that stopped reporting", pod.node_lost_since))
-    if ledger.disrupted_at is not None and now is not None and now - ledger.disrupted_at <= DISRUPTION_WINDOW:
+    if ledger.disrupted_at is not None and now is not None and 0 <= now - ledger.disrupted_at <= DISRUPTION_WINDOW:  # never from the future (a status edit)
         out.append((ledger.disrupted_pod or "a pod", f"was disrupted {now - ledger.disrupted_at:.0f} s before", ledger.disrupted_at))
     return out
 

@@ -136,5 +136,5 @@ class ShellRunner:
             log.unlink()
         # As PID 1, a shell without a trap ignores SIGTERM (the kernel drops signals PID 1 has no
         # handler for): it ends by SIGKILL when the grace period is over (137).
-        traps = any("trap" in a for a in argv[1:])
+        traps = any(re.search(r"\btrap\b", a) for a in argv[1:])
         return Program(seconds, done.returncode, on_term=SIGTERM_EXIT if traps else None)

@@ -171,3 +171,21 @@ def test_torchrun_summary_cut_to_its_tail_still_names_the_root_cause() -> None:
     assert "exitcode" in tail
     state = pod("j-worker-0", "Failed", exit=1, message=tail)
     assert effective_exit_code(state, "torchrun") == 137
+
+
+def test_torchruns_root_cause_survives_the_runtimes_trim() -> None:
+    """torchrun's summary lists other failures first and the root cause last: the cache keeps a
+    termination message's end (a 1 KiB head read an OOM kill, -9, as a peer's exit 1)."""
+    from flatjob.runtime import trim
+    from flatjob.runtime.observe import pod_state
+
+    other = "[{i}]:\n  host      : j-worker-0\n  rank      : {i} (local_rank: {i})\n  exitcode  : 1 (pid: 12{i}3)\n  error_file: <N/A>\n"
+    message = (
+        "Traceback ... RuntimeError: NCCL communicator was aborted\n" * 3 + "train.py FAILED\nFailures:\n"
+        + "".join(other.format(i=i) for i in range(1, 9))
+        + "Root Cause (first observed failure):\n[0]:\n  rank      : 0 (local_rank: 0)\n  exitcode  : -9 (pid: 1234)\n"
+    )
+    assert len(message) > 1024
+    obj = {"metadata": {"name": "j-worker-0", "uid": "u"}, "spec": {}, "status": {"phase": "Failed", "containerStatuses": [
+        {"name": "main", "state": {"terminated": {"exitCode": 1, "reason": "Error", "message": message}}}]}}
+    assert effective_exit_code(pod_state(trim.pod(obj), "main"), "torchrun") == effective_exit_code(pod_state(obj, "main"), "torchrun") == 137
