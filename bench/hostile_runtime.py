@@ -92,6 +92,20 @@ def running(bench: Bench, n: int) -> bool:
     return (bench.status(NAME).get("aggregate") or {}).get("running") == n
 
 
+def watch(bench: Bench, seconds: float) -> None:
+    """Let the runtime take in what changed, sampling its memory."""
+    end = time.time() + seconds
+    while time.time() < end:
+        bench.kubelet.tick()
+        bench.sample()
+        time.sleep(0.05)
+
+
+def outcome(bench: Bench, n: int) -> dict[str, Any]:
+    """Peak memory against the limit, whether the job still runs, and its conditions."""
+    return {"rss_peak_mib": peak_mib(bench), "limit_mib": limit_mib(n), "all_running": running(bench, n), "conditions": conditions(bench)}
+
+
 def case_status_edit(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     bench = Bench(compile_job(args), tmp, args.runtime)
     try:
@@ -101,11 +115,7 @@ def case_status_edit(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         status = record["status"]
         status["runtime"] = {**status.get("runtime", {}), "released": ["x0-{0..1000000}"]}
         bench.cluster.replace_record_status(NS, bench.plural, {**record, "status": status})
-        end = time.time() + args.settle
-        while time.time() < end:
-            bench.kubelet.tick()
-            bench.sample()
-            time.sleep(0.05)
+        watch(bench, args.settle)
         return {"rss_peak_mib": peak_mib(bench), "limit_mib": limit_mib(n), "conditions": conditions(bench), "events": events(bench)}
     finally:
         bench.close()
@@ -122,12 +132,8 @@ def case_junk_templates(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         for i in range(args.junk, 2 * args.junk):  # and more while it runs (watch events)
             bench.cluster.apply(junk_template(i, args.junk_mib))
             bench.sample()
-        end = time.time() + args.settle
-        while time.time() < end:
-            bench.kubelet.tick()
-            bench.sample()
-            time.sleep(0.05)
-        return {"rss_peak_mib": peak_mib(bench), "limit_mib": limit_mib(n), "all_running": running(bench, n), "conditions": conditions(bench)}
+        watch(bench, args.settle)
+        return outcome(bench, n)
     finally:
         bench.close()
 
@@ -144,12 +150,8 @@ def case_junk_pods(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         for i in range(2 * args.junk):  # while it watches: every one is a watch event it reads
             bench.cluster.apply(junk_pod(i, args.junk_mib, owner))
             bench.sample()
-        end = time.time() + args.settle
-        while time.time() < end:
-            bench.kubelet.tick()
-            bench.sample()
-            time.sleep(0.05)
-        return {"rss_peak_mib": peak_mib(bench), "limit_mib": limit_mib(n), "all_running": running(bench, n), "conditions": conditions(bench)}
+        watch(bench, args.settle)
+        return outcome(bench, n)
     finally:
         bench.close()
 
