@@ -17,8 +17,9 @@ import re
 
 # C0 controls, DEL, C1 controls (0x9b is an escape for many terminals), the Unicode line and
 # paragraph separators and the bidi embeddings, overrides and isolates (Trojan Source).
-_UNSAFE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ufeff]")
-_UNSAFE_BUT_TABS = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ufeff]")
+REORDERING = "\u2028\u2029\u202a-\u202e\u2066-\u2069\ufeff"  # a character class's body: separators, bidi controls, BOM
+_UNSAFE = re.compile(f"[\x00-\x1f\x7f-\x9f{REORDERING}]")
+_UNSAFE_BUT_TABS = re.compile(f"[\x00-\x08\x0a-\x1f\x7f-\x9f{REORDERING}]")
 _MARKDOWN = re.compile(r"""([\\`*_{}\[\]()<>#+\-.!|~"'&:=$^@%;/,?])""")  # CommonMark escapes any ASCII punctuation
 
 

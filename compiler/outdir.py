@@ -171,10 +171,14 @@ class SafeDir:
         try:
             if not stat.S_ISREG(os.fstat(fd).st_mode):
                 raise NotAFile(rel)
-            chunks, left = [], (limit + 1 if limit is not None else -1)
-            while left and (chunk := os.read(fd, 1 << 20 if left < 0 else min(1 << 20, left))):
+            cap = None if limit is None else limit + 1
+            chunks, size = [], 0
+            while cap is None or size < cap:
+                chunk = os.read(fd, 1 << 20 if cap is None else min(1 << 20, cap - size))
+                if not chunk:
+                    break
                 chunks.append(chunk)
-                left = left - len(chunk) if left > 0 else left
+                size += len(chunk)
             return b"".join(chunks)
         finally:
             os.close(fd)

@@ -123,10 +123,11 @@ def plan_changes(d: SafeDir, desired: dict[str, str]) -> TreeChanges:
     before = previous_files(meta) if meta is None or len(meta) <= limit else None
     owned_before = before if before is not None else set()
     for rel, text in sorted(desired.items()):
-        raw = _read(d, rel, changes, _old_limit(text))
+        limit = _old_limit(text)
+        raw = _read(d, rel, changes, limit)
         if rel in changes.links or rel in changes.blocked:
             continue
-        current = _text(raw, _old_limit(text))
+        current = _text(raw, limit)
         if current == text:
             changes.unchanged.append(rel)
             continue

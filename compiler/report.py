@@ -9,7 +9,7 @@ import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from .display import visible
+from .display import REORDERING, visible
 from .errors import CODES, Diagnostic, Severity
 from .version import __version__
 
@@ -33,8 +33,8 @@ def _one_line(text: str) -> str:
 
 
 # Controls (never tabs), and the line separators and bidi controls that reorder what is shown.
-_CONTROL = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ufeff]")
-_CONTROL_BUT_BREAKS = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\ufeff]")
+_CONTROL = re.compile(f"[\x00-\x08\x0a-\x1f\x7f-\x9f{REORDERING}]")
+_CONTROL_BUT_BREAKS = re.compile(f"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f{REORDERING}]")
 QUOTE_WIDTH = 160  # a longer source line is quoted as a window around the column
 MESSAGE_WIDTH = 500  # a longer message (one that embeds a huge value) is cut
 

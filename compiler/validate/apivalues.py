@@ -93,7 +93,7 @@ def service_ports(job: Any, doc: Document) -> Iterator[Diagnostic]:
     """A GenericJob's per-replica Service ports."""
     service = getattr(job.spec, "service", None)
     for i, p in enumerate(getattr(service, "ports", None) or []):
-        data = p if isinstance(p, dict) else p.model_dump(by_alias=True) if hasattr(p, "model_dump") else {}
+        data = p if isinstance(p, dict) else {}  # a raw Kubernetes ServicePort
         where = ("spec", "service", "ports", i)
         yield from _port(doc, data.get("port"), (*where, "port"), "port")
         yield from _port(doc, data.get("targetPort"), (*where, "targetPort"), "targetPort", optional=True)  # 0: the API server takes port

@@ -155,7 +155,7 @@ def decide_restart(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, f
     if not failures and not disruptions:
         return RestartDecision(ledger)
     ended = [f.name for f in failures] + [d.name for d in disruptions]
-    led = ledger.evolve(released=ledger.without("released", ended), settling={k: v for k, v in ledger.settling.items() if k not in ended})
+    led = ledger.evolve(released=ledger.without("released", ended))  # their settling entries go with `released` (decisions._run)
     replaced: tuple[str, ...] = ()
     events: list[tuple[str, str, str]] = []
     if disruptions:
@@ -174,9 +174,7 @@ def decide_restart(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, f
     for f in failures:
         if f.name in restarted:
             continue
-        rule = job.rules.get(f.type)
-        policy = rule.policy if rule is not None else "Never"
-        wants = job.scope != "none" and retryable(policy, f.code)
+        policy, wants = _wants(job, f)
         trial, new_incident = _incident(led, f.name, now) if job.scope == "pod" else (led, True)
         final = not wants or not _within_limits(job, trial, f.name, f.type, counted=new_incident)
         if final or (held and job.scope != "pod"):
@@ -231,11 +229,16 @@ def restart_completed(job: JobView, pods: Mapping[str, PodState], ledger: Ledger
     return RestartDecision(decision.ledger, decision.restarted, None, False, decision.events)
 
 
+def _wants(job: JobView, f: Failure) -> tuple[str, bool]:
+    """The failed pod's restartPolicy, and whether it asks for a restart of this failure."""
+    rule = job.rules.get(f.type)
+    policy = rule.policy if rule is not None else "Never"
+    return policy, job.scope != "none" and retryable(policy, f.code)
+
+
 def _final(job: JobView, ledger: Ledger, f: Failure) -> bool:
     """Whether a failure of a gang (group or none scope) would not be restarted."""
-    rule = job.rules.get(f.type)
-    wants = job.scope != "none" and retryable(rule.policy if rule is not None else "Never", f.code)
-    return not wants or not _within_limits(job, ledger, f.name, f.type)
+    return not _wants(job, f)[1] or not _within_limits(job, ledger, f.name, f.type)
 
 
 def _is_fatal(job: JobView, f: Failure) -> bool:
