@@ -15,6 +15,7 @@ reason, which the Stalled condition and the failure's Event carry, the Event wit
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
 
 from ..model import JobView, Ledger
@@ -44,8 +45,9 @@ def _names(job: JobView, rule: dict[str, tuple[int, ...]]) -> list[str]:
 
 
 def _rule_text(rule: dict[str, tuple[int, ...]]) -> str:
-    inner = ", ".join(f'"{t}": [{", ".join(str(r) for r in ranks)}]' for t, ranks in rule.items())
-    return "{ " + inner + " }"
+    """The rule as T9k's controller prints it (UC genericjob.md's status example:
+    `{"worker":["0"]}`, Go's json.Marshal of a map of string ranks: sorted keys, no spaces)."""
+    return json.dumps({t: [str(r) for r in ranks] for t, ranks in rule.items()}, sort_keys=True, separators=(",", ":"))
 
 
 def decide_success(job: JobView, ledger: Ledger) -> FinishDecision:

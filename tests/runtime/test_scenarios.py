@@ -147,7 +147,7 @@ def test_failure_by_rule() -> None:
     st = s.finished()
     assert st["phase"] == "Failed"
     failed = next(c for c in st["conditions"] if c["type"] == "Failed")
-    assert failed["message"] == 'The job is failed with rule: { "worker": [1] }'
+    assert failed["message"] == 'The job is failed with rule: {"worker":["1"]}'
     # cleanUpPolicy None (T9k's default for GenericJob): the still-running worker-0 is kept.
     s.settle(10)
     assert s.pods()["gen-worker-0"]["status"]["phase"] == "Running"
