@@ -45,6 +45,7 @@ class PodState:
     disruption: str | None = None  # the DisruptionTarget condition's reason (EvictionByEvictionAPI, ...)
     disruption_message: str | None = None
     node_lost_since: float | None = None  # Ready cleared by the node controller alone (its node stopped reporting)
+    unreachable_grace: float | None = 300.0  # how long taint eviction leaves it on an unreachable node (None: forever)
     waiting: str | None = None  # why a container cannot start: "ImagePullBackOff: Back-off pulling image ..."
     unschedulable: str | None = None  # the scheduler's message while no node fits
     stopped: bool = False  # the runtime stopped it after the outcome, keeping it (flatjob.dev/stopped)
@@ -83,6 +84,7 @@ class Ledger:
     disruptions: int = 0  # pods replaced after a disruption (never counted as restarts)
     disrupted_at: float | None = None  # when the latest disruption was seen (peers failing soon after are its doing)
     disrupted_pod: str | None = None  # and which pod it was
+    disrupted_until: float | None = None  # when that pod was first seen stopped or gone (None: not yet)
     settling: Mapping[str, float] = field(default_factory=dict)  # pod name -> when its failure for good was first seen (decided after SETTLE)
     gang_not_before: float | None = None  # earliest start of this attempt's gang (group restart, refused gang)
     refused: str | None = None  # the API server's last refusal of a pod this attempt needs (quota, webhook)
@@ -122,6 +124,7 @@ class Ledger:
             ("disruptions", self.disruptions or None),
             ("disruptedAt", self.disrupted_at),
             ("disruptedPod", self.disrupted_pod),
+            ("disruptedUntil", self.disrupted_until),
             ("refused", self.refused),
             ("refusals", self.refusals or None),
             ("startTime", self.start_time),
@@ -161,6 +164,7 @@ class Ledger:
             disruptions=int(d.get("disruptions", 0)),
             disrupted_at=_float(d.get("disruptedAt")),
             disrupted_pod=_text(d.get("disruptedPod")),
+            disrupted_until=_float(d.get("disruptedUntil")),
             settling=_ungrouped(d.get("settling"), float, names),
             gang_not_before=_float(d.get("gangNotBefore")),
             refused=d.get("refused"),

@@ -23,6 +23,10 @@ from flatjob.compiler import keys
 from .model import GATE, PodState
 
 _STATE_NAMES = ("running", "waiting", "terminated")
+# The node lifecycle controller's NoExecute taint on a node that stopped reporting
+# (k8s.io/api/core/v1 TaintNodeUnreachable); taint eviction deletes a pod once its matching
+# tolerations run out (pkg/controller/tainteviction/taint_eviction.go getMinTolerationTime).
+UNREACHABLE = "node.kubernetes.io/unreachable"
 # Waiting reasons a pod does not leave by itself soon: the record names them (the kubelet's
 # images/types.go and kuberuntime errors; ContainerCreating and PodInitializing are normal).
 STUCK = frozenset({"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull", "CreateContainerConfigError", "CreateContainerError", "RunContainerError", "CrashLoopBackOff"})
@@ -95,6 +99,30 @@ def _waiting(statuses: list[dict[str, Any]], which: str = "") -> str | None:
     return None
 
 
+def tolerates_unreachable(t: Any) -> bool:
+    """Whether a toleration matches the unreachable NoExecute taint (core/v1
+    Toleration.ToleratesTaint: an empty key with Exists matches every key, an empty effect
+    every effect; the taint has no value)."""
+    if not isinstance(t, dict) or t.get("effect") not in (None, "", "NoExecute"):
+        return False
+    if (t.get("operator") or "Equal") == "Exists":
+        return t.get("key") in (None, "", UNREACHABLE)
+    return t.get("key") == UNREACHABLE and not t.get("value")
+
+
+def unreachable_grace(spec: dict[str, Any]) -> float | None:
+    """Seconds taint eviction waits before deleting the pod from an unreachable node: the
+    least tolerationSeconds of the matching tolerations, forever (None) when none has
+    seconds, at once when none matches (getMinTolerationTime; the DefaultTolerationSeconds
+    admission plugin gives every pod 300 s unless it tolerates the taint itself)."""
+    tolerations = spec.get("tolerations")
+    matching = [t for t in (tolerations if isinstance(tolerations, list) else []) if tolerates_unreachable(t)]
+    if not matching:
+        return 0.0
+    seconds = [float(t["tolerationSeconds"]) for t in matching if isinstance(t.get("tolerationSeconds"), int | float) and not isinstance(t.get("tolerationSeconds"), bool)]
+    return max(min(seconds), 0.0) if seconds else None
+
+
 def pod_state(obj: dict[str, Any], container: str | None = None, owner_uid: str | None = None) -> PodState:
     """The decision-relevant view of one pod object (`owner_uid`: the record's, if known)."""
     meta = obj.get("metadata") or {}
@@ -137,6 +165,7 @@ def pod_state(obj: dict[str, Any], container: str | None = None, owner_uid: str 
         disruption=str(disruption.get("reason") or "DisruptionTarget") if disruption else None,
         disruption_message=disruption.get("message") if disruption else None,
         node_lost_since=(seconds(conditions["Ready"].get("lastTransitionTime")) or 0.0) if lost else None,
+        unreachable_grace=unreachable_grace(spec),
         waiting=_waiting([s for s in status.get("initContainerStatuses") or [] if isinstance(s, dict)], " (init container {})") or _waiting(statuses)
         if status.get("phase", "Pending") == "Pending" else None,
         unschedulable=scheduled.get("message") or "no node fits" if scheduled.get("status") == "False" and scheduled.get("reason") == "Unschedulable" else None,

@@ -15,7 +15,7 @@ import orjson
 from flatjob.compiler import keys
 from flatjob.compiler.limits import DEFAULT
 
-from .observe import STUCK
+from .observe import STUCK, tolerates_unreachable
 
 TEMPLATE_BYTES = DEFAULT.object_bytes  # compile refuses a bigger pod (FJ324); the runtime does not cache one
 
@@ -29,6 +29,7 @@ _MESSAGE_CAP = 1024  # a waiting or scheduling message kept for the record, at m
 _REASON_CAP = 128  # a reason is one CamelCase word
 _DETAILED = 8  # containers whose messages are kept; the others' states and reasons only
 TERMINATION_CAP = 4096  # the kubelet's own cap on a container's termination message (its end is kept)
+_TOLERATION = ("key", "operator", "value", "effect", "tolerationSeconds")
 _OWNER = ("apiVersion", "kind", "name", "uid", "controller")
 # A pod's labels and annotations the decisions read; a pod's other metadata is anyone's who may
 # create pods (1 000 junk pods with the job's labels and 256 KiB of annotations each would
@@ -127,6 +128,9 @@ def pod(obj: Obj) -> Obj:
         out["spec"]["schedulingGates"] = gates
     if isinstance(spec.get("nodeName"), str):
         out["spec"]["nodeName"] = spec["nodeName"]
+    tolerations = [{k: t[k] for k in _TOLERATION if k in t} for t in _list(spec.get("tolerations")) if tolerates_unreachable(t)][:CONTAINERS_CAP]
+    if tolerations:  # how long the pod stays on a node that stopped reporting (the record says)
+        out["spec"]["tolerations"] = tolerations
     for key in ("phase", "reason", "message", "startTime"):
         if isinstance(status.get(key), str):
             out["status"][key] = status[key][:_MESSAGE_CAP]

@@ -22,7 +22,7 @@ from .cleanup import decide_cleanup
 from .edits import decide_edit
 from .elastic import decide_scale
 from .finish import FinishDecision, decide_failure, decide_success
-from .outcomes import observe
+from .outcomes import disruption_end, observe
 from .pause import decide_pause
 from .release import Deps, decide_release
 from .restart import SETTLE, decide_restart, restart_completed
@@ -98,6 +98,7 @@ def _run(job: JobView, pods: Mapping[str, PodState], led: Ledger, world: World, 
         return led, events, (), (), None, None
     rd = decide_restart(job, pods, led, out.failures, now, out.disruptions, settle)
     led, events = rd.ledger, [*events, *rd.events]
+    led = disruption_end(pods, led, now)
     if rd.fatal is None and out.succeeded:
         rc = restart_completed(job, pods, led, out.succeeded, now)
         led, events = rc.ledger, [*events, *rc.events]

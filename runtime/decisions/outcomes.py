@@ -11,13 +11,15 @@ training, so the pod is replaced (architecture.md §5, "Disruptions").  Each is 
 the cycle that counts it also takes the pod out of `released`.  Pods the runtime itself
 deleted (restarts, scale-downs, clean-up, pause) were taken out first, so they are neither.
 
-A failure of a pod that was running when another pod of the attempt got into trouble (seen
-disrupted in the same cycle, on a node that stopped reporting, or disrupted within
-DISRUPTION_WINDOW) is that disruption's doing, and is one too: ranks are coupled (NCCL,
-torchrun's rendezvous, deepspeed's and colossalai run's ssh sessions), so a peer exits 1 or
-255 when a drained or lost member goes, and its exit code says nothing about the training
-either.  A pod started after the trouble began fails on its own account (a replacement that
-crashes is counted, never replaced at once forever).
+A failure of a pod that was running when another pod of the attempt got into trouble is that
+trouble's doing, and is a disruption too: ranks are coupled (NCCL, torchrun's rendezvous,
+deepspeed's and colossalai run's ssh sessions), so a peer exits 1 or 255 when a drained or
+lost member goes, and its exit code says nothing about the training either.  The trouble
+lasts while the disrupted pod still runs (a drained pod keeps running through its grace
+period, a pod on a lost node until the Node is deleted) and DISRUPTION_WINDOW after it was
+first seen stopped or gone: its peers fail when it stops, not when it is marked.  A pod
+started after the trouble began fails on its own account (a replacement that crashes is
+counted, never replaced at once forever).
 """
 
 from __future__ import annotations
@@ -97,19 +99,36 @@ def observe(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, now: flo
 
 def _troubled(pods: Mapping[str, PodState], ledger: Ledger, now: float | None) -> list[tuple[str, str, float | None]]:
     """(pod, why, since) for each pod of the attempt in trouble now, and the latest disruption
-    if it was seen within DISRUPTION_WINDOW; `since` (None: this cycle) is when the trouble
-    began, so only pods already running then are its peers."""
+    while its pod runs and DISRUPTION_WINDOW after; `since` (None: this cycle) is when the
+    trouble began, so only pods already running then are its peers."""
     out: list[tuple[str, str, float | None]] = []
-    for name in ledger.released:
-        pod = pods.get(name)
-        why = disrupted(pod, ledger)
+    for name in ledger.released:  # seen disrupted this cycle
+        why = disrupted(pods.get(name), ledger)
         if why is not None:
             out.append((name, why, None))
-        elif pod is not None and pod.node_lost_since is not None and not pod.terminal:
-            out.append((name, "is on a node that stopped reporting", pod.node_lost_since))
-    if ledger.disrupted_at is not None and now is not None and 0 <= now - ledger.disrupted_at <= DISRUPTION_WINDOW:  # never from the future (a status edit)
-        out.append((ledger.disrupted_pod or "a pod", f"was disrupted {now - ledger.disrupted_at:.0f} s before", ledger.disrupted_at))
+    seen = {name for name, _, _ in out}
+    for pod in pods.values():  # still running, on a node that stopped reporting or while being disrupted
+        if pod.name in seen or not pod.ours or pod.gated or pod.terminal or pod.attempt != ledger.attempt:
+            continue
+        if pod.node_lost_since is not None:
+            out.append((pod.name, "is on a node that stopped reporting", pod.node_lost_since))
+        elif pod.disruption is not None or (pod.deleting and pod.name == ledger.disrupted_pod):
+            out.append((pod.name, f"is being disrupted ({pod.disruption or 'deleted'})", ledger.disrupted_at))
+    if ledger.disrupted_at is not None and now is not None and ledger.disrupted_at <= now:  # never from the future (a status edit)
+        end = ledger.disrupted_until if ledger.disrupted_until is not None else now  # not seen stopped yet: it still counts
+        if 0 <= now - end <= DISRUPTION_WINDOW:
+            out.append((ledger.disrupted_pod or "a pod", f"was disrupted {now - ledger.disrupted_at:.0f} s before", ledger.disrupted_at))
     return out
+
+
+def disruption_end(pods: Mapping[str, PodState], ledger: Ledger, now: float) -> Ledger:
+    """The ledger with the moment its latest disrupted pod was first seen stopped or gone
+    (its peers' DISRUPTION_WINDOW runs from then), once."""
+    if ledger.disrupted_at is None or ledger.disrupted_until is not None:
+        return ledger
+    pod = pods.get(ledger.disrupted_pod) if ledger.disrupted_pod is not None else None
+    running = pod is not None and not pod.terminal and (pod.disruption is not None or pod.deleting or pod.node_lost_since is not None)
+    return ledger if running else ledger.evolve(disrupted_until=now)
 
 
 def disrupted(pod: PodState | None, ledger: Ledger) -> str | None:

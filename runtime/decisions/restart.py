@@ -138,7 +138,7 @@ def _replace_disrupted(job: JobView, ledger: Ledger, disruptions: tuple[Disrupti
     led = ledger.evolve(disruptions=ledger.disruptions + len(disruptions))
     root = next((d for d in disruptions if d.peer is None), None)
     if root is not None:  # a peer's failure never starts a window of its own (a crash loop would never count)
-        led = led.evolve(disrupted_at=now, disrupted_pod=root.name)
+        led = led.evolve(disrupted_at=now, disrupted_pod=root.name, disrupted_until=None)
     if job.scope in ("group", "none"):
         led = led.evolve(attempt=led.attempt + 1, released=(), succeeded=(), failed=(), not_before={}, gang_not_before=None)
         event = ("Warning", "Disrupted", f"{first.name} {first.reason}; replacing all {len(job.pods)} pods as attempt {led.attempt} (not a restart)")

@@ -66,7 +66,7 @@ class Trouble:
     """A pod that is not doing what the job needs, and why, for the record's readers."""
 
     pod: str
-    reason: str  # NodeLost | Unschedulable | ImagePullBackOff, ErrImagePull and other waiting reasons
+    reason: str  # NodeLost | DeletionStuck | Disrupted | Unschedulable | ImagePullBackOff, ErrImagePull and other waiting reasons
     message: str
 
 
@@ -90,10 +90,19 @@ def troubles(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, now: fl
                     f"pod {name} is being deleted, but its node {node} has not reported since {since}, so the deletion cannot finish "
                     f"and the job cannot replace the pod: if the machine is gone, `kubectl delete node {node}` (a cloud provider does "
                     f"this itself); once you know its processes stopped, `kubectl delete pod {name} --grace-period=0 --force`")))
+            elif pod.unreachable_grace is None:  # it tolerates the unreachable taint forever: nothing deletes it
+                out.append(Trouble(name, "NodeLost", (
+                    f"pod {name} on node {node} has not been reported since {since} (the node is not ready), and it tolerates an "
+                    f"unreachable node forever, so Kubernetes never deletes it and the job cannot replace it: if the machine is gone, "
+                    f"`kubectl delete node {node}`; once you know its processes stopped, `kubectl delete pod {name} --grace-period=0 --force`")))
             else:
                 out.append(Trouble(name, "NodeLost", (
                     f"pod {name} on node {node} has not been reported since {since} (the node is not ready); Kubernetes deletes it "
-                    "once its toleration of an unreachable node runs out (300 s by default), then the job replaces it")))
+                    f"once its toleration of an unreachable node runs out ({pod.unreachable_grace:.0f} s, about "
+                    f"{rfc3339(pod.node_lost_since + pod.unreachable_grace)}), then the job replaces it")))
+        elif pod.deleting and not pod.terminal and pod.attempt == ledger.attempt and (pod.disruption is not None or name == ledger.disrupted_pod):
+            how = f"is being disrupted ({pod.disruption}{': ' + pod.disruption_message if pod.disruption_message else ''})" if pod.disruption else "is being deleted by someone else"
+            out.append(Trouble(name, "Disrupted", f"pod {name} {how}; the job replaces it once it has stopped (not a restart)"))
         elif pod.phase == "Pending" and not pod.gated and not pod.deleting and pod.attempt == ledger.attempt:
             if pod.unschedulable:
                 out.append(Trouble(name, "Unschedulable", f"pod {name} cannot be scheduled: {pod.unschedulable}"))
@@ -173,7 +182,7 @@ def _conditions(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, wait
     out = [
         ("Initialized", "True", "-", MSG_INITIALIZED) if ledger.start_time is not None else ("Initialized", "False", "Initializing", wait or "Waiting for the job's pods."),
         ("Running", "False", reason, message) if done else ("Running", "True", "-", restart or _running_note(job, pods, ledger)) if ph == "Running" and not found else ("Running", "Unknown" if ph == "Unknown" else "True" if ph == "Running" else "False", busy, restart or wait or ph),
-        ("ReplicaFailure", "True", REASON_REPLICA_FAILURE, ledger.replica_failed) if ledger.replica_failed else ("ReplicaFailure", "False", "-", MSG_NO_FAILURE if found else MSG_RUNNING),
+        ("ReplicaFailure", "True", REASON_REPLICA_FAILURE, ledger.replica_failed) if ledger.replica_failed else ("ReplicaFailure", "False", "-", MSG_RUNNING if steady else MSG_NO_FAILURE),
         ("Completed", "True", "Succeeded", message) if ledger.outcome == "Succeeded" else ("Completed", "False", reason if failed else "-", message if failed else "The job has not finished."),
         ("Failed", "True", reason, message) if failed else ("Failed", "False", ledger.outcome or "-", message if done else "The job has not failed."),
         ("Paused", "True", "Paused", MSG_PAUSED) if ledger.paused else ("Paused", "False", "-", "The job is not paused."),

@@ -145,3 +145,53 @@ def test_how_long_a_program_ran_counts_from_its_container_not_its_pod() -> None:
     assert pod_state(obj, "main").started_at == seconds("2026-01-01T00:10:00Z")
     del obj["status"]["containerStatuses"][0]["state"]["terminated"]["startedAt"]
     assert pod_state(obj, "main").started_at == seconds("2026-01-01T00:00:00Z")  # a kubelet that did not say: the pod's
+
+
+UNREACHABLE = "node.kubernetes.io/unreachable"
+
+
+@pytest.mark.parametrize("tolerations, grace", [
+    pytest.param([{"key": UNREACHABLE, "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300}], 300.0, id="admission-default"),
+    pytest.param([{"operator": "Exists"}], None, id="every-taint-forever"),
+    pytest.param([{"key": UNREACHABLE, "operator": "Exists", "effect": "NoExecute"}], None, id="unreachable-forever"),
+    pytest.param([{"key": UNREACHABLE, "operator": "Exists", "effect": "NoExecute"}, {"operator": "Exists", "tolerationSeconds": 60}], 60.0, id="least-seconds-win-over-forever"),
+    pytest.param([{"key": UNREACHABLE, "operator": "Exists", "effect": "NoSchedule", "tolerationSeconds": 60}], 0.0, id="other-effect-does-not-match"),
+    pytest.param([{"key": "gpu", "operator": "Exists"}], 0.0, id="other-key-evicted-at-once"),
+    pytest.param([{"key": UNREACHABLE, "operator": "Equal", "value": "x"}], 0.0, id="a-value-the-taint-lacks"),
+    pytest.param([{"key": UNREACHABLE, "effect": "NoExecute", "tolerationSeconds": -5}], 0.0, id="negative-is-at-once"),
+    pytest.param("junk", 0.0, id="not-a-list"),
+])
+def test_how_long_a_pod_stays_on_an_unreachable_node(tolerations: object, grace: float | None) -> None:
+    """taint_eviction.go getMinTolerationTime over the tolerations that match the unreachable
+    NoExecute taint (core/v1 Toleration.ToleratesTaint), read through the runtime's trim."""
+    from flatjob.runtime.observe import pod_state
+    from flatjob.runtime.trim import pod as trimmed
+
+    obj = {"metadata": {"name": "p", "uid": "u"}, "spec": {"tolerations": tolerations}, "status": {"phase": "Running"}}
+    assert pod_state(obj).unreachable_grace == grace
+    assert pod_state(trimmed(obj)).unreachable_grace == grace
+
+
+DRAINED = pod("j-worker-1", "Running", deleting=True, disruption="EvictionByEvictionAPI")
+REPLACEMENT = pod("j-worker-1", "Running", incarnation=2, started_at=NOW - 1)
+
+
+@pytest.mark.parametrize("worker_1, until, excused", [
+    pytest.param(DRAINED, None, True, id="drained-pod-still-stopping-100s-on"),
+    pytest.param(pod("j-worker-1", "Running", deleting=True), None, True, id="deleted-by-someone-still-stopping"),
+    pytest.param(pod("j-worker-1", "Succeeded", deleting=True, disruption="EvictionByEvictionAPI"), NOW - 10, True, id="stopped-10s-ago"),
+    pytest.param(None, NOW - 29, True, id="gone-29s-ago"),
+    pytest.param(None, NOW - 31, False, id="gone-31s-ago"),
+    pytest.param(REPLACEMENT, NOW - 40, False, id="replaced-40s-ago"),
+    pytest.param(DRAINED, NOW + 500, True, id="an-edited-future-end-while-it-still-runs"),
+    pytest.param(None, NOW + 500, False, id="an-edited-future-end-excuses-nothing"),
+])
+def test_a_peer_is_excused_while_the_disrupted_pod_runs_and_30s_after_it_stopped(worker_1: PodState | None, until: float | None, excused: bool) -> None:
+    """The master fails 100 s after worker-1 was seen disrupted (a drain with a long grace
+    period, or a lost node): what decides is when worker-1 stopped, not when it was marked."""
+    job = job_view("PyTorchTrainingJob")
+    master = pod("j-master-0", "Failed", exit=1, started_at=NOW - 3600)
+    pods = observed(master, pod("j-worker-0", "Running"), *([worker_1] if worker_1 else []))
+    led = Ledger(released=("j-master-0", "j-worker-0"), disrupted_at=NOW - 100, disrupted_pod="j-worker-1", disrupted_until=until)
+    out = observe(job, pods, led, NOW)
+    assert ([d.name for d in out.disruptions], [f.name for f in out.failures]) == ((["j-master-0"], []) if excused else ([], ["j-master-0"]))

@@ -97,6 +97,56 @@ def test_lifecycle_a_drained_worker_that_exits_1_under_exit_code_does_not_fail_t
     assert s.finished()["phase"] == "Succeeded"
 
 
+def _stopped(s: Scenario, name: str, old: str) -> bool:
+    pod = s.pods().get(name)
+    return pod is None or pod["metadata"]["uid"] != old or any("terminated" in (c.get("state") or {}) for c in pod["status"].get("containerStatuses") or [])
+
+
+@pytest.mark.parametrize("grace, program", [
+    pytest.param(120, Program(on_term=0, term_seconds=60), id="checkpoints-60s-then-exits-0"),
+    pytest.param(None, None, id="default-grace-pid1-ignores-sigterm"),  # the sim's sh -c: SIGKILL after 30 s
+])
+def test_lifecycle_a_peer_failing_when_a_drained_pod_finally_stops_is_the_drains_doing(grace: int | None, program: Program | None) -> None:
+    """kubectl drain of worker-1, which runs on through its grace period; the master's
+    collective breaks only when it stops (exit 1).  The disruption lasts until the drained pod
+    has stopped, plus DISRUPTION_WINDOW, not from when it was marked (review 23, round 3)."""
+    text = pytorch(master=LONG, worker=LONG, policy="ExitCode")
+    if grace is not None:
+        text = text.replace("          containers:", f"          terminationGracePeriodSeconds: {grace}\n          containers:")
+    s = Scenario(text)
+    if program is not None:
+        s.kubelet.behaviors["sim-worker-1"] = lambda pod, env: program
+    running(s, 3)
+    old, master = uid(s, "sim-worker-1"), uid(s, "sim-master-0")
+    s.cluster.evict_pod(NAMESPACE, "sim-worker-1")
+    for _ in range(130):
+        s.tick()
+        if _stopped(s, "sim-worker-1", old):
+            break
+    assert s.clock.now > 30  # it stopped after the window a mark would have opened had closed
+    s.tick()
+    s.tick()
+    s.kubelet.kill("sim-master-0", 1)
+    st = s.run_until(lambda st: st["phase"] == "Failed" or (replaced(s, "sim-worker-1", old)(st) and replaced(s, "sim-master-0", master)(st)), limit=120)
+    assert st["phase"] == "Running" and st["backoffCount"] == 0 and restarts(st) == {"master": 0, "worker": 0}
+    assert any("sim-master-0 failed with exit code 1 while sim-worker-1 " in e["message"] for e in events(s, "Disrupted"))
+
+
+def test_lifecycle_a_drained_pod_still_stopping_is_named_and_nothing_says_running_normally() -> None:
+    s = Scenario(pytorch(master=LONG, worker=LONG).replace("          containers:", "          terminationGracePeriodSeconds: 120\n          containers:"))
+    s.kubelet.behaviors["sim-worker-1"] = lambda pod, env: Program(on_term=0, term_seconds=60)
+    running(s, 3)
+    s.cluster.evict_pod(NAMESPACE, "sim-worker-1")
+    s.settle(20)
+    st = s.status()
+    ready = condition(st, "Ready")
+    assert (ready["status"], ready["reason"]) == ("False", "Disrupted")
+    assert ready["message"] == ("pod sim-worker-1 is being disrupted (EvictionByEvictionAPI: Eviction API: evicting); "
+                                "the job replaces it once it has stopped (not a restart)")
+    assert condition(st, "ReplicaFailure")["message"] == "No replica has failed."
+    assert "All pods are running normally." not in [c["message"] for c in st["conditions"]]
+
+
 def test_lifecycle_kubectl_delete_pod_is_replaced_uncounted_whatever_the_policy() -> None:
     """A deletion without DisruptionTarget: restartPolicy Never would not restart a failure,
     but the pod did not fail, someone deleted it."""
@@ -263,6 +313,54 @@ def test_lifecycle_a_lost_node_is_named_then_the_job_recovers_once_the_node_is_d
     assert s.pods()["sim-worker-1"]["spec"]["nodeName"] == "fake-node-3"
     st = s.run_until(lambda st: st["phase"] == "Running" and condition(st, "Ready")["status"] == "True", limit=30)
     assert st["backoffCount"] == 0 and st["runtime"]["disruptions"] == 1
+
+
+def _lost(text: str) -> tuple[Scenario, str]:
+    s = Scenario(text)
+    s.kubelet.nodes["fake-node-1"].allocatable = {"cpu": "2"}
+    s.kubelet.add_node("fake-node-2", {"cpu": "2"})
+    s.kubelet.add_node("fake-node-3", {"cpu": "2"})
+    running(s, 3)
+    node = s.pods()["sim-worker-1"]["spec"]["nodeName"]
+    assert s.pods()["sim-master-0"]["spec"]["nodeName"] != node
+    s.kubelet.lose_node(node)
+    return s, node
+
+
+def test_lifecycle_a_peer_failing_at_the_nccl_timeout_after_taint_eviction_is_the_losses_doing() -> None:
+    """worker-1's node loses power; the master blocks in a collective until NCCL's watchdog
+    (10 min by default) and exits 1, long after taint eviction (350 s) marked worker-1, which
+    still sits on the dead node: its failure is the lost node's doing, not the training's."""
+    s, _ = _lost(pytorch(master="sleep 2000; exit 0", worker="sleep 3000; exit 0", policy="ExitCode").replace(
+        "command: [sh, -c,", "resources: {requests: {cpu: '1'}}\n              command: [sh, -c,"))
+    s.settle(600)
+    assert s.pods()["sim-worker-1"]["metadata"].get("deletionTimestamp")  # taint eviction fired
+    s.kubelet.kill("sim-master-0", 1)
+    s.settle(90)
+    st = s.status()
+    assert st["phase"] != "Failed" and st["backoffCount"] == 0, [c["message"] for c in st["conditions"] if c["type"] == "Failed"]
+    assert any("sim-master-0 failed with exit code 1 while sim-worker-1 is on a node that stopped reporting" in e["message"] for e in events(s, "Disrupted"))  # after the recorder's "(combined from similar events): "
+
+
+def test_lifecycle_a_pod_that_tolerates_a_lost_node_forever_says_what_a_human_must_do() -> None:
+    """`tolerations: [{operator: Exists}]` (common on tainted GPU pools): taint eviction never
+    deletes the pod (getMinTolerationTime: forever), so the record says what to do at once."""
+    s, node = _lost(TWO_NODES.replace("          containers:", "          tolerations: [{operator: Exists}]\n          containers:"))
+    st = s.run_until(lambda st: condition(st, "Ready")["reason"] == "NodeLost", limit=NODE_MONITOR_GRACE + 60)
+    message = condition(st, "Ready")["message"]
+    assert "tolerates an unreachable node forever, so Kubernetes never deletes it" in message
+    assert f"kubectl delete node {node}" in message and "kubectl delete pod sim-worker-1 --grace-period=0 --force" in message
+    s.settle(1200)
+    assert not s.pods()["sim-worker-1"]["metadata"].get("deletionTimestamp")  # as Kubernetes: never evicted
+    assert condition(s.status(), "Ready")["message"] == message
+
+
+def test_lifecycle_a_lost_nodes_eviction_time_is_the_pods_own_toleration() -> None:
+    s, _ = _lost(TWO_NODES.replace("          containers:", (
+        "          tolerations: [{key: node.kubernetes.io/unreachable, operator: Exists, effect: NoExecute, tolerationSeconds: 60}]\n"
+        "          containers:")))
+    st = s.run_until(lambda st: condition(st, "Ready")["reason"] == "NodeLost", limit=NODE_MONITOR_GRACE + 60)
+    assert "its toleration of an unreachable node runs out (60 s, about " in condition(st, "Ready")["message"]
 
 
 def test_lifecycle_a_node_that_comes_back_finishes_what_was_asked_meanwhile() -> None:
