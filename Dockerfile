@@ -9,6 +9,8 @@ COPY schemas schemas
 RUN pip wheel --no-cache-dir --wheel-dir /wheels '.[runtime]'
 
 FROM python:3.11-slim
+# The Argo CD sidecar runs in a repository's checkout: never import a module from there.
+ENV PYTHONSAFEPATH=1
 COPY --from=build /wheels /wheels
 RUN pip install --no-cache-dir --no-index /wheels/*.whl && rm -rf /wheels
 USER 65532:65532

@@ -1,7 +1,7 @@
 """The pull-request check behind action.yml: lint with annotations, `compile --check` for every
 environment, and a Markdown report of the rendered diff for the job summary and a PR comment.
 
-    python -m flatjob.compiler.ci --jobs jobs --overlays overlays --rendered rendered \\
+    flatjob-ci --jobs jobs --overlays overlays --rendered rendered \\
         --summary "$GITHUB_STEP_SUMMARY" --comment flatjob-comment.md [--base origin/main] [--sarif F]
 
 Every overlay folder (a folder of --overlays holding overlay.yaml) is an environment rendered
@@ -301,7 +301,12 @@ def main(jobs: tuple[str, ...], overlays: str, rendered: str, base: str | None, 
     sys.exit(1 if run.failed else 0)
 
 
-if __name__ == "__main__":
+def entry() -> None:
+    """The `flatjob-ci` script (action.yml): no traceback, and never a module from the checkout."""
     from .cli import guarded
 
-    guarded(main, None, "python -m flatjob.compiler.ci")
+    guarded(main, None, "flatjob-ci")
+
+
+if __name__ == "__main__":
+    entry()

@@ -3,7 +3,7 @@
 Argo CD runs the plugin's `generate` command in the Application's directory with the
 Application's settings in the environment; stdout must hold only manifests, problems go to
 stderr, and a non-zero exit fails the sync.  overlays/argocd/plugin.yaml runs
-`python -m flatjob.compiler.cmp`; every setting is an ARGOCD_ENV_* variable (set them in the
+`flatjob-cmp` (a console script: `python -m` would import modules from the repository); every setting is an ARGOCD_ENV_* variable (set them in the
 Application's `spec.source.plugin.env`, without the prefix):
 
     SOURCES        job files or folders, space-separated (default: .)
@@ -132,7 +132,7 @@ def generate(env: Mapping[str, str]) -> tuple[str, str, int]:
 
 
 def main() -> None:
-    """Entry point for `python -m flatjob.compiler.cmp`: no traceback ever reaches Argo CD's UI."""
+    """The `flatjob-cmp` script: no traceback ever reaches Argo CD's UI."""
     try:
         out, err, status = generate(os.environ)
     except Exception as exc:  # a bug in flatjob: one line, no traceback (FLATJOB_DEBUG=1 shows it)

@@ -130,11 +130,16 @@ def flatjob(*args: str, cwd: Path, stdin: bytes | None = None) -> Run:
     return run([sys.executable, "-m", "flatjob.compiler.cli", *args], cwd, stdin)
 
 
+def script(name: str) -> str:
+    """An installed console script of this environment, as plugin.yaml and action.yml run it."""
+    return str(Path(sys.executable).parent / name)
+
+
 def plugin(cwd: Path, **settings: str) -> Run:
     """The Argo CD plugin's generate command, as the repo-server runs it."""
     env = {f"ARGOCD_ENV_{k}": v for k, v in settings.items()}
     env.setdefault("ARGOCD_APP_NAMESPACE", "training")
-    return run([sys.executable, "-m", "flatjob.compiler.cmp"], cwd, env=env)
+    return run([script("flatjob-cmp")], cwd, env=env)
 
 
 def resource_list(*items: str) -> bytes:

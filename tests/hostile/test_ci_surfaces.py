@@ -1,4 +1,4 @@
-"""The CI check (`python -m flatjob.compiler.ci`, behind action.yml) on a pull request built to
+"""The CI check (`flatjob-ci`, behind action.yml) on a pull request built to
 hide its changes from the reviewer, and `flatjob diff` / `compile --check` on committed bytes.
 
 The pull request changes a job (a third worker: a new pod), and beside it commits what an
@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from .kit import JOB, Sandbox, assert_clean_exit, run
+from .kit import JOB, Sandbox, assert_clean_exit, run, script
 
 markdown_it = pytest.importorskip("markdown_it")
 
@@ -74,7 +74,7 @@ def _visible_text(markdown: str) -> str:
 def test_a_pull_request_cannot_hide_its_changes_from_the_comment_or_forge_the_log(box: Sandbox) -> None:
     _pull_request(box)
     comment, summary = box.tmp / "comment.md", box.tmp / "summary.md"
-    done = run([sys.executable, "-m", "flatjob.compiler.ci", "--jobs", "jobs", "--overlays", "overlays", "--rendered", "rendered", "--base", "main", "--comment", str(comment), "--summary", str(summary)], box.repo)
+    done = run([script("flatjob-ci"), "--jobs", "jobs", "--overlays", "overlays", "--rendered", "rendered", "--base", "main", "--comment", str(comment), "--summary", str(summary)], box.repo)
     assert done.code in (0, 1) and "Traceback" not in done.output, done.output[-3000:]
     text = comment.read_text(encoding="utf-8")
     shown = _visible_text(text)

@@ -17,7 +17,7 @@ import sys
 
 import pytest
 
-from .kit import JOB, TOKEN, Sandbox, assert_clean_exit, resource_list, run
+from .kit import JOB, TOKEN, Sandbox, assert_clean_exit, resource_list, run, script
 
 NAMESPACES = ["../../../escaped", "/tmp/flatjob-escaped", "a/b"]  # a path in every form; other bad names: test_lint_rules
 
@@ -135,7 +135,7 @@ def test_check_and_ci_never_print_what_a_link_points_at(box: Sandbox, where: str
         assert "[FJ702]" in run_.output and TOKEN not in run_.output
         assert f"{named}: error: is a symbolic link" in run_.output, run_.output  # before issue 21: rendered/rendered
     comment = box.repo / "comment.md"
-    ci = run([sys.executable, "-m", "flatjob.compiler.ci", "--jobs", "jobs", "--rendered", "rendered", "--comment", str(comment)], box.repo)
+    ci = run([script("flatjob-ci"), "--jobs", "jobs", "--rendered", "rendered", "--comment", str(comment)], box.repo)
     assert_clean_exit(ci, 1)
     assert TOKEN not in ci.output and TOKEN not in comment.read_text() and "FJ702" in ci.output
     assert f"file={named}," in ci.output
