@@ -19,7 +19,9 @@ from pathlib import Path, PurePosixPath
 
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 _READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
-_CREATE = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+# A file flatjob writes is always a new one (O_EXCL): an old file at that name may be a hard
+# link to one outside the root, or a FIFO that would block the open for ever.
+_CREATE = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
 _LINK_ERRNOS = {errno.ELOOP, errno.EMLINK}  # what O_NOFOLLOW gives for a link (Linux, BSD)
 
 
@@ -196,9 +198,16 @@ class SafeDir:
         return True
 
     def write(self, rel: str, data: bytes) -> None:
-        """Create or truncate file `rel` (never through a link) with the umask's mode."""
+        """Write `rel` as a new file with the umask's mode, after removing whatever was at that
+        name (every caller writes a staged or temporary name of flatjob's own, then renames it)."""
         head, _, name = rel.rpartition("/")
         parent = self.folder(head, create=True)
+        try:
+            os.unlink(name, dir_fd=parent)  # a link, a hard link, a FIFO: the name, never what it points at
+        except FileNotFoundError:
+            pass
+        except (IsADirectoryError, PermissionError):
+            raise NotAFile(rel) from None
         try:
             fd = os.open(name, _CREATE, 0o666, dir_fd=parent)
         except OSError as exc:

@@ -143,6 +143,27 @@ def test_check_and_ci_never_print_what_a_link_points_at(box: Sandbox, where: str
     assert box.untouched()
 
 
+@pytest.mark.parametrize("kind", ["hard-link", "fifo"])
+def test_a_hard_link_or_fifo_at_a_staged_name_is_replaced_never_written_through(box: Sandbox, kind: str) -> None:
+    """Every file flatjob writes is a new one at a name of its own (`.x.flatjob-new`, the
+    journal's `.tmp`), then renamed: before review 21 round 3 an old file there was opened and
+    truncated, so a hard link wrote the PodTemplates outside -o and a FIFO hung the compile."""
+    compiled(box)
+    (box.jobs / "alpha.yaml").write_text(JOB.format(name="alpha").replace("replicas: 2", "replicas: 3"))
+    precious = box.outside / "precious.txt"
+    precious.write_text("precious\n")
+    for name in ("alpha/.job.yaml.flatjob-new", "alpha/.podtemplates.yaml.flatjob-new", ".flatjob-journal.json.tmp", ".flatjob-meta.json.flatjob-new"):
+        at = box.out / name
+        os.link(precious, at) if kind == "hard-link" else os.mkfifo(at)
+    box.freeze()
+    run_ = box.compile()
+    assert_clean_exit(run_, 0)
+    assert box.untouched() and precious.read_text() == "precious\n"
+    assert "kind: PyTorchTrainingJob" in (box.out / "alpha" / "job.yaml").read_text()
+    assert (box.out / "alpha" / "podtemplates.yaml").read_text().count("kind: PodTemplate") == 3
+    assert not list(box.out.rglob("*.flatjob-new")) and not (box.out / ".flatjob-journal.json.tmp").exists()
+
+
 def test_a_folder_where_a_file_goes_is_refused(box: Sandbox) -> None:
     compiled(box)
     (box.out / "alpha" / "podtemplates.yaml").unlink()
