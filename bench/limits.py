@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import resource
 import statistics
 import subprocess
@@ -86,6 +87,9 @@ def resource_list(n: int) -> str:
     return "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n" + items
 
 
+DEEPSPEED = re.sub(r"replicas: \d+", "replicas: 10000", (Path(__file__).resolve().parents[1] / "examples" / "deepspeed.yaml").read_text())
+
+
 def jobs(n: int) -> dict[str, str]:
     """n more valid jobs beside ok.yaml."""
     return {f"job-{i}.yaml": JOB.replace("name: ok", f"name: job-{i}") for i in range(n)}
@@ -106,6 +110,7 @@ INPUTS = {
     "render: 1 MiB env value x 2 000 replicas": lambda: {"hostile.yaml": env_job("x" * 1024 * 1024, 2000)},
     "render: 900 KiB env value x 2 000 replicas": lambda: {"hostile.yaml": env_job("x" * 900 * 1024, 2000)},
     "render: GenericJob, 130 000 $(rank) x 2 000 replicas": lambda: {"hostile.yaml": env_job("$(rank)" * 130 * 1024, 2000, "GenericJob")},
+    "render: 10 DeepSpeed jobs x 10 000 workers (13 KB)": lambda: {f"ds{i}.yaml": DEEPSPEED.replace("name: ", f"name: ds{i}-", 1) for i in range(10)},
     "overlay: 40 JSON patch copies of /spec (compile)": lambda: {"overlay/overlay.yaml": COPIES},
     "overlay: 5 000 patches x 200 jobs (compile)": lambda: {**jobs(199), "overlay/overlay.yaml": MANY_PATCHES},
     "overlay: 2 patch files of 12 000 values x 30 jobs (compile)": lambda: {**jobs(29), **BIG_PATCHES},

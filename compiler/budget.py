@@ -91,9 +91,15 @@ def _over_budget(doc: Document, total: int, where: PathT, limits: Limits) -> Dia
     )
 
 
+# What each pod renders beyond its template, at least: the PodTemplate's own metadata, the env,
+# volumes and addresses flatjob adds, its hostfile line (1.7-3.5 KB for the examples' kinds,
+# measured with render/size.py), so a run far over the budget stops before any planning.
+POD_OVERHEAD = 1536
+
+
 def templates_bound(doc: Document, job: Any, limits: Limits) -> tuple[list[Diagnostic], int, PathT]:
-    """(FJ324 for a pod template over the object limit by itself, JSON bytes of every pod's
-    template, where the most of them comes from): no planning, one template per replica type."""
+    """(FJ324 for a pod template over the object limit by itself, JSON bytes every pod renders
+    at least, where the most of them comes from): no planning, one template per replica type."""
     counts = pod_counts(job)
     ctx = context(job) if isinstance(job, GenericJob) else None
     problems: list[Diagnostic] = []
@@ -106,7 +112,7 @@ def templates_bound(doc: Document, job: Any, limits: Limits) -> tuple[list[Diagn
         size = len(orjson.dumps(template))
         if size > limits.object_bytes:
             problems.append(_too_big(doc, "the pod template", g.type, size, limits, _largest(doc, g.template_path)))
-        total += n * size
+        total += n * (size + POD_OVERHEAD)
         if n * size > most:
             most, where = n * size, _largest(doc, g.template_path)
     return problems, total, where

@@ -10,6 +10,9 @@ and asserts exit 1, the code at the line of the value that makes the output big,
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 import yaml
 
@@ -17,6 +20,7 @@ from .kit import BOUNDED_CPU, JOB, Sandbox, assert_clean_exit, resource_list
 
 CPU = BOUNDED_CPU
 MIB = 100
+ROOT = Path(__file__).resolve().parents[2]
 
 ENV_AT = (15, 40)  # where the env value starts in _job's text
 
@@ -55,12 +59,28 @@ def test_render_amplification_stops_before_rendering(box: Sandbox, name: str) ->
 
 
 def test_jobs_that_fit_one_by_one_but_not_together(box: Sandbox) -> None:
-    """Each job renders ~100 MiB: the third takes the run past 256 MiB, at its own line."""
-    for i in range(3):
+    """Each job renders ~100 MiB: the second takes the run past 160 MiB, at its own line."""
+    for i in range(2):
         box.job(file=f"j{i}.yaml", text=_job("x" * 1000 * 1024, 100).replace("name: big", f"name: big-{i}"))
     box.freeze()
     for run_ in (box.flatjob("lint", "jobs"), box.compile()):
         assert_clean_exit(run_, 1)
-        assert [f for f in run_.findings() if f[4] == "FJ105"] == [("j2.yaml", *ENV_AT, "error", "FJ105")], run_.output[-2000:]
+        assert [f for f in run_.findings() if f[4] == "FJ105"] == [("j1.yaml", *ENV_AT, "error", "FJ105")], run_.output[-2000:]
         assert run_.cpu < CPU and run_.rss_mib < MIB, (run_.cpu, run_.rss_mib)
     assert box.untouched()
+
+
+@pytest.mark.parametrize("files, replicas", [pytest.param(10, 10_000, id="ten-1kb-jobs-of-10000-pods"), pytest.param(6, 9_000, id="six-of-9000")])
+def test_a_few_kb_asking_for_more_pods_than_a_run_renders_is_refused_before_planning(box: Sandbox, files: int, replicas: int) -> None:
+    """Ten copies of the DeepSpeed example with 10 000 workers (13 KB) took 12 s of CPU and
+    481 MiB to refuse when a run rendered 100 000 pods (review 21, round 3): the run's pods are
+    counted as the jobs are read, before any is planned."""
+    text = (ROOT / "examples" / "deepspeed.yaml").read_text()
+    for i in range(files):
+        box.job(file=f"ds{i}.yaml", text=re.sub(r"replicas: \d+", f"replicas: {replicas}", text.replace("name: ", f"name: ds{i}-", 1)))
+    box.freeze()
+    for run_ in (box.flatjob("lint", "jobs"), box.compile(), box.plugin(SOURCES="jobs")):
+        assert_clean_exit(run_, 1)
+        assert "FJ105" in run_.codes(), run_.output[-2000:]
+        assert run_.cpu < CPU and run_.rss_mib < MIB, (run_.cpu, run_.rss_mib)
+    assert box.untouched() and not box.out.exists()
