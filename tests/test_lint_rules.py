@@ -405,8 +405,21 @@ CASES = [
                   args: [--resume]
         #         ^ FJ318
         """),
-        message="resumeSpecs for 'worker' set args, but the container has no command",
-        hint="give the resumeSpec a command, or give the container one",
+        message="resumeSpecs for 'worker' set args, but the container has no command: it runs its image's entrypoint, which flatjob cannot wrap",
+        hint="give the container its command (the image's entrypoint, written out)",
+    ),
+    Case(
+        # The usual run would be an empty `exec`: exit 0 and a job that "succeeds" untrained (review 21, round 3).
+        "resume-command-on-an-image-entrypoint",
+        generic("""
+          runMode:
+            pause:
+              resumeSpecs:
+                - type: worker
+                  command: [python, resume.py]
+        #         ^ FJ318
+        """),
+        message="resumeSpecs for 'worker' set command, but the container has no command: it runs its image's entrypoint, which flatjob cannot wrap",
     ),
     Case(
         "valid-resume-args-with-a-command",

@@ -210,8 +210,14 @@ def resume_specs(job: Any, doc: Document) -> Iterator[Diagnostic]:
         idx = training_index(job.kind, g.template)
         cs = containers_of(g.template)
         path = ("spec", "runMode", "pause", "resumeSpecs", i)
-        if entry.args is not None and entry.command is None and idx is not None and not cs[idx].get("command") and job.kind in ("GenericJob", "PyTorchTrainingJob"):
-            yield doc.diagnostic("FJ318", f"resumeSpecs for {entry.type!r} set args, but the container has no command to run them with", (*path, "args"), key=True, hint="give the resumeSpec a command, or give the container one")
+        changes = "command" if entry.command is not None else "args" if entry.args is not None else None
+        if changes and idx is not None and not cs[idx].get("command") and job.kind in ("GenericJob", "PyTorchTrainingJob"):
+            # The wrapper runs `command args` or the resumeSpec's: with no command the usual run
+            # would be an empty `exec` (exit 0: the job "succeeds") or its first arg as a program.
+            yield doc.diagnostic(
+                "FJ318", f"resumeSpecs for {entry.type!r} set {changes}, but the container has no command: it runs its image's entrypoint, which flatjob cannot wrap",
+                (*path, changes), key=True, hint="give the container its command (the image's entrypoint, written out)",
+            )
         if entry.skip_init_container:
             inits = ((g.template.get("spec") or {}).get("initContainers") or []) if isinstance(g.template, dict) else []
             for c in inits:
