@@ -18,13 +18,18 @@ import re
 # C0 controls, DEL, C1 controls (0x9b is an escape for many terminals), the Unicode line and
 # paragraph separators and the bidi embeddings, overrides and isolates (Trojan Source).
 REORDERING = "\u2028\u2029\u202a-\u202e\u2066-\u2069\ufeff"  # a character class's body: separators, bidi controls, BOM
-_UNSAFE = re.compile(f"[\x00-\x1f\x7f-\x9f{REORDERING}]")
-_UNSAFE_BUT_TABS = re.compile(f"[\x00-\x08\x0a-\x1f\x7f-\x9f{REORDERING}]")
+# Lone surrogates: a file name's bytes that are not UTF-8 arrive as U+DC80-U+DCFF (Python's
+# surrogateescape) and are written back as those raw bytes, 0x9b (an 8-bit CSI) among them.
+_SURROGATES = "\ud800-\udfff"
+_UNSAFE = re.compile(f"[\x00-\x1f\x7f-\x9f{REORDERING}{_SURROGATES}]")
+_UNSAFE_BUT_TABS = re.compile(f"[\x00-\x08\x0a-\x1f\x7f-\x9f{REORDERING}{_SURROGATES}]")
 _MARKDOWN = re.compile(r"""([\\`*_{}\[\]()<>#+\-.!|~"'&:=$^@%;/,?])""")  # CommonMark escapes any ASCII punctuation
 
 
 def _escape(m: re.Match[str]) -> str:
     code = ord(m.group())
+    if 0xDC80 <= code <= 0xDCFF:  # the byte a file name held, as `\xNN`
+        code -= 0xDC00
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 

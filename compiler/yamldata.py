@@ -64,6 +64,8 @@ def _int(value: str, tag: str) -> int | float | str:
     anything else (0x..., 0o...) stays a string. So does flatjob, which also keeps every
     integer printable (Python refuses str() of ints over 4300 digits).
     """
+    if ":" in value:  # YAML 1.1's base 60 (`1:20` is 80 to PyYAML): Go's decoder keeps the string
+        return value
     number = _CONSTRUCTOR.construct_yaml_int(ScalarNode(tag, value))
     if _INT64_MIN <= number <= _UINT64_MAX:
         return number
@@ -79,7 +81,7 @@ _SCALARS: dict[str, Callable[[str, str], Any]] = {
     _TAG + "null": lambda v, t: None,
     _TAG + "bool": lambda v, t: _CONSTRUCTOR.construct_yaml_bool(ScalarNode(t, v)),
     _TAG + "int": _int,
-    _TAG + "float": lambda v, t: _CONSTRUCTOR.construct_yaml_float(ScalarNode(t, v)),
+    _TAG + "float": lambda v, t: v if ":" in v else _CONSTRUCTOR.construct_yaml_float(ScalarNode(t, v)),  # base 60, as _int
     # Go's YAML decoder keeps timestamps as strings when the target is untyped; so do we.
     _TAG + "timestamp": lambda v, t: v,
     _TAG + "binary": lambda v, t: v,

@@ -184,6 +184,13 @@ CASES = [
     ),
     Case("job-name-starts-with-digit", pytorch(name="1job"), also=((4, 9, "FJ305"),)),
     Case(
+        # `job--w-0` is a valid pod name, but the type labels every pod (review 21, round 3)
+        "replica-type-not-a-label-value",
+        edit(generic(), "type: worker", "type: -w"),
+        also=((8, 13, "FJ305"),),
+        message="replica type '-w' is a label value of every pod: it must be at most 63 characters",
+    ),
+    Case(
         "pod-name-too-long",
         edit(pytorch(name="j" * 50), "type: worker", "type: worker-type"),
         also=((8, 13, "FJ305"),),

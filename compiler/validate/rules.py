@@ -146,9 +146,15 @@ def rendered_names(job: Any, doc: Document) -> Iterator[Diagnostic]:
 
 
 def unique_types(job: Any, doc: Document) -> Iterator[Diagnostic]:
+    """Each replica type once, and one that can be a label value: flatjob labels every pod with
+    it (flatjob.dev/replica-type, app.kubernetes.io/component), so `-w` makes a valid pod name
+    (`x--w-0`) but labels the API server refuses."""
     specs = getattr(job.spec, "replica_specs", None) or []
     seen: dict[str, int] = {}
     for i, r in enumerate(specs):
+        why = names.label_value(r.type)
+        if why:
+            yield doc.diagnostic("FJ305", f"replica type {r.type!r} is a label value of every pod: it {why}", ("spec", "replicaSpecs", i, "type"))
         if r.type in seen:
             yield doc.diagnostic("FJ303", f"replica type {r.type!r} is already used by spec.replicaSpecs[{seen[r.type]}]", ("spec", "replicaSpecs", i, "type"))
         else:

@@ -216,6 +216,17 @@ def test_a_control_character_line_is_not_quoted(box: Sandbox) -> None:
     assert run_.findings()[0][1:3] == (2, 14) and SECRET not in run_.output and "\x1b" not in run_.output
 
 
+def test_a_file_name_that_is_not_utf8_is_shown_escaped(box: Sandbox) -> None:
+    """0x9b is an 8-bit CSI: a name's bytes that are not UTF-8 are written as `\\xNN`, never raw
+    (review 21, round 3: they arrived as surrogates and went out as the original bytes)."""
+    name = b"a\x9b31mred\x9b0m.yaml"
+    with open(os.path.join(os.fsencode(box.jobs), name), "wb") as f:
+        f.write(JOB.format(name="ctl").replace("kind: PyTorchTrainingJob", "kind: PyTorchJob").encode())
+    run_ = box.flatjob("lint", "jobs")
+    assert_clean_exit(run_, 1)
+    assert "a\\x9b31mred\\x9b0m.yaml:2:7: error:" in run_.output and "\ufffd" not in run_.output, run_.output
+
+
 def test_a_file_too_big_for_the_run_is_reported_where_reading_stopped(tmp_path: Path) -> None:
     big = tmp_path / "big.yaml"
     big.write_text("# padding\n" * 500_000)  # 5 MB of comments: no node, only bytes
