@@ -38,7 +38,7 @@ def colossalai(torch_config: str, rest: str = "") -> str:
 
 
 CASES = [
-    # --- deepspeed: script arguments through pdsh's remote shell (warnings) ---
+    # --- deepspeed: script arguments through pdsh's remote shell (errors: no value becomes shell source) ---
     Case(
         "deepspeed-dollar-in-a-spaced-argument",
         deepspeed("""

@@ -39,7 +39,8 @@ PROPS = settings(
 )
 DEEPSPEED_LINE = re.compile(r"^(\S+)\s+slots=(\d+)")  # deepspeed/launcher/runner.py _parse_hostfile
 ARGS = st.lists(
-    st.sampled_from(["--lr", "0.1", "a b", "$X", "it's", "*", "--x=1", "", "ü"]), max_size=4
+    # plain words: the others are refused at lint (FJ340), and test_any_text_reaches_deepspeed_argv_through_sh renders them anyway
+    st.sampled_from(["--lr", "0.1", "--x=1", "a.b", "k:v", "50%", "@file"]), max_size=4
 )
 SCRIPTS = st.lists(st.sampled_from(["--config", "c.py", "1e3", "yes"]), max_size=3).map(
     lambda a: ["train.py", *a]
@@ -316,7 +317,7 @@ def test_any_text_reaches_deepspeed_argv_through_sh(args: list[str]) -> None:
             },
         },
     }
-    script = compile_job(job).data["launch.sh"]
+    script = compile_job(job, refused=frozenset({"FJ340"})).data["launch.sh"]  # lint refuses most of them: the script is safe anyway
     start = script.index(f"\n{LAUNCH_ENV}deepspeed ") + 1 + len(LAUNCH_ENV)  # the launcher's own words
     command = script[start : script.index(' &\nchild=$!\nwait "$child"\n', start)]
     probe = "deepspeed() { for a; do printf '%s\\0' \"$a\"; done; }\n" + command

@@ -47,9 +47,9 @@ def bin_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return stub_bin(tmp_path_factory.mktemp("bin"))
 
 
-def launch(tmp_path: Path, bin_dir: Path, config: dict[str, Any], **spec: Any) -> Scripts:
+def launch(tmp_path: Path, bin_dir: Path, config: dict[str, Any], refused: frozenset[str] = frozenset(), **spec: Any) -> Scripts:
     job = deepspeed_job(config, sshd=str(bin_dir / "sshd"), **spec)
-    return Scripts(tmp_path, compile_job(job).data, bin_dir)
+    return Scripts(tmp_path, compile_job(job, refused).data, bin_dir)
 
 
 PY = {"run": {"python": ["train.py", "--lr", "0.1"]}}
@@ -209,6 +209,10 @@ def test_custom_command_exit_code_is_the_launch_exit_code(tmp_path: Path, bin_di
 # --- hostile arguments -----------------------------------------------------------------------
 
 # (id, spec.config, what deepspeed must receive after --hostfile)
+# run.python and run.exec words are refused at lint (FJ340: deepspeed pastes them into each
+# node's shell; test_hostile_run_words_never_compile); rendered anyway, flatjob's own script
+# still passes them to deepspeed intact.
+REFUSED = frozenset({"FJ340"})
 HOSTILE_CASES = [
     (
         "run-python-args",
@@ -231,7 +235,7 @@ HOSTILE_CASES = [
 def test_hostile_arguments_reach_deepspeed_intact(
     tmp_path: Path, bin_dir: Path, config: dict[str, Any], expected: list[str] | None
 ) -> None:
-    s = launch(tmp_path, bin_dir, config)
+    s = launch(tmp_path, bin_dir, config, REFUSED)
     (s.cwd / "glob-bait.py").write_text("")  # `*` would expand to this if it reached a shell
     run = s.run()
     assert run.code == 0, run.stderr
@@ -241,6 +245,23 @@ def test_hostile_arguments_reach_deepspeed_intact(
     else:
         assert argv == [f"--hostfile={s.hostfile}", *expected]
     assert not list(tmp_path.rglob("pwned")), "a hostile argument was executed"
+
+
+@pytest.mark.parametrize("config", [{"run": {"python": ["train.py", *HOSTILE]}}, {"run": {"exec": HOSTILE}}], ids=["run-python-args", "run-exec"])
+def test_hostile_run_words_never_compile(config: dict[str, Any]) -> None:
+    """deepspeed's pdsh runner pastes the script's words into every node's shell (quoted only
+    when they hold a space), so each word a shell would change is an error, never rendered."""
+    import yaml
+
+    from flatjob.compiler.loader import Loaded, parse
+    from flatjob.compiler.options import CompileOptions
+    from flatjob.compiler.pipeline import compile_documents
+
+    docs, problems = parse(yaml.safe_dump(deepspeed_job(config, sshd="/usr/sbin/sshd"), sort_keys=False), "job.yaml")
+    assert not problems
+    result = compile_documents(Loaded(jobs=docs), CompileOptions())
+    assert result.failed and not any(j.files for j in result.jobs)
+    assert {d.code for d in result.diagnostics if d.is_error} == {"FJ340"}
 
 
 # --- the environment for ssh sessions ------------------------------------------------------

@@ -68,8 +68,9 @@ def _pdsh_changes(arg: str) -> str | None:
 
 
 def deepspeed_program(job: DeepSpeedJob, doc: Document) -> Iterator[Diagnostic]:
-    """Script arguments pdsh's remote shell would not pass on as written (a warning: `$VAR`
-    may be meant for that shell)."""
+    """Script arguments pdsh's remote shell would not pass on as written: an error, since no
+    user value may become shell source (a `$VAR` meant for that shell is read from the env
+    by the program instead; deepspeed passes the worker's env on)."""
     run = job.spec.config.run
     if run is None or job.spec.config.custom_command is not None:
         return
@@ -79,7 +80,7 @@ def deepspeed_program(job: DeepSpeedJob, doc: Document) -> Iterator[Diagnostic]:
             if why:
                 yield doc.diagnostic(
                     "FJ340", f"deepspeed runs {arg!r} through each node's shell: {why}", ("spec", "config", "run", name, i),
-                    severity=Severity.WARNING, hint="use plain words, or pass the value in the worker's env",
+                    hint="use plain words, or pass the value in the worker's env and read it there",
                 )
 
 
