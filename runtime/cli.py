@@ -19,6 +19,7 @@ from typing import Any
 import click
 
 IDLE_WAKE = 30.0  # the loop checks for shutdown at least this often; no API call is made
+MIN_WAIT = 0.01  # seconds the loop waits at least, whatever its wake time says
 log = logging.getLogger("flatjob.runtime")
 RUNTIME_EXTRA = ("kubernetes", "cryptography")  # what `pip install 'flatjob[runtime]'` adds
 
@@ -50,7 +51,9 @@ def run_loop(controller: Any, stop: threading.Event, notify: threading.Event, he
             log.exception("runtime step failed")
             controller.metrics.inc("flatjob_loop_errors_total", op="step", status="exception")
         wake = controller.wake_at
-        timeout = IDLE_WAKE if wake is None else max(0.0, min(IDLE_WAKE, wall(wake - controller.clock())))
+        # A wake time already past waits MIN_WAIT: a timer nothing clears must cost a turn per
+        # 10 ms, never a spinning core (review 24, round 3).
+        timeout = IDLE_WAKE if wake is None else max(MIN_WAIT, min(IDLE_WAKE, wall(wake - controller.clock())))
         notify.wait(timeout)
 
 

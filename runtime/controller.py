@@ -53,7 +53,7 @@ from .metrics import Metrics
 from .ratelimit import TokenBucket
 from .scope import JobKey, Scope, job_key
 from .sshkeys import ssh_secret
-from .worker import JobWorker, VersionMismatch, owner_reference
+from .worker import JobWorker, VersionMismatch, owner_reference, uid_of
 
 log = logging.getLogger("flatjob.runtime")
 
@@ -227,6 +227,9 @@ class Controller:
                 del self.workers[key]  # gone, or served by another runtime: so is what we kept of it (and its wake times)
                 self.queue.pop(key, None)
                 continue
+            if worker.uid != uid_of(record):  # replaced under the same name (kubectl replace --force): a new job
+                worker = self.workers[key] = JobWorker(self, key)
+                self.queue[key] = None
             if worker.due(now):
                 self.queue.setdefault(key, None)
         throttled = self._throttled_until is not None and now < self._throttled_until
@@ -237,11 +240,14 @@ class Controller:
         return ran
 
     def _drain_queue(self, now: float) -> bool:
-        """Run the queued jobs' cycles in order until the queue or the write budget is empty."""
+        """Run the queued jobs' cycles in order until the queue or the write budget is empty,
+        renewing the Lease on its schedule between them (a long drain must not let it lapse)."""
         self._throttled_until = None
         ran = False
         for key in list(self.queue):
             worker = self.workers.get(key)
+            if not self._hold_lease():
+                break  # lost it: the rest stay queued for when it is ours again
             del self.queue[key]
             if worker is None or not worker.due(now):
                 continue
@@ -280,9 +286,12 @@ class Controller:
         return False
 
     def _set_wake(self) -> None:
-        """The next time the loop must run although no watch event arrives."""
+        """The next time the loop must run although no watch event arrives: without the Lease
+        only its own timer, as the jobs' timers wait for it (their past ones would spin the loop)."""
+        now = self.clock()
         times = [self._throttled_until if self.queue else None]
-        times += [w.wake_at() for w in self.workers.values()]
+        if self.leading():
+            times += [w.wake_at(now) for w in self.workers.values()]
         if self.use_lease:
             times.append(self._lease_wake)
         times += [i.retry_at for i in self.informers()]

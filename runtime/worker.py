@@ -66,6 +66,10 @@ def owner_reference(record: Obj) -> Obj:
     return {"apiVersion": record.get("apiVersion"), "kind": record.get("kind"), "name": meta.get("name"), "uid": meta.get("uid")}
 
 
+def uid_of(record: Obj | None) -> str | None:
+    return ((record or {}).get("metadata") or {}).get("uid")
+
+
 @dataclass
 class JobWorker:
     """One job record's cycles."""
@@ -94,17 +98,22 @@ class JobWorker:
         self.namespace = self.ctl.namespace
         self.record_res = record_resource(keys.RECORD_PLURALS[self.kind])
         self.recorder = EventRecorder(self.namespace)
+        self.uid = uid_of(self.record())  # a record replaced under the same name gets a worker of its own (its Events, its timers)
 
     # --- when -----------------------------------------------------------------------------------
-    def wake_at(self) -> float | None:
-        """The next time this job must run a cycle although nothing changes."""
-        times = [t for t in (self._cycle_wake, self._retry_at, self._status_wake, self.recorder.pending(self.ctl.clock())) if t is not None]
+    def wake_at(self, now: float) -> float | None:
+        """The next time this job must run a cycle although nothing changes (`now`: the one
+        clock reading its caller compares with: a held-back Event's first write is due `now`).
+        While a retry waits, nothing runs before it, so an older timer never reads as past."""
+        if self._retry_at is not None:
+            return self._retry_at
+        times = [t for t in (self._cycle_wake, self._status_wake, self.recorder.pending(now)) if t is not None]
         return min(times) if times else None
 
     def due(self, now: float) -> bool:
         if self._retry_at is not None and now < self._retry_at:
             return False
-        wake = self.wake_at()
+        wake = self.wake_at(now)
         return self.dirty or self._retry_at is not None or (wake is not None and now >= wake)
 
     def record(self) -> Obj | None:
@@ -303,6 +312,7 @@ class JobWorker:
     def _write_status(self, record: Obj, status: dict[str, Any]) -> bool:
         ctl = self.ctl
         if not ctl.leading():
+            self.dirty = True  # the Lease lapsed mid-drain: this job runs again once it is held
             return False
         body = {"apiVersion": record["apiVersion"], "kind": record["kind"], "metadata": copy.deepcopy(record["metadata"]), "status": status}
         try:

@@ -270,3 +270,149 @@ def test_namespace_a_template_labelled_for_another_kind_is_a_problem_not_a_creat
     creates = [r for r in s.server.log if r.verb == "create" and r.resource == "pods" and "(runtime-" in r.agent]
     assert not creates
     assert any(f"{keys.JOB_KIND}=GenericJob" in (c.get("message") or "") for c in s.status().get("conditions") or [])
+
+
+# --- review 24, round 3: timers the loop waits on, the Lease mid-drain, a record's size, a record replaced ---------
+# (each failed before its fix; the reviewer's demos, kept)
+
+def _leased(s: Scenario, identity: str) -> Any:
+    c = s.runtime(identity, use_lease=True)
+    c.start()
+    return c
+
+
+def test_a_runtime_that_lost_the_lease_waits_on_the_lease_alone() -> None:
+    """Two replicas of the namespace runtime. A leads, a job has a restart back-off pending
+    (a worker wake time); A is paused for 40 s (GC, a node hiccup), B takes the Lease. A keeps
+    its workers and their past wake times: its wake_at stays in the past, so run_loop waits
+    max(0, wake_at - now) = 0 s and spins at 100 % CPU for as long as B leads."""
+    s = namespace_scenario(JOB.format(name="first", script="sleep 3000; exit 0"))
+    s.server.on_request = None  # two runtime identities talk to the server
+    s.controller.close()
+    a = s.controller = _leased(s, "runtime-a")
+    s.run_until(lambda st: st.get("aggregate", {}).get("running") == 2, limit=60)
+    s.kubelet.kill("first-worker-1", 3)  # OnFailure: restarted after a back-off (a wake time)
+    for _ in range(3):
+        s.tick()
+    w = a.workers[("GenericJob", "first")]
+    assert w.wake_at(s.clock.now) is not None and w.wake_at(s.clock.now) > s.clock.now
+    s.clock.now += 40  # A is paused; its Lease expires
+    b = _leased(s, "runtime-b")
+    s.controller = b
+    for _ in range(35):  # B first saw A's record now: it takes over a lease duration later
+        s.tick()
+    assert b.leading()
+    s.controller = a  # A wakes up again: a standby now
+    past = 0
+    for _ in range(20):
+        s.sync()
+        a.step()
+        if a.wake_at is not None and a.wake_at < s.clock.now:
+            past += 1
+        s.clock.now += 1
+    assert not a.leading()
+    assert past == 0, f"standby runtime's wake_at was in the past on {past}/20 steps ({a.wake_at - s.clock.now:.0f} s): run_loop busy-loops"
+
+
+def test_one_record_edited_to_a_million_replicas_is_refused_without_stalling_the_namespace() -> None:
+    """The CRD bounds `replicas` only below, and the runtime expanded the count into pod names
+    in the loop: one record patched to 1 000 000 replicas cost ~5 s and ~100 MiB per expansion
+    (10 000 000: a GiB, an OOM-killed runtime for the whole namespace).  The count is now
+    checked before any name is made, against compile's own cap, and the record refused."""
+    s = namespace_scenario(JOB.format(name="good", script="sleep 3000; exit 0") + "---" + JOB.format(name="big", script="sleep 3000; exit 0"))
+    for _ in range(60):
+        s.tick()
+        if all(st.get("aggregate", {}).get("running") == 2 for st in statuses(s).values()):
+            break
+    record = s.cluster.record(NAMESPACE, "genericjobs", "big")
+    record["spec"]["replicaSpecs"][0]["replicas"] = 10_000_000  # one tenant's edit (the schema allows it)
+    s.cluster.apply_record(NAMESPACE, "genericjobs", record)
+    s.kubelet.kill("good-worker-1", 0)  # meanwhile a healthy job's pod finishes
+    for _ in range(3):
+        s.tick()
+    assert statuses(s)["good"]["aggregate"]["succeeded"] == 1
+    stalled = next(c for c in statuses(s)["big"]["conditions"] if c["type"] == "Stalled")
+    assert stalled["status"] == "True" and "asks for 10,000,000 pods, more than the 10,000 flatjob runs for one job" in stalled["message"]
+
+def test_a_record_replaced_in_one_step_gets_a_worker_and_events_of_its_own() -> None:
+    """`kubectl replace --force`, Argo CD `Replace=true`, or a delete and re-apply while the
+    runtime's record watch was reconnecting: the record goes and comes back (new uid) between
+    two steps, so the worker of (kind, name) survives (step() drops it only when it sees no
+    record). Its EventRecorder still holds the old Events' names: every Event of the new
+    record is a PATCH of the old record's Event (involvedObject.uid of the deleted record),
+    so `kubectl describe` of the new record (which selects by uid) shows no Events."""
+    text = JOB.format(name="first", script="sleep 3000; exit 0")
+    s = namespace_scenario(text)
+    s.run_until(lambda st: st.get("aggregate", {}).get("running") == 2, limit=60)
+    for _ in range(15):
+        s.tick()
+    record = next(o for o in compile_text(text, s.options) if o["apiVersion"] == keys.RECORD_API_VERSION)
+    s.cluster.delete_record(NAMESPACE, "genericjobs", "first")
+    s.cluster.apply(record)  # replaced at once: a new uid
+    new_uid = s.cluster.record(NAMESPACE, "genericjobs", "first")["metadata"]["uid"]
+    s.run_until(lambda st: st.get("aggregate", {}).get("running") == 2, limit=120)
+    events = [o for (res, _, _), o in s.cluster.objects.items() if res == "events"]
+    mine = [e["reason"] for e in events if e["involvedObject"]["uid"] == new_uid]
+    assert mine, f"no Event names the new record; the old record's were patched instead: {[(e['reason'], e.get('count')) for e in events]}"
+
+
+def test_a_status_write_skipped_while_the_lease_lapses_is_made_later() -> None:
+    """worker.py `_write_status`: `if not ctl.leading(): return False` leaves the worker neither
+    dirty nor timed: the cycle is dropped and nothing looks at the job again until one of its
+    objects changes. The lease lapses mid-drain whenever one step's cycles take longer than the
+    15 s renew deadline (the Lease is renewed once per step, before the drain): 500 jobs
+    starting at once on a busy node. Seen live in `bench/runtime.py --jobs 500 --pods-per-job 4`
+    under load: 39 jobs stayed Pending with 4 gated pods each ("waiting for 4 of 4 pod(s) to
+    exist"), their pods created 15 minutes earlier, the runtime idle. Here `leading()` is False
+    for exactly the one step whose cycle must write the release into the ledger."""
+    s = namespace_scenario(JOB.format(name="first", script="sleep 3000; exit 0"))
+    s.run_until(lambda st: st.get("aggregate", {}).get("running") == 2, limit=60)
+    for obj in compile_text(JOB.format(name="late", script="sleep 3000; exit 0"), s.options):
+        if obj["kind"] == "PodTemplate" or obj["apiVersion"] == keys.RECORD_API_VERSION:
+            s.cluster.apply(obj)
+    lapsed = False
+    for _ in range(60):
+        if not lapsed and sum(1 for n in s.pods() if n.startswith("late-")) == 2:
+            s.sync()
+            s.controller.leading = lambda: False  # the renew deadline passed during this step's drain
+            s.controller.step()
+            del s.controller.leading
+            lapsed = True
+        s.tick()
+    assert lapsed
+    assert statuses(s)["late"].get("aggregate", {}).get("running") == 2, (statuses(s)["late"].get("aggregate"), [c.get("message") for c in statuses(s)["late"].get("conditions") or [] if c["type"] == "Ready"])
+
+
+def test_a_held_back_event_is_due_on_a_moving_clock_and_the_loop_waits() -> None:
+    """worker.py:99-108: `due(now)` compares `now >= wake_at()`, but wake_at() asks
+    `recorder.pending(self.ctl.clock())`, which for an Event never written yet returns *its
+    own* reading of the clock: on a real clock always a little later than `now`. So a worker
+    whose only timer is a held-back Event (left by `_flush_events` out of tokens, then a cycle
+    that ended before flushing) is never due, while the controller's wake_at (another, earlier
+    reading) is always past: run_loop spins at 100 % CPU and the Event is never written.
+    Found live (gdb on the bench's runtime, 84 % CPU, idle cluster): job-246's worker had
+    pending() == now and wake_at - now = -0.5 s. The tests' virtual clock does not move within
+    a step, so they cannot see it; here the clock moves 1 us per reading."""
+    s = namespace_scenario(JOB.format(name="first", script="sleep 3000; exit 0"))
+    s.run_until(lambda st: st.get("aggregate", {}).get("running") == 2, limit=60)
+    for _ in range(15):
+        s.tick()
+    c = s.controller
+    readings = [0]
+
+    def real_clock() -> float:
+        readings[0] += 1
+        return s.clock.now + readings[0] * 1e-6
+
+    c.clock = real_clock
+    w = c.workers[("GenericJob", "first")]
+    w.recorder.record("Normal", "Held", "an Event held back when the write budget ran out", real_clock())
+    w.dirty = False
+    spins = 0
+    for _ in range(20):
+        s.sync()
+        c.step()
+        if c.wake_at is not None and c.wake_at <= real_clock():
+            spins += 1
+    written = [o for (res, _, _), o in s.cluster.objects.items() if res == "events" and o.get("reason") == "Held"]
+    assert written and spins == 0, f"the held-back Event was written: {bool(written)}; wake_at in the past on {spins}/20 steps"
