@@ -1,7 +1,7 @@
 """The runtime Deployment's memory is sized from the job's pod count, as bench/runtime.py measured.
 
 Pins the convention in docs/architecture.md §5: request = 48 MiB + 1 MiB per 50 pods (the
-elastic maximum counts) + what the pods' specs hold beyond 8 KiB each, limit = twice the
+elastic maximum counts) + what the pods' specs hold beyond 8 KiB each (x3 a pod, x4 a type), limit = twice the
 request, never under 128 MiB; a namespace runtime adds 1 MiB per 10 jobs it serves beyond the
 first (500 jobs of 4 pods: 137 MiB requested; bench/runtime.py --jobs 500 --pods-per-job 4
 measured 99 MiB resident).

@@ -196,8 +196,13 @@ def render_namespace_runtime(namespace: str | None, jobs: Iterable[RuntimeNeeds]
 # (never under 128 MiB): a relist holds the old and the new list at once.
 # The runtime also keeps each PodTemplate's pod spec (compact JSON) until it creates the pod:
 # what a pod's spec holds beyond TEMPLATE_ALLOWANCE (the per-pod figure covers ~8 KiB; compile
-# accepts pods of up to 1 MiB, FJ324) is added to the request, so big templates fit too.
+# accepts pods of up to 1 MiB, FJ324) is added to the request, so big templates fit too: three
+# times per pod, as it holds each PodTemplate's parsed (~2.4x its JSON), and four times per
+# replica type, as it holds the record, which repeats each type's template (~3.7x; tracemalloc
+# of trim.template and trim.record for an 850 KB pod spec, review 24 round 3: 20 such jobs
+# needed 150 MiB of the 138 MiB limit when the bytes were counted once).
 MEMORY_BASE_MIB = 48
+PER_POD_COPIES, PER_TYPE_COPIES = 3, 4
 PODS_PER_MIB = 50
 MEMORY_LIMIT_MIN_MIB = 128
 TEMPLATE_ALLOWANCE = 8 * 1024
@@ -205,7 +210,8 @@ MIB = 1024 * 1024
 
 
 def beyond_allowance(plan: JobPlan) -> int:
-    """Bytes of the pods' specs beyond TEMPLATE_ALLOWANCE each (a template shared by pods is measured once)."""
+    """Bytes the runtime holds for the pods' specs beyond TEMPLATE_ALLOWANCE each: every pod's
+    PodTemplate and the record's copy of each type's template (a shared template measured once)."""
     sizes: dict[int, int] = {}
     total = 0
     for pod in plan.pods:
@@ -213,7 +219,7 @@ def beyond_allowance(plan: JobPlan) -> int:
         if key not in sizes:
             sizes[key] = max(0, len(orjson.dumps(pod.template.get("spec"))) - TEMPLATE_ALLOWANCE)
         total += sizes[key]
-    return total
+    return total * PER_POD_COPIES + sum(sizes.values()) * PER_TYPE_COPIES
 
 
 def runtime_resources(pods: int, jobs: int = 1, template_bytes: int = 0) -> dict[str, Any]:

@@ -416,3 +416,39 @@ def test_a_held_back_event_is_due_on_a_moving_clock_and_the_loop_waits() -> None
             spins += 1
     written = [o for (res, _, _), o in s.cluster.objects.items() if res == "events" and o.get("reason") == "Held"]
     assert written and spins == 0, f"the held-back Event was written: {bool(written)}; wake_at in the past on {spins}/20 steps"
+
+
+def test_the_namespace_runtime_memory_limit_counts_what_it_caches_of_big_specs() -> None:
+    """Memory sizing (compiler/render/runtime.py runtime_resources): the runtime caches each
+    PodTemplate and each record whole, and a record holds each replica type's pod template
+    again, parsed into Python objects (~4x its JSON); counted once, 20 jobs of an 850 KB pod
+    spec needed 150 MiB of a 138 MiB limit (review 24, round 3).
+    Model: 48 MiB base + what the runtime's own trim functions keep for one job, times 20
+    jobs, against the limit compile renders for those 20 jobs."""
+    import tracemalloc
+
+    import orjson
+
+    from flatjob.compiler.render.runtime import RuntimeNeeds, render_namespace_runtime
+    from flatjob.runtime import trim
+
+    env = "\n".join(f"                - {{name: VAR_{i:05d}, value: value-{i:05d}-{'x' * 50}}}" for i in range(9000))
+    text = JOB.format(name="big00", script="sleep 3000").replace("              command:", "              env:\n" + env + "\n              command:")
+    text = text.replace("replicas: 2", "replicas: 1")
+    out = compile_text(text, CompileOptions(namespace=NAMESPACE, runtime="namespace"))
+    record = next(o for o in out if o["apiVersion"] == keys.RECORD_API_VERSION)
+    template = next(o for o in out if o["kind"] == "PodTemplate")
+    dep = next(o for o in out if o["kind"] == "Deployment" and o["metadata"]["name"] == "flatjob")
+    one = dep["spec"]["template"]["spec"]["containers"][0]["resources"]
+    # the same job 20 times (names aside), as one compile of the folder would render it
+    needs = RuntimeNeeds("big00", "GenericJob", NAMESPACE, 1, None, False, False, "img", (int(one["requests"]["memory"][:-2]) - 48) * 2**20)
+    jobs = [RuntimeNeeds(f"big{i:02d}", *list(needs.__dict__.values())[1:]) for i in range(20)]
+    limit = int(next(o for o in render_namespace_runtime(NAMESPACE, jobs) if o["kind"] == "Deployment")["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["memory"][:-2])
+    raw_r, raw_t = orjson.dumps(record), orjson.dumps(template)
+    tracemalloc.start()
+    kept = [(trim.record(orjson.loads(raw_r)), trim.template(orjson.loads(raw_t))) for _ in range(5)]
+    per_job = tracemalloc.get_traced_memory()[0] / 5 / 2**20
+    tracemalloc.stop()
+    need = 48 + 20 * per_job
+    assert need < limit, f"20 such jobs: 48 MiB + 20 x {per_job:.1f} MiB cached = {need:.0f} MiB, over the rendered limit of {limit} MiB (OOMKilled; a records relist holds two copies)"
+    del kept
