@@ -204,6 +204,7 @@ def _readme(gitops: str, repo_url: str) -> str:
 
 ```sh
 kubectl apply -k https://github.com/flatjob/flatjob//schemas/crds?ref=v{version}  # the job record CRDs
+# or, from the flatjob you installed (no network): flatjob schema -o /tmp/flatjob && kubectl apply -k /tmp/flatjob/crds
 kubectl -n argocd patch configmap argocd-cm --patch-file gitops/argocd-cm.yaml
 kubectl apply -f gitops/argocd/
 ```
@@ -219,6 +220,7 @@ changes or prunes one.
 
 ```sh
 kubectl apply -k https://github.com/flatjob/flatjob//schemas/crds?ref=v{version}  # the job record CRDs
+# or, from the flatjob you installed (no network): flatjob schema -o /tmp/flatjob && kubectl apply -k /tmp/flatjob/crds
 kubectl apply -k gitops/flux/
 ```
 
@@ -232,6 +234,7 @@ creates, changes or prunes a pod.
 
 ```sh
 kubectl apply -k https://github.com/flatjob/flatjob//schemas/crds?ref=v{version}  # the job record CRDs
+# or, from the flatjob you installed (no network): flatjob schema -o /tmp/flatjob && kubectl apply -k /tmp/flatjob/crds
 kubectl apply --server-side -k rendered/dev  # server-side: objects over 256 KiB pass
 ```
 """,

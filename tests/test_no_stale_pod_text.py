@@ -29,6 +29,8 @@ STALE = (
     "pods.yaml",
     "renders no pods",
     "no pods rendered",
+    "no pods are rendered",
+    "renders-no-pods",
     "a paused job's pods are pruned",
     "health-check every pod",
     "keeps some pods gated",
@@ -56,7 +58,9 @@ def stale_phrases(text: str) -> list[str]:
 
 
 def shipped_docs() -> dict[str, str]:
-    paths = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), *sorted(p for p in (ROOT / "overlays").rglob("*") if p.is_file())]
+    """README, docs/, overlays/ and the golden cases' inputs (cited by the compatibility table as evidence)."""
+    paths = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), *sorted(p for p in (ROOT / "overlays").rglob("*") if p.is_file()),
+             *sorted((ROOT / "tests" / "golden").glob("*/job.yaml"))]
     texts = {p.relative_to(ROOT).as_posix(): p.read_text(encoding="utf-8") for p in paths}
     note = UPGRADE_NOTE.search(texts["docs/architecture.md"])
     assert note and "pods.yaml" in note.group(0), "the upgrade note moved: update UPGRADE_NOTE"

@@ -194,9 +194,10 @@ def _overlay(overlays: tuple[str, ...]) -> Any:
 def compile_command(sources: tuple[str, ...], out: str, overlays: tuple[str, ...], check: bool, force: bool, allow_empty: bool, **opts: Any) -> None:
     """Compile T9k job specs in SOURCES into plain Kubernetes manifests under OUT.
 
-    Each job gets a folder OUT/<job>/ with its record, Service, ConfigMap, PodTemplates (one
-    per pod; the job's runtime creates the pods from them) and runtime, plus a
-    kustomization.yaml at every level for kubectl apply -k, Argo CD and Flux.
+    Each job gets a folder OUT/<job>/ with its record, Service, ConfigMap and PodTemplates (one
+    per pod; the runtime creates the pods from them). The runtime that serves a namespace's
+    jobs is OUT/runtime.yaml (--runtime job: one in each job's folder). A
+    kustomization.yaml at every level serves kubectl apply -k, Argo CD and Flux.
     Nothing is written unless every job compiles; OUT then changes as a whole (a compile
     that is killed is finished or undone by the next one) and files of removed jobs are
     pruned. One compile at a time writes a folder; another one waits for it.
