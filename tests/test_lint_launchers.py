@@ -1,4 +1,4 @@
-"""What deepspeed and `colossalai run` cannot carry (compiler/validate/launchers.py, FJ340-FJ342).
+"""What deepspeed and `colossalai run` cannot carry (compiler/validate/launchers.py, FJ340-FJ343).
 
 Each case is one job; findings are drawn in the YAML (`# ^ CODE`, lintkit.marked), and
 `valid-*` cases must stay clean.  Why each launcher mangles what it does is in the module's
@@ -95,6 +95,40 @@ CASES = [
         #                                   ^ FJ341
         """),
         message="deepspeed 0.19.8 removed it",
+    ),
+    # --- deepspeed: a launcher other than pdsh; a container command that never runs ---
+    Case(
+        "deepspeed-launcher-other-than-pdsh",
+        deepspeed("""
+          config:
+            run: {python: [train.py]}
+            otherArgs: [--launcher=openmpi]
+        #               ^ FJ311
+        """),
+        message="--launcher openmpi in otherArgs: DeepSpeedJob runs deepspeed's pdsh launcher only (T9k)",
+        hint="remove it: pdsh is the default",
+    ),
+    Case(
+        "valid-deepspeed-launcher-pdsh",
+        deepspeed("""
+          config:
+            run: {python: [train.py]}
+            otherArgs: [--launcher, PDSH]
+        """),
+    ),
+    Case(
+        # T9k runs sshd there too (UM colossalaijob.md): "the training container's command no longer takes effect"
+        "deepspeed-worker-command-never-runs",
+        deepspeed(container="command: [bash, -c, 'pip install x && python train.py']"),
+        also=((14, 13, "FJ343"),),
+        message="this container runs sshd (worker-0: deepspeed, which reaches the others over ssh), so its command is never run (as in T9k)",
+        hint="the program is spec.config.run; put setup in an init container",
+    ),
+    Case(
+        "colossalai-worker-args-never-run",
+        colossalai("            script: [train.py]", "                      args: [train.py]"),
+        also=((17, 15, "FJ343"),),
+        message="this container runs sshd, which colossalai run reaches over ssh, so its args are never run (as in T9k)",
     ),
     # --- colossalai: the script, extra args, the launcher's env ---
     Case(

@@ -323,6 +323,35 @@ def runs_as_root(job: Any, doc: Document) -> Iterator[Diagnostic]:
             )
 
 
-DEEPSPEED_RULES = (deepspeed_program, deepspeed_flags, runs_as_root, launcher_shell)
+# What a pod of an SSH kind runs instead of its training container's command (T9k does the same:
+# UM colossalaijob.md "执行副本的训练容器的 command 字段不再生效"), and where the program goes instead.
+_SSH_RUNS = {
+    ("DeepSpeedJob", "worker"): ("sshd (worker-0: deepspeed, which reaches the others over ssh)", "the program is spec.config.run"),
+    ("ColossalAIJob", "worker"): ("sshd, which colossalai run reaches over ssh", "the program is the launcher's script"),
+    ("ColossalAIJob", "launcher"): ("colossalai run", "the program is the launcher's script"),
+}
+
+
+def ssh_commands(job: Any, doc: Document) -> Iterator[Diagnostic]:
+    """A command or args on the container flatjob runs sshd or the launcher in: never run."""
+    for g in groups(job):
+        runs = _SSH_RUNS.get((job.kind, g.type))
+        if runs is None or g.template is None:
+            continue
+        containers = containers_of(g.template)
+        names = [c.get("name") for c in containers]
+        idx = names.index("launcher") if g.type == "launcher" and "launcher" in names else training_index(job.kind if g.type != "launcher" else "", g.template)
+        if idx is None or idx >= len(containers):
+            continue
+        for field in ("command", "args"):
+            if containers[idx].get(field):
+                yield doc.diagnostic(
+                    "FJ343", f"this container runs {runs[0]}, so its {field} {'is' if field == 'command' else 'are'} never run (as in T9k)",
+                    (*g.template_path, "spec", "containers", idx, field), key=True, severity=Severity.WARNING,
+                    hint=f"{runs[1]}; put setup in an init container",
+                )
+
+
+DEEPSPEED_RULES = (deepspeed_program, deepspeed_flags, runs_as_root, launcher_shell, ssh_commands)
 TEMPLATE_RULES = (colossalai_launcher_env, launcher_shell)  # it takes the templates' env to be well-formed (rules.TEMPLATE_RULES)
-COLOSSALAI_RULES = (colossalai_script, colossalai_extra, colossalai_launcher_env, runs_as_root, launcher_shell)
+COLOSSALAI_RULES = (colossalai_script, colossalai_extra, colossalai_launcher_env, runs_as_root, launcher_shell, ssh_commands)

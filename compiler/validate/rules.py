@@ -390,10 +390,18 @@ def deepspeed_run(job: DeepSpeedJob, doc: Document) -> Iterator[Diagnostic]:
 
 
 def deepspeed_other_args(job: DeepSpeedJob, doc: Document) -> Iterator[Diagnostic]:
-    for i, arg in enumerate(job.spec.config.other_args):
+    args = job.spec.config.other_args
+    for i, arg in enumerate(args):
         flag = arg.split("=", 1)[0]
         if flag in DEEPSPEED_CONFLICTS:
             yield doc.diagnostic("FJ311", f"{flag} in otherArgs conflicts with a field flatjob sets", ("spec", "config", "otherArgs", i), hint=DEEPSPEED_CONFLICTS[flag])
+        elif flag == "--launcher":  # UM deepspeedjob.md: "目前 DeepSpeedJob 只支持 pdsh"
+            value, at = (arg.split("=", 1)[1], i) if "=" in arg else (args[i + 1] if i + 1 < len(args) else "", i + 1 if i + 1 < len(args) else i)
+            if value.lower() != "pdsh":
+                yield doc.diagnostic(
+                    "FJ311", f"--launcher {value or '(no value)'} in otherArgs: DeepSpeedJob runs deepspeed's pdsh launcher only (T9k), over the hostfile and ssh flatjob sets up",
+                    ("spec", "config", "otherArgs", at), hint="remove it: pdsh is the default",
+                )
 
 
 def reserved_paths(job: Any, doc: Document) -> Iterator[Diagnostic]:
