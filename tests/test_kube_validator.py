@@ -473,3 +473,20 @@ def test_validator_never_raises(value: Any, data: st.DataObject) -> None:
     validate_manifest(manifest)
     definition, obj = data.draw(mutated(anything))
     validate(obj, definition)
+
+
+def test_slips_no_edit_distance_finds_get_the_field_they_mean() -> None:
+    """`secret: {name: ...}` (T9k's own manual), `configMap: {secretName}`, `persistentVolumeClaim: {name}`..."""
+    from flatjob.compiler.kube.checkers import _SLIPS
+
+    spec = {
+        "containers": [{"name": "c", "image": "i", "environment": [], "cmd": [], "arguments": [], "workdir": "/", "mounts": []}],
+        "volumes": [
+            {"name": "a", "secret": {"name": "x"}},
+            {"name": "b", "configMap": {"secretName": "x"}},
+            {"name": "c", "persistentVolumeClaim": {"claimName": "x", "name": "x", "claim": "x"}},
+            {"name": "d", "pvc": {}, "configmap": {}},
+        ],
+    }
+    found = {(v.path[-1], v.hint) for v in validate({"metadata": {}, "spec": spec}, POD_TEMPLATE) if v.code == "FJ400"}
+    assert found == {(word, f"did you mean {field!r}?") for (_, word), field in _SLIPS.items()}

@@ -65,7 +65,7 @@ KNOWN_BAD: dict[str, list[Expected]] = {
         ),
     ],
     SECRET_NAME: [
-        Expected(36, 17, "FJ400", "unknown field 'name' in SecretVolumeSource"),
+        Expected(36, 17, "FJ400", "unknown field 'name' in SecretVolumeSource", "did you mean 'secretName'?"),
     ],
 }
 

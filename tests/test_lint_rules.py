@@ -229,7 +229,18 @@ CASES = [
     ),
     *(
         Case(f"valid-proc-per-node-{word}", pytorch(f"torchrunConfig: {{enabled: true, procPerNode: {word}}}"))
-        for word in ("gpu", "cpu", "auto", '"8"')
+        for word in ("cpu", "auto", '"8"')
+    ),
+    Case("valid-proc-per-node-gpu", pytorch("torchrunConfig: {enabled: true, procPerNode: gpu}", "resources: {limits: {nvidia.com/gpu: 4}}")),
+    Case(
+        # T9k: as many processes as the replica's GPUs; torchrun refuses `gpu` without CUDA (review 20, round 3)
+        "proc-per-node-gpu-without-a-gpu-warning",
+        pytorch("""
+          torchrunConfig: {enabled: true, procPerNode: gpu}
+        #                                              ^ FJ308
+        """),
+        message="procPerNode 'gpu', but worker's training container asks for no GPU",
+        hint="give the container its GPU limit, or set procPerNode to a number",
     ),
     Case(
         "torchrun-etcd-without-endpoint",

@@ -75,13 +75,32 @@ def _path_key(key: Any) -> str | int:
     return key if type(key) in (str, int) else show(key, limit=80)
 
 
-def _hint(word: Any, candidates: Iterable[str]) -> str | None:
-    """Suggest the nearest candidate for a misspelt string (suggest is imported on demand)."""
+# Slips no edit distance finds: a field of another volume source or object, by schema title
+# (T9k's own manual writes `secret: {name: ...}`, corpus pytorchtrainingjob--...-secret-block1).
+_SLIPS = {
+    ("SecretVolumeSource", "name"): "secretName",
+    ("ConfigMapVolumeSource", "secretName"): "name",
+    ("PersistentVolumeClaimVolumeSource", "name"): "claimName",
+    ("PersistentVolumeClaimVolumeSource", "claim"): "claimName",
+    ("Volume", "pvc"): "persistentVolumeClaim",
+    ("Volume", "configmap"): "configMap",
+    ("Container", "environment"): "env",
+    ("Container", "cmd"): "command",
+    ("Container", "arguments"): "args",
+    ("Container", "workdir"): "workingDir",
+    ("Container", "mounts"): "volumeMounts",
+}
+
+
+def _hint(word: Any, candidates: Iterable[str], title: str = "") -> str | None:
+    """Suggest the nearest candidate for a misspelt string, or the field a common slip
+    means (suggest is imported on demand)."""
     if type(word) is not str:
         return None
     from ..validate.suggest import did_you_mean
 
-    return did_you_mean(word, candidates)
+    slip = _SLIPS.get((title, word))
+    return f"did you mean {slip!r}?" if slip is not None else did_you_mean(word, candidates)
 
 
 def _type_error(path: Path, types: tuple[str, ...], value: Any) -> Violation:
@@ -302,7 +321,7 @@ class SchemaCompiler:
                 elif closed:
                     out.append(Violation(path + (_path_key(key),), UNKNOWN_FIELD,  # noqa: RUF005
                                          f"unknown field {show(key)} in {title}",
-                                         key=True, hint=_hint(key, names)))
+                                         key=True, hint=_hint(key, names, title)))
                 elif extra is not None:
                     extra(item, path + (_path_key(key),), out)  # noqa: RUF005
             for name in required:

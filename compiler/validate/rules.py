@@ -289,6 +289,12 @@ def elastic_needs_torchrun(job: PyTorchTrainingJob, doc: Document) -> Iterator[D
         )
 
 
+def _devices(container: dict[str, Any]) -> bool:
+    """Whether a container asks for an extended resource (a device: nvidia.com/gpu, a MIG slice...)."""
+    res = container.get("resources") if isinstance(container.get("resources"), dict) else {}
+    return any(isinstance(section, dict) and any("/" in str(k) for k in section) for section in (res.get("limits"), res.get("requests")))
+
+
 def torchrun_fields(job: PyTorchTrainingJob, doc: Document) -> Iterator[Diagnostic]:
     tr = job.spec.torchrun_config
     if tr is None:
@@ -309,6 +315,11 @@ def torchrun_fields(job: PyTorchTrainingJob, doc: Document) -> Iterator[Diagnost
         container = containers_of(g.template)[idx]
         args, command = container.get("args"), container.get("command")
         path = (*g.template_path, "spec", "containers", idx)
+        if ppn == "gpu" and not _devices(container):  # T9k: "as many processes as the replica's GPUs", here none
+            yield doc.diagnostic(
+                "FJ308", f"procPerNode 'gpu', but {g.type}'s training container asks for no GPU (no extended resource such as nvidia.com/gpu): torchrun refuses 'gpu' where CUDA is not available",
+                (*base, "procPerNode"), severity=Severity.WARNING, hint="give the container its GPU limit, or set procPerNode to a number",
+            )
         if not args:
             yield doc.diagnostic(
                 "FJ316", "torchrun mode runs `torchrun <options> <args>`: the training container needs the script in args",
