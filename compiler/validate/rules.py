@@ -19,7 +19,7 @@ from ..plan.common import elastic_of
 from ..podset import object_names, pod_counts
 from ..podtemplate import containers_of, training_index
 from ..substitution import Context, RefError, is_ours, iter_refs, resolve
-from . import apivalues, launchers, names
+from . import apivalues, launchers, names, podspec
 from .groups import groups
 from .suggest import did_you_mean
 
@@ -607,7 +607,7 @@ def _balanced(value: str, start: int) -> str:
 
 # --- the table ---------------------------------------------------------------------------
 
-COMMON: tuple[Rule, ...] = (job_name, job_namespace, metadata_labels, flatjob_annotations, rendered_names, unique_types, run_mode, resume_specs, has_pods, has_containers, container_images, *apivalues.RULES)
+COMMON: tuple[Rule, ...] = (job_name, job_namespace, metadata_labels, flatjob_annotations, rendered_names, unique_types, run_mode, resume_specs, has_pods, has_containers, container_images, *apivalues.RULES, *podspec.RULES)
 RULES: dict[type, tuple[Rule, ...]] = {
     PyTorchTrainingJob: (*COMMON, elastic_range, elastic_needs_torchrun, torchrun_fields, tensorboard),
     DeepSpeedJob: (*COMMON, elastic_range, deepspeed_run, deepspeed_other_args, reserved_paths, *launchers.DEEPSPEED_RULES),

@@ -1,0 +1,217 @@
+"""Names, keys, paths and resources in a pod template that only the API server checks.
+
+The OpenAPI schema (kubecheck.py) types these fields; pkg/apis/core/validation bounds them,
+so a value only it refuses passed lint and compile and failed the sync or the runtime's pod
+create (review 21, round 3, 29 such inputs).  One table names each field and its rule:
+- object names a pod refers to (ConfigMaps, Secrets, claims, the service account, the
+  priority class) are DNS-1123 subdomains (ValidateConfigMapName, ValidateSecretName...);
+- ConfigMap and Secret keys are `[-._a-zA-Z0-9]+` (IsConfigMapKey), an envFrom prefix an
+  env name (IsEnvVarName);
+- nodeSelector and toleration keys are qualified names, nodeSelector values label values;
+- an image has no leading or trailing space (validateContainerCommon); an env fieldRef names a
+  field the downward API gives an env value; a probe's port name is an IANA service name; a
+  host alias an IP; a sysctl a sysctl name; a node affinity key a qualified name;
+- a subPath is relative and has no `..` (validateLocalDescendingPath);
+- container names are unique across initContainers and containers, port names within a
+  container (validateContainers, validateContainerPorts);
+- resource names are standard or domain-qualified; an extended resource (a device such as
+  nvidia.com/gpu) is a whole number with its limit set and any request equal to it; a
+  request is at most its limit (ValidateResourceRequirements).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from collections.abc import Callable, Iterator
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from ..errors import Diagnostic
+from ..loader import Document, PathT
+from . import names
+from .groups import groups
+
+CONTAINERS = "@containers"  # initContainers and containers
+_KEY = re.compile(r"[-._a-zA-Z0-9]+")
+_STANDARD = re.compile(r"(cpu|memory|ephemeral-storage|storage|hugepages-.+)")
+_SUFFIX = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60,
+           "n": Decimal("1e-9"), "u": Decimal("1e-6"), "m": Decimal("1e-3"), "": 1,
+           "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18}
+_QUANTITY = re.compile(r"([+-]?(?:\d+\.?\d*|\.\d+))([eE][+-]?\d+|[KMGTPE]i|[numkMGTPE]?)")
+
+
+def _config_key(key: str) -> str | None:
+    if not key or len(key) > 253 or not _KEY.fullmatch(key) or key in (".", ".."):
+        return "must consist of letters, digits, '-', '_' or '.' (a ConfigMap or Secret key)"
+    return None
+
+
+def _env_prefix(prefix: str) -> str | None:
+    return names.env_var_name(prefix) if prefix else None
+
+
+def _name(value: str) -> str | None:
+    return names.dns1123_subdomain(value) if value else None
+
+
+# The env fields a fieldRef may name (pkg/apis/core/validation validEnvDownwardAPIFieldPathExpressions),
+# and the label or annotation subscripts.
+FIELD_PATHS = frozenset({"metadata.name", "metadata.namespace", "metadata.uid", "spec.nodeName", "spec.serviceAccountName",
+                         "status.hostIP", "status.hostIPs", "status.podIP", "status.podIPs"})
+_SUBSCRIPT = re.compile(r"metadata\.(labels|annotations)\['[^']+'\]")
+_SYSCTL = re.compile(r"([a-z0-9]([-_a-z0-9]*[a-z0-9])?[./])*[a-z0-9]([-_a-z0-9]*[a-z0-9])?")
+
+
+def _field_path(path: str) -> str | None:
+    return None if path in FIELD_PATHS or _SUBSCRIPT.fullmatch(path) else f"is no field an env value can come from ({', '.join(sorted(FIELD_PATHS))}, or metadata.labels['...'])"
+
+
+def _ip(text: str) -> str | None:
+    try:
+        ipaddress.ip_address(text)
+    except ValueError:
+        return "must be an IP address"
+    return None
+
+
+def _port_name(name: str) -> str | None:
+    return names.iana_svc_name(name)
+
+
+_PROBES = ("livenessProbe", "readinessProbe", "startupProbe")
+_NODE_TERMS = ("affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution", "nodeSelectorTerms", "*")
+
+
+NAME, VALUE = "FJ305", "FJ204"  # a name the API server refuses; any other value it refuses
+# (path from the pod spec, '*' for each item, CONTAINERS for both container lists; rule; what it is; code)
+FIELDS: tuple[tuple[tuple[str, ...], Callable[[str], str | None], str, str], ...] = (
+    (("serviceAccountName",), _name, "serviceAccountName", NAME),
+    (("priorityClassName",), _name, "priorityClassName", NAME),
+    (("volumes", "*", "configMap", "name"), _name, "ConfigMap name", NAME),
+    (("volumes", "*", "secret", "secretName"), _name, "Secret name", NAME),
+    (("volumes", "*", "persistentVolumeClaim", "claimName"), _name, "claimName", NAME),
+    (("tolerations", "*", "key"), lambda k: names.qualified_key(k) if k else None, "toleration key", VALUE),
+    *(((CONTAINERS, "*", "env", "*", "valueFrom", ref, "name"), _name, f"{ref}.name", NAME) for ref in ("configMapKeyRef", "secretKeyRef")),
+    *(((CONTAINERS, "*", "env", "*", "valueFrom", ref, "key"), _config_key, f"{ref}.key", VALUE) for ref in ("configMapKeyRef", "secretKeyRef")),
+    *(((CONTAINERS, "*", "envFrom", "*", ref, "name"), _name, f"envFrom {ref}.name", NAME) for ref in ("configMapRef", "secretRef")),
+    ((CONTAINERS, "*", "envFrom", "*", "prefix"), _env_prefix, "envFrom prefix", VALUE),
+    ((CONTAINERS, "*", "image"), lambda i: "must not have leading or trailing spaces" if i != i.strip() else None, "image", VALUE),
+    ((CONTAINERS, "*", "volumeMounts", "*", "subPath"),
+     lambda p: "must be a relative path without '..'" if p.startswith("/") or ".." in p.split("/") else None, "subPath", VALUE),
+    ((CONTAINERS, "*", "env", "*", "valueFrom", "fieldRef", "fieldPath"), _field_path, "fieldPath", VALUE),
+    *(((CONTAINERS, "*", probe, how, "port"), _port_name, f"{probe} port name", VALUE) for probe in _PROBES for how in ("httpGet", "tcpSocket", "grpc")),
+    (("hostAliases", "*", "ip"), _ip, "hostAliases ip", VALUE),
+    (("securityContext", "sysctls", "*", "name"), lambda n: None if _SYSCTL.fullmatch(n) else "is no sysctl name", "sysctl", VALUE),
+    *(((*_NODE_TERMS, part, "*", "key"), names.qualified_key, "node affinity key", VALUE) for part in ("matchExpressions",)),
+)
+
+
+def _walk(value: Any, pattern: tuple[str, ...], at: PathT) -> Iterator[tuple[PathT, Any]]:
+    """(path, value) of every field the pattern names under `value`."""
+    if not pattern:
+        yield at, value
+        return
+    head, rest = pattern[0], pattern[1:]
+    if head == "*":
+        for i, item in enumerate(value if isinstance(value, list) else []):
+            yield from _walk(item, rest, (*at, i))
+    elif head == CONTAINERS:
+        for field in ("initContainers", "containers"):
+            yield from _walk(value.get(field) if isinstance(value, dict) else None, rest, (*at, field))
+    elif isinstance(value, dict) and head in value:
+        yield from _walk(value[head], rest, (*at, head))
+
+
+def amount(value: Any) -> Decimal | None:
+    """A resource quantity as a number (resource.ParseQuantity's forms), None when unreadable."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return Decimal(str(value))
+    m = _QUANTITY.fullmatch(value.strip()) if isinstance(value, str) else None
+    if m is None:
+        return None
+    number, suffix = m.groups()
+    try:
+        return Decimal(number) * (Decimal(10) ** int(suffix[1:]) if suffix[:1] in ("e", "E") else Decimal(_SUFFIX[suffix]))
+    except (InvalidOperation, KeyError, ValueError):
+        return None
+
+
+def _resources(doc: Document, res: Any, where: PathT) -> Iterator[Diagnostic]:
+    """Names, whole devices, limits for devices, requests at most their limits."""
+    res = res if isinstance(res, dict) else {}
+    requests = res.get("requests") if isinstance(res.get("requests"), dict) else {}
+    limits = res.get("limits") if isinstance(res.get("limits"), dict) else {}
+    given = {*requests, *limits}
+    huge = sorted(str(n) for n in given if str(n).startswith("hugepages-"))
+    if huge and not given & {"cpu", "memory"}:
+        yield doc.diagnostic(VALUE, f"{huge[0]} without cpu or memory: the API server needs one of them with hugepages", where, key=True)
+    for kind, given in (("requests", requests), ("limits", limits)):
+        for name, value in given.items():
+            at = (*where, kind, name)
+            if not isinstance(name, str):
+                continue
+            why = names.qualified_key(name) or (None if "/" in name or _STANDARD.fullmatch(name) else "is no standard resource and has no domain (e.g. nvidia.com/gpu)")
+            if why:
+                yield doc.diagnostic(VALUE, f"resource name {name!r} {why}", at, key=True)
+                continue
+            extended = "/" in name and not name.startswith(("kubernetes.io/", "requests."))
+            number = amount(value)
+            if extended and number is not None and number != number.to_integral_value():
+                yield doc.diagnostic(VALUE, f"{kind}.{name} is {value}: a device is counted in whole units", at)
+            elif extended and kind == "requests" and name not in limits:
+                yield doc.diagnostic(VALUE, f"requests.{name} without limits.{name}: the API server needs the limit of a device", at, key=True, hint=f"set limits.{name} instead")
+            elif kind == "requests" and name in limits:
+                limit = amount(limits[name])
+                if number is not None and limit is not None and (number > limit or (extended and number != limit)):
+                    yield doc.diagnostic(VALUE, f"requests.{name} {value} is {'not' if extended else 'more than'} its limit {limits[name]}{' (a device: they must be equal)' if extended else ''}", at)
+
+
+def _uniqueness(doc: Document, spec: dict[str, Any], base: PathT) -> Iterator[Diagnostic]:
+    """Container names across both lists, port names within each container."""
+    init = {c.get("name") for c in spec.get("initContainers") or [] if isinstance(c, dict)} if isinstance(spec.get("initContainers"), list) else set()
+    for path, c in _walk(spec, (CONTAINERS, "*"), base):
+        if not isinstance(c, dict):
+            continue
+        name = c.get("name")
+        if path[-2] == "containers" and isinstance(name, str) and name in init:  # twice in one list: FJ405 (the schema's list key)
+            yield doc.diagnostic(VALUE, f"container name {name!r} is also an init container's (the two lists share their names)", (*path, "name"))
+        ports: set[str] = set()
+        for i, p in enumerate(c.get("ports") if isinstance(c.get("ports"), list) else []):
+            port = p.get("name") if isinstance(p, dict) else None
+            if isinstance(port, str) and port:
+                if port in ports:
+                    yield doc.diagnostic(VALUE, f"port name {port!r} is used twice in container {name!r}", (*path, "ports", i, "name"))
+                ports.add(port)
+        yield from _resources(doc, c.get("resources"), (*path, "resources"))
+
+
+def _node_selector(doc: Document, spec: dict[str, Any], base: PathT) -> Iterator[Diagnostic]:
+    selector = spec.get("nodeSelector")
+    for key, value in (selector.items() if isinstance(selector, dict) else ()):
+        why = names.qualified_key(key) if isinstance(key, str) else None
+        if why:
+            yield doc.diagnostic(VALUE, f"nodeSelector key {key!r}: {why}", (*base, "nodeSelector", key), key=True)
+        why = names.label_value(value) if isinstance(value, str) else None
+        if why:
+            yield doc.diagnostic(VALUE, f"nodeSelector value {value!r} {why}", (*base, "nodeSelector", key))
+
+
+def pod_specs(job: Any, doc: Document) -> Iterator[Diagnostic]:
+    """Every field of FIELDS, resources, uniqueness and the nodeSelector, in every pod template."""
+    for g in groups(job):
+        template = g.template if isinstance(g.template, dict) else {}
+        spec = template.get("spec") if isinstance(template.get("spec"), dict) else {}
+        base = (*g.template_path, "spec")
+        for pattern, rule, what, code in FIELDS:
+            for path, value in _walk(spec, pattern, base):
+                why = rule(value) if isinstance(value, str) else None
+                if why:
+                    yield doc.diagnostic(code, f"{what} {value!r} {why}", path)
+        yield from _uniqueness(doc, spec, base)
+        yield from _node_selector(doc, spec, base)
+
+
+RULES = (pod_specs,)
