@@ -58,6 +58,7 @@ from .worker import JobWorker, VersionMismatch, owner_reference, uid_of
 log = logging.getLogger("flatjob.runtime")
 
 LEASE_RETRY = 2.0  # seconds between Lease attempts while renewing fails (client-go's retryPeriod)
+DRAIN_BUDGET = 5.0  # wall seconds one step runs cycles; the rest stay queued for the next turn (watch events, health)
 # Namespace mode: PodGroups and TensorBoard Deployments are watched once, by these labels.
 PODGROUP_LABELS = {"app.kubernetes.io/component": "podgroup", "app.kubernetes.io/managed-by": "flatjob"}
 TENSORBOARD_LABELS = {keys.ROLE: "tensorboard"}
@@ -244,10 +245,11 @@ class Controller:
         renewing the Lease on its schedule between them (a long drain must not let it lapse)."""
         self._throttled_until = None
         ran = False
+        started = time.monotonic()
         for key in list(self.queue):
             worker = self.workers.get(key)
-            if not self._hold_lease():
-                break  # lost it: the rest stay queued for when it is ours again
+            if not self._hold_lease() or time.monotonic() - started > DRAIN_BUDGET:
+                break  # the Lease is lost, or the turn is spent: the rest stay queued
             del self.queue[key]
             if worker is None or not worker.due(now):
                 continue

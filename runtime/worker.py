@@ -49,6 +49,10 @@ if TYPE_CHECKING:
 log = logging.getLogger("flatjob.runtime")
 
 ERROR_BACKOFF_CAP = 30.0  # seconds: the longest wait before retrying a failed cycle or action
+# Wall seconds one cycle acts before it yields to the other jobs (the rest next turn): a
+# webhook that takes 1 s a pod create must not hold every job of the namespace for a minute.
+ACT_BUDGET = 1.0
+_wall = time.monotonic  # the budget's clock (tests make requests slow by moving it)
 # A status whose only news is what the pods are doing (tasks, aggregate) is written at most this
 # often: a 1000-pod restart changes them every cycle, and each write is a write token the
 # deletes, creates and releases need.  The ledger, the phase and the conditions go out at once.
@@ -204,8 +208,12 @@ class JobWorker:
         return changed <= OBSERVED
 
     def _act_all(self, cycle: Cycle, record: Obj) -> None:
-        """The cycle's actions, while this runtime leads and the write budget lasts."""
+        """The cycle's actions, while this runtime leads and the write and time budgets last."""
+        started = _wall()
         for action in cycle.actions:
+            if _wall() - started > ACT_BUDGET:
+                self.dirty = True
+                return  # slow requests (a webhook, API priority and fairness): the others' turn first
             if not self.ctl.leading():
                 self.dirty = True
                 return  # the Lease is no longer ours: the next holder takes it from the ledger

@@ -452,3 +452,32 @@ def test_the_namespace_runtime_memory_limit_counts_what_it_caches_of_big_specs()
     need = 48 + 20 * per_job
     assert need < limit, f"20 such jobs: 48 MiB + 20 x {per_job:.1f} MiB cached = {need:.0f} MiB, over the rendered limit of {limit} MiB (OOMKilled; a records relist holds two copies)"
     del kept
+
+
+def test_a_job_whose_requests_are_slow_yields_to_the_others_each_turn(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Cycles run on one thread: a webhook taking 1 s a pod create (API priority and fairness,
+    a sidecar injector matching one job's pods) held every job of the namespace for the whole
+    gang (review 24, round 3).  A cycle now acts for at most ACT_BUDGET of wall time, then the
+    others have their turn, and its next turn does the rest."""
+    from flatjob.runtime import worker
+
+    wall = [0.0]
+    monkeypatch.setattr(worker, "_wall", lambda: wall[0])
+    s = namespace_scenario(JOB.format(name="good", script="sleep 3000; exit 0"))
+    s.run_until(lambda st: st.get("aggregate", {}).get("running") == 2, limit=60)
+    creates: list[int] = []
+
+    def webhook(verb: str, resource: str, namespace: Any, name: Any, agent: str = "") -> None:
+        if "(runtime-" in agent and verb == "create" and resource == "pods":  # only the slow job's pods are created now
+            wall[0] += 1.0  # each takes a second
+            creates[-1] += 1
+
+    s.server.on_request = webhook
+    for obj in compile_text(JOB.format(name="slow", script="sleep 3000; exit 0").replace("replicas: 2", "replicas: 6"), s.options):
+        if obj["kind"] == "PodTemplate" or obj["apiVersion"] == keys.RECORD_API_VERSION:
+            s.cluster.apply(obj)
+    for _ in range(12):
+        creates.append(0)
+        s.tick()
+    assert max(creates) <= worker.ACT_BUDGET + 1  # a turn: the budget, and the request that crossed it
+    assert sum(1 for n in s.pods() if n.startswith("slow-")) == 6  # all of them, over several turns
