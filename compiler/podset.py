@@ -41,6 +41,15 @@ def tensorboard_name(job: str) -> str:
     return f"{job}-tensorboard"
 
 
+def pod_total(job: Any) -> int:
+    """How many pods the job renders, without making a seat: elastic maxReplicas, else the
+    replicas summed (what a record is refused past, before anything is expanded)."""
+    elastic = elastic_of(job)
+    if elastic is not None and elastic.max_replicas:
+        return elastic.max_replicas
+    return sum(g.replicas for g in groups(job))
+
+
 def pod_counts(job: Any) -> dict[str, int]:
     """Pods rendered per replica type: replicas, or the elastic share of maxReplicas."""
     elastic = elastic_of(job)

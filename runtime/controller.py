@@ -291,7 +291,9 @@ class Controller:
         """The next time the loop must run although no watch event arrives: without the Lease
         only its own timer, as the jobs' timers wait for it (their past ones would spin the loop)."""
         now = self.clock()
-        times = [self._throttled_until if self.queue else None]
+        # Jobs left queued (out of write tokens, or a turn's DRAIN_BUDGET spent): when tokens
+        # are back, or now; without the Lease they wait for it.
+        times = [(self._throttled_until or now) if self.queue and self.leading() else None]
         if self.leading():
             times += [w.wake_at(now) for w in self.workers.values()]
         if self.use_lease:

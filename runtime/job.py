@@ -16,7 +16,7 @@ from flatjob.compiler import keys
 from flatjob.compiler.jobtypes import KINDS
 from flatjob.compiler.limits import DEFAULT as DEFAULT_LIMITS
 from flatjob.compiler.normalize import normalize
-from flatjob.compiler.podset import object_names, pod_counts
+from flatjob.compiler.podset import object_names, pod_total
 from flatjob.compiler.podtemplate import templates_digest
 from flatjob.compiler.typedjob import strict_job
 
@@ -57,7 +57,7 @@ def typed_job(record: Mapping[str, Any]) -> Any:
         raise RecordError(f"record {meta.get('name')!r} does not match the {kind} schema: {exc}") from exc
     # Counted before any name is made: one record edited to 10 000 000 replicas would otherwise
     # cost the namespace runtime a minute and a GiB (the CRD bounds replicas only below).
-    pods = sum(pod_counts(job).values())
+    pods = pod_total(job)
     if pods > DEFAULT_LIMITS.job_pods:
         raise RecordError(f"record {meta.get('name')!r} asks for {pods:,} pods, more than the {DEFAULT_LIMITS.job_pods:,} flatjob runs for one job")
     return normalize(job)

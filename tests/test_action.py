@@ -213,3 +213,25 @@ def test_report_shows_the_rendered_changes_against_the_base_branch(tmp_path: Pat
     assert dev.changes == "" and "+    env: prod" in prod.changes
     text = report(run.envs, 0, 0, run.jobs)
     assert "<summary>prod: rendered changes:" in text and "dev: rendered changes" not in text
+
+
+@pytest.mark.parametrize("requirement", [".", "tools/flatjob"])
+def test_install_step_resolves_a_relative_requirement_in_the_checkout(tmp_path: Path, requirement: str) -> None:
+    """The install step runs pip outside the checkout (a pip/ folder there would be imported):
+    a requirement that is a path in the checkout (`flatjob: .`, `tools/flatjob`) must reach pip
+    made absolute first (review of the round-3 fixes: only ./x and ../x were)."""
+    steps = yaml.safe_load((ROOT / "action.yml").read_text(encoding="utf-8"))["runs"]["steps"]
+    script = next(s for s in steps if s.get("name") == "Install flatjob")["run"]
+    repo, runner, fake = tmp_path / "repo", tmp_path / "runner", tmp_path / "bin"
+    for d in (repo / "tools" / "flatjob", runner, fake):
+        d.mkdir(parents=True)
+    log = tmp_path / "pip.log"
+    (fake / "python").write_text(f'#!/bin/sh\nprintf "%s\\n" "$PWD" "$@" > {log}\n', encoding="utf-8")
+    (fake / "python").chmod(0o755)
+    env = {"PATH": f"{fake}{os.pathsep}{os.environ['PATH']}", "RUNNER_TEMP": str(runner),
+           "GITHUB_ACTION_PATH": str(ROOT), "FLATJOB_REQUIREMENT": requirement}
+    subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", script], cwd=repo, env=env, check=True)
+    cwd, *args = log.read_text(encoding="utf-8").splitlines()
+    given = args[-1]
+    resolved = (Path(cwd) / given).resolve()
+    assert resolved == (repo / requirement).resolve(), f"pip got {given!r} in {cwd}: {resolved}, not the checkout's {requirement!r}"

@@ -100,6 +100,10 @@ CASES = [
     ("duplicate-port-name", _container("ports: [{name: http, containerPort: 80}, {name: http, containerPort: 81}]"), "FJ204", "port name 'http' is used twice"),
     ("init-and-container-same-name", PYTORCH.format(spec="", template="          spec:\n            initContainers: [{name: w, image: i}]\n            containers: [{name: w, image: i}]"), "FJ204", "is also an init container's"),
     ("probe-port-name", _container("livenessProbe: {httpGet: {port: Bad_Name}}"), "FJ204", "livenessProbe port name 'Bad_Name'"),
+    # not refused: spec.host is converted to spec.nodeName (ConvertDownwardAPIFieldLabel); a name
+    # holding kubernetes.io/ is native, not a device (helper.IsNativeResource)
+    ("field-path-spec-host", _container("env: [{name: A, valueFrom: {fieldRef: {fieldPath: spec.host}}}]"), None, ""),
+    ("native-kubernetes-io-resource", _container("resources: {limits: {cpu: 1, example.kubernetes.io/widget: 500m}, requests: {example.kubernetes.io/widget: 250m}}"), None, ""),
 ]
 
 

@@ -55,9 +55,10 @@ def _name(value: str) -> str | None:
     return names.dns1123_subdomain(value) if value else None
 
 
-# The env fields a fieldRef may name (pkg/apis/core/validation validEnvDownwardAPIFieldPathExpressions),
-# and the label or annotation subscripts.
-FIELD_PATHS = frozenset({"metadata.name", "metadata.namespace", "metadata.uid", "spec.nodeName", "spec.serviceAccountName",
+# The env fields a fieldRef may name (pkg/apis/core/validation validEnvDownwardAPIFieldPathExpressions,
+# spec.host converted to spec.nodeName first: ConvertDownwardAPIFieldLabel), and the label or
+# annotation subscripts.
+FIELD_PATHS = frozenset({"metadata.name", "metadata.namespace", "metadata.uid", "spec.nodeName", "spec.host", "spec.serviceAccountName",
                          "status.hostIP", "status.hostIPs", "status.podIP", "status.podIPs"})
 _SUBSCRIPT = re.compile(r"metadata\.(labels|annotations)\['[^']+'\]")
 _SYSCTL = re.compile(r"([a-z0-9]([-_a-z0-9]*[a-z0-9])?[./])*[a-z0-9]([-_a-z0-9]*[a-z0-9])?")
@@ -157,7 +158,7 @@ def _resources(doc: Document, res: Any, where: PathT) -> Iterator[Diagnostic]:
             if why:
                 yield doc.diagnostic(VALUE, f"resource name {name!r} {why}", at, key=True)
                 continue
-            extended = "/" in name and not name.startswith(("kubernetes.io/", "requests."))
+            extended = "/" in name and "kubernetes.io/" not in name  # helper.IsNativeResource
             number = amount(value)
             if extended and number is not None and number != number.to_integral_value():
                 yield doc.diagnostic(VALUE, f"{kind}.{name} is {value}: a device is counted in whole units", at)

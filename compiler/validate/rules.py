@@ -16,7 +16,7 @@ from ..jobtypes import ColossalAIJob, DeepSpeedJob, GenericJob, PyTorchTrainingJ
 from ..limits import DEFAULT as DEFAULT_LIMITS
 from ..loader import Document, PathT
 from ..plan.common import elastic_of
-from ..podset import object_names, pod_counts
+from ..podset import object_names, pod_counts, pod_total
 from ..podtemplate import containers_of, training_index
 from ..substitution import Context, RefError, is_ours, iter_refs, resolve
 from . import apivalues, launchers, names, podspec
@@ -76,11 +76,11 @@ def planned_pods(job: Any) -> tuple[int, PathT]:
     """How many pods the job renders, and the field that asks for the most of them."""
     elastic = elastic_of(job)
     if elastic is not None and elastic.max_replicas:
-        return elastic.max_replicas, ("spec", "elastic", "maxReplicas")
+        return pod_total(job), ("spec", "elastic", "maxReplicas")
     gs = groups(job)
     biggest = max(gs, key=lambda g: g.replicas, default=None)
     where = (*biggest.path, "replicas") if biggest is not None and biggest.template is not None else ("spec",)
-    return sum(g.replicas for g in gs), where
+    return pod_total(job), where
 
 
 def job_size(job: Any, doc: Document) -> Iterator[Diagnostic]:

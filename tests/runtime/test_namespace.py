@@ -22,10 +22,13 @@
 from __future__ import annotations
 
 import random
+import types
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 
 from flatjob.compiler import keys
 from flatjob.compiler.options import CompileOptions
@@ -481,3 +484,54 @@ def test_a_job_whose_requests_are_slow_yields_to_the_others_each_turn(monkeypatc
         s.tick()
     assert max(creates) <= worker.ACT_BUDGET + 1  # a turn: the budget, and the request that crossed it
     assert sum(1 for n in s.pods() if n.startswith("slow-")) == 6  # all of them, over several turns
+
+
+# --- review of the round-3 fixes: the elastic record cap, a drain cut by its budget ---------------
+
+def test_record_cap_refuses_a_huge_elastic_max_replicas_without_expanding_its_seats(monkeypatch: pytest.MonkeyPatch) -> None:
+    """typed_job computes pod_counts(job) -> seats.allocation(weights, maxReplicas), a D'Hondt
+    loop of maxReplicas Fraction steps, before comparing with job_pods: maxReplicas 10 000 000
+    (the CRD bounds it only below) costs ~17 s of the namespace runtime's only thread per
+    typed_job call (admitted_pods and job_view each call it), the stall review 24 #2 was about."""
+    from flatjob.compiler import podset
+    from flatjob.runtime.job import RecordError, typed_job
+
+    real = podset.allocation
+
+    def guarded(weights, total):
+        assert total <= 10_000, f"allocation() expanded {total:,} seats before the cap was checked"
+        return real(weights, total)
+
+    monkeypatch.setattr(podset, "allocation", guarded)
+    doc = yaml.safe_load((Path(__file__).resolve().parents[2] / "examples" / "pytorch-torchrun-elastic.yaml").read_text(encoding="utf-8"))
+    doc["apiVersion"] = "flatjob.dev/v1beta1"
+    doc["spec"]["elastic"]["maxReplicas"] = 10_000_000
+    with pytest.raises(RecordError, match="asks for 10,000,000 pods"):
+        typed_job(doc)
+
+
+def test_a_drain_cut_by_its_budget_wakes_the_loop_for_the_rest(monkeypatch: pytest.MonkeyPatch) -> None:
+    """_drain_queue breaks after DRAIN_BUDGET with jobs still queued, but _set_wake counts the
+    queue only through _throttled_until (None here): the queued jobs have no timer, so
+    run_loop sleeps until some watch event or the Lease's next renewal (RENEW_EVERY, 30 s
+    without a Lease) although work is waiting now."""
+    from flatjob.runtime import controller as ctl_mod
+
+    s = namespace_scenario("---".join(JOB.format(name=f"j{i}", script="sleep 3000; exit 0") for i in range(4)))
+    for _ in range(40):
+        s.tick()
+    c = s.controller
+    wall = [0.0]
+
+    def monotonic() -> float:
+        wall[0] += 3.0  # each reading 3 s later: the budget (5 s) is spent after the first cycle
+        return wall[0]
+
+    monkeypatch.setattr(ctl_mod, "time", types.SimpleNamespace(monotonic=monotonic))
+    for key in list(c.workers):
+        c._enqueue(key)
+    c.step()
+    assert c.queue, "the drain was expected to stop with jobs still queued"
+    assert c.wake_at is not None and c.wake_at <= c.clock() + 0.1, (
+        f"{len(c.queue)} jobs still queued, but the loop's next wake is "
+        f"{'never' if c.wake_at is None else f'{c.wake_at - c.clock():.1f} s away'}")
