@@ -78,8 +78,8 @@ CASES = [
     ("resource-name-two-slashes", _container("resources: {limits: {nvidia.com/gpu/x: 1}}"), "FJ204", "resource name 'nvidia.com/gpu/x'"),
     ("gpu-fraction", _container("resources: {limits: {nvidia.com/gpu: 1.5}}"), "FJ204", "a device is counted in whole units"),
     ("gpu-milli", _container("resources: {limits: {nvidia.com/gpu: 500m}}"), "FJ204", "a device is counted in whole units"),
-    ("gpu-request-only", _container("resources: {requests: {nvidia.com/gpu: 1}}"), "FJ204", "needs the limit of a device"),
-    ("gpu-request-not-limit", _container("resources: {requests: {nvidia.com/gpu: 1}, limits: {nvidia.com/gpu: 2}}"), "FJ204", "a device: they must be equal"),
+    ("gpu-request-only", _container("resources: {requests: {nvidia.com/gpu: 1}}"), "FJ204", "needs its limit (it cannot be overcommitted)"),
+    ("gpu-request-not-limit", _container("resources: {requests: {nvidia.com/gpu: 1}, limits: {nvidia.com/gpu: 2}}"), "FJ204", "they must be equal"),
     ("gpu-request-equals-limit", _container("resources: {requests: {nvidia.com/gpu: 2}, limits: {nvidia.com/gpu: '2'}}"), None, ""),
     ("cpu-request-over-limit", _container("resources: {requests: {cpu: '1500m'}, limits: {cpu: 1}}"), "FJ204", "requests.cpu 1500m is more than its limit 1"),
     ("memory-request-over-limit", _container("resources: {requests: {memory: 2Gi}, limits: {memory: 2000Mi}}"), "FJ204", "is more than its limit"),
@@ -102,6 +102,9 @@ CASES = [
     ("probe-port-name", _container("livenessProbe: {httpGet: {port: Bad_Name}}"), "FJ204", "livenessProbe port name 'Bad_Name'"),
     # not refused: spec.host is converted to spec.nodeName (ConvertDownwardAPIFieldLabel); a name
     # holding kubernetes.io/ is native, not a device (helper.IsNativeResource)
+    ("storage-in-a-container", _container("resources: {requests: {storage: 1Gi}}"), "FJ204", "resource name 'storage' is no standard resource"),
+    ("hugepages-request-not-limit", _container("resources: {requests: {memory: 1Gi, hugepages-2Mi: 1Gi}, limits: {memory: 1Gi, hugepages-2Mi: 2Gi}}"), "FJ204", "they must be equal"),
+    ("config-map-key-dotdot-prefix", _container("env: [{name: A, valueFrom: {configMapKeyRef: {name: c, key: ..data}}}]"), "FJ204", "configMapKeyRef.key '..data'"),
     ("field-path-spec-host", _container("env: [{name: A, valueFrom: {fieldRef: {fieldPath: spec.host}}}]"), None, ""),
     ("native-kubernetes-io-resource", _container("resources: {limits: {cpu: 1, example.kubernetes.io/widget: 500m}, requests: {example.kubernetes.io/widget: 250m}}"), None, ""),
 ]

@@ -34,7 +34,7 @@ from .groups import groups
 
 CONTAINERS = "@containers"  # initContainers and containers
 _KEY = re.compile(r"[-._a-zA-Z0-9]+")
-_STANDARD = re.compile(r"(cpu|memory|ephemeral-storage|storage|hugepages-.+)")
+_STANDARD = re.compile(r"(cpu|memory|ephemeral-storage|hugepages-.+)")  # IsStandardContainerResourceName
 _SUFFIX = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60,
            "n": Decimal("1e-9"), "u": Decimal("1e-6"), "m": Decimal("1e-3"), "": 1,
            "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18}
@@ -42,7 +42,7 @@ _QUANTITY = re.compile(r"([+-]?(?:\d+\.?\d*|\.\d+))([eE][+-]?\d+|[KMGTPE]i|[numk
 
 
 def _config_key(key: str) -> str | None:
-    if not key or len(key) > 253 or not _KEY.fullmatch(key) or key in (".", ".."):
+    if not key or len(key) > 253 or not _KEY.fullmatch(key) or key in (".", "..") or key.startswith(".."):
         return "must consist of letters, digits, '-', '_' or '.' (a ConfigMap or Secret key)"
     return None
 
@@ -159,15 +159,16 @@ def _resources(doc: Document, res: Any, where: PathT) -> Iterator[Diagnostic]:
                 yield doc.diagnostic(VALUE, f"resource name {name!r} {why}", at, key=True)
                 continue
             extended = "/" in name and "kubernetes.io/" not in name  # helper.IsNativeResource
+            fixed = extended or name.startswith("hugepages-")  # IsOvercommitAllowed: false for both
             number = amount(value)
             if extended and number is not None and number != number.to_integral_value():
                 yield doc.diagnostic(VALUE, f"{kind}.{name} is {value}: a device is counted in whole units", at)
-            elif extended and kind == "requests" and name not in limits:
-                yield doc.diagnostic(VALUE, f"requests.{name} without limits.{name}: the API server needs the limit of a device", at, key=True, hint=f"set limits.{name} instead")
+            elif fixed and kind == "requests" and name not in limits:
+                yield doc.diagnostic(VALUE, f"requests.{name} without limits.{name}: the API server needs its limit (it cannot be overcommitted)", at, key=True, hint=f"set limits.{name} instead")
             elif kind == "requests" and name in limits:
                 limit = amount(limits[name])
-                if number is not None and limit is not None and (number > limit or (extended and number != limit)):
-                    yield doc.diagnostic(VALUE, f"requests.{name} {value} is {'not' if extended else 'more than'} its limit {limits[name]}{' (a device: they must be equal)' if extended else ''}", at)
+                if number is not None and limit is not None and (number > limit or (fixed and number != limit)):
+                    yield doc.diagnostic(VALUE, f"requests.{name} {value} is {'not' if fixed else 'more than'} its limit {limits[name]}{' (it cannot be overcommitted: they must be equal)' if fixed else ''}", at)
 
 
 def _uniqueness(doc: Document, spec: dict[str, Any], base: PathT) -> Iterator[Diagnostic]:
