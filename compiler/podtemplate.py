@@ -29,6 +29,15 @@ def training_index(kind: str, template: dict[str, Any] | None) -> int | None:
     return next((i for i, c in enumerate(cs) if wanted is not None and c.get("name") == wanted), 0)
 
 
+def launch_index(kind: str, rtype: str, template: dict[str, Any] | None) -> int | None:
+    """Index of the container flatjob gives its own command: a ColossalAI launcher's `launcher`
+    container (else the first), else the training container."""
+    if rtype != "launcher":
+        return training_index(kind, template)
+    names = [c.get("name") for c in containers_of(template)]
+    return names.index("launcher") if "launcher" in names else 0
+
+
 def accelerator_count(container: dict[str, Any]) -> int | None:
     """GPUs (or other accelerators) the container asks for, from limits then requests."""
     res = container.get("resources") or {}

@@ -291,10 +291,9 @@ class Controller:
         """The next time the loop must run although no watch event arrives: without the Lease
         only its own timer, as the jobs' timers wait for it (their past ones would spin the loop)."""
         now = self.clock()
-        # Jobs left queued (out of write tokens, or a turn's DRAIN_BUDGET spent): when tokens
-        # are back, or now; without the Lease they wait for it.
-        times = [(self._throttled_until or now) if self.queue and self.leading() else None]
-        if self.leading():
+        times: list[float | None] = []
+        if self.leading():  # jobs left queued (out of write tokens, a turn's DRAIN_BUDGET spent): when tokens are back, or now
+            times.append((self._throttled_until or now) if self.queue else None)
             times += [w.wake_at(now) for w in self.workers.values()]
         if self.use_lease:
             times.append(self._lease_wake)

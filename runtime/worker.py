@@ -71,6 +71,7 @@ def owner_reference(record: Obj) -> Obj:
 
 
 def uid_of(record: Obj | None) -> str | None:
+    """The record's uid (what owns its pods)."""
     return ((record or {}).get("metadata") or {}).get("uid")
 
 
@@ -165,7 +166,7 @@ class JobWorker:
             return None
         self.refused = None
         self._reported = None
-        owner = (record.get("metadata") or {}).get("uid")
+        owner = uid_of(record)
         pods = {n: pod_state(o, (job.pod(n).container if job.pod(n) else None), owner) for n, o in self.ctl.pods.of(self.key).items()}
         now = self.ctl.clock()
         cycle = scale_backoff(reconcile(job, pods, ledger, world, status, now, self.ctl.settle), ledger, now, self.ctl.backoff_scale)

@@ -10,12 +10,16 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from decimal import Decimal
 from typing import Any
 
 # resource.ParseQuantity: optional sign, digits with at most one '.' (at least one digit:
 # ".", "+" and "e5" are ErrFormatWrong), then one suffix: a decimal SI or binary SI unit, or
 # a decimal exponent (e/E and a signed integer).
-_QUANTITY = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[numkMGTPE]|[KMGTPE]i|[eE][+-]?[0-9]+)?")
+_QUANTITY = re.compile(r"([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))([numkMGTPE]|[KMGTPE]i|[eE][+-]?[0-9]+)?")
+_SCALE = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60,
+          "n": Decimal("1e-9"), "u": Decimal("1e-6"), "m": Decimal("1e-3"), "": 1,
+          "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18}
 # Go's strings.TrimSpace, as applied by Quantity.UnmarshalJSON, for the Latin-1 range.
 _GO_SPACE = " \t\n\v\f\r\x85\xa0"
 
@@ -48,6 +52,19 @@ def is_quantity(value: Any) -> bool:
         return True
     text = value.strip(_GO_SPACE)
     return bool(text) and _QUANTITY.fullmatch(text) is not None
+
+
+def quantity_value(value: Any) -> Decimal | None:
+    """A quantity as a number (a JSON number, or a string is_quantity accepts); None otherwise."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int | float):
+        return Decimal(str(value))
+    m = _QUANTITY.fullmatch(value.strip(_GO_SPACE)) if isinstance(value, str) else None
+    if m is None:
+        return None
+    number, suffix = m.group(1), m.group(2) or ""
+    return Decimal(number) * (Decimal(10) ** int(suffix[1:]) if suffix[:1] in ("e", "E") else Decimal(_SCALE[suffix]))
 
 
 def is_date_time(value: Any) -> bool:

@@ -16,7 +16,7 @@ from dataclasses import replace
 
 from ..jobtypes import ColossalAIJob
 from ..options import CompileOptions
-from ..podtemplate import containers_of
+from ..podtemplate import containers_of, launch_index
 from ..render.configmap import configmap_name
 from . import ContainerPatch, JobPlan, PodPlan, scripts, ssh
 from .common import address, base_pods, layout, mode_patch, run_mode_name
@@ -135,8 +135,7 @@ def plan_colossalai(job: ColossalAIJob, options: CompileOptions) -> JobPlan:
     for pod in pods:
         launcher = pod.type == "launcher"
         if launcher:
-            names = [c.get("name") for c in containers_of(pod.template)]
-            index = names.index("launcher") if "launcher" in names else 0
+            index = launch_index(job.kind, pod.type, pod.template) or 0
             here = pod.address if options.local_addresses else address(f"{name}-launcher", name)
             pod = replace(pod, name=f"{name}-launcher", address=here, container=index)
             patch = ContainerPatch(command=ssh.script_command(LAUNCH_SCRIPT), args=[], volume_mounts=mounts)

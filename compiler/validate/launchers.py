@@ -27,7 +27,7 @@ from ..errors import Diagnostic, Severity
 from ..jobtypes import ColossalAIJob, DeepSpeedJob
 from ..loader import Document, PathT
 from ..plan.colossalai import extra_items
-from ..podtemplate import containers_of, training_index
+from ..podtemplate import containers_of, launch_index, training_index
 from .groups import groups
 
 # A word every POSIX shell (and bash) leaves exactly as it is (DeepSpeed's own "safe" set).
@@ -84,6 +84,13 @@ def deepspeed_program(job: DeepSpeedJob, doc: Document) -> Iterator[Diagnostic]:
                 )
 
 
+def flag_value(args: list[str], i: int) -> tuple[str | None, int]:
+    """The value of the flag at args[i] (`--f=v`, or `--f v`) and its index; None when it has none."""
+    if "=" in args[i]:
+        return args[i].split("=", 1)[1], i
+    return (args[i + 1], i + 1) if i + 1 < len(args) else (None, i)
+
+
 def _pasted(flag: str) -> str | None:
     """The flag whose value deepspeed pastes into the nodes' command that `flag` names, also
     abbreviated (argparse takes any unambiguous prefix)."""
@@ -99,7 +106,7 @@ def deepspeed_flags(job: DeepSpeedJob, doc: Document) -> Iterator[Diagnostic]:
         pasted = _pasted(_flag(arg)) if arg.startswith("--") else None
         if pasted is None:
             continue
-        value, at = (arg.split("=", 1)[1], i) if "=" in arg else ((args[i + 1], i + 1) if i + 1 < len(args) else (None, i))
+        value, at = flag_value(args, i)
         if value is not None and not PLAIN_WORD.fullmatch(value):
             yield doc.diagnostic(
                 "FJ340", f"deepspeed puts the value of {pasted} ({value!r}) unquoted into every node's command, whose shell would split or run it",
@@ -339,8 +346,7 @@ def ssh_commands(job: Any, doc: Document) -> Iterator[Diagnostic]:
         if runs is None or g.template is None:
             continue
         containers = containers_of(g.template)
-        names = [c.get("name") for c in containers]
-        idx = names.index("launcher") if g.type == "launcher" and "launcher" in names else training_index(job.kind if g.type != "launcher" else "", g.template)
+        idx = launch_index(job.kind, g.type, g.template)
         if idx is None or idx >= len(containers):
             continue
         for field in ("command", "args"):

@@ -24,10 +24,10 @@ from __future__ import annotations
 import ipaddress
 import re
 from collections.abc import Callable, Iterator
-from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from ..errors import Diagnostic
+from ..kube.formats import quantity_value
 from ..loader import Document, PathT
 from . import names
 from .groups import groups
@@ -35,10 +35,7 @@ from .groups import groups
 CONTAINERS = "@containers"  # initContainers and containers
 _KEY = re.compile(r"[-._a-zA-Z0-9]+")
 _STANDARD = re.compile(r"(cpu|memory|ephemeral-storage|hugepages-.+)")  # IsStandardContainerResourceName
-_SUFFIX = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60,
-           "n": Decimal("1e-9"), "u": Decimal("1e-6"), "m": Decimal("1e-3"), "": 1,
-           "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18}
-_QUANTITY = re.compile(r"([+-]?(?:\d+\.?\d*|\.\d+))([eE][+-]?\d+|[KMGTPE]i|[numkMGTPE]?)")
+
 
 
 def _config_key(key: str) -> str | None:
@@ -76,10 +73,6 @@ def _ip(text: str) -> str | None:
     return None
 
 
-def _port_name(name: str) -> str | None:
-    return names.iana_svc_name(name)
-
-
 _PROBES = ("livenessProbe", "readinessProbe", "startupProbe")
 _NODE_TERMS = ("affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution", "nodeSelectorTerms", "*")
 
@@ -101,10 +94,10 @@ FIELDS: tuple[tuple[tuple[str, ...], Callable[[str], str | None], str, str], ...
     ((CONTAINERS, "*", "volumeMounts", "*", "subPath"),
      lambda p: "must be a relative path without '..'" if p.startswith("/") or ".." in p.split("/") else None, "subPath", VALUE),
     ((CONTAINERS, "*", "env", "*", "valueFrom", "fieldRef", "fieldPath"), _field_path, "fieldPath", VALUE),
-    *(((CONTAINERS, "*", probe, how, "port"), _port_name, f"{probe} port name", VALUE) for probe in _PROBES for how in ("httpGet", "tcpSocket", "grpc")),
+    *(((CONTAINERS, "*", probe, how, "port"), names.iana_svc_name, f"{probe} port name", VALUE) for probe in _PROBES for how in ("httpGet", "tcpSocket")),
     (("hostAliases", "*", "ip"), _ip, "hostAliases ip", VALUE),
     (("securityContext", "sysctls", "*", "name"), lambda n: None if _SYSCTL.fullmatch(n) else "is no sysctl name", "sysctl", VALUE),
-    *(((*_NODE_TERMS, part, "*", "key"), names.qualified_key, "node affinity key", VALUE) for part in ("matchExpressions",)),
+    ((*_NODE_TERMS, "matchExpressions", "*", "key"), names.qualified_key, "node affinity key", VALUE),
 )
 
 
@@ -122,22 +115,6 @@ def _walk(value: Any, pattern: tuple[str, ...], at: PathT) -> Iterator[tuple[Pat
             yield from _walk(value.get(field) if isinstance(value, dict) else None, rest, (*at, field))
     elif isinstance(value, dict) and head in value:
         yield from _walk(value[head], rest, (*at, head))
-
-
-def amount(value: Any) -> Decimal | None:
-    """A resource quantity as a number (resource.ParseQuantity's forms), None when unreadable."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int | float):
-        return Decimal(str(value))
-    m = _QUANTITY.fullmatch(value.strip()) if isinstance(value, str) else None
-    if m is None:
-        return None
-    number, suffix = m.groups()
-    try:
-        return Decimal(number) * (Decimal(10) ** int(suffix[1:]) if suffix[:1] in ("e", "E") else Decimal(_SUFFIX[suffix]))
-    except (InvalidOperation, KeyError, ValueError):
-        return None
 
 
 def _resources(doc: Document, res: Any, where: PathT) -> Iterator[Diagnostic]:
@@ -160,13 +137,13 @@ def _resources(doc: Document, res: Any, where: PathT) -> Iterator[Diagnostic]:
                 continue
             extended = "/" in name and "kubernetes.io/" not in name  # helper.IsNativeResource
             fixed = extended or name.startswith("hugepages-")  # IsOvercommitAllowed: false for both
-            number = amount(value)
+            number = quantity_value(value)
             if extended and number is not None and number != number.to_integral_value():
                 yield doc.diagnostic(VALUE, f"{kind}.{name} is {value}: a device is counted in whole units", at)
             elif fixed and kind == "requests" and name not in limits:
                 yield doc.diagnostic(VALUE, f"requests.{name} without limits.{name}: the API server needs its limit (it cannot be overcommitted)", at, key=True, hint=f"set limits.{name} instead")
             elif kind == "requests" and name in limits:
-                limit = amount(limits[name])
+                limit = quantity_value(limits[name])
                 if number is not None and limit is not None and (number > limit or (fixed and number != limit)):
                     yield doc.diagnostic(VALUE, f"requests.{name} {value} is {'not' if fixed else 'more than'} its limit {limits[name]}{' (it cannot be overcommitted: they must be equal)' if fixed else ''}", at)
 

@@ -77,8 +77,7 @@ def planned_pods(job: Any) -> tuple[int, PathT]:
     elastic = elastic_of(job)
     if elastic is not None and elastic.max_replicas:
         return pod_total(job), ("spec", "elastic", "maxReplicas")
-    gs = groups(job)
-    biggest = max(gs, key=lambda g: g.replicas, default=None)
+    biggest = max(groups(job), key=lambda g: g.replicas, default=None)
     where = (*biggest.path, "replicas") if biggest is not None and biggest.template is not None else ("spec",)
     return pod_total(job), where
 
@@ -407,8 +406,8 @@ def deepspeed_other_args(job: DeepSpeedJob, doc: Document) -> Iterator[Diagnosti
         if flag in DEEPSPEED_CONFLICTS:
             yield doc.diagnostic("FJ311", f"{flag} in otherArgs conflicts with a field flatjob sets", ("spec", "config", "otherArgs", i), hint=DEEPSPEED_CONFLICTS[flag])
         elif flag == "--launcher":  # UM deepspeedjob.md: "目前 DeepSpeedJob 只支持 pdsh"
-            value, at = (arg.split("=", 1)[1], i) if "=" in arg else (args[i + 1] if i + 1 < len(args) else "", i + 1 if i + 1 < len(args) else i)
-            if value.lower() != "pdsh":
+            value, at = launchers.flag_value(args, i)
+            if (value or "").lower() != "pdsh":
                 yield doc.diagnostic(
                     "FJ311", f"--launcher {value or '(no value)'} in otherArgs: DeepSpeedJob runs deepspeed's pdsh launcher only (T9k), over the hostfile and ssh flatjob sets up",
                     ("spec", "config", "otherArgs", at), hint="remove it: pdsh is the default",
