@@ -64,7 +64,10 @@ def quantity_value(value: Any) -> Decimal | None:
     if m is None:
         return None
     number, suffix = m.group(1), m.group(2) or ""
-    return Decimal(number) * (Decimal(10) ** int(suffix[1:]) if suffix[:1] in ("e", "E") else Decimal(_SCALE[suffix]))
+    try:  # `1e9999999` overflows the decimal context; an exponent of 5 000 digits is no int
+        return Decimal(number) * (Decimal(10) ** int(suffix[1:]) if suffix[:1] in ("e", "E") else Decimal(_SCALE[suffix]))
+    except (ArithmeticError, ValueError):
+        return None
 
 
 def is_date_time(value: Any) -> bool:
