@@ -74,10 +74,18 @@ def _owned_by(meta: dict[str, Any], owner_uid: str | None) -> bool:
     return any(isinstance(r, dict) and r.get("controller") and r.get("uid") == owner_uid for r in meta.get("ownerReferences") or [])
 
 
-def _failed_init(status: dict[str, Any]) -> dict[str, Any] | None:
+def sidecars(spec: dict[str, Any]) -> set[str]:
+    """Names of the native sidecars (init containers with restartPolicy Always): the kubelet
+    kills them when the pod fails, so their 137/143 is never why it failed."""
+    inits = spec.get("initContainers")
+    return {c["name"] for c in (inits if isinstance(inits, list) else []) if isinstance(c, dict) and c.get("restartPolicy") == "Always" and isinstance(c.get("name"), str)}
+
+
+def _failed_init(status: dict[str, Any], spec: dict[str, Any]) -> dict[str, Any] | None:
     """The terminated state of the init container that failed the pod, if one did."""
+    skip = sidecars(spec)
     for s in status.get("initContainerStatuses") or []:
-        term = (s.get("state") or {}).get("terminated") if isinstance(s, dict) else None
+        term = (s.get("state") or {}).get("terminated") if isinstance(s, dict) and s.get("name") not in skip else None
         if isinstance(term, dict) and term.get("exitCode") not in (None, 0):
             return term
     return None
@@ -132,7 +140,7 @@ def pod_state(obj: dict[str, Any], container: str | None = None, owner_uid: str 
     main = _container(statuses, container)
     term = ((main or {}).get("state") or {}).get("terminated") or {}
     exit_code = term.get("exitCode") if term else None
-    init = _failed_init(status) if not term and status.get("phase") == "Failed" else None
+    init = _failed_init(status, spec) if not term and status.get("phase") == "Failed" else None
     if init is not None:  # kubectl's Init:Error: the init container's code is the pod's
         term = {**init, "reason": f"Init:{init.get('reason') or 'ExitCode:' + str(init.get('exitCode'))}"}
         exit_code = init.get("exitCode")

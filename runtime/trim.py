@@ -15,7 +15,7 @@ import orjson
 from flatjob.compiler import keys
 from flatjob.compiler.limits import DEFAULT
 
-from .observe import STUCK, tolerates_unreachable
+from .observe import STUCK, sidecars, tolerates_unreachable
 
 TEMPLATE_BYTES = DEFAULT.object_bytes  # compile refuses a bigger pod (FJ324); the runtime does not cache one
 
@@ -141,7 +141,8 @@ def pod(obj: Obj) -> Obj:
     if statuses:
         out["status"]["containerStatuses"] = statuses
     inits = _container_statuses(status.get("initContainerStatuses"))
-    failed_init = [c for c in inits if c["state"].get("terminated", {}).get("exitCode") not in (None, 0)]
+    skip = sidecars(spec)  # a sidecar's kill code is not why the pod failed
+    failed_init = [c for c in inits if c["state"].get("terminated", {}).get("exitCode") not in (None, 0) and c.get("name") not in skip]
     stuck_init = [c for c in inits if c["state"].get("waiting", {}).get("reason") in STUCK]
     if failed_init or stuck_init:  # why a pod failed or waits before its containers start (kubectl's Init:Error, Init:ImagePullBackOff)
         out["status"]["initContainerStatuses"] = failed_init[:1] + stuck_init[:1]

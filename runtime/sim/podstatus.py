@@ -212,7 +212,8 @@ def running(pod: Obj, ip: str, containers: Iterable[str], started: float, now: f
 def ended(pod: Obj, ip: str, how: Ended, started: float, now: float) -> Obj:
     """The final status: Succeeded or Failed, each container's exit code and message; a failed
     init container leaves the regular ones waiting (PodInitializing), as the kubelet does."""
-    inits = tuple(ContainerLook.exited(e, started, now) for e in (*how.init, *how.sidecars))
+    order = list(_specs(pod, "initContainers"))  # the kubelet lists them in spec order, sidecars among them (SortInitContainerStatuses)
+    inits = tuple(ContainerLook.exited(e, started, now) for e in sorted((*how.init, *how.sidecars), key=lambda e: order.index(e.container) if e.container in order else len(order)))
     if how.init_failed is not None:
         names = _specs(pod, "containers")
         containers = tuple(ContainerLook(n, "waiting", "PodInitializing") for n in names)

@@ -14,9 +14,12 @@ from __future__ import annotations
 
 import pytest
 
+from flatjob.runtime import trim
 from flatjob.runtime.decisions.outcomes import observe
 from flatjob.runtime.decisions.restart import decide_restart
 from flatjob.runtime.model import Ledger, PodState
+from flatjob.runtime.observe import pod_state
+from flatjob.runtime.sim import podstatus
 
 from .builders import DISRUPTION_MESSAGES, NOW, job_view, observed, pod, released_from, uid
 
@@ -69,6 +72,42 @@ def test_disruptions_are_never_successes_or_failures(observed_pod: PodState | No
     assert (out.succeeded, out.failures) == ((), ())
     (d,) = out.disruptions
     assert (d.name, d.uid, d.reason) == ("j-worker-0", the_uid, reason)
+
+
+def _init_failed_behind_a_sidecar() -> dict:
+    """A pod as the kubelet writes it when `fetch-data` exits 1 behind a native sidecar: the
+    pod fails (restartPolicy Never, kubelet_pods.go getPhase), the kubelet kills the sidecar
+    (143), and lists init statuses in spec order (status_manager.go SortInitContainerStatuses)."""
+    t = "2026-01-01T00:00:0{}Z"
+    return {
+        "metadata": {"name": "j-worker-0", "uid": "u1", "annotations": {"flatjob.dev/attempt": "1"}},
+        "spec": {"initContainers": [{"name": "log-shipper", "restartPolicy": "Always"}, {"name": "fetch-data"}], "containers": [{"name": "pytorch"}]},
+        "status": {
+            "phase": "Failed",
+            "initContainerStatuses": [
+                {"name": "log-shipper", "state": {"terminated": {"exitCode": 143, "reason": "Error", "startedAt": t.format(1)}}},
+                {"name": "fetch-data", "state": {"terminated": {"exitCode": 1, "reason": "Error", "startedAt": t.format(2)}}},
+            ],
+            "containerStatuses": [{"name": "pytorch", "state": {"waiting": {"reason": "PodInitializing"}}}],
+        },
+    }
+
+
+@pytest.mark.parametrize("trimmed", [False, True], ids=["as-listed", "as-cached"])
+def test_an_init_failure_behind_a_native_sidecar_has_the_init_containers_code(trimmed: bool) -> None:
+    """The sidecar's kill code (143, retryable under ExitCode) is never the pod's: the failed
+    init container's 1 is (permanent under ExitCode), as without a sidecar."""
+    obj = _init_failed_behind_a_sidecar()
+    state = pod_state(trim.pod(obj) if trimmed else obj, "pytorch")
+    assert (state.exit_code, state.reason) == (1, "Init:Error")
+
+
+def test_run_locals_kubelet_lists_init_statuses_in_spec_order() -> None:
+    """run-local's status builder puts sidecars where the spec has them, as the kubelet does."""
+    how = podstatus.Ended((), init=(podstatus.Exited("fetch-data", 1, "Error"),), sidecars=(podstatus.Exited("log-shipper", 143, "Error"),))
+    status = podstatus.ended(_init_failed_behind_a_sidecar(), "10.0.0.1", how, 0.0, 1.0)
+    assert [s["name"] for s in status["initContainerStatuses"]] == ["log-shipper", "fetch-data"]
+    assert pod_state({**_init_failed_behind_a_sidecar(), "status": status}, "pytorch").exit_code == 1
 
 
 def test_a_failed_init_container_is_a_failure_with_its_exit_code() -> None:
