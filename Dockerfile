@@ -1,5 +1,6 @@
-# The runtime image: `flatjob runtime` for one job. Its tag must equal the compiler's version,
-# because the runtime re-renders pods with the compiler's code and refuses other versions.
+# The runtime image: `flatjob runtime` for a namespace's jobs (or one job's). Its tag must equal
+# the compiler's version: the runtime reads the record's spec and annotations as that version
+# wrote them, and refuses records compiled by another.
 FROM python:3.11-slim AS build
 WORKDIR /src
 COPY pyproject.toml README.md ./

@@ -1,6 +1,6 @@
 """Make a validated job canonical: every default explicit, one shape per kind.
 
-The canonical job is what the in-cluster record holds and what the runtime re-renders pods
+The canonical job is what the in-cluster record holds and what every manifest is rendered
 from, so it must carry everything rendering needs and nothing that depends on the input's
 spelling.  ColossalAIJob's older launcher/worker shape becomes the replicaSpecs shape.
 """

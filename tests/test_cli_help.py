@@ -23,7 +23,7 @@ BUILTINS = sorted(name for name in COMMANDS if name in BUILTIN)
 MUST_SAY = {
     "lint": ["PATHS are files or folders", "--format", "Exit status: 0", "docs/diagnostics.md"],
     "compile": ["--out", "--check", "Exit status"],
-    "diff": ["unified diff", "--out"],
+    "diff": ["unified diff", "--out", "Exit status"],
     "schema": ["jobs/<kind>.json", "yaml-language-server", "--check"],
     "explain": ["kubectl explain", "Examples:"],
     "krm": ["ResourceList"],

@@ -238,7 +238,12 @@ def compile_command(sources: tuple[str, ...], out: str, overlays: tuple[str, ...
 @_options
 @click.option("--exit-code", is_flag=True, help="Exit 1 when there are differences (like git diff --exit-code).")
 def diff_command(sources: tuple[str, ...], out: str, overlays: tuple[str, ...], exit_code: bool, **opts: Any) -> None:
-    """Show what `flatjob compile` would change in OUT, as a unified diff. Writes nothing."""
+    """Show what `flatjob compile` would change in OUT, as a unified diff. Writes nothing.
+
+    \b
+    Exit status: 0 (differences or not, unless --exit-code), 1 errors (or differences with
+    --exit-code), 2 usage error.
+    """
     from ..output import unified_diff
 
     result = _compile(sources, overlays, _build_options(**opts))
