@@ -159,16 +159,32 @@ def restarting(job: JobView, ledger: Ledger) -> str | None:
 
 
 def _running_note(job: JobView, pods: Mapping[str, PodState], ledger: Ledger) -> str:
-    """T9k's Running message when every pod runs; else how many do."""
+    """T9k's Running message when every pod runs; else how many do, and which failed for good."""
     wanted = [p.name for p in job.wanted() if p.name not in ledger.succeeded]
     up = sum(1 for n in wanted if n in ledger.released_set and (o := pods.get(n)) is not None and o.phase == "Running")
-    return MSG_RUNNING if up == len(wanted) else f"{up} of {len(wanted)} pods are running."
+    if up == len(wanted):
+        return MSG_RUNNING
+    lost = [n for n in wanted if n in ledger.failed]
+    return f"{up} of {len(wanted)} pods are running" + (f"; {_few(lost)} failed and {'is' if len(lost) == 1 else 'are'} not restarted." if lost else ".")
+
+
+def settled(job: JobView, pods: Mapping[str, PodState], ledger: Ledger) -> bool:
+    """Running as it will stay: every pod runs but those that failed for good without ending
+    the job (a worker under restartPolicy Never; only the master decides). Nothing is being
+    reconciled: Ready (as its policy wants it; ReplicaFailure and the message name the failed),
+    not Reconciling, so GitOps tools read the job as current (docs/gitops.md)."""
+    done = frozenset(ledger.succeeded) | frozenset(ledger.failed)
+    wanted = [p for p in job.wanted() if p.name not in done]
+    return bool(ledger.failed) and bool(wanted) and all(
+        p.name in ledger.released_set and (o := pods.get(p.name)) is not None and o.phase == "Running" for p in wanted
+    )
 
 
 def _conditions(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, wait: str | None, found: list[Trouble]) -> list[tuple[str, str, str, str]]:
     ph = phase(job, pods, ledger)
     steady = all_running(job, pods, ledger) and not found
     restart = restarting(job, ledger)
+    degraded = not steady and not found and not restart and ph == "Running" and settled(job, pods, ledger)
     busy = "Restarting" if restart else ph  # Ready and Reconciling's reason while not steady
     failed = ledger.outcome == "Failed"
     done = ledger.outcome is not None
@@ -186,8 +202,8 @@ def _conditions(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, wait
         ("Completed", "True", "Succeeded", message) if ledger.outcome == "Succeeded" else ("Completed", "False", reason if failed else "-", message if failed else "The job has not finished."),
         ("Failed", "True", reason, message) if failed else ("Failed", "False", ledger.outcome or "-", message if done else "The job has not failed."),
         ("Paused", "True", "Paused", MSG_PAUSED) if ledger.paused else ("Paused", "False", "-", "The job is not paused."),
-        ("Ready", "True", ph, message if done else MSG_RUNNING) if (ledger.outcome == "Succeeded" or (steady and not done)) else ("Ready", "False", busy, message or restart or wait or ph),
-        ("Reconciling", "False", ph, ph) if (done or steady or ledger.paused) else ("Reconciling", "True", busy, restart or wait or f"The job is {ph.lower()}."),
+        ("Ready", "True", ph, message if done else MSG_RUNNING) if (ledger.outcome == "Succeeded" or (steady and not done)) else ("Ready", "True", ph, _running_note(job, pods, ledger)) if degraded and not done else ("Ready", "False", busy, message or restart or wait or ph),
+        ("Reconciling", "False", ph, _running_note(job, pods, ledger) if degraded and not done else ph) if (done or steady or degraded or ledger.paused) else ("Reconciling", "True", busy, restart or wait or f"The job is {ph.lower()}."),
         ("Stalled", "True", why, message) if failed else ("Stalled", "False", ph, "The job has not failed."),
     ]
     return out

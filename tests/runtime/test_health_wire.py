@@ -46,3 +46,15 @@ def test_argocd_and_flux_through_a_restart_and_a_failure() -> None:
     s.finished()
     failed = "PyTorchTrainingJob sim has failed: sim-master-0 failed with exit code 1"
     assert judged(s) == ({"status": "Degraded", "message": f"BackoffLimitExceeded: {failed}"}, "Failed", "Failed")
+
+
+def test_a_worker_failed_for_good_leaves_a_running_job_current_and_named() -> None:
+    """Only the master decides a PyTorchTrainingJob (T9k): workers that fail under
+    restartPolicy Never are not restarted and the job runs on. Nothing is being reconciled, so
+    Flux reads it as current (no 5-minute timeout); Argo CD names the failed workers."""
+    s = Scenario(pytorch(master="sleep 900; exit 0", worker="sleep 5; exit 1", policy="Never"))
+    s.run_until(lambda st: st.get("aggregate", {}).get("failed") == 2)
+    s.settle(30)
+    note = "1 of 3 pods are running; sim-worker-0, sim-worker-1 failed and are not restarted."
+    assert judged(s) == ({"status": "Progressing", "message": note}, "Current", "Current")
+    assert (reconciling(s.status()).get("status"), reconciling(s.status()).get("message")) == ("False", note)
