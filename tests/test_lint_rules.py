@@ -550,6 +550,53 @@ CASES = [
               template: {spec: {containers: [{name: worker, image: c}]}}
         """,
     ),
+    # T9k's own DeepSpeed and ColossalAI examples put restartPolicy in the pod template: always Never
+    Case(
+        "pod-template-restart-policy-deepspeed",
+        """
+        apiVersion: batch.tensorstack.dev/v1beta1
+        kind: DeepSpeedJob
+        metadata: {name: job}
+        spec:
+          config: {run: {python: [train.py]}}
+          worker:
+            replicas: 2
+            template:
+              spec:
+                restartPolicy: OnFailure
+        #       ^ FJ344
+                containers: [{name: worker, image: c}]
+        """,
+        message="the pod's restartPolicy is always Never (as in T9k), so OnFailure here does nothing; restarts follow spec.worker.restartPolicy",
+        hint="remove template.spec.restartPolicy",
+    ),
+    Case(
+        "pod-template-restart-policy-pytorch",
+        """
+        apiVersion: batch.tensorstack.dev/v1beta1
+        kind: PyTorchTrainingJob
+        metadata: {name: job}
+        spec:
+          replicaSpecs:
+            - type: master
+              replicas: 1
+              template: {spec: {restartPolicy: Always, containers: [{name: pytorch, image: c}]}}
+        #                       ^ FJ344
+        """,
+        message="the pod's restartPolicy is always Never (as in T9k), so Always here does nothing; restarts follow spec.replicaSpecs[0].restartPolicy",
+    ),
+    Case(
+        "valid-pod-template-restart-policy-never",
+        """
+        apiVersion: batch.tensorstack.dev/v1beta1
+        kind: GenericJob
+        metadata: {name: job}
+        spec:
+          replicaSpecs:
+            - type: worker
+              template: {spec: {restartPolicy: Never, containers: [{name: w, image: c}]}}
+        """,
+    ),
 ]
 
 

@@ -14,7 +14,7 @@ from typing import Any
 from ..errors import Diagnostic, Severity
 from ..jobtypes import ColossalAIJob, DeepSpeedJob, GenericJob, PyTorchTrainingJob
 from ..limits import DEFAULT as DEFAULT_LIMITS
-from ..loader import Document, PathT
+from ..loader import Document, PathT, format_path
 from ..plan.common import elastic_of
 from ..podset import object_names, pod_counts, pod_total
 from ..podtemplate import containers_of, training_index
@@ -239,6 +239,22 @@ def has_containers(job: Any, doc: Document) -> Iterator[Diagnostic]:
     for g in groups(job):
         if g.template is not None and not containers_of(g.template):
             yield doc.diagnostic("FJ310", "the pod template has no containers (template.spec.containers)", g.template_path, key=True)
+
+
+def template_restart_policy(job: Any, doc: Document) -> Iterator[Diagnostic]:
+    """A pod template's restartPolicy other than Never is overridden (T9k's API references:
+    "RestartPolicy in PodTemplateSpec will always be set to Never"); T9k's own DeepSpeed and
+    ColossalAI examples write OnFailure there, so say where restarts are set instead."""
+    for g in groups(job):
+        spec = g.template.get("spec") if isinstance(g.template, dict) else None
+        policy = spec.get("restartPolicy") if isinstance(spec, dict) else None
+        if policy in (None, "Never"):
+            continue
+        where = "ColossalAI pods are never restarted" if job.kind == "ColossalAIJob" else f"restarts follow {format_path((*g.path, 'restartPolicy'))}"
+        yield doc.diagnostic(
+            "FJ344", f"the pod's restartPolicy is always Never (as in T9k), so {policy!s} here does nothing; {where}",
+            (*g.template_path, "spec", "restartPolicy"), key=True, severity=Severity.WARNING, hint="remove template.spec.restartPolicy",
+        )
 
 
 def container_images(job: Any, doc: Document) -> Iterator[Diagnostic]:
@@ -606,7 +622,7 @@ def _balanced(value: str, start: int) -> str:
 
 # --- the table ---------------------------------------------------------------------------
 
-COMMON: tuple[Rule, ...] = (job_name, job_namespace, metadata_labels, flatjob_annotations, rendered_names, unique_types, run_mode, resume_specs, has_pods, has_containers, container_images, *apivalues.RULES, *podspec.RULES)
+COMMON: tuple[Rule, ...] = (job_name, job_namespace, metadata_labels, flatjob_annotations, rendered_names, unique_types, run_mode, resume_specs, has_pods, has_containers, template_restart_policy, container_images, *apivalues.RULES, *podspec.RULES)
 RULES: dict[type, tuple[Rule, ...]] = {
     PyTorchTrainingJob: (*COMMON, elastic_range, elastic_needs_torchrun, torchrun_fields, tensorboard),
     DeepSpeedJob: (*COMMON, elastic_range, deepspeed_run, deepspeed_other_args, reserved_paths, *launchers.DEEPSPEED_RULES),
