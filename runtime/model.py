@@ -82,9 +82,8 @@ class Ledger:
     incident_at: float | None = None  # when the latest failure incident began (failures together count once)
     incident: tuple[str, ...] = ()  # the pods that failed in it
     disruptions: int = 0  # pods replaced after a disruption (never counted as restarts)
-    disrupted_at: float | None = None  # when the latest disruption was seen (peers failing soon after are its doing)
-    disrupted_pod: str | None = None  # and which pod it was
-    disrupted_until: float | None = None  # when that pod was first seen stopped or gone (None: not yet)
+    disrupted: Mapping[str, float] = field(default_factory=dict)  # pod name -> when its disruption was seen (peers failing meanwhile are its doing)
+    disrupted_end: Mapping[str, float] = field(default_factory=dict)  # pod name -> when its replacement was first seen running (or it was no longer wanted)
     settling: Mapping[str, float] = field(default_factory=dict)  # pod name -> when its failure for good was first seen (decided after SETTLE)
     gang_not_before: float | None = None  # earliest start of this attempt's gang (group restart, refused gang)
     refused: str | None = None  # the API server's last refusal of a pod this attempt needs (quota, webhook)
@@ -122,9 +121,8 @@ class Ledger:
             ("incidentAt", self.incident_at),
             ("incident", nameset.encode(self.incident) if self.incident else None),
             ("disruptions", self.disruptions or None),
-            ("disruptedAt", self.disrupted_at),
-            ("disruptedPod", self.disrupted_pod),
-            ("disruptedUntil", self.disrupted_until),
+            ("disrupted", _grouped(self.disrupted, repr) if self.disrupted else None),
+            ("disruptedEnd", _grouped(self.disrupted_end, repr) if self.disrupted_end else None),
             ("refused", self.refused),
             ("refusals", self.refusals or None),
             ("startTime", self.start_time),
@@ -147,7 +145,7 @@ class Ledger:
         if not data:
             return cls()
         d = dict(data)
-        names = nameset.Budget(7 * nameset.MAX_NAMES)  # all seven name lists together (a tenant may edit them)
+        names = nameset.Budget(9 * nameset.MAX_NAMES)  # all nine name lists together (a tenant may edit them)
         return cls(
             attempt=int(d.get("attempt", 1)),
             released=_names(d.get("released"), names),
@@ -162,9 +160,8 @@ class Ledger:
             incident_at=_float(d.get("incidentAt")),
             incident=_names(d.get("incident"), names),
             disruptions=int(d.get("disruptions", 0)),
-            disrupted_at=_float(d.get("disruptedAt")),
-            disrupted_pod=_text(d.get("disruptedPod")),
-            disrupted_until=_float(d.get("disruptedUntil")),
+            disrupted=_ungrouped(d.get("disrupted"), float, names),
+            disrupted_end=_ungrouped(d.get("disruptedEnd"), float, names),
             settling=_ungrouped(d.get("settling"), float, names),
             gang_not_before=_float(d.get("gangNotBefore")),
             refused=d.get("refused"),
@@ -219,13 +216,6 @@ def _ungrouped(data: Any, kind: Any, budget: nameset.Budget | None = None) -> di
 
 def _float(value: Any) -> float | None:
     return None if value is None else float(value)
-
-
-def _text(value: Any) -> str | None:
-    """A pod name the ledger keeps (anyone may edit status: a name's length at most)."""
-    if value is not None and not isinstance(value, str):
-        raise TypeError(f"expected a name, got {type(value).__name__}")
-    return None if value is None else value[:253]
 
 
 @dataclass(frozen=True)

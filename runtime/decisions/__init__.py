@@ -98,7 +98,7 @@ def _run(job: JobView, pods: Mapping[str, PodState], led: Ledger, world: World, 
         return led, events, (), (), None, None
     rd = decide_restart(job, pods, led, out.failures, now, out.disruptions, settle)
     led, events = rd.ledger, [*events, *rd.events]
-    led = disruption_end(pods, led, now)
+    led = disruption_end(job, pods, led, now)
     if rd.fatal is None and out.succeeded:
         rc = restart_completed(job, pods, led, out.succeeded, now)
         led, events = rc.ledger, [*events, *rc.events]

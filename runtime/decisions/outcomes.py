@@ -16,10 +16,12 @@ trouble's doing, and is a disruption too: ranks are coupled (NCCL, torchrun's re
 deepspeed's and colossalai run's ssh sessions), so a peer exits 1 or 255 when a drained or
 lost member goes, and its exit code says nothing about the training either.  The trouble
 lasts while the disrupted pod still runs (a drained pod keeps running through its grace
-period, a pod on a lost node until the Node is deleted) and DISRUPTION_WINDOW after it was
-first seen stopped or gone: its peers fail when it stops, not when it is marked.  A pod
-started after the trouble began fails on its own account (a replacement that crashes is
-counted, never replaced at once forever).
+period, a pod on a lost node until the Node is deleted), then until its replacement runs (a
+preempted master's replacement may stay Unschedulable while its peers time out waiting for it),
+and DISRUPTION_WINDOW after: its peers fail when it stops or when they give up waiting, not
+when it is marked.  Every disrupted pod keeps its own trouble (the ledger's `disrupted`): two
+drains that overlap each excuse their own peers.  A pod started after the trouble began fails
+on its own account (a replacement that crashes is counted, never replaced at once forever).
 """
 
 from __future__ import annotations
@@ -55,6 +57,7 @@ class Disruption:
     type: str
     reason: str  # human words: "was evicted (EvictionByEvictionAPI: Eviction API: evicting)"
     peer: str | None = None  # a failure that was this pod's disruption's doing
+    late: bool = False  # first seen once its pod had stopped or gone (a kubelet's eviction): peers may have failed first
 
 
 @dataclass(frozen=True)
@@ -79,7 +82,7 @@ def observe(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, now: flo
         pod = pods.get(name)
         why = disrupted(pod, ledger)
         if why is not None:
-            disruptions.append(Disruption(name, pod.uid if pod is not None else "", spec.type, why))
+            disruptions.append(Disruption(name, pod.uid if pod is not None else "", spec.type, why, late=pod is None or pod.terminal))
         elif pod is not None and pod.phase == "Succeeded":
             succeeded.append(name)
         elif pod is not None and pod.phase == "Failed":
@@ -98,9 +101,9 @@ def observe(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, now: flo
 
 
 def _troubled(pods: Mapping[str, PodState], ledger: Ledger, now: float | None) -> list[tuple[str, str, float | None]]:
-    """(pod, why, since) for each pod of the attempt in trouble now, and the latest disruption
-    while its pod runs and DISRUPTION_WINDOW after; `since` (None: this cycle) is when the
-    trouble began, so only pods already running then are its peers."""
+    """(pod, why, since) for each pod of the attempt in trouble now, and each disrupted pod
+    until its replacement runs and DISRUPTION_WINDOW after; `since` (None: this cycle) is when
+    the trouble began, so only pods already running then are its peers."""
     out: list[tuple[str, str, float | None]] = []
     for name in ledger.released:  # seen disrupted this cycle
         why = disrupted(pods.get(name), ledger)
@@ -112,23 +115,51 @@ def _troubled(pods: Mapping[str, PodState], ledger: Ledger, now: float | None) -
             continue
         if pod.node_lost_since is not None:
             out.append((pod.name, "is on a node that stopped reporting", pod.node_lost_since))
-        elif pod.disruption is not None or (pod.deleting and pod.name == ledger.disrupted_pod):
-            out.append((pod.name, f"is being disrupted ({pod.disruption or 'deleted'})", ledger.disrupted_at))
-    if ledger.disrupted_at is not None and now is not None and ledger.disrupted_at <= now:  # never from the future (a status edit)
-        end = ledger.disrupted_until if ledger.disrupted_until is not None else now  # not seen stopped yet: it still counts
-        if 0 <= now - end <= DISRUPTION_WINDOW:
-            out.append((ledger.disrupted_pod or "a pod", f"was disrupted {now - ledger.disrupted_at:.0f} s before", ledger.disrupted_at))
+        elif pod.disruption is not None or (pod.deleting and pod.name in ledger.disrupted):
+            out.append((pod.name, f"is being disrupted ({pod.disruption or 'deleted'})", ledger.disrupted.get(pod.name)))
+        else:
+            continue
+        seen.add(pod.name)
+    for name, since in sorted(ledger.disrupted.items(), key=lambda kv: kv[1]):
+        if name in seen or now is None or since > now:  # never from the future (a status edit)
+            continue
+        end = ledger.disrupted_end.get(name)
+        if end is None:
+            out.append((name, f"was disrupted {now - since:.0f} s before and has not run again since", since))
+        elif 0 <= now - end <= DISRUPTION_WINDOW:
+            out.append((name, f"was disrupted {now - since:.0f} s before", since))
     return out
 
 
-def disruption_end(pods: Mapping[str, PodState], ledger: Ledger, now: float) -> Ledger:
-    """The ledger with the moment its latest disrupted pod was first seen stopped or gone
-    (its peers' DISRUPTION_WINDOW runs from then), once."""
-    if ledger.disrupted_at is None or ledger.disrupted_until is not None:
+def disruption_end(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, now: float) -> Ledger:
+    """The ledger with the moment each disrupted pod's replacement was first seen running (or
+    the pod no longer wanted: its peers' DISRUPTION_WINDOW runs from then), and entries whose
+    window has passed, or that date from the future (a status edit), dropped."""
+    if not ledger.disrupted:
         return ledger
-    pod = pods.get(ledger.disrupted_pod) if ledger.disrupted_pod is not None else None
-    running = pod is not None and not pod.terminal and (pod.disruption is not None or pod.deleting or pod.node_lost_since is not None)
-    return ledger if running else ledger.evolve(disrupted_until=now)
+    wanted = {p.name for p in job.wanted()} - ledger.settled
+    keep: dict[str, float] = {}
+    ended: dict[str, float] = {}
+    for name, since in ledger.disrupted.items():
+        end = ledger.disrupted_end.get(name)
+        if since > now or (end is not None and now - end > DISRUPTION_WINDOW):
+            continue
+        keep[name] = since
+        if end is None and (name not in wanted or _running_again(pods.get(name), ledger)):
+            end = now
+        if end is not None:
+            ended[name] = end
+    if keep == ledger.disrupted and ended == ledger.disrupted_end:
+        return ledger
+    return ledger.evolve(disrupted=keep, disrupted_end=ended)
+
+
+def _running_again(pod: PodState | None, ledger: Ledger) -> bool:
+    """Whether a disrupted pod's name holds this attempt's replacement, running untroubled."""
+    return (
+        pod is not None and pod.ours and pod.attempt == ledger.attempt and not pod.gated and pod.phase == "Running"
+        and not pod.deleting and pod.disruption is None and pod.node_lost_since is None
+    )
 
 
 def disrupted(pod: PodState | None, ledger: Ledger) -> str | None:

@@ -136,9 +136,9 @@ def _replace_disrupted(job: JobView, ledger: Ledger, disruptions: tuple[Disrupti
     the launcher cannot take a new member (group and none scopes: a new attempt)."""
     first = disruptions[0]
     led = ledger.evolve(disruptions=ledger.disruptions + len(disruptions))
-    root = next((d for d in disruptions if d.peer is None), None)
-    if root is not None:  # a peer's failure never starts a window of its own (a crash loop would never count)
-        led = led.evolve(disrupted_at=now, disrupted_pod=root.name, disrupted_until=None)
+    roots = {d.name for d in disruptions if d.peer is None}
+    if roots:  # each keeps its own trouble; a peer's failure never starts one (a crash loop would never count)
+        led = led.evolve(disrupted={**led.disrupted, **dict.fromkeys(roots, now)}, disrupted_end={k: v for k, v in led.disrupted_end.items() if k not in roots})
     if job.scope in ("group", "none"):
         led = led.evolve(attempt=led.attempt + 1, released=(), succeeded=(), failed=(), not_before={}, gang_not_before=None)
         event = ("Warning", "Disrupted", f"{first.name} {first.reason}; replacing all {len(job.pods)} pods as attempt {led.attempt} (not a restart)")
@@ -146,7 +146,39 @@ def _replace_disrupted(job: JobView, ledger: Ledger, disruptions: tuple[Disrupti
     gone = {d.name for d in disruptions}
     led = led.evolve(not_before={k: v for k, v in led.not_before.items() if k not in gone})
     events = tuple(("Warning", "Disrupted", f"{d.name} {d.reason}; replacing it (not a restart)") for d in disruptions)
+    late = next((d for d in disruptions if d.peer is None and d.late), None)
+    if late is not None:
+        led, taken = _taken_back(job, led, late, now)
+        events += taken
     return RestartDecision(led, tuple(sorted(gone)), events=events)
+
+
+def _taken_back(job: JobView, ledger: Ledger, root: Disruption, now: float) -> tuple[Ledger, tuple[tuple[str, str, str], ...]]:
+    """A disruption first seen once its pod had stopped (the kubelet reports its own eviction,
+    node pressure or a graceful node shutdown, only then: mergePodStatus) may have broken its
+    peers' collectives before: a restart incident counted within SETTLE before it, that the
+    pod was not part of, was its doing. Its count is taken back (backoffCount, restartCount,
+    the replicas' own counts and back-off steps), and its replacements wait no longer."""
+    if ledger.incident_at is None or not 0 <= now - ledger.incident_at <= SETTLE or root.name in ledger.incident or not ledger.incident:
+        return ledger, ()
+    members = [n for n in ledger.incident if job.pod(n) is not None]
+    restarts = dict(ledger.restarts)
+    mine = dict(ledger.replica_restarts)
+    levels = dict(ledger.levels)
+    for name in members:
+        rtype = job.pod(name).type  # type: ignore[union-attr]
+        restarts[rtype] = max(restarts.get(rtype, 0) - 1, 0)
+        if name in mine:
+            mine[name] = max(mine[name] - 1, 0)
+        if levels.get(name, 0) > 0:
+            levels[name] -= 1
+    led = ledger.evolve(
+        restarts=restarts, replica_restarts={k: v for k, v in mine.items() if v}, levels={k: v for k, v in levels.items() if v},
+        backoff_count=max(ledger.backoff_count - 1, 0), incident_at=None, incident=(),
+        not_before={k: v for k, v in ledger.not_before.items() if k not in members},
+    )
+    who = ", ".join(members[:3]) + (f" and {len(members) - 3} more" if len(members) > 3 else "")
+    return led, (("Normal", "RestartNotCounted", f"the restart of {who} {now - ledger.incident_at:.0f} s before was {root.name}'s disruption's doing: not counted"),)
 
 
 def decide_restart(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, failures: tuple[Failure, ...], now: float, disruptions: tuple[Disruption, ...] = (), settle: float = SETTLE) -> RestartDecision:

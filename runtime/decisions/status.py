@@ -100,7 +100,7 @@ def troubles(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, now: fl
                     f"pod {name} on node {node} has not been reported since {since} (the node is not ready); Kubernetes deletes it "
                     f"once its toleration of an unreachable node runs out ({pod.unreachable_grace:.0f} s, about "
                     f"{rfc3339(pod.node_lost_since + pod.unreachable_grace)}), then the job replaces it")))
-        elif pod.deleting and not pod.terminal and pod.attempt == ledger.attempt and (pod.disruption is not None or name == ledger.disrupted_pod):
+        elif pod.deleting and not pod.terminal and pod.attempt == ledger.attempt and (pod.disruption is not None or name in ledger.disrupted):
             how = f"is being disrupted ({pod.disruption}{': ' + pod.disruption_message if pod.disruption_message else ''})" if pod.disruption else "is being deleted by someone else"
             out.append(Trouble(name, "Disrupted", f"pod {name} {how}; the job replaces it once it has stopped (not a restart)"))
         elif pod.phase == "Pending" and not pod.gated and not pod.deleting and pod.attempt == ledger.attempt:

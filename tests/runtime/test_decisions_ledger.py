@@ -99,6 +99,12 @@ FULL = Ledger(
     resuming=True,
     observed_generation=7,
     replica_failed="Pod[j-worker-7] exited with error code 1",
+    incident_at=NOW - 5,
+    incident=("j-worker-1", "j-worker-2"),
+    disruptions=3,
+    disrupted={f"j-worker-{i}": NOW - 60 for i in range(10, 500)} | {"j-worker-7": NOW - 20},  # a drain of many nodes: grouped
+    disrupted_end={"j-worker-7": NOW - 2},
+    settling={"j-worker-9": NOW - 1},
 )
 
 

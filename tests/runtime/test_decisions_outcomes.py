@@ -224,13 +224,16 @@ REPLACEMENT = pod("j-worker-1", "Running", incarnation=2, started_at=NOW - 1)
     pytest.param(REPLACEMENT, NOW - 40, False, id="replaced-40s-ago"),
     pytest.param(DRAINED, NOW + 500, True, id="an-edited-future-end-while-it-still-runs"),
     pytest.param(None, NOW + 500, False, id="an-edited-future-end-excuses-nothing"),
+    pytest.param(None, None, True, id="gone-its-replacement-not-running-yet"),  # a preempted pod's replacement Unschedulable
+    pytest.param(pod("j-worker-1", "Pending", incarnation=2, gated=False), None, True, id="its-replacement-pending"),
 ])
-def test_a_peer_is_excused_while_the_disrupted_pod_runs_and_30s_after_it_stopped(worker_1: PodState | None, until: float | None, excused: bool) -> None:
+def test_a_peer_is_excused_until_the_disrupted_pods_replacement_runs_and_30s_after(worker_1: PodState | None, until: float | None, excused: bool) -> None:
     """The master fails 100 s after worker-1 was seen disrupted (a drain with a long grace
-    period, or a lost node): what decides is when worker-1 stopped, not when it was marked."""
+    period, a lost node, a preemption whose replacement cannot be scheduled): what decides is
+    when worker-1 ran again (`until`: its replacement first seen running), not when it was marked."""
     job = job_view("PyTorchTrainingJob")
     master = pod("j-master-0", "Failed", exit=1, started_at=NOW - 3600)
     pods = observed(master, pod("j-worker-0", "Running"), *([worker_1] if worker_1 else []))
-    led = Ledger(released=("j-master-0", "j-worker-0"), disrupted_at=NOW - 100, disrupted_pod="j-worker-1", disrupted_until=until)
+    led = Ledger(released=("j-master-0", "j-worker-0"), disrupted={"j-worker-1": NOW - 100}, disrupted_end={} if until is None else {"j-worker-1": until})
     out = observe(job, pods, led, NOW)
     assert ([d.name for d in out.disruptions], [f.name for f in out.failures]) == ((["j-master-0"], []) if excused else ([], ["j-master-0"]))

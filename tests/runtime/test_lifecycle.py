@@ -261,6 +261,70 @@ def test_lifecycle_a_peer_failing_before_its_nodes_eviction_is_visible_waits_for
     assert [e["message"].split(" (")[0] for e in events(s, "Disrupted")] == ["ds-worker-0 failed with exit code 255"]
 
 
+def test_lifecycle_a_peer_failing_before_an_eviction_is_visible_is_not_counted_under_on_failure() -> None:
+    """The same node-pressure eviction under OnFailure: the master's failure is not final, so
+    it is counted and restarted at once; when worker-1's eviction shows up (its pod already
+    stopped), that restart is taken back: backoffCount and restartCount stay 0."""
+    s = Scenario(pytorch(master=LONG, worker=LONG, policy="OnFailure"))
+    s.kubelet.behaviors["sim-worker-1"] = lambda pod, env: Program(on_term=143, term_seconds=20)
+    running(s, 3)
+    old = uid(s, "sim-master-0")
+    s.kubelet.evict("sim-worker-1", grace=30)
+    s.tick(2)
+    s.kubelet.kill("sim-master-0", 1)
+    st = s.run_until(lambda st: st["runtime"].get("disruptions", 0) >= 1 and st.get("aggregate", {}).get("running") == 3, limit=120)
+    assert (st["phase"], st["backoffCount"], restarts(st)) == ("Running", 0, {"master": 0, "worker": 0})
+    assert uid(s, "sim-master-0") != old
+    (event,) = events(s, "RestartNotCounted")
+    assert event["message"].startswith("the restart of sim-master-0 ") and event["message"].endswith("was sim-worker-1's disruption's doing: not counted")
+
+
+def test_lifecycle_a_peer_timing_out_while_a_preempted_masters_replacement_cannot_be_scheduled_is_excused() -> None:
+    """The scheduler preempts the master for a pod that keeps its room, so the replacement is
+    Unschedulable; two minutes later a worker's torchrun gives up waiting for the rendezvous
+    (exit 1). The trouble lasts until the replacement runs: the worker is replaced, uncounted,
+    not failed for good under ExitCode; once the room is back, every pod runs again."""
+    cpu = "resources: {requests: {cpu: '1'}}\n              command: [sh, -c,"
+    s = Scenario(pytorch(master=LONG, worker=LONG, policy="ExitCode").replace("command: [sh, -c,", cpu))
+    s.kubelet.nodes["fake-node-1"].allocatable = {"cpu": "3"}
+    running(s, 3)
+    old = uid(s, "sim-master-0")
+    s.kubelet.scheduler.preempt("sim-master-0")
+    s.kubelet.nodes["fake-node-1"].allocatable = {"cpu": "2"}  # the preemptor holds the room
+    s.run_until(lambda st: "Unschedulable" in str(st["conditions"]), limit=60)
+    s.settle(120)
+    w0 = uid(s, "sim-worker-0")
+    s.kubelet.kill("sim-worker-0", 1)  # RendezvousTimeoutError
+    st = s.run_until(lambda st: "sim-worker-0" in s.pods() and uid(s, "sim-worker-0") != w0, limit=60)
+    assert (st["phase"], st["backoffCount"], restarts(st)) == ("Running", 0, {"master": 0, "worker": 0})
+    assert "failed" not in st["runtime"] or "sim-worker-0" not in str(st["runtime"]["failed"])
+    assert any("sim-worker-0 failed with exit code 1 while sim-master-0 was disrupted" in e["message"] for e in events(s, "Disrupted"))  # (combined from similar events)
+    s.kubelet.nodes["fake-node-1"].allocatable = {"cpu": "3"}  # the preemptor left
+    st = s.run_until(lambda st: st.get("aggregate", {}).get("running") == 3, limit=120)
+    assert uid(s, "sim-master-0") != old and st["backoffCount"] == 0
+
+
+def test_lifecycle_two_overlapping_drains_each_excuse_their_own_peers() -> None:
+    """A node upgrade drains worker-0's node (60 s of checkpointing on SIGTERM); 5 s later
+    worker-1 is preempted and stops at once. When worker-0 finally stops, the master's
+    collective breaks (exit 1, permanent under ExitCode): still worker-0's drain's doing."""
+    text = pytorch(master=LONG, worker=LONG, policy="ExitCode").replace("          containers:", "          terminationGracePeriodSeconds: 120\n          containers:")
+    s = Scenario(text)
+    s.kubelet.behaviors["sim-worker-0"] = lambda pod, env: Program(on_term=0, term_seconds=60)
+    s.kubelet.behaviors["sim-worker-1"] = lambda pod, env: Program(on_term=143, term_seconds=0)
+    running(s, 3)
+    w0 = uid(s, "sim-worker-0")
+    s.cluster.evict_pod(NAMESPACE, "sim-worker-0")
+    s.tick(5)
+    s.kubelet.scheduler.preempt("sim-worker-1")
+    s.run_until(lambda st: "sim-worker-0" not in s.pods() or uid(s, "sim-worker-0") != w0, limit=120)
+    master = uid(s, "sim-master-0")
+    s.kubelet.kill("sim-master-0", 1)
+    st = s.run_until(lambda st: st["phase"] == "Failed" or ("sim-master-0" in s.pods() and uid(s, "sim-master-0") != master), limit=120)
+    assert (st["phase"], st["backoffCount"], restarts(st)) == ("Running", 0, {"master": 0, "worker": 0})
+    assert any("sim-master-0 failed with exit code 1 while sim-worker-0 was disrupted" in e["message"] for e in events(s, "Disrupted"))  # (combined from similar events)
+
+
 def test_lifecycle_a_failure_no_disruption_explains_ends_the_job_after_it_settles() -> None:
     s = _on_three_nodes()
     s.kubelet.kill("ds-worker-0", 1)
