@@ -106,6 +106,8 @@ INPUTS = {
     "15 files of 1 000 000 empty documents": lambda: {f"empty{i:02d}.yaml": "---\n" * 1_000_000 for i in range(15)},
     "nesting 100 000 deep (200 KB)": lambda: {"hostile.yaml": "[" * 100_000 + "]" * 100_000 + "\n"},
     "flow list of 5 MiB": lambda: {"hostile.yaml": "[" + "1," * (5 * 1024 * 1024 // 2) + "1]\n"},
+    "1 MB duplicate key, its alias 20 000 times as a key": lambda: {"hostile.yaml": "a:\n  ? &k " + "A" * 1_000_000 + "\n  : v\n" + "  *k : v\n" * 20_000},
+    "!!bool x on a 1 MB line, its alias 20 000 times": lambda: {"hostile.yaml": "a: &a !!bool x   #" + "C" * 1_000_000 + "\nb: [" + ", ".join(["*a"] * 20_000) + "]\n"},
     "replicas: 1000000000": lambda: {"hostile.yaml": JOB.replace("name: ok", "name: big").replace("replicas: 2", "replicas: 1000000000")},
     "render: 1 MiB env value x 2 000 replicas": lambda: {"hostile.yaml": env_job("x" * 1024 * 1024, 2000)},
     "render: 900 KiB env value x 2 000 replicas": lambda: {"hostile.yaml": env_job("x" * 900 * 1024, 2000)},

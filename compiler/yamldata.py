@@ -143,6 +143,11 @@ class _Cursor:
 _NEW_MARK = partial(tuple.__new__, Mark)  # Mark((line, col)) without NamedTuple's Python __new__
 
 
+def _shown(text: str, width: int = 40) -> str:
+    """Input text as a message quotes it: cut to `width` (a key or tag may be 1 MB)."""
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
 def _mark(event: Event) -> Mark:
     return _NEW_MARK((event.start_mark.line + 1, event.start_mark.column + 1))
 
@@ -165,6 +170,7 @@ class _Builder:
         self.value_marks: dict[PathT, Mark] = {}
         self.key_marks: dict[PathT, Mark] = {}
         self.problems: list[Diagnostic] = []
+        self._reported: set[tuple[str, int, int, str]] = set()
         self.events: list[Event] = []  # this document's events, replayed for aliases and merges
         self.ends: dict[int, int] = {}  # a recorded collection's start index -> the index after its end
         self.anchors: dict[str, _Anchor] = {}
@@ -213,6 +219,12 @@ class _Builder:
         return self.replay[0].origin if self.replay else mark
 
     def _problem(self, code: str, message: str, mark: Mark) -> None:
+        """One finding, once per place: an alias or merge replays its anchor's events, and a
+        finding made on each of 50 000 replays would each hold the line (which may be 1 MB)."""
+        key = (code, mark.line, mark.col, message)
+        if key in self._reported:
+            return
+        self._reported.add(key)
         self.problems.append(Diagnostic(code, message, self.source.path, mark.line, mark.col, source_line=self.source.line(mark.line)))
 
     def _limit(self, message: str, mark: Mark) -> LimitHit:
@@ -371,7 +383,7 @@ class _Builder:
         if len(self.frames) >= self.limits.depth:
             raise self._limit(f"collections nested more than {self.limits.depth} levels deep", self._where(event))
         if event.tag is not None and event.tag != "!" and event.tag not in _PLAIN_TAGS[event.__class__]:
-            self._problem("FJ104", f"unsupported YAML tag {event.tag!r}; Kubernetes accepts plain YAML only", _mark(event))
+            self._problem("FJ104", f"unsupported YAML tag {_shown(event.tag)!r}; Kubernetes accepts plain YAML only", _mark(event))
         if anchor is not None:
             anchor.size = before  # the node count before it; the difference is taken at its end
         self.frames.append(_Frame({} if event.__class__ is MappingStartEvent else [], path, anchor))
@@ -459,7 +471,7 @@ class _Builder:
 
     def _duplicate(self, top: _Frame, text: str, mark: Mark) -> None:
         first = top.explicit[text]
-        self._problem("FJ101", f"duplicate key {text!r} (first defined at line {first.line}); Kubernetes rejects duplicate keys", mark)
+        self._problem("FJ101", f"duplicate key {_shown(text)!r} (first defined at line {first.line}); Kubernetes rejects duplicate keys", mark)
         top.key = _DISCARD
 
     def _merge_value(self, top: _Frame, event: Event, index: int) -> None:
@@ -624,13 +636,12 @@ class _Builder:
         """A scalar's value by its (resolved) tag: kubectl's reading of YAML 1.1."""
         make = _SCALARS.get(tag)
         if make is None:
-            self._problem("FJ104", f"unsupported YAML tag {tag!r}; Kubernetes accepts plain YAML only", _mark(event))
+            self._problem("FJ104", f"unsupported YAML tag {_shown(tag)!r}; Kubernetes accepts plain YAML only", _mark(event))
             return event.value
         try:
             return make(event.value, tag)
         except (ConstructorError, ValueError, KeyError, IndexError, OverflowError):  # only an explicit tag can fail: !!bool x, !!int ""
-            shown = event.value if len(event.value) <= 40 else event.value[:37] + "..."
-            self._problem("FJ104", f"{shown!r} is not a valid {tag.replace(_TAG, '!!')} value", _mark(event))
+            self._problem("FJ104", f"{_shown(event.value)!r} is not a valid {tag.replace(_TAG, '!!')} value", _mark(event))
             return event.value
 
 

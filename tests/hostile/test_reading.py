@@ -323,3 +323,31 @@ def test_merges_of_merges_nest_at_most_the_depth_limit(box: Sandbox) -> None:
     run_ = box.flatjob("lint", "jobs")
     assert_clean_exit(run_, 1)
     assert "FJ105" in run_.codes() and run_.cpu < ROUND_TWO_CPU
+
+
+# --- findings made again on each alias replay (issue 21, round four) -------------------------------
+
+_HEAD = "apiVersion: batch.tensorstack.dev/v1beta1\nkind: PyTorchTrainingJob\nmetadata:\n  name: x\n"
+MB = 1_000_000
+
+REPLAYED = {
+    # name: (file text, the finding's code): each finding is on a node an alias replays thousands of times
+    "duplicate-1MB-key-20000-times": (_HEAD + "  labels:\n    ? &k " + "A" * MB + "\n    : v\n" + "    *k : v\n" * 20_000, "FJ101"),
+    "bad-bool-on-a-1MB-line-20000-times": (_HEAD + "spec:\n  a: &a !!bool x   #" + "C" * MB + "\n  b: [" + ", ".join(["*a"] * 20_000) + "]\n", "FJ104"),
+    "1MB-tag-3000-times": (_HEAD + "spec:\n  a: &a !<tag:" + "T" * MB + "> x\n  b: [" + ", ".join(["*a"] * 3_000) + "]\n", "FJ104"),
+}
+
+
+@pytest.mark.parametrize("name", list(REPLAYED))
+def test_a_finding_an_alias_replays_is_made_once_and_quotes_little(box: Sandbox, name: str) -> None:
+    """Before: each replay built the finding again, each holding the 1 MB line or key: a
+    MemoryError (exit 3) after 11-21 s at a 2 GB cap in lint, compile, krm and the plugin."""
+    text, code = REPLAYED[name]
+    (box.jobs / "job.yaml").write_text(text)
+    box.freeze()
+    for run_ in (box.flatjob("lint", "jobs"), box.compile(), box.plugin(SOURCES="jobs"), box.flatjob("krm", stdin=text.encode())):
+        assert_clean_exit(run_, 1)
+        assert f"[{code}]" in run_.output, run_.output[-2000:]
+        assert run_.cpu < ROUND_TWO_CPU and run_.rss_mib < ROUND_TWO_MIB, (run_.cpu, run_.rss_mib)
+        assert len(run_.output) < 20_000  # the 1 MB text is quoted in a window, never whole
+    assert box.untouched() and not box.out.exists()
