@@ -98,6 +98,7 @@ class Ledger:
     resuming: bool = False
     observed_generation: int | None = None
     replica_failed: str | None = None  # message of the latest replica failure (ReplicaFailure condition)
+    ssh_secret: str | None = None  # uid of the `<job>-ssh` Secret the runtime created (sshkeys: only it is trusted)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form kept in status.runtime (sorted, compact, stable)."""
@@ -133,6 +134,7 @@ class Ledger:
             ("finishedAt", self.finished_at),
             ("observedGeneration", self.observed_generation),
             ("replicaFailed", self.replica_failed),
+            ("sshSecretUid", self.ssh_secret),
         ):
             if value is not None:
                 out[key] = value
@@ -176,6 +178,7 @@ class Ledger:
             resuming=bool(d.get("resuming", False)),
             observed_generation=d.get("observedGeneration"),
             replica_failed=d.get("replicaFailed"),
+            ssh_secret=_uid(d.get("sshSecretUid")),
         )
 
     def evolve(self, **changes: Any) -> Ledger:
@@ -212,6 +215,13 @@ def _ungrouped(data: Any, kind: Any, budget: nameset.Budget | None = None) -> di
     if not isinstance(data, Mapping):
         raise TypeError(f"expected a mapping, not {type(data).__name__}")
     return {name: kind(value) for value, names in data.items() for name in nameset.decode(names, budget)}
+
+
+def _uid(value: Any) -> str | None:
+    """An object's uid as the ledger keeps it (anyone may edit status: its length at most)."""
+    if value is not None and not isinstance(value, str):
+        raise TypeError(f"expected a uid, got {type(value).__name__}")
+    return None if value is None else value[:64]
 
 
 def _float(value: Any) -> float | None:

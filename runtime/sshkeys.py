@@ -4,11 +4,16 @@ ed25519, in OpenSSH formats; the Secret is of type kubernetes.io/ssh-auth, owned
 record (deleting the record deletes it), with authorized_keys for sshd.
 
 A `<job>-ssh` Secret the runtime did not make is never used: anyone who may create Secrets in
-the namespace could make one first, and every pod would trust that person's key.  The runtime
-made its own when the Secret has a controller ownerReference to the record's uid (a
-ForeignSecret otherwise: an Event and a Stalled condition, and no pod is released until it is
-deleted; the runtime then makes a fresh pair).  A Secret the job names itself
-(flatjob.dev/ssh-secret) is the job author's choice, and used as it is.
+the namespace could make one first, and every pod would trust that person's key.  An
+ownerReference proves nothing (anyone may write one, with the record's uid, which anyone who
+reads the record knows), so the runtime trusts the Secret by its uid: the one its own create
+returned (kept in memory, and in the ledger as `sshSecretUid`, for the next runtime).  A job
+whose pods ran before the ledger kept that uid takes its Secret by the controller
+ownerReference to the record's uid, as before.  Anything else is a ForeignSecret: an Event and
+a Stalled condition, and no pod is released until it is deleted; the runtime then makes a
+fresh pair.  (A runtime restarted in the instant between creating the Secret and writing the
+ledger refuses its own Secret the same way: delete it.)  A Secret the job names itself (flatjob.dev/ssh-secret)
+is the job author's choice, and used as it is.
 """
 
 from __future__ import annotations
@@ -33,14 +38,23 @@ def owned_by(obj: dict[str, Any] | None, record: dict[str, Any]) -> bool:
     return bool(uid) and isinstance(refs, list) and any(isinstance(r, dict) and r.get("uid") == uid and r.get("controller") is True for r in refs)
 
 
-def foreign_secret(name: str, secret: dict[str, Any] | None, record: dict[str, Any]) -> ForeignSecret | None:
-    """The refusal for an existing `<job>-ssh` Secret the record does not own, else None."""
-    if secret is None or owned_by(secret, record):
+def foreign_secret(name: str, secret: dict[str, Any] | None, record: dict[str, Any], trusted: str | None = None, ran: bool = False) -> ForeignSecret | None:
+    """The refusal for an existing `<job>-ssh` Secret the runtime did not create, else None
+    (`trusted`: the uid of the Secret the runtime created, when it knows it; `ran`: pods of the
+    job were released before, by a runtime that may not have kept that uid)."""
+    if secret is None:
         return None
-    meta = record.get("metadata") or {}
+    uid = (secret.get("metadata") or {}).get("uid")
+    if trusted is not None:
+        if uid == trusted:
+            return None
+        why = f"its uid is {uid}, and the Secret this job's runtime created was {trusted}"
+    elif ran and owned_by(secret, record):
+        return None
+    else:
+        why = "this job's runtime has no record of creating it; an ownerReference to the record proves nothing, anyone may write one"
     return ForeignSecret(
-        f"Secret {name} exists but was not created by this job's runtime (no controller ownerReference to "
-        f"{record.get('kind')} {meta.get('name')}, uid {meta.get('uid')}): its key would let whoever made it into every pod "
+        f"Secret {name} exists but was not created by this job's runtime ({why}): its key would let whoever made it into every pod "
         "of the job, so no pod is released; delete the Secret and the runtime makes a fresh key pair"
     )
 

@@ -12,7 +12,7 @@ import copy
 import json
 import logging
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from flatjob.compiler import keys
@@ -160,7 +160,7 @@ class JobWorker:
             self._refuse(record, exc)
             return None
         world, self._refused = self._world(job), None
-        if (foreign := self._foreign_secret(job, world, record)) is not None:
+        if (foreign := self._foreign_secret(job, world, record, ledger)) is not None:
             self._refuse(record, foreign)  # someone else's <job>-ssh: every pod would trust their key
             self._cycle_wake = self.ctl.clock() + SECRET_TTL  # a namespace runtime reads Secrets, never watches them
             return None
@@ -169,11 +169,12 @@ class JobWorker:
         owner = uid_of(record)
         pods = {n: pod_state(o, (job.pod(n).container if job.pod(n) else None), owner) for n, o in self.ctl.pods.of(self.key).items()}
         now = self.ctl.clock()
+        world = replace(world, secret_uid=self._secret_uid(job))
         cycle = scale_backoff(reconcile(job, pods, ledger, world, status, now, self.ctl.settle), ledger, now, self.ctl.backoff_scale)
         self.cycles += 1
         if world.secret_is_ours and any(a.kind == "release" for a in cycle.actions) and self.ctl.secrets.recheck_at(job.ssh_secret) is not None:
             self.ctl.secret_created(job.ssh_secret or "")  # read the Secret again right before trusting it with pods
-            if (foreign := self._foreign_secret(job, world, record)) is not None:
+            if (foreign := self._foreign_secret(job, world, record, ledger)) is not None:
                 self._refuse(record, foreign)
                 self._cycle_wake = self.ctl.clock() + SECRET_TTL
                 return None
@@ -310,12 +311,22 @@ class JobWorker:
             tensorboard_ready=trim.ready(board) if board_known else None,
         )
 
-    def _foreign_secret(self, job: JobView, world: World, record: Obj) -> ForeignSecret | None:
-        """The refusal for a `<job>-ssh` Secret the job's record does not own (see sshkeys)."""
+    def _foreign_secret(self, job: JobView, world: World, record: Obj, ledger: Ledger) -> ForeignSecret | None:
+        """The refusal for a `<job>-ssh` Secret this job's runtime did not create (see sshkeys):
+        trusted by the uid its create returned, else the one the ledger keeps."""
         if not world.secret_is_ours or not job.ssh_secret:
             return None
         known, secret = self.ctl.secrets.get(job.ssh_secret)
-        return foreign_secret(job.ssh_secret, secret, record) if known else None
+        trusted = self.ctl.made_secrets.get(job.ssh_secret) or ledger.ssh_secret
+        return foreign_secret(job.ssh_secret, secret, record, trusted, ran=ledger.start_time is not None) if known else None
+
+    def _secret_uid(self, job: JobView) -> str | None:
+        """The uid of the job's own `<job>-ssh` Secret, seen and trusted this cycle."""
+        if not job.ssh_secret or job.ssh_secret != f"{job.name}-ssh":
+            return None
+        known, secret = self.ctl.secrets.get(job.ssh_secret)
+        uid = ((secret or {}).get("metadata") or {}).get("uid") if known else None
+        return uid if isinstance(uid, str) else None
 
     # --- writing --------------------------------------------------------------------------------
     def _write_status(self, record: Obj, status: dict[str, Any]) -> bool:
@@ -416,7 +427,10 @@ class JobWorker:
         self.ctl.pods.store(trim.pod(self.ctl.cluster.patch(PODS, self.namespace, action.name, ops)))
 
     def _create_secret(self, action: Action, record: Obj) -> None:
-        self.ctl.cluster.create(SECRETS, self.namespace, self.ctl.secret_factory(action.name, self.namespace, record))
+        made = self.ctl.cluster.create(SECRETS, self.namespace, self.ctl.secret_factory(action.name, self.namespace, record))
+        uid = (made.get("metadata") or {}).get("uid") if isinstance(made, dict) else None
+        if isinstance(uid, str):
+            self.ctl.made_secrets[action.name] = uid  # trusted by this uid alone (sshkeys)
         self.ctl.secret_created(action.name)
         self.dirty = True
         self._event("Normal", "SecretCreated", f"generated an ed25519 key pair in Secret {action.name}")

@@ -62,6 +62,7 @@ class World:
     podgroup_exists: bool = True
     tensorboard_ready: bool | None = None  # the TensorBoard Deployment's readiness, once observed
     refused: tuple[str, str] | None = None  # (pod, message): the API server refused to create it last cycle
+    secret_uid: str | None = None  # the uid of the job's own `<job>-ssh` Secret, once trusted (kept in the ledger)
 
 
 def _finish(led: Ledger, fd: FinishDecision, now: float) -> tuple[Ledger, tuple[tuple[str, str, str], ...]]:
@@ -162,7 +163,7 @@ def _ensure(job: JobView, pods: Mapping[str, PodState], led: Ledger, creates: tu
 def reconcile(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, world: World, previous_status: Mapping[str, Any] | None, now: float, settle: float = SETTLE) -> Cycle:
     """Decide one cycle: new ledger, status, actions, events and the next wake-up (`settle`: how
     long a failure that would end the job waits for a disruption; run-local has none to wait for)."""
-    led = ledger
+    led = ledger if world.secret_uid in (None, ledger.ssh_secret) else ledger.evolve(ssh_secret=world.secret_uid)
     events: list[Any] = []
     creates: tuple[str, ...] = ()
     deletes: tuple[str, ...] = ()

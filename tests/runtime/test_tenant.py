@@ -113,6 +113,31 @@ def test_someone_elses_ssh_secret_is_refused_and_no_pod_is_released(runtime_mode
     assert "attacker" not in str(secret.get("data"))
 
 
+@pytest.mark.parametrize("forged", ["owner-reference", "owner-reference-after-the-runtime-made-its-own"])
+def test_an_ssh_secret_with_a_forged_owner_reference_is_refused(runtime_mode: str, forged: str) -> None:
+    """An ownerReference proves nothing: anyone may write one, with the record's uid (which
+    anyone who reads the record knows). Only the Secret whose uid the runtime's own create
+    returned is trusted: planted first, or planted after someone deleted the runtime's own."""
+    s = Scenario(DEEPSPEED)
+    record = s.cluster.record(NAMESPACE, s.kind.lower() + "s", s.name)
+    owner = {"apiVersion": record["apiVersion"], "kind": record["kind"], "name": s.name, "uid": record["metadata"]["uid"], "controller": True}
+    planted = {"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/ssh-auth",
+               "metadata": {"name": "ds-ssh", "namespace": NAMESPACE, "ownerReferences": [owner]},
+               "stringData": {"authorized_keys": "ssh-ed25519 AAAAattacker attacker\n", "ssh-privatekey": "x", "ssh-publickey": "x"}}
+    if forged == "owner-reference-after-the-runtime-made-its-own":
+        s.run_until(lambda st: ("secrets", NAMESPACE, "ds-ssh") in s.cluster.objects, limit=60)
+        s.tick()
+        assert s.status()["runtime"]["sshSecretUid"] == s.cluster.objects[("secrets", NAMESPACE, "ds-ssh")]["metadata"]["uid"]
+        s.cluster.store.delete(_secrets(), NAMESPACE, "ds-ssh", {})
+    s.cluster.create_secret(NAMESPACE, planted)
+    for _ in range(10):
+        s.tick()
+    st = s.status()
+    stalled = _condition(st, "Stalled")
+    assert (stalled["status"], stalled["reason"]) == ("True", "ForeignSecret"), st.get("conditions")
+    assert all(pod["spec"].get("schedulingGates") for pod in s.pods().values())  # none released with the attacker's key
+
+
 def _secrets() -> Any:
     from flatjob.runtime.sim.apiserver import kinds
 
