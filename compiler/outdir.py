@@ -13,6 +13,7 @@ must not be a link).
 from __future__ import annotations
 
 import errno
+from collections import OrderedDict
 import os
 import stat
 from pathlib import Path, PurePosixPath
@@ -59,12 +60,15 @@ def _is_link(parent: int, name: str) -> bool:
         return False
 
 
+OPEN_FOLDERS = 64  # folder descriptors a SafeDir keeps open at most
+
+
 class SafeDir:
     """Descriptor-relative access to a root folder and everything under it."""
 
     def __init__(self, root: Path) -> None:
         self.root = root
-        self._fds: dict[str, int] = {}
+        self._fds: OrderedDict[str, int] = OrderedDict()  # the most recently used last; at most OPEN_FOLDERS
         self.made: list[str] = []  # folders this object created, in creation order
 
     # --- folders -----------------------------------------------------------------------
@@ -128,6 +132,7 @@ class SafeDir:
     def folder(self, rel: str, create: bool = False) -> int:
         """A descriptor of folder `rel` under the root ("" is the root); -1 when it does not exist."""
         if rel in self._fds:
+            self._fds.move_to_end(rel)
             return self._fds[rel]
         if rel == "":
             return self._fds[""] if self.open_root(create) else -1
@@ -138,7 +143,17 @@ class SafeDir:
         fd = self._step(parent, name, create, rel)
         if fd >= 0:
             self._fds[rel] = fd
+            self._evict()
         return fd
+
+    def _evict(self) -> None:
+        """Close the least recently used folders beyond OPEN_FOLDERS (never the root): a
+        committed metadata file may name files in thousands of folders, and each held open
+        would run a CI runner out of descriptors. Callers use a descriptor at once, and hold at
+        most two (a rename's), both just used, so none is closed under them."""
+        while len(self._fds) > OPEN_FOLDERS:
+            oldest = next(k for k in self._fds if k != "")
+            os.close(self._fds.pop(oldest))
 
     def close(self) -> None:
         for fd in self._fds.values():

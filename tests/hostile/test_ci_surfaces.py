@@ -102,3 +102,32 @@ def test_diff_and_check_print_no_terminal_control_from_committed_files(box: Sand
     assert_clean_exit(done, 0, 1)
     assert not re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f]", done.stdout), repr(done.stdout[-500:])
     assert "\\x1b]52;c;ZWNobyBwd25lZA==\\x07\\x1b[2A\\x1b[2K\\x0dok\\x9b31m" in done.stdout
+
+
+def test_a_metadata_file_naming_files_in_many_folders_holds_few_descriptors(tmp_path: Path) -> None:
+    """A committed flatjob-meta.json may claim files in thousands of committed folders; each
+    folder used to stay open: under `ulimit -n 256`, --check said "cannot write job.yaml: Too
+    many open files" and flatjob-ci exited 3 (internal error)."""
+    import json
+    import resource
+
+    jobs = tmp_path / "jobs"
+    jobs.mkdir()
+    (jobs / "job.yaml").write_text(JOB.format(name="ddp"))
+    assert run([script("flatjob"), "compile", "jobs", "-o", "rendered"], tmp_path).code == 0
+    meta_file = tmp_path / "rendered" / "flatjob-meta.json"
+    meta = json.loads(meta_file.read_text())
+    for i in range(400):
+        (tmp_path / "rendered" / f"n{i}").mkdir()
+        (tmp_path / "rendered" / f"n{i}" / "notes.txt").write_text("x")
+        meta["files"].append(f"n{i}/job.yaml")
+    meta_file.write_text(json.dumps(meta))
+
+    def few_descriptors() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256))
+
+    for argv in ([script("flatjob"), "compile", "jobs", "-o", "rendered", "--check"],
+                 [script("flatjob-ci"), "--jobs", "jobs", "--overlays", "none", "--rendered", "rendered", "--comment", "c.md"]):
+        p = subprocess.run(argv, cwd=tmp_path, capture_output=True, timeout=120, preexec_fn=few_descriptors)
+        out = (p.stdout + p.stderr).decode(errors="replace")
+        assert p.returncode in (0, 1) and "Too many open files" not in out and "internal error" not in out, (argv[0], p.returncode, out[-500:])
