@@ -166,18 +166,18 @@ class Ledger:
             disrupted_end=_ungrouped(d.get("disruptedEnd"), float, names),
             settling=_ungrouped(d.get("settling"), float, names),
             gang_not_before=_float(d.get("gangNotBefore")),
-            refused=d.get("refused"),
+            refused=_said(d.get("refused")),
             refusals=int(d.get("refusals", 0)),
             start_time=_float(d.get("startTime")),
-            size=d.get("size"),
-            outcome=d.get("outcome"),
-            reason=d.get("reason"),
-            message=d.get("message"),
+            size=_int(d.get("size")),
+            outcome=_one_of(d.get("outcome"), ("Succeeded", "Failed")),
+            reason=_said(d.get("reason")),
+            message=_said(d.get("message")),
             finished_at=_float(d.get("finishedAt")),
             paused=bool(d.get("paused", False)),
             resuming=bool(d.get("resuming", False)),
-            observed_generation=d.get("observedGeneration"),
-            replica_failed=d.get("replicaFailed"),
+            observed_generation=_int(d.get("observedGeneration")),
+            replica_failed=_said(d.get("replicaFailed")),
             ssh_secret=_uid(d.get("sshSecretUid")),
         )
 
@@ -215,6 +215,29 @@ def _ungrouped(data: Any, kind: Any, budget: nameset.Budget | None = None) -> di
     if not isinstance(data, Mapping):
         raise TypeError(f"expected a mapping, not {type(data).__name__}")
     return {name: kind(value) for value, names in data.items() for name in nameset.decode(names, budget)}
+
+
+SAID_CAP = 4096  # a message the ledger keeps, at most (the runtime writes one line; anyone may edit status)
+
+
+def _said(value: Any) -> str | None:
+    """A message or reason the runtime wrote, read back: a string, cut to SAID_CAP (it is
+    written back at every status write, so junk put there would stay)."""
+    if value is not None and not isinstance(value, str):
+        raise TypeError(f"expected a string, got {type(value).__name__}")
+    return None if value is None else value[:SAID_CAP]
+
+
+def _int(value: Any) -> int | None:
+    if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
+        raise TypeError(f"expected an integer, got {type(value).__name__}")
+    return value
+
+
+def _one_of(value: Any, allowed: tuple[str, ...]) -> str | None:
+    if value is not None and value not in allowed:
+        raise ValueError(f"expected one of {', '.join(allowed)}, got {str(value)[:40]!r}")
+    return value
 
 
 def _uid(value: Any) -> str | None:

@@ -149,11 +149,50 @@ def pod(obj: Obj) -> Obj:
     return out
 
 
+def _exact(body: bytes) -> bytes:
+    """A copy of orjson's output in a block of its own size: orjson's buffer, grown as it
+    writes, is kept whole (64 KB of JSON held a 2 MiB block), and these bytes stay cached."""
+    return bytes(memoryview(body))
+
+
 def record(obj: Obj) -> Obj:
-    """A job record: spec and status whole (the decisions read both), metadata trimmed."""
-    out = {k: obj[k] for k in ("apiVersion", "kind", "spec", "status") if k in obj}
+    """A job record: spec whole, metadata trimmed, status as compact JSON bytes read once a
+    cycle (status_of), or only its size when it is more than a status of this job can be.
+
+    Whoever may update a record's status may fill it with anything the API server stores
+    (1.3 MB of `{"a":0}` is ~31 MiB of Python objects): kept parsed, a few such records
+    OOM-killed the namespace runtime, and at every restart its first list held them all again.
+    """
+    out = {k: obj[k] for k in ("apiVersion", "kind", "spec") if k in obj}
     out["metadata"] = meta(obj, labels=False)
+    status = obj.get("status")
+    if isinstance(status, dict):
+        body = _exact(orjson.dumps(status))
+        out["status"] = body if len(body) <= status_bytes(_dict(obj.get("spec"))) else len(body)
     return out
+
+
+STATUS_BASE = 64 * 1024  # bytes a job's status may take, plus STATUS_PER_POD a pod: the runtime writes a few KiB
+STATUS_PER_POD = 128  # (tasks list at most 100 replicas a type; the ledger groups names as brace ranges)
+
+
+def status_bytes(spec: Obj) -> int:
+    """The most a status of this spec's job can take: grows with the pods it asks for."""
+    pods = 0
+    for group in [*_list(spec.get("replicaSpecs")), _dict(spec.get("worker")), _dict(spec.get("launcher"))]:
+        replicas = _dict(group).get("replicas", 1 if group else 0)
+        pods += min(replicas, 10_000) if isinstance(replicas, int) and not isinstance(replicas, bool) and replicas > 0 else 0
+    return STATUS_BASE + STATUS_PER_POD * min(pods, 10_000)
+
+
+def status_of(rec: Obj) -> Obj | None:
+    """A cached record's status ({} when it has none); None when it was too big to keep."""
+    status = rec.get("status")
+    if isinstance(status, bytes):
+        return orjson.loads(status)
+    if isinstance(status, int):
+        return None
+    return status if isinstance(status, dict) else {}
 
 
 def named(obj: Obj) -> Obj:
@@ -170,7 +209,7 @@ def template(obj: Obj) -> Obj:
     kept = {k: pod_meta[k] for k in ("labels", "annotations") if k in pod_meta}
     spec = _dict(pod.get("spec"))
     gated = any(isinstance(g, dict) and g.get("name") == keys.RELEASE_GATE for g in _list(spec.get("schedulingGates")))
-    body = orjson.dumps(spec, option=orjson.OPT_SORT_KEYS)
+    body = _exact(orjson.dumps(spec, option=orjson.OPT_SORT_KEYS))
     if len(body) > TEMPLATE_BYTES:  # no template of flatjob's is this big: its size is kept, not it
         return {"metadata": meta(obj), "template": {"metadata": kept, "gated": gated, "spec": None, "oversize": len(body)}}
     return {"metadata": meta(obj), "template": {"metadata": kept, "gated": gated, "spec": body}}

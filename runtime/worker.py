@@ -151,7 +151,13 @@ class JobWorker:
             return None
         try:
             job = self._job_view(record)
-            status = record.get("status") if isinstance(record.get("status"), dict) else {}
+            status = trim.status_of(record)
+            if status is None:
+                raise RecordError(
+                    f"the status of {self.name} is {record.get('status')} bytes, more than a status of this job can hold "
+                    f"({trim.status_bytes(record.get('spec') or {})}): someone wrote into it; restore it, or clear it "
+                    "(kubectl patch --subresource=status) and the runtime starts the job's ledger over"
+                )
             try:
                 ledger = Ledger.from_dict(status.get("runtime"))
             except (TypeError, ValueError, AttributeError) as exc:
@@ -257,7 +263,9 @@ class JobWorker:
         why = f"the runtime could not reconcile this job ({text}); it retries with back-off"
         self._event("Warning", "ReconcileError", why)
         self._flush_events(record)
-        self._write_status(record, refused_status(record.get("status"), "ReconcileError", why, _generation(record), self.ctl.clock()))
+        old = trim.status_of(record)
+        if old is not None:  # a status too big to keep stays as someone wrote it (_refuse)
+            self._write_status(record, refused_status(old, "ReconcileError", why, _generation(record), self.ctl.clock()))
 
     # --- reading --------------------------------------------------------------------------------
     def _job_view(self, record: Obj) -> JobView:
@@ -473,11 +481,14 @@ class JobWorker:
         if self.refused != why:
             log.error(why, extra={"job": self.name})
             self._event("Warning", reason, why)
-            self._flush_events(record)
+        self._flush_events(record)  # every time: an Event held back by the write budget goes out once there are tokens
         self.refused = why
         self._cycle_wake = None
-        status = refused_status(record.get("status"), reason, why, _generation(record), self.ctl.clock())
-        if status != record.get("status"):
+        old = trim.status_of(record)
+        if old is None:  # too big to read: left as someone wrote it, not overwritten with a fresh ledger
+            return
+        status = refused_status(old, reason, why, _generation(record), self.ctl.clock())
+        if status != old:
             self._write_status(record, status)
 
 

@@ -157,8 +157,20 @@ def test_a_missing_or_partial_ledger_is_defaults(data: dict[str, Any] | None) ->
         pytest.param({"notBefore": {"j-worker-0": "soon"}}, id="not-before-not-a-time"),
         pytest.param({"gangNotBefore": "soon"}, id="gang-not-before-not-a-time"),
         pytest.param({"refusals": []}, id="refusals-a-list"),
+        pytest.param({"message": [{"a": 0}] * 1000}, id="message-a-list"),
+        pytest.param({"outcome": "Maybe"}, id="outcome-not-an-outcome"),
+        pytest.param({"size": "4"}, id="size-a-string"),
+        pytest.param({"observedGeneration": {"g": 1}}, id="generation-a-mapping"),
+        pytest.param({"sshSecretUid": 7}, id="secret-uid-a-number"),
+        pytest.param({"disrupted": ["j-worker-0"]}, id="disrupted-a-list"),
     ],
 )
 def test_a_ledger_edited_into_another_shape_is_refused(data: dict[str, Any]) -> None:
     with pytest.raises((ValueError, TypeError)):
         Ledger.from_dict(data)
+
+
+def test_messages_read_back_are_cut() -> None:
+    """Written back at every status write: a megabyte put there would stay for good."""
+    led = Ledger.from_dict({"message": "m" * 1_000_000, "replicaFailed": "r" * 1_000_000, "reason": "x" * 10_000})
+    assert max(len(led.message or ""), len(led.replica_failed or ""), len(led.reason or "")) == 4096
