@@ -42,12 +42,12 @@ from .api import (
     Obj,
     record_resource,
 )
-from .backoff import seeded
+from .backoff import retry_delay, seeded
 from .decisions import Cycle
 from .decisions.restart import SETTLE
 from .informer import Informer
 from .job import admitted_pods
-from .lease import RENEW_EVERY, Observed, decide_lease, leading, lease_body, observe, released_body
+from .lease import RENEW_DEADLINE, RENEW_EVERY, Observed, decide_lease, leading, lease_body, observe, released_body
 from .lookups import LabelWatch, Lookup, NamedWatches, SecretProbe
 from .metrics import Metrics
 from .ratelimit import TokenBucket
@@ -85,6 +85,7 @@ class Controller:
     wake_at: float | None = None
     _renewed_at: float | None = None  # last successful Lease renewal (None: not the leader)
     _lease_wake: float | None = None
+    _lease_failures: int = 0  # Lease requests failed in a row (their back-off)
     _observed: Observed | None = None
     _throttled_until: float | None = None  # the write bucket was empty: act again then
 
@@ -325,8 +326,8 @@ class Controller:
         now = self.clock()
         if self._renewed_at is not None and now - self._renewed_at < RENEW_EVERY:
             return True
-        if self._renewed_at is None and self._lease_wake is not None and now < self._lease_wake:
-            return False  # another runtime holds it: look again when it may have expired
+        if self._lease_wake is not None and now < self._lease_wake:  # another holds it, or a try just failed: not before then
+            return self._renewed_at is not None and leading(self._renewed_at, now)
         name = self.scope.lease
         try:
             current = self.cluster.get(LEASES, self.namespace, name)
@@ -359,12 +360,14 @@ class Controller:
             log.info("acquired the lease", extra={"lease": name, "identity": self.identity})
         self._renewed_at = now
         self._lease_wake = now + RENEW_EVERY
+        self._lease_failures = 0
         return True
 
     def _lease_failed(self, exc: ApiError, now: float) -> bool:
         """The Lease could not be read or written: act on only within the renew deadline."""
         self.metrics.inc("flatjob_api_errors_total", op="lease", status=str(exc.status))
-        self._lease_wake = now + LEASE_RETRY
+        self._lease_failures += 1  # each try waits longer, never less than the server's Retry-After (once per drain, not per job)
+        self._lease_wake = now + max(LEASE_RETRY, retry_delay(self._lease_failures, RENEW_DEADLINE / 3, self.rng, exc))
         still = leading(self._renewed_at, now)
         if not still and self._renewed_at is not None:
             log.warning("lost the lease: not renewed within the deadline", extra={"lease": self.scope.lease, "error": str(exc)[:300]})

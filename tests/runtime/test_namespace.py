@@ -535,3 +535,63 @@ def test_a_drain_cut_by_its_budget_wakes_the_loop_for_the_rest(monkeypatch: pyte
     assert c.wake_at is not None and c.wake_at <= c.clock() + 0.1, (
         f"{len(c.queue)} jobs still queued, but the loop's next wake is "
         f"{'never' if c.wake_at is None else f'{c.wake_at - c.clock():.1f} s away'}")
+
+
+def test_namespace_refused_records_write_their_events_once_tokens_are_back_and_are_not_due_every_turn() -> None:
+    """A commit compiled by another flatjob version reaches 30 records before the runtime
+    image follows: every job is refused at once, and the write budget (a burst of 20) holds
+    some Events back. Each is written once tokens come back, and no refused job stays due on
+    every turn (before: its Event was never written and the loop turned every 10 ms)."""
+    s = namespace_scenario("---".join(JOB.format(name=f"j{i:02d}", script="sleep 3000; exit 0") for i in range(30)))
+    for _ in range(60):
+        s.tick()
+        if all(st.get("aggregate", {}).get("running") == 2 for st in statuses(s).values()):
+            break
+    for _ in range(15):  # quiet: the write bucket is full again
+        s.tick()
+    for i in range(30):
+        record = s.cluster.record(NAMESPACE, "genericjobs", f"j{i:02d}")
+        record["metadata"]["annotations"][keys.VERSION] = "99.0.0"
+        s.cluster.apply_record(NAMESPACE, "genericjobs", record)
+    c = s.controller
+    due_per_turn = []
+    for _ in range(30):
+        s.sync()
+        c.step()
+        due_per_turn.append(sum(1 for w in c.workers.values() if w.due(s.clock.now)))
+        s.kubelet.tick()
+        s.clock.now += 1
+    warned = {o["involvedObject"]["name"] for (res, _, _), o in s.cluster.objects.items() if res == "events" and o.get("reason") == "VersionMismatch"}
+    assert all(w.refused for w in c.workers.values())
+    assert len(warned) == 30 and max(due_per_turn[5:]) == 0, (len(warned), due_per_turn)
+
+
+def test_namespace_a_failing_lease_renewal_is_retried_after_a_back_off_not_before_each_job() -> None:
+    """A renewal answered 429 (API Priority and Fairness) or 5xx waits its back-off, at least
+    the Retry-After, before the next try: 30 queued jobs sent 31 Lease requests in one step."""
+    from flatjob.runtime.api import ApiError
+    from flatjob.runtime.lease import RENEW_EVERY
+
+    s = namespace_scenario("---".join(JOB.format(name=f"j{i:02d}", script="sleep 3000; exit 0") for i in range(30)))
+    s.server.on_request = None
+    s.controller.close()
+    c = s.controller = s.runtime("runtime-a", use_lease=True)
+    c.start()
+    for _ in range(60):
+        s.tick()
+        if all(st.get("aggregate", {}).get("running") == 2 for st in statuses(s).values()):
+            break
+    calls = [0]
+
+    def throttled(verb: str, resource: str, namespace: Any, name: Any, agent: str = "") -> None:
+        if "(runtime-a)" in agent and resource.startswith("leases"):
+            calls[0] += 1
+            raise ApiError("429 TooManyRequests: too many requests, please try again later", 429, "TooManyRequests")
+
+    s.server.on_request = throttled
+    s.clock.now += RENEW_EVERY + 0.5  # the renewal is due
+    for key in list(c.workers):
+        c._enqueue(key)  # a relist touched every job
+    s.sync()
+    c.step()
+    assert calls[0] == 1 and c.leading()  # one try; still leading within the renew deadline
