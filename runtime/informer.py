@@ -32,7 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .api import ApiError, Expired, Obj, Watch
+from .api import ApiError, Expired, NotFound, Obj, Watch
 from .backoff import retry_delay, seeded
 
 _REFUSED = "flatjob.dev/not-admitted"  # marks a stub of an object the informer does not cache
@@ -188,6 +188,15 @@ class Informer:
         self._failures += 1
         self._close()
         self._pending = pending
+        if isinstance(exc, ApiError) and exc.status >= 400:  # the server answered: it is there (/healthz)
+            self.last_heard = self.clock()
+        if isinstance(exc, NotFound) and pending == "relist":  # the kind is not served (its CRD absent): none of it exists
+            if self.cache:
+                if self.key_of is not None:
+                    self.touched |= {self.key_of(o) for o in self.cache.values()}
+                self.cache = {}
+                self._reindex()
+            self.synced = True  # a namespace of GenericJobs alone is served; the list is tried again at the back-off cap
         if self._rng is None:
             self._rng = seeded(self.name)
         self.retry_at = self.clock() + retry_delay(self._failures, MAX_BACKOFF, self._rng, exc)

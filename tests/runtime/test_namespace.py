@@ -595,3 +595,34 @@ def test_namespace_a_failing_lease_renewal_is_retried_after_a_back_off_not_befor
     s.sync()
     c.step()
     assert calls[0] == 1 and c.leading()  # one try; still leading within the renew deadline
+
+
+@pytest.mark.parametrize("mode", ["namespace", "job"])
+def test_namespace_a_record_kind_the_server_does_not_serve_leaves_the_runtime_ready_and_healthy(mode: str) -> None:
+    """The namespace runtime lists all four record kinds; a team that runs only GenericJobs may
+    install one CRD. A 404 on a kind's list means none of it exists: the runtime is ready, and
+    healthy while the server answers (before: /readyz never passed and /healthz failed after
+    180 s, so the kubelet restarted the runtime of every job in a loop)."""
+    from flatjob.runtime.api import NotFound
+
+    token = MODE.set(mode)
+    try:
+        s = Scenario(JOB.format(name="first", script="sleep 3000; exit 0"))
+    finally:
+        MODE.reset(token)
+
+    def no_crd(verb: str, resource: str, namespace: Any, name: Any, agent: str = "") -> None:
+        if "(runtime-" in agent and resource.startswith("colossalaijobs."):
+            raise NotFound("404 NotFound: the server could not find the requested resource", 404, "NotFound")
+
+    s.server.on_request = no_crd
+    s.controller = s.new_controller()
+    s.run_until(lambda st: st.get("aggregate", {}).get("running") == 2, limit=60)  # the GenericJob itself is served...
+    for i in range(200):  # the real API server sends each watch a bookmark about once a minute; here one a tick
+        s.cluster.apply({"apiVersion": "v1", "kind": "PodTemplate", "metadata": {"name": f"clock-{i}", "namespace": NAMESPACE},
+                         "template": {"spec": {"containers": [{"name": "c", "image": "busybox"}]}}})
+        s.tick()
+    c = s.controller
+    assert c.synced() and c.healthy(180.0), (
+        f"/readyz synced={c.synced()}, /healthz watches alive={c.healthy(180.0)}: "
+        f"silent informers {[(i.name, round(i.silent_for())) for i in c.informers() if i.silent_for() > 180]}")
