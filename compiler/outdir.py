@@ -13,9 +13,9 @@ must not be a link).
 from __future__ import annotations
 
 import errno
-from collections import OrderedDict
 import os
 import stat
+from collections import OrderedDict
 from pathlib import Path, PurePosixPath
 
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)

@@ -47,7 +47,16 @@ from .decisions import Cycle
 from .decisions.restart import SETTLE
 from .informer import Informer
 from .job import admitted_pods
-from .lease import RENEW_DEADLINE, RENEW_EVERY, Observed, decide_lease, leading, lease_body, observe, released_body
+from .lease import (
+    RENEW_DEADLINE,
+    RENEW_EVERY,
+    Observed,
+    decide_lease,
+    leading,
+    lease_body,
+    observe,
+    released_body,
+)
 from .lookups import LabelWatch, Lookup, NamedWatches, SecretProbe
 from .metrics import Metrics
 from .ratelimit import TokenBucket
