@@ -256,11 +256,18 @@ class Controller:
         renewing the Lease on its schedule between them (a long drain must not let it lapse)."""
         self._throttled_until = None
         ran = False
+        slow_ran = False
         started = time.monotonic()
-        for key in list(self.queue):
+        # Jobs whose last cycle was slow (a webhook on their record, throttled requests) go last,
+        # one a turn: the others' status never waits behind more than one slow cycle.
+        for key in sorted(self.queue, key=lambda k: bool((w := self.workers.get(k)) and w.slow)):
             worker = self.workers.get(key)
             if not self._hold_lease() or time.monotonic() - started > DRAIN_BUDGET:
                 break  # the Lease is lost, or the turn is spent: the rest stay queued
+            if worker is not None and worker.slow:
+                if slow_ran:
+                    continue  # stays queued for the next turn
+                slow_ran = True
             del self.queue[key]
             if worker is None or not worker.due(now):
                 continue

@@ -52,6 +52,7 @@ ERROR_BACKOFF_CAP = 30.0  # seconds: the longest wait before retrying a failed c
 # Wall seconds one cycle acts before it yields to the other jobs (the rest next turn): a
 # webhook that takes 1 s a pod create must not hold every job of the namespace for a minute.
 ACT_BUDGET = 1.0
+SLOW_CYCLE = 0.5  # seconds a cycle waits on the API server: longer makes its job run after the others, one slow job a turn
 _wall = time.monotonic  # the budget's clock (tests make requests slow by moving it)
 # A status whose only news is what the pods are doing (tasks, aggregate) is written at most this
 # often: a 1000-pod restart changes them every cycle, and each write is a write token the
@@ -95,6 +96,7 @@ class JobWorker:
     _status_at: float = float("-inf")  # when this runtime last wrote the status
     _status_wake: float | None = None  # a coalesced status write is due then
     _writes: int = 0  # status writes in the current cycle (one by design)
+    slow: bool = False  # its last cycle took longer than SLOW_CYCLE (controller: after the others)
     _wanted: tuple[str | None, str | None, str | None] | None = None  # the lookups asked for
     recorder: EventRecorder = field(init=False)
 
@@ -130,7 +132,7 @@ class JobWorker:
         self.dirty = False
         self._retry_at = self._status_wake = None  # each cycle sets again what it still waits for
         self._writes = 0
-        started = time.perf_counter()
+        started, cpu = time.perf_counter(), time.thread_time()
         try:
             cycle = self._reconcile()
             if self._retry_at is None:
@@ -141,8 +143,10 @@ class JobWorker:
             self._report(exc)
             return None
         finally:
-            self.ctl.metrics.observe(time.perf_counter() - started)
+            took = time.perf_counter() - started
+            self.ctl.metrics.observe(took)
             self.ctl.metrics.maximum("flatjob_cycle_status_writes_max", self._writes)
+            self.slow = took - (time.thread_time() - cpu) > SLOW_CYCLE  # waiting on its requests (a webhook on its record): behind the others
 
     def _reconcile(self) -> Cycle | None:
         record = self.record()

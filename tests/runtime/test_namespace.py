@@ -626,3 +626,36 @@ def test_namespace_a_record_kind_the_server_does_not_serve_leaves_the_runtime_re
     assert c.synced() and c.healthy(180.0), (
         f"/readyz synced={c.synced()}, /healthz watches alive={c.healthy(180.0)}: "
         f"silent informers {[(i.name, round(i.silent_for())) for i in c.informers() if i.silent_for() > 180]}")
+
+
+def test_namespace_a_job_whose_requests_are_slow_runs_after_the_others() -> None:
+    """A webhook matching one job's record makes each of its status writes take 0.7 s: once
+    seen slow, that job's cycles run after every other job's, one a turn, so a healthy job's
+    status is written first (a single slow answer still holds the loop while it lasts: the
+    runtime runs cycles one at a time, docs/architecture.md §5)."""
+    import time
+
+    text = JOB.format(name="a-slow", script="sleep 3000; exit 0").replace("limit: 2", "limit: 100000")
+    s = namespace_scenario(text + "---" + JOB.format(name="good", script="sleep 3000; exit 0"))
+    written: dict[str, float] = {}
+
+    def webhook(verb: str, resource: str, namespace: Any, name: Any, agent: str = "") -> None:
+        if "(runtime-" in agent and resource == "genericjobs.flatjob.dev/status":
+            if name == "a-slow":
+                time.sleep(0.7)
+            written.setdefault(name, time.monotonic())
+
+    s.server.on_request = webhook
+    for _ in range(60):
+        s.tick()
+        if all(st.get("aggregate", {}).get("running") == 2 for st in statuses(s).values()):
+            break
+    assert s.controller.workers[("GenericJob", "a-slow")].slow and not s.controller.workers[("GenericJob", "good")].slow
+    written.clear()
+    s.kubelet.kill("a-slow-worker-0", 3)
+    s.kubelet.kill("good-worker-1", 0)
+    s.sync()
+    t0 = time.monotonic()
+    s.controller.step()
+    assert statuses(s)["good"]["aggregate"]["succeeded"] == 1
+    assert written["good"] - t0 < 0.5 and (written.get("a-slow") or float("inf")) > written["good"]
