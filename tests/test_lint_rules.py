@@ -277,6 +277,7 @@ CASES = [
         #                                           ^ FJ309
         """
         ),
+        also=((14, 35, "FJ204"),),  # and h is no volume of the pod
         message="/t9k/hostfile is reserved",
     ),
     Case(

@@ -44,6 +44,12 @@ def _container(fields: str) -> str:
     return PYTORCH.format(spec="", template=CONTAINER.format(fields=fields))
 
 
+def _pod(fields: str, container: str = "") -> str:
+    """A pod spec holding `fields` (lines at the spec's indent), and one container."""
+    extra = f", {container.removeprefix('{').removesuffix('}')}" if container else ""
+    return PYTORCH.format(spec="", template=f"          spec:\n            {fields}\n            containers: [{{name: w, image: i{extra}}}]")
+
+
 def _tensorboard(name: str, sub: str) -> str:
     spec = f"  tensorboardSpec:\n    image: tensorflow/tensorflow:2.14.0\n    logDir:\n      pvc: [{{name: {name!r}, subPath: [{sub!r}]}}]"
     return PYTORCH.format(spec=spec, template=CONTAINER.format(fields="command: [python, t.py]"))
@@ -92,7 +98,7 @@ CASES = [
     ("env-from-prefix", _container("envFrom: [{prefix: '1=', configMapRef: {name: c}}]"), "FJ204", "envFrom prefix '1='"),
     ("field-path", _container("env: [{name: A, valueFrom: {fieldRef: {fieldPath: metadata.nope}}}]"), "FJ204", "is no field an env value can come from"),
     ("field-path-label", _container("env: [{name: A, valueFrom: {fieldRef: {fieldPath: \"metadata.labels['app']\"}}}]"), None, ""),
-    ("sub-path-dotdot", _container("volumeMounts: [{name: v, mountPath: /m, subPath: ../etc}]"), "FJ204", "subPath '../etc'"),
+    ("sub-path-dotdot", PYTORCH.format(spec="", template="          spec:\n            volumes: [{name: v, emptyDir: {}}]\n            containers: [{name: w, image: i, volumeMounts: [{name: v, mountPath: /m, subPath: ../etc}]}]"), "FJ204", "subPath '../etc'"),
     ("service-account", PYTORCH.format(spec="", template="          spec:\n            serviceAccountName: Bad_SA\n            containers: [{name: w, image: i}]"), "FJ305", "serviceAccountName 'Bad_SA'"),
     ("node-selector-value", PYTORCH.format(spec="", template="          spec:\n            nodeSelector: {pool: -bad}\n            containers: [{name: w, image: i}]"), "FJ204", "nodeSelector value '-bad'"),
     ("toleration-key", PYTORCH.format(spec="", template="          spec:\n            tolerations: [{key: a b, operator: Exists}]\n            containers: [{name: w, image: i}]"), "FJ204", "toleration key 'a b'"),
@@ -108,6 +114,35 @@ CASES = [
     # a quantity too large to compare is left to the API server, never a crash (exit 3 before)
     ("quantity-exponent-overflow", _container("resources: {requests: {cpu: 1e9999999}, limits: {cpu: '1'}}"), None, ""),
     ("field-path-spec-host", _container("env: [{name: A, valueFrom: {fieldRef: {fieldPath: spec.host}}}]"), None, ""),
+    # compiler/validate/podspec.py and podshape.py (review 21, round 4: 42 more passed lint)
+    ("env-value-and-value-from", _container("env: [{name: A, value: x, valueFrom: {fieldRef: {fieldPath: metadata.name}}}]"), "FJ204", "has both value and valueFrom"),
+    ("env-value-from-empty", _container("env: [{name: A, valueFrom: {}}]"), "FJ204", "valueFrom must have one of"),
+    ("env-resource-field", _container("env: [{name: A, valueFrom: {resourceFieldRef: {resource: bogus}}}]"), "FJ204", "resourceFieldRef resource 'bogus'"),
+    ("volume-without-source", _pod("volumes: [{name: v}]"), "FJ204", "volume 'v' must have one of"),
+    ("volume-two-sources", _pod("volumes: [{name: v, emptyDir: {}, configMap: {name: c}}]"), "FJ204", "may have only one of emptyDir, configMap"),
+    ("mount-of-no-volume", _container("volumeMounts: [{name: nope, mountPath: /m}]"), "FJ204", "volumeMounts name 'nope' is no volume of this pod"),
+    ("probe-without-handler", _container("livenessProbe: {periodSeconds: 5}"), "FJ204", "livenessProbe must have one of"),
+    ("probe-two-handlers", _container("livenessProbe: {exec: {command: [x]}, tcpSocket: {port: 80}}"), "FJ204", "may have only one of exec, tcpSocket"),
+    ("probe-port-0", _container("readinessProbe: {tcpSocket: {port: 0}}"), "FJ204", "readinessProbe port 0 must be between 1 and 65535"),
+    ("probe-period-negative", _container("livenessProbe: {exec: {command: [x]}, periodSeconds: -1}"), "FJ204", "periodSeconds -1"),
+    ("hook-without-handler", _container("lifecycle: {preStop: {}}"), "FJ204", "lifecycle.preStop must have one of"),
+    ("probe-on-an-init-container", _pod("initContainers: [{name: i, image: i, readinessProbe: {exec: {command: [x]}}}]"), "FJ204", "may not be set on an init container"),
+    ("probe-on-a-sidecar", _pod("initContainers: [{name: i, image: i, restartPolicy: Always, readinessProbe: {exec: {command: [x]}}}]"), None, ""),
+    ("hostname-upper", _pod("hostname: Bad_Host"), "FJ204", "hostname 'Bad_Host'"),
+    ("runtime-class", _pod("runtimeClassName: Bad_RC"), "FJ305", "runtimeClassName 'Bad_RC'"),
+    ("fs-group-negative", _pod("securityContext: {fsGroup: -5}"), "FJ204", "fsGroup -5 must be between 0"),
+    ("config-map-mode", _pod("volumes: [{name: v, configMap: {name: c, defaultMode: 99999}}]"), "FJ204", "configMap defaultMode 99999"),
+    ("config-map-item-path", _pod("volumes: [{name: v, configMap: {name: c, items: [{key: k, path: ../x}]}}]"), "FJ204", "configMap item path '../x'"),
+    ("dns-none-without-config", _pod("dnsPolicy: None"), "FJ204", "dnsPolicy None needs a dnsConfig"),
+    ("share-pid-and-host-pid", _pod("shareProcessNamespace: true\n            hostPID: true"), "FJ204", "cannot both be true"),
+    ("host-network-host-port", _pod("hostNetwork: true", "ports: [{containerPort: 80, hostPort: 8080}]"), "FJ204", "hostPort must equal containerPort"),
+    ("toleration-exists-value", _pod("tolerations: [{key: k, operator: Exists, value: v}]"), "FJ204", "operator Exists has no value"),
+    ("privileged-without-escalation", _container("securityContext: {privileged: true, allowPrivilegeEscalation: false}"), "FJ204", "needs allowPrivilegeEscalation"),
+    ("seccomp-localhost-without-path", _pod("securityContext: {seccompProfile: {type: Localhost}}"), "FJ204", "needs localhostProfile"),
+    ("ephemeral-containers", _pod("ephemeralContainers: [{name: e, image: i}]"), "FJ204", "ephemeralContainers are not allowed"),
+    ("topology-max-skew-0", _pod("topologySpreadConstraints: [{maxSkew: 0, topologyKey: zone, whenUnsatisfiable: DoNotSchedule}]"), "FJ204", "maxSkew 0"),
+    ("affinity-selector-key", _pod("affinity: {podAffinity: {requiredDuringSchedulingIgnoredDuringExecution: [{topologyKey: zone, labelSelector: {matchLabels: {a b: x}}}]}}"), "FJ204", "label selector key 'a b'"),
+    ("termination-message-policy", _container("terminationMessagePolicy: Bogus"), "FJ204", "terminationMessagePolicy 'Bogus'"),
     ("native-kubernetes-io-resource", _container("resources: {limits: {cpu: 1, example.kubernetes.io/widget: 500m}, requests: {example.kubernetes.io/widget: 250m}}"), None, ""),
 ]
 

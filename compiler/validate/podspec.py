@@ -74,6 +74,24 @@ def _ip(text: str) -> str | None:
 
 
 _PROBES = ("livenessProbe", "readinessProbe", "startupProbe")
+_HOST_PATH_TYPES = ("", "DirectoryOrCreate", "Directory", "FileOrCreate", "File", "Socket", "CharDevice", "BlockDevice")
+# resourceFieldRef.resource an env value may read (validateContainerResourceFieldSelector; hugepages-<size> too)
+_RESOURCE_FIELDS = ("limits.cpu", "limits.memory", "limits.ephemeral-storage", "requests.cpu", "requests.memory", "requests.ephemeral-storage")
+
+
+def _one_of(value: str, allowed: tuple[str, ...]) -> str | None:
+    return None if value in allowed else f"is not one of {', '.join(repr(a) for a in allowed if a)}"
+
+
+def _local_path(path: str) -> str | None:
+    """validateLocalNonReservedPath: relative, no '..' element, not starting with '..'."""
+    if not path or path.startswith("/") or ".." in path.split("/"):
+        return "must be a relative path without '..'"
+    return None
+
+
+def _resource_field(resource: str) -> str | None:
+    return None if resource in _RESOURCE_FIELDS or resource.startswith(("limits.hugepages-", "requests.hugepages-")) else _one_of(resource, _RESOURCE_FIELDS)
 _NODE_TERMS = ("affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution", "nodeSelectorTerms", "*")
 
 
@@ -98,6 +116,40 @@ FIELDS: tuple[tuple[tuple[str, ...], Callable[[str], str | None], str, str], ...
     (("hostAliases", "*", "ip"), _ip, "hostAliases ip", VALUE),
     (("securityContext", "sysctls", "*", "name"), lambda n: None if _SYSCTL.fullmatch(n) else "is no sysctl name", "sysctl", VALUE),
     ((*_NODE_TERMS, "matchExpressions", "*", "key"), names.qualified_key, "node affinity key", VALUE),
+    (("hostname",), names.dns1123_label, "hostname", VALUE),
+    (("subdomain",), names.dns1123_label, "subdomain", VALUE),
+    (("nodeName",), _name, "nodeName", VALUE),
+    (("runtimeClassName",), _name, "runtimeClassName", NAME),
+    (("hostAliases", "*", "hostnames", "*"), names.dns1123_subdomain, "hostAliases hostname", VALUE),
+    (("dnsConfig", "nameservers", "*"), _ip, "dnsConfig nameserver", VALUE),
+    (("readinessGates", "*", "conditionType"), names.qualified_key, "readinessGates conditionType", VALUE),
+    (("volumes", "*", "nfs", "path"), lambda p: None if p.startswith("/") else "must be an absolute path", "nfs path", VALUE),
+    (("volumes", "*", "hostPath", "path"), lambda p: None if p else "must not be empty", "hostPath path", VALUE),
+    (("volumes", "*", "hostPath", "type"), lambda t: _one_of(t, _HOST_PATH_TYPES), "hostPath type", VALUE),
+    *(((("volumes", "*", source, "items", "*", "path"), _local_path, f"{source} item path", VALUE)) for source in ("configMap", "secret", "downwardAPI")),
+    ((CONTAINERS, "*", "terminationMessagePolicy"), lambda t: _one_of(t, ("File", "FallbackToLogsOnError")), "terminationMessagePolicy", VALUE),
+    ((CONTAINERS, "*", "resizePolicy", "*", "restartPolicy"), lambda t: _one_of(t, ("NotRequired", "RestartContainer")), "resizePolicy restartPolicy", VALUE),
+    ((CONTAINERS, "*", "env", "*", "valueFrom", "resourceFieldRef", "resource"), _resource_field, "resourceFieldRef resource", VALUE),
+    (("topologySpreadConstraints", "*", "whenUnsatisfiable"), lambda t: _one_of(t, ("DoNotSchedule", "ScheduleAnyway")), "whenUnsatisfiable", VALUE),
+    *(((("affinity", kind, "requiredDuringSchedulingIgnoredDuringExecution", "*", "topologyKey"), lambda k: names.qualified_key(k) if k else "must not be empty", "topologyKey", VALUE)) for kind in ("podAffinity", "podAntiAffinity")),
+)
+
+# Numbers only the API server bounds: (path, least, most, what).
+_PORT = (1, 65535)
+_ID = (0, 2147483647)
+_MODE = (0, 0o777)
+NUMBERS: tuple[tuple[tuple[str, ...], int, int, str], ...] = (
+    *((CONTAINERS, "*", probe, how, "port", *_PORT, f"{probe} port") for probe in _PROBES for how in ("httpGet", "tcpSocket", "grpc")),
+    *((CONTAINERS, "*", "lifecycle", hook, how, "port", *_PORT, f"{hook} port") for hook in ("postStart", "preStop") for how in ("httpGet", "tcpSocket")),
+    *((CONTAINERS, "*", probe, field, 0, _ID[1], f"{probe} {field}") for probe in _PROBES
+      for field in ("initialDelaySeconds", "timeoutSeconds", "periodSeconds", "successThreshold", "failureThreshold")),
+    *((*where, "securityContext", field, *_ID, field) for where in ((), (CONTAINERS, "*")) for field in ("runAsUser", "runAsGroup")),
+    (("securityContext", "fsGroup", *_ID, "fsGroup")),
+    (("securityContext", "supplementalGroups", "*", *_ID, "supplementalGroups")),
+    *(("volumes", "*", source, "defaultMode", *_MODE, f"{source} defaultMode") for source in ("configMap", "secret", "downwardAPI", "projected")),
+    *(("volumes", "*", source, "items", "*", "mode", *_MODE, f"{source} item mode") for source in ("configMap", "secret", "downwardAPI")),
+    (("topologySpreadConstraints", "*", "maxSkew", 1, _ID[1], "maxSkew")),
+    (("terminationGracePeriodSeconds", 0, 2**63 - 1, "terminationGracePeriodSeconds")),
 )
 
 
@@ -189,6 +241,10 @@ def pod_specs(job: Any, doc: Document) -> Iterator[Diagnostic]:
                 why = rule(value) if isinstance(value, str) else None
                 if why:
                     yield doc.diagnostic(code, f"{what} {value!r} {why}", path)
+        for *pattern, least, most, what in NUMBERS:
+            for path, value in _walk(spec, tuple(pattern), base):
+                if isinstance(value, int) and not isinstance(value, bool) and not least <= value <= most:
+                    yield doc.diagnostic(VALUE, f"{what} {value} must be between {least} and {most}{' (octal 0777)' if most == 0o777 else ''}", path)
         yield from _uniqueness(doc, spec, base)
         yield from _node_selector(doc, spec, base)
 

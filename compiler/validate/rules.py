@@ -19,7 +19,7 @@ from ..plan.common import elastic_of
 from ..podset import object_names, pod_counts, pod_total
 from ..podtemplate import containers_of, training_index
 from ..substitution import Context, RefError, is_ours, iter_refs, resolve
-from . import apivalues, launchers, names, podspec
+from . import apivalues, launchers, names, podshape, podspec
 from .groups import groups
 from .suggest import did_you_mean
 
@@ -248,7 +248,7 @@ def template_restart_policy(job: Any, doc: Document) -> Iterator[Diagnostic]:
     for g in groups(job):
         spec = g.template.get("spec") if isinstance(g.template, dict) else None
         policy = spec.get("restartPolicy") if isinstance(spec, dict) else None
-        if policy in (None, "Never"):
+        if policy not in ("OnFailure", "Always"):  # Never, or a value the API server refuses anyway (FJ402)
             continue
         where = "ColossalAI pods are never restarted" if job.kind == "ColossalAIJob" else f"restarts follow {format_path((*g.path, 'restartPolicy'))}"
         yield doc.diagnostic(
@@ -622,7 +622,7 @@ def _balanced(value: str, start: int) -> str:
 
 # --- the table ---------------------------------------------------------------------------
 
-COMMON: tuple[Rule, ...] = (job_name, job_namespace, metadata_labels, flatjob_annotations, rendered_names, unique_types, run_mode, resume_specs, has_pods, has_containers, template_restart_policy, container_images, *apivalues.RULES, *podspec.RULES)
+COMMON: tuple[Rule, ...] = (job_name, job_namespace, metadata_labels, flatjob_annotations, rendered_names, unique_types, run_mode, resume_specs, has_pods, has_containers, template_restart_policy, container_images, *apivalues.RULES, *podspec.RULES, *podshape.RULES)
 RULES: dict[type, tuple[Rule, ...]] = {
     PyTorchTrainingJob: (*COMMON, elastic_range, elastic_needs_torchrun, torchrun_fields, tensorboard),
     DeepSpeedJob: (*COMMON, elastic_range, deepspeed_run, deepspeed_other_args, reserved_paths, *launchers.DEEPSPEED_RULES),
