@@ -61,6 +61,7 @@ def _is_link(parent: int, name: str) -> bool:
 
 
 OPEN_FOLDERS = 64  # folder descriptors a SafeDir keeps open at most
+MISSING_FOLDERS = 100_000  # folders remembered as not there, at most
 
 
 class SafeDir:
@@ -69,6 +70,8 @@ class SafeDir:
     def __init__(self, root: Path) -> None:
         self.root = root
         self._fds: OrderedDict[str, int] = OrderedDict()  # the most recently used last; at most OPEN_FOLDERS
+        self._missing: set[str] = set()  # folders looked for and not there (until created)
+        self._listings: dict[str, frozenset[str]] = {}  # folder -> its names, for listed() (read-only plans)
         self.made: list[str] = []  # folders this object created, in creation order
 
     # --- folders -----------------------------------------------------------------------
@@ -136,15 +139,42 @@ class SafeDir:
             return self._fds[rel]
         if rel == "":
             return self._fds[""] if self.open_root(create) else -1
+        if not create and rel in self._missing:  # a metadata file may name 300 000 files in folders that are not there
+            return -1
         head, _, name = rel.rpartition("/")
         parent = self.folder(head, create)
-        if parent < 0:
-            return -1
-        fd = self._step(parent, name, create, rel)
+        fd = self._step(parent, name, create, rel) if parent >= 0 else -1
         if fd >= 0:
+            self._missing.discard(rel)
             self._fds[rel] = fd
             self._evict()
+        elif len(self._missing) < MISSING_FOLDERS:
+            self._missing.add(rel)
         return fd
+
+    def listed(self, rel: str) -> bool:
+        """Whether `rel` is in the folder, from listings of the folders it passes through,
+        each read once: a metadata file may name 300 000 files, each in a folder of its own,
+        and opening each name's folders cost 2 s."""
+        head, _, name = rel.rpartition("/")
+        names = self._listing(head)
+        return names is not None and name in names
+
+    def _listing(self, rel: str) -> frozenset[str] | None:
+        """The names in folder `rel` (cached while it exists), or None when it is not there."""
+        if rel in self._listings:
+            return self._listings[rel]
+        if rel:
+            head, _, name = rel.rpartition("/")
+            up = self._listing(head)
+            if up is None or name not in up:
+                return None
+        fd = self.folder(rel)
+        if fd < 0:
+            return None
+        names = frozenset(os.listdir(fd))
+        self._listings[rel] = names
+        return names
 
     def _evict(self) -> None:
         """Close the least recently used folders beyond OPEN_FOLDERS (never the root): a
@@ -215,6 +245,7 @@ class SafeDir:
     def write(self, rel: str, data: bytes) -> None:
         """Write `rel` as a new file with the umask's mode, after removing whatever was at that
         name (every caller writes a staged or temporary name of flatjob's own, then renames it)."""
+        self._listings.clear()  # listed() reads the folder as it is now
         head, _, name = rel.rpartition("/")
         parent = self.folder(head, create=True)
         try:
@@ -238,6 +269,7 @@ class SafeDir:
 
     def rename(self, src: str, dst: str) -> None:
         """Move file `src` over `dst` (atomic; a link at `dst` is replaced, never followed)."""
+        self._listings.clear()  # listed() reads the folder as it is now
         shead, _, sname = src.rpartition("/")
         dhead, _, dname = dst.rpartition("/")
         source = self.folder(shead)
@@ -247,6 +279,7 @@ class SafeDir:
 
     def unlink(self, rel: str) -> bool:
         """Delete file `rel`; False when it was not there."""
+        self._listings.clear()  # listed() reads the folder as it is now
         head, _, name = rel.rpartition("/")
         parent = self.folder(head)
         if parent < 0:
@@ -259,6 +292,7 @@ class SafeDir:
 
     def remove_empty(self, rel: str) -> bool:
         """Remove folder `rel` if it is empty; False when it is not (or not there)."""
+        self._listings.clear()  # listed() reads the folder as it is now
         head, _, name = rel.rpartition("/")
         parent = self.folder(head)
         if parent < 0 or not name:

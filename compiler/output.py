@@ -136,6 +136,8 @@ def plan_changes(d: SafeDir, desired: dict[str, str]) -> TreeChanges:
         changes.write[rel] = text
         changes.old[rel] = current
     for rel in sorted(owned_before - set(desired)):
+        if not d.listed(rel):  # most names of a hostile metadata file: found missing from listings, never opened
+            continue
         raw = _read(d, rel, changes, OLD_BYTES)
         if raw is None:
             continue
