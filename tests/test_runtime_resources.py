@@ -9,6 +9,8 @@ measured 99 MiB resident).
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 from manifestkit import compiled_objects
 
@@ -76,7 +78,7 @@ def test_adding_jobs_one_commit_at_a_time_rarely_changes_the_runtimes_pod() -> N
     runtime of every job of the namespace: a sweep adding 2-pod jobs one commit at a time
     changed it at jobs 11, 21, 25, 31...; in 16 MiB steps, twice in 200 jobs."""
     sizes = [runtime_resources(2 * jobs, jobs=jobs)["requests"]["memory"] for jobs in range(1, 201)]
-    assert sum(1 for a, b in zip(sizes, sizes[1:]) if a != b) <= 2
+    assert sum(1 for a, b in itertools.pairwise(sizes) if a != b) <= 2
 
 
 def test_the_namespace_runtime_is_sized_for_all_its_jobs() -> None:

@@ -108,6 +108,10 @@ def _combinations(doc: Document, spec: dict[str, Any], base: PathT) -> Iterator[
         if t.get("operator") == "Exists" and t.get("value"):
             yield doc.diagnostic(VALUE, "a toleration with operator Exists has no value", (*base, "tolerations", i, "value"))
     yield from _seccomp(doc, _dict(spec.get("securityContext")), (*base, "securityContext"))
+    yield from _container_combinations(doc, spec, base)
+
+
+def _container_combinations(doc: Document, spec: dict[str, Any], base: PathT) -> Iterator[Diagnostic]:
     for i, c in enumerate(_list(spec.get("initContainers"))):
         c = _dict(c)
         if c.get("restartPolicy") != "Always":  # a native sidecar may be probed
