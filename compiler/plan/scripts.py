@@ -134,9 +134,21 @@ def traps() -> str:
     return (
         "# Kubernetes stops the pod with SIGTERM to this script (PID 1: a signal without a trap is\n"
         "# dropped). Pass it on to the running step, wait for it, and exit 143 (SIGINT: 130).\n"
+        "# The step is $! (a signal may come before `child=$!` runs). A step forked but not yet\n"
+        "# exec'd still runs this shell's handler, which only notes a signal (dash), so it would be\n"
+        "# lost: wait up to 1 s for the exec first.\n"
         'child=""\n'
         "stop() {\n"
-        '  if [ -n "$child" ]; then kill -TERM "$child" 2>/dev/null || :; wait "$child" || :; fi\n'
+        '  child=${!:-$child}\n'
+        '  if [ -n "$child" ]; then\n'
+        "    n=0\n"
+        '    while [ "$n" -lt 100 ] && [ "$(readlink "/proc/$child/exe" 2>/dev/null)" = "$(readlink "/proc/$$/exe" 2>/dev/null || echo -)" ]; do\n'
+        "      sleep 0.01 2>/dev/null || :\n"
+        "      n=$((n + 1))\n"
+        "    done\n"
+        '    kill -TERM "$child" 2>/dev/null || :\n'
+        '    wait "$child" || :\n'
+        "  fi\n"
         '  exit "$1"\n'
         "}\n"
         "trap 'stop 143' TERM\n"
