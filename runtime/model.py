@@ -44,6 +44,7 @@ class PodState:
     started_at: float | None = None  # when its program started (the container's startedAt; else status.startTime)
     disruption: str | None = None  # the DisruptionTarget condition's reason (EvictionByEvictionAPI, ...)
     disruption_message: str | None = None
+    disrupted_since: float | None = None  # the DisruptionTarget condition's lastTransitionTime: when the disruption began
     node_lost_since: float | None = None  # Ready cleared by the node controller alone (its node stopped reporting)
     unreachable_grace: float | None = 300.0  # how long taint eviction leaves it on an unreachable node (None: forever)
     waiting: str | None = None  # why a container cannot start: "ImagePullBackOff: Back-off pulling image ..."

@@ -172,6 +172,7 @@ def pod_state(obj: dict[str, Any], container: str | None = None, owner_uid: str 
         started_at=seconds(term.get("startedAt")) or seconds(status.get("startTime")),
         disruption=str(disruption.get("reason") or "DisruptionTarget") if disruption else None,
         disruption_message=disruption.get("message") if disruption else None,
+        disrupted_since=seconds(disruption.get("lastTransitionTime")) if disruption else None,
         node_lost_since=(seconds(conditions["Ready"].get("lastTransitionTime")) or 0.0) if lost else None,
         unreachable_grace=unreachable_grace(spec),
         waiting=_waiting([s for s in status.get("initContainerStatuses") or [] if isinstance(s, dict)], " (init container {})") or _waiting(statuses)

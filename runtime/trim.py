@@ -173,15 +173,19 @@ def record(obj: Obj) -> Obj:
 
 
 STATUS_BASE = 64 * 1024  # bytes a job's status may take, plus STATUS_PER_POD a pod: the runtime writes a few KiB
-STATUS_PER_POD = 128  # (tasks list at most 100 replicas a type; the ledger groups names as brace ranges)
+STATUS_PER_POD = 256  # (the ledger's name lists, back-off steps and disruption times at their most scattered; tasks list 100 a type)
+
+
+def _count(value: Any) -> int:
+    return min(value, 10_000) if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
 def status_bytes(spec: Obj) -> int:
-    """The most a status of this spec's job can take: grows with the pods it asks for."""
-    pods = 0
-    for group in [*_list(spec.get("replicaSpecs")), _dict(spec.get("worker")), _dict(spec.get("launcher"))]:
-        replicas = _dict(group).get("replicas", 1 if group else 0)
-        pods += min(replicas, 10_000) if isinstance(replicas, int) and not isinstance(replicas, bool) and replicas > 0 else 0
+    """The most a status of this spec's job can take: grows with the pods it asks for (the
+    replicas summed, or an elastic job's maxReplicas, as compile counts them)."""
+    pods = sum(_count(_dict(group).get("replicas", 1 if group else 0))
+               for group in [*_list(spec.get("replicaSpecs")), _dict(spec.get("worker")), _dict(spec.get("launcher"))])
+    pods = max(pods, _count(_dict(spec.get("elastic")).get("maxReplicas")))
     return STATUS_BASE + STATUS_PER_POD * min(pods, 10_000)
 
 

@@ -3,7 +3,8 @@
 The OpenAPI schema types each field alone; pkg/apis/core/validation (ValidatePodTemplateSpec)
 also refuses shapes the schema cannot say, so they passed lint and failed the sync or the
 runtime's pod create (review 21, round 4):
-- one-of groups: a volume has exactly one source (validateVolumeSource), a probe or lifecycle
+- one-of groups: a volume has at most one source (validateVolumeSource; none is an emptyDir,
+  SetDefaults_Volume), a probe or lifecycle
   hook exactly one handler (validateHandler), an env var a value or a valueFrom with exactly
   one reference (validateEnvVarValueFrom);
 - references: a volumeMount or volumeDevice names a volume of the pod (validateVolumeMounts);
@@ -53,9 +54,9 @@ def _named(value: Any) -> str:
     return repr(text if len(text) <= 60 else text[:57] + "...")
 
 
-def _exactly_one(doc: Document, given: dict[str, Any], choices: Any, what: str, at: PathT) -> Iterator[Diagnostic]:
+def _exactly_one(doc: Document, given: dict[str, Any], choices: Any, what: str, at: PathT, needed: bool = True) -> Iterator[Diagnostic]:
     found = [k for k in given if k in choices]
-    if not found:
+    if not found and needed:
         yield doc.diagnostic(VALUE, f"{what} must have one of: {', '.join(sorted(choices)) if len(choices) < 8 else 'a volume source (emptyDir, configMap, secret, persistentVolumeClaim, ...)'}", at, key=True)
     elif len(found) > 1:
         yield doc.diagnostic(VALUE, f"{what} may have only one of {', '.join(found)}", (*at, found[1]), key=True)
@@ -64,7 +65,8 @@ def _exactly_one(doc: Document, given: dict[str, Any], choices: Any, what: str, 
 def _volumes(doc: Document, spec: dict[str, Any], base: PathT) -> Iterator[Diagnostic]:
     for i, v in enumerate(_list(spec.get("volumes"))):
         if isinstance(v, dict):
-            yield from _exactly_one(doc, v, VOLUME_SOURCES, f"volume {_named(v.get('name'))}", (*base, "volumes", i))
+            # none is an emptyDir (SetDefaults_Volume), two are refused
+            yield from _exactly_one(doc, v, VOLUME_SOURCES, f"volume {_named(v.get('name'))}", (*base, "volumes", i), needed=False)
         claim = _dict(_dict(v).get("persistentVolumeClaim"))
         if "claimName" in claim and claim["claimName"] == "":
             yield doc.diagnostic(VALUE, "persistentVolumeClaim.claimName must not be empty", (*base, "volumes", i, "persistentVolumeClaim", "claimName"))
@@ -97,7 +99,7 @@ def _handlers(doc: Document, spec: dict[str, Any], base: PathT) -> Iterator[Diag
 
 
 def _combinations(doc: Document, spec: dict[str, Any], base: PathT) -> Iterator[Diagnostic]:
-    if "ephemeralContainers" in spec:
+    if _list(spec.get("ephemeralContainers")):
         yield doc.diagnostic(VALUE, "ephemeralContainers are not allowed in a pod template", (*base, "ephemeralContainers"), key=True)
     if spec.get("shareProcessNamespace") is True and spec.get("hostPID") is True:
         yield doc.diagnostic(VALUE, "shareProcessNamespace and hostPID cannot both be true", (*base, "shareProcessNamespace"))

@@ -116,8 +116,8 @@ FIELDS: tuple[tuple[tuple[str, ...], Callable[[str], str | None], str, str], ...
     (("hostAliases", "*", "ip"), _ip, "hostAliases ip", VALUE),
     (("securityContext", "sysctls", "*", "name"), lambda n: None if _SYSCTL.fullmatch(n) else "is no sysctl name", "sysctl", VALUE),
     ((*_NODE_TERMS, "matchExpressions", "*", "key"), names.qualified_key, "node affinity key", VALUE),
-    (("hostname",), names.dns1123_label, "hostname", VALUE),
-    (("subdomain",), names.dns1123_label, "subdomain", VALUE),
+    (("hostname",), lambda h: names.dns1123_label(h) if h else None, "hostname", VALUE),  # "" is no hostname (len > 0 is checked)
+    (("subdomain",), lambda h: names.dns1123_label(h) if h else None, "subdomain", VALUE),
     (("nodeName",), _name, "nodeName", VALUE),
     (("runtimeClassName",), _name, "runtimeClassName", NAME),
     (("hostAliases", "*", "hostnames", "*"), names.dns1123_subdomain, "hostAliases hostname", VALUE),

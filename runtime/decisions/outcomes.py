@@ -18,8 +18,8 @@ lost member goes, and its exit code says nothing about the training either.  The
 lasts while the disrupted pod still runs (a drained pod keeps running through its grace
 period, a pod on a lost node until the Node is deleted), then until its replacement runs (a
 preempted master's replacement may stay Unschedulable while its peers time out waiting for it),
-and DISRUPTION_WINDOW after: its peers fail when it stops or when they give up waiting, not
-when it is marked.  Every disrupted pod keeps its own trouble (the ledger's `disrupted`): two
+and DISRUPTION_WINDOW after (REPLACEMENT_WAIT at most while it does not run): its peers fail
+when it stops or when they give up waiting, not when it is marked.  Every disrupted pod keeps its own trouble (the ledger's `disrupted`): two
 drains that overlap each excuse their own peers.  A pod started after the trouble began fails
 on its own account (a replacement that crashes is counted, never replaced at once forever).
 """
@@ -33,6 +33,8 @@ from ..model import JobView, Ledger, PodState
 from .exitcodes import effective_exit_code
 
 DISRUPTION_WINDOW = 30.0  # seconds after a disruption in which a peer's failure is its doing
+REPLACEMENT_WAIT = 900.0  # seconds a disrupted pod's trouble lasts at most while its replacement does not run
+# (torchrun's rendezvous and NCCL's watchdog give up on a missing member within 10 minutes)
 
 
 @dataclass(frozen=True)
@@ -57,7 +59,8 @@ class Disruption:
     type: str
     reason: str  # human words: "was evicted (EvictionByEvictionAPI: Eviction API: evicting)"
     peer: str | None = None  # a failure that was this pod's disruption's doing
-    late: bool = False  # first seen once its pod had stopped or gone (a kubelet's eviction): peers may have failed first
+    late: bool = False  # first seen once its pod had stopped (a kubelet's eviction): peers may have failed first
+    since: float | None = None  # when the disruption began (its DisruptionTarget condition), if known
 
 
 @dataclass(frozen=True)
@@ -82,7 +85,8 @@ def observe(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, now: flo
         pod = pods.get(name)
         why = disrupted(pod, ledger)
         if why is not None:
-            disruptions.append(Disruption(name, pod.uid if pod is not None else "", spec.type, why, late=pod is None or pod.terminal))
+            disruptions.append(Disruption(name, pod.uid if pod is not None else "", spec.type, why,
+                                          late=pod is not None and pod.terminal, since=pod.disrupted_since if pod is not None else None))
         elif pod is not None and pod.phase == "Succeeded":
             succeeded.append(name)
         elif pod is not None and pod.phase == "Failed":
@@ -123,7 +127,7 @@ def _troubled(pods: Mapping[str, PodState], ledger: Ledger, now: float | None) -
     for name, since in sorted(ledger.disrupted.items(), key=lambda kv: kv[1]):
         if name in seen or now is None or since > now:  # never from the future (a status edit)
             continue
-        end = ledger.disrupted_end.get(name)
+        end = ledger.disrupted_end.get(name, since + REPLACEMENT_WAIT if now - since > REPLACEMENT_WAIT else None)
         if end is None:
             out.append((name, f"was disrupted {now - since:.0f} s before and has not run again since", since))
         elif 0 <= now - end <= DISRUPTION_WINDOW:
@@ -147,6 +151,8 @@ def disruption_end(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, n
         keep[name] = since
         if end is None and (name not in wanted or _running_again(pods.get(name), ledger)):
             end = now
+        elif end is None and now - since > REPLACEMENT_WAIT:  # a replacement that never runs (Unschedulable, an init crash loop)
+            end = since + REPLACEMENT_WAIT
         if end is not None:
             ended[name] = end
     if keep == ledger.disrupted and ended == ledger.disrupted_end:

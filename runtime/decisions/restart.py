@@ -156,10 +156,13 @@ def _replace_disrupted(job: JobView, ledger: Ledger, disruptions: tuple[Disrupti
 def _taken_back(job: JobView, ledger: Ledger, root: Disruption, now: float) -> tuple[Ledger, tuple[tuple[str, str, str], ...]]:
     """A disruption first seen once its pod had stopped (the kubelet reports its own eviction,
     node pressure or a graceful node shutdown, only then: mergePodStatus) may have broken its
-    peers' collectives before: a restart incident counted within SETTLE before it, that the
-    pod was not part of, was its doing. Its count is taken back (backoffCount, restartCount,
+    peers' collectives before: a restart incident counted within SETTLE before it, after the
+    disruption began (its DisruptionTarget condition's time), that the pod was not part of,
+    was its doing. Its count is taken back (backoffCount, restartCount,
     the replicas' own counts and back-off steps), and its replacements wait no longer."""
     if ledger.incident_at is None or not 0 <= now - ledger.incident_at <= SETTLE or root.name in ledger.incident or not ledger.incident:
+        return ledger, ()
+    if root.since is None or root.since > ledger.incident_at + 1:  # began after the restart was counted: not its cause (1 s: RFC 3339 seconds)
         return ledger, ()
     members = [n for n in ledger.incident if job.pod(n) is not None]
     restarts = dict(ledger.restarts)

@@ -237,3 +237,42 @@ def test_a_peer_is_excused_until_the_disrupted_pods_replacement_runs_and_30s_aft
     led = Ledger(released=("j-master-0", "j-worker-0"), disrupted={"j-worker-1": NOW - 100}, disrupted_end={} if until is None else {"j-worker-1": until})
     out = observe(job, pods, led, NOW)
     assert ([d.name for d in out.disruptions], [f.name for f in out.failures]) == ((["j-master-0"], []) if excused else ([], ["j-master-0"]))
+
+
+# --- a restart counted just before a late-seen eviction (restart._taken_back) -------------------
+
+
+@pytest.mark.parametrize("began, taken_back", [
+    pytest.param(NOW - 25, True, id="the-eviction-began-before-the-counted-failure"),
+    pytest.param(NOW - 5, False, id="the-eviction-began-after-it"),
+    pytest.param(None, False, id="no-disruption-time-a-kubelet-older-than-disruption-target"),
+])
+def test_a_restart_is_taken_back_only_when_the_eviction_began_before_it(began: float | None, taken_back: bool) -> None:
+    """worker-0's exit 1 was counted at NOW-20; at NOW the kubelet reports worker-1 evicted (late:
+    its pod already stopped). Only an eviction that began before the failure can have caused
+    it: a crash loop beside a node under pressure is still counted."""
+    import dataclasses
+
+    job = job_view("PyTorchTrainingJob", types={"worker": 3})
+    counted = Ledger(released=("j-worker-1", "j-worker-2"), backoff_count=1, restarts={"worker": 1},
+                     incident_at=NOW - 20, incident=("j-worker-0",), levels={"j-worker-0": 1}, not_before={"j-worker-0": NOW - 10})
+    evicted = pod("j-worker-1", "Failed", exit=137, reason="Evicted", started_at=NOW - 3600, disruption=None if began is None else "TerminationByKubelet")
+    evicted = dataclasses.replace(evicted, disrupted_since=began)
+    pods = observed(evicted, pod("j-worker-2", "Running", started_at=NOW - 3600))
+    out = observe(job, pods, counted, NOW)
+    assert [d.name for d in out.disruptions] == ["j-worker-1"] and out.disruptions[0].late
+    rd = decide_restart(job, pods, counted, out.failures, NOW, out.disruptions)
+    assert (rd.ledger.backoff_count, rd.ledger.restarts["worker"]) == ((0, 0) if taken_back else (1, 1))
+    assert any(e[1] == "RestartNotCounted" for e in rd.events) == taken_back
+
+
+def test_a_replacement_that_never_runs_excuses_its_peers_for_15_minutes_at_most() -> None:
+    """worker-1 was preempted three hours ago and its replacement is still Unschedulable;
+    worker-0, running all along, now fails on its own: counted, not excused for hours."""
+    job = job_view("GenericJob", policy="Never")
+    for ago, excused in ((600, True), (3 * 3600, False)):
+        led = Ledger(released=("j-worker-0", "j-worker-1"), start_time=NOW - 4 * 3600, disrupted={"j-worker-1": NOW - ago})
+        pods = observed(pod("j-worker-0", "Failed", exit=1, started_at=NOW - 4 * 3600),
+                        pod("j-worker-1", "Pending", gated=False, incarnation=2, unschedulable="0/8 nodes are available"))
+        out = observe(job, pods, led, NOW)
+        assert ([d.name for d in out.disruptions] == ["j-worker-0"]) == excused, (ago, out)
