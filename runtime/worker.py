@@ -41,7 +41,7 @@ from .lookups import SECRET_TTL
 from .model import GATE, JobView, Ledger
 from .observe import pod_state
 from .scope import JobKey
-from .sshkeys import ForeignSecret, foreign_secret
+from .sshkeys import ForeignSecret, foreign_secret, owned_by
 
 if TYPE_CHECKING:
     from .controller import Controller
@@ -170,6 +170,8 @@ class JobWorker:
             self._refuse(record, exc)
             return None
         world, self._refused = self._world(job), None
+        if self._replace_unproven_secret(job, world, record, ledger):
+            return None  # the next cycle makes a fresh key pair
         if (foreign := self._foreign_secret(job, world, record, ledger)) is not None:
             self._refuse(record, foreign)  # someone else's <job>-ssh: every pod would trust their key
             self._cycle_wake = self.ctl.clock() + SECRET_TTL  # a namespace runtime reads Secrets, never watches them
@@ -331,6 +333,33 @@ class JobWorker:
         known, secret = self.ctl.secrets.get(job.ssh_secret)
         trusted = self.ctl.made_secrets.get(job.ssh_secret) or ledger.ssh_secret
         return foreign_secret(job.ssh_secret, secret, record, trusted, ran=ledger.start_time is not None) if known else None
+
+    def _replace_unproven_secret(self, job: JobView, world: World, record: Obj, ledger: Ledger) -> bool:
+        """A `<job>-ssh` with the record's ownerReference that no runtime is known to have made
+        (made before the ledger kept its uid, by a runtime restarted before writing it, or planted
+        with a forged reference), while no pod of the job has run: nothing trusts it yet, so it
+        is deleted (only that object: a uid precondition) and the next cycle makes a fresh pair."""
+        if not world.secret_is_ours or not job.ssh_secret or ledger.start_time is not None:
+            return False
+        if self.ctl.made_secrets.get(job.ssh_secret) or ledger.ssh_secret:
+            return False
+        known, secret = self.ctl.secrets.get(job.ssh_secret)
+        uid = ((secret or {}).get("metadata") or {}).get("uid") if known else None
+        if not isinstance(uid, str) or not owned_by(secret, record):
+            return False
+        try:
+            self.ctl.cluster.delete(SECRETS, self.namespace, job.ssh_secret, uid=uid)
+        except NotFound:
+            pass
+        except ApiError as exc:
+            self._fail("secret", exc)
+            return True
+        self.ctl.secret_created(job.ssh_secret)  # read it again: gone
+        self._event("Warning", "SecretReplaced", f"Secret {job.ssh_secret} has this job's ownerReference, but its runtime has no record of "
+                    "creating it (anyone may write an ownerReference); no pod has mounted it, so it is replaced with a fresh key pair")
+        self._flush_events(record)
+        self.dirty = True
+        return True
 
     def _secret_uid(self, job: JobView) -> str | None:
         """The uid of the job's own `<job>-ssh` Secret, seen and trusted this cycle."""

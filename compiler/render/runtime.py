@@ -68,7 +68,8 @@ def rbac_rules(plan: JobPlan) -> list[dict[str, Any]]:
     ]
     if plan.kind in SSH_KINDS and plan.ssh_secret:
         # Watched by name, so a deleted Secret is noticed and (when it is the job's own) made again.
-        rules += [_rule([""], ["secrets"], ["create"]), _rule([""], ["secrets"], ["list", "watch"], [plan.ssh_secret])]
+        # Deleted by name only to replace one no runtime is known to have made, before any pod mounts it (runtime/sshkeys.py).
+        rules += [_rule([""], ["secrets"], ["create"]), _rule([""], ["secrets"], ["delete", "list", "watch"], [plan.ssh_secret])]
     if render_tensorboard(plan):
         # Watched by name for status.tensorboard (is the TensorBoard ready?); never changed.
         rules.append(_rule(["apps"], ["deployments"], ["list", "watch"], [tensorboard_name(job)]))
@@ -155,7 +156,7 @@ def namespace_rules(jobs: Iterable[RuntimeNeeds]) -> list[dict[str, Any]]:
     secrets = sorted({j.ssh_secret for j in jobs if j.ssh_secret})
     if secrets:
         # Read by name when a job needs its Secret (never a list or watch of every Secret).
-        rules += [_rule([""], ["secrets"], ["create"]), _rule([""], ["secrets"], ["get"], secrets)]
+        rules += [_rule([""], ["secrets"], ["create"]), _rule([""], ["secrets"], ["delete", "get"], secrets)]
     if any(j.tensorboard for j in jobs):
         rules.append(_rule(["apps"], ["deployments"], ["list", "watch"]))
     if any(j.podgroup for j in jobs):

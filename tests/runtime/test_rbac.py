@@ -19,7 +19,7 @@ import pytest
 
 from flatjob.runtime.sim.kubelet import until_deleted
 
-from .harness import REAL, Scenario
+from .harness import NAMESPACE, REAL, Scenario
 from .test_scenarios import DEEPSPEED, _launcher_fails_once
 
 pytestmark = [pytest.mark.skipif(REAL, reason="reads the fake API server's request log"), pytest.mark.usefixtures("runtime_mode")]  # each test in both runtime modes
@@ -60,6 +60,10 @@ def test_every_request_of_the_runtime_is_allowed_and_every_rule_is_used() -> Non
     for name in ("ds-worker-1", "ds-worker-2"):
         s.kubelet.behaviors[name] = until_deleted
     s.controller.close()
+    record = s.cluster.record(NAMESPACE, s.kind.lower() + "s", s.name)  # a Secret planted with a forged ownerReference: replaced (delete)
+    owner = {"apiVersion": record["apiVersion"], "kind": record["kind"], "name": s.name, "uid": record["metadata"]["uid"], "controller": True}
+    s.cluster.create_secret(NAMESPACE, {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": f"{s.name}-ssh", "namespace": NAMESPACE, "ownerReferences": [owner]},
+                                        "stringData": {"authorized_keys": "ssh-ed25519 AAAAplanted x\n"}})
     s.controller = s.runtime("rbac")  # with its Lease
     s.controller.start()
     s.finished()

@@ -156,10 +156,11 @@ def test_someone_elses_ssh_secret_is_refused_and_no_pod_is_released(runtime_mode
 
 
 @pytest.mark.parametrize("forged", ["owner-reference", "owner-reference-after-the-runtime-made-its-own"])
-def test_an_ssh_secret_with_a_forged_owner_reference_is_refused(runtime_mode: str, forged: str) -> None:
+def test_an_ssh_secret_with_a_forged_owner_reference_is_never_trusted(runtime_mode: str, forged: str) -> None:
     """An ownerReference proves nothing: anyone may write one, with the record's uid (which
     anyone who reads the record knows). Only the Secret whose uid the runtime's own create
-    returned is trusted: planted first, or planted after someone deleted the runtime's own."""
+    returned is trusted. Planted first, before any pod ran: replaced with a fresh pair (no pod
+    mounted it). Planted after someone deleted the runtime's own: refused, no pod released."""
     s = Scenario(DEEPSPEED)
     record = s.cluster.record(NAMESPACE, s.kind.lower() + "s", s.name)
     owner = {"apiVersion": record["apiVersion"], "kind": record["kind"], "name": s.name, "uid": record["metadata"]["uid"], "controller": True}
@@ -171,10 +172,16 @@ def test_an_ssh_secret_with_a_forged_owner_reference_is_refused(runtime_mode: st
         s.tick()
         assert s.status()["runtime"]["sshSecretUid"] == s.cluster.objects[("secrets", NAMESPACE, "ds-ssh")]["metadata"]["uid"]
         s.cluster.store.delete(_secrets(), NAMESPACE, "ds-ssh", {})
-    s.cluster.create_secret(NAMESPACE, planted)
+    planted_uid = s.cluster.create_secret(NAMESPACE, planted)["metadata"]["uid"]
     for _ in range(10):
         s.tick()
     st = s.status()
+    if forged == "owner-reference":
+        assert _events(s, "SecretReplaced")
+        secret = s.cluster.objects[("secrets", NAMESPACE, "ds-ssh")]
+        assert secret["metadata"]["uid"] != planted_uid and "attacker" not in str(secret.get("data"))
+        assert st["runtime"]["sshSecretUid"] == secret["metadata"]["uid"]
+        return
     stalled = _condition(st, "Stalled")
     assert (stalled["status"], stalled["reason"]) == ("True", "ForeignSecret"), st.get("conditions")
     assert all(pod["spec"].get("schedulingGates") for pod in s.pods().values())  # none released with the attacker's key
