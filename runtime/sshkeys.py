@@ -11,8 +11,9 @@ returned (kept in memory, and in the ledger as `sshSecretUid`, for the next runt
 whose pods ran before the ledger kept that uid takes its Secret by the controller
 ownerReference to the record's uid, as before.  Anything else is a ForeignSecret: an Event and
 a Stalled condition, and no pod is released until it is deleted; the runtime then makes a
-fresh pair.  (A runtime restarted in the instant between creating the Secret and writing the
-ledger refuses its own Secret the same way: delete it.)  A Secret the job names itself (flatjob.dev/ssh-secret)
+fresh pair.  One with the record's controller ownerReference but no uid on record, while no
+pod of the job has run, is replaced instead (worker._replace_unproven_secret): nothing trusts
+it yet, and a runtime restarted between creating it and writing the ledger leaves just that.  A Secret the job names itself (flatjob.dev/ssh-secret)
 is the job author's choice, and used as it is.
 """
 
