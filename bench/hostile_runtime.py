@@ -11,7 +11,9 @@ write in its namespace can make:
   before the runtime starts (so its first list pages hold them) and --junk more while it runs;
 - junk-pods: the same with Pods (--junk-mib MiB each, 200 KiB of it annotations: the API
   server allows 256 KiB), carrying the job's labels and a forged controller ownerReference
-  to its record, so the runtime must read them.
+  to its record, so the runtime must read them;
+- junk-statuses: four jobs whose records' status.runtime someone fills with 1.3 MB of small
+  objects (~31 MiB each, parsed).
 It reports, per case, the runtime's peak RSS (VmHWM) against the memory limit compile gives it
 (compiler/render/runtime.py), and what the runtime made of it (the record's Stalled condition,
 its Events, whether every pod still runs).  Before issue 21: 622 MiB for the status edit, and
@@ -156,6 +158,41 @@ def case_junk_pods(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         bench.close()
 
 
+STATUS_JOBS = 4
+
+
+def case_junk_statuses(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
+    """STATUS_JOBS jobs, each record's status.runtime then filled with 1.3 MB of `{"a":0}`
+    (~31 MiB parsed) by someone who may update status: the namespace runtime cached them parsed
+    and was OOM-killed at every start (review 24 round 4)."""
+    from flatjob.compiler.render.runtime import runtime_resources
+
+    names = [f"{NAME}{i}" for i in range(STATUS_JOBS)]
+    bench = Bench(compile_jobs(names, args.pods, args.runtime), tmp, args.runtime)
+    try:
+        n = len(bench.pods)
+        bench.until(lambda: all((bench.status(j).get("aggregate") or {}).get("running") == args.pods for j in names), 300, "every pod Running")
+        junk = [{"a": 0} for _ in range(170_000)]
+        for job in names:
+            record = bench.cluster.record(NS, bench.plural, job)
+            status = record["status"]
+            status["runtime"] = {**status.get("runtime", {}), "x": junk}
+            bench.cluster.replace_record_status(NS, bench.plural, {**record, "status": status})
+            bench.sample()
+        watch(bench, args.settle)
+        from flatjob.runtime.sim.apiserver import kinds
+
+        warned = {(o.get("involvedObject") or {}).get("name") for (_, _, _), o in bench.cluster.store.of(kinds.by_key("events").key, NS) if o.get("reason") == "InvalidRecord"}
+        for job in names:  # a change in each job: a cycle, whose status write keeps only the ledger
+            bench.kubelet.kill(f"{job}-worker-0", 1)
+        watch(bench, args.settle)
+        cleaned = sum(1 for j in names if "x" not in (bench.status(j).get("runtime") or {}))
+        limit = int(runtime_resources(n, jobs=STATUS_JOBS)["limits"]["memory"].removesuffix("Mi"))
+        return {"rss_peak_mib": peak_mib(bench), "limit_mib": limit, "jobs": STATUS_JOBS, "refused_jobs": len(warned & set(names)), "cleaned_jobs": cleaned}
+    finally:
+        bench.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pods", type=int, default=10)
@@ -166,7 +203,8 @@ def main() -> None:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     out: dict[str, Any] = {"command": f"python bench/hostile_runtime.py {' '.join(sys.argv[1:])}".rstrip()}
-    for name, case in (("status_edit", case_status_edit), ("junk_templates", case_junk_templates), ("junk_pods", case_junk_pods)):
+    cases = (("status_edit", case_status_edit), ("junk_templates", case_junk_templates), ("junk_pods", case_junk_pods), ("junk_statuses", case_junk_statuses))
+    for name, case in cases:
         with tempfile.TemporaryDirectory() as tmp:
             try:
                 out[name] = case(args, Path(tmp))

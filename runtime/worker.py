@@ -156,12 +156,8 @@ class JobWorker:
         try:
             job = self._job_view(record)
             status = trim.status_of(record)
-            if status is None:
-                raise RecordError(
-                    f"the status of {self.name} is {record.get('status')} bytes, more than a status of this job can hold "
-                    f"({trim.status_bytes(record.get('spec') or {})}): someone wrote into it; restore it, or clear it "
-                    "(kubectl patch --subresource=status) and the runtime starts the job's ledger over"
-                )
+            if status is None:  # too big to cache (someone wrote into it): read it for this cycle alone; the write drops what is not ours
+                status = self._read_status()
             try:
                 ledger = Ledger.from_dict(status.get("runtime"))
             except (TypeError, ValueError, AttributeError) as exc:
@@ -333,6 +329,16 @@ class JobWorker:
         known, secret = self.ctl.secrets.get(job.ssh_secret)
         trusted = self.ctl.made_secrets.get(job.ssh_secret) or ledger.ssh_secret
         return foreign_secret(job.ssh_secret, secret, record, trusted, ran=ledger.start_time is not None) if known else None
+
+    def _read_status(self) -> dict[str, Any]:
+        """The record's status, read from the API server for one cycle: the cache keeps only the
+        size of a status bigger than this job's can be (trim.record), and the ledger in it is
+        still the job's. A status that is not a mapping is no ledger (RecordError)."""
+        found, _ = self.ctl.cluster.list(self.record_res, self.namespace, fields={"metadata.name": self.name})  # list, as the Role allows
+        status = (found[0] if found else {}).get("status")
+        if not isinstance(status, dict):
+            raise RecordError(f"the status of {self.name} is not a mapping; restore it or delete the record's status")
+        return status
 
     def _replace_unproven_secret(self, job: JobView, world: World, record: Obj, ledger: Ledger) -> bool:
         """A `<job>-ssh` with the record's ownerReference that no runtime is known to have made
