@@ -136,15 +136,20 @@ def preflight(manifests: list[Mapping[str, Any]], training: Mapping[str, str | N
             where = f"{name}/{c.get('name')}"
             declared, problems = declared_env(c, facts, options.env, skip_env_from=options.skip_env_from)
             errors += [f"{where}: cannot resolve {p}" for p in problems]
+            wd = c.get("workingDir")
             try:
-                program = command_line(c, declared, name)[0]
+                argv = command_line(c, declared, name)
             except LocalError as exc:
                 errors.append(str(exc))
             else:
+                program = argv[0]
                 search = declared.get("PATH", options.base_env.get("PATH", ""))
                 if "/" not in program and shutil.which(program, path=search) is None:
                     warnings.append(f"{where}: {program} is not on PATH here, so it will fail to start (exit 128, as where an image lacks it); activate the environment that has it")
-            wd = c.get("workingDir")
+                base = wd if wd and os.path.isdir(wd) else str(options.cwd)
+                script = next((a for a in argv[1:] if a.endswith(".py") and not a.startswith("-") and "$" not in a), None)
+                if script and not os.path.isfile(os.path.join(base, script)):
+                    warnings.append(f"{where}: {script} is not a file in {base} (relative paths resolve from there): run flatjob from the folder the job's paths are relative to")
             if wd and not os.path.isdir(wd):
                 warnings.append(f"{where}: workingDir {wd} does not exist here; it runs in {options.cwd}")
             limits = {**((c.get("resources") or {}).get("requests") or {}), **((c.get("resources") or {}).get("limits") or {})}

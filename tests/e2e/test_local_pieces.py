@@ -368,3 +368,19 @@ def test_preflight_warns_of_a_program_that_is_not_on_path(tmp_path: Path) -> Non
     assert errors == []
     assert [w.split(":")[0] for w in warnings] == ["p-0/missing"]
     assert "definitely-not-a-program-here is not on PATH here" in warnings[0]
+
+
+def test_preflight_warns_of_a_script_that_is_not_where_the_job_says(tmp_path: Path) -> None:
+    """A job's script paths are relative to where flatjob runs (no image here): one that is not
+    a file there fails only after the restarts' back-off; run-local says so before it starts."""
+    from flatjob.runtime.local.containers import Options, preflight
+
+    (tmp_path / "train.py").write_text("")
+    pod = {"metadata": {"name": "p-0"}, "spec": {"containers": [
+        {"name": "missing", "image": "x", "command": ["sh", "-c", "true"], "args": ["examples/local/allreduce.py"]},
+        {"name": "found", "image": "x", "command": ["sh", "-c", "true"], "args": ["train.py", "--lr", "0.1"]},
+        {"name": "flag", "image": "x", "command": ["sh", "-c", "true"], "args": ["--config=x.py"]},
+    ]}}
+    errors, warnings = preflight([pod], {"p-0": None}, Options(cwd=str(tmp_path), base_env={"PATH": "/usr/bin:/bin"}))
+    assert errors == [] and [w.split(":")[0] for w in warnings] == ["p-0/missing"]
+    assert f"examples/local/allreduce.py is not a file in {tmp_path}" in warnings[0]
