@@ -25,7 +25,7 @@ from ..errors import Diagnostic
 from ..loader import Document, PathT
 from . import names
 from .groups import groups
-from .podspec import CONTAINERS, VALUE, _walk
+from .podspec import CONTAINERS, VALUE, _walk, label_map
 
 # The volume sources of core/v1 VolumeSource (validateVolumeSource counts them).
 VOLUME_SOURCES = frozenset({
@@ -140,13 +140,7 @@ def _selectors(doc: Document, spec: dict[str, Any], base: PathT) -> Iterator[Dia
         *_walk(spec, ("affinity", kind, "preferredDuringSchedulingIgnoredDuringExecution", "*", "podAffinityTerm", "labelSelector"), base))]
     places += list(_walk(spec, ("topologySpreadConstraints", "*", "labelSelector"), base))
     for path, sel in places:
-        for key, value in _dict(_dict(sel).get("matchLabels")).items():
-            why = names.qualified_key(key) if isinstance(key, str) else None
-            if why:
-                yield doc.diagnostic(VALUE, f"label selector key {key!r}: {why}", (*path, "matchLabels", key), key=True)
-            why = names.label_value(value) if isinstance(value, str) else None
-            if why:
-                yield doc.diagnostic(VALUE, f"label selector value {value!r} {why}", (*path, "matchLabels", key))
+        yield from label_map(doc, _dict(sel).get("matchLabels"), (*path, "matchLabels"), "label selector")
         for i, e in enumerate(_list(_dict(sel).get("matchExpressions"))):
             key = _dict(e).get("key")
             why = names.qualified_key(key) if isinstance(key, str) else None

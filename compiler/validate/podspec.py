@@ -219,15 +219,19 @@ def _uniqueness(doc: Document, spec: dict[str, Any], base: PathT) -> Iterator[Di
         yield from _resources(doc, c.get("resources"), (*path, "resources"))
 
 
-def _node_selector(doc: Document, spec: dict[str, Any], base: PathT) -> Iterator[Diagnostic]:
-    selector = spec.get("nodeSelector")
-    for key, value in (selector.items() if isinstance(selector, dict) else ()):
+def label_map(doc: Document, labels: Any, at: PathT, what: str) -> Iterator[Diagnostic]:
+    """A mapping of label keys (qualified names) to label values: a nodeSelector, a matchLabels."""
+    for key, value in (labels.items() if isinstance(labels, dict) else ()):
         why = names.qualified_key(key) if isinstance(key, str) else None
         if why:
-            yield doc.diagnostic(VALUE, f"nodeSelector key {key!r}: {why}", (*base, "nodeSelector", key), key=True)
+            yield doc.diagnostic(VALUE, f"{what} key {key!r}: {why}", (*at, key), key=True)
         why = names.label_value(value) if isinstance(value, str) else None
         if why:
-            yield doc.diagnostic(VALUE, f"nodeSelector value {value!r} {why}", (*base, "nodeSelector", key))
+            yield doc.diagnostic(VALUE, f"{what} value {value!r} {why}", (*at, key))
+
+
+def _node_selector(doc: Document, spec: dict[str, Any], base: PathT) -> Iterator[Diagnostic]:
+    yield from label_map(doc, spec.get("nodeSelector"), (*base, "nodeSelector"), "nodeSelector")
 
 
 def pod_specs(job: Any, doc: Document) -> Iterator[Diagnostic]:

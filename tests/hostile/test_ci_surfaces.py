@@ -104,24 +104,29 @@ def test_diff_and_check_print_no_terminal_control_from_committed_files(box: Sand
     assert "\\x1b]52;c;ZWNobyBwd25lZA==\\x07\\x1b[2A\\x1b[2K\\x0dok\\x9b31m" in done.stdout
 
 
+def _compiled_claiming(tmp_path: Path, claimed: list[str]) -> None:
+    """jobs/ compiled into rendered/, then its metadata edited to claim `claimed` too (a PR's)."""
+    import json
+
+    (tmp_path / "jobs").mkdir()
+    (tmp_path / "jobs" / "job.yaml").write_text(JOB.format(name="ddp"))
+    assert run([script("flatjob"), "compile", "jobs", "-o", "rendered"], tmp_path).code == 0
+    meta_file = tmp_path / "rendered" / "flatjob-meta.json"
+    meta = json.loads(meta_file.read_text())
+    meta["files"] += claimed
+    meta_file.write_text(json.dumps(meta))
+
+
 def test_a_metadata_file_naming_files_in_many_folders_holds_few_descriptors(tmp_path: Path) -> None:
     """A committed flatjob-meta.json may claim files in thousands of committed folders; each
     folder used to stay open: under `ulimit -n 256`, --check said "cannot write job.yaml: Too
     many open files" and flatjob-ci exited 3 (internal error)."""
-    import json
     import resource
 
-    jobs = tmp_path / "jobs"
-    jobs.mkdir()
-    (jobs / "job.yaml").write_text(JOB.format(name="ddp"))
-    assert run([script("flatjob"), "compile", "jobs", "-o", "rendered"], tmp_path).code == 0
-    meta_file = tmp_path / "rendered" / "flatjob-meta.json"
-    meta = json.loads(meta_file.read_text())
     for i in range(400):
-        (tmp_path / "rendered" / f"n{i}").mkdir()
+        (tmp_path / "rendered" / f"n{i}").mkdir(parents=True)
         (tmp_path / "rendered" / f"n{i}" / "notes.txt").write_text("x")
-        meta["files"].append(f"n{i}/job.yaml")
-    meta_file.write_text(json.dumps(meta))
+    _compiled_claiming(tmp_path, [f"n{i}/job.yaml" for i in range(400)])
 
     def few_descriptors() -> None:
         resource.setrlimit(resource.RLIMIT_NOFILE, (256, 256))
@@ -137,16 +142,7 @@ def test_a_metadata_file_naming_300000_files_is_checked_in_a_second(tmp_path: Pa
     """An 8 MB flatjob-meta.json naming 300 000 files, each in a folder of its own: --check
     and diff opened every name's folders (2.3 s of CPU); names are now looked up in listings
     of the folders that exist, each read once."""
-    import json
-
-    jobs = tmp_path / "jobs"
-    jobs.mkdir()
-    (jobs / "job.yaml").write_text(JOB.format(name="ddp"))
-    assert run([script("flatjob"), "compile", "jobs", "-o", "rendered"], tmp_path).code == 0
-    meta_file = tmp_path / "rendered" / "flatjob-meta.json"
-    meta = json.loads(meta_file.read_text())
-    meta["files"] += [f"n{i}/j{i}/job.yaml" for i in range(300_000)]
-    meta_file.write_text(json.dumps(meta))
+    _compiled_claiming(tmp_path, [f"n{i}/j{i}/job.yaml" for i in range(300_000)])
     for argv in ([script("flatjob"), "compile", "jobs", "-o", "rendered", "--check"], [script("flatjob"), "diff", "jobs", "-o", "rendered"]):
         done = run(argv, tmp_path)
         assert done.code in (0, 1) and "internal error" not in done.stderr, done.stderr[-500:]
