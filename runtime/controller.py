@@ -103,7 +103,7 @@ class Controller:
         self.bucket = TokenBucket(self.clock)
         self.rng = seeded(self.identity)
         self.workers: dict[JobKey, JobWorker] = {}
-        self.made_secrets: dict[str, str] = {}  # Secret name -> uid of the one this process created (sshkeys)
+        self.made_secrets: dict[tuple[str, str], str] = {}  # (Secret name, record uid) -> uid of the one this process created (sshkeys)
         self._pod_names: dict[JobKey, tuple[Any, frozenset[str]]] = {}  # (uid, generation) -> the PodTemplates a record names
         self.queue: dict[JobKey, None] = {}  # jobs to look at, in arrival order
         fields = self.scope.record_fields()

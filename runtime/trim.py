@@ -174,6 +174,7 @@ def record(obj: Obj) -> Obj:
 
 STATUS_BASE = 64 * 1024  # bytes a job's status may take, plus STATUS_PER_POD a pod: the runtime writes a few KiB
 STATUS_PER_POD = 256  # (the ledger's name lists, back-off steps and disruption times at their most scattered; tasks list 100 a type)
+STATUS_PER_TYPE = 1024  # a replica type's task, its restart count and conditions' words
 
 
 def _count(value: Any) -> int:
@@ -186,7 +187,8 @@ def status_bytes(spec: Obj) -> int:
     pods = sum(_count(_dict(group).get("replicas", 1 if group else 0))
                for group in [*_list(spec.get("replicaSpecs")), _dict(spec.get("worker")), _dict(spec.get("launcher"))])
     pods = max(pods, _count(_dict(spec.get("elastic")).get("maxReplicas")))
-    return STATUS_BASE + STATUS_PER_POD * min(pods, 10_000)
+    types = min(len(_list(spec.get("replicaSpecs"))) + 2, 10_000)  # a task a type (its replicas listed), worker and launcher included
+    return STATUS_BASE + STATUS_PER_POD * min(pods, 10_000) + STATUS_PER_TYPE * types
 
 
 def status_of(rec: Obj) -> Obj | None:

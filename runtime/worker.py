@@ -327,7 +327,7 @@ class JobWorker:
         if not world.secret_is_ours or not job.ssh_secret:
             return None
         known, secret = self.ctl.secrets.get(job.ssh_secret)
-        trusted = self.ctl.made_secrets.get(job.ssh_secret) or ledger.ssh_secret
+        trusted = self.ctl.made_secrets.get((job.ssh_secret, self.uid or "")) or ledger.ssh_secret
         return foreign_secret(job.ssh_secret, secret, record, trusted, ran=ledger.start_time is not None) if known else None
 
     def _read_status(self) -> dict[str, Any]:
@@ -347,7 +347,7 @@ class JobWorker:
         is deleted (only that object: a uid precondition) and the next cycle makes a fresh pair."""
         if not world.secret_is_ours or not job.ssh_secret or ledger.start_time is not None:
             return False
-        if self.ctl.made_secrets.get(job.ssh_secret) or ledger.ssh_secret:
+        if self.ctl.made_secrets.get((job.ssh_secret, self.uid or "")) or ledger.ssh_secret:
             return False
         known, secret = self.ctl.secrets.get(job.ssh_secret)
         uid = ((secret or {}).get("metadata") or {}).get("uid") if known else None
@@ -477,7 +477,7 @@ class JobWorker:
         made = self.ctl.cluster.create(SECRETS, self.namespace, self.ctl.secret_factory(action.name, self.namespace, record))
         uid = (made.get("metadata") or {}).get("uid") if isinstance(made, dict) else None
         if isinstance(uid, str):
-            self.ctl.made_secrets[action.name] = uid  # trusted by this uid alone (sshkeys)
+            self.ctl.made_secrets[(action.name, self.uid or "")] = uid  # trusted by this uid alone, for this record (sshkeys)
         self.ctl.secret_created(action.name)
         self.dirty = True
         self._event("Normal", "SecretCreated", f"generated an ed25519 key pair in Secret {action.name}")

@@ -9,6 +9,7 @@ regular container runs, as in a pod; `--only-training` runs just the training co
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import socket
 from collections.abc import Mapping
@@ -124,6 +125,17 @@ def pod_launch(
     )
 
 
+def _words(args: list[str]) -> list[str]:
+    """The arguments as words, a shell string (`sh -c "python train.py"`) split as sh would."""
+    out: list[str] = []
+    for a in args:
+        try:
+            out += shlex.split(a) if any(c.isspace() for c in a) else [a]
+        except ValueError:  # unbalanced quotes: left to the shell to say
+            continue
+    return out
+
+
 def preflight(manifests: list[Mapping[str, Any]], training: Mapping[str, str | None], options: Options) -> tuple[list[str], list[str]]:
     """(errors, warnings) for every pod: what could not run here, and what runs differently."""
     errors: list[str] = []
@@ -147,7 +159,7 @@ def preflight(manifests: list[Mapping[str, Any]], training: Mapping[str, str | N
                 if "/" not in program and shutil.which(program, path=search) is None:
                     warnings.append(f"{where}: {program} is not on PATH here, so it will fail to start (exit 128, as where an image lacks it); activate the environment that has it")
                 base = wd if wd and os.path.isdir(wd) else str(options.cwd)
-                script = next((a for a in argv[1:] if a.endswith(".py") and not a.startswith("-") and "$" not in a), None)
+                script = next((t for t in _words(argv[1:]) if t.endswith(".py") and not t.startswith("-") and "$" not in t), None)
                 if script and not os.path.isfile(os.path.join(base, script)):
                     warnings.append(f"{where}: {script} is not a file in {base} (relative paths resolve from there): run flatjob from the folder the job's paths are relative to")
             if wd and not os.path.isdir(wd):

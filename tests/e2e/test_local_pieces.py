@@ -380,6 +380,7 @@ def test_preflight_warns_of_a_script_that_is_not_where_the_job_says(tmp_path: Pa
         {"name": "missing", "image": "x", "command": ["sh", "-c", "true"], "args": ["examples/local/allreduce.py"]},
         {"name": "found", "image": "x", "command": ["sh", "-c", "true"], "args": ["train.py", "--lr", "0.1"]},
         {"name": "flag", "image": "x", "command": ["sh", "-c", "true"], "args": ["--config=x.py"]},
+        {"name": "shell-string", "image": "x", "command": ["sh", "-c"], "args": ["python train.py --lr 0.1"]},  # T9k's usual form
     ]}}
     errors, warnings = preflight([pod], {"p-0": None}, Options(cwd=str(tmp_path), base_env={"PATH": "/usr/bin:/bin"}))
     assert errors == [] and [w.split(":")[0] for w in warnings] == ["p-0/missing"]

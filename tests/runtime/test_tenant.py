@@ -276,3 +276,21 @@ def test_pods_with_the_jobs_labels_and_its_records_uid_never_stall_it(runtime_mo
     cached = [p for p in s.controller.pods.cache.values() if p["metadata"]["name"].startswith("junk-")]
     assert cached and all(len(orjson.dumps(p)) < 64 * 1024 for p in cached)
     assert s.finished()["phase"] == "Succeeded"
+
+
+def test_the_status_a_job_of_many_types_writes_fits_its_own_budget() -> None:
+    """A GenericJob of 500 one-replica types, every pod failed: what the runtime itself writes
+    is within what trim.record keeps (else each cycle would read the status again)."""
+    import json
+
+    from flatjob.runtime.trim import status_bytes
+
+    from .builders import all_running, cycle, job_view, running_ledger
+    from .builders import pod as observed_pod
+
+    types = {f"t{i:03d}" + "x" * 36: 1 for i in range(500)}
+    job = job_view("GenericJob", types=types)
+    lost = {k: observed_pod(k, "Failed", exit=137, gated=False) for k in all_running(job)}
+    c = cycle(job, lost, running_ledger(job))
+    spec = {"replicaSpecs": [{"type": t, "replicas": 1} for t in types]}
+    assert len(json.dumps(c.status, separators=(",", ":")).encode()) <= status_bytes(spec)
