@@ -61,7 +61,6 @@ def _is_link(parent: int, name: str) -> bool:
 
 
 OPEN_FOLDERS = 64  # folder descriptors a SafeDir keeps open at most
-MISSING_FOLDERS = 100_000  # folders remembered as not there, at most
 
 
 class SafeDir:
@@ -70,7 +69,6 @@ class SafeDir:
     def __init__(self, root: Path) -> None:
         self.root = root
         self._fds: OrderedDict[str, int] = OrderedDict()  # the most recently used last; at most OPEN_FOLDERS
-        self._missing: set[str] = set()  # folders looked for and not there (until created)
         self._listings: dict[str, frozenset[str]] = {}  # folder -> its names, for listed() (read-only plans)
         self.made: list[str] = []  # folders this object created, in creation order
 
@@ -139,17 +137,14 @@ class SafeDir:
             return self._fds[rel]
         if rel == "":
             return self._fds[""] if self.open_root(create) else -1
-        if not create and rel in self._missing:  # a metadata file may name 300 000 files in folders that are not there
-            return -1
         head, _, name = rel.rpartition("/")
         parent = self.folder(head, create)
-        fd = self._step(parent, name, create, rel) if parent >= 0 else -1
+        if parent < 0:
+            return -1
+        fd = self._step(parent, name, create, rel)
         if fd >= 0:
-            self._missing.discard(rel)
             self._fds[rel] = fd
             self._evict()
-        elif len(self._missing) < MISSING_FOLDERS:
-            self._missing.add(rel)
         return fd
 
     def listed(self, rel: str) -> bool:

@@ -71,9 +71,9 @@ def owner_reference(record: Obj) -> Obj:
     return {"apiVersion": record.get("apiVersion"), "kind": record.get("kind"), "name": meta.get("name"), "uid": meta.get("uid")}
 
 
-def uid_of(record: Obj | None) -> str | None:
-    """The record's uid (what owns its pods)."""
-    return ((record or {}).get("metadata") or {}).get("uid")
+def uid_of(obj: Obj | None) -> str | None:
+    """An object's uid (a record's: what owns its pods; a Secret's: which one the runtime made)."""
+    return ((obj or {}).get("metadata") or {}).get("uid")
 
 
 @dataclass
@@ -177,7 +177,7 @@ class JobWorker:
         owner = uid_of(record)
         pods = {n: pod_state(o, (job.pod(n).container if job.pod(n) else None), owner) for n, o in self.ctl.pods.of(self.key).items()}
         now = self.ctl.clock()
-        world = replace(world, secret_uid=self._secret_uid(job))
+        world = replace(world, secret_uid=self._secret_uid(job, world))
         cycle = scale_backoff(reconcile(job, pods, ledger, world, status, now, self.ctl.settle), ledger, now, self.ctl.backoff_scale)
         self.cycles += 1
         if world.secret_is_ours and any(a.kind == "release" for a in cycle.actions) and self.ctl.secrets.recheck_at(job.ssh_secret) is not None:
@@ -327,8 +327,11 @@ class JobWorker:
         if not world.secret_is_ours or not job.ssh_secret:
             return None
         known, secret = self.ctl.secrets.get(job.ssh_secret)
-        trusted = self.ctl.made_secrets.get((job.ssh_secret, self.uid or "")) or ledger.ssh_secret
-        return foreign_secret(job.ssh_secret, secret, record, trusted, ran=ledger.start_time is not None) if known else None
+        return foreign_secret(job.ssh_secret, secret, record, self._trusted_secret(job, ledger), ran=ledger.start_time is not None) if known else None
+
+    def _trusted_secret(self, job: JobView, ledger: Ledger) -> str | None:
+        """The uid of the `<job>-ssh` this job's runtime made: this process's create, else the ledger's."""
+        return self.ctl.made_secrets.get((job.ssh_secret or "", self.uid or "")) or ledger.ssh_secret
 
     def _read_status(self) -> dict[str, Any]:
         """The record's status, read from the API server for one cycle: the cache keeps only the
@@ -345,12 +348,10 @@ class JobWorker:
         (made before the ledger kept its uid, by a runtime restarted before writing it, or planted
         with a forged reference), while no pod of the job has run: nothing trusts it yet, so it
         is deleted (only that object: a uid precondition) and the next cycle makes a fresh pair."""
-        if not world.secret_is_ours or not job.ssh_secret or ledger.start_time is not None:
-            return False
-        if self.ctl.made_secrets.get((job.ssh_secret, self.uid or "")) or ledger.ssh_secret:
+        if not world.secret_is_ours or not job.ssh_secret or ledger.start_time is not None or self._trusted_secret(job, ledger):
             return False
         known, secret = self.ctl.secrets.get(job.ssh_secret)
-        uid = ((secret or {}).get("metadata") or {}).get("uid") if known else None
+        uid = uid_of(secret) if known else None
         if not isinstance(uid, str) or not owned_by(secret, record):
             return False
         try:
@@ -367,12 +368,12 @@ class JobWorker:
         self.dirty = True
         return True
 
-    def _secret_uid(self, job: JobView) -> str | None:
+    def _secret_uid(self, job: JobView, world: World) -> str | None:
         """The uid of the job's own `<job>-ssh` Secret, seen and trusted this cycle."""
-        if not job.ssh_secret or job.ssh_secret != f"{job.name}-ssh":
+        if not world.secret_is_ours or not job.ssh_secret:
             return None
         known, secret = self.ctl.secrets.get(job.ssh_secret)
-        uid = ((secret or {}).get("metadata") or {}).get("uid") if known else None
+        uid = uid_of(secret) if known else None
         return uid if isinstance(uid, str) else None
 
     # --- writing --------------------------------------------------------------------------------
@@ -475,7 +476,7 @@ class JobWorker:
 
     def _create_secret(self, action: Action, record: Obj) -> None:
         made = self.ctl.cluster.create(SECRETS, self.namespace, self.ctl.secret_factory(action.name, self.namespace, record))
-        uid = (made.get("metadata") or {}).get("uid") if isinstance(made, dict) else None
+        uid = uid_of(made) if isinstance(made, dict) else None
         if isinstance(uid, str):
             self.ctl.made_secrets[(action.name, self.uid or "")] = uid  # trusted by this uid alone, for this record (sshkeys)
         self.ctl.secret_created(action.name)

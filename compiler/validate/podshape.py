@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from ..errors import Diagnostic
+from ..kube.formats import show
 from ..loader import Document, PathT
 from . import names
 from .groups import groups
@@ -48,12 +49,6 @@ def _list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
-def _named(value: Any) -> str:
-    """A name as a message quotes it (cut: it is anyone's)."""
-    text = str(value)
-    return repr(text if len(text) <= 60 else text[:57] + "...")
-
-
 def _exactly_one(doc: Document, given: dict[str, Any], choices: Any, what: str, at: PathT, needed: bool = True) -> Iterator[Diagnostic]:
     found = [k for k in given if k in choices]
     if not found and needed:
@@ -66,7 +61,7 @@ def _volumes(doc: Document, spec: dict[str, Any], base: PathT) -> Iterator[Diagn
     for i, v in enumerate(_list(spec.get("volumes"))):
         if isinstance(v, dict):
             # none is an emptyDir (SetDefaults_Volume), two are refused
-            yield from _exactly_one(doc, v, VOLUME_SOURCES, f"volume {_named(v.get('name'))}", (*base, "volumes", i), needed=False)
+            yield from _exactly_one(doc, v, VOLUME_SOURCES, f"volume {show(v.get('name'))}", (*base, "volumes", i), needed=False)
         claim = _dict(_dict(v).get("persistentVolumeClaim"))
         if "claimName" in claim and claim["claimName"] == "":
             yield doc.diagnostic(VALUE, "persistentVolumeClaim.claimName must not be empty", (*base, "volumes", i, "persistentVolumeClaim", "claimName"))
@@ -76,7 +71,7 @@ def _volumes(doc: Document, spec: dict[str, Any], base: PathT) -> Iterator[Diagn
             for j, m in enumerate(_list(_dict(c).get(field))):
                 name = _dict(m).get("name")
                 if isinstance(name, str) and name not in named:
-                    yield doc.diagnostic(VALUE, f"{field} name {_named(name)} is no volume of this pod", (*path, field, j, "name"),
+                    yield doc.diagnostic(VALUE, f"{field} name {show(name)} is no volume of this pod", (*path, field, j, "name"),
                                          hint=f"volumes: {', '.join(sorted(n for n in named if isinstance(n, str))) or 'none'}")
 
 
@@ -93,9 +88,9 @@ def _handlers(doc: Document, spec: dict[str, Any], base: PathT) -> Iterator[Diag
             e = _dict(e)
             where = (*path, "env", j)
             if e.get("value") not in (None, "") and "valueFrom" in e:
-                yield doc.diagnostic(VALUE, f"env {_named(e.get('name'))} has both value and valueFrom", (*where, "valueFrom"), key=True)
+                yield doc.diagnostic(VALUE, f"env {show(e.get('name'))} has both value and valueFrom", (*where, "valueFrom"), key=True)
             elif isinstance(e.get("valueFrom"), dict):
-                yield from _exactly_one(doc, e["valueFrom"], ENV_REFS, f"env {_named(e.get('name'))} valueFrom", (*where, "valueFrom"))
+                yield from _exactly_one(doc, e["valueFrom"], ENV_REFS, f"env {show(e.get('name'))} valueFrom", (*where, "valueFrom"))
 
 
 def _combinations(doc: Document, spec: dict[str, Any], base: PathT) -> Iterator[Diagnostic]:

@@ -127,7 +127,7 @@ def _troubled(pods: Mapping[str, PodState], ledger: Ledger, now: float | None) -
     for name, since in sorted(ledger.disrupted.items(), key=lambda kv: kv[1]):
         if name in seen or now is None or since > now:  # never from the future (a status edit)
             continue
-        end = ledger.disrupted_end.get(name, since + REPLACEMENT_WAIT if now - since > REPLACEMENT_WAIT else None)
+        end = _ended(ledger, name, since, now)
         if end is None:
             out.append((name, f"was disrupted {now - since:.0f} s before and has not run again since", since))
         elif 0 <= now - end <= DISRUPTION_WINDOW:
@@ -151,13 +151,19 @@ def disruption_end(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, n
         keep[name] = since
         if end is None and (name not in wanted or _running_again(pods.get(name), ledger)):
             end = now
-        elif end is None and now - since > REPLACEMENT_WAIT:  # a replacement that never runs (Unschedulable, an init crash loop)
-            end = since + REPLACEMENT_WAIT
+        end = end if end is not None else _ended(ledger, name, since, now)
         if end is not None:
             ended[name] = end
     if keep == ledger.disrupted and ended == ledger.disrupted_end:
         return ledger
     return ledger.evolve(disrupted=keep, disrupted_end=ended)
+
+
+def _ended(ledger: Ledger, name: str, since: float, now: float) -> float | None:
+    """When a disrupted pod's trouble ended: its replacement seen running, or REPLACEMENT_WAIT
+    after it began for a replacement that never runs (Unschedulable, an init crash loop)."""
+    end = ledger.disrupted_end.get(name)
+    return since + REPLACEMENT_WAIT if end is None and now - since > REPLACEMENT_WAIT else end
 
 
 def _running_again(pod: PodState | None, ledger: Ledger) -> bool:

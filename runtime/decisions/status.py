@@ -130,13 +130,15 @@ def phase(job: JobView, pods: Mapping[str, PodState], ledger: Ledger) -> str:
     return "Running" if running else "Pending"
 
 
+def _runs(name: str, pods: Mapping[str, PodState], ledger: Ledger) -> bool:
+    """A pod released in this attempt and running."""
+    return name in ledger.released_set and (o := pods.get(name)) is not None and o.phase == "Running"
+
+
 def all_running(job: JobView, pods: Mapping[str, PodState], ledger: Ledger) -> bool:
     """Every pod that should run now is released and running (or already succeeded)."""
     done = frozenset(ledger.succeeded)
-    wanted = [p for p in job.wanted() if p.name not in done]
-    return bool(job.wanted()) and all(
-        p.name in ledger.released_set and (o := pods.get(p.name)) is not None and o.phase == "Running" for p in wanted
-    )
+    return bool(job.wanted()) and all(_runs(p.name, pods, ledger) for p in job.wanted() if p.name not in done)
 
 
 def _few(names: list[str]) -> str:
@@ -161,7 +163,7 @@ def restarting(job: JobView, ledger: Ledger) -> str | None:
 def _running_note(job: JobView, pods: Mapping[str, PodState], ledger: Ledger) -> str:
     """T9k's Running message when every pod runs; else how many do, and which failed for good."""
     wanted = [p.name for p in job.wanted() if p.name not in ledger.succeeded]
-    up = sum(1 for n in wanted if n in ledger.released_set and (o := pods.get(n)) is not None and o.phase == "Running")
+    up = sum(1 for n in wanted if _runs(n, pods, ledger))
     if up == len(wanted):
         return MSG_RUNNING
     lost = [n for n in wanted if n in ledger.failed]
@@ -173,11 +175,8 @@ def settled(job: JobView, pods: Mapping[str, PodState], ledger: Ledger) -> bool:
     the job (a worker under restartPolicy Never; only the master decides). Nothing is being
     reconciled: Ready (as its policy wants it; ReplicaFailure and the message name the failed),
     not Reconciling, so GitOps tools read the job as current (docs/gitops.md)."""
-    done = frozenset(ledger.succeeded) | frozenset(ledger.failed)
-    wanted = [p for p in job.wanted() if p.name not in done]
-    return bool(ledger.failed) and bool(wanted) and all(
-        p.name in ledger.released_set and (o := pods.get(p.name)) is not None and o.phase == "Running" for p in wanted
-    )
+    wanted = [p.name for p in job.wanted() if p.name not in ledger.settled]
+    return bool(ledger.failed) and bool(wanted) and all(_runs(n, pods, ledger) for n in wanted)
 
 
 def _conditions(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, wait: str | None, found: list[Trouble]) -> list[tuple[str, str, str, str]]:
