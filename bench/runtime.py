@@ -3,7 +3,7 @@ like an API server's.
 
     python bench/runtime.py [--pods 1000] [--changes 20] [--idle 10] [--json]
     python bench/runtime.py --pods 1000 --mass-failure [--json]
-    python bench/runtime.py --jobs 500 --pods-per-job 4 [--failing 1] [--json]
+    python bench/runtime.py --jobs 500 --pods-per-job 4 [--failing 1] [--hung 1 --hang 10] [--json]
 
 What runs:
 - GenericJobs of busybox replicas, compiled by flatjob in one run (as git holds them): one
@@ -30,6 +30,10 @@ With --jobs, `per_job` gives the same load's totals under --runtime job: one run
 measured on the first --per-job-sample jobs (each its own process) and scaled to --jobs; the
 memory they would request is what their rendered Deployments ask for, summed.
 With --failing N, N of the jobs crash-loop (their pods exit 1 two seconds after they start).
+With --hung N, N more jobs crash-loop and, once every pod runs, each write the runtime makes to
+their record's status or to one of their pods waits --hang seconds before the API server
+answers (an admission webhook near its 10 s time-out): the healthy jobs' status latency is
+measured beside them.
 With --mass-failure, after the start every pod's container exits 1 at the same instant (a
 NCCL abort across the whole job), and the bench measures instead:
 - recovered_s: wall time until every pod runs again as a new incarnation;
@@ -158,7 +162,8 @@ class Runtime:
 class Bench:
     """The fake API server and kubelet in this process; the runtimes in their own."""
 
-    def __init__(self, manifests: list[dict[str, Any]], tmp: Path, runtime: str, failing: set[str] = frozenset()):  # type: ignore[assignment]
+    def __init__(self, manifests: list[dict[str, Any]], tmp: Path, runtime: str, failing: set[str] = frozenset(),  # type: ignore[assignment]
+                 hung: set[str] = frozenset(), hang: float = 0.0):  # type: ignore[assignment]
         from flatjob.compiler import keys
         from flatjob.runtime.sim.cluster import FakeCluster
         from flatjob.runtime.sim.containers import Program
@@ -192,11 +197,15 @@ class Bench:
         self.cluster.store.listeners.append(self._on_change)
         self.writes: list[float] = []  # when each of the runtime's writes arrived
         self.event_writes: list[tuple[float, str]] = []  # (when, reason) of each Event write
+        self.hung, self.hang = hung, hang
+        self.hanging = False  # set once every pod runs: the hung jobs' writes wait `hang` seconds from then on
         self.server.on_request = self._on_request
 
     def _on_request(self, verb: str, resource: str, namespace: str | None, name: str | None, agent: str) -> None:
         if RUNTIME_AGENT in agent and verb in ("create", "update", "patch", "delete"):
             self.writes.append(time.monotonic())
+            if self.hanging and name and (name if resource.endswith("/status") else name.rsplit("-worker-", 1)[0]) in self.hung:
+                time.sleep(self.hang)  # this request's own server thread: the others are answered meanwhile
 
     def _on_change(self, change: Any) -> None:
         """Every stored write (in the server's thread): note when a status shows the target."""
@@ -344,16 +353,20 @@ def versions() -> dict[str, str]:
     return out
 
 
-def measure(names: list[str], pods: int, runtime: str, args: argparse.Namespace, failing: set[str]) -> dict[str, Any]:
+def measure(names: list[str], pods: int, runtime: str, args: argparse.Namespace, failing: set[str], hung: set[str] = frozenset()) -> dict[str, Any]:  # type: ignore[assignment]
     """Start the runtimes, wait for every pod to run, change pods one at a time, stay idle."""
     manifests = compile_jobs(names, pods, runtime)
     with tempfile.TemporaryDirectory() as tmp:
-        bench = Bench(manifests, Path(tmp), runtime, failing)
+        bench = Bench(manifests, Path(tmp), runtime, failing | hung, hung, getattr(args, "hang", 0.0))
+        failing = failing | hung
         try:
             n = len(bench.pods)
             healthy = [j for j in bench.jobs if j not in failing]
             out: dict[str, Any] = {"jobs": len(bench.jobs), "pods": n, "runtime": runtime, "runtime_processes": len(bench.runtimes)}
             out["startup_s"] = bench.until(lambda: bench.running() >= n - pods * len(failing), 1800, "every pod Running in the status")
+            if hung:
+                bench.hanging = True
+                out.update(hung_jobs=len(hung), hang_s=args.hang)
             bench.quiet(busy=failing)
             if args.mass_failure:
                 out.update(mass_failure(bench))
@@ -405,7 +418,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         return measure(job_names(1), args.pods, args.runtime, args, set())
     names = job_names(args.jobs)
     failing = set(names[-args.failing:]) if args.failing else set()
-    out = measure(names, args.pods_per_job, args.runtime, args, failing)
+    hung = set(names[-(args.failing + args.hung):len(names) - args.failing]) if args.hung else set()
+    out = measure(names, args.pods_per_job, args.runtime, args, failing, hung)
     if args.runtime == "namespace" and args.per_job_sample:
         sample = names[: args.per_job_sample]
         part = measure(sample, args.pods_per_job, "job", argparse.Namespace(**{**vars(args), "changes": min(args.changes, len(sample))}), set())
@@ -428,6 +442,8 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=1, help="jobs in the namespace")
     parser.add_argument("--pods-per-job", type=int, default=4)
     parser.add_argument("--failing", type=int, default=0, help="how many of the jobs crash-loop")
+    parser.add_argument("--hung", type=int, default=0, help="how many more jobs crash-loop behind writes that wait --hang seconds")
+    parser.add_argument("--hang", type=float, default=10.0, help="seconds each write to a hung job's status or pods waits")
     parser.add_argument("--runtime", choices=("namespace", "job"), default="namespace", help="one runtime for the namespace, or one per job")
     parser.add_argument("--per-job-sample", type=int, default=10, help="with --jobs: per-job runtimes measured to give the per_job totals (0: none)")
     parser.add_argument("--changes", type=int, default=20)

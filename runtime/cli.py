@@ -18,6 +18,8 @@ from typing import Any
 
 import click
 
+from .turns import CONCURRENCY
+
 IDLE_WAKE = 30.0  # the loop checks for shutdown at least this often; no API call is made
 MIN_WAIT = 0.01  # seconds the loop waits at least, whatever its wake time says
 log = logging.getLogger("flatjob.runtime")
@@ -64,7 +66,9 @@ def run_loop(controller: Any, stop: threading.Event, notify: threading.Event, he
 @click.option("--identity", envvar="POD_NAME", default=None, help="Lease holder identity (POD_NAME; default: the host name).")
 @click.option("--http-port", default=8080, show_default=True, help="Port of /healthz, /readyz and /metrics.")
 @click.option("--log-level", default="INFO", show_default=True, type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"]))
-def runtime_command(kind: str | None, name: str | None, namespace: str, identity: str | None, http_port: int, log_level: str) -> None:
+@click.option("--concurrency", type=click.IntRange(1, 64), default=CONCURRENCY, show_default=True,
+              help="Jobs whose cycles run at once (namespace mode): a job whose requests hang holds one, never the others.")
+def runtime_command(kind: str | None, name: str | None, namespace: str, identity: str | None, http_port: int, log_level: str, concurrency: int) -> None:
     """Run the in-cluster runtime (the entry point of the runtime image): of every flatjob job
     of the namespace (compiled with --runtime namespace, the default), or of one job (--kind
     and --name; compiled with --runtime job).
@@ -86,7 +90,7 @@ def runtime_command(kind: str | None, name: str | None, namespace: str, identity
     logs.setup(log_level)
     identity = identity or os.uname().nodename
     cluster = KubeCluster(identity=identity)  # the pod's name in the API server's audit log
-    controller = Controller(cluster, namespace, kind, name, identity=identity)
+    controller = Controller(cluster, namespace, kind, name, identity=identity, concurrency=concurrency, notify=cluster.notify)
     deadline = 2 * cluster.timeouts.watch_read  # one missed bookmark and a reconnect, then /healthz fails
     health = Health(lambda: controller.healthy(deadline))
     serve(http_port, health, controller.metrics)

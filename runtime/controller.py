@@ -7,7 +7,9 @@ namespace (namespace mode), with one informer per kind for all of them (label se
 It never polls: it wakes on watch events, and on timers the jobs ask for (a back-off or a
 deadline expiring), the Lease to renew, a watch to retry, the write budget to refill.
 
-A job's cycle that fails backs that job off alone; the others go on.  The status, with the
+A job's cycle that fails backs that job off alone; the others go on.  In namespace mode the
+cycles run on a few threads that take turns holding one lock, let go of only while a request
+waits (turns.py): a job whose requests hang holds one thread, never the others' status.  The status, with the
 ledger, is written before any action, with optimistic concurrency; actions are idempotent
 and re-derived every cycle, so a crash at any point is recovered by the next cycle of the
 next process.  Writes share one token bucket; a job whose cycle ran out of tokens goes back
@@ -62,17 +64,19 @@ from .metrics import Metrics
 from .ratelimit import TokenBucket
 from .scope import JobKey, Scope, job_key
 from .sshkeys import ssh_secret
+from .turns import CONCURRENCY, CyclePool, TurnLock, Unlocked
 from .worker import JobWorker, VersionMismatch, owner_reference, uid_of
 
 log = logging.getLogger("flatjob.runtime")
 
 LEASE_RETRY = 2.0  # seconds between Lease attempts while renewing fails (client-go's retryPeriod)
 DRAIN_BUDGET = 5.0  # wall seconds one step runs cycles; the rest stay queued for the next turn (watch events, health)
+STOP_WAIT = 5.0  # wall seconds a shutdown waits for the cycles in flight before it hands the Lease over
 # Namespace mode: PodGroups and TensorBoard Deployments are watched once, by these labels.
 PODGROUP_LABELS = {"app.kubernetes.io/component": "podgroup", "app.kubernetes.io/managed-by": "flatjob"}
 TENSORBOARD_LABELS = {keys.ROLE: "tensorboard"}
 
-__all__ = ["Controller", "VersionMismatch", "owner_reference"]
+__all__ = ["CONCURRENCY", "Controller", "VersionMismatch", "owner_reference"]
 
 
 @dataclass
@@ -91,6 +95,9 @@ class Controller:
     use_lease: bool = True
     backoff_scale: float = 1.0  # restart back-offs times this (run-local's --backoff-scale)
     settle: float = SETTLE  # a failure that would end a job waits this long for a disruption (run-local: 0)
+    concurrency: int = 1  # jobs' cycles at once (namespace mode; 1: on the loop's own thread, in queue order)
+    turn_wait: float = 0.0  # wall seconds a step waits for the cycles it started (tests: all of them, for a virtual clock)
+    notify: Any = None  # a threading.Event set when a cycle ends on its thread (the loop's wake-up)
     wake_at: float | None = None
     _renewed_at: float | None = None  # last successful Lease renewal (None: not the leader)
     _lease_wake: float | None = None
@@ -100,6 +107,11 @@ class Controller:
 
     def __post_init__(self) -> None:
         self.scope = Scope(self.namespace, self.kind, self.name)
+        self.lock = TurnLock()
+        self.pool: CyclePool | None = None
+        if self.concurrency > 1 and not self.scope.per_job:  # one job needs no threads
+            self.cluster = Unlocked(self.cluster, self.lock)  # type: ignore[assignment]
+            self.pool = CyclePool(self.concurrency, self.lock, self._cycle_done)
         self.bucket = TokenBucket(self.clock)
         self.rng = seeded(self.identity)
         self.workers: dict[JobKey, JobWorker] = {}
@@ -148,9 +160,12 @@ class Controller:
         return all(i.synced for i in self.records.values()) and self.pods.synced
 
     def close(self) -> None:
-        """Stop every watch (their reader threads end)."""
-        for informer in self.informers():
-            informer.close()
+        """Stop every watch (their reader threads end) and the cycle threads."""
+        with self.lock:
+            for informer in self.informers():
+                informer.close()
+            if self.pool is not None:
+                self.pool.close()
 
     def record_of(self, key: JobKey) -> Obj | None:
         informer = self.records.get(key[0])
@@ -169,16 +184,21 @@ class Controller:
     # --- the loop ------------------------------------------------------------------------------
     def start(self) -> None:
         """List and watch the records, PodTemplates and pods (retried later if the server is away)."""
-        for informer in self.records.values():
-            informer.start()
-        self.templates.readmit(frozenset())  # none until a record names them
-        self._readmit({(k, n) for k, i in self.records.items() for n in i.cache})
-        self.templates.start()
-        self.pods.start()
+        with self.lock:
+            for informer in self.records.values():
+                informer.start()
+            self.templates.readmit(frozenset())  # none until a record names them
+            self._readmit({(k, n) for k, i in self.records.items() for n in i.cache})
+            self.templates.start()
+            self.pods.start()
 
     def observe(self, timeout: float = 0.0) -> bool:
         """Take in watch events (waiting up to `timeout` on the pods) and queue the jobs they
         concern; True when anything changed."""
+        with self.lock:
+            return self._observe(timeout)
+
+    def _observe(self, timeout: float) -> bool:
         changed = False
         for informer in self.informers():
             changed |= informer.poll(timeout if informer is self.pods else 0.0)
@@ -229,10 +249,29 @@ class Controller:
         self.queue[key] = None
 
     def step(self, timeout: float = 0.0) -> bool:
-        """Take in watch events, then run the cycles of the jobs that changed or are due."""
-        self.observe(timeout)
+        """Take in watch events, then run (or start, on the cycle threads) the cycles of the
+        jobs that changed or are due."""
+        with self.lock:
+            ran = self._step(timeout)
+            if ran and self.pool is not None and self.turn_wait > 0:
+                self._whole_turn(self.pool)
+            return ran
+
+    def _whole_turn(self, pool: CyclePool) -> None:
+        """With `turn_wait`: start the rest of the queue as threads come free and wait for every
+        cycle, so one step runs each queued job once, as the loop's own thread does."""
+        end = time.monotonic() + self.turn_wait
+        while self.queue and self._throttled_until is None and time.monotonic() < end:
+            if not pool.wait(end - time.monotonic(), one=True) or not self._dispatch(self.clock(), pool):
+                break
+        pool.wait(max(0.0, end - time.monotonic()))
+        self._set_wake()
+
+    def _step(self, timeout: float) -> bool:
+        self._observe(timeout)
         now = self.clock()
         ran = False
+        busy = self.pool.busy if self.pool is not None else set()
         for key, worker in list(self.workers.items()):
             record = self.record_of(key)
             if record is None or not self.scope.serves(record):
@@ -242,19 +281,43 @@ class Controller:
             if worker.uid != uid_of(record):  # replaced under the same name (kubectl replace --force): a new job
                 worker = self.workers[key] = JobWorker(self, key)
                 self.queue[key] = None
-            if worker.due(now):
+            if key not in busy and worker.due(now):  # one in flight says when it is due once it is done
                 self.queue.setdefault(key, None)
         throttled = self._throttled_until is not None and now < self._throttled_until
         holding = self._hold_lease()  # renewed on its schedule, work or not (client-go's renew loop)
         if self.queue and not throttled and holding:
-            ran = self._drain_queue(now)
+            self._throttled_until = None
+            ran = self._drain_queue(now) if self.pool is None else self._dispatch(now, self.pool)
         self._set_wake()
         return ran
+
+    def _dispatch(self, now: float, pool: CyclePool) -> bool:
+        """Start the queued jobs' cycles on the free threads, the slow ones last; at most all
+        but one thread wait on slow jobs, so one is always left for the others."""
+        started = False
+        for key in sorted(self.queue, key=lambda k: bool((w := self.workers.get(k)) and w.slow)):
+            if pool.free() == 0:
+                break
+            if key in pool.busy:
+                continue  # stays queued: it runs again once its cycle in flight is done
+            worker = self.workers.get(key)
+            if worker is not None and worker.slow and pool.free() == 1:
+                break  # the last free thread is kept for jobs that answer quickly
+            del self.queue[key]
+            if worker is None or not worker.due(now):
+                continue
+            pool.submit(key, worker.reconcile)
+            started = True
+        return started
+
+    def _cycle_done(self) -> None:
+        """A cycle ended on its thread: the loop looks at what it left (its wake time, the queue)."""
+        if self.notify is not None:
+            self.notify.set()
 
     def _drain_queue(self, now: float) -> bool:
         """Run the queued jobs' cycles in order until the queue or the write budget is empty,
         renewing the Lease on its schedule between them (a long drain must not let it lapse)."""
-        self._throttled_until = None
         ran = False
         slow_ran = False
         started = time.monotonic()
@@ -282,6 +345,10 @@ class Controller:
         """Run the cycle of this runtime's one job now (per-job mode; tests)."""
         if not self.scope.per_job:
             raise TypeError("a namespace runtime reconciles job by job: use step()")
+        with self.lock:
+            return self._reconcile_one()
+
+    def _reconcile_one(self) -> Cycle | None:
         key = (str(self.kind), str(self.name))
         self._enqueue(key)
         worker = self.workers.get(key)
@@ -310,9 +377,10 @@ class Controller:
         only its own timer, as the jobs' timers wait for it (their past ones would spin the loop)."""
         now = self.clock()
         times: list[float | None] = []
+        busy = self.pool.busy if self.pool is not None else set()
         if self.leading():  # jobs left queued (out of write tokens, a turn's DRAIN_BUDGET spent): when tokens are back, or now
-            times.append((self._throttled_until or now) if self.queue else None)
-            times += [w.wake_at(now) for w in self.workers.values()]
+            times.append((self._throttled_until or now) if set(self.queue) - busy else None)
+            times += [w.wake_at(now) for k, w in self.workers.items() if k not in busy]  # one in flight wakes the loop when done
         if self.use_lease:
             times.append(self._lease_wake)
         times += [i.retry_at for i in self.informers()]
@@ -391,9 +459,20 @@ class Controller:
         return still
 
     def release_lease(self) -> None:
-        """On graceful shutdown: hand the Lease over at once."""
+        """On graceful shutdown: hand the Lease over at once, once no cycle is in flight (a cycle
+        still waiting on a request after STOP_WAIT keeps the Lease: it lapses, and the next
+        runtime waits for that, as client-go's ReleaseOnCancel asks)."""
+        with self.lock:
+            self._release_lease()
+
+    def _release_lease(self) -> None:
         if not (self.use_lease and self._renewed_at is not None):
             return
+        if self.pool is not None:
+            self.queue.clear()  # nothing more starts
+            if not self.pool.wait(STOP_WAIT):
+                log.warning("cycles still in flight at shutdown: the Lease is left to lapse", extra={"lease": self.scope.lease})
+                return
         try:
             current = self.cluster.get(LEASES, self.namespace, self.scope.lease)
             if (current.get("spec") or {}).get("holderIdentity") == self.identity:

@@ -251,6 +251,12 @@ class Informer:
             if key is not None:
                 self.by_key.setdefault(key, {})[name] = obj
 
+    def answer(self, before: Obj | None, obj: Obj) -> None:
+        """Cache the answer to the runtime's own write, unless the watch changed the object while
+        the request was out (another cycle thread's turn): what it brought is as new or newer."""
+        if self.cache.get(obj["metadata"]["name"]) is before:
+            self.store(obj)
+
     def _forget(self, name: str) -> bool:
         old = self.cache.pop(name, None)
         if old is None:

@@ -132,7 +132,7 @@ class JobWorker:
         self.dirty = False
         self._retry_at = self._status_wake = None  # each cycle sets again what it still waits for
         self._writes = 0
-        started, cpu = time.perf_counter(), time.thread_time()
+        started, cpu, turns = time.perf_counter(), time.thread_time(), self.ctl.lock.waited()
         try:
             cycle = self._reconcile()
             if self._retry_at is None:
@@ -146,7 +146,8 @@ class JobWorker:
             took = time.perf_counter() - started
             self.ctl.metrics.observe(took)
             self.ctl.metrics.maximum("flatjob_cycle_status_writes_max", self._writes)
-            self.slow = took - (time.thread_time() - cpu) > SLOW_CYCLE  # waiting on its requests (a webhook on its record): behind the others
+            waited = took - (time.thread_time() - cpu) - (self.ctl.lock.waited() - turns)  # on its requests, not on the other threads' turns
+            self.slow = waited > SLOW_CYCLE  # a webhook on its record, throttling: behind the others
 
     def _reconcile(self) -> Cycle | None:
         record = self.record()
@@ -383,6 +384,7 @@ class JobWorker:
             self.dirty = True  # the Lease lapsed mid-drain: this job runs again once it is held
             return False
         body = {"apiVersion": record["apiVersion"], "kind": record["kind"], "metadata": copy.deepcopy(record["metadata"]), "status": status}
+        before = ctl.records[self.kind].get(self.name)
         try:
             updated = ctl.cluster.replace(self.record_res, self.namespace, body, sub="status")
         except Conflict:
@@ -395,7 +397,7 @@ class JobWorker:
         ctl.metrics.inc("flatjob_status_writes_total")
         self._writes += 1
         self._status_at = ctl.clock()
-        ctl.records[self.kind].store(trim.record(updated))
+        ctl.records[self.kind].answer(before, trim.record(updated))
         return True
 
     def _act(self, action: Action, record: Obj) -> None:
@@ -436,7 +438,7 @@ class JobWorker:
             {"op": "test", "path": f"/spec/schedulingGates/{index}/name", "value": GATE},
             {"op": "remove", "path": f"/spec/schedulingGates/{index}"},
         ]
-        self.ctl.pods.store(trim.pod(self.ctl.cluster.patch(PODS, self.namespace, action.name, ops)))
+        self.ctl.pods.answer(pod, trim.pod(self.ctl.cluster.patch(PODS, self.namespace, action.name, ops)))
         self.ctl.metrics.inc("flatjob_releases_total")
 
     def _create(self, action: Action, record: Obj) -> None:
@@ -445,6 +447,7 @@ class JobWorker:
         if template is None:
             return
         body = trim.pod_from_template(template, self.namespace, action.annotations, {**owner_reference(record), "controller": True})
+        before = self._pod(action.name)
         try:
             created = self.ctl.cluster.create(PODS, self.namespace, body)
         except (Forbidden, Invalid) as exc:  # quota, an admission webhook: the gang is rolled back next cycle
@@ -452,7 +455,7 @@ class JobWorker:
             self.dirty = True
             self.ctl.metrics.inc("flatjob_api_errors_total", op="create", status=str(exc.status))
             return
-        self.ctl.pods.store(trim.pod(created))
+        self.ctl.pods.answer(before, trim.pod(created))
 
     def _delete(self, action: Action, record: Obj) -> None:
         self.ctl.cluster.delete(PODS, self.namespace, action.name, action.uid)
@@ -472,7 +475,8 @@ class JobWorker:
             {"op": "add", "path": "/spec/activeDeadlineSeconds", "value": STOP_DEADLINE},
             {"op": "add", "path": f"/metadata/annotations/{keys.STOPPED.replace('/', '~1')}", "value": "true"},
         ]
-        self.ctl.pods.store(trim.pod(self.ctl.cluster.patch(PODS, self.namespace, action.name, ops)))
+        before = self._pod(action.name)
+        self.ctl.pods.answer(before, trim.pod(self.ctl.cluster.patch(PODS, self.namespace, action.name, ops)))
 
     def _create_secret(self, action: Action, record: Obj) -> None:
         made = self.ctl.cluster.create(SECRETS, self.namespace, self.ctl.secret_factory(action.name, self.namespace, record))

@@ -30,7 +30,7 @@ class LocalCluster:
 
     def __init__(self, objects: Iterable[Obj], namespace: str, backoff_scale: float = 1.0):
         try:
-            from ..controller import Controller
+            from ..controller import CONCURRENCY, Controller
             from ..kube import KubeCluster
         except ImportError as exc:  # the kubernetes client: the runtime extra
             raise Unsupported(f"run-local runs the job's own runtime, which needs the kubernetes client ({exc}): pip install 'flatjob[runtime]'") from None
@@ -45,7 +45,8 @@ class LocalCluster:
         kube = KubeCluster(self.server.api_client().configuration, identity=IDENTITY)
         self._notify = kube.notify
         # No node is lost and no pod evicted here: a failure ends a job at once, as T9k's does.
-        self.controller = Controller(kube, namespace, identity=IDENTITY, use_lease=False, backoff_scale=backoff_scale, settle=0.0)
+        self.controller = Controller(kube, namespace, identity=IDENTITY, use_lease=False, backoff_scale=backoff_scale, settle=0.0,
+                                     concurrency=CONCURRENCY, notify=kube.notify)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 

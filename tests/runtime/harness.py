@@ -29,7 +29,7 @@ from flatjob.compiler import keys
 from flatjob.compiler.loader import Loaded, parse
 from flatjob.compiler.options import CompileOptions
 from flatjob.compiler.pipeline import compile_documents, namespace_runtimes
-from flatjob.runtime.controller import Controller
+from flatjob.runtime.controller import CONCURRENCY, Controller
 from flatjob.runtime.kube import KubeCluster, Timeouts
 from flatjob.runtime.sim.cluster import FakeCluster
 from flatjob.runtime.sim.kubelet import FakeKubelet
@@ -79,6 +79,7 @@ class Scenario:
     options: CompileOptions | None = None
     clock: Clock = field(default_factory=Clock)
     starts: Counter[tuple[str, str, str]] = field(default_factory=Counter)  # run_key -> starts
+    inline: bool = False  # a namespace runtime's cycles on the loop's own thread, in queue order (tests of that order)
 
     def __post_init__(self) -> None:
         if REAL and self.gitops:
@@ -139,6 +140,8 @@ class Scenario:
     def runtime(self, identity: str, **kw: Any) -> Controller:
         """A runtime process for this scenario's mode: the namespace's, or the job's own."""
         scope = (self.kind, self.name) if self.mode == "job" else (None, None)
+        if self.mode == "namespace" and not self.inline:  # its cycles on threads, as in its pod; each step waits for them (a virtual clock)
+            kw = {"concurrency": CONCURRENCY, "turn_wait": 60.0, **kw}
         return Controller(self.kube(identity), NAMESPACE, *scope, identity=identity, clock=kw.pop("clock", self.clock), **kw)
 
     def _on_request(self, verb: str, resource: str, namespace: str | None, name: str | None, agent: str = "") -> None:

@@ -64,10 +64,10 @@ def jobs(count: int, script: str = FAIL_ONCE) -> str:
     return "---".join(JOB.format(name=f"j{i:02d}", script=script.format(delay=2 + i % 7)) for i in range(count))
 
 
-def namespace_scenario(text: str) -> Scenario:
+def namespace_scenario(text: str, inline: bool = False) -> Scenario:
     token = MODE.set("namespace")
     try:
-        return Scenario(text)
+        return Scenario(text, inline=inline)
     finally:
         MODE.reset(token)
 
@@ -458,7 +458,7 @@ def test_the_namespace_runtime_memory_limit_counts_what_it_caches_of_big_specs()
 
 
 def test_a_job_whose_requests_are_slow_yields_to_the_others_each_turn(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Cycles run on one thread: a webhook taking 1 s a pod create (API priority and fairness,
+    """Cycles ran on one thread: a webhook taking 1 s a pod create (API priority and fairness,
     a sidecar injector matching one job's pods) held every job of the namespace for the whole
     gang (review 24, round 3).  A cycle now acts for at most ACT_BUDGET of wall time, then the
     others have their turn, and its next turn does the rest."""
@@ -517,7 +517,7 @@ def test_a_drain_cut_by_its_budget_wakes_the_loop_for_the_rest(monkeypatch: pyte
     without a Lease) although work is waiting now."""
     from flatjob.runtime import controller as ctl_mod
 
-    s = namespace_scenario("---".join(JOB.format(name=f"j{i}", script="sleep 3000; exit 0") for i in range(4)))
+    s = namespace_scenario("---".join(JOB.format(name=f"j{i}", script="sleep 3000; exit 0") for i in range(4)), inline=True)
     for _ in range(40):
         s.tick()
     c = s.controller
@@ -631,8 +631,8 @@ def test_namespace_a_record_kind_the_server_does_not_serve_leaves_the_runtime_re
 def test_namespace_a_job_whose_requests_are_slow_runs_after_the_others() -> None:
     """A webhook matching one job's record makes each of its status writes take 0.7 s: once
     seen slow, that job's cycles run after every other job's, one a turn, so a healthy job's
-    status is written first (a single slow answer still holds the loop while it lasts: the
-    runtime runs cycles one at a time, docs/architecture.md §5)."""
+    status is written first (and, on the cycle threads, a slow answer holds one thread, not
+    the loop: test_turns.py)."""
     import time
 
     text = JOB.format(name="a-slow", script="sleep 3000; exit 0").replace("limit: 2", "limit: 100000")

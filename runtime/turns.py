@@ -1,0 +1,157 @@
+"""Cycles of several jobs at once (namespace mode): threads that take turns holding one lock.
+
+Everything the runtime keeps (the informers' caches, the workers, the write budget, the
+queue) is read and changed only by the thread that holds the Controller's `TurnLock`.  A
+thread lets go of it only while one of its requests waits on the API server (`Unlocked`
+wraps the cluster), so a job whose request hangs (a slow admission webhook on its pods, API
+priority and fairness queueing it) holds one thread, not the loop and not the other jobs,
+and the code still reads as single-threaded code: what it keeps can change only across a
+request.  As with client-go's workqueue (MaxConcurrentReconciles), one job is never in two
+threads at once (`CyclePool`).  Python runs one thread at a time anyway (the GIL): the
+threads add waiting in parallel, not CPU.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+REQUEST_METHODS = ("list", "watch", "get", "create", "replace", "patch", "delete")
+# Namespace mode: jobs whose cycles run at once.  One hung request holds one thread; more
+# threads add no CPU (Python runs one at a time), only requests waiting in parallel.
+CONCURRENCY = 4
+
+
+class TurnLock:
+    """A reentrant lock that knows its holder, can be let go of for the length of a request,
+    and counts, per thread, the time spent waiting for it (that wait is not the API server's)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._owner: int | None = None
+        self._depth = 0
+        self._local = threading.local()
+
+    def _take(self) -> None:
+        started = time.perf_counter()
+        self._lock.acquire()
+        self._local.waited = self.waited() + time.perf_counter() - started
+
+    def __enter__(self) -> TurnLock:
+        me = threading.get_ident()
+        if self._owner != me:
+            self._take()
+            self._owner = me
+        self._depth += 1
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._depth -= 1
+        if self._depth == 0:
+            self._owner = None
+            self._lock.release()
+
+    def held(self) -> bool:
+        return self._owner == threading.get_ident()
+
+    def waited(self) -> float:
+        """Seconds this thread has waited for the lock, in all."""
+        return getattr(self._local, "waited", 0.0)
+
+    @contextmanager
+    def released(self) -> Iterator[None]:
+        """Let the other threads take their turn while this one waits (a no-op for a thread
+        that does not hold the lock: a test's, or the health server's)."""
+        if not self.held():
+            yield
+            return
+        depth, self._depth, self._owner = self._depth, 0, None
+        self._lock.release()
+        try:
+            yield
+        finally:
+            self._take()
+            self._owner, self._depth = threading.get_ident(), depth
+
+
+class Unlocked:
+    """A Cluster whose requests let go of the TurnLock while they wait on the API server."""
+
+    def __init__(self, cluster: Any, lock: TurnLock):
+        self.inner = cluster
+        self._lock = lock
+        for method in REQUEST_METHODS:
+            setattr(self, method, self._unlocked(getattr(cluster, method)))
+
+    def _unlocked(self, call: Callable[..., Any]) -> Callable[..., Any]:
+        def request(*args: Any, **kwargs: Any) -> Any:
+            with self._lock.released():
+                return call(*args, **kwargs)
+
+        return request
+
+    def __getattr__(self, name: str) -> Any:  # anything else the cluster has (its notify Event, its timeouts)
+        return getattr(self.inner, name)
+
+
+class CyclePool:
+    """`size` daemon threads that run jobs' cycles, each holding the lock for its turn; a key
+    in flight is never started again until it is done (`busy`).  `done` is called after each
+    cycle (it wakes the loop); daemon threads never keep the process from exiting."""
+
+    def __init__(self, size: int, lock: TurnLock, done: Callable[[], None]):
+        self.size = size
+        self.lock = lock
+        self.done = done
+        self.busy: set[Any] = set()
+        self._idle = threading.Condition(threading.Lock())
+        self._work: queue.SimpleQueue[tuple[Any, Callable[[], Any]] | None] = queue.SimpleQueue()
+        self._threads = [threading.Thread(target=self._serve, daemon=True, name=f"flatjob-cycle-{i}") for i in range(size)]
+        for thread in self._threads:
+            thread.start()
+
+    def free(self) -> int:
+        return self.size - len(self.busy)
+
+    def submit(self, key: Any, cycle: Callable[[], Any]) -> None:
+        """Run `cycle` on a free thread (the caller holds the lock and checked `free`)."""
+        self.busy.add(key)
+        self._work.put((key, cycle))
+
+    def _serve(self) -> None:
+        while True:
+            item = self._work.get()
+            if item is None:
+                return
+            key, cycle = item
+            try:
+                with self.lock:
+                    try:
+                        cycle()
+                    finally:
+                        self.busy.discard(key)
+            finally:
+                with self._idle:
+                    self._idle.notify_all()
+                self.done()
+
+    def wait(self, timeout: float, *, one: bool = False) -> bool:
+        """Wait (not holding the lock) until no cycle is in flight, or with `one` until a
+        thread is free; False at the time-out."""
+        end = time.monotonic() + timeout
+        with self.lock.released(), self._idle:
+            while self.busy and not (one and self.free() > 0):
+                left = end - time.monotonic()
+                if left <= 0:
+                    return False
+                self._idle.wait(min(left, 0.05))
+        return True
+
+    def close(self) -> None:
+        """Let the threads end once their cycle is done."""
+        for _ in self._threads:
+            self._work.put(None)
