@@ -33,7 +33,8 @@ With --failing N, N of the jobs crash-loop (their pods exit 1 two seconds after 
 With --hung N, N more jobs crash-loop and, once every pod runs, each write the runtime makes to
 their record's status or to one of their pods waits --hang seconds before the API server
 answers (an admission webhook near its 10 s time-out): the healthy jobs' status latency is
-measured beside them.
+measured beside them (changes_beside_a_hung_request: how many changes were made while one of
+those requests was waiting).
 With --mass-failure, after the start every pod's container exits 1 at the same instant (a
 NCCL abort across the whole job), and the bench measures instead:
 - recovered_s: wall time until every pod runs again as a new incarnation;
@@ -163,7 +164,7 @@ class Bench:
     """The fake API server and kubelet in this process; the runtimes in their own."""
 
     def __init__(self, manifests: list[dict[str, Any]], tmp: Path, runtime: str, failing: set[str] = frozenset(),  # type: ignore[assignment]
-                 hung: set[str] = frozenset(), hang: float = 0.0):  # type: ignore[assignment]
+                 hung: set[str] = frozenset(), hang: float = 0.0, concurrency: tuple[str, ...] = ()):  # type: ignore[assignment]
         from flatjob.compiler import keys
         from flatjob.runtime.sim.cluster import FakeCluster
         from flatjob.runtime.sim.containers import Program
@@ -187,7 +188,7 @@ class Bench:
         self.requested_mib = sum(int(c["resources"]["requests"]["memory"].rstrip("Mi")) for o in manifests if o["kind"] == "Deployment"
                                  for c in o["spec"]["template"]["spec"]["containers"] if c["name"] == "runtime")
         kubeconfig = self.server.kubeconfig(tmp / "kubeconfig", NS)
-        scopes = [[]] if runtime == "namespace" else [["--kind", records[0]["kind"], "--name", n] for n in self.jobs]
+        scopes = [[*concurrency]] if runtime == "namespace" else [["--kind", records[0]["kind"], "--name", n] for n in self.jobs]
         self.runtimes = [Runtime(str(i), args, kubeconfig, tmp / f"runtime-{i}.log") for i, args in enumerate(scopes)]
         self.status_bytes_max = 0
         self.target: tuple[str, str, int] | None = None  # (job, phase, count) a change waits to see in its status's aggregate
@@ -198,6 +199,9 @@ class Bench:
         self.writes: list[float] = []  # when each of the runtime's writes arrived
         self.event_writes: list[tuple[float, str]] = []  # (when, reason) of each Event write
         self.hung, self.hang = hung, hang
+        self.hung_writes = 0
+        self.hung_out = 0  # hung requests waiting now
+        self.beside_hung = 0  # changes measured while a hung request was waiting
         self.hanging = False  # set once every pod runs: the hung jobs' writes wait `hang` seconds from then on
         self.server.on_request = self._on_request
 
@@ -205,7 +209,10 @@ class Bench:
         if RUNTIME_AGENT in agent and verb in ("create", "update", "patch", "delete"):
             self.writes.append(time.monotonic())
             if self.hanging and name and (name if resource.endswith("/status") else name.rsplit("-worker-", 1)[0]) in self.hung:
-                time.sleep(self.hang)  # this request's own server thread: the others are answered meanwhile
+                self.hung_writes += 1
+                self.hung_out += 1
+                time.sleep(self.hang)
+                self.hung_out -= 1  # this request's own server thread: the others are answered meanwhile
 
     def _on_change(self, change: Any) -> None:
         """Every stored write (in the server's thread): note when a status shows the target."""
@@ -284,6 +291,7 @@ class Bench:
         self.seen.clear()
         self.target = (job, phase, count)
         t0 = time.perf_counter()
+        self.beside_hung += self.hung_out > 0
         self.kubelet.kill(pod, code)
         deadline = time.perf_counter() + 60
         while not self.seen.wait(0.01):
@@ -357,7 +365,8 @@ def measure(names: list[str], pods: int, runtime: str, args: argparse.Namespace,
     """Start the runtimes, wait for every pod to run, change pods one at a time, stay idle."""
     manifests = compile_jobs(names, pods, runtime)
     with tempfile.TemporaryDirectory() as tmp:
-        bench = Bench(manifests, Path(tmp), runtime, failing | hung, hung, getattr(args, "hang", 0.0))
+        concurrency = ("--concurrency", str(args.concurrency)) if getattr(args, "concurrency", None) else ()
+        bench = Bench(manifests, Path(tmp), runtime, failing | hung, hung, getattr(args, "hang", 0.0), concurrency)
         failing = failing | hung
         try:
             n = len(bench.pods)
@@ -406,6 +415,7 @@ def measure(names: list[str], pods: int, runtime: str, args: argparse.Namespace,
                 status_bytes_max=bench.status_bytes_max,
                 reconcile_cycles=int(metrics.get("flatjob_reconcile_seconds_count", 0)),
                 api_errors=int(sum(v for k, v in metrics.items() if k.startswith("flatjob_api_errors_total"))),
+                **({"hung_writes": bench.hung_writes, "changes_beside_a_hung_request": bench.beside_hung} if hung else {}),
                 versions=versions(),
             )
             return out
@@ -444,6 +454,7 @@ def main() -> None:
     parser.add_argument("--failing", type=int, default=0, help="how many of the jobs crash-loop")
     parser.add_argument("--hung", type=int, default=0, help="how many more jobs crash-loop behind writes that wait --hang seconds")
     parser.add_argument("--hang", type=float, default=10.0, help="seconds each write to a hung job's status or pods waits")
+    parser.add_argument("--concurrency", type=int, default=None, help="the namespace runtime's --concurrency (default: its own)")
     parser.add_argument("--runtime", choices=("namespace", "job"), default="namespace", help="one runtime for the namespace, or one per job")
     parser.add_argument("--per-job-sample", type=int, default=10, help="with --jobs: per-job runtimes measured to give the per_job totals (0: none)")
     parser.add_argument("--changes", type=int, default=20)
