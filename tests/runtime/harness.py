@@ -142,7 +142,8 @@ class Scenario:
         scope = (self.kind, self.name) if self.mode == "job" else (None, None)
         if self.mode == "namespace" and not self.inline:  # its cycles on threads, as in its pod; each step waits for them (a virtual clock)
             kw = {"concurrency": CONCURRENCY, "turn_wait": 60.0, **kw}
-        return Controller(self.kube(identity), NAMESPACE, *scope, identity=identity, clock=kw.pop("clock", self.clock), **kw)
+        cluster = kw.pop("cluster", None) or self.kube(identity)
+        return Controller(cluster, NAMESPACE, *scope, identity=identity, clock=kw.pop("clock", self.clock), **kw)
 
     def _on_request(self, verb: str, resource: str, namespace: str | None, name: str | None, agent: str = "") -> None:
         """Chaos: the runtime process dies at its N-th write; a dead one is never heard again."""

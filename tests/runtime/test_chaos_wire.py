@@ -62,11 +62,12 @@ class Live:
         self.s = Scenario(JOB, clock=self.clock)  # type: ignore[arg-type]
         self.s.controller.close()
         self.s.server.bookmark_every = 60 / SPEED  # kube-apiserver's bookmark interval, on fast time
-        self.controller = self.s.runtime("live")
-        kube = self.controller.cluster
+        kube = self.s.kube("live")
         kube.timeouts = kube.http.timeouts = TIMEOUTS.scaled(1 / SPEED)
+        self.controller = self.s.runtime("live", cluster=kube, turn_wait=0.0, notify=kube.notify)  # as in its pod: the loop never waits for a cycle
         self.stop = threading.Event()
         self.errors: list[BaseException] = []
+        self.kube = kube
         self.runtime = threading.Thread(target=self._run, args=(kube,), daemon=True)
         self.kubelet = threading.Thread(target=self._kubelet, daemon=True)
 
@@ -104,7 +105,7 @@ class Live:
 
     def close(self) -> None:
         self.stop.set()
-        self.controller.cluster.notify.set()  # type: ignore[attr-defined]
+        self.kube.notify.set()
         self.runtime.join(10)
         self.kubelet.join(10)
         self.controller.close()
