@@ -111,7 +111,7 @@ class Controller:
         self.pool: CyclePool | None = None
         if self.concurrency > 1 and not self.scope.per_job:  # one job needs no threads
             self.cluster = Unlocked(self.cluster, self.lock)  # type: ignore[assignment]
-            self.pool = CyclePool(self.concurrency, self.lock, self._cycle_done)
+            self.pool = CyclePool(self.concurrency, self.lock, self._cycle_done, self._cycle_failed)
         self.bucket = TokenBucket(self.clock)
         self.rng = seeded(self.identity)
         self.workers: dict[JobKey, JobWorker] = {}
@@ -160,12 +160,21 @@ class Controller:
         return all(i.synced for i in self.records.values()) and self.pods.synced
 
     def close(self) -> None:
-        """Stop every watch (their reader threads end) and the cycle threads."""
+        """Stop the cycles (waiting up to STOP_WAIT for those in flight), every watch (their
+        reader threads end) and the cycle threads."""
         with self.lock:
+            self._stop_cycles()
             for informer in self.informers():
                 informer.close()
-            if self.pool is not None:
-                self.pool.close()
+        if self.pool is not None:
+            self.pool.close()
+
+    def _stop_cycles(self) -> bool:
+        """Start no more cycles, and wait up to STOP_WAIT for those in flight; True when none is."""
+        if self.pool is None:
+            return True
+        self.queue.clear()
+        return self.pool.wait(STOP_WAIT)
 
     def record_of(self, key: JobKey) -> Obj | None:
         informer = self.records.get(key[0])
@@ -261,10 +270,11 @@ class Controller:
         """With `turn_wait`: start the rest of the queue as threads come free and wait for every
         cycle, so one step runs each queued job once, as the loop's own thread does."""
         end = time.monotonic() + self.turn_wait
-        while self.queue and self._throttled_until is None and time.monotonic() < end:
-            if not pool.wait(end - time.monotonic(), one=True) or not self._dispatch(self.clock(), pool):
+        while time.monotonic() < end:
+            if self.queue and self._throttled_until is None:
+                self._dispatch(self.clock(), pool)
+            if not pool.busy or not pool.wait(end - time.monotonic(), since=pool.ended):
                 break
-        pool.wait(max(0.0, end - time.monotonic()))
         self._set_wake()
 
     def _step(self, timeout: float) -> bool:
@@ -283,8 +293,8 @@ class Controller:
                 self.queue[key] = None
             if key not in busy and worker.due(now):  # one in flight says when it is due once it is done
                 self.queue.setdefault(key, None)
-        throttled = self._throttled_until is not None and now < self._throttled_until
         holding = self._hold_lease()  # renewed on its schedule, work or not (client-go's renew loop)
+        throttled = self._throttled_until is not None and self.clock() < self._throttled_until  # after the Lease: a cycle may have run out meanwhile
         if self.queue and not throttled and holding:
             self._throttled_until = None
             ran = self._drain_queue(now) if self.pool is None else self._dispatch(now, self.pool)
@@ -292,23 +302,35 @@ class Controller:
         return ran
 
     def _dispatch(self, now: float, pool: CyclePool) -> bool:
-        """Start the queued jobs' cycles on the free threads, the slow ones last; at most all
-        but one thread wait on slow jobs, so one is always left for the others."""
+        """Start the queued jobs' cycles on the free threads, in queue order (a job goes to the
+        back when it is queued again, so none waits for ever); jobs seen slow hold at most all
+        threads but one, so one is always left for jobs that answer quickly."""
         started = False
-        for key in sorted(self.queue, key=lambda k: bool((w := self.workers.get(k)) and w.slow)):
+        for key in list(self.queue):
             if pool.free() == 0:
                 break
-            if key in pool.busy:
-                continue  # stays queued: it runs again once its cycle in flight is done
+            if not self._startable(key, pool):
+                continue  # stays queued: in flight, or no thread for a slow job yet
             worker = self.workers.get(key)
-            if worker is not None and worker.slow and pool.free() == 1:
-                break  # the last free thread is kept for jobs that answer quickly
             del self.queue[key]
             if worker is None or not worker.due(now):
                 continue
-            pool.submit(key, worker.reconcile)
+            pool.submit(key, worker.reconcile, worker.slow)
             started = True
         return started
+
+    def _startable(self, key: JobKey, pool: CyclePool) -> bool:
+        """A thread would take this queued job now."""
+        if key in pool.busy or pool.free() == 0:
+            return False
+        worker = self.workers.get(key)
+        return worker is None or not worker.slow or len(pool.slow) < pool.size - 1
+
+    def _cycle_failed(self, exc: BaseException) -> None:
+        """Something a cycle did not contain (a bug in its own error path): logged, counted,
+        and the thread serves on."""
+        log.error("cycle failed", exc_info=exc)
+        self.metrics.inc("flatjob_loop_errors_total", op="cycle", status="exception")
 
     def _cycle_done(self) -> None:
         """A cycle ended on its thread: the loop looks at what it left (its wake time, the queue)."""
@@ -377,9 +399,11 @@ class Controller:
         only its own timer, as the jobs' timers wait for it (their past ones would spin the loop)."""
         now = self.clock()
         times: list[float | None] = []
-        busy = self.pool.busy if self.pool is not None else set()
+        pool = self.pool
+        busy = pool.busy if pool is not None else set()
         if self.leading():  # jobs left queued (out of write tokens, a turn's DRAIN_BUDGET spent): when tokens are back, or now
-            times.append((self._throttled_until or now) if set(self.queue) - busy else None)
+            waiting = any(self._startable(k, pool) for k in self.queue) if pool is not None else bool(self.queue)  # else a cycle's end wakes the loop
+            times.append((self._throttled_until or now) if waiting else None)
             times += [w.wake_at(now) for k, w in self.workers.items() if k not in busy]  # one in flight wakes the loop when done
         if self.use_lease:
             times.append(self._lease_wake)
@@ -463,16 +487,14 @@ class Controller:
         still waiting on a request after STOP_WAIT keeps the Lease: it lapses, and the next
         runtime waits for that, as client-go's ReleaseOnCancel asks)."""
         with self.lock:
-            self._release_lease()
+            idle = self._stop_cycles()
+            if self.use_lease and self._renewed_at is not None:
+                if idle:
+                    self._release_lease()
+                else:
+                    log.warning("cycles still in flight at shutdown: the Lease is left to lapse", extra={"lease": self.scope.lease})
 
     def _release_lease(self) -> None:
-        if not (self.use_lease and self._renewed_at is not None):
-            return
-        if self.pool is not None:
-            self.queue.clear()  # nothing more starts
-            if not self.pool.wait(STOP_WAIT):
-                log.warning("cycles still in flight at shutdown: the Lease is left to lapse", extra={"lease": self.scope.lease})
-                return
         try:
             current = self.cluster.get(LEASES, self.namespace, self.scope.lease)
             if (current.get("spec") or {}).get("holderIdentity") == self.identity:

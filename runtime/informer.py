@@ -71,6 +71,8 @@ class Informer:
     admitted: frozenset[str] | None = None  # the names `readmit` was last given
     turned_away: set[str] = field(default_factory=set)  # names seen but not admitted since the last list
     _overflow: bool = False  # more names were turned away than REFUSED_NAMES
+    _moved: dict[str, bool] = field(default_factory=dict)  # names written now -> changed by the watch since (`written`)
+    _connecting: bool = False  # a list or watch request is out (another thread must not start a second)
 
     def gate(self, trim: Callable[[Obj], Obj]) -> Callable[[Obj], Obj]:
         """`trim` for this informer's list and watch: an object it does not admit becomes a stub
@@ -153,6 +155,9 @@ class Informer:
 
     def _connect(self, relist: bool) -> bool:
         """Reopen the watch from the last resourceVersion, or list again; True when relisted."""
+        if self._connecting:
+            return False  # another cycle thread's turn came while this one's request was out
+        self._connecting = True
         try:
             if not relist:
                 try:
@@ -163,6 +168,7 @@ class Informer:
                     pass
             self.turned_away, self._overflow = set(), False
             items, rv = self.list_fn()
+            self._moved = dict.fromkeys(self._moved, True)
             old = self.cache
             self.cache = {o["metadata"]["name"]: o for o in items if not self._refused(o)}
             self._reindex()
@@ -176,6 +182,8 @@ class Informer:
         except Exception as exc:
             self._fail(exc, "relist" if relist else "reopen")
             return False
+        finally:
+            self._connecting = False
 
     def _open(self, rv: str) -> None:
         self._close()
@@ -244,6 +252,8 @@ class Informer:
         """Put an object in the cache (a watch event, or the runtime's own write's answer)."""
         name = obj["metadata"]["name"]
         self._forget(name)
+        if name in self._moved:
+            self._moved[name] = True
         self.cache[name] = obj
         if self.key_of is not None:
             key = self.key_of(obj)
@@ -251,13 +261,22 @@ class Informer:
             if key is not None:
                 self.by_key.setdefault(key, {})[name] = obj
 
-    def answer(self, before: Obj | None, obj: Obj) -> None:
-        """Cache the answer to the runtime's own write, unless the watch changed the object while
-        the request was out (another cycle thread's turn): what it brought is as new or newer."""
-        if self.cache.get(obj["metadata"]["name"]) is before:
-            self.store(obj)
+    def written(self, name: str, request: Callable[[], Obj], trim: Callable[[Obj], Obj]) -> Obj:
+        """Make the runtime's own write of `name` and cache its answer, unless the watch changed
+        or removed `name` while the request was out (another cycle thread's turn: what it
+        brought is as new or newer), or a relist ran meanwhile."""
+        self._moved[name] = False
+        try:
+            answer = request()
+        finally:
+            moved = self._moved.pop(name, True)
+        if not moved:
+            self.store(trim(answer))
+        return answer
 
     def _forget(self, name: str) -> bool:
+        if name in self._moved:
+            self._moved[name] = True
         old = self.cache.pop(name, None)
         if old is None:
             return False

@@ -103,11 +103,14 @@ class CyclePool:
     in flight is never started again until it is done (`busy`).  `done` is called after each
     cycle (it wakes the loop); daemon threads never keep the process from exiting."""
 
-    def __init__(self, size: int, lock: TurnLock, done: Callable[[], None]):
+    def __init__(self, size: int, lock: TurnLock, done: Callable[[], None], failed: Callable[[BaseException], None]):
         self.size = size
         self.lock = lock
         self.done = done
+        self.failed = failed
         self.busy: set[Any] = set()
+        self.slow: set[Any] = set()  # the keys in flight that were started as slow jobs
+        self.ended = 0  # cycles ended so far (changed under the lock, with `busy`)
         self._idle = threading.Condition(threading.Lock())
         self._work: queue.SimpleQueue[tuple[Any, Callable[[], Any]] | None] = queue.SimpleQueue()
         self._threads = [threading.Thread(target=self._serve, daemon=True, name=f"flatjob-cycle-{i}") for i in range(size)]
@@ -117,9 +120,11 @@ class CyclePool:
     def free(self) -> int:
         return self.size - len(self.busy)
 
-    def submit(self, key: Any, cycle: Callable[[], Any]) -> None:
+    def submit(self, key: Any, cycle: Callable[[], Any], slow: bool = False) -> None:
         """Run `cycle` on a free thread (the caller holds the lock and checked `free`)."""
         self.busy.add(key)
+        if slow:
+            self.slow.add(key)
         self._work.put((key, cycle))
 
     def _serve(self) -> None:
@@ -132,26 +137,34 @@ class CyclePool:
                 with self.lock:
                     try:
                         cycle()
+                    except Exception as exc:  # a cycle contains its own failures; this is the thread's last line of defence
+                        self.failed(exc)
                     finally:
                         self.busy.discard(key)
+                        self.slow.discard(key)
+                        self.ended += 1
             finally:
                 with self._idle:
                     self._idle.notify_all()
                 self.done()
 
-    def wait(self, timeout: float, *, one: bool = False) -> bool:
-        """Wait (not holding the lock) until no cycle is in flight, or with `one` until a
-        thread is free; False at the time-out."""
+    def wait(self, timeout: float, *, since: int | None = None) -> bool:
+        """Wait (not holding the lock) until no cycle is in flight, or with `since` until a
+        cycle has ended after that many had; False at the time-out."""
         end = time.monotonic() + timeout
         with self.lock.released(), self._idle:
-            while self.busy and not (one and self.free() > 0):
+            while self.busy and (since is None or self.ended == since):
                 left = end - time.monotonic()
                 if left <= 0:
                     return False
                 self._idle.wait(min(left, 0.05))
         return True
 
-    def close(self) -> None:
-        """Let the threads end once their cycle is done."""
+    def close(self, join: float = 1.0) -> None:
+        """End the threads once their cycle is done, waiting up to `join` seconds in all (call it
+        without the lock: a cycle in flight needs it to end)."""
         for _ in self._threads:
             self._work.put(None)
+        end = time.monotonic() + join
+        for thread in self._threads:
+            thread.join(max(0.0, end - time.monotonic()))

@@ -355,6 +355,9 @@ class JobWorker:
         uid = uid_of(secret) if known else None
         if not isinstance(uid, str) or not owned_by(secret, record):
             return False
+        if not self.ctl.leading():
+            self.dirty = True
+            return True  # the next holder decides: it may have just made this Secret
         try:
             self.ctl.cluster.delete(SECRETS, self.namespace, job.ssh_secret, uid=uid)
         except NotFound:
@@ -384,9 +387,8 @@ class JobWorker:
             self.dirty = True  # the Lease lapsed mid-drain: this job runs again once it is held
             return False
         body = {"apiVersion": record["apiVersion"], "kind": record["kind"], "metadata": copy.deepcopy(record["metadata"]), "status": status}
-        before = ctl.records[self.kind].get(self.name)
         try:
-            updated = ctl.cluster.replace(self.record_res, self.namespace, body, sub="status")
+            ctl.records[self.kind].written(self.name, lambda: ctl.cluster.replace(self.record_res, self.namespace, body, sub="status"), trim.record)
         except Conflict:
             ctl.metrics.inc("flatjob_api_errors_total", op="status", status="409")
             self.dirty = True
@@ -397,7 +399,6 @@ class JobWorker:
         ctl.metrics.inc("flatjob_status_writes_total")
         self._writes += 1
         self._status_at = ctl.clock()
-        ctl.records[self.kind].answer(before, trim.record(updated))
         return True
 
     def _act(self, action: Action, record: Obj) -> None:
@@ -438,7 +439,7 @@ class JobWorker:
             {"op": "test", "path": f"/spec/schedulingGates/{index}/name", "value": GATE},
             {"op": "remove", "path": f"/spec/schedulingGates/{index}"},
         ]
-        self.ctl.pods.answer(pod, trim.pod(self.ctl.cluster.patch(PODS, self.namespace, action.name, ops)))
+        self.ctl.pods.written(action.name, lambda: self.ctl.cluster.patch(PODS, self.namespace, action.name, ops), trim.pod)
         self.ctl.metrics.inc("flatjob_releases_total")
 
     def _create(self, action: Action, record: Obj) -> None:
@@ -447,15 +448,13 @@ class JobWorker:
         if template is None:
             return
         body = trim.pod_from_template(template, self.namespace, action.annotations, {**owner_reference(record), "controller": True})
-        before = self._pod(action.name)
         try:
-            created = self.ctl.cluster.create(PODS, self.namespace, body)
+            self.ctl.pods.written(action.name, lambda: self.ctl.cluster.create(PODS, self.namespace, body), trim.pod)
         except (Forbidden, Invalid) as exc:  # quota, an admission webhook: the gang is rolled back next cycle
             self._refused = (action.name, _api_message(exc))
             self.dirty = True
             self.ctl.metrics.inc("flatjob_api_errors_total", op="create", status=str(exc.status))
             return
-        self.ctl.pods.answer(before, trim.pod(created))
 
     def _delete(self, action: Action, record: Obj) -> None:
         self.ctl.cluster.delete(PODS, self.namespace, action.name, action.uid)
@@ -475,8 +474,7 @@ class JobWorker:
             {"op": "add", "path": "/spec/activeDeadlineSeconds", "value": STOP_DEADLINE},
             {"op": "add", "path": f"/metadata/annotations/{keys.STOPPED.replace('/', '~1')}", "value": "true"},
         ]
-        before = self._pod(action.name)
-        self.ctl.pods.answer(before, trim.pod(self.ctl.cluster.patch(PODS, self.namespace, action.name, ops)))
+        self.ctl.pods.written(action.name, lambda: self.ctl.cluster.patch(PODS, self.namespace, action.name, ops), trim.pod)
 
     def _create_secret(self, action: Action, record: Obj) -> None:
         made = self.ctl.cluster.create(SECRETS, self.namespace, self.ctl.secret_factory(action.name, self.namespace, record))
@@ -496,9 +494,13 @@ class JobWorker:
         self.recorder.record(etype, reason, message, self.ctl.clock())
 
     def _flush_events(self, record: Obj) -> None:
-        """Write the Events that are due: at most one per (type, reason) per 10 s."""
+        """Write the Events that are due: at most one per (type, reason) per 10 s, while this
+        runtime leads (the loop may learn it lost the Lease while this cycle's request was out)."""
         now = self.ctl.clock()
         for write in self.recorder.due(record, now):
+            if not self.ctl.leading():
+                self.dirty = True
+                return  # held back: written once the Lease is ours again, or by the next holder's own
             if not self._token():
                 return
             try:

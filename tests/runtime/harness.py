@@ -79,7 +79,10 @@ class Scenario:
     options: CompileOptions | None = None
     clock: Clock = field(default_factory=Clock)
     starts: Counter[tuple[str, str, str]] = field(default_factory=Counter)  # run_key -> starts
-    inline: bool = False  # a namespace runtime's cycles on the loop's own thread, in queue order (tests of that order)
+    # A namespace runtime's cycles on its threads, each step waiting for them (as in its pod, but
+    # their requests interleave differently from run to run: for tests that check invariants).
+    # Without, they run on the loop's thread in queue order, and a seed replays exactly.
+    threads: bool = False
 
     def __post_init__(self) -> None:
         if REAL and self.gitops:
@@ -140,7 +143,7 @@ class Scenario:
     def runtime(self, identity: str, **kw: Any) -> Controller:
         """A runtime process for this scenario's mode: the namespace's, or the job's own."""
         scope = (self.kind, self.name) if self.mode == "job" else (None, None)
-        if self.mode == "namespace" and not self.inline:  # its cycles on threads, as in its pod; each step waits for them (a virtual clock)
+        if self.mode == "namespace" and self.threads:
             kw = {"concurrency": CONCURRENCY, "turn_wait": 60.0, **kw}
         cluster = kw.pop("cluster", None) or self.kube(identity)
         return Controller(cluster, NAMESPACE, *scope, identity=identity, clock=kw.pop("clock", self.clock), **kw)

@@ -26,6 +26,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from flatjob.runtime.cli import run_loop
+from flatjob.runtime.controller import CONCURRENCY
 from flatjob.runtime.kube import Timeouts
 from flatjob.runtime.server import Health
 
@@ -64,7 +65,8 @@ class Live:
         self.s.server.bookmark_every = 60 / SPEED  # kube-apiserver's bookmark interval, on fast time
         kube = self.s.kube("live")
         kube.timeouts = kube.http.timeouts = TIMEOUTS.scaled(1 / SPEED)
-        self.controller = self.s.runtime("live", cluster=kube, turn_wait=0.0, notify=kube.notify)  # as in its pod: the loop never waits for a cycle
+        threads = {"concurrency": CONCURRENCY, "notify": kube.notify} if self.s.mode == "namespace" else {}  # as in its pod: the loop never waits for a cycle
+        self.controller = self.s.runtime("live", cluster=kube, **threads)
         self.stop = threading.Event()
         self.errors: list[BaseException] = []
         self.kube = kube

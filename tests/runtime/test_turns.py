@@ -9,6 +9,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import copy
 import threading
 import time
 from collections import Counter
@@ -17,11 +19,15 @@ from typing import Any
 import pytest
 
 from flatjob.runtime import controller as controller_module
+from flatjob.runtime.cli import run_loop
 from flatjob.runtime.informer import Informer
+from flatjob.runtime.lease import RENEW_EVERY, micro_time
+from flatjob.runtime.server import Health
 from flatjob.runtime.turns import TurnLock, Unlocked
 
-from .harness import REAL
+from .harness import NAMESPACE, REAL
 from .test_namespace import JOB, namespace_scenario, statuses
+from .test_scenarios_t9k import TENSORBOARD
 
 pytestmark = pytest.mark.skipif(REAL, reason="makes the fake API server's answers hang")
 
@@ -39,7 +45,7 @@ def _running(s: Any, names: tuple[str, ...]) -> None:
 def test_turns_a_hung_status_write_holds_one_thread_not_the_other_jobs() -> None:
     """Before: cycles ran one at a time, so one job's status write held by a webhook (or API
     priority and fairness) for its whole time-out kept every other job's status waiting."""
-    s = namespace_scenario(JOB.format(name="hung", script="sleep 3000; exit 0") + "---" + JOB.format(name="good", script="sleep 3000; exit 0"))
+    s = namespace_scenario(JOB.format(name="hung", script="sleep 3000; exit 0") + "---" + JOB.format(name="good", script="sleep 3000; exit 0"), threads=True)
     _running(s, ("hung", "good"))
     written: dict[str, float] = {}
     gate = threading.Event()
@@ -72,7 +78,7 @@ def test_turns_a_hung_status_write_holds_one_thread_not_the_other_jobs() -> None
 def test_turns_one_job_is_never_in_two_threads_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every job is due on every turn (their status writes are slow), and the loop turns far
     faster than a cycle ends: no job's cycle ever starts while its last one is in flight."""
-    s = namespace_scenario("---".join(JOB.format(name=f"j{i}", script="sleep 3000; exit 0") for i in range(6)))
+    s = namespace_scenario("---".join(JOB.format(name=f"j{i}", script="sleep 3000; exit 0") for i in range(6)), threads=True)
     _running(s, tuple(f"j{i}" for i in range(6)))
     c = s.controller
     c.turn_wait = 0.0
@@ -113,27 +119,28 @@ def test_turns_one_job_is_never_in_two_threads_at_once(monkeypatch: pytest.Monke
 
 
 def test_turns_a_write_answer_never_overwrites_what_the_watch_brought_meanwhile() -> None:
-    """The answer to a status write is cached only if the object is still the one the request
-    went out from; a newer version the watch applied while it was out (another thread's turn)
-    stays."""
-    informer = Informer(lambda: ([], "1"), lambda rv: None)  # type: ignore[arg-type,return-value]
-    old = {"metadata": {"name": "a", "resourceVersion": "1"}}
-    informer.store(old)
+    """The answer to the runtime's own write is cached only if the watch did not change or
+    remove that object while the request was out (another thread's turn), nor a relist run."""
+    informer = Informer(lambda: ([], "9"), lambda rv: None)  # type: ignore[arg-type,return-value]
+    same = lambda o: o  # noqa: E731
     newer = {"metadata": {"name": "a", "resourceVersion": "3"}}
-    informer.store(newer)  # the watch, while our request was out
-    informer.answer(old, {"metadata": {"name": "a", "resourceVersion": "2"}})
-    assert informer.get("a") is newer
-    informer.answer(newer, {"metadata": {"name": "a", "resourceVersion": "4"}})
-    assert informer.get("a")["metadata"]["resourceVersion"] == "4"
-    informer.answer(None, {"metadata": {"name": "b", "resourceVersion": "5"}})  # a create: nothing cached yet
-    assert informer.get("b") is not None
+    informer.written("a", lambda: (informer.store(newer), {"metadata": {"name": "a", "resourceVersion": "2"}})[1], same)
+    assert informer.get("a") is newer  # the watch's newer version stays
+    gone = {"metadata": {"name": "b", "resourceVersion": "4"}}
+    informer.written("b", lambda: (informer.store(gone), informer._forget("b"), {"metadata": {"name": "b", "resourceVersion": "4"}})[2], same)
+    assert informer.get("b") is None  # created, then deleted, while the create's answer waited: not brought back
+    informer.written("c", lambda: {"metadata": {"name": "c", "resourceVersion": "5"}}, same)
+    assert informer.get("c")["metadata"]["resourceVersion"] == "5"  # nothing meanwhile: the answer is cached
+    with pytest.raises(RuntimeError):
+        informer.written("d", lambda: (_ for _ in ()).throw(RuntimeError("refused")), same)
+    assert informer._moved == {}  # a failed write leaves nothing behind
 
 
 def test_turns_a_shutdown_keeps_the_lease_while_a_cycle_is_in_flight(monkeypatch: pytest.MonkeyPatch) -> None:
     """client-go's ReleaseOnCancel asks that everything the Lease guards has stopped before it
     is handed over: a cycle still waiting on its request would act beside the next holder."""
     monkeypatch.setattr(controller_module, "STOP_WAIT", 0.3)
-    s = namespace_scenario(JOB.format(name="hung", script="sleep 3000; exit 0"))
+    s = namespace_scenario(JOB.format(name="hung", script="sleep 3000; exit 0"), threads=True)
     s.server.on_request = None
     s.controller.close()
     c = s.controller = s.runtime("runtime-a", use_lease=True)
@@ -183,3 +190,327 @@ def test_turns_the_lock_is_let_go_only_around_requests_by_its_holder() -> None:
         other.start()
         other.join()
     assert seen == [True, False] and not lock.held()
+
+
+# --- review (notes/review-threads.md): answer resurrects ---
+# Informer.answer(before=None, created) stores the create's answer when the cache holds no
+# object of that name -- which is also the case when the watch brought ADDED *and* DELETED while
+# the cycle thread waited for its answer or for the TurnLock.  The deleted pod is put back in the
+# cache, and no later watch event removes it: the job waits on a pod that does not exist.
+
+def test_turns_a_pod_deleted_while_its_create_answer_waits_stays_in_the_cache_forever() -> None:
+    s = namespace_scenario(JOB.format(name="j", script="sleep 3000; exit 0"), threads=True)
+    c = s.controller
+    c.turn_wait = 0.0  # as in its pod: the loop turns while cycles wait on their requests
+    creating = threading.Event()
+
+    def admission(verb: str, resource: str, namespace: Any, name: Any, agent: str = "") -> None:
+        if "(runtime-" in agent and resource == "pods" and verb == "create" and not creating.is_set():
+            creating.set()
+            time.sleep(0.3)  # a webhook: the pod is stored after this
+
+    s.server.on_request = admission
+    s.sync()
+    c.step()  # the job's first cycle, on a cycle thread: status, then its pods
+    assert creating.wait(5)
+    with c.lock:  # the loop's turn (or another job's cycle) while the create's answer is on its way
+        end = time.monotonic() + 5
+        while not s.cluster.pods(NAMESPACE) and time.monotonic() < end:
+            time.sleep(0.01)
+        (name,) = s.cluster.pods(NAMESPACE)  # stored by the API server
+        s.cluster.delete_pod(NAMESPACE, name, None, 0)  # kubectl delete --now, an eviction, GC of a replaced record
+        s.sync()  # the loop's observe: ADDED, then DELETED
+        assert c.pods.get(name) is None
+    assert c.pool is not None and c.pool.wait(10)
+    assert name not in s.cluster.pods(NAMESPACE)
+    for _ in range(20):  # twenty turns of the loop, 20 s of the job's time
+        s.tick()
+    on_server = s.cluster.pods(NAMESPACE)
+    assert c.pods.get(name) is None, f"{name} deleted on the server ({sorted(on_server)} there) but still in the runtime's cache: {c.pods.get(name)['status']}"
+
+
+# --- review (notes/review-threads.md): thread death ---
+# Nothing guards CyclePool._serve: an exception that escapes a cycle (JobWorker.reconcile's own
+# except clause calls _fail and _report, which make requests and build a status; its finally
+# clause updates metrics) ends that cycle thread for good.  The pool still counts it as free
+# (free() = size - len(busy)), so work is submitted to threads that no longer exist; after four
+# such escapes no job of the namespace is reconciled again, while the loop, /healthz and /readyz
+# stay green.  Before, the same exception reached run_loop's `except Exception`, was counted in
+# flatjob_loop_errors_total, and the loop went on.
+
+def test_turns_an_exception_escaping_a_cycle_ends_its_thread_for_good(monkeypatch: pytest.MonkeyPatch) -> None:
+    s = namespace_scenario(JOB.format(name="bad", script="sleep 3000; exit 0") + "---" + JOB.format(name="good", script="sleep 3000; exit 0"), threads=True)
+    for _ in range(60):
+        s.tick()
+        if all(statuses(s).get(n, {}).get("aggregate", {}).get("running") == 2 for n in ("bad", "good")):
+            break
+    c = s.controller
+    c.turn_wait = 5.0  # the harness's 60 s would make each stuck step wait a minute
+    real = controller_module.JobWorker.reconcile
+    escapes = [0]
+
+    def buggy(self: Any) -> Any:
+        cycle = real(self)
+        if self.name == "bad" and escapes[0] < 4:
+            escapes[0] += 1
+            raise RuntimeError("a bug in _report / a metrics call / a log handler")
+        return cycle
+
+    monkeypatch.setattr(controller_module.JobWorker, "reconcile", buggy)
+    monkeypatch.setattr(threading, "excepthook", lambda args: None)  # the default prints the traceback, nothing more
+    for _ in range(4):
+        c.workers[("GenericJob", "bad")].dirty = True
+        s.tick()
+    alive = [t.name for t in threading.enumerate() if t.name.startswith("flatjob-cycle-")]
+    s.kubelet.kill("good-worker-1", 0)
+    for _ in range(3):
+        s.tick()
+    assert c.pool is not None
+    assert statuses(s)["good"]["aggregate"]["succeeded"] == 1, (
+        f"{4 - len(alive)} of 4 cycle threads dead, pool.free()={c.pool.free()}, busy={c.pool.busy}; good's status: {statuses(s)['good']['aggregate']}")
+
+
+# --- review (notes/review-threads.md): slow starved ---
+# The slow-job rule ("never the last free thread") starves a slow job under turn_wait (the
+# scenario harness): _whole_turn stops as soon as _dispatch starts nothing -- which it does when the
+# queue's head is a slow job and exactly one thread is free -- so while three other jobs are due
+# every step, the slow job's cycle never runs.  The single-thread drain ran one slow job a turn.
+
+SLOW_NAMES = ("a-slow", "b0", "b1", "b2")
+
+
+def test_turns_a_slow_job_never_runs_while_three_others_are_due_each_step() -> None:
+    text = JOB.format(name="a-slow", script="sleep 3000; exit 0").replace("limit: 2", "limit: 100000")
+    s = namespace_scenario("---".join([text] + [JOB.format(name=n, script="sleep 3000; exit 0") for n in SLOW_NAMES[1:]]), threads=True)
+
+    def webhook(verb: str, resource: str, namespace: Any, name: Any, agent: str = "") -> None:
+        if "(runtime-" in agent and resource == "genericjobs.flatjob.dev/status" and name == "a-slow":
+            time.sleep(0.7)  # a webhook on its record
+
+    s.server.on_request = webhook
+    for _ in range(60):
+        s.tick()
+        if all(statuses(s).get(n, {}).get("aggregate", {}).get("running") == 2 for n in SLOW_NAMES):
+            break
+    c = s.controller
+    assert c.workers[("GenericJob", "a-slow")].slow
+    s.kubelet.kill("a-slow-worker-1", 0)  # news for the slow job's status
+    ran = 0
+    for _ in range(10):
+        for n in SLOW_NAMES[1:]:
+            c.workers[("GenericJob", n)].dirty = True  # three other jobs have news every turn (a busy namespace)
+        before = c.workers[("GenericJob", "a-slow")].cycles
+        s.tick()
+        ran += c.workers[("GenericJob", "a-slow")].cycles - before
+    assert statuses(s)["a-slow"]["aggregate"].get("succeeded") == 1, f"a-slow ran {ran} cycles in 10 turns; its status still says {statuses(s)['a-slow']['aggregate']}"
+
+
+def test_turns_in_its_pod_too_a_slow_job_waits_as_long_as_three_others_keep_coming_back(monkeypatch: Any) -> None:
+    """The same under cli.run_loop (turn_wait 0): three jobs whose cycles each wait 0.2 s on the
+    API server (not slow: under SLOW_CYCLE) and have news after every cycle keep three threads
+    busy, ending one at a time; each time the loop finds one free thread, a fast job takes it."""
+    from flatjob.runtime.api import LEASES
+
+    text = JOB.format(name="a-slow", script="sleep 3000; exit 0")
+    s = namespace_scenario("---".join([text] + [JOB.format(name=n, script="sleep 3000; exit 0") for n in SLOW_NAMES[1:]]), threads=True)
+    for _ in range(60):
+        s.tick()
+        if all(statuses(s).get(n, {}).get("aggregate", {}).get("running") == 2 for n in SLOW_NAMES):
+            break
+    c = s.controller
+    c.turn_wait = 0.0
+    c.notify = c.cluster.notify
+    real = controller_module.JobWorker.reconcile
+
+    def busy_namespace(self: Any) -> Any:
+        cycle = real(self)
+        if self.name != "a-slow":
+            with contextlib.suppress(Exception):
+                self.ctl.cluster.get(LEASES, self.namespace, "busy")  # 0.2 s on the API server (on_request below)
+            self.dirty = True  # news again (a big job's pods changing all the time)
+        return cycle
+
+    def webhook(verb: str, resource: str, namespace: Any, name: Any, agent: str = "") -> None:
+        if "(runtime-" in agent and name == "busy":
+            time.sleep(0.2)
+
+    monkeypatch.setattr(controller_module.JobWorker, "reconcile", busy_namespace)
+    s.server.on_request = webhook
+    c.workers[("GenericJob", "a-slow")].slow = True  # its last cycle waited on a webhook
+    c.workers[("GenericJob", "a-slow")].dirty = True  # and it has news now
+    for n in SLOW_NAMES[1:]:
+        c.workers[("GenericJob", n)].dirty = True
+    before = c.workers[("GenericJob", "a-slow")].cycles
+    fast_before = sum(c.workers[("GenericJob", n)].cycles for n in SLOW_NAMES[1:])
+    stop = threading.Event()
+    loop = threading.Thread(target=run_loop, args=(c, stop, c.notify, Health()), daemon=True)
+    loop.start()
+    time.sleep(3.0)
+    ran = c.workers[("GenericJob", "a-slow")].cycles - before
+    fast = sum(c.workers[("GenericJob", n)].cycles for n in SLOW_NAMES[1:]) - fast_before
+    stop.set()
+    c.notify.set()
+    loop.join(10)
+    monkeypatch.setattr(controller_module.JobWorker, "reconcile", real)
+    assert c.pool is not None and c.pool.wait(10)
+    assert ran >= 1, f"in 3 s the three busy jobs ran {fast} cycles in all, the slow job {ran} (a fourth thread idle all along)"
+
+
+# --- review (notes/review-threads.md): spin ---
+# The loop (cli.run_loop) spins at MIN_WAIT while every cycle thread waits on a hung request
+# and another job is queued: _set_wake says "now" for any queued job not in flight, although no
+# thread is free to run it (the slow-job rule's held-back job does the same).
+
+SPIN_NAMES = ("a0", "a1", "a2", "a3", "z")  # four hung jobs fill the four threads; z waits for one
+
+
+
+
+def test_turns_loop_spins_while_all_threads_hang_and_a_job_waits() -> None:
+    s = namespace_scenario("---".join(JOB.format(name=n, script="sleep 3000; exit 0") for n in SPIN_NAMES), threads=True)
+    _running(s, SPIN_NAMES)
+    c = s.controller
+    c.turn_wait = 0.0  # as in its pod
+    notify = c.cluster.notify  # the KubeCluster's Event, as runtime_command wires it
+    c.notify = notify
+
+    def webhook(verb: str, resource: str, namespace: Any, name: Any, agent: str = "") -> None:
+        if "(runtime-" in agent and resource == "genericjobs.flatjob.dev/status" and name != "z":
+            time.sleep(HANG)
+
+    s.server.on_request = webhook
+    for n in SPIN_NAMES:
+        s.kubelet.kill(f"{n}-worker-1", 0)  # every job has news for its status
+    s.sync()
+    steps = []
+    real_step = c.step
+
+    def counted(timeout: float = 0.0) -> bool:
+        steps.append(time.monotonic())
+        return real_step(timeout)
+
+    c.step = counted  # type: ignore[method-assign]
+    stop = threading.Event()
+    loop = threading.Thread(target=run_loop, args=(c, stop, notify, Health()), daemon=True)
+    t0 = time.monotonic()
+    loop.start()
+    time.sleep(2.0)  # the four hung status writes are out; z is queued, no thread is free
+    during = sum(1 for t in steps if t - t0 < 2.0)
+    stop.set()
+    notify.set()
+    loop.join(10)
+    assert c.pool is not None and c.pool.wait(HANG + 5)
+    assert during <= 20, f"the loop turned {during} times in 2 s while no thread was free (every ~{2000 / max(during, 1):.0f} ms)"
+
+
+# --- review (notes/review-threads.md): lease events ---
+# A cycle in flight when the loop learns the Lease is lost goes on writing: the worker checks
+# ctl.leading() before its status write and each action, but not before its Events
+# (_flush_events, _report) nor before _replace_unproven_secret's Secret delete.
+
+def test_turns_events_written_after_the_lease_is_lost() -> None:
+    s = namespace_scenario(JOB.format(name="j", script="sleep 3000; exit 0"), threads=True)
+    s.server.on_request = None  # the harness aborts requests of any other runtime generation
+    s.controller.close()
+    c = s.controller = s.runtime("runtime-a", use_lease=True)
+    c.start()
+    for _ in range(60):
+        s.tick()
+        if statuses(s).get("j", {}).get("aggregate", {}).get("running") == 2:
+            break
+    else:
+        raise AssertionError(statuses(s))
+    c.turn_wait = 0.0  # as in its pod
+    gate = threading.Event()
+
+    def webhook(verb: str, resource: str, namespace: Any, name: Any, agent: str = "") -> None:
+        if "(runtime-a)" in agent and resource == "genericjobs.flatjob.dev/status":
+            gate.set()
+            time.sleep(1.0)
+
+    s.server.on_request = webhook
+    s.kubelet.kill("j-worker-0", 3)  # a failure: the cycle restarts the worker and records Events
+    s.sync()
+    c.step()
+    assert gate.wait(5), "no status write went out"
+    # While the status write waits: runtime-b holds the Lease now (runtime-a's renewals were
+    # late, it expired, b took it); runtime-a's loop turns and sees it.
+    s.clock.now += RENEW_EVERY + 0.1
+    lease = copy.deepcopy(s.cluster.objects[("leases", "default", "flatjob")])
+    lease["spec"].update({"holderIdentity": "runtime-b", "renewTime": micro_time(s.clock.now)})
+    s.cluster.replace_lease("default", lease)
+    c.step()
+    assert not c.leading()
+    lost_at = len(s.server.log)
+    assert c.pool is not None and c.pool.wait(10)
+    after = [(r.verb, r.resource, r.name) for r in s.server.log[lost_at:]
+             if "(runtime-a)" in r.agent and r.verb in ("create", "update", "patch", "delete")
+             and r.resource != "genericjobs.flatjob.dev/status"]  # that one was sent before: it is logged when answered
+    assert after == [], f"runtime-a wrote after it knew runtime-b holds the Lease: {after}"
+
+
+# --- review (notes/review-threads.md): labelwatch ---
+# LabelWatch.want() starts its informer on a cycle thread; the informer's list releases the
+# TurnLock, and the loop's observe() polls the same half-started informer (LabelWatch.informers()
+# lists it as soon as `started` is set): two lists, two watches, one of them never closed.
+
+def test_turns_tensorboard_informer_started_twice_leaks_a_watch() -> None:
+    s = namespace_scenario(TENSORBOARD.replace("sleep 3; exit 0", "sleep 600; exit 0"), threads=True)
+    c = s.controller
+    c.turn_wait = 0.0  # as in its pod (runtime_command): the loop does not wait for cycles
+    listing = threading.Event()
+
+    def slow_list(verb: str, resource: str, namespace: Any, name: Any, agent: str = "") -> None:
+        if "(runtime-" in agent and resource == "deployments.apps" and verb == "list":
+            listing.set()
+            time.sleep(0.5)  # a busy API server
+
+    s.server.on_request = slow_list
+    c.step()  # dispatches the job: its cycle's want_lookups() starts the Deployments informer
+    assert listing.wait(5), "the cycle never listed the Deployments"
+    c.observe()  # the loop's next turn, while the cycle's list is out
+    assert c.pool is not None and c.pool.wait(10)
+    c.observe()
+    time.sleep(0.3)
+    lists = s.server.requests[("list", "deployments.apps")]
+    watches = s.server.requests[("watch", "deployments.apps")]
+    c.close()
+    time.sleep(1.0)
+    left = [t for t in threading.enumerate() if t.name == "flatjob-watch" and t.is_alive()]
+    assert (lists, watches, len(left)) == (1, 1, 0), (
+        f"Deployments listed {lists}x and watched {watches}x; {len(left)} watch reader thread(s) still running after Controller.close()")
+
+
+# --- review (notes/review-threads.md): close in flight ---
+# Without a Lease (run-local: use_lease=False), release_lease() returns at once and close() does
+# not wait for the cycles in flight: LocalCluster.stop_runtime() ("stop the runtime after its
+# current cycle") returns while a cycle goes on to delete and create pods, after the loop has
+# ended and the watches are closed (then the kubelet is shut down and the final table printed).
+
+def test_turns_a_cycle_acts_after_the_runtime_was_stopped_and_closed() -> None:
+    s = namespace_scenario(JOB.format(name="j", script="sleep 3000; exit 0"), threads=True)
+    for _ in range(60):
+        s.tick()
+        if statuses(s).get("j", {}).get("aggregate", {}).get("running") == 2:
+            break
+    c = s.controller
+    c.turn_wait = 0.0  # as run-local's loop thread runs it
+    gate = threading.Event()
+
+    def slow_status(verb: str, resource: str, namespace: Any, name: Any, agent: str = "") -> None:
+        if "(runtime-" in agent and resource == "genericjobs.flatjob.dev/status" and not gate.is_set():
+            gate.set()
+            time.sleep(0.5)
+
+    s.server.on_request = slow_status
+    s.kubelet.kill("j-worker-0", 3)  # a restart: status first, then the pods
+    s.sync()
+    c.step()
+    assert gate.wait(5)
+    c.release_lease()  # what stop_runtime / runtime_command do once the loop has ended
+    c.close()
+    closed_at = len(s.server.log)
+    time.sleep(2.0)
+    after = [(r.verb, r.resource, r.name) for r in s.server.log[closed_at:]
+             if "(runtime-" in r.agent and r.verb in ("create", "patch", "delete") and r.resource == "pods"]
+    assert after == [], f"pod writes after Controller.close() returned: {after}"
