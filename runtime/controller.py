@@ -20,6 +20,7 @@ waiting for long.
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -104,10 +105,12 @@ class Controller:
     _lease_failures: int = 0  # Lease requests failed in a row (their back-off)
     _observed: Observed | None = None
     _throttled_until: float | None = None  # the write bucket was empty: act again then
+    _stop_by: float | None = None  # shutting down: the cycles in flight are waited for until then (wall clock)
 
     def __post_init__(self) -> None:
         self.scope = Scope(self.namespace, self.kind, self.name)
         self.lock = TurnLock()
+        self.big_reads = threading.Semaphore(1)  # statuses too big to cache, read whole: one cycle at a time holds one
         self.pool: CyclePool | None = None
         if self.concurrency > 1 and not self.scope.per_job:  # one job needs no threads
             self.cluster = Unlocked(self.cluster, self.lock)  # type: ignore[assignment]
@@ -163,18 +166,21 @@ class Controller:
         """Stop the cycles (waiting up to STOP_WAIT for those in flight), every watch (their
         reader threads end) and the cycle threads."""
         with self.lock:
-            self._stop_cycles()
+            idle = self._stop_cycles()
             for informer in self.informers():
                 informer.close()
         if self.pool is not None:
-            self.pool.close()
+            self.pool.close(join=1.0 if idle else 0.0)
 
     def _stop_cycles(self) -> bool:
-        """Start no more cycles, and wait up to STOP_WAIT for those in flight; True when none is."""
+        """Start no more cycles, and wait for those in flight, STOP_WAIT in all however often it
+        is asked (release_lease, then close); True when none is left."""
         if self.pool is None:
             return True
         self.queue.clear()
-        return self.pool.wait(STOP_WAIT)
+        if self._stop_by is None:
+            self._stop_by = time.monotonic() + STOP_WAIT
+        return self.pool.wait(max(0.0, self._stop_by - time.monotonic()))
 
     def record_of(self, key: JobKey) -> Obj | None:
         informer = self.records.get(key[0])
@@ -404,7 +410,8 @@ class Controller:
         if self.leading():  # jobs left queued (out of write tokens, a turn's DRAIN_BUDGET spent): when tokens are back, or now
             waiting = any(self._startable(k, pool) for k in self.queue) if pool is not None else bool(self.queue)  # else a cycle's end wakes the loop
             times.append((self._throttled_until or now) if waiting else None)
-            times += [w.wake_at(now) for k, w in self.workers.items() if k not in busy]  # one in flight wakes the loop when done
+            # One in flight wakes the loop when done; a queued one is `waiting` above (its own past timer would spin the loop).
+            times += [w.wake_at(now) for k, w in self.workers.items() if k not in busy and k not in self.queue]
         if self.use_lease:
             times.append(self._lease_wake)
         times += [i.retry_at for i in self.informers()]

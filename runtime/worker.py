@@ -97,6 +97,7 @@ class JobWorker:
     _status_wake: float | None = None  # a coalesced status write is due then
     _writes: int = 0  # status writes in the current cycle (one by design)
     slow: bool = False  # its last cycle took longer than SLOW_CYCLE (controller: after the others)
+    _reading_big: bool = False  # this cycle holds ctl.big_reads (a status too big to cache, read whole)
     _wanted: tuple[str | None, str | None, str | None] | None = None  # the lookups asked for
     recorder: EventRecorder = field(init=False)
 
@@ -143,6 +144,9 @@ class JobWorker:
             self._report(exc)
             return None
         finally:
+            if self._reading_big:  # the status read whole is no longer held
+                self._reading_big = False
+                self.ctl.big_reads.release()
             took = time.perf_counter() - started
             self.ctl.metrics.observe(took)
             self.ctl.metrics.maximum("flatjob_cycle_status_writes_max", self._writes)
@@ -337,7 +341,11 @@ class JobWorker:
     def _read_status(self) -> dict[str, Any]:
         """The record's status, read from the API server for one cycle: the cache keeps only the
         size of a status bigger than this job's can be (trim.record), and the ledger in it is
-        still the job's. A status that is not a mapping is no ledger (RecordError)."""
+        still the job's. A status that is not a mapping is no ledger (RecordError). One cycle
+        thread at a time holds such a status, till its cycle ends: each may be tens of MiB parsed."""
+        with self.ctl.lock.released():  # another thread holding one must be able to finish its cycle
+            self.ctl.big_reads.acquire()
+        self._reading_big = True
         found, _ = self.ctl.cluster.list(self.record_res, self.namespace, fields={"metadata.name": self.name})  # list, as the Role allows
         status = (found[0] if found else {}).get("status")
         if not isinstance(status, dict):

@@ -514,3 +514,86 @@ def test_turns_a_cycle_acts_after_the_runtime_was_stopped_and_closed() -> None:
     after = [(r.verb, r.resource, r.name) for r in s.server.log[closed_at:]
              if "(runtime-" in r.agent and r.verb in ("create", "patch", "delete") and r.resource == "pods"]
     assert after == [], f"pod writes after Controller.close() returned: {after}"
+
+
+# --- second review (notes/review-threads-2.md) ---
+
+def test_turns_loop_never_spins_while_all_threads_hang_and_a_queued_job_is_due_by_its_timer() -> None:
+    """A queued job due by its timer (a back-off ended) while every thread waits on a hung
+    request: the loop waits for a cycle's end, it does not turn every 10 ms."""
+    names = ("a0", "a1", "a2", "a3", "z")  # four hung jobs fill the four threads; z's restart back-off ends meanwhile
+    s = namespace_scenario("---".join(JOB.format(name=n, script="sleep 3000; exit 0") for n in names), threads=True)
+    _running(s, names)
+    c = s.controller
+    s.kubelet.kill("z-worker-0", 3)  # restarted by its policy after a 10 s back-off
+    for _ in range(3):
+        s.tick()
+    wake = c.workers[("GenericJob", "z")].wake_at(s.clock.now)
+    assert wake is not None and wake > s.clock.now, "z should wait on its restart back-off"
+    c.turn_wait = 0.0  # as in its pod
+    c.notify = notify = c.cluster.notify  # as runtime_command wires it
+    out = threading.Semaphore(0)
+
+    def webhook(verb: str, resource: str, namespace: Any, name: Any, agent: str = "") -> None:
+        if "(runtime-" in agent and resource == "genericjobs.flatjob.dev/status" and name != "z":
+            out.release()
+            time.sleep(HANG)
+
+    s.server.on_request = webhook
+    for n in names[:4]:
+        s.kubelet.kill(f"{n}-worker-1", 0)  # news for the four hung jobs' status; none for z
+    s.sync()
+    steps: list[float] = []
+    real_step = c.step
+
+    def counted(timeout: float = 0.0) -> bool:
+        steps.append(time.monotonic())
+        return real_step(timeout)
+
+    c.step = counted  # type: ignore[method-assign]
+    stop = threading.Event()
+    loop = threading.Thread(target=run_loop, args=(c, stop, notify, Health()), daemon=True)
+    loop.start()
+    for _ in range(4):
+        assert out.acquire(timeout=5), "the four status writes did not all go out"
+    with c.lock:
+        s.clock.now = wake + 1.0  # z's back-off ends while the four writes hang (virtual time)
+    notify.set()  # the loop turns once and queues z
+    t0 = time.monotonic()
+    time.sleep(1.5)
+    during = sum(1 for t in steps if t0 <= t < t0 + 1.5)
+    stop.set()
+    notify.set()
+    loop.join(10)
+    assert c.pool is not None and c.pool.wait(HANG + 5)
+    assert during <= 15, f"the loop turned {during} times in 1.5 s while no thread was free"
+
+
+def test_turns_a_shutdown_waits_for_a_hung_cycle_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """release_lease() then close() (runtime_command's order) wait STOP_WAIT in all, not each."""
+    monkeypatch.setattr(controller_module, "STOP_WAIT", 1.0)
+    s = namespace_scenario(JOB.format(name="hung", script="sleep 3000; exit 0"), threads=True)
+    s.server.on_request = None
+    s.controller.close()
+    c = s.controller = s.runtime("runtime-a", use_lease=True)
+    c.start()
+    _running(s, ("hung",))
+    c.turn_wait = 0.0
+    gate = threading.Event()
+
+    def webhook(verb: str, resource: str, namespace: Any, name: Any, agent: str = "") -> None:
+        if "(runtime-a)" in agent and resource == "genericjobs.flatjob.dev/status":
+            gate.set()
+            time.sleep(4.0)
+
+    s.server.on_request = webhook
+    s.kubelet.kill("hung-worker-0", 3)
+    s.sync()
+    c.step()
+    assert gate.wait(5)
+    t0 = time.monotonic()
+    c.release_lease()
+    c.close()
+    took = time.monotonic() - t0
+    assert c.pool is not None and c.pool.wait(10)
+    assert took < 1.0 + 0.5, f"shutdown took {took:.1f} s with STOP_WAIT 1 s"
