@@ -14,6 +14,7 @@ import copy
 import threading
 import time
 from collections import Counter
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -40,6 +41,55 @@ def _running(s: Any, names: tuple[str, ...]) -> None:
         if all(statuses(s).get(n, {}).get("aggregate", {}).get("running") == 2 for n in names):
             return
     raise AssertionError(statuses(s))
+
+
+def _leased(name: str) -> tuple[Any, Any]:
+    """A job served by a namespace runtime `runtime-a` that holds the Lease, on its threads, the
+    job running, the loop not waiting for the cycles it starts (as in its pod)."""
+    s = namespace_scenario(JOB.format(name=name, script="sleep 3000; exit 0"), threads=True)
+    s.server.on_request = None  # the harness aborts requests of any other runtime generation
+    s.controller.close()
+    c = s.controller = s.runtime("runtime-a", use_lease=True)
+    c.start()
+    _running(s, (name,))
+    c.turn_wait = 0.0
+    return s, c
+
+
+def _hang_status_writes(s: Any, seconds: float) -> threading.Event:
+    """Every status write of runtime-a waits `seconds` (a webhook on the records); the Event
+    is set once the first has gone out."""
+    gate = threading.Event()
+
+    def webhook(verb: str, resource: str, namespace: Any, name: Any, agent: str = "") -> None:
+        if "(runtime-a)" in agent and resource == "genericjobs.flatjob.dev/status":
+            gate.set()
+            time.sleep(seconds)
+
+    s.server.on_request = webhook
+    return gate
+
+
+@contextlib.contextmanager
+def _counted_loop(c: Any, notify: threading.Event) -> Iterator[list[float]]:
+    """run_loop on a thread of its own, as in the runtime's pod; yields the times of its turns."""
+    steps: list[float] = []
+    real_step = c.step
+
+    def counted(timeout: float = 0.0) -> bool:
+        steps.append(time.monotonic())
+        return real_step(timeout)
+
+    c.step = counted
+    stop = threading.Event()
+    loop = threading.Thread(target=run_loop, args=(c, stop, notify, Health()), daemon=True)
+    loop.start()
+    try:
+        yield steps
+    finally:
+        stop.set()
+        notify.set()
+        loop.join(10)
 
 
 def test_turns_a_hung_status_write_holds_one_thread_not_the_other_jobs() -> None:
@@ -136,36 +186,6 @@ def test_turns_a_write_answer_never_overwrites_what_the_watch_brought_meanwhile(
     assert informer._moved == {}  # a failed write leaves nothing behind
 
 
-def test_turns_a_shutdown_keeps_the_lease_while_a_cycle_is_in_flight(monkeypatch: pytest.MonkeyPatch) -> None:
-    """client-go's ReleaseOnCancel asks that everything the Lease guards has stopped before it
-    is handed over: a cycle still waiting on its request would act beside the next holder."""
-    monkeypatch.setattr(controller_module, "STOP_WAIT", 0.3)
-    s = namespace_scenario(JOB.format(name="hung", script="sleep 3000; exit 0"), threads=True)
-    s.server.on_request = None
-    s.controller.close()
-    c = s.controller = s.runtime("runtime-a", use_lease=True)
-    c.start()
-    _running(s, ("hung",))
-    c.turn_wait = 0.0
-
-    def webhook(verb: str, resource: str, namespace: Any, name: Any, agent: str = "") -> None:
-        if "(runtime-" in agent and resource == "genericjobs.flatjob.dev/status":
-            time.sleep(1.5)
-
-    s.server.on_request = webhook
-    s.kubelet.kill("hung-worker-0", 3)
-    s.sync()
-    c.step()
-    time.sleep(0.1)
-    c.release_lease()
-    lease = s.cluster.objects[("leases", "default", "flatjob")]
-    assert lease["spec"]["holderIdentity"] == "runtime-a"  # left to lapse
-    assert c.pool is not None and c.pool.wait(5)
-    c.release_lease()
-    lease = s.cluster.objects[("leases", "default", "flatjob")]
-    assert lease["spec"].get("holderIdentity") in (None, "")  # handed over once nothing is in flight
-
-
 def test_turns_the_lock_is_let_go_only_around_requests_by_its_holder() -> None:
     lock = TurnLock()
     seen: list[bool] = []
@@ -192,13 +212,13 @@ def test_turns_the_lock_is_let_go_only_around_requests_by_its_holder() -> None:
     assert seen == [True, False] and not lock.held()
 
 
-# --- review (notes/review-threads.md): answer resurrects ---
+# --- found by review (notes/review-threads.md), fixed since: answer resurrects ---
 # Informer.answer(before=None, created) stores the create's answer when the cache holds no
 # object of that name -- which is also the case when the watch brought ADDED *and* DELETED while
 # the cycle thread waited for its answer or for the TurnLock.  The deleted pod is put back in the
 # cache, and no later watch event removes it: the job waits on a pod that does not exist.
 
-def test_turns_a_pod_deleted_while_its_create_answer_waits_stays_in_the_cache_forever() -> None:
+def test_turns_a_pod_deleted_while_its_create_answer_waits_is_not_brought_back() -> None:
     s = namespace_scenario(JOB.format(name="j", script="sleep 3000; exit 0"), threads=True)
     c = s.controller
     c.turn_wait = 0.0  # as in its pod: the loop turns while cycles wait on their requests
@@ -229,7 +249,7 @@ def test_turns_a_pod_deleted_while_its_create_answer_waits_stays_in_the_cache_fo
     assert c.pods.get(name) is None, f"{name} deleted on the server ({sorted(on_server)} there) but still in the runtime's cache: {c.pods.get(name)['status']}"
 
 
-# --- review (notes/review-threads.md): thread death ---
+# --- found by review (notes/review-threads.md), fixed since: thread death ---
 # Nothing guards CyclePool._serve: an exception that escapes a cycle (JobWorker.reconcile's own
 # except clause calls _fail and _report, which make requests and build a status; its finally
 # clause updates metrics) ends that cycle thread for good.  The pool still counts it as free
@@ -238,7 +258,7 @@ def test_turns_a_pod_deleted_while_its_create_answer_waits_stays_in_the_cache_fo
 # stay green.  Before, the same exception reached run_loop's `except Exception`, was counted in
 # flatjob_loop_errors_total, and the loop went on.
 
-def test_turns_an_exception_escaping_a_cycle_ends_its_thread_for_good(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_turns_an_exception_escaping_a_cycle_leaves_its_thread_serving(monkeypatch: pytest.MonkeyPatch) -> None:
     s = namespace_scenario(JOB.format(name="bad", script="sleep 3000; exit 0") + "---" + JOB.format(name="good", script="sleep 3000; exit 0"), threads=True)
     for _ in range(60):
         s.tick()
@@ -270,7 +290,7 @@ def test_turns_an_exception_escaping_a_cycle_ends_its_thread_for_good(monkeypatc
         f"{4 - len(alive)} of 4 cycle threads dead, pool.free()={c.pool.free()}, busy={c.pool.busy}; good's status: {statuses(s)['good']['aggregate']}")
 
 
-# --- review (notes/review-threads.md): slow starved ---
+# --- found by review (notes/review-threads.md), fixed since: slow starved ---
 # The slow-job rule ("never the last free thread") starves a slow job under turn_wait (the
 # scenario harness): _whole_turn stops as soon as _dispatch starts nothing -- which it does when the
 # queue's head is a slow job and exactly one thread is free -- so while three other jobs are due
@@ -279,7 +299,7 @@ def test_turns_an_exception_escaping_a_cycle_ends_its_thread_for_good(monkeypatc
 SLOW_NAMES = ("a-slow", "b0", "b1", "b2")
 
 
-def test_turns_a_slow_job_never_runs_while_three_others_are_due_each_step() -> None:
+def test_turns_a_slow_job_runs_while_three_others_are_due_each_step() -> None:
     text = JOB.format(name="a-slow", script="sleep 3000; exit 0").replace("limit: 2", "limit: 100000")
     s = namespace_scenario("---".join([text] + [JOB.format(name=n, script="sleep 3000; exit 0") for n in SLOW_NAMES[1:]]), threads=True)
 
@@ -305,7 +325,7 @@ def test_turns_a_slow_job_never_runs_while_three_others_are_due_each_step() -> N
     assert statuses(s)["a-slow"]["aggregate"].get("succeeded") == 1, f"a-slow ran {ran} cycles in 10 turns; its status still says {statuses(s)['a-slow']['aggregate']}"
 
 
-def test_turns_in_its_pod_too_a_slow_job_waits_as_long_as_three_others_keep_coming_back(monkeypatch: Any) -> None:
+def test_turns_in_its_pod_too_a_slow_job_runs_while_three_others_keep_coming_back(monkeypatch: Any) -> None:
     """The same under cli.run_loop (turn_wait 0): three jobs whose cycles each wait 0.2 s on the
     API server (not slow: under SLOW_CYCLE) and have news after every cycle keep three threads
     busy, ending one at a time; each time the loop finds one free thread, a fast job takes it."""
@@ -356,7 +376,7 @@ def test_turns_in_its_pod_too_a_slow_job_waits_as_long_as_three_others_keep_comi
     assert ran >= 1, f"in 3 s the three busy jobs ran {fast} cycles in all, the slow job {ran} (a fourth thread idle all along)"
 
 
-# --- review (notes/review-threads.md): spin ---
+# --- found by review (notes/review-threads.md), fixed since: spin ---
 # The loop (cli.run_loop) spins at MIN_WAIT while every cycle thread waits on a hung request
 # and another job is queued: _set_wake says "now" for any queued job not in flight, although no
 # thread is free to run it (the slow-job rule's held-back job does the same).
@@ -366,7 +386,7 @@ SPIN_NAMES = ("a0", "a1", "a2", "a3", "z")  # four hung jobs fill the four threa
 
 
 
-def test_turns_loop_spins_while_all_threads_hang_and_a_job_waits() -> None:
+def test_turns_loop_never_spins_while_all_threads_hang_and_a_job_waits() -> None:
     s = namespace_scenario("---".join(JOB.format(name=n, script="sleep 3000; exit 0") for n in SPIN_NAMES), threads=True)
     _running(s, SPIN_NAMES)
     c = s.controller
@@ -382,53 +402,22 @@ def test_turns_loop_spins_while_all_threads_hang_and_a_job_waits() -> None:
     for n in SPIN_NAMES:
         s.kubelet.kill(f"{n}-worker-1", 0)  # every job has news for its status
     s.sync()
-    steps = []
-    real_step = c.step
-
-    def counted(timeout: float = 0.0) -> bool:
-        steps.append(time.monotonic())
-        return real_step(timeout)
-
-    c.step = counted  # type: ignore[method-assign]
-    stop = threading.Event()
-    loop = threading.Thread(target=run_loop, args=(c, stop, notify, Health()), daemon=True)
     t0 = time.monotonic()
-    loop.start()
-    time.sleep(2.0)  # the four hung status writes are out; z is queued, no thread is free
-    during = sum(1 for t in steps if t - t0 < 2.0)
-    stop.set()
-    notify.set()
-    loop.join(10)
+    with _counted_loop(c, notify) as steps:
+        time.sleep(2.0)  # the four hung status writes are out; z is queued, no thread is free
+        during = sum(1 for t in steps if t - t0 < 2.0)
     assert c.pool is not None and c.pool.wait(HANG + 5)
     assert during <= 20, f"the loop turned {during} times in 2 s while no thread was free (every ~{2000 / max(during, 1):.0f} ms)"
 
 
-# --- review (notes/review-threads.md): lease events ---
+# --- found by review (notes/review-threads.md), fixed since: lease events ---
 # A cycle in flight when the loop learns the Lease is lost goes on writing: the worker checks
 # ctl.leading() before its status write and each action, but not before its Events
 # (_flush_events, _report) nor before _replace_unproven_secret's Secret delete.
 
-def test_turns_events_written_after_the_lease_is_lost() -> None:
-    s = namespace_scenario(JOB.format(name="j", script="sleep 3000; exit 0"), threads=True)
-    s.server.on_request = None  # the harness aborts requests of any other runtime generation
-    s.controller.close()
-    c = s.controller = s.runtime("runtime-a", use_lease=True)
-    c.start()
-    for _ in range(60):
-        s.tick()
-        if statuses(s).get("j", {}).get("aggregate", {}).get("running") == 2:
-            break
-    else:
-        raise AssertionError(statuses(s))
-    c.turn_wait = 0.0  # as in its pod
-    gate = threading.Event()
-
-    def webhook(verb: str, resource: str, namespace: Any, name: Any, agent: str = "") -> None:
-        if "(runtime-a)" in agent and resource == "genericjobs.flatjob.dev/status":
-            gate.set()
-            time.sleep(1.0)
-
-    s.server.on_request = webhook
+def test_turns_no_event_is_written_after_the_lease_is_lost() -> None:
+    s, c = _leased("j")
+    gate = _hang_status_writes(s, 1.0)
     s.kubelet.kill("j-worker-0", 3)  # a failure: the cycle restarts the worker and records Events
     s.sync()
     c.step()
@@ -449,12 +438,12 @@ def test_turns_events_written_after_the_lease_is_lost() -> None:
     assert after == [], f"runtime-a wrote after it knew runtime-b holds the Lease: {after}"
 
 
-# --- review (notes/review-threads.md): labelwatch ---
+# --- found by review (notes/review-threads.md), fixed since: labelwatch ---
 # LabelWatch.want() starts its informer on a cycle thread; the informer's list releases the
 # TurnLock, and the loop's observe() polls the same half-started informer (LabelWatch.informers()
 # lists it as soon as `started` is set): two lists, two watches, one of them never closed.
 
-def test_turns_tensorboard_informer_started_twice_leaks_a_watch() -> None:
+def test_turns_tensorboard_informer_is_listed_and_watched_once() -> None:
     s = namespace_scenario(TENSORBOARD.replace("sleep 3; exit 0", "sleep 600; exit 0"), threads=True)
     c = s.controller
     c.turn_wait = 0.0  # as in its pod (runtime_command): the loop does not wait for cycles
@@ -481,13 +470,13 @@ def test_turns_tensorboard_informer_started_twice_leaks_a_watch() -> None:
         f"Deployments listed {lists}x and watched {watches}x; {len(left)} watch reader thread(s) still running after Controller.close()")
 
 
-# --- review (notes/review-threads.md): close in flight ---
+# --- found by review (notes/review-threads.md), fixed since: close in flight ---
 # Without a Lease (run-local: use_lease=False), release_lease() returns at once and close() does
 # not wait for the cycles in flight: LocalCluster.stop_runtime() ("stop the runtime after its
 # current cycle") returns while a cycle goes on to delete and create pods, after the loop has
 # ended and the watches are closed (then the kubelet is shut down and the final table printed).
 
-def test_turns_a_cycle_acts_after_the_runtime_was_stopped_and_closed() -> None:
+def test_turns_no_cycle_acts_after_the_runtime_was_stopped_and_closed() -> None:
     s = namespace_scenario(JOB.format(name="j", script="sleep 3000; exit 0"), threads=True)
     for _ in range(60):
         s.tick()
@@ -516,7 +505,7 @@ def test_turns_a_cycle_acts_after_the_runtime_was_stopped_and_closed() -> None:
     assert after == [], f"pod writes after Controller.close() returned: {after}"
 
 
-# --- second review (notes/review-threads-2.md) ---
+# --- found by the second review (notes/review-threads-2.md), fixed since ---
 
 def test_turns_loop_never_spins_while_all_threads_hang_and_a_queued_job_is_due_by_its_timer() -> None:
     """A queued job due by its timer (a back-off ended) while every thread waits on a hung
@@ -543,50 +532,26 @@ def test_turns_loop_never_spins_while_all_threads_hang_and_a_queued_job_is_due_b
     for n in names[:4]:
         s.kubelet.kill(f"{n}-worker-1", 0)  # news for the four hung jobs' status; none for z
     s.sync()
-    steps: list[float] = []
-    real_step = c.step
-
-    def counted(timeout: float = 0.0) -> bool:
-        steps.append(time.monotonic())
-        return real_step(timeout)
-
-    c.step = counted  # type: ignore[method-assign]
-    stop = threading.Event()
-    loop = threading.Thread(target=run_loop, args=(c, stop, notify, Health()), daemon=True)
-    loop.start()
-    for _ in range(4):
-        assert out.acquire(timeout=5), "the four status writes did not all go out"
-    with c.lock:
-        s.clock.now = wake + 1.0  # z's back-off ends while the four writes hang (virtual time)
-    notify.set()  # the loop turns once and queues z
-    t0 = time.monotonic()
-    time.sleep(1.5)
-    during = sum(1 for t in steps if t0 <= t < t0 + 1.5)
-    stop.set()
-    notify.set()
-    loop.join(10)
+    with _counted_loop(c, notify) as steps:
+        for _ in range(4):
+            assert out.acquire(timeout=5), "the four status writes did not all go out"
+        with c.lock:
+            s.clock.now = wake + 1.0  # z's back-off ends while the four writes hang (virtual time)
+        notify.set()  # the loop turns once and queues z
+        t0 = time.monotonic()
+        time.sleep(1.5)
+        during = sum(1 for t in steps if t0 <= t < t0 + 1.5)
     assert c.pool is not None and c.pool.wait(HANG + 5)
     assert during <= 15, f"the loop turned {during} times in 1.5 s while no thread was free"
 
 
-def test_turns_a_shutdown_waits_for_a_hung_cycle_once(monkeypatch: pytest.MonkeyPatch) -> None:
-    """release_lease() then close() (runtime_command's order) wait STOP_WAIT in all, not each."""
+def test_turns_a_shutdown_waits_for_a_hung_cycle_once_and_keeps_the_lease_while_it_is_in_flight(monkeypatch: pytest.MonkeyPatch) -> None:
+    """release_lease() then close() (runtime_command's order) wait STOP_WAIT in all, not each;
+    and client-go's ReleaseOnCancel asks that everything the Lease guards has stopped before it
+    is handed over: a cycle still waiting on its request would act beside the next holder."""
     monkeypatch.setattr(controller_module, "STOP_WAIT", 1.0)
-    s = namespace_scenario(JOB.format(name="hung", script="sleep 3000; exit 0"), threads=True)
-    s.server.on_request = None
-    s.controller.close()
-    c = s.controller = s.runtime("runtime-a", use_lease=True)
-    c.start()
-    _running(s, ("hung",))
-    c.turn_wait = 0.0
-    gate = threading.Event()
-
-    def webhook(verb: str, resource: str, namespace: Any, name: Any, agent: str = "") -> None:
-        if "(runtime-a)" in agent and resource == "genericjobs.flatjob.dev/status":
-            gate.set()
-            time.sleep(4.0)
-
-    s.server.on_request = webhook
+    s, c = _leased("hung")
+    gate = _hang_status_writes(s, 4.0)
     s.kubelet.kill("hung-worker-0", 3)
     s.sync()
     c.step()
@@ -595,5 +560,11 @@ def test_turns_a_shutdown_waits_for_a_hung_cycle_once(monkeypatch: pytest.Monkey
     c.release_lease()
     c.close()
     took = time.monotonic() - t0
-    assert c.pool is not None and c.pool.wait(10)
     assert took < 1.0 + 0.5, f"shutdown took {took:.1f} s with STOP_WAIT 1 s"
+    lease = s.cluster.objects[("leases", "default", "flatjob")]
+    assert lease["spec"]["holderIdentity"] == "runtime-a"  # left to lapse
+    assert c.pool is not None and c.pool.wait(10)
+    c._stop_by = None  # a fresh shutdown, now that nothing is in flight
+    c.release_lease()
+    lease = s.cluster.objects[("leases", "default", "flatjob")]
+    assert lease["spec"].get("holderIdentity") in (None, "")  # handed over once nothing is in flight
