@@ -251,9 +251,7 @@ class Informer:
     def store(self, obj: Obj) -> None:
         """Put an object in the cache (a watch event, or the runtime's own write's answer)."""
         name = obj["metadata"]["name"]
-        self._forget(name)
-        if name in self._moved:
-            self._moved[name] = True
+        self._forget(name)  # marks it moved for a write that is out (`written`)
         self.cache[name] = obj
         if self.key_of is not None:
             key = self.key_of(obj)

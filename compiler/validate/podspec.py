@@ -97,6 +97,11 @@ _NODE_TERMS = ("affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDurin
 
 NAME, VALUE = "FJ305", "FJ204"  # a name the API server refuses; any other value it refuses
 # (path from the pod spec, '*' for each item, CONTAINERS for both container lists; rule; what it is; code)
+def _label_if_set(value: str) -> str | None:
+    """A DNS-1123 label; "" is unset (ValidatePodSpec validates it only when len > 0)."""
+    return names.dns1123_label(value) if value else None
+
+
 FIELDS: tuple[tuple[tuple[str, ...], Callable[[str], str | None], str, str], ...] = (
     (("serviceAccountName",), _name, "serviceAccountName", NAME),
     (("priorityClassName",), _name, "priorityClassName", NAME),
@@ -116,8 +121,8 @@ FIELDS: tuple[tuple[tuple[str, ...], Callable[[str], str | None], str, str], ...
     (("hostAliases", "*", "ip"), _ip, "hostAliases ip", VALUE),
     (("securityContext", "sysctls", "*", "name"), lambda n: None if _SYSCTL.fullmatch(n) else "is no sysctl name", "sysctl", VALUE),
     ((*_NODE_TERMS, "matchExpressions", "*", "key"), names.qualified_key, "node affinity key", VALUE),
-    (("hostname",), lambda h: names.dns1123_label(h) if h else None, "hostname", VALUE),  # "" is no hostname (len > 0 is checked)
-    (("subdomain",), lambda h: names.dns1123_label(h) if h else None, "subdomain", VALUE),
+    (("hostname",), _label_if_set, "hostname", VALUE),
+    (("subdomain",), _label_if_set, "subdomain", VALUE),
     (("nodeName",), _name, "nodeName", VALUE),
     (("runtimeClassName",), _name, "runtimeClassName", NAME),
     (("hostAliases", "*", "hostnames", "*"), names.dns1123_subdomain, "hostAliases hostname", VALUE),
