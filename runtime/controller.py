@@ -63,7 +63,7 @@ from .lease import (
 from .lookups import LabelWatch, Lookup, NamedWatches, SecretProbe
 from .metrics import Metrics
 from .ratelimit import TokenBucket
-from .scope import JobKey, Scope, job_key
+from .scope import NAMESPACE_RUNTIME, JobKey, Scope, job_key
 from .sshkeys import ssh_secret
 from .turns import CONCURRENCY, CyclePool, TurnLock, Unlocked
 from .worker import JobWorker, VersionMismatch, owner_reference, uid_of
@@ -73,6 +73,7 @@ log = logging.getLogger("flatjob.runtime")
 LEASE_RETRY = 2.0  # seconds between Lease attempts while renewing fails (client-go's retryPeriod)
 DRAIN_BUDGET = 5.0  # wall seconds one step runs cycles; the rest stay queued for the next turn (watch events, health)
 STOP_WAIT = 5.0  # wall seconds a shutdown waits for the cycles in flight before it hands the Lease over
+DEPLOYMENT_RECHECK = 300.0  # the namespace runtime's Deployment was not found (run-local, a hand-made one): looked for again after this
 # Namespace mode: PodGroups and TensorBoard Deployments are watched once, by these labels.
 PODGROUP_LABELS = {"app.kubernetes.io/component": "podgroup", "app.kubernetes.io/managed-by": "flatjob"}
 TENSORBOARD_LABELS = {keys.ROLE: "tensorboard"}
@@ -106,6 +107,8 @@ class Controller:
     _observed: Observed | None = None
     _throttled_until: float | None = None  # the write bucket was empty: act again then
     _stop_by: float | None = None  # shutting down: the cycles in flight are waited for until then (wall clock)
+    _deployment: Obj | None = None  # the namespace runtime's own Deployment, as an ownerReference (its Lease goes with it)
+    _deployment_next: float = 0.0  # when to look for it again
 
     def __post_init__(self) -> None:
         self.scope = Scope(self.namespace, self.kind, self.name)
@@ -428,11 +431,29 @@ class Controller:
         return not self.use_lease or leading(self._renewed_at, self.clock())
 
     def _lease_owner(self) -> Obj | None:
-        """A per-job runtime's Lease is owned by its record (it goes with the job)."""
-        if not self.scope.per_job:
+        """Who owns a new or ownerless Lease, so it goes with what made it: a per-job runtime's
+        is its record's, the namespace runtime's its Deployment's (`flatjob`)."""
+        if self.scope.per_job:
+            record = self.record_of((str(self.kind), str(self.name)))
+            return owner_reference(record) if record is not None else None
+        return self._own_deployment()
+
+    def _own_deployment(self) -> Obj | None:
+        """The namespace runtime's Deployment as an ownerReference, read by name once (none in
+        run-local, or under another name: the Lease then stays ownerless, looked for again later)."""
+        now = self.clock()
+        if self._deployment is not None or now < self._deployment_next:
+            return self._deployment
+        self._deployment_next = now + DEPLOYMENT_RECHECK
+        try:
+            found = self.cluster.get(DEPLOYMENTS, self.namespace, NAMESPACE_RUNTIME)
+        except ApiError:
             return None
-        record = self.record_of((str(self.kind), str(self.name)))
-        return owner_reference(record) if record is not None else None
+        meta = found.get("metadata") or {}
+        if (meta.get("labels") or {}).get(keys.ROLE) == "runtime" and isinstance(meta.get("uid"), str):
+            # Not a controller, no blockOwnerDeletion (that needs the Deployment's finalizers): GC deletes it after.
+            self._deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "name": NAMESPACE_RUNTIME, "uid": meta["uid"]}
+        return self._deployment
 
     def _hold_lease(self) -> bool:
         """Acquire or renew the Lease when due; True while this runtime may act."""
@@ -459,7 +480,8 @@ class Controller:
             self._renewed_at = None
             self._lease_wake = decision.until
             return False
-        body = lease_body(name, self.namespace, self.identity, now, current, self._lease_owner())
+        owned = current is not None and (current.get("metadata") or {}).get("ownerReferences")
+        body = lease_body(name, self.namespace, self.identity, now, current, None if owned else self._lease_owner())
         try:
             if current is None:
                 self.cluster.create(LEASES, self.namespace, body)

@@ -152,6 +152,8 @@ def namespace_rules(jobs: Iterable[RuntimeNeeds]) -> list[dict[str, Any]]:
         _rule([""], ["events"], ["create", "patch"]),
         _rule(["coordination.k8s.io"], ["leases"], ["create"]),
         _rule(["coordination.k8s.io"], ["leases"], ["get", "update"], [keys.NAMESPACE_RUNTIME]),
+        # Its own Deployment, read once to own the Lease: the Lease goes when the Deployment does.
+        _rule(["apps"], ["deployments"], ["get"], [keys.NAMESPACE_RUNTIME]),
     ]
     secrets = sorted({j.ssh_secret for j in jobs if j.ssh_secret})
     if secrets:

@@ -661,3 +661,48 @@ def test_namespace_a_job_whose_requests_are_slow_runs_after_the_others() -> None
     s.controller.step()
     assert statuses(s)["good"]["aggregate"]["succeeded"] == 1
     assert written["good"] - t0 < 0.5 and (written.get("a-slow") or float("inf")) > written["good"]
+
+
+def test_the_namespace_lease_is_owned_by_the_runtime_deployment_and_goes_with_it() -> None:
+    """The Lease is the one object the runtime makes that git does not hold: owned by the
+    `flatjob` Deployment, it is collected when a commit removes the namespace runtime."""
+    from kubernetes import client
+
+    s = namespace_scenario(JOB.format(name="first", script="sleep 3000; exit 0"))
+    s.server.on_request = None  # another runtime identity talks to the server
+    s.controller.close()
+    s.controller = _leased(s, "runtime-a")
+    for _ in range(3):
+        s.tick()
+    api = s.server.api_client()
+    apps, leases = client.AppsV1Api(api), client.CoordinationV1Api(api)
+    deployment = apps.read_namespaced_deployment(keys.NAMESPACE_RUNTIME, NAMESPACE)
+    lease = leases.read_namespaced_lease(keys.NAMESPACE_RUNTIME, NAMESPACE)
+    assert [(r.kind, r.name, r.uid, r.controller) for r in lease.metadata.owner_references] == [("Deployment", "flatjob", deployment.metadata.uid, None)]
+    reads = [r for r in s.server.log if r.resource.startswith("deployments") and r.verb == "get"]
+    for _ in range(20):  # renewals keep the owner and read the Deployment no more
+        s.tick()
+    assert [r for r in s.server.log if r.resource.startswith("deployments") and r.verb == "get"] == reads
+    s.controller.close()
+    apps.delete_namespaced_deployment(keys.NAMESPACE_RUNTIME, NAMESPACE)
+    with pytest.raises(client.ApiException) as gone:
+        leases.read_namespaced_lease(keys.NAMESPACE_RUNTIME, NAMESPACE)
+    assert gone.value.status == 404
+
+
+def test_a_namespace_runtime_without_its_deployment_leaves_the_lease_ownerless_and_looks_again_later() -> None:
+    """run-local, or a runtime run under another name: no owner, and one read per 5 minutes."""
+    from kubernetes import client
+
+    from flatjob.runtime.controller import DEPLOYMENT_RECHECK
+
+    s = namespace_scenario(JOB.format(name="first", script="sleep 3000; exit 0"))
+    s.server.on_request = None  # another runtime identity talks to the server
+    api = s.server.api_client()
+    client.AppsV1Api(api).delete_namespaced_deployment(keys.NAMESPACE_RUNTIME, NAMESPACE)
+    s.controller.close()
+    s.controller = _leased(s, "runtime-a")
+    for _ in range(int(DEPLOYMENT_RECHECK) + 5):
+        s.tick()
+    assert not client.CoordinationV1Api(api).read_namespaced_lease(keys.NAMESPACE_RUNTIME, NAMESPACE).metadata.owner_references
+    assert len([r for r in s.server.log if r.resource.startswith("deployments") and r.verb == "get"]) == 2
