@@ -488,6 +488,34 @@ def test_a_job_whose_requests_are_slow_yields_to_the_others_each_turn(monkeypatc
     assert sum(1 for n in s.pods() if n.startswith("slow-")) == 6  # all of them, over several turns
 
 
+def test_a_cycle_waiting_for_other_threads_turns_does_not_spend_its_act_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    """ACT_BUDGET bounds a job's own requests: time spent waiting for the other cycle threads'
+    turns (TurnLock.waited) is theirs, so a quick job among busy ones acts in one turn."""
+    from flatjob.runtime import worker
+
+    wall, turns = [0.0], [0.0]
+    monkeypatch.setattr(worker, "_wall", lambda: wall[0])
+    s = namespace_scenario(JOB.format(name="good", script="sleep 3000; exit 0"))
+    s.run_until(lambda st: st.get("aggregate", {}).get("running") == 2, limit=60)
+    s.controller.lock.waited = lambda: turns[0]  # type: ignore[method-assign]
+    creates: list[int] = []
+
+    def busy_neighbours(verb: str, resource: str, namespace: Any, name: Any, agent: str = "") -> None:
+        if "(runtime-" in agent and verb == "create" and resource == "pods":
+            wall[0] += 1.0  # each create comes back after a second of the other threads' turns
+            turns[0] += 1.0
+            creates[-1] += 1
+
+    s.server.on_request = busy_neighbours
+    for obj in compile_text(JOB.format(name="quick", script="sleep 3000; exit 0").replace("replicas: 2", "replicas: 6"), s.options):
+        if obj["kind"] == "PodTemplate" or obj["apiVersion"] == keys.RECORD_API_VERSION:
+            s.cluster.apply(obj)
+    for _ in range(3):
+        creates.append(0)
+        s.tick()
+    assert max(creates) == 6  # the whole gang in one turn
+
+
 # --- review of the round-3 fixes: the elastic record cap, a drain cut by its budget ---------------
 
 def test_record_cap_refuses_a_huge_elastic_max_replicas_without_expanding_its_seats(monkeypatch: pytest.MonkeyPatch) -> None:
