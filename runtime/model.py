@@ -49,6 +49,7 @@ class PodState:
     unreachable_grace: float | None = 300.0  # how long taint eviction leaves it on an unreachable node (None: forever)
     waiting: str | None = None  # why a container cannot start: "ImagePullBackOff: Back-off pulling image ..."
     unschedulable: str | None = None  # the scheduler's message while no node fits
+    rejected: str | None = None  # its node's kubelet refused to admit it, so it never ran: "OutOfcpu: Node didn't have enough resource: cpu"
     stopped: bool = False  # the runtime stopped it after the outcome, keeping it (flatjob.dev/stopped)
 
     @property

@@ -10,6 +10,9 @@ others than its kubelet, and the decisions read them:
 - PodScheduled=False/Unschedulable (the scheduler's message) and a container waiting for a
   reason that needs a human (ErrImagePull, ImagePullBackOff, ...): why it does not start.
 A failed init container's exit code is the pod's exit code (the regular ones never ran).
+A pod its node's kubelet refused to admit (a device plugin's UnexpectedAdmissionError,
+OutOfcpu, NodeAffinity) is Failed with "Pod was rejected: ..." and no container status: it
+never ran (pkg/kubelet/kubelet.go rejectPod).
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ _STATE_NAMES = ("running", "waiting", "terminated")
 UNREACHABLE = "node.kubernetes.io/unreachable"
 # Waiting reasons a pod does not leave by itself soon: the record names them (the kubelet's
 # images/types.go and kuberuntime errors; ContainerCreating and PodInitializing are normal).
+REJECTED = "Pod was rejected: "  # the kubelet's admission refusal (kubelet.go rejectPod)
 STUCK = frozenset({"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull", "CreateContainerConfigError", "CreateContainerError", "RunContainerError", "CrashLoopBackOff"})
 
 
@@ -178,4 +182,14 @@ def pod_state(obj: dict[str, Any], container: str | None = None, owner_uid: str 
         waiting=_waiting([s for s in status.get("initContainerStatuses") or [] if isinstance(s, dict)], " (init container {})") or _waiting(statuses)
         if status.get("phase", "Pending") == "Pending" else None,
         unschedulable=scheduled.get("message") or "no node fits" if scheduled.get("status") == "False" and scheduled.get("reason") == "Unschedulable" else None,
+        rejected=_rejected(status, exit_code),
     )
+
+
+def _rejected(status: dict[str, Any], exit_code: Any) -> str | None:
+    """`<reason>: <why>` of a pod the kubelet refused at admission: Failed, the kubelet's
+    "Pod was rejected" message, and no container that ever ended."""
+    message = status.get("message")
+    if status.get("phase") != "Failed" or exit_code is not None or not isinstance(message, str) or not message.startswith(REJECTED):
+        return None
+    return f"{status.get('reason') or 'Rejected'}: {message[len(REJECTED):]}"

@@ -25,7 +25,7 @@ from .finish import FinishDecision, decide_failure, decide_success
 from .outcomes import disruption_end, observe
 from .pause import decide_pause
 from .release import Deps, decide_release
-from .restart import SETTLE, decide_restart, restart_completed
+from .restart import SETTLE, decide_restart, explained, restart_completed
 from .status import DELETION_OVERDUE, all_running, build_status
 
 ATTEMPT, RESTART_COUNT, RESUMING = keys.ATTEMPT, keys.RESTART_COUNT, keys.RESUMING
@@ -99,6 +99,8 @@ def _run(job: JobView, pods: Mapping[str, PodState], led: Ledger, world: World, 
         return led, events, (), (), None, None
     rd = decide_restart(job, pods, led, out.failures, now, out.disruptions, settle)
     led, events = rd.ledger, [*events, *rd.events]
+    led, ev = explained(job, pods, led, now)  # a restart counted before the disruption that caused it showed
+    events.extend(ev)
     led = disruption_end(job, pods, led, now)
     if rd.fatal is None and out.succeeded:
         rc = restart_completed(job, pods, led, out.succeeded, now)

@@ -1,7 +1,8 @@
 """Observe what the current attempt's released pods did: successes, failures, disruptions.
 
 A failure is a released pod that ended non-zero by itself.  A disruption is a released pod
-that something outside the training ended or is ending: it carries the DisruptionTarget
+that something outside the training ended or is ending, or that never ran because its
+node's kubelet refused to admit it (a device plugin restarting, OutOfcpu): it carries the DisruptionTarget
 condition (the Eviction API of `kubectl drain`, the scheduler's preemption, taint eviction of
 a lost node, PodGC, the kubelet's node-pressure eviction), or it was deleted by someone else
 (`kubectl delete pod`, a namespace being deleted), or it vanished, or its name now holds a
@@ -61,6 +62,7 @@ class Disruption:
     peer: str | None = None  # a failure that was this pod's disruption's doing
     late: bool = False  # first seen once its pod had stopped (a kubelet's eviction): peers may have failed first
     since: float | None = None  # when the disruption began (its DisruptionTarget condition), if known
+    rejected: bool = False  # its node's kubelet refused it before it ran: replaced after the pod's back-off (a pinned node may refuse every time)
 
 
 @dataclass(frozen=True)
@@ -85,8 +87,8 @@ def observe(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, now: flo
         pod = pods.get(name)
         why = disrupted(pod, ledger)
         if why is not None:
-            disruptions.append(Disruption(name, pod.uid if pod is not None else "", spec.type, why,
-                                          late=pod is not None and pod.terminal, since=pod.disrupted_since if pod is not None else None))
+            disruptions.append(Disruption(name, pod.uid if pod is not None else "", spec.type, why, late=pod is not None and pod.terminal,
+                                          since=pod.disrupted_since if pod is not None else None, rejected=pod is not None and pod.rejected is not None))
         elif pod is not None and pod.phase == "Succeeded":
             succeeded.append(name)
         elif pod is not None and pod.phase == "Failed":
@@ -187,6 +189,8 @@ def disrupted(pod: PodState | None, ledger: Ledger) -> str | None:
         return "was deleted by someone else before it finished"
     if pod.phase == "Failed" and pod.reason == "Evicted":  # a kubelet older than DisruptionTarget
         return "was evicted by its node"
+    if pod.rejected is not None:  # no program ran: nothing about the training is known
+        return f"was rejected by its node before it ran ({pod.rejected})"
     return None
 
 

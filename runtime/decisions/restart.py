@@ -20,7 +20,8 @@ the cycle that sees it: its pod leaves `released` (so it is never counted twice)
 deleted; its successor is created once the pod is gone (a group restart's once every pod of
 the old attempt is gone) and released after its back-off.
 Disruptions (outcomes.py) are replaced at once and never counted: a disrupted pod alone
-(pod scope), or the whole gang as a new attempt (group and none scopes).
+(pod scope), or the whole gang as a new attempt (group and none scopes); a pod its node
+refused at admission after the pod's (the gang's) back-off, since a node may refuse it again.
 A failure that would not be restarted (so may decide the job) settles for SETTLE first, its
 pod kept released: a kubelet's eviction reports the evicted pod only once its containers have
 stopped, so a peer whose session broke can fail first, and the eviction seen within SETTLE
@@ -43,7 +44,15 @@ INCIDENT_WINDOW = 30.0  # seconds: failures of other pods this soon after the fi
 JITTER = 0.1  # each back-off is lengthened by up to this fraction...
 JITTER_BLOCKS = 8  # ...in this many steps, by the pod's block of the rank order
 GANG = "*"  # the back-off key of a group restart
-SETTLE = 30.0  # seconds a failure for good waits for a disruption that explains it (outcomes.DISRUPTION_WINDOW)
+# A node that stops reporting (power, a switch) shows in its pods only when the node lifecycle
+# controller marks them NotReady: node-monitor-grace-period (50 s since 1.32) after the last
+# heartbeat, checked every node-monitor-period (5 s) (pkg/controller/nodelifecycle
+# node_lifecycle_controller.go monitorNodeHealth, then MarkPodsNotReady).  A peer whose
+# collective broke when the node went fails long before that.
+NODE_NOTICE = 55.0
+# Seconds a failure for good waits for a disruption that explains it: the node's notice and 5 s
+# for the watch and a cycle (a kubelet's eviction shows once the pod stopped: within its grace).
+SETTLE = NODE_NOTICE + 5.0
 
 
 @dataclass(frozen=True)
@@ -140,29 +149,44 @@ def _replace_disrupted(job: JobView, ledger: Ledger, disruptions: tuple[Disrupti
     if roots:  # each keeps its own trouble; a peer's failure never starts one (a crash loop would never count)
         led = led.evolve(disrupted={**led.disrupted, **dict.fromkeys(roots, now)}, disrupted_end={k: v for k, v in led.disrupted_end.items() if k not in roots})
     if job.scope in ("group", "none"):
-        led = led.evolve(attempt=led.attempt + 1, released=(), succeeded=(), failed=(), not_before={}, gang_not_before=None)
-        event = ("Warning", "Disrupted", f"{first.name} {first.reason}; replacing all {len(job.pods)} pods as attempt {led.attempt} (not a restart)")
+        gang = None
+        if any(d.rejected for d in disruptions):  # refused by a node, maybe every time (a pinned nodeName): the gang's back-off
+            led, gang = _delayed(job, led, GANG, None, now)
+        led = led.evolve(attempt=led.attempt + 1, released=(), succeeded=(), failed=(), not_before={}, gang_not_before=gang)
+        event = ("Warning", "Disrupted", f"{first.name} {first.reason}; replacing all {len(job.pods)} pods as attempt {led.attempt}{_after(gang, now)} (not a restart)")
         return RestartDecision(led, tuple(p.name for p in job.pods), events=(event,))
     gone = {d.name for d in disruptions}
-    led = led.evolve(not_before={k: v for k, v in led.not_before.items() if k not in gone})
-    events = tuple(("Warning", "Disrupted", f"{d.name} {d.reason}; replacing it (not a restart)") for d in disruptions)
+    not_before = {k: v for k, v in led.not_before.items() if k not in gone}
+    for d in disruptions:
+        if d.rejected:
+            led, not_before[d.name] = _delayed(job, led, d.name, None, now)
+    led = led.evolve(not_before=not_before)
+    events = tuple(("Warning", "Disrupted", f"{d.name} {d.reason}; replacing it{_after(not_before.get(d.name), now)} (not a restart)") for d in disruptions)
     late = next((d for d in disruptions if d.peer is None and d.late), None)
     if late is not None:
-        led, taken = _taken_back(job, led, late, now)
+        led, taken = _taken_back(job, led, late.name, late.since, now)
         events += taken
     return RestartDecision(led, tuple(sorted(gone)), events=events)
 
 
-def _taken_back(job: JobView, ledger: Ledger, root: Disruption, now: float) -> tuple[Ledger, tuple[tuple[str, str, str], ...]]:
-    """A disruption first seen once its pod had stopped (the kubelet reports its own eviction,
-    node pressure or a graceful node shutdown, only then: mergePodStatus) may have broken its
-    peers' collectives before: a restart incident counted within SETTLE before it, after the
-    disruption began (its DisruptionTarget condition's time), that the pod was not part of,
-    was its doing. Its count is taken back (backoffCount, restartCount,
-    the replicas' own counts and back-off steps), and its replacements wait no longer."""
-    if ledger.incident_at is None or not 0 <= now - ledger.incident_at <= SETTLE or root.name in ledger.incident or not ledger.incident:
+def _after(until: float | None, now: float) -> str:
+    return f" in {until - now:.0f} s" if until is not None and until > now else ""
+
+
+def _taken_back(job: JobView, ledger: Ledger, root: str, since: float | None, now: float, notice: float = 0.0) -> tuple[Ledger, tuple[tuple[str, str, str], ...]]:
+    """A disruption seen only after a restart was counted may have caused it: a kubelet reports
+    its own eviction (node pressure, a graceful node shutdown) once the pod has stopped
+    (mergePodStatus), and a lost node shows up to NODE_NOTICE after it went (`notice`). A
+    restart incident counted within SETTLE before now, after the disruption began (`since`, at
+    most `notice` before it was marked), that `root` was not part of (pod scope: the gang's
+    restart counts every pod), was its doing (a lost node's: counted before it was marked). Its count is taken back (backoffCount,
+    restartCount, the replicas' own counts and back-off steps), and its replacements wait no longer."""
+    at = ledger.incident_at
+    if at is None or not ledger.incident or not 0 <= now - at <= SETTLE or (job.scope == "pod" and root in ledger.incident):
         return ledger, ()
-    if root.since is None or root.since > ledger.incident_at + 1:  # began after the restart was counted: not its cause (1 s: RFC 3339 seconds)
+    if since is None or at < since - notice - 1:  # began after the restart was counted: not its cause (1 s: RFC 3339 seconds)
+        return ledger, ()
+    if notice and at > since + 1:  # counted after the node was marked: its peers were excused then, this one started later
         return ledger, ()
     members = [n for n in ledger.incident if job.pod(n) is not None]
     restarts = dict(ledger.restarts)
@@ -173,15 +197,39 @@ def _taken_back(job: JobView, ledger: Ledger, root: Disruption, now: float) -> t
         restarts[rtype] = max(restarts.get(rtype, 0) - 1, 0)
         if name in mine:
             mine[name] = max(mine[name] - 1, 0)
-        if levels.get(name, 0) > 0:
-            levels[name] -= 1
+    for key in [GANG] if job.scope == "group" else members:
+        if levels.get(key, 0) > 0:
+            levels[key] -= 1
     led = ledger.evolve(
         restarts=restarts, replica_restarts={k: v for k, v in mine.items() if v}, levels={k: v for k, v in levels.items() if v},
         backoff_count=max(ledger.backoff_count - 1, 0), incident_at=None, incident=(),
         not_before={k: v for k, v in ledger.not_before.items() if k not in members},
+        gang_not_before=None if job.scope == "group" else ledger.gang_not_before,
     )
-    who = ", ".join(members[:3]) + (f" and {len(members) - 3} more" if len(members) > 3 else "")
-    return led, (("Normal", "RestartNotCounted", f"the restart of {who} {now - ledger.incident_at:.0f} s before was {root.name}'s disruption's doing: not counted"),)
+    who = f"all {len(members)} pods" if job.scope == "group" else ", ".join(members[:3]) + (f" and {len(members) - 3} more" if len(members) > 3 else "")
+    return led, (("Normal", "RestartNotCounted", f"the restart of {who} {now - at:.0f} s before was {root}'s disruption's doing: not counted"),)
+
+
+def explained(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, now: float) -> tuple[Ledger, tuple[tuple[str, str, str], ...]]:
+    """Take back the last restart when a pod it did not restart is found to have been disrupted
+    first: a pod whose node was marked lost (any scope), or, in group scope, an earlier attempt's
+    pod whose eviction shows only now (the gang's restart already replaced it, so it is no
+    disruption of this attempt).  Pod scope's late evictions are taken back as they are replaced."""
+    if ledger.incident_at is None or not 0 <= now - ledger.incident_at <= SETTLE:
+        return ledger, ()
+    counted = ledger.attempt - 1 if job.scope == "group" else ledger.attempt  # the attempt whose pods ran when it was counted
+    for pod in sorted(pods.values(), key=lambda p: p.name):
+        if not pod.ours or pod.attempt != counted or (pod.started_at is not None and pod.started_at > ledger.incident_at + 1):
+            continue  # a pod that started after the restart never caused it
+        if pod.node_lost_since is not None:
+            led, events = _taken_back(job, ledger, pod.name, pod.node_lost_since, now, NODE_NOTICE)
+        elif job.scope == "group" and pod.disruption is not None:
+            led, events = _taken_back(job, ledger, pod.name, pod.disrupted_since, now)
+        else:
+            continue
+        if events:
+            return led, events
+    return ledger, ()
 
 
 def decide_restart(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, failures: tuple[Failure, ...], now: float, disruptions: tuple[Disruption, ...] = (), settle: float = SETTLE) -> RestartDecision:
@@ -233,6 +281,8 @@ def decide_restart(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, f
             led = _counted(job, led, names).evolve(
                 attempt=led.attempt + 1,
                 backoff_count=count,
+                incident_at=now,  # what it counted, should a disruption seen later explain it (explained)
+                incident=tuple(names),
                 released=(),
                 succeeded=(),
                 failed=(),

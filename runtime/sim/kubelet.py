@@ -39,11 +39,16 @@ which run-local's kubelet shares.  What the kubelet does, with the source it fol
   evictPod); as for any terminal phase, the phase, reason, message and DisruptionTarget are
   written only once every container has stopped (status_manager.go mergePodStatus), so a peer
   that notices the loss first can report its own failure before the eviction is visible;
+- admission rejection (`reject`): a pod the kubelet turns away before any container starts
+  (a device plugin's `UnexpectedAdmissionError`, `OutOfcpu`, `NodeAffinity`) ends Failed with
+  the admit handler's reason and "Pod was rejected: <message>", its startTime, no container
+  status and no DisruptionTarget; the object stays (kubelet.go HandlePodAdditions ->
+  canAdmitPod -> rejectPod, status_manager.go SetPodStatus);
 - a lost node (`lose_node`): its kubelet writes nothing more; the controllers of nodes.py
   then mark its pods not ready and evict them, and PodGC removes them once the node is
   deleted (`delete_node`); `restore_node` brings the kubelet back, which finishes what was
   asked meanwhile.
-Test controls: `behaviors`, `kill`, `evict`, `unpullable`, nodes and their capacity
+Test controls: `behaviors`, `kill`, `evict`, `reject`, `unpullable`, nodes and their capacity
 (`add_node`), `lose_node`, `restore_node`, `delete_node`, `out_of_service`, and
 `scheduler.preempt`.  Not emulated: probes, container restarts (no pod here restarts in
 place), volumes, preStop hooks, the CRI's own delays.
@@ -56,7 +61,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..api import ApiError
-from .apiserver.clock import parse_time
+from .apiserver.clock import parse_time, stamp
 from .cluster import FakeCluster
 from .containers import (
     INF,
@@ -79,6 +84,7 @@ DEFAULT_GRACE = 30  # terminationGracePeriodSeconds when the pod has none (the A
 DEADLINE_MESSAGE = "Pod was active on the node longer than the specified deadline"
 EVICTED_MESSAGE = "The node was low on resource: memory. "
 UNKNOWN_MESSAGE = "The container could not be located when the pod was terminated"
+REJECTED_MESSAGE = "Allocate failed due to no healthy devices present; cannot allocate unhealthy devices nvidia.com/gpu, which is unexpected"
 
 Obj = dict[str, Any]
 
@@ -149,6 +155,7 @@ class FakeKubelet:
     behaviors: dict[str, Behaviour] = field(default_factory=dict)
     unpullable: set[str] = field(default_factory=set)  # images as written in the spec
     runs: dict[str, _Pod] = field(default_factory=dict)  # pod uid -> what its kubelet keeps
+    rejects: dict[str, tuple[str, str]] = field(default_factory=dict)  # pod name -> (reason, message) of its next admission
     ips: dict[str, str] = field(default_factory=dict)  # uid -> pod IP
 
     def __post_init__(self) -> None:
@@ -188,6 +195,10 @@ class FakeKubelet:
             if not c.ended(now):
                 c.exit_at, c.code, c.reason = now, code, reason
         self._sync(name, pod, now)
+
+    def reject(self, name: str, reason: str = "UnexpectedAdmissionError", message: str = REJECTED_MESSAGE) -> None:
+        """The next incarnation of `name` that reaches its node is rejected at admission."""
+        self.rejects[name] = (reason, message)
 
     def evict(self, name: str, message: str = EVICTED_MESSAGE, grace: float = HARD_EVICTION_GRACE) -> None:
         """Node-pressure eviction by the kubelet: SIGTERM now, SIGKILL after `grace` (1 s for a
@@ -231,6 +242,8 @@ class FakeKubelet:
             if phase in ("Succeeded", "Failed"):
                 return self._remove(name, uid) if meta.get("deletionTimestamp") else False
             run = self.runs[uid] = _Pod(name, now)
+            if name in self.rejects:
+                return self._reject(name, pod, run, now, *self.rejects.pop(name))
         if run.stage == "done":
             if meta.get("deletionTimestamp") and run.done_at is not None and now > run.done_at:
                 return self._remove(name, uid)
@@ -357,6 +370,19 @@ class FakeKubelet:
                 return ContainerLook(name, "waiting", "ErrImagePull", run.pull_error)
             return ContainerLook(name, "waiting", "ImagePullBackOff", f'Back-off pulling image "{image}": ErrImagePull: {run.pull_error}')
         return ContainerLook(name, "waiting", default)
+
+    def _reject(self, name: str, pod: Obj, run: _Pod, now: float, reason: str, message: str) -> bool:
+        """rejectPod: Failed with the reason and message alone; the status manager keeps the
+        startTime it sets and the scheduler's PodScheduled condition (kubelet-owned ones are new)."""
+        run.stage, run.done_at, run.reason, run.message = "done", now, reason, message
+        stored = pod.get("status") or {}
+        doc = {"phase": "Failed", "reason": reason, "message": f"Pod was rejected: {message}", "startTime": stamp(now),
+               "conditions": [c for c in stored.get("conditions") or [] if c.get("type") == "PodScheduled"]}
+        try:
+            self.cluster.set_pod_status(self.namespace, name, doc, uid=pod["metadata"]["uid"])
+        except ApiError:
+            return False
+        return True
 
     def _report(self, name: str, pod: Obj, run: _Pod, now: float) -> bool:
         doc = status(pod, self._look(pod, run, now))

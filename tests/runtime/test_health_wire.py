@@ -16,6 +16,7 @@ import pytest
 from healthkit import argocd, flux_cel, kstatus
 
 from flatjob.compiler.render.crd import WAITING_MESSAGE
+from flatjob.runtime.decisions.restart import SETTLE
 from flatjob.runtime.decisions.status import MSG_RUNNING
 
 from .harness import REAL, Scenario
@@ -54,7 +55,7 @@ def test_a_worker_failed_for_good_leaves_a_running_job_current_and_named() -> No
     Flux reads it as current (no 5-minute timeout); Argo CD names the failed workers."""
     s = Scenario(pytorch(master="sleep 900; exit 0", worker="sleep 5; exit 1", policy="Never"))
     s.run_until(lambda st: st.get("aggregate", {}).get("failed") == 2)
-    s.settle(30)
+    s.settle(SETTLE)  # a failure for good is decided once it has settled
     note = "1 of 3 pods are running; sim-worker-0, sim-worker-1 failed and are not restarted."
     assert judged(s) == ({"status": "Progressing", "message": note}, "Current", "Current")
     assert (reconciling(s.status()).get("status"), reconciling(s.status()).get("message")) == ("False", note)

@@ -279,6 +279,46 @@ def test_lifecycle_a_peer_failing_before_an_eviction_is_visible_is_not_counted_u
     assert event["message"].startswith("the restart of sim-master-0 ") and event["message"].endswith("was sim-worker-1's disruption's doing: not counted")
 
 
+def test_lifecycle_a_peer_failing_before_an_eviction_is_visible_is_not_counted_in_a_group_restart() -> None:
+    """The same eviction in a DeepSpeedJob (group scope, OnFailure, backoffLimit 1): deepspeed on
+    worker-0 exits 255 at once and the gang's restart is counted; when worker-1's eviction shows
+    up on the old attempt's pod, the gang's restart is taken back (review 23, round 5)."""
+    s = Scenario(DEEPSPEED)
+    s.kubelet.behaviors["ds-worker-1"] = lambda pod, env: Program(on_term=143, term_seconds=20) if env.get("FLATJOB_ATTEMPT") == "1" else until_deleted(pod, env)
+    for name in ("ds-worker-0", "ds-worker-2"):
+        s.kubelet.behaviors[name] = until_deleted
+    running(s, 3)
+    s.kubelet.evict("ds-worker-1", grace=30)
+    s.tick(2)
+    s.kubelet.kill("ds-worker-0", 255)
+    st = s.run_until(lambda st: st["runtime"]["attempt"] == 2 and st.get("aggregate", {}).get("running") == 3, limit=120)
+    assert (st["phase"], st["backoffCount"], restarts(st)) == ("Running", 0, {"worker": 0})
+    (event,) = events(s, "RestartNotCounted")
+    assert event["message"].startswith("the restart of all 3 pods ") and event["message"].endswith("was ds-worker-1's disruption's doing: not counted")
+
+
+@pytest.mark.parametrize(("policy", "after"), [("ExitCode", 5), ("ExitCode", 15), ("OnFailure", 10)])
+def test_lifecycle_a_peer_failing_before_its_lost_node_is_marked_is_the_losses_doing(policy: str, after: int) -> None:
+    """A node loses power; NCCL notices in seconds and the master exits 1, but the node lifecycle
+    controller marks the node's pods NotReady only after node-monitor-grace-period (50 s).
+    A failure for good settles past that (SETTLE = NODE_NOTICE + 5 s), and a failure already
+    counted is taken back when the mark shows: the loss of a node never decides the job nor
+    counts a restart (review 23, round 5)."""
+    s = Scenario(pytorch(master="sleep 2000; exit 0", worker="sleep 3000; exit 0", policy=policy).replace(
+        "command: [sh, -c,", "resources: {requests: {cpu: '1'}}\n              command: [sh, -c,"))
+    s.kubelet.nodes["fake-node-1"].allocatable = {"cpu": "1"}
+    s.kubelet.add_node("fake-node-2", {"cpu": "1"})
+    s.kubelet.add_node("fake-node-3", {"cpu": "1"})
+    running(s, 3)
+    s.kubelet.lose_node(s.pods()["sim-worker-1"]["spec"]["nodeName"])
+    s.settle(after)
+    s.kubelet.kill("sim-master-0", 1)
+    s.settle(NODE_MONITOR_GRACE + 60)
+    st = s.status()
+    assert condition(st, "Ready")["reason"] == "NodeLost"  # the loss is visible by now
+    assert (st["phase"], st["backoffCount"], restarts(st)) == ("Unknown", 0, {"master": 0, "worker": 0}), [e["message"] for e in events(s, "Restarting")]
+
+
 def test_lifecycle_a_peer_timing_out_while_a_preempted_masters_replacement_cannot_be_scheduled_is_excused() -> None:
     """The scheduler preempts the master for a pod that keeps its room, so the replacement is
     Unschedulable; two minutes later a worker's torchrun gives up waiting for the rendezvous
@@ -329,10 +369,38 @@ def test_lifecycle_a_failure_no_disruption_explains_ends_the_job_after_it_settle
     s = _on_three_nodes()
     s.kubelet.kill("ds-worker-0", 1)
     killed = s.clock.now
-    st = s.run_until(lambda st: st["phase"] == "Failed", limit=60)
+    st = s.run_until(lambda st: st["phase"] == "Failed", limit=SETTLE + 30)
     assert SETTLE <= s.clock.now - killed <= SETTLE + 3
     assert condition(st, "Failed")["message"] == "DeepSpeedJob ds has failed: ds-worker-0 failed with exit code 1"
     assert not events(s, "Disrupted")
+
+
+# --- admission: a pod its node refuses never ran ---------------------------------------------------
+
+@pytest.mark.parametrize("policy", ["Never", "ExitCode"])
+def test_lifecycle_a_pod_its_node_rejects_at_admission_is_replaced_uncounted_after_its_back_off(policy: str) -> None:
+    """A device plugin restarting after a driver update: the kubelet rejects the master at
+    admission (UnexpectedAdmissionError, "Pod was rejected: ..."), no container ran.  It was read
+    as a lost pod (137) and ended the job under Never or backoffLimit 0 (review 23, round 5).
+    Now it is replaced uncounted, after the pod's back-off (a pinned node may refuse it again)."""
+    s = Scenario(pytorch(master="sleep 120; exit 0", worker="sleep 120; exit 0", policy=policy, limit=0))
+    s.kubelet.reject("sim-master-0")
+    st = s.run_until(lambda st: st.get("phase") == "Failed" or st.get("aggregate", {}).get("running") == 3, limit=120)
+    assert (st["phase"], st["backoffCount"], restarts(st), st["runtime"]["disruptions"]) == ("Running", 0, {"master": 0, "worker": 0}, 1)
+    (event,) = events(s, "Disrupted")
+    assert event["message"].startswith("sim-master-0 was rejected by its node before it ran (UnexpectedAdmissionError: Allocate failed")
+    assert "; replacing it in 1" in event["message"]  # BACKOFF_BASE, jittered
+    assert s.finished()["phase"] == "Succeeded"
+
+
+def test_lifecycle_a_deepspeed_worker_its_node_rejects_brings_the_gang_back_after_a_back_off() -> None:
+    s = Scenario(STRICT)
+    for name in ("ds-worker-0", "ds-worker-1", "ds-worker-2"):
+        s.kubelet.behaviors[name] = until_deleted
+    s.kubelet.reject("ds-worker-2", "OutOfcpu", "Node didn't have enough resource: cpu, requested: 1000, used: 1000, capacity: 1000")
+    st = s.run_until(lambda st: st.get("phase") == "Failed" or (st["runtime"]["attempt"] == 2 and st.get("aggregate", {}).get("running") == 3), limit=120)
+    assert (st["phase"], st["backoffCount"]) == ("Running", 0)
+    assert events(s, "Disrupted")[0]["message"].startswith("ds-worker-2 was rejected by its node before it ran (OutOfcpu: Node didn't have enough resource")
 
 
 # --- a lost node -------------------------------------------------------------------------------------
