@@ -23,10 +23,12 @@ from pathlib import Path
 MIB = 1024 * 1024
 MEMORY = 1024 * MIB  # RLIMIT_AS of every child: a bomb dies (and fails its test) long before the machine does
 CPU_SECONDS = 30  # RLIMIT_CPU
-# CPU seconds a run stopped by a limit may take, start-up included: issue 21's bound. The inputs
-# asserted against it take at most ~0.6 s, under a full suite on 2 cores as well (the worst was
-# 1.1 s there once; see FLATJOB_HOSTILE_LOG below to list them).
-BOUNDED_CPU = 1.0
+# CPU seconds a run stopped by a limit may take, start-up included.  Issue 21's bound is 1 s,
+# measured by `python bench/limits.py` (README: every input 0.10-0.71 s on a quiet machine).
+# A test asserts twice that: CPU time grows with the load (1.11 s for a 0.68 s run at load 10 on
+# these 2 cores), and what the bound guards against is a run of 6 to 36 s (the inputs before
+# issue 21); see FLATJOB_HOSTILE_LOG below to list how close each input comes.
+BOUNDED_CPU = 2.0
 WALL_SECONDS = 60.0
 TOKEN = "ghp_FLATJOBCANARYTOKEN0123456789abcdef"  # in .git/config, as checkout actions leave it
 SECRET = "FLATJOB_CANARY_SECRET_2f1e"  # in outside/ and in the children's environment

@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import select
 import shutil
 import signal
 import subprocess
@@ -160,12 +161,25 @@ def test_a_lock_never_released_is_a_clear_error(box: Sandbox, monkeypatch: pytes
             pass
         assert waits == [True]
         proc = start(box)
-        time.sleep(1.0)
+        said = _read_until(proc, b"another flatjob compile is writing this folder; waiting for it", 120)  # however slowly the child starts
         assert proc.poll() is None  # still waiting for the lock
     finally:
         os.close(fd)
     _, err = proc.communicate(timeout=60)  # the lock is released: the compile goes on
-    assert proc.returncode == 0 and b"another flatjob compile is writing this folder; waiting for it" in err
+    assert proc.returncode == 0, said + err
+
+
+def _read_until(proc: subprocess.Popen[bytes], text: bytes, limit: float) -> bytes:
+    """The child's stderr up to and including `text` (it waits: no fixed sleep on a busy machine)."""
+    got = b""
+    end = time.monotonic() + limit
+    while text not in got:
+        left = end - time.monotonic()
+        assert left > 0 and proc.poll() is None, got
+        ready, _, _ = select.select([proc.stderr], [], [], left)
+        if ready:
+            got += os.read(proc.stderr.fileno(), 4096)  # type: ignore[union-attr]
+    return got
 
 
 def test_a_failed_compile_in_between_keeps_the_old_tree(box: Sandbox) -> None:
