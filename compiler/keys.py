@@ -17,10 +17,10 @@ RECORD_PLURALS = {  # the record's resource per kind (its CRD's plural)
     "DeepSpeedJob": "deepspeedjobs",
     "ColossalAIJob": "colossalaijobs",
 }
-# `kubectl get pj`, `kubectl get dj`: T9k's short names, the only ones its manuals use
-# (user-manuals src/examples/lane-detection.md, start-llm-finetuning.md). T9k documents none
-# for GenericJob or ColossalAIJob, so their records get none (docs/t9k-compatibility.md).
-RECORD_SHORT_NAMES = {"PyTorchTrainingJob": ("pj",), "DeepSpeedJob": ("dj",)}
+# `kubectl get pj`, `kubectl get gj`: T9k's short names, as its own `kubectl api-resources`
+# prints them (ucman src/api/index.md: caij, dj, gj, pj; the manuals type pj and dj:
+# user-manuals src/examples/lane-detection.md, start-llm-finetuning.md).
+RECORD_SHORT_NAMES = {"PyTorchTrainingJob": ("pj",), "DeepSpeedJob": ("dj",), "GenericJob": ("gj",), "ColossalAIJob": ("caij",)}
 
 # --- T9k's documented pod labels (user manuals, see docs/architecture.md) ---------------
 T9K_OWNER_NAME = "tensorstack.dev/owner-name"  # PyTorchTrainingJob, DeepSpeedJob pods

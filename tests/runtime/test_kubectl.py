@@ -1,9 +1,9 @@
 """What T9k's manuals type, run by the real kubectl against the fake API server.
 
 Covers:
-- `kubectl get pj`, `kubectl get dj` (T9k's short names, user-manuals lane-detection.md,
-  start-llm-finetuning.md) list flatjob's records; GenericJob and ColossalAIJob have none,
-  as T9k documents none;
+- `kubectl get pj`, `kubectl get dj`, `gj`, `caij` (T9k's short names, as its `kubectl
+  api-resources` prints them in ucman src/api/index.md; the manuals type pj and dj,
+  user-manuals lane-detection.md, start-llm-finetuning.md) list flatjob's records;
 - with T9k's own CRDs in the same cluster, `pj` is T9k's (kubectl takes the first group in
   discovery order and warns), and `pj.flatjob.dev` is flatjob's (docs/t9k-compatibility.md);
 - `kubectl logs $(kubectl get pj X -o jsonpath='{.status.tasks[0].replicas[0].name}')`: in a
@@ -84,7 +84,7 @@ def server(tmp_path: Path) -> Iterator[tuple[FakeApiServer, Path]]:
 
 def test_the_crds_declare_t9ks_short_names_and_no_others() -> None:
     names = {yaml.safe_load(p.read_text())["spec"]["names"]["kind"]: yaml.safe_load(p.read_text())["spec"]["names"].get("shortNames") for p in CRDS.glob("*.flatjob.dev.yaml")}
-    assert names == {"PyTorchTrainingJob": ["pj"], "DeepSpeedJob": ["dj"], "GenericJob": None, "ColossalAIJob": None}
+    assert names == {"PyTorchTrainingJob": ["pj"], "DeepSpeedJob": ["dj"], "GenericJob": ["gj"], "ColossalAIJob": ["caij"]}
 
 
 def test_kubectl_get_pj_and_dj_list_the_records(server: tuple[FakeApiServer, Path]) -> None:
