@@ -1,7 +1,7 @@
 """No text flatjob ships still says git holds Pods: git holds PodTemplates (architecture §4).
 
 Covers: the files `flatjob init` writes (argocd, flux, none), every command's --help, README.md,
-docs/, overlays/, the Dockerfile, action.yml and the code's docstrings and comments are free of the phrases the pods-in-git design left behind (Flux's ssa
+docs/, overlays/, schemas/ (what `flatjob explain` and editors show), the Dockerfile, action.yml and the code's docstrings and comments are free of the phrases the pods-in-git design left behind (Flux's ssa
 annotation on pods, pods.yaml, a paused compile rendering no pods, the runtime removing a gate
 from pods git holds...).  docs/architecture.md's upgrade note, which names pods.yaml on
 purpose, is the one exception.
@@ -44,6 +44,8 @@ STALE = (
     "no end-to-end test can pass by skipping",
     "re-renders pods",  # the runtime copies PodTemplates; it renders nothing
     "runtime` for one job",  # the default runtime serves a namespace
+    "pods are rendered up to",  # elastic.maxReplicas: PodTemplates are (flatjob explain, schemas, CRDs)
+    "pods rendered for each",
 )
 
 # Names that are there on purpose: the upgrade prunes the pods.yaml earlier versions wrote.
@@ -63,9 +65,10 @@ def stale_phrases(text: str) -> list[str]:
 
 
 def shipped_docs() -> dict[str, str]:
-    """README, docs/, overlays/ and the golden cases' inputs (cited by the compatibility table as evidence)."""
+    """README, docs/, overlays/, schemas/ and the golden cases' inputs (cited by the compatibility table as evidence)."""
     paths = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md")), *sorted(p for p in (ROOT / "overlays").rglob("*") if p.is_file()),
              *sorted((ROOT / "tests" / "golden").glob("*/job.yaml")), ROOT / "Dockerfile", ROOT / "action.yml",
+             *sorted(p for p in (ROOT / "schemas").rglob("*") if p.is_file()),
              *sorted(p for d in ("compiler", "runtime") for p in (ROOT / d).rglob("*.py"))]
     texts = {p.relative_to(ROOT).as_posix(): p.read_text(encoding="utf-8") for p in paths}
     note = UPGRADE_NOTE.search(texts["docs/architecture.md"])

@@ -89,7 +89,7 @@ class ElasticConfig(T9kModel):
 
     enabled: bool = Field(False, description="Whether elastic mode is on (PyTorchTrainingJob: only with torchrun; ignored without it, as T9k ignores it, FJ302).")
     min_replicas: PosInt | None = Field(None, description="Fewest nodes the job runs with. T9k: cannot change once the job exists (compile warns, FJ322).")
-    max_replicas: PosInt | None = Field(None, description="Most nodes the job runs with; pods are rendered up to this. T9k: cannot change once the job exists (FJ322).")
+    max_replicas: PosInt | None = Field(None, description="Most nodes the job runs with; PodTemplates are rendered up to this. T9k: cannot change once the job exists (FJ322).")
     expected_replicas: PosInt | None = Field(None, description="Nodes wanted now; default maxReplicas. May be changed in git or by `kubectl scale`.")
 
 

@@ -14,7 +14,7 @@ from .elastic import allocation, seat_order
 
 @dataclass(frozen=True)
 class Layout:
-    """Replica types in rank order with the number of pods rendered for each."""
+    """Replica types in rank order with the number of PodTemplates rendered for each."""
 
     types: tuple[tuple[str, int, dict[str, Any]], ...]  # (type, pods, template)
 
