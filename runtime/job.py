@@ -192,6 +192,16 @@ def _labelled(templates: Mapping[str, Any], key: str) -> bool:
     return any(key in (((t.get("template") or {}).get("metadata") or {}).get("labels") or {}) for t in templates.values())
 
 
+def _in_gang(templates: Mapping[str, Any]) -> bool:
+    """Whether the pods belong to a gang scheduler's group: T9k's, Kueue's, coscheduling's (a
+    label) or Volcano's (an annotation), whether flatjob or the template set it."""
+    for t in templates.values():
+        meta = (t.get("template") or {}).get("metadata") or {}
+        if any(k in (meta.get("labels") or {}) for k in keys.GANG_LABELS) or any(k in (meta.get("annotations") or {}) for k in keys.GANG_ANNOTATIONS):
+            return True
+    return False
+
+
 def job_view(record: Mapping[str, Any], templates: Mapping[str, Any]) -> JobView:
     """Everything the decisions need from a record and its PodTemplates."""
     job = typed_job(record)
@@ -227,7 +237,7 @@ def job_view(record: Mapping[str, Any], templates: Mapping[str, Any]) -> JobView
         min_nodes=min_nodes,
         ssh_secret=(notes.get(keys.SSH_SECRET) or f"{job.metadata.name}-ssh") if job.kind in SSH_KINDS else None,
         podgroup=_labelled(own, keys.T9K_GROUP_NAME),
-        gang=_labelled(own, keys.T9K_GROUP_NAME) or _labelled(own, keys.KUEUE_POD_GROUP_NAME),
+        gang=_in_gang(own),
         launcher_kind=_launcher(job),
         version=notes.get(keys.VERSION),
         tensorboard=notes.get(keys.TENSORBOARD),

@@ -14,7 +14,10 @@ Rules, each as kube-scheduler or a gang scheduler applies it:
   ...` (pkg/scheduler/framework/types.go FitError.Error); written again only when it changes;
 - a gang: pods of a T9k PodGroup (label scheduler.tensorstack.dev/group-name; spec.minMember
   and roles[].minMember by label scheduler.tensorstack.dev/role) or of a Kueue pod group
-  (label kueue.x-k8s.io/pod-group-name, annotation kueue.x-k8s.io/pod-group-total-count) bind
+  (label kueue.x-k8s.io/pod-group-name, annotation kueue.x-k8s.io/pod-group-total-count), or
+  a group the pod template names itself, coscheduling's (label scheduling.x-k8s.io/pod-group)
+  or Volcano's (annotation scheduling.k8s.io/group-name), whose PodGroup's minMember a test
+  gives in `groups` (their PodGroup objects are not served here; none: never binds) bind
   only when minMember of them are bound or can be placed now, all at once.  This is what
   scheduler-plugins' coscheduling does at Permit (pkg/coscheduling/core/core.go: a member
   waits until `len(assigned) >= minMember`, gated members count as siblings but are never
@@ -43,6 +46,8 @@ from .podstatus import disruption
 
 T9K_GROUP, T9K_ROLE = "scheduler.tensorstack.dev/group-name", "scheduler.tensorstack.dev/role"
 KUEUE_GROUP, KUEUE_COUNT = "kueue.x-k8s.io/pod-group-name", "kueue.x-k8s.io/pod-group-total-count"
+COSCHEDULING_GROUP = "scheduling.x-k8s.io/pod-group"  # scheduler-plugins apis/scheduling/v1alpha1 PodGroupLabel
+VOLCANO_GROUP = "scheduling.k8s.io/group-name"  # volcano apis scheduling/v1beta1 KubeGroupNameAnnotationKey
 
 Obj = dict[str, Any]
 Requests = dict[str, Fraction]
@@ -91,6 +96,7 @@ class Scheduler:
     name: str = "default-scheduler"
     seen: dict[str, float] = field(default_factory=dict)  # uid -> when its gates were gone
     reported: dict[str, str] = field(default_factory=dict)  # uid -> the Unschedulable message written
+    groups: dict[str, int] = field(default_factory=dict)  # a coscheduling or Volcano PodGroup's name -> its minMember
 
     def tick(self) -> bool:
         now = self.clock()
@@ -196,11 +202,13 @@ class Scheduler:
     # --- gangs ----------------------------------------------------------------------------------
     def _gang_name(self, pod: Obj) -> str | None:
         labels = pod["metadata"].get("labels") or {}
-        group = labels.get(T9K_GROUP) or labels.get(KUEUE_GROUP)
+        group = labels.get(T9K_GROUP) or labels.get(KUEUE_GROUP) or labels.get(COSCHEDULING_GROUP) or (pod["metadata"].get("annotations") or {}).get(VOLCANO_GROUP)
         return None if group is None else str(group)
 
     def _gang(self, name: str, member: Obj) -> Gang:
         labels = member["metadata"].get("labels") or {}
+        if labels.get(T9K_GROUP) is None and labels.get(KUEUE_GROUP) is None:  # the template's own group
+            return Gang(name, self.groups.get(name, 1 << 30))
         if labels.get(KUEUE_GROUP) == name and labels.get(T9K_GROUP) is None:
             count = (member["metadata"].get("annotations") or {}).get(KUEUE_COUNT, "1")
             return Gang(name, int(count) if str(count).isdigit() else 1)

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from flatjob.compiler import keys
 from flatjob.runtime.decisions import release
 from flatjob.runtime.sim.containers import Program, until_deleted
 
@@ -74,8 +75,14 @@ spec:
           - {{name: worker, image: "hpcaitech/colossalai:0.3.0"}}
 """
 
+# A gang the template sets itself (review 20/22, round 5): coscheduling's label, Volcano's annotation.
+COSCHEDULING = DEEPSPEED.replace("    template:\n      spec:", "    template:\n      metadata:\n        labels: {{scheduling.x-k8s.io/pod-group: ds}}\n      spec:\n        schedulerName: scheduler-plugins-scheduler")
+VOLCANO = DEEPSPEED.replace("    template:\n      spec:", "    template:\n      metadata:\n        annotations: {{scheduling.k8s.io/group-name: ds}}\n      spec:\n        schedulerName: volcano")
+
 JOBS = {
     "deepspeed-t9k": (DEEPSPEED.format(meta="", scheduler=T9K), "ds-worker-0"),
+    "deepspeed-coscheduling": (COSCHEDULING.format(meta="", scheduler=""), "ds-worker-0"),
+    "deepspeed-volcano": (VOLCANO.format(meta="", scheduler=""), "ds-worker-0"),
     "deepspeed-kueue": (DEEPSPEED.format(meta=KUEUE, scheduler=T9K), "ds-worker-0"),
     "colossalai-replicaspecs-t9k": (COLOSSAL_NEW.format(scheduler=T9K), "cai-launcher"),
     "colossalai-launcher-worker-t9k": (COLOSSAL_OLD.format(scheduler=T9K), "cai-launcher"),
@@ -85,6 +92,7 @@ JOBS = {
 def _scenario(name: str) -> Scenario:
     text, launcher = JOBS[name]
     s = Scenario(text)
+    s.kubelet.scheduler.groups["ds"] = 3  # the user's own PodGroup: every worker
     for pod in s.pods() or [m["metadata"]["name"] for m in s.manifests if m["kind"] == "PodTemplate"]:
         s.kubelet.behaviors[pod] = until_deleted  # sshd
     s.kubelet.behaviors[launcher] = lambda pod, env: Program(30, 0)  # the launcher trains, then succeeds
@@ -94,13 +102,13 @@ def _scenario(name: str) -> Scenario:
 @pytest.mark.parametrize("name", list(JOBS))
 def test_gang_the_ssh_kinds_reach_succeeded_under_a_gang_scheduler(name: str) -> None:
     s = _scenario(name)
-    labels = next(m for m in s.manifests if m["kind"] == "PodTemplate")["template"]["metadata"]["labels"]
-    assert {"scheduler.tensorstack.dev/group-name", "kueue.x-k8s.io/pod-group-name"} & set(labels)
+    meta = next(m for m in s.manifests if m["kind"] == "PodTemplate")["template"]["metadata"]
+    assert set(keys.GANG_LABELS) & set(meta["labels"]) or set(keys.GANG_ANNOTATIONS) & set(meta.get("annotations") or {})
     st = s.finished(limit=300)
     assert st["phase"] == "Succeeded" and st["backoffCount"] == 0
 
 
-@pytest.mark.parametrize("name", ["deepspeed-t9k", "colossalai-replicaspecs-t9k"])
+@pytest.mark.parametrize("name", ["deepspeed-t9k", "deepspeed-coscheduling", "deepspeed-volcano", "colossalai-replicaspecs-t9k"])
 def test_gang_holding_the_launcher_deadlocks_the_gang(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """What the runtime did before: the launcher waits for its workers' Ready, the gang
     scheduler waits for the launcher to be ungated; nothing binds, and the scheduler says why."""
