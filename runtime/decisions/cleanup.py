@@ -12,8 +12,10 @@ Two failures end pods whatever the policy says (docs/architecture.md, "Clean-up"
 A pod the policy deletes anyway is deleted; one it keeps (None: "如果需要从副本中读取训练日志",
 T9k user manuals) is *stopped* instead: the runtime sets spec.activeDeadlineSeconds, so the
 kubelet kills its containers and the pod ends Failed (DeadlineExceeded), its object and log
-kept (kubelet pkg/kubelet/active_deadline.go).  A pod that has not started (Pending) has no
-log yet and still holds its quota: it is deleted.
+kept (kubelet pkg/kubelet/active_deadline.go).  A pod no node has admitted yet (Pending,
+unbound) has no log: it is deleted.  One a kubelet admitted is stopped like a running one,
+even while Pending: its init containers (a data download, a checkpoint fetch) may have logged,
+and a stopped pod is terminal, so it holds no quota either.
 """
 
 from __future__ import annotations
@@ -72,7 +74,7 @@ def decide_cleanup(job: JobView, pods: Mapping[str, PodState], ledger: Ledger) -
     for p in pods.values():
         if not p.ours or p.deleting:
             continue
-        if p.gated or _selected(job, p, job.cleanup) or (must_end(job, p, ledger) and p.phase == "Pending"):
+        if p.gated or _selected(job, p, job.cleanup) or (must_end(job, p, ledger) and p.phase == "Pending" and p.node is None):
             delete.append(p.name)
         elif must_end(job, p, ledger) and not p.stopped:
             stop.append(p.name)

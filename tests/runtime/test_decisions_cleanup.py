@@ -2,7 +2,8 @@
 
 - cleanUpPolicy All / Unfinished / None, and ColossalAI's cleanUpWorkers (Workers) x pod phase;
 - a deadline or restart-limit failure ends unfinished pods whatever the policy says: those
-  the policy keeps (None) are stopped and kept for their logs, those not started deleted;
+  the policy keeps (None) are stopped and kept for their logs (a Pending pod a kubelet
+  admitted too: its init containers log), those no node admitted deleted;
 - a ColossalAIJob failed by a worker ends its other unfinished workers, keeps the launcher;
 - GenericJob's default is None (T9k's API reference): a replica still running after the
   success rule was met keeps running, with its logs;
@@ -33,24 +34,26 @@ PODS = observed(
     pod("j-worker-3", "Failed", exit=1),
     pod("j-worker-4", "Unknown"),
     pod("j-worker-5"),
+    replace(pod("j-worker-6", "Pending", gated=False), node="n1", started_at=100.0),  # admitted: its init containers run, and log
 )
-JOB_TYPES = {"launcher": 1, "worker": 6}
+JOB_TYPES = {"launcher": 1, "worker": 7}
 
 # policy, outcome reason: pods deleted (j-worker-5, never run, always), pods stopped and kept
 CASES = [
-    ("All", "Succeeded", ("j-launcher", "j-worker-0", "j-worker-1", "j-worker-2", "j-worker-3", "j-worker-4", "j-worker-5"), ()),
-    ("Unfinished", "Succeeded", ("j-worker-0", "j-worker-1", "j-worker-4", "j-worker-5"), ()),
+    ("All", "Succeeded", ("j-launcher", "j-worker-0", "j-worker-1", "j-worker-2", "j-worker-3", "j-worker-4", "j-worker-5", "j-worker-6"), ()),
+    ("Unfinished", "Succeeded", ("j-worker-0", "j-worker-1", "j-worker-4", "j-worker-5", "j-worker-6"), ()),
     ("None", "Succeeded", ("j-worker-5",), ()),
-    ("Workers", "Succeeded", ("j-worker-0", "j-worker-1", "j-worker-2", "j-worker-3", "j-worker-4", "j-worker-5"), ()),
-    ("All", "Failed", ("j-launcher", "j-worker-0", "j-worker-1", "j-worker-2", "j-worker-3", "j-worker-4", "j-worker-5"), ()),
+    ("Workers", "Succeeded", ("j-worker-0", "j-worker-1", "j-worker-2", "j-worker-3", "j-worker-4", "j-worker-5", "j-worker-6"), ()),
+    ("All", "Failed", ("j-launcher", "j-worker-0", "j-worker-1", "j-worker-2", "j-worker-3", "j-worker-4", "j-worker-5", "j-worker-6"), ()),
     ("None", "Failed", ("j-worker-5",), ()),
     # A deadline or restart limit must end what still runs; what the policy keeps (None) is
-    # stopped and kept for its log, a pod that has not started (Pending) is deleted.
-    ("None", "DeadlineExceeded", ("j-worker-0", "j-worker-5"), ("j-worker-1", "j-worker-4")),
-    ("None", "BackoffLimitExceeded", ("j-worker-0", "j-worker-5"), ("j-worker-1", "j-worker-4")),
-    ("Workers", "DeadlineExceeded", ("j-worker-0", "j-worker-1", "j-worker-2", "j-worker-3", "j-worker-4", "j-worker-5"), ()),
-    ("Unfinished", "DeadlineExceeded", ("j-worker-0", "j-worker-1", "j-worker-4", "j-worker-5"), ()),
-    ("All", "BackoffLimitExceeded", ("j-launcher", "j-worker-0", "j-worker-1", "j-worker-2", "j-worker-3", "j-worker-4", "j-worker-5"), ()),
+    # stopped and kept for its log, also a Pending pod a kubelet admitted (its init containers
+    # log); one no node admitted yet (Pending, unbound) has no log and is deleted.
+    ("None", "DeadlineExceeded", ("j-worker-0", "j-worker-5"), ("j-worker-1", "j-worker-4", "j-worker-6")),
+    ("None", "BackoffLimitExceeded", ("j-worker-0", "j-worker-5"), ("j-worker-1", "j-worker-4", "j-worker-6")),
+    ("Workers", "DeadlineExceeded", ("j-worker-0", "j-worker-1", "j-worker-2", "j-worker-3", "j-worker-4", "j-worker-5", "j-worker-6"), ()),
+    ("Unfinished", "DeadlineExceeded", ("j-worker-0", "j-worker-1", "j-worker-4", "j-worker-5", "j-worker-6"), ()),
+    ("All", "BackoffLimitExceeded", ("j-launcher", "j-worker-0", "j-worker-1", "j-worker-2", "j-worker-3", "j-worker-4", "j-worker-5", "j-worker-6"), ()),
 ]
 
 
@@ -128,8 +131,8 @@ def test_nothing_present_still_marks_cleanup_done() -> None:
 
 # failed pods (ledger.failed), policy: pods deleted, pods stopped and kept
 COLOSSAL = [
-    (("j-worker-3",), "None", ("j-worker-0", "j-worker-5"), ("j-worker-1", "j-worker-4")),  # unfinished workers end, kept; launcher kept running
-    (("j-worker-3",), "Workers", ("j-worker-0", "j-worker-1", "j-worker-2", "j-worker-3", "j-worker-4", "j-worker-5"), ()),  # cleanUpWorkers: all workers
+    (("j-worker-3",), "None", ("j-worker-0", "j-worker-5"), ("j-worker-1", "j-worker-4", "j-worker-6")),  # unfinished workers end, kept; launcher kept running
+    (("j-worker-3",), "Workers", ("j-worker-0", "j-worker-1", "j-worker-2", "j-worker-3", "j-worker-4", "j-worker-5", "j-worker-6"), ()),  # cleanUpWorkers: all workers
     (("j-launcher",), "None", ("j-worker-5",), ()),  # the launcher decided: T9k's cleanUpWorkers false keeps the workers that ran
 ]
 
