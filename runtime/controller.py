@@ -150,6 +150,7 @@ class Controller:
             clock=self.clock,
             name=what,
             key_of=key_of,
+            seed=self.identity,
         )
         return informer
 

@@ -65,6 +65,7 @@ class Informer:
     _failures: int = 0
     _rng: random.Random | None = None
     key_of: Callable[[Obj], Any] | None = None  # the job an object belongs to (None: no index)
+    seed: str = ""  # the process's identity: its retries' jitter differs from every other runtime's (no relists in lockstep)
     by_key: dict[Any, dict[str, Obj]] = field(default_factory=dict)  # job -> name -> object
     touched: set[Any] = field(default_factory=set)  # jobs whose objects changed since `drain`
     admit: Callable[[str], bool] | None = None  # the names cached (None: every name)
@@ -206,7 +207,7 @@ class Informer:
                 self._reindex()
             self.synced = True  # a namespace of GenericJobs alone is served; the list is tried again at the back-off cap
         if self._rng is None:
-            self._rng = seeded(self.name)
+            self._rng = seeded(f"{self.seed}/{self.name}")
         self.retry_at = self.clock() + retry_delay(self._failures, MAX_BACKOFF, self._rng, exc)
         log.warning("watch failed", extra={"watch": self.name, "error": f"{type(exc).__name__}: {exc}"[:300], "retry_in": self.retry_at - self.clock()})
 

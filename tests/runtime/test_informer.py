@@ -46,13 +46,13 @@ class FlakyWatch:
 class Harness:
     """A FakeCluster, an informer on its pods, and the failures to inject into watches."""
 
-    def __init__(self) -> None:
+    def __init__(self, seed: str = "") -> None:
         self.cluster = FakeCluster()
         self.stream_errors: list[Exception] = []  # raised by the current watch's next_events
         self.connect_errors: list[Exception] = []  # raised by watch_fn itself
         self.now = 100.0
         self.watched_from: list[str] = []
-        self.informer = Informer(lambda: self.cluster.list_pods(NS, SELECTOR), self._watch, clock=lambda: self.now)
+        self.informer = Informer(lambda: self.cluster.list_pods(NS, SELECTOR), self._watch, clock=lambda: self.now, name="pods", seed=seed)
 
     def back_off(self) -> float:
         """Seconds until the informer wants to be polled again (0 when it is watching), with
@@ -163,6 +163,25 @@ def test_back_off_doubles_is_capped_and_resets_after_success() -> None:
     h.stream_errors.append(ApiError("reset"))
     h.informer.poll()
     assert h.back_off() == 1.0
+
+
+def test_two_runtime_processes_retry_after_different_jitter() -> None:
+    """The same informer in two processes (namespaces, a rollout) backs off by the same steps
+    but different jitter, seeded by the process's identity: after an API server outage they do
+    not all relist at the same instants (review 24, round 5: seeded by the informer's name alone)."""
+    waits = {}
+    for identity in ("flatjob-7d9f-abcde", "flatjob-5c44-xyz12"):
+        h = Harness(seed=identity)
+        h.informer.start()
+        h.connect_errors.extend(ApiError("down") for _ in range(6))
+        h.stream_errors.append(ApiError("reset"))
+        h.informer.poll()
+        waits[identity] = []
+        for _ in range(6):
+            waits[identity].append(h.informer.retry_at - h.now)
+            h.poll_when_due()
+    first, second = waits.values()
+    assert first != second and all(abs(a - b) < a * JITTER + 1e-9 for a, b in zip(first, second, strict=True))
 
 
 def test_a_retry_after_from_the_server_is_waited_out() -> None:
