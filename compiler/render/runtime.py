@@ -137,6 +137,14 @@ class RuntimeNeeds:
                    bool(plan.min_member and _uses_podgroup(plan)), plan.options.runtime_image, beyond_allowance(plan))
 
 
+def _names_by_kind(jobs: list[RuntimeNeeds]) -> list[tuple[str, list[str]]]:
+    """The jobs' names per record kind, both sorted (the Role is the same whatever the file order)."""
+    kinds: dict[str, set[str]] = {}
+    for j in jobs:
+        kinds.setdefault(j.kind, set()).add(j.name)
+    return [(kind, sorted(names)) for kind, names in sorted(kinds.items())]
+
+
 def namespace_rules(jobs: Iterable[RuntimeNeeds]) -> list[dict[str, Any]]:
     """What a namespace runtime calls: every job record kind (one process serves them all),
     the pods of all jobs, and by name only the Secrets its jobs name and its own Lease."""
@@ -146,9 +154,10 @@ def namespace_rules(jobs: Iterable[RuntimeNeeds]) -> list[dict[str, Any]]:
         _rule([""], ["podtemplates"], ["list", "watch"]),
         # As the per-job Role: the runtime deletes and patches only pods a record it serves owns.
         _rule([""], ["pods"], ["create", "delete", "list", "patch", "watch"]),
-        # Every record kind, watched once for the namespace; their status written.
+        # Every record kind, watched once for the namespace (a list cannot be narrowed by name);
+        # the status written only of the records it is rendered from, by name.
         _rule([keys.RECORD_GROUP], plurals, ["list", "watch"]),
-        _rule([keys.RECORD_GROUP], [f"{p}/status" for p in plurals], ["update"]),
+        *(_rule([keys.RECORD_GROUP], [f"{PLURALS[kind]}/status"], ["update"], names) for kind, names in _names_by_kind(jobs)),
         _rule([""], ["events"], ["create", "patch"]),
         _rule(["coordination.k8s.io"], ["leases"], ["create"]),
         _rule(["coordination.k8s.io"], ["leases"], ["get", "update"], [keys.NAMESPACE_RUNTIME]),

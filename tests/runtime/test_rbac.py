@@ -139,3 +139,17 @@ def test_stopping_pods_for_cleanup_none_is_allowed_by_the_role() -> None:
     assert not [r for r in sent if r.verb == "delete"]
     refused = [(r.verb, r.resource, r.name) for r in sent if allowed(role["rules"], r.verb, *_split(r.resource), _name(r.verb, r.name, r.query)) is None]
     assert not refused
+
+
+def test_the_namespace_role_writes_the_status_of_the_records_it_is_rendered_from_only() -> None:
+    """list and watch of a kind cannot be narrowed by name, a status update can: the namespace
+    runtime's token may not rewrite the ledger of another team's `--runtime job` records, nor of
+    kinds its namespace does not use (review 24, round 5)."""
+    from flatjob.compiler.options import CompileOptions
+
+    from .harness import compile_text
+
+    two = DEEPSPEED + "\n---\n" + DEEPSPEED.replace("name: ds", "name: ds2", 1) + "\n---\n" + SHRINK.format(replicas=1)
+    role = next(o for o in compile_text(two, CompileOptions(namespace=NAMESPACE, runtime="namespace")) if o["kind"] == "Role")
+    status = [(r["resources"], r.get("resourceNames")) for r in role["rules"] if any(p.endswith("/status") for p in r["resources"])]
+    assert status == [(["deepspeedjobs/status"], ["ds", "ds2"]), (["genericjobs/status"], ["shrink"])]
