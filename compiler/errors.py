@@ -75,6 +75,7 @@ _TABLE = [
     Code("FJ342", "ssh-needs-root", "A DeepSpeedJob or ColossalAIJob pod is set to run as non-root; its sshd and ssh keys need root."),
     Code("FJ343", "ssh-command-ignored", "A DeepSpeedJob or ColossalAIJob container that runs sshd or the launcher has a command or args, which never run."),
     Code("FJ344", "pod-restart-ignored", "A pod template's restartPolicy other than Never: every pod's is Never; restarts follow the replica's restartPolicy."),
+    Code("FJ345", "two-namespace-runtimes", "Jobs without a namespace beside jobs in namespace default, in namespace mode without -n: two runtimes `flatjob` in one namespace."),
     # Kubernetes pod template (strict schema of the pinned version)
     Code("FJ400", "k8s-unknown-field", "A field the pinned Kubernetes version does not know."),
     Code("FJ401", "k8s-wrong-type", "A Kubernetes field of the wrong type."),

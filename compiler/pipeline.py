@@ -30,7 +30,7 @@ from .render import render_job
 from .render.kustomization import KUSTOMIZATION, kustomization
 from .render.runtime import RuntimeNeeds, render_namespace_runtime
 from .validate import Validated, validate_document
-from .validate.across import check_across
+from .validate.across import check_across, runtime_namespaces
 from .version import __version__
 
 Overlay = Callable[[list[Document]], tuple[list[Document], list[Diagnostic]]]
@@ -198,7 +198,9 @@ def compile_documents(loaded: Loaded, options: CompileOptions, overlay: Overlay 
     for v in validated:
         result.diagnostics.extend(v.diagnostics)
     # Across the valid jobs even when others failed: the same findings as lint, all at once.
-    result.diagnostics.extend(check_across(((v.doc, v.job) for v in validated if v.job is not None), options.namespace))
+    valid = [(v.doc, v.job) for v in validated if v.job is not None]
+    result.diagnostics.extend(check_across(valid, options.namespace))
+    result.diagnostics.extend(runtime_namespaces(valid, options.namespace, options.runtime))
     if result.failed:
         return result
     jobs = []

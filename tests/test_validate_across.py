@@ -137,3 +137,26 @@ def test_too_many_pods_in_one_run(tmp_path: Path) -> None:
         (jobs / f"j{i:02d}.yaml").write_text(job(f"j{i:02d}").replace("replicas: 1", "replicas: 10000"))
     linted, compiled = run_both(jobs)
     assert linted == compiled == [("j05.yaml", 4, 9, "FJ105")]
+
+
+@pytest.mark.parametrize(("args", "errors"), [
+    ((), [("a.yaml", 4, 9, "FJ345"), ("c.yaml", 4, 9, "FJ345")]),
+    (("-n", "default"), []),  # the jobs without one join namespace default: one runtime
+    (("--runtime", "job"), []),  # a runtime per job, named after it
+])
+def test_jobs_without_a_namespace_beside_jobs_in_default_would_get_two_namespace_runtimes(tmp_path: Path, args: tuple[str, ...], errors: list) -> None:
+    """Each set got a runtime `flatjob`, both in namespace default once applied: kustomize
+    refused the whole folder (review 24, round 5); compile says so and what to pass instead."""
+    jobs = tmp_path / "jobs"
+    jobs.mkdir()
+    (jobs / "a.yaml").write_text(job("a"))
+    (jobs / "b.yaml").write_text(job("b", namespace="default"))
+    (jobs / "c.yaml").write_text(job("c"))
+    out = tmp_path / "rendered"
+    compiled = run_cli("compile", str(jobs), "-o", str(out), *args)
+    assert compiled.exit_code == (1 if errors else 0) and out.exists() != bool(errors), compiled.output
+    if errors:
+        assert sorted((Path(m["path"]).name, int(m["line"]), int(m["col"]), m["code"]) for m in check_text_output(compiled.output.rsplit("flatjob: ", 1)[0]) if m["severity"] == "error") == errors
+    if not errors and shutil.which("kubectl"):
+        assert subprocess.run(["kubectl", "kustomize", str(out)], capture_output=True).returncode == 0
+    assert run_cli("lint", str(jobs)).exit_code == 0  # lint does not know the runtime mode

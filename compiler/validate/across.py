@@ -5,7 +5,10 @@
   `b-c` and job `a-b` with type `c` both render pod `a-b-c-0`; job `a-tensorboard`'s Service
   is job `a`'s TensorBoard Service; a GenericJob with spec.service has a Service per pod,
   named as the pod, which a job of that name would also have);
-- FJ105: more pods in all than flatjob renders in one run.
+- FJ105: more pods in all than flatjob renders in one run;
+- FJ345 (compile, namespace runtime): jobs without a namespace beside jobs in `default`, with no
+  -n: each set gets a runtime named `flatjob`, and both land in `default` when applied as they
+  are (kustomize refuses the folder: "already registered id").
 
 Only Pods and Services can collide between jobs of different names: every other object is
 `<job>-<suffix>` with a suffix no other kind of object ends in (`-config`, `-runtime`; the
@@ -91,3 +94,18 @@ def run_size(jobs: Iterable[tuple[Document, Any]]) -> list[Diagnostic]:
         if total > DEFAULT_LIMITS.run_pods:
             return [doc.diagnostic("FJ105", f"the jobs read so far render {total:,} pods, more than the {DEFAULT_LIMITS.run_pods:,} flatjob renders in one run", ("metadata", "name"), hint="compile the folders separately")]
     return []
+
+
+def runtime_namespaces(jobs: Iterable[tuple[Document, Any]], namespace: str | None, runtime: str) -> list[Diagnostic]:
+    """FJ345 at the name of each job without a namespace, in namespace mode without -n, when
+    other jobs set namespace `default`: two namespace runtimes would be `flatjob` in one namespace."""
+    if runtime != "namespace" or namespace is not None:
+        return []
+    jobs = list(jobs)
+    explicit = next((doc for doc, job in jobs if job.metadata.namespace == "default"), None)
+    if explicit is None:
+        return []
+    at = f"{explicit.path}:{explicit.locate(('metadata', 'namespace')).line}"
+    return [doc.diagnostic("FJ345", f"job {job.metadata.name!r} sets no namespace while a job sets namespace 'default' ({at}): each would get a runtime `flatjob` in namespace default",
+                           ("metadata", "name"), hint="compile with -n default (or the namespace these jobs land in), or set a namespace on every job")
+            for doc, job in jobs if not job.metadata.namespace]
