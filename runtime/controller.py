@@ -125,7 +125,7 @@ class Controller:
         self._pod_names: dict[JobKey, tuple[Any, frozenset[str]]] = {}  # (uid, generation) -> the PodTemplates a record names
         self.queue: dict[JobKey, None] = {}  # jobs to look at, in arrival order
         fields = self.scope.record_fields()
-        self.records = {k: self._informer(f"records/{k}", record_resource(keys.RECORD_PLURALS[k]), fields=fields, trim_fn=trim.record,
+        self.records = {k: self._informer(f"records/{k}", record_resource(keys.RECORD_PLURALS[k]), fields=fields, trim_fn=self._trim_record,
                                           key_of=lambda o, k=k: (k, o["metadata"]["name"])) for k in self.scope.kinds}
         labels = self.scope.job_labels()
         self.pods = self._informer("pods", PODS, labels=labels, trim_fn=trim.pod, key_of=job_key)
@@ -141,6 +141,10 @@ class Controller:
             self.secrets = SecretProbe(self.cluster, self.namespace, SECRETS, trim.named, self.clock)
             self.podgroups = LabelWatch(self._informer("podgroups", PODGROUPS, labels=PODGROUP_LABELS, trim_fn=trim.named, key_of=_name))
             self.tensorboards = LabelWatch(self._informer("tensorboards", DEPLOYMENTS, labels=TENSORBOARD_LABELS, trim_fn=trim.deployment, key_of=_name))
+
+    def _trim_record(self, obj: Obj) -> Obj:
+        """A record as cached: whole if this runtime serves it, else its name and mode only."""
+        return trim.record(obj) if self.scope.serves(obj) else trim.unserved_record(obj)
 
     def _informer(self, what: str, res: Any, *, labels: dict[str, str | None] | None = None, fields: dict[str, str] | None = None,
                   trim_fn: Callable[[Obj], Obj], key_of: Callable[[Obj], Any] | None = None) -> Informer:

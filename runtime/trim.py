@@ -172,6 +172,17 @@ def record(obj: Obj) -> Obj:
     return out
 
 
+def unserved_record(obj: Obj) -> Obj:
+    """A record this runtime does not serve (another mode: another team's `--runtime job`
+    records, or one nobody compiled): its name and the mode annotation alone, so its spec and
+    status cost nothing; a watch event brings it whole again should its mode change."""
+    m = meta(obj, labels=False, annotations=False)
+    mode = _dict(_dict(obj.get("metadata")).get("annotations")).get(keys.RUNTIME_MODE)
+    if isinstance(mode, str):
+        m["annotations"] = {keys.RUNTIME_MODE: mode[:_NOTE_CAP]}
+    return {**{k: obj[k] for k in ("apiVersion", "kind") if isinstance(obj.get(k), str)}, "metadata": m}
+
+
 STATUS_BASE = 64 * 1024  # bytes a job's status may take, plus STATUS_PER_POD a pod: the runtime writes a few KiB
 STATUS_PER_POD = 256  # (the ledger's name lists, back-off steps and disruption times at their most scattered; tasks list 100 a type)
 STATUS_PER_TYPE = 1024  # a replica type's task, its restart count and conditions' words

@@ -21,6 +21,8 @@
 
 from __future__ import annotations
 
+import copy
+import json
 import random
 import types
 from collections import Counter
@@ -711,3 +713,30 @@ def test_a_namespace_runtime_without_its_deployment_leaves_the_lease_ownerless_a
         s.tick()
     assert not client.CoordinationV1Api(api).read_namespaced_lease(keys.NAMESPACE_RUNTIME, NAMESPACE).metadata.owner_references
     assert len([r for r in s.server.log if r.resource.startswith("deployments") and r.verb == "get"]) == 2
+
+
+def test_records_the_namespace_runtime_does_not_serve_are_cached_as_their_name_and_mode() -> None:
+    """Another team's `--runtime job` records in the namespace (docs/gitops.md suggests it), or
+    records nobody compiled: four with 1.2 MB of JSON in a template held 110 MiB of the
+    namespace runtime's 128 MiB limit, at every restart again (review 24, round 5). Now a record
+    it does not serve is its name and mode; once its mode moves here it is read whole."""
+    s = namespace_scenario(JOB.format(name="a", script="sleep 3000; exit 0"))
+    s.run_until(lambda st: st.get("aggregate", {}).get("running") == 2, limit=60)
+    junk = [{"a": i % 10} for i in range(150_000)]
+    for i in range(4):
+        rec = copy.deepcopy(s.record)
+        rec["metadata"] = {"name": f"other{i}", "namespace": NAMESPACE, "annotations": {**s.record["metadata"]["annotations"], keys.RUNTIME_MODE: "job"}}
+        rec["spec"]["replicaSpecs"][0]["template"]["junk"] = junk
+        rec.pop("status", None)
+        s.cluster.apply(rec)
+    for _ in range(2):
+        s.tick()
+    cached = s.controller.records["GenericJob"].cache
+    assert {n: sorted(cached[n]) for n in cached if n.startswith("other")} == {f"other{i}": ["apiVersion", "kind", "metadata"] for i in range(4)}
+    assert len(json.dumps(cached["other0"])) < 400
+    assert "spec" in cached["a"] and s.status()["phase"] == "Running"
+    moved = s.cluster.record(NAMESPACE, "genericjobs", "other0")
+    moved["metadata"]["annotations"][keys.RUNTIME_MODE] = "namespace"
+    s.cluster.apply(moved)
+    s.tick()
+    assert cached["other0"]["spec"]["replicaSpecs"][0]["template"]["junk"][:2] == [{"a": 0}, {"a": 1}]
