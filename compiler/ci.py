@@ -12,34 +12,71 @@ always saying what was left out.  Exit status: 1 on lint or compile errors or st
 
 from __future__ import annotations
 
+import os
+import re
 import subprocess
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import click
 
-from .display import code_block, html_text, log_line, markdown, markdown_code, visible_lines
+from .display import (
+    code_block,
+    html_text,
+    log_line,
+    markdown,
+    markdown_code,
+    visible,
+    visible_lines,
+)
 from .errors import Diagnostic
-from .output import TreeChanges
+from .output import META_FILE, RETIRED_NAMES, TreeChanges, owned
 
 COMMENT_LIMIT = 65_536  # GitHub's maximum issue/PR comment body
+MARGIN = 2_048  # kept free below the limit: GitHub may count what we do not (see _size)
 MARKER = "<!-- flatjob -->"  # finds (and updates) the action's previous comment
 PER_FILE_LINES = 300
 MIN_FILE_LINES = 20
+TABLE_ROWS = 30  # environments in the table; the job log names every one
+FIX_ROWS = 10  # commands listed for stale environments
+NAME_CHARS = 60  # of a name a pull request chooses (an environment, a file), shown cut in the middle
+COMMAND_CHARS = 300
+SECTION_MIN = 800  # what an environment's section needs at least: its summary and a few names
+# What a reviewer reads first among flatjob's files: the pods, then the job; the metadata last.
+FILE_RANK = {name: rank for rank, name in enumerate((
+    "podtemplates.yaml", "job.yaml", "tensorboard.yaml", "runtime.yaml", "service.yaml", "config.yaml",
+    "podgroup.yaml", "kustomization.yaml", *sorted(RETIRED_NAMES), META_FILE))}
+FOREIGN = "Not written by flatjob (no kustomization flatjob writes lists them; their lines are not shown):"
 
 
 # --- pure: diffs and the report ----------------------------------------------------------
 
 
+def _size(text: str) -> int:
+    """What GitHub may count for `text`: UTF-16 units (a character beyond U+FFFF is two) and each
+    line break twice (a form posts it as CR LF)."""
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2 + text.count("\n")
+
+
+def _clip(text: str, chars: int) -> str:
+    """`text` made visible and at most `chars` long, cut in the middle (both ends tell names apart)."""
+    shown = visible(text)
+    if len(shown) <= chars:
+        return shown
+    head = (chars - 1) // 2
+    return shown[:head] + "…" + shown[len(shown) - (chars - 1 - head):]
+
+
 @dataclass(frozen=True)
 class FileDiff:
-    """One file's part of a unified diff."""
+    """One file's part of a unified diff; `ours`: a file flatjob writes."""
 
     name: str
     lines: tuple[str, ...]
+    ours: bool = True
 
     @property
     def counts(self) -> tuple[int, int]:
@@ -47,10 +84,28 @@ class FileDiff:
         body = [ln for ln in self.lines if not ln.startswith(("+++", "---"))]
         return sum(ln.startswith("+") for ln in body), sum(ln.startswith("-") for ln in body)
 
+    def has_header(self, line: str) -> bool:
+        """Whether `line` (`--- /dev/null`: added; `+++ /dev/null`: deleted) is in the file's header."""
+        return line in self.lines[:next((i for i, ln in enumerate(self.lines) if ln.startswith("@@")), len(self.lines))]
+
+
+# git's C-style quoting of a path holding a control character, a quote or a backslash.
+_GIT_ESCAPES = {b"a": 7, b"b": 8, b"t": 9, b"n": 10, b"v": 11, b"f": 12, b"r": 13}
+_QUOTED = re.compile(rb"\\([0-7]{3}|.)", re.DOTALL)
+
+
+def _unquote(path: str) -> str:
+    """A path as git wrote it in a header (`"a/\\001x"`), as the file system names it."""
+    if len(path) < 2 or path[0] != '"' or path[-1] != '"':
+        return path
+    raw = path[1:-1].encode("utf-8", "surrogateescape")
+    raw = _QUOTED.sub(lambda m: bytes([int(m[1], 8) if len(m[1]) == 3 else _GIT_ESCAPES.get(m[1], m[1][0])]), raw)
+    return raw.decode("utf-8", "surrogateescape")
+
 
 def _path(header: str) -> str:
     """The file a ---/+++ header names, without git's a/ or b/."""
-    path = header[4:].split("\t", 1)[0].strip()
+    path = _unquote(header[4:].split("\t", 1)[0].strip())
     return path[2:] if path[:2] in ("a/", "b/") else path
 
 
@@ -77,33 +132,72 @@ def split_diff(diff: str) -> list[FileDiff]:
     return files
 
 
+def rebased(f: FileDiff, root: str | None, written: frozenset[str] | None) -> FileDiff:
+    """`f` (from git) named from the rendered folder `root` (as git names it; None: unknown),
+    with a short header, and `ours` only when flatjob writes that name there now (`written`;
+    None when compile failed: any name flatjob writes) or wrote it before and it is deleted.
+
+    A pull request may commit anything under the rendered folder: only what flatjob writes may
+    compete with the job's own files for the reviewer's attention.
+    """
+    prefix = f"{root}/" if root else ""
+    if root is None or not f.name.startswith(prefix):
+        return FileDiff(f.name, f.lines, ours=False)
+    rel = f.name[len(prefix):]
+    ours = (rel in written if written is not None else False) or (
+        (written is None or f.has_header("+++ /dev/null")) and (owned(rel) or rel == META_FILE))
+    start = next((i for i, ln in enumerate(f.lines) if ln.startswith(("@@", "Binary files "))), len(f.lines))
+    header = ("--- /dev/null" if f.has_header("--- /dev/null") else f"--- a/{visible(rel)}",
+              "+++ /dev/null" if f.has_header("+++ /dev/null") else f"+++ b/{visible(rel)}")
+    return FileDiff(rel, (*header, *f.lines[start:]), ours)
+
+
+def ordered(files: Sequence[FileDiff]) -> list[FileDiff]:
+    """flatjob's files first, pod templates before jobs (FILE_RANK), then everything else."""
+    return sorted(files, key=lambda f: (not f.ours, FILE_RANK.get(f.name.rsplit("/", 1)[-1], len(FILE_RANK)) if f.ours else 0, f.name))
+
+
+def _fit(parts: Sequence[str], budget: int, note: Callable[[int], str]) -> str:
+    """As many of `parts` as fit in `budget`, then `note(index of the first left out)`, cut to fit."""
+    out, used = [], 0
+    for index, part in enumerate(parts):
+        rest = note(index) if index + 1 < len(parts) else ""
+        if used + _size(part) + _size(rest) > budget:
+            left = note(index)
+            while left and used + _size(left) > budget:
+                left = left[: len(left) // 2]
+            return "".join(out) + left
+        out.append(part)
+        used += _size(part)
+    return "".join(out)
+
+
 def _cut(f: FileDiff, keep: int) -> str:
     if len(f.lines) <= keep:
         return "\n".join(f.lines) + "\n"
-    return "\n".join(f.lines[:keep]) + f"\n... {len(f.lines) - keep} more lines of {f.name} not shown\n"
+    return "\n".join(f.lines[:keep]) + f"\n... {len(f.lines) - keep} more lines of {visible(f.name)} not shown\n"
 
 
-def shorten_diff(diff: str, budget: int) -> str:
-    """The diff in at most `budget` characters: long files cut first, then whole files dropped."""
-    files = split_diff(diff)
-    if len(diff) <= budget:
-        return diff
+def _more_files(files: Sequence[FileDiff]) -> Callable[[int], str]:
+    def note(index: int) -> str:
+        rest = files[index:]
+        return f"... and {len(rest)} more changed file(s): {', '.join(_clip(f.name, NAME_CHARS) for f in rest[:20])}{', ...' if len(rest) > 20 else ''}\n"
+    return note
+
+
+def shorten_diff(diff: str | Sequence[FileDiff], budget: int) -> str:
+    """The diff in at most `budget` (_size): long files cut first, then whole files dropped."""
+    files = split_diff(diff) if isinstance(diff, str) else list(diff)
+    whole = diff if isinstance(diff, str) else "".join(_cut(f, len(f.lines)) for f in files)
+    if _size(whole) <= budget:
+        return whole
     keep = PER_FILE_LINES
     while True:
         parts = [_cut(f, keep) for f in files]
-        if sum(map(len, parts)) <= budget or keep <= MIN_FILE_LINES:
+        if sum(map(_size, parts)) <= budget or keep <= MIN_FILE_LINES:
             break
         keep = max(MIN_FILE_LINES, keep // 2)
-    out, used = [], 0
-    for index, part in enumerate(parts):
-        rest = files[index:]
-        note = f"... and {len(rest)} more changed file(s): {', '.join(f.name for f in rest[:20])}{', ...' if len(rest) > 20 else ''}\n"
-        if used + len(part) + len(note) > budget:
-            out.append(note[: max(budget - used, 0)])
-            break
-        out.append(part)
-        used += len(part)
-    return "".join(out)
+    return _fit(parts, budget, _more_files(files))
 
 
 @dataclass
@@ -117,6 +211,8 @@ class EnvReport:
     changes: str = ""  # the rendered diff against the base branch
     errors: int = 0
     files: tuple[int, int] = (0, 0)  # (to write, to delete)
+    root: str | None = None  # the rendered folder as git names it in `changes` (None: unknown)
+    written: frozenset[str] | None = None  # the files compile writes there (None: compile failed)
 
     @property
     def status(self) -> str:
@@ -126,38 +222,109 @@ class EnvReport:
             return f"❌ stale: {self.files[0]} file(s) to write, {self.files[1]} to delete"
         return "✅ up to date"
 
+    @property
+    def rank(self) -> int:
+        """Where the table shows it: failing first, then changed, then the rest."""
+        return 0 if self.errors or self.stale_diff else 1 if self.changes else 2
 
-def _section(title: str, diff: str, budget: int) -> str:
-    """A collapsed diff; `title` is HTML (escaped by the caller), the diff shown as written
-    (made visible first, so the budget counts the escapes)."""
-    diff = visible_lines(diff)
-    files = split_diff(diff)
-    added = sum(f.counts[0] for f in files)
-    removed = sum(f.counts[1] for f in files)
-    head = f"<details><summary>{title}: {len(files)} file(s), +{added} -{removed}</summary>\n\n"
+
+@dataclass(frozen=True)
+class Section:
+    """One environment's collapsed diff: `title` is HTML, `files` in the order shown (ordered)."""
+
+    title: str
+    files: tuple[FileDiff, ...]
+
+
+def _listing(f: FileDiff) -> str:
+    added, removed = f.counts
+    return f"- {markdown_code(_clip(f.name, NAME_CHARS))} +{added} -{removed}\n"
+
+
+def section(s: Section, budget: int) -> str:
+    """The section in at most `budget` (_size), or '' when not even its summary fits: every
+    file of flatjob's named first, then its diff, then the names of the files flatjob did not
+    write (never their lines: a pull request's padding), each with a note of what is left out."""
+    ours = [f for f in s.files if f.ours]
+    foreign = [f for f in s.files if not f.ours]
+    added = sum(f.counts[0] for f in ours)
+    removed = sum(f.counts[1] for f in ours)
+    not_ours = f", {len(foreign)} not written by flatjob" if foreign else ""
+    head = f"<details><summary>{s.title}: {len(s.files)} file(s){not_ours}, +{added} -{removed}</summary>\n\n"
     tail = "\n</details>\n\n"
-    body = code_block(shorten_diff(diff, max(budget - len(head) - len(tail) - 40, 0)), "diff")
-    return head + body + tail
+    left = budget - _size(head) - _size(tail)
+    if left < 0:
+        return ""
+    names = _fit([_listing(f) for f in ours], left, lambda i: f"- ... and {len(ours) - i} more of flatjob's file(s)\n")
+    left -= _size(names)
+    others = [f"\n{FOREIGN}\n\n", *map(_listing, foreign)] if foreign else []
+    reserve = min(sum(map(_size, others)), left // 4)
+    fence = 2 * _size("`" * 8 + "diff\n")
+    body = code_block(shorten_diff(ours, left - reserve - fence), "diff") if ours and left - reserve > fence + 80 else ""
+    left -= _size(body)
+    foreign_names = _fit(others, left, lambda i: f"- ... and {len(others) - i} more\n" if i else "")
+    return head + names + ("\n" if names and body else "") + body + foreign_names + tail
+
+
+def _shares(needs: Sequence[int], budget: int) -> list[int]:
+    """`budget` split among sections: none gets more than it needs, the rest share it equally."""
+    shares = [0] * len(needs)
+    left = budget
+    for n, i in enumerate(sorted(range(len(needs)), key=lambda i: needs[i])):
+        shares[i] = min(needs[i], left // (len(needs) - n))
+        left -= shares[i]
+    return shares
+
+
+def _sections(sections: Sequence[Section], budget: int) -> str:
+    """As many sections as can have SECTION_MIN each, sharing `budget`; a note names how many are not shown."""
+    note = f"... and {len(sections)} more environment(s) with changes: no room left in this comment\n\n"
+    shown = list(sections[: max(0, (budget - _size(note)) // SECTION_MIN)])
+    if len(shown) < len(sections):
+        budget -= _size(note)
+    needs = [_size(section(s, 10**12)) for s in shown]
+    parts = [section(s, share) for s, share in zip(shown, _shares(needs, budget), strict=True)]
+    hidden = len(sections) - sum(1 for p in parts if p)
+    return "".join(parts) + (f"... and {hidden} more environment(s) with changes: no room left in this comment\n\n" if hidden else "")
+
+
+def _table(envs: Sequence[EnvReport]) -> str:
+    """The environments, failing ones first, at most TABLE_ROWS of them."""
+    rows = sorted(envs, key=lambda e: e.rank)
+    lines = ["| environment | rendered | status |", "|---|---|---|"]
+    lines += [f"| {markdown(_clip(e.name, NAME_CHARS))} | {markdown_code(_clip(e.out, NAME_CHARS))} | {e.status} |" for e in rows[:TABLE_ROWS]]
+    more = rows[TABLE_ROWS:]
+    failing = sum(e.rank == 0 for e in more)
+    note = f"\n... and {len(more)} more environment(s), {failing} of them failing: the job log names each.\n" if more else ""
+    return "\n".join(lines) + "\n" + note + "\n"
+
+
+def _fixes(envs: Sequence[EnvReport]) -> str:
+    """The commands that bring stale environments up to date, at most FIX_ROWS of them."""
+    stale = [e for e in envs if e.stale_diff]
+    if not stale:
+        return ""
+    fixes = [f"- {markdown_code(_clip(e.command, COMMAND_CHARS))}\n" for e in stale[:FIX_ROWS]]
+    more = f"- ... and {len(stale) - FIX_ROWS} more, each with its own --overlay and -o\n" if len(stale) > FIX_ROWS else ""
+    return "To bring the rendered output up to date, run and commit:\n\n" + "".join(fixes) + more
 
 
 def report(envs: Sequence[EnvReport], lint_errors: int, lint_warnings: int, jobs: int, limit: int = COMMENT_LIMIT) -> str:
-    """The Markdown report: a table of environments, then each diff, all within `limit`.
+    """The Markdown report: a table of environments, then each diff, the whole within `limit`
+    less MARGIN (everything counted: table, diffs, commands).
 
     Names, paths and diffs come from the pull request: every one is escaped for where it
     stands (display.py), so none can end a line, a table cell or the diff's code fence, or open
-    an HTML comment that hides the rest.
+    an HTML comment that hides the rest; and cut (NAME_CHARS, TABLE_ROWS, FIX_ROWS), so none
+    can take the room the diffs need.
     """
-    lines = [MARKER, "## flatjob", "", f"Lint: {lint_errors} error(s), {lint_warnings} warning(s) in {jobs} job(s).", ""]
-    lines += ["| environment | rendered | status |", "|---|---|---|"]
-    lines += [f"| {markdown(e.name)} | {markdown_code(e.out)} | {e.status} |" for e in envs]
-    head = "\n".join(lines) + "\n\n"
-    fixes = [f"- {markdown_code(e.command)}" for e in envs if e.stale_diff]
-    foot = ("To bring the rendered output up to date, run and commit:\n\n" + "\n".join(fixes) + "\n") if fixes else ""
-    sections = [(f"{html_text(e.name)}: rendered changes", e.changes) for e in envs if e.changes]
-    sections += [(f"{html_text(e.name)}: what <code>flatjob compile</code> would change (stale)", e.stale_diff) for e in envs if e.stale_diff]
-    budget = limit - len(head) - len(foot) - 200
-    share = budget // len(sections) if sections else 0
-    return head + "".join(_section(title, diff, share) for title, diff in sections) + foot
+    head = "\n".join([MARKER, "## flatjob", "", f"Lint: {lint_errors} error(s), {lint_warnings} warning(s) in {jobs} job(s).", "", ""]) + _table(envs)
+    foot = _fixes(envs)
+    sections = [Section(f"{html_text(_clip(e.name, NAME_CHARS))}: rendered changes", tuple(ordered([rebased(f, e.root, e.written) for f in split_diff(visible_lines(e.changes))])))
+                for e in envs if e.changes]
+    sections += [Section(f"{html_text(_clip(e.name, NAME_CHARS))}: what <code>flatjob compile</code> would change (stale)", tuple(ordered(split_diff(visible_lines(e.stale_diff)))))
+                 for e in envs if e.stale_diff]
+    return head + _sections(sections, limit - MARGIN - _size(head) - _size(foot)) + foot
 
 
 # --- I/O: run the checks ------------------------------------------------------------------
@@ -210,7 +377,7 @@ def git_diff(base: str, path: Path) -> str:
     must not be held whole.
     """
     try:
-        with subprocess.Popen(["git", "diff", "--no-color", "--no-ext-diff", "--no-textconv", base, "--", str(path)],
+        with subprocess.Popen(["git", "-c", "core.quotePath=true", "diff", "--no-color", "--no-ext-diff", "--no-textconv", base, "--", str(path)],
                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL) as proc:
             timer = threading.Timer(120, proc.kill)  # a hung git ends, as the old timeout=120 ended it
             timer.start()
@@ -229,6 +396,23 @@ def git_diff(base: str, path: Path) -> str:
     return raw.decode("utf-8", "replace") if code == 0 or (cut and code == -9) else ""
 
 
+def git_top() -> Path | None:
+    """The top folder of the git work tree here (None outside one)."""
+    try:
+        done = subprocess.run(["git", "rev-parse", "--show-toplevel"], capture_output=True, timeout=120)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return Path(os.fsdecode(done.stdout.rstrip(b"\n"))).resolve() if done.returncode == 0 else None
+
+
+def in_repo(top: Path | None, path: Path) -> str | None:
+    """`path` as git names it in a diff (from the top of the work tree), or None outside it."""
+    if top is None:
+        return None
+    rel = Path(os.path.relpath(path.resolve(), top)).as_posix()
+    return None if rel == ".." or rel.startswith("../") else "" if rel == "." else rel
+
+
 def check(jobs: Sequence[str], envs: Sequence[Environment], base: str | None = None) -> Run:
     """Lint the jobs and compile --check every environment."""
     from .journal import session
@@ -239,17 +423,20 @@ def check(jobs: Sequence[str], envs: Sequence[Environment], base: str | None = N
     from .pipeline import compile_paths, no_overlay
 
     linted = lint_paths(jobs)
+    top = git_top() if base else None
     run = Run(lint=list(linted.diagnostics), jobs=linted.jobs)
     for env in envs:
         result = compile_paths(jobs, overlay=load_overlays([env.overlay]) if env.overlay else no_overlay)
         seen = {(d.path, d.line, d.col, d.message) for d in (*run.lint, *run.compile)}
         run.compile += [d for d in result.diagnostics if (d.path, d.line, d.col, d.message) not in seen]
-        rep = EnvReport(env.name, env.out.as_posix(), env.command(jobs), errors=sum(d.is_error for d in result.diagnostics))
+        rep = EnvReport(env.name, env.out.as_posix(), env.command(jobs), errors=sum(d.is_error for d in result.diagnostics), root=in_repo(top, env.out))
         if not result.failed:
             unfinished = False
+            tree = result.tree(env.out)
+            rep.written = frozenset(tree)
             try:
                 with session(env.out, write=False) as s:
-                    changes = s.plan(result.tree(env.out))
+                    changes = s.plan(tree)
                     unfinished = s.interrupted or s.foreign
             except (LinkFound, NotAFile) as exc:  # the rendered folder itself (or a folder on its way)
                 changes = TreeChanges()

@@ -68,6 +68,19 @@ def test_report_fits_a_github_comment() -> None:
     assert text.count("<details>") == 2 and "more changed file(s)" in text
 
 
+def test_report_with_hostile_names_fits_and_names_what_it_leaves_out() -> None:
+    """150 stale environments named with 200 characters (the fix commands and the table were
+    outside the budget: 191 KB, review 21 round 5 #2): everything counts, and every diff shown
+    holds its pod templates."""
+    envs = [EnvReport(f"{i:03d}" + "\x01|`<!--" * 40, f"rendered/{i:03d}" + "x" * 200, "flatjob compile jobs -o " + "y" * 300,
+                      stale_diff=file_diff(f"job-{i}/podtemplates.yaml", 40), files=(1, 0)) for i in range(150)]
+    text = report(envs, 0, 0, 1)
+    assert len(text.encode("utf-16-le")) // 2 + text.count("\n") <= COMMENT_LIMIT
+    assert "... and 120 more environment(s), 120 of them failing" in text and "- ... and 140 more" in text
+    shown = text.count("<details>")
+    assert shown >= 20 and text.count("podtemplates.yaml\n@@") == shown and f"... and {150 - shown} more environment(s)" in text
+
+
 # --- the action's steps, run by bash as the runner does ----------------------------------
 
 

@@ -81,7 +81,8 @@ def test_a_pull_request_cannot_hide_its_changes_from_the_comment_or_forge_the_lo
     sections = dict(re.findall(r"<summary>(dev|prod): rendered changes.*?</summary>(.*?)</details>", shown, flags=re.DOTALL))
     for env in ("dev", "prod"):  # the real change: a third worker in each environment
         assert "+  name: ok-worker-2" in sections[env], shown[-3000:]
-    assert "name: ok-worker-2" in shown and "x\\x0d```\\x0d&lt;!--\\x0d" in shown, shown
+    assert "name: ok-worker-2" in shown and "notes.txt" in shown, shown
+    assert "Not written by flatjob" in sections["prod"] and "\\x0d" not in sections["prod"], sections["prod"]  # named, its lines never shown
     rows = re.findall(r"<tr>", shown.split("<tbody>", 1)[1].split("</tbody>", 1)[0])
     assert len(rows) == 3  # dev, prod and the hostile one: no forged row
     for line in done.output.splitlines():  # the Actions log: only flatjob's own annotations start with ::
@@ -147,3 +148,78 @@ def test_a_metadata_file_naming_300000_files_is_checked_in_a_second(tmp_path: Pa
         done = run(argv, tmp_path)
         assert done.code in (0, 1) and "internal error" not in done.stderr, done.stderr[-500:]
         assert done.cpu < 1.0 and done.rss_mib < 100, (argv[1], done.cpu, done.rss_mib)
+
+
+# --- review 21, round 5: what the pull request adds must not choose what the comment shows -----
+
+DDP_EXAMPLE = (Path(__file__).resolve().parents[2] / "examples" / "pytorch-ddp.yaml").read_text()
+PRIVILEGED = DDP_EXAMPLE.replace('              args: [--backend, nccl, --epochs, "10"]\n',
+                                 '              args: [--backend, nccl, --epochs, "10"]\n              securityContext: {privileged: true}\n', 2)
+
+
+def _compiled_repo(repo: Path, outs: dict[str, str | None], extra=lambda: None) -> None:
+    """A repository whose base holds examples/pytorch-ddp.yaml compiled into each `outs` folder
+    (with its overlay, or none), and whose pull request (HEAD) makes the worker privileged,
+    recompiles (so the check passes) and runs `extra` (what else the pull request commits)."""
+    (repo / "jobs").mkdir(parents=True)
+    flatjob = [sys.executable, "-m", "flatjob.compiler.cli", "compile", "jobs"]
+
+    def compile_all() -> None:
+        for out, overlay in outs.items():
+            subprocess.run([*flatjob, *(["--overlay", overlay] if overlay else []), "-o", out], cwd=repo, check=True, capture_output=True)
+
+    _git(repo, "init", "-q", "-b", "main")
+    for text, message in ((DDP_EXAMPLE, "base"), (PRIVILEGED, "a privileged worker")):
+        (repo / "jobs" / "pytorch-ddp.yaml").write_text(text)
+        compile_all()
+        if text is PRIVILEGED:
+            extra()
+        _git(repo, "add", "-A")
+        _git(repo, "commit", "-q", "-m", message)
+
+
+def _ci_comment(repo: Path, overlays: str) -> tuple[int, str]:
+    comment = repo.parent / "comment.md"
+    done = run([script("flatjob-ci"), "--jobs", "jobs", "--overlays", overlays, "--rendered", "rendered", "--base", "HEAD~1", "--comment", str(comment)], repo)
+    assert done.code in (0, 1) and "Traceback" not in done.output, done.output[-3000:]
+    return done.code, comment.read_text(encoding="utf-8")
+
+
+def test_files_a_pull_request_adds_under_rendered_cannot_crowd_out_the_pod_templates(tmp_path: Path) -> None:
+    """Before: 80 notes under rendered/0notes/ (flatjob's kustomization lists none, so nothing
+    applies them) sorted before the job's folder and took the whole comment; the privileged pod
+    and the name of its file were nowhere (review 21 round 5, #1)."""
+    repo = tmp_path / "repo"
+
+    def notes() -> None:
+        (repo / "rendered" / "0notes").mkdir()
+        for i in range(80):
+            (repo / "rendered" / "0notes" / f"{i:04d}.md").write_text("".join(f"note line {j} of file {i}: lorem ipsum dolor sit amet consectetur\n" for j in range(60)))
+
+    _compiled_repo(repo, {"rendered": None}, notes)
+    code, text = _ci_comment(repo, "none")
+    assert code == 0 and "✅ up to date" in text
+    shown = _visible_text(text)
+    assert "privileged: true" in shown and "mnist-ddp/podtemplates.yaml" in shown, shown[:3000]
+    assert shown.index("mnist-ddp/podtemplates.yaml") < shown.index("0notes/0000.md")  # flatjob's files first
+    assert "not written by flatjob" in shown and "note line" not in shown  # foreign files: named, never shown
+    for i in range(80):
+        assert f"0notes/{i:04d}.md" in shown
+
+
+def test_the_comment_fits_githubs_limit_whatever_the_environments_are_named(tmp_path: Path) -> None:
+    """Before: 40 overlay folders named with 240 control characters each (5 characters apiece
+    once escaped) made the table alone longer than GitHub's 65,536 characters; the comment was
+    130,245 characters, every diff empty, and GitHub refused it (review 21 round 5, #2)."""
+    repo = tmp_path / "repo"
+    names = [f"{i:02d}" + "\x01" * 240 for i in range(40)]
+    for name in names:
+        (repo / "overlays" / name).mkdir(parents=True)
+        (repo / "overlays" / name / "overlay.yaml").write_text("labels: {env: x}\n")
+    _compiled_repo(repo, {f"rendered/{name}": f"overlays/{name}" for name in names})
+    code, text = _ci_comment(repo, "overlays")
+    assert code == 0
+    assert len(text.encode("utf-16-le")) // 2 + text.count("\n") <= 65_536, len(text)
+    shown = _visible_text(text)
+    assert "privileged: true" in shown and "podtemplates.yaml" in shown
+    assert shown.count("<details>") == 40 or "more environment" in shown
