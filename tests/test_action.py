@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -152,19 +153,26 @@ FAKE_GH = """\
 echo "$*" >> "$GH_LOG"
 case "$*" in
   *--paginate*) cat "$GH_COMMENTS" 2>/dev/null ;;
+  *"body=@$GH_REFUSE") exit 1 ;;
 esac
 """
 
 
-def test_comment_step_creates_then_updates_one_comment(tmp_path: Path) -> None:
+def _comment_step(tmp_path: Path, refuse: str = "") -> Callable[[], object]:
+    """The comment step, run by bash with a fake `gh` that fails for a body of `refuse`."""
     step = action_step("Comment on the pull request")
     (tmp_path / "bin").mkdir()
     (tmp_path / "bin" / "gh").write_text(FAKE_GH, encoding="utf-8")
     (tmp_path / "bin" / "gh").chmod(0o755)
     (tmp_path / "report.md").write_text(MARKER + "\nreport\n", encoding="utf-8")
     env = {"PATH": f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}", "GH_LOG": str(tmp_path / "log"), "GH_COMMENTS": str(tmp_path / "ids"),
-           "GITHUB_REPOSITORY": "me/training", "PR": "7", "REPORT": str(tmp_path / "report.md"), "GH_TOKEN": "x"}
-    run = lambda: subprocess.run(["bash", "-eo", "pipefail", "-c", step["run"]], env=env, capture_output=True, text=True, timeout=30, check=True)  # noqa: E731
+           "GITHUB_REPOSITORY": "me/training", "PR": "7", "REPORT": str(tmp_path / "report.md"), "GH_TOKEN": "x",
+           "RUNNER_TEMP": str(tmp_path), "GH_REFUSE": refuse}
+    return lambda: subprocess.run(["bash", "-eo", "pipefail", "-c", step["run"]], env=env, capture_output=True, text=True, timeout=30, check=True)
+
+
+def test_comment_step_creates_then_updates_one_comment(tmp_path: Path) -> None:
+    run = _comment_step(tmp_path)
     run()
     (tmp_path / "ids").write_text("123\n", encoding="utf-8")  # what the --jq filter printed: our earlier comment
     run()
@@ -172,6 +180,18 @@ def test_comment_step_creates_then_updates_one_comment(tmp_path: Path) -> None:
     assert calls[1] == f"api --method POST repos/me/training/issues/7/comments -F body=@{tmp_path / 'report.md'}"
     assert calls[3] == f"api --method PATCH repos/me/training/issues/comments/123 -F body=@{tmp_path / 'report.md'}"
     assert 'startswith("<!-- flatjob -->")' in calls[0]
+
+
+def test_a_refused_report_replaces_the_old_comment_with_a_note(tmp_path: Path) -> None:
+    """GitHub refusing the body (too long, review 21 round 5 #2) left the previous push's
+    comment on the pull request: now it is replaced by a short note."""
+    run = _comment_step(tmp_path, refuse=str(tmp_path / "report.md"))
+    (tmp_path / "ids").write_text("123\n", encoding="utf-8")
+    run()
+    calls = (tmp_path / "log").read_text(encoding="utf-8").splitlines()
+    assert calls[2] == f"api --method PATCH repos/me/training/issues/comments/123 -F body=@{tmp_path / 'flatjob-comment-short.md'}"
+    note = (tmp_path / "flatjob-comment-short.md").read_text(encoding="utf-8")
+    assert note.startswith(MARKER) and "job summary" in note
 
 
 def test_action_declares_its_inputs_and_permissions_story() -> None:
