@@ -278,14 +278,14 @@ def _shares(needs: Sequence[int], budget: int) -> list[int]:
 
 def _sections(sections: Sequence[Section], budget: int) -> str:
     """As many sections as can have SECTION_MIN each, sharing `budget`; a note names how many are not shown."""
-    note = f"... and {len(sections)} more environment(s) with changes: no room left in this comment\n\n"
-    shown = list(sections[: max(0, (budget - _size(note)) // SECTION_MIN)])
-    if len(shown) < len(sections):
-        budget -= _size(note)
+    def no_room(hidden: int) -> str:
+        return f"... and {hidden} more environment(s) with changes: no room left in this comment\n\n" if hidden else ""
+
+    budget -= _size(no_room(len(sections)))  # room for the note, whatever is left out
+    shown = list(sections[: max(0, budget // SECTION_MIN)])
     needs = [_size(section(s, 10**12)) for s in shown]
     parts = [section(s, share) for s, share in zip(shown, _shares(needs, budget), strict=True)]
-    hidden = len(sections) - sum(1 for p in parts if p)
-    return "".join(parts) + (f"... and {hidden} more environment(s) with changes: no room left in this comment\n\n" if hidden else "")
+    return "".join(parts) + no_room(len(sections) - sum(1 for p in parts if p))
 
 
 def _table(envs: Sequence[EnvReport]) -> str:
