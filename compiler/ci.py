@@ -6,8 +6,10 @@ environment, and a Markdown report of the rendered diff for the job summary and 
 
 Every overlay folder (a folder of --overlays holding overlay.yaml) is an environment rendered
 to --rendered/<name>; without overlays the jobs render straight to --rendered.  GitHub shows
-a PR comment of at most 65,536 characters, so diffs are cut per file and then by files,
-always saying what was left out.  Exit status: 1 on lint or compile errors or stale output.
+a PR comment of at most 65,536 characters: everything in it counts (table, diffs, commands),
+flatjob's own files come first (pod templates before jobs) and are always named, files it does
+not write are named but never shown, and diffs are cut per file and then by files, always
+saying what was left out.  Exit status: 1 on lint or compile errors or stale output.
 """
 
 from __future__ import annotations
