@@ -130,6 +130,8 @@ class Controller:
         labels = self.scope.job_labels()
         self.pods = self._informer("pods", PODS, labels=labels, trim_fn=trim.pod, key_of=job_key)
         self.templates = self._informer("podtemplates", POD_TEMPLATES, labels=labels, trim_fn=trim.template, key_of=job_key)
+        for informer in (self.pods, self.templates):  # another team's job-mode jobs: not cached (their record says)
+            informer.skip = self._not_served
         self.secrets: Lookup
         self.podgroups: Lookup
         self.tensorboards: Lookup
@@ -141,6 +143,11 @@ class Controller:
             self.secrets = SecretProbe(self.cluster, self.namespace, SECRETS, trim.named, self.clock)
             self.podgroups = LabelWatch(self._informer("podgroups", PODGROUPS, labels=PODGROUP_LABELS, trim_fn=trim.named, key_of=_name))
             self.tensorboards = LabelWatch(self._informer("tensorboards", DEPLOYMENTS, labels=TENSORBOARD_LABELS, trim_fn=trim.deployment, key_of=_name))
+
+    def _not_served(self, key: JobKey) -> bool:
+        """Whether the job's record is here and another runtime's (another mode)."""
+        record = self.record_of(key)
+        return record is not None and not self.scope.serves(record)
 
     def _trim_record(self, obj: Obj) -> Obj:
         """A record as cached: whole if this runtime serves it, else its name and mode only."""
@@ -240,12 +247,18 @@ class Controller:
 
     def _readmit(self, changed: set[JobKey]) -> None:
         """Cache only the PodTemplates the served records name (anyone may add templates with a
-        job's labels); `changed` are the records that may name others now."""
+        job's labels), and only the pods and templates of served jobs; `changed` are the records
+        that may name others now, or have moved between modes."""
+        served: list[JobKey] = []
         for key in changed:
             record = self.record_of(key)
             if record is None or not self.scope.serves(record):
                 self._pod_names.pop(key, None)
+                if record is not None:  # another mode's now: what is cached of its pods and templates goes
+                    self.pods.drop(key)
+                    self.templates.drop(key)
                 continue
+            served.append(key)
             meta = record.get("metadata") or {}
             mark = (meta.get("uid"), meta.get("generation") or meta.get("resourceVersion"))
             if self._pod_names.get(key, (None,))[0] != mark:
@@ -255,9 +268,15 @@ class Controller:
         missing = self.templates.readmit(frozenset().union(*(n for _, n in self._pod_names.values())))
         for key, (_, names) in sorted(self._pod_names.items()) if missing else ():
             if names & missing:  # turned away before its record named them: read that job's again
-                labels = {keys.JOB_KIND: key[0], keys.JOB_NAME: key[1]}
-                self.templates.refill(lambda labels=labels: self.cluster.list(POD_TEMPLATES, self.namespace, labels=labels,
-                                                                             trim=self.templates.gate(trim.template)), names & missing)
+                self.templates.refill(lambda key=key: self._list_of(key, POD_TEMPLATES, self.templates, trim.template), names & missing)
+        for key in sorted(served):  # moved here from another mode: its pods and templates are read again, by its label
+            self.pods.take_back(key, lambda key=key: self._list_of(key, PODS, self.pods, trim.pod))
+            self.templates.take_back(key, lambda key=key: self._list_of(key, POD_TEMPLATES, self.templates, trim.template))
+
+    def _list_of(self, key: JobKey, res: Any, informer: Informer, trim_fn: Callable[[Obj], Obj]) -> tuple[list[Obj], str]:
+        """One job's objects of a kind, by its labels, gated and trimmed as its informer does."""
+        labels = {keys.JOB_KIND: key[0], keys.JOB_NAME: key[1]}
+        return self.cluster.list(res, self.namespace, labels=labels, trim=informer.gate(trim_fn))  # type: ignore[no-any-return]
 
     def _enqueue(self, key: JobKey) -> None:
         if self.scope.per_job and key != (self.kind, self.name):

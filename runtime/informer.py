@@ -21,6 +21,9 @@ an object of another name is reduced to its name before it is trimmed (`gate`) a
 cached; `readmit` changes the names and says which newly admitted names were turned away
 before (a job's PodTemplates may arrive before its record names them), and `refill` reads
 just those again (their job's label), so adding a job never lists the whole collection.
+With `skip` set (the namespace runtime), the objects of a job whose record is another mode's
+(another team's `--runtime job` jobs) are stubbed by their job and never cached; `take_back`
+reads a job's again by its label when its record moves here, `drop` forgets them when it leaves.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from .api import ApiError, Expired, NotFound, Obj, Watch
 from .backoff import retry_delay, seeded
 
 _REFUSED = "flatjob.dev/not-admitted"  # marks a stub of an object the informer does not cache
+_SKIPPED = "flatjob.dev/not-served"  # marks a stub of an object of a job this runtime does not serve (its key)
 REFUSED_NAMES = 4096  # names turned away that are remembered; past it any readmit lists again
 MAX_BACKOFF = 30.0
 SHORT_LIVED = 1.0  # a stream the server ends sooner than this counts as a failure, not a time-out
@@ -72,6 +76,11 @@ class Informer:
     admitted: frozenset[str] | None = None  # the names `readmit` was last given
     turned_away: set[str] = field(default_factory=set)  # names seen but not admitted since the last list
     _overflow: bool = False  # more names were turned away than REFUSED_NAMES
+    # Jobs this runtime does not serve (their record is another mode's): their objects are
+    # stubbed by key, never cached, and their keys kept (at most one per record) to read them
+    # again should their record move here (`take_back`); a name turned away is not remembered.
+    skip: Callable[[Any], bool] | None = None
+    skipped: set[Any] = field(default_factory=set)
     _moved: dict[str, bool] = field(default_factory=dict)  # names written now -> changed by the watch since (`written`)
     _connecting: bool = False  # a list or watch request is out (another thread must not start a second)
 
@@ -82,6 +91,10 @@ class Informer:
         def gated(obj: Obj) -> Obj:
             meta = (obj.get("metadata") or {}) if isinstance(obj, dict) else {}
             name = meta.get("name")
+            if self.skip is not None and self.key_of is not None and isinstance(name, str):
+                key = self.key_of(obj)
+                if key is not None and self.skip(key):
+                    return {"metadata": {"name": name, "resourceVersion": meta.get("resourceVersion")}, _SKIPPED: key}
             admit = self.admit
             if admit is not None and isinstance(name, str) and not admit(name):  # (a bookmark has no name)
                 return {"metadata": {"name": name, "resourceVersion": meta.get("resourceVersion")}, _REFUSED: True}
@@ -121,6 +134,27 @@ class Informer:
             if name in names and _REFUSED not in obj:
                 self.store(obj)
         self.turned_away -= names  # the ones not found no longer exist
+
+    def take_back(self, key: Any, fetch: Callable[[], tuple[list[Obj], str]]) -> None:
+        """Read a job's objects again once it is served (`fetch`: a list by its labels); on
+        failure the whole collection is listed again."""
+        if key not in self.skipped:
+            return
+        self.skipped.discard(key)
+        try:
+            items, _ = fetch()
+        except Exception:
+            self._relist_soon()
+            return
+        for obj in items:
+            if _SKIPPED not in obj and _REFUSED not in obj and self.key_of is not None and self.key_of(obj) == key:
+                self.store(obj)
+
+    def drop(self, key: Any) -> None:
+        """A job no longer served: what is cached of it goes (events bring stubs from now on)."""
+        for name in list(self.of(key)) if self.key_of is not None else ():
+            self._forget(name)
+        self.skipped.add(key)
 
     def _relist_soon(self) -> None:
         self._close()
@@ -171,7 +205,8 @@ class Informer:
             items, rv = self.list_fn()
             self._moved = dict.fromkeys(self._moved, True)
             old = self.cache
-            self.cache = {o["metadata"]["name"]: o for o in items if not self._refused(o)}
+            self.skipped = {o[_SKIPPED] for o in items if _SKIPPED in o}
+            self.cache = {o["metadata"]["name"]: o for o in items if _SKIPPED not in o and not self._refused(o)}
             self._reindex()
             if self.key_of is not None:  # the jobs whose objects the list changed
                 self.touched |= {self.key_of(o) for n in old.keys() | self.cache.keys() if old.get(n) != self.cache.get(n) for o in (old.get(n), self.cache.get(n)) if o is not None}
@@ -223,6 +258,13 @@ class Informer:
             return False
         if etype == "DELETED":
             return self._forget(name)
+        if _SKIPPED in obj:  # a job this runtime does not serve
+            key = obj[_SKIPPED]
+            if self.skip is not None and self.skip(key):
+                self.skipped.add(key)
+                return self._forget(name)
+            self._relist_soon()  # served since the stub was made: its content is lost
+            return False
         if self._refused(obj):
             if self.admit is None or self.admit(name):  # turned away, then admitted while queued: its content is lost
                 self._relist_soon()

@@ -740,3 +740,35 @@ def test_records_the_namespace_runtime_does_not_serve_are_cached_as_their_name_a
     s.cluster.apply(moved)
     s.tick()
     assert cached["other0"]["spec"]["replicaSpecs"][0]["template"]["junk"][:2] == [{"a": 0}, {"a": 1}]
+
+
+def test_a_job_that_leaves_namespace_mode_and_comes_back_is_dropped_then_read_again_by_the_same_runtime() -> None:
+    """The namespace runtime does not cache the pods and PodTemplates of jobs another runtime
+    serves (another team's `--runtime job` jobs: 5 000 such pods were 100 MiB its memory request
+    did not count, and their templates filled its turned-away names for good; review 24, round 5).
+    A job that moves to job mode is dropped from its caches; when it moves back, the same
+    process reads its pods and templates again by its label, and its pods run on."""
+    text = JOB.format(name="mover", script="sleep 3000; exit 0")
+    s = namespace_scenario(text)
+    s.run_until(lambda st: st.get("aggregate", {}).get("running") == 2, limit=60)
+    uids = {n: p["metadata"]["uid"] for n, p in s.pods().items()}
+    ns_runtime = s.controller
+    key = ("GenericJob", "mover")
+    for mode in ("job", "namespace"):
+        s.options = CompileOptions(namespace=NAMESPACE, runtime=mode)  # type: ignore[arg-type]
+        s.update_spec(text)
+        for _ in range(3):
+            s.sync()
+            ns_runtime.step()
+        cached = (set(ns_runtime.pods.of(key)), set(ns_runtime.templates.of(key)))
+        if mode == "job":
+            assert cached == (set(), set()) and key in ns_runtime.pods.skipped and not ns_runtime.templates.turned_away
+            lists = len(s.server.log)
+        else:
+            assert cached == (set(uids), set(uids))
+            relisted = [r for r in list(s.server.log)[lists:] if r.verb == "list" and "(runtime-" in r.agent]
+            assert sorted(r.resource for r in relisted) == ["pods", "podtemplates"] and all("job-name%3Dmover" in r.query for r in relisted)
+    for _ in range(10):
+        s.tick()
+    st = s.status()
+    assert st["phase"] == "Running" and st["backoffCount"] == 0 and {n: p["metadata"]["uid"] for n, p in s.pods().items()} == uids
