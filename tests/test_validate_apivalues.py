@@ -72,7 +72,7 @@ CASES = [
     ("reserved-label", PYTORCH.format(spec="", template="          metadata: {labels: {flatjob.dev/job-name: other}}\n          spec: {containers: [{name: w, image: i}]}"), "FJ313", "flatjob.dev/ labels are flatjob's own"),
     ("queue-with-space", PYTORCH.format(spec="  scheduler: {t9kScheduler: {queue: 'a b'}}", template=CONTAINER.format(fields="command: [x]")), "FJ313", "becomes the label scheduler.tensorstack.dev/queue"),
     ("queue-plain", PYTORCH.format(spec="  scheduler: {t9kScheduler: {queue: team-a.gpu}}", template=CONTAINER.format(fields="command: [x]")), None, ""),
-    ("pvc-empty", _tensorboard("", "logs"), "FJ305", "PVC name ''"),
+    ("pvc-empty", _tensorboard("", "logs"), "FJ204", "claimName must not be empty"),
     ("pvc-dotdot", _tensorboard("logs", "../../etc"), "FJ204", "leaves the PVC's mount"),
     ("pvc-comma", _tensorboard("logs", "a,b:c"), "FJ204", "splits tensorboard's --logdir_spec"),
     ("pvc-plain", _tensorboard("logs", "runs/exp-1"), None, ""),

@@ -27,18 +27,30 @@ _T9K_URL = re.compile(r"t9k://pvc/([^/]+)(/.*)?")
 DEFAULT_REQUESTS = {"cpu": "100m", "memory": "256Mi"}
 
 
-def log_locations(spec: Any) -> list[tuple[str, str]]:
-    """(pvc, path inside it) for every PVC log location, deprecated filesets first, deduplicated."""
-    out: list[tuple[str, str]] = []
-    for url in spec.training_log_filesets:
+SourcePath = tuple[str | int, ...]  # where in the job document a value was written
+SPEC_PATH: SourcePath = ("spec", "tensorboardSpec")
+
+
+def log_sources(spec: Any) -> list[tuple[str, str, SourcePath, SourcePath]]:
+    """(pvc, path inside it, where the pvc and the path are written) for every PVC log location,
+    deprecated filesets first: lint reports a rendered value at the line it came from."""
+    out = []
+    for i, url in enumerate(spec.training_log_filesets):
         m = _T9K_URL.fullmatch(url)
         if m:
-            out.append((m.group(1), (m.group(2) or "/").strip("/")))
+            at = (*SPEC_PATH, "trainingLogFilesets", i)
+            out.append((m.group(1), (m.group(2) or "/").strip("/"), at, at))
     if spec.log_dir is not None:
-        for pvc in spec.log_dir.pvc:
-            for sub in pvc.sub_path or [""]:
-                out.append((pvc.name, sub.strip("/")))
-    return list(dict.fromkeys(out))
+        for i, pvc in enumerate(spec.log_dir.pvc):
+            at = (*SPEC_PATH, "logDir", "pvc", i)
+            for j, sub in enumerate(pvc.sub_path or [""]):
+                out.append((pvc.name, sub.strip("/"), (*at, "name"), (*at, "subPath", j) if pvc.sub_path else (*at, "name")))
+    return out
+
+
+def log_locations(spec: Any) -> list[tuple[str, str]]:
+    """(pvc, path inside it) for every PVC log location, deprecated filesets first, deduplicated."""
+    return list(dict.fromkeys((pvc, sub) for pvc, sub, _, _ in log_sources(spec)))
 
 
 def tensorboard_args(locations: list[tuple[str, str]]) -> list[str]:
@@ -76,27 +88,32 @@ def _scheduling(spec: Any) -> tuple[dict[str, str], dict[str, Any]]:
     return {keys.T9K_QUEUE: t9k.queue}, {"schedulerName": T9K_SCHEDULER_NAME}
 
 
-def render_tensorboard(plan: JobPlan) -> list[dict[str, Any]]:
-    """Deployment + Service for the job's TensorBoard, or nothing when it has no PVC to read."""
-    spec = getattr(plan.job.spec, "tensorboard_spec", None)
-    if spec is None:
-        return []
+def pod_spec(spec: Any) -> dict[str, Any] | None:
+    """The TensorBoard pod's spec, or None when it has no PVC to read (lint checks this same spec)."""
     locations = log_locations(spec)
     if not locations:
-        return []  # nothing flatjob can mount: lint warns (FJ321)
-    name = tensorboard_name(plan.name)
-    labels = {**common_labels(plan, "tensorboard"), keys.RUNTIME_FOR: plan.name, keys.ROLE: "tensorboard"}
-    match = {keys.RUNTIME_FOR: plan.name, keys.ROLE: "tensorboard"}
+        return None  # nothing flatjob can mount: lint warns (FJ321)
     pvcs = list(dict.fromkeys(pvc for pvc, _ in locations))
     volumes = [{"name": f"logs-{i}", "persistentVolumeClaim": {"claimName": pvc, "readOnly": True}} for i, pvc in enumerate(pvcs)]
-    sched_labels, sched_spec = _scheduling(spec)
-    pod_spec = {
+    return {
         "automountServiceAccountToken": False,
         "securityContext": {"runAsNonRoot": True, "runAsUser": TB_USER, "runAsGroup": TB_USER, "seccompProfile": {"type": "RuntimeDefault"}},
-        **sched_spec,
+        **_scheduling(spec)[1],
         "containers": [_container(spec, locations, pvcs)],
         "volumes": [*volumes, {"name": "tmp", "emptyDir": {}}],
     }
+
+
+def render_tensorboard(plan: JobPlan) -> list[dict[str, Any]]:
+    """Deployment + Service for the job's TensorBoard, or nothing when it has no PVC to read."""
+    spec = getattr(plan.job.spec, "tensorboard_spec", None)
+    pod = pod_spec(spec) if spec is not None else None
+    if pod is None:
+        return []
+    name = tensorboard_name(plan.name)
+    labels = {**common_labels(plan, "tensorboard"), keys.RUNTIME_FOR: plan.name, keys.ROLE: "tensorboard"}
+    match = {keys.RUNTIME_FOR: plan.name, keys.ROLE: "tensorboard"}
+    sched_labels = _scheduling(spec)[0]
     deployment = {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
@@ -104,7 +121,7 @@ def render_tensorboard(plan: JobPlan) -> list[dict[str, Any]]:
         "spec": {
             "replicas": 0 if spec.suspend else 1,  # suspend: T9k keeps the Service, deletes the pod
             "selector": {"matchLabels": match},
-            "template": {"metadata": {"labels": {**labels, **sched_labels}}, "spec": pod_spec},
+            "template": {"metadata": {"labels": {**labels, **sched_labels}}, "spec": pod},
         },
     }
     service = {

@@ -9,8 +9,6 @@ compiles, and then fails the Argo CD or Flux sync, or the runtime's pod create:
 - resource requests and limits are not negative (ValidateResourceQuantityValue: "must be
   greater than or equal to 0"); `nvidia.com/gpu: -1` also rendered `--nproc_per_node=-1`;
 - the T9k queue becomes the `scheduler.tensorstack.dev/queue` label: a label value;
-- a TensorBoard PVC is a volume's claimName (a DNS-1123 subdomain), and its subPaths are paths
-  under the read-only mount: `..` would leave it, a `,` would split --logdir_spec into runs;
 - flatjob's own `flatjob.dev/` labels and annotations on a pod template would be read by the
   runtime as its own (an attempt, `stopped`), so they are refused there.
 """
@@ -74,19 +72,23 @@ def _reserved(doc: Document, meta: Any, where: PathT) -> Iterator[Diagnostic]:
                 )
 
 
+def spec_numbers(doc: Document, spec: dict[str, Any], base: PathT) -> Iterator[Diagnostic]:
+    """Ports, the deadline and quantities in one pod spec."""
+    deadline = spec.get("activeDeadlineSeconds")
+    if isinstance(deadline, int) and not isinstance(deadline, bool) and deadline < 1:
+        yield doc.diagnostic("FJ204", f"activeDeadlineSeconds {deadline}: the API server takes 1 or more", (*base, "activeDeadlineSeconds"))
+    for field in ("initContainers", "containers"):
+        for i, c in enumerate(_items(spec.get(field))):
+            if isinstance(c, dict):
+                yield from _container(doc, c, (*base, field, i))
+
+
 def pod_templates(job: Any, doc: Document) -> Iterator[Diagnostic]:
-    """Ports, deadlines, quantities and reserved keys in every pod template."""
+    """Reserved keys and spec_numbers in every pod template."""
     for g in groups(job):
         template = g.template if isinstance(g.template, dict) else {}
         yield from _reserved(doc, template.get("metadata"), (*g.template_path, "metadata"))
-        spec = template.get("spec") if isinstance(template.get("spec"), dict) else {}
-        deadline = spec.get("activeDeadlineSeconds")
-        if isinstance(deadline, int) and not isinstance(deadline, bool) and deadline < 1:
-            yield doc.diagnostic("FJ204", f"activeDeadlineSeconds {deadline}: the API server takes 1 or more", (*g.template_path, "spec", "activeDeadlineSeconds"))
-        for field in ("initContainers", "containers"):
-            for i, c in enumerate(_items(spec.get(field))):
-                if isinstance(c, dict):
-                    yield from _container(doc, c, (*g.template_path, "spec", field, i))
+        yield from spec_numbers(doc, template.get("spec") if isinstance(template.get("spec"), dict) else {}, (*g.template_path, "spec"))
 
 
 def service_ports(job: Any, doc: Document) -> Iterator[Diagnostic]:
@@ -112,20 +114,4 @@ def queues(job: Any, doc: Document) -> Iterator[Diagnostic]:
             yield doc.diagnostic("FJ313", f"queue {queue!r} becomes the label scheduler.tensorstack.dev/queue, whose value {why}", (*base, "t9kScheduler", "queue"))
 
 
-def tensorboard_pvcs(job: Any, doc: Document) -> Iterator[Diagnostic]:
-    """logDir.pvc: a claim name, and paths that stay under its mount and in one --logdir_spec run."""
-    tb = getattr(job.spec, "tensorboard_spec", None)
-    log_dir = getattr(tb, "log_dir", None)
-    for i, pvc in enumerate(getattr(log_dir, "pvc", None) or []):
-        where = ("spec", "tensorboardSpec", "logDir", "pvc", i)
-        why = names.dns1123_subdomain(pvc.name)
-        if why:
-            yield doc.diagnostic("FJ305", f"PVC name {pvc.name!r} {why}", (*where, "name"))
-        for j, sub in enumerate(pvc.sub_path):
-            if ".." in sub.split("/"):
-                yield doc.diagnostic("FJ204", f"subPath {sub!r} leaves the PVC's mount ('..')", (*where, "subPath", j))
-            elif "," in sub:
-                yield doc.diagnostic("FJ204", f"subPath {sub!r} holds ',', which splits tensorboard's --logdir_spec into more runs", (*where, "subPath", j))
-
-
-RULES = (pod_templates, service_ports, queues, tensorboard_pvcs)
+RULES = (pod_templates, service_ports, queues)

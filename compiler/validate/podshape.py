@@ -25,8 +25,7 @@ from ..errors import Diagnostic
 from ..kube.formats import show
 from ..loader import Document, PathT
 from . import names
-from .groups import groups
-from .podspec import CONTAINERS, VALUE, _walk, label_map
+from .podspec import CONTAINERS, VALUE, _walk, label_map, template_specs
 
 # The volume sources of core/v1 VolumeSource (validateVolumeSource counts them).
 VOLUME_SOURCES = frozenset({
@@ -149,15 +148,18 @@ def _seccomp(doc: Document, sc: dict[str, Any], at: PathT) -> Iterator[Diagnosti
         yield doc.diagnostic(VALUE, "a Localhost seccompProfile needs localhostProfile", (*at, "seccompProfile", "type"))
 
 
+def spec_shapes(doc: Document, spec: dict[str, Any], base: PathT) -> Iterator[Diagnostic]:
+    """One-of groups, references and combinations in one pod spec."""
+    yield from _volumes(doc, spec, base)
+    yield from _handlers(doc, spec, base)
+    yield from _combinations(doc, spec, base)
+    yield from _selectors(doc, spec, base)
+
+
 def pod_shapes(job: Any, doc: Document) -> Iterator[Diagnostic]:
-    """One-of groups, references and combinations in every pod template."""
-    for g in groups(job):
-        spec = _dict(_dict(g.template).get("spec"))
-        base = (*g.template_path, "spec")
-        yield from _volumes(doc, spec, base)
-        yield from _handlers(doc, spec, base)
-        yield from _combinations(doc, spec, base)
-        yield from _selectors(doc, spec, base)
+    """spec_shapes in every pod template."""
+    for spec, base in template_specs(job):
+        yield from spec_shapes(doc, spec, base)
 
 
 RULES = (pod_shapes,)

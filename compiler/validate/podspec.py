@@ -239,23 +239,32 @@ def _node_selector(doc: Document, spec: dict[str, Any], base: PathT) -> Iterator
     yield from label_map(doc, spec.get("nodeSelector"), (*base, "nodeSelector"), "nodeSelector")
 
 
-def pod_specs(job: Any, doc: Document) -> Iterator[Diagnostic]:
-    """Every field of FIELDS, resources, uniqueness and the nodeSelector, in every pod template."""
+def spec_values(doc: Document, spec: dict[str, Any], base: PathT) -> Iterator[Diagnostic]:
+    """Every field of FIELDS and NUMBERS, resources, uniqueness and the nodeSelector, in one pod spec."""
+    for pattern, rule, what, code in FIELDS:
+        for path, value in _walk(spec, pattern, base):
+            why = rule(value) if isinstance(value, str) else None
+            if why:
+                yield doc.diagnostic(code, f"{what} {value!r} {why}", path)
+    for *pattern, least, most, what in NUMBERS:
+        for path, value in _walk(spec, tuple(pattern), base):
+            if isinstance(value, int) and not isinstance(value, bool) and not least <= value <= most:
+                yield doc.diagnostic(VALUE, f"{what} {value} must be between {least} and {most}{' (octal 0777)' if most == 0o777 else ''}", path)
+    yield from _uniqueness(doc, spec, base)
+    yield from _node_selector(doc, spec, base)
+
+
+def template_specs(job: Any) -> Iterator[tuple[dict[str, Any], PathT]]:
+    """(spec, its path) of every pod template the job writes."""
     for g in groups(job):
         template = g.template if isinstance(g.template, dict) else {}
-        spec = template.get("spec") if isinstance(template.get("spec"), dict) else {}
-        base = (*g.template_path, "spec")
-        for pattern, rule, what, code in FIELDS:
-            for path, value in _walk(spec, pattern, base):
-                why = rule(value) if isinstance(value, str) else None
-                if why:
-                    yield doc.diagnostic(code, f"{what} {value!r} {why}", path)
-        for *pattern, least, most, what in NUMBERS:
-            for path, value in _walk(spec, tuple(pattern), base):
-                if isinstance(value, int) and not isinstance(value, bool) and not least <= value <= most:
-                    yield doc.diagnostic(VALUE, f"{what} {value} must be between {least} and {most}{' (octal 0777)' if most == 0o777 else ''}", path)
-        yield from _uniqueness(doc, spec, base)
-        yield from _node_selector(doc, spec, base)
+        yield (template.get("spec") if isinstance(template.get("spec"), dict) else {}), (*g.template_path, "spec")
+
+
+def pod_specs(job: Any, doc: Document) -> Iterator[Diagnostic]:
+    """spec_values in every pod template."""
+    for spec, base in template_specs(job):
+        yield from spec_values(doc, spec, base)
 
 
 RULES = (pod_specs,)

@@ -19,7 +19,7 @@ from ..plan.common import elastic_of
 from ..podset import object_names, pod_counts, pod_total
 from ..podtemplate import containers_of, training_index
 from ..substitution import Context, RefError, is_ours, iter_refs, resolve
-from . import apivalues, launchers, names, podshape, podspec
+from . import apivalues, launchers, names, podshape, podspec, tensorboardpod
 from .groups import groups
 from .suggest import did_you_mean
 
@@ -624,7 +624,7 @@ def _balanced(value: str, start: int) -> str:
 
 COMMON: tuple[Rule, ...] = (job_name, job_namespace, metadata_labels, flatjob_annotations, rendered_names, unique_types, run_mode, resume_specs, has_pods, has_containers, template_restart_policy, container_images, *apivalues.RULES, *podspec.RULES, *podshape.RULES)
 RULES: dict[type, tuple[Rule, ...]] = {
-    PyTorchTrainingJob: (*COMMON, elastic_range, elastic_needs_torchrun, torchrun_fields, tensorboard),
+    PyTorchTrainingJob: (*COMMON, elastic_range, elastic_needs_torchrun, torchrun_fields, tensorboard, *tensorboardpod.RULES),
     DeepSpeedJob: (*COMMON, elastic_range, deepspeed_run, deepspeed_other_args, reserved_paths, *launchers.DEEPSPEED_RULES),
     ColossalAIJob: (colossalai_shape, *COMMON, colossalai_worker_container, colossalai_extra_args, colossalai_restart_policy, reserved_paths, *launchers.COLOSSALAI_RULES),
     GenericJob: (*COMMON, finish_rules, references),
