@@ -40,6 +40,10 @@ spec:
 """
 
 
+def _service(ports: str) -> str:
+    return GENERIC.format(port=0, target=0).replace("[{name: http, port: 0, targetPort: 0}]", ports)
+
+
 def _container(fields: str) -> str:
     return PYTORCH.format(spec="", template=CONTAINER.format(fields=fields))
 
@@ -79,6 +83,16 @@ CASES = [
     ("service-port-0", GENERIC.format(port=0, target=8080), "FJ204", "port 0 is not a port"),
     ("service-target-port-name", GENERIC.format(port=80, target="http"), None, ""),
     ("service-target-port-70000", GENERIC.format(port=80, target=70000), "FJ204", "targetPort 70000"),
+    # ValidateService (review 21, round 5, #5): the job's Service and each per-replica Service were refused
+    ("service-duplicate-name", _service("[{name: a, port: 80}, {name: a, port: 81}]"), "FJ204", "the same name (a)"),
+    ("service-duplicate-port", _service("[{name: a, port: 80}, {name: b, port: 80}]"), "FJ204", "the same port and protocol (80/TCP)"),
+    ("service-same-port-other-protocol", _service("[{name: a, port: 80}, {name: b, port: 80, protocol: UDP}]"), None, ""),
+    ("service-second-port-unnamed", _service("[{name: http, port: 80}, {port: 81}]"), "FJ204", "must be named when the Service has more than one"),
+    ("service-one-port-unnamed", _service("[{port: 81}]"), None, ""),
+    ("service-node-port", _service("[{name: a, port: 80, nodePort: 30000}]"), "FJ204", "nodePort 30000 may not be used"),
+    ("service-target-port-bad-name", _service("[{name: a, port: 80, targetPort: Bad_Name}]"), "FJ204", "targetPort 'Bad_Name'"),
+    ("service-app-protocol", _service("[{name: a, port: 80, appProtocol: 'a b'}]"), "FJ204", "appProtocol 'a b'"),
+    ("service-app-protocol-qualified", _service("[{name: a, port: 80, appProtocol: kubernetes.io/h2c}]"), None, ""),
     # compiler/validate/podspec.py (review 21, round 3: each passed lint and compile)
     ("resource-without-domain", _container("resources: {limits: {gpu: 1}}"), "FJ204", "resource name 'gpu' is no standard resource"),
     ("resource-name-two-slashes", _container("resources: {limits: {nvidia.com/gpu/x: 1}}"), "FJ204", "resource name 'nvidia.com/gpu/x'"),

@@ -5,6 +5,10 @@ server's validation does (pkg/apis/core/validation).  A value only it refuses pa
 compiles, and then fails the Argo CD or Flux sync, or the runtime's pod create:
 - ports (a container's containerPort and hostPort, a GenericJob Service's port and
   targetPort) are 1-65535 (ValidatePortNumOrName: "must be between 1 and 65535");
+- a GenericJob's Service ports as ValidateService checks them (review 21, round 5, #5): names
+  and {port, protocol} pairs unique, every port named when there are two or more, a
+  targetPort name an IANA service name, an appProtocol a qualified name, and no nodePort on
+  the headless ClusterIP Services flatjob renders;
 - a pod's activeDeadlineSeconds is at least 1 (validatePodSpec);
 - resource requests and limits are not negative (ValidateResourceQuantityValue: "must be
   greater than or equal to 0"); `nvidia.com/gpu: -1` also rendered `--nproc_per_node=-1`;
@@ -15,7 +19,7 @@ compiles, and then fails the Argo CD or Flux sync, or the runtime's pod create:
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from ..errors import Diagnostic
@@ -91,14 +95,40 @@ def pod_templates(job: Any, doc: Document) -> Iterator[Diagnostic]:
         yield from spec_numbers(doc, template.get("spec") if isinstance(template.get("spec"), dict) else {}, (*g.template_path, "spec"))
 
 
+# ServicePort fields ValidateService checks by format: (field, rule).  The job's Service and each
+# per-replica Service are headless ClusterIP Services, which take no nodePort.
+SERVICE_PORT_FIELDS: tuple[tuple[str, Callable[[Any], str | None]], ...] = (
+    ("targetPort", lambda v: names.iana_svc_name(v) if isinstance(v, str) else None),  # validateServicePort: IsValidPortName
+    ("appProtocol", lambda v: names.qualified_key(v) if isinstance(v, str) else None),  # validateServicePort: IsQualifiedName
+    ("nodePort", lambda v: "may not be used when the Service's type is ClusterIP (flatjob's Services are headless)" if v not in (None, 0) else None),
+)
+# What two ports of one Service may not share (ValidateService: "Duplicate value"): (what, key).
+SERVICE_PORT_UNIQUE: tuple[tuple[str, Callable[[dict[str, Any]], str | None]], ...] = (
+    ("name", lambda p: p.get("name") or None),
+    ("port and protocol", lambda p: f"{p['port']}/{p.get('protocol') or 'TCP'}" if isinstance(p.get("port"), int) else None),
+)
+
+
 def service_ports(job: Any, doc: Document) -> Iterator[Diagnostic]:
-    """A GenericJob's per-replica Service ports."""
+    """A GenericJob's per-replica Service ports, as ValidateService checks them."""
     service = getattr(job.spec, "service", None)
-    for i, p in enumerate(getattr(service, "ports", None) or []):
-        data = p if isinstance(p, dict) else {}  # a raw Kubernetes ServicePort
+    ports = [p if isinstance(p, dict) else {} for p in getattr(service, "ports", None) or []]  # raw Kubernetes ServicePorts
+    seen: dict[str, set[str]] = {what: set() for what, _ in SERVICE_PORT_UNIQUE}
+    for i, data in enumerate(ports):
         where = ("spec", "service", "ports", i)
         yield from _port(doc, data.get("port"), (*where, "port"), "port")
         yield from _port(doc, data.get("targetPort"), (*where, "targetPort"), "targetPort", optional=True)  # 0: the API server takes port
+        for field, rule in SERVICE_PORT_FIELDS:
+            why = rule(data.get(field))
+            if why:
+                yield doc.diagnostic("FJ204", f"{field} {data[field]!r} {why}", (*where, field))
+        if len(ports) > 1 and not data.get("name"):
+            yield doc.diagnostic("FJ204", "a Service port must be named when the Service has more than one", where, key=True, hint="add name: <port name>")
+        for what, key in SERVICE_PORT_UNIQUE:
+            value = key(data)
+            if value is not None and value in seen[what]:
+                yield doc.diagnostic("FJ204", f"another port of the Service has the same {what} ({value})", (*where, "name" if what == "name" else "port"))
+            seen[what].add(value)
 
 
 def queues(job: Any, doc: Document) -> Iterator[Diagnostic]:
