@@ -26,8 +26,11 @@ from ..errors import Diagnostic
 from ..loader import Document, PathT
 from . import names
 from .groups import groups
+from .podspec import _walk
 
 PORT_RANGE = (1, 65535)
+# Quantities outside a container's resources that may not be negative: (field, what).
+QUANTITIES = ((("volumes", "*", "emptyDir", "sizeLimit"), "emptyDir sizeLimit"),)  # validateVolumeSource: "must be a valid resource quantity"
 RESERVED_PREFIX = "flatjob.dev/"
 
 
@@ -85,6 +88,10 @@ def spec_numbers(doc: Document, spec: dict[str, Any], base: PathT) -> Iterator[D
         for i, c in enumerate(_items(spec.get(field))):
             if isinstance(c, dict):
                 yield from _container(doc, c, (*base, field, i))
+    for pattern, what in QUANTITIES:
+        for path, value in _walk(spec, pattern, base):
+            if _negative(value):
+                yield doc.diagnostic("FJ204", f"{what} is {value}: the API server takes no negative quantity", path)
 
 
 def pod_templates(job: Any, doc: Document) -> Iterator[Diagnostic]:

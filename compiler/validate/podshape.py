@@ -25,6 +25,7 @@ from ..errors import Diagnostic
 from ..kube.formats import show
 from ..loader import Document, PathT
 from . import names
+from .podparts import spec_parts
 from .podspec import CONTAINERS, VALUE, _walk, label_map, template_specs
 
 # The volume sources of core/v1 VolumeSource (validateVolumeSource counts them).
@@ -103,7 +104,6 @@ def _combinations(doc: Document, spec: dict[str, Any], base: PathT) -> Iterator[
         t = _dict(t)
         if t.get("operator") == "Exists" and t.get("value"):
             yield doc.diagnostic(VALUE, "a toleration with operator Exists has no value", (*base, "tolerations", i, "value"))
-    yield from _seccomp(doc, _dict(spec.get("securityContext")), (*base, "securityContext"))
     yield from _container_combinations(doc, spec, base)
 
 
@@ -119,7 +119,6 @@ def _container_combinations(doc: Document, spec: dict[str, Any], base: PathT) ->
         sc = _dict(c.get("securityContext"))
         if sc.get("privileged") is True and sc.get("allowPrivilegeEscalation") is False:
             yield doc.diagnostic(VALUE, "privileged: true needs allowPrivilegeEscalation (it cannot be false)", (*path, "securityContext", "allowPrivilegeEscalation"))
-        yield from _seccomp(doc, sc, (*path, "securityContext"))
         if spec.get("hostNetwork") is True:
             for j, p in enumerate(_list(c.get("ports"))):
                 p = _dict(p)
@@ -142,18 +141,13 @@ def _selectors(doc: Document, spec: dict[str, Any], base: PathT) -> Iterator[Dia
                 yield doc.diagnostic(VALUE, f"label selector key {key!r}: {why}", (*path, "matchExpressions", i, "key"))
 
 
-def _seccomp(doc: Document, sc: dict[str, Any], at: PathT) -> Iterator[Diagnostic]:
-    profile = _dict(sc.get("seccompProfile"))
-    if profile.get("type") == "Localhost" and not profile.get("localhostProfile"):
-        yield doc.diagnostic(VALUE, "a Localhost seccompProfile needs localhostProfile", (*at, "seccompProfile", "type"))
-
-
 def spec_shapes(doc: Document, spec: dict[str, Any], base: PathT) -> Iterator[Diagnostic]:
     """One-of groups, references and combinations in one pod spec."""
     yield from _volumes(doc, spec, base)
     yield from _handlers(doc, spec, base)
     yield from _combinations(doc, spec, base)
     yield from _selectors(doc, spec, base)
+    yield from spec_parts(doc, spec, base)
 
 
 def pod_shapes(job: Any, doc: Document) -> Iterator[Diagnostic]:

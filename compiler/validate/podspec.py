@@ -57,6 +57,8 @@ def _name(value: str) -> str | None:
 # annotation subscripts.
 FIELD_PATHS = frozenset({"metadata.name", "metadata.namespace", "metadata.uid", "spec.nodeName", "spec.host", "spec.serviceAccountName",
                          "status.hostIP", "status.hostIPs", "status.podIP", "status.podIPs"})
+VOLUME_FIELD_PATHS = frozenset({"metadata.name", "metadata.namespace", "metadata.uid", "metadata.labels", "metadata.annotations"})
+_HEADER = re.compile(r"[-A-Za-z0-9]+")  # IsHTTPHeaderName
 _SUBSCRIPT = re.compile(r"metadata\.(labels|annotations)\['[^']+'\]")
 _SYSCTL = re.compile(r"([a-z0-9]([-_a-z0-9]*[a-z0-9])?[./])*[a-z0-9]([-_a-z0-9]*[a-z0-9])?")
 
@@ -90,9 +92,31 @@ def _local_path(path: str) -> str | None:
     return None
 
 
+def _descending(path: str) -> str | None:
+    """validateLocalDescendingPath: not absolute, no '..' element ('' and '.' are the volume itself)."""
+    return "must be a relative path without '..'" if path.startswith("/") or ".." in path.split("/") else None
+
+
+def _host_path(path: str) -> str | None:
+    """hostPath.path: required, no '..' element (validatePathNoBacksteps)."""
+    return "must not be empty" if not path else "must not contain '..'" if ".." in path.split("/") else None
+
+
+def _volume_field_path(path: str) -> str | None:
+    """validVolumeDownwardAPIFieldPathExpressions: a file can hold only these (no IPs, no node name)."""
+    return None if path in VOLUME_FIELD_PATHS or _SUBSCRIPT.fullmatch(path) else f"is no field a downwardAPI volume file can hold ({', '.join(sorted(VOLUME_FIELD_PATHS))}, or metadata.labels['...'])"
+
+
 def _resource_field(resource: str) -> str | None:
     return None if resource in _RESOURCE_FIELDS or resource.startswith(("limits.hugepages-", "requests.hugepages-")) else _one_of(resource, _RESOURCE_FIELDS)
 _NODE_TERMS = ("affinity", "nodeAffinity", "requiredDuringSchedulingIgnoredDuringExecution", "nodeSelectorTerms", "*")
+NODE_TERMS = (_NODE_TERMS, ("affinity", "nodeAffinity", "preferredDuringSchedulingIgnoredDuringExecution", "*", "preference"))
+POD_TERMS = tuple(path for kind in ("podAffinity", "podAntiAffinity") for path in (
+    ("affinity", kind, "requiredDuringSchedulingIgnoredDuringExecution", "*"),
+    ("affinity", kind, "preferredDuringSchedulingIgnoredDuringExecution", "*", "podAffinityTerm")))
+HANDLERS = (*((probe,) for probe in ("livenessProbe", "readinessProbe", "startupProbe")), ("lifecycle", "postStart"), ("lifecycle", "preStop"))
+# The downwardAPI item lists: a volume's, and a projected volume's sources'.
+DOWNWARD_ITEMS = (("volumes", "*", "downwardAPI", "items", "*"), ("volumes", "*", "projected", "sources", "*", "downwardAPI", "items", "*"))
 
 
 NAME, VALUE = "FJ305", "FJ204"  # a name the API server refuses; any other value it refuses
@@ -129,7 +153,7 @@ FIELDS: tuple[tuple[tuple[str, ...], Callable[[str], str | None], str, str], ...
     (("dnsConfig", "nameservers", "*"), _ip, "dnsConfig nameserver", VALUE),
     (("readinessGates", "*", "conditionType"), names.qualified_key, "readinessGates conditionType", VALUE),
     (("volumes", "*", "nfs", "path"), lambda p: None if p.startswith("/") else "must be an absolute path", "nfs path", VALUE),
-    (("volumes", "*", "hostPath", "path"), lambda p: None if p else "must not be empty", "hostPath path", VALUE),
+    (("volumes", "*", "hostPath", "path"), _host_path, "hostPath path", VALUE),
     (("volumes", "*", "hostPath", "type"), lambda t: _one_of(t, _HOST_PATH_TYPES), "hostPath type", VALUE),
     *(((("volumes", "*", source, "items", "*", "path"), _local_path, f"{source} item path", VALUE)) for source in ("configMap", "secret", "downwardAPI")),
     ((CONTAINERS, "*", "terminationMessagePolicy"), lambda t: _one_of(t, ("File", "FallbackToLogsOnError")), "terminationMessagePolicy", VALUE),
@@ -137,6 +161,27 @@ FIELDS: tuple[tuple[tuple[str, ...], Callable[[str], str | None], str, str], ...
     ((CONTAINERS, "*", "env", "*", "valueFrom", "resourceFieldRef", "resource"), _resource_field, "resourceFieldRef resource", VALUE),
     (("topologySpreadConstraints", "*", "whenUnsatisfiable"), lambda t: _one_of(t, ("DoNotSchedule", "ScheduleAnyway")), "whenUnsatisfiable", VALUE),
     *(((("affinity", kind, "requiredDuringSchedulingIgnoredDuringExecution", "*", "topologyKey"), lambda k: names.qualified_key(k) if k else "must not be empty", "topologyKey", VALUE)) for kind in ("podAffinity", "podAntiAffinity")),
+    # review 21, round 5 (#3): pkg/apis/core/validation/validation.go, the function named per row
+    ((CONTAINERS, "*", "env", "*", "valueFrom", "fieldRef", "apiVersion"), lambda v: _one_of(v, ("", "v1")), "fieldRef apiVersion", VALUE),  # validateObjectFieldSelector
+    *(((*items, "fieldRef", "apiVersion"), lambda v: _one_of(v, ("", "v1")), "fieldRef apiVersion", VALUE) for items in DOWNWARD_ITEMS),
+    *(((*items, "fieldRef", "fieldPath"), _volume_field_path, "downwardAPI volume fieldPath", VALUE) for items in DOWNWARD_ITEMS),  # validateDownwardAPIVolumeFile
+    *(((*items, "path"), _local_path, "downwardAPI item path", VALUE) for items in DOWNWARD_ITEMS[1:]),
+    *((("volumes", "*", "projected", "sources", "*", source, "items", "*", "path"), _local_path, f"projected {source} item path", VALUE) for source in ("configMap", "secret")),  # validateProjectionSources
+    (("volumes", "*", "projected", "sources", "*", "serviceAccountToken", "path"), _local_path, "serviceAccountToken path", VALUE),
+    (("volumes", "*", "gitRepo", "directory"), _descending, "gitRepo directory", VALUE),  # validateGitRepoVolumeSource
+    ((CONTAINERS, "*", "volumeMounts", "*", "mountPropagation"), lambda v: _one_of(v, ("None", "HostToContainer", "Bidirectional")), "mountPropagation", VALUE),  # validateMountPropagation
+    ((CONTAINERS, "*", "volumeMounts", "*", "recursiveReadOnly"), lambda v: _one_of(v, ("Disabled", "IfPossible", "Enabled")), "recursiveReadOnly", VALUE),  # validateMountRecursiveReadOnly
+    *(((CONTAINERS, "*", *hook, "httpGet", "scheme"), lambda v: _one_of(v, ("HTTP", "HTTPS")), "httpGet scheme", VALUE) for hook in HANDLERS),  # validateHTTPGetAction
+    *(((CONTAINERS, "*", *hook, "httpGet", "httpHeaders", "*", "name"), lambda v: None if _HEADER.fullmatch(v) else "is no HTTP header name (letters, digits and '-')", "httpHeaders name", VALUE) for hook in HANDLERS),
+    ((CONTAINERS, "*", "securityContext", "procMount"), lambda v: _one_of(v, ("Default", "Unmasked")), "procMount", VALUE),  # ValidateSecurityContext
+    (("dnsConfig", "searches", "*"), lambda v: names.dns1123_subdomain(v.removesuffix(".")), "dnsConfig search", VALUE),  # validatePodDNSConfig
+    (("schedulerName",), _name, "schedulerName", VALUE),  # ValidatePodSpec: a DNS-1123 subdomain
+    (("schedulingGates", "*", "name"), names.qualified_key, "schedulingGates name", VALUE),  # validateSchedulingGates
+    (("tolerations", "*", "value"), names.label_value, "toleration value", VALUE),  # ValidateTolerations
+    (("topologySpreadConstraints", "*", "topologyKey"), lambda k: names.qualified_key(k) if k else None, "topologyKey", VALUE),  # "" is Required (podshape)
+    *(((*terms, "matchFields", "*", "key"), lambda k: _one_of(k, ("metadata.name",)), "matchFields key", VALUE) for terms in NODE_TERMS),  # validateNodeFieldSelectorRequirement
+    (((*NODE_TERMS[1], "matchExpressions", "*", "key"), names.qualified_key, "node affinity key", VALUE)),
+    *(((*terms, "namespaces", "*"), names.dns1123_label, "namespace", VALUE) for terms in POD_TERMS),  # ValidateNamespaceName
 )
 
 # Numbers only the API server bounds: (path, least, most, what).
@@ -147,7 +192,15 @@ NUMBERS: tuple[tuple[tuple[str, ...], int, int, str], ...] = (
     *((CONTAINERS, "*", probe, how, "port", *_PORT, f"{probe} port") for probe in _PROBES for how in ("httpGet", "tcpSocket", "grpc")),
     *((CONTAINERS, "*", "lifecycle", hook, how, "port", *_PORT, f"{hook} port") for hook in ("postStart", "preStop") for how in ("httpGet", "tcpSocket")),
     *((CONTAINERS, "*", probe, field, 0, _ID[1], f"{probe} {field}") for probe in _PROBES
-      for field in ("initialDelaySeconds", "timeoutSeconds", "periodSeconds", "successThreshold", "failureThreshold")),
+      for field in ("initialDelaySeconds", "timeoutSeconds", "periodSeconds", "failureThreshold")),
+    # validateContainers: liveness and startup succeed once (0 is defaulted to 1); validateProbe: a grace period is > 0
+    *((CONTAINERS, "*", probe, "successThreshold", 0, 1 if probe != "readinessProbe" else _ID[1], f"{probe} successThreshold") for probe in _PROBES),
+    *((CONTAINERS, "*", probe, "terminationGracePeriodSeconds", 1, 2**63 - 1, f"{probe} terminationGracePeriodSeconds") for probe in ("livenessProbe", "startupProbe")),
+    *((CONTAINERS, "*", "lifecycle", hook, "sleep", "seconds", 0, 2**63 - 1, f"{hook} sleep seconds") for hook in ("postStart", "preStop")),  # validateSleepAction
+    *((*terms, "weight", 1, 100, "preferred term weight") for terms in (("affinity", "nodeAffinity", "preferredDuringSchedulingIgnoredDuringExecution", "*"),
+      *(("affinity", kind, "preferredDuringSchedulingIgnoredDuringExecution", "*") for kind in ("podAffinity", "podAntiAffinity")))),
+    (("topologySpreadConstraints", "*", "minDomains", 1, _ID[1], "minDomains")),  # validateMinDomains
+    (("volumes", "*", "projected", "sources", "*", "serviceAccountToken", "expirationSeconds", 600, 2**32, "serviceAccountToken expirationSeconds")),  # validateProjectionSources
     *((*where, "securityContext", field, *_ID, field) for where in ((), (CONTAINERS, "*")) for field in ("runAsUser", "runAsGroup")),
     (("securityContext", "fsGroup", *_ID, "fsGroup")),
     (("securityContext", "supplementalGroups", "*", *_ID, "supplementalGroups")),

@@ -19,7 +19,7 @@ from ..plan.common import elastic_of
 from ..podset import object_names, pod_counts, pod_total
 from ..podtemplate import containers_of, training_index
 from ..substitution import Context, RefError, is_ours, iter_refs, resolve
-from . import apivalues, launchers, names, podshape, podspec, tensorboardpod
+from . import apivalues, launchers, names, podparts, podshape, podspec, tensorboardpod
 from .groups import groups
 from .suggest import did_you_mean
 
@@ -622,7 +622,7 @@ def _balanced(value: str, start: int) -> str:
 
 # --- the table ---------------------------------------------------------------------------
 
-COMMON: tuple[Rule, ...] = (job_name, job_namespace, metadata_labels, flatjob_annotations, rendered_names, unique_types, run_mode, resume_specs, has_pods, has_containers, template_restart_policy, container_images, *apivalues.RULES, *podspec.RULES, *podshape.RULES)
+COMMON: tuple[Rule, ...] = (job_name, job_namespace, metadata_labels, flatjob_annotations, rendered_names, unique_types, run_mode, resume_specs, has_pods, has_containers, template_restart_policy, container_images, *apivalues.RULES, *podspec.RULES, *podshape.RULES, *podparts.RULES)
 RULES: dict[type, tuple[Rule, ...]] = {
     PyTorchTrainingJob: (*COMMON, elastic_range, elastic_needs_torchrun, torchrun_fields, tensorboard, *tensorboardpod.RULES),
     DeepSpeedJob: (*COMMON, elastic_range, deepspeed_run, deepspeed_other_args, reserved_paths, *launchers.DEEPSPEED_RULES),
@@ -637,7 +637,7 @@ RULES: dict[type, tuple[Rule, ...]] = {
 # and never crashes them.  The other rules that look inside check every type they read (the
 # job-shaped fuzzing of tests/hostile/test_fuzz.py holds them to it) and always run, so a
 # template with a wrong field still hears that it lacks an image.
-TEMPLATE_RULES = frozenset({resume_specs, references, *launchers.TEMPLATE_RULES})
+TEMPLATE_RULES = frozenset({resume_specs, references, *launchers.TEMPLATE_RULES, *podparts.RULES})
 
 
 def check_rules(job: Any, doc: Document, templates_ok: bool = True) -> list[Diagnostic]:
