@@ -10,29 +10,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from lintkit import lint_text
+from lintkit import lint_text, pytorch
 
-JOB = """\
-apiVersion: batch.tensorstack.dev/v1beta1
-kind: PyTorchTrainingJob
-metadata: {{name: tb}}
-spec:
-  tensorboardSpec:
-    image: {image}
-    trainingLogFilesets: [{filesets}]
-    logDir:
-      pvc: [{pvc}]
-    resources: {resources}
-  replicaSpecs:
-    - type: worker
-      replicas: 1
-      template: {{spec: {{containers: [{{name: w, image: i, command: [python, t.py]}}]}}}}
-"""
-IMAGE, FILESETS, PVC, RESOURCES = 6, 7, 9, 10  # the lines of JOB's fields
+IMAGE, FILESETS, PVC, RESOURCES = 7, 8, 10, 11  # the lines of the fields _job writes
 
 
 def _job(image: str = "tensorflow/tensorflow:2.14.0", filesets: str = "", pvc: str = "{name: logs, subPath: [runs]}", resources: str = "{}") -> str:
-    return JOB.format(image=image, filesets=filesets, pvc=pvc, resources=resources)
+    return pytorch(spec=f"tensorboardSpec:\n  image: {image}\n  trainingLogFilesets: [{filesets}]\n  logDir:\n    pvc: [{pvc}]\n  resources: {resources}")
 
 
 CASES = [
