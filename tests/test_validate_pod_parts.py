@@ -157,3 +157,18 @@ def test_a_pod_value_the_api_server_refuses_is_one_lint_error(tmp_path: Path, ch
         assert not found, [(d.code, d.message) for d in found]
     else:
         assert [d.code for d in found] in (["FJ204"], ["FJ305"]) and words in found[0].message, [(d.code, d.message) for d in found]
+
+
+WRONG_TYPES = {
+    "operator-mapping": node_term(matchExpressions=[{"key": "a", "operator": {"In": 1}, "values": "x"}]),
+    "claim-names-mappings": lambda s: (s.update(resourceClaims=[{"name": {"a": 1}}]), s["containers"][0]["resources"].update(claims=[{"name": {"a": 1}}])),
+    "device-name-mapping": mounted(EMPTY, volumeMounts=[{"name": {"a": 1}, "mountPath": "/a"}], volumeDevices=[{"name": {"a": 1}, "devicePath": "/d"}]),
+    "host-port-list": ctr(ports=[{"containerPort": 80, "hostPort": [1]}, {"containerPort": 81, "hostPort": [1]}]),
+    "divisor-mapping": env({"resourceFieldRef": {"resource": ["x"], "divisor": {"a": 1}}}),
+    "sysctl-name-list": pod(securityContext={"sysctls": [{"name": ["a"]}, {"name": ["a"]}]}),
+}
+
+
+@pytest.mark.parametrize("change", list(WRONG_TYPES.values()), ids=list(WRONG_TYPES))
+def test_a_wrong_type_in_these_fields_is_a_finding_never_a_crash(tmp_path: Path, change: Callable[[Spec], Any]) -> None:
+    assert [d for d in lint_text(tmp_path, _job(change)) if d.is_error]  # the schema's finding; lint_text raises on a crash

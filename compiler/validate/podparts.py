@@ -15,7 +15,7 @@ and PAIRS: two fields of one object that do not go together.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from decimal import Decimal
 from typing import Any
 
@@ -103,20 +103,26 @@ def _pairs(doc: Document, spec: dict[str, Any], base: PathT) -> Iterator[Diagnos
 
 def _references(doc: Document, spec: dict[str, Any], base: PathT) -> Iterator[Diagnostic]:
     """A container's resources.claims name pod.spec.resourceClaims; no volume is both mounted and a device."""
-    claims = {c.get("name") for c in spec.get("resourceClaims") or [] if isinstance(c, dict)} if isinstance(spec.get("resourceClaims"), list) else set()
+    claims = names_of(item for _, item in _walk(spec, ("resourceClaims", "*"), base))
     for path, c in _walk(spec, (CONTAINERS, "*"), base):
         for at, claim in _walk(c, ("resources", "claims", "*"), path):
             name = _dict(claim).get("name")
             if isinstance(name, str) and name not in claims:  # validateResourceClaimNames
                 yield doc.diagnostic(VALUE, f"resource claim {name!r} is none of pod.spec.resourceClaims ({', '.join(sorted(map(str, claims))) or 'none'})", (*at, "name"))
-        mounted = {_dict(m).get("name") for _, m in _walk(c, ("volumeMounts", "*"), path)}
+        mounted = names_of(m for _, m in _walk(c, ("volumeMounts", "*"), path))
         for at, device in _walk(c, ("volumeDevices", "*"), path):
-            if _dict(device).get("name") in mounted:  # validateVolumeDevices
-                yield doc.diagnostic(VALUE, f"volume {device['name']!r} is both mounted and a device in this container", (*at, "name"))
+            name = _dict(device).get("name")
+            if isinstance(name, str) and name in mounted:  # validateVolumeDevices
+                yield doc.diagnostic(VALUE, f"volume {name!r} is both mounted and a device in this container", (*at, "name"))
     windows = [at for pattern in (("securityContext", "windowsOptions", "hostProcess"), (CONTAINERS, "*", "securityContext", "windowsOptions", "hostProcess"))
                for at, v in _walk(spec, pattern, base) if v is True]
     if windows and spec.get("hostNetwork") is not True:  # validateWindowsHostProcessPod
         yield doc.diagnostic(VALUE, "hostProcess containers need hostNetwork: true", windows[0])
+
+
+def names_of(items: Iterable[Any]) -> set[str]:
+    """The string `name`s of these items (any other value is the schema's to report)."""
+    return {item["name"] for item in items if isinstance(item, dict) and isinstance(item.get("name"), str)}
 
 
 def _dict(value: Any) -> dict[str, Any]:
@@ -163,7 +169,7 @@ def _operators(doc: Document, spec: dict[str, Any], base: PathT) -> Iterator[Dia
             req = _dict(req)
             op, values = req.get("operator"), req.get("values")
             count = len(values) if isinstance(values, list) else 0
-            if op in table and not table[op][0] <= count <= table[op][1]:  # another operator: the schema's enum (FJ402)
+            if isinstance(op, str) and op in table and not table[op][0] <= count <= table[op][1]:  # another operator: the schema's enum (FJ402)
                 least, most = table[op]
                 need = "no values" if most == 0 else "exactly one value" if least == most else "at least one value"
                 yield doc.diagnostic(VALUE, f"operator {op} takes {need}, not {count}", (*path, "values" if "values" in req else "operator"), key="values" not in req)
