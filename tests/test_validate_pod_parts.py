@@ -166,6 +166,8 @@ WRONG_TYPES = {
     "host-port-list": ctr(ports=[{"containerPort": 80, "hostPort": [1]}, {"containerPort": 81, "hostPort": [1]}]),
     "divisor-mapping": env({"resourceFieldRef": {"resource": ["x"], "divisor": {"a": 1}}}),
     "sysctl-name-list": pod(securityContext={"sysctls": [{"name": ["a"]}, {"name": ["a"]}]}),
+    "volume-name-mapping": pod(volumes=[{"name": {"a": 1}}]),
+    "init-container-name-mapping": pod(initContainers=[{"name": {"a": 1}, "image": "i"}]),
 }
 
 

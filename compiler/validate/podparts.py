@@ -15,14 +15,23 @@ and PAIRS: two fields of one object that do not go together.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from decimal import Decimal
 from typing import Any
 
 from ..errors import Diagnostic
 from ..kube.formats import quantity_value
 from ..loader import Document, PathT
-from .podspec import CONTAINERS, DOWNWARD_ITEMS, NODE_TERMS, POD_TERMS, VALUE, _walk, template_specs
+from .podspec import (
+    CONTAINERS,
+    DOWNWARD_ITEMS,
+    NODE_TERMS,
+    POD_TERMS,
+    VALUE,
+    _walk,
+    names_of,
+    template_specs,
+)
 
 # (object, field, also when missing): missing_too only where the schema does not require the field
 # (it says so itself, FJ203), else an empty string alone is reported.
@@ -118,11 +127,6 @@ def _references(doc: Document, spec: dict[str, Any], base: PathT) -> Iterator[Di
                for at, v in _walk(spec, pattern, base) if v is True]
     if windows and spec.get("hostNetwork") is not True:  # validateWindowsHostProcessPod
         yield doc.diagnostic(VALUE, "hostProcess containers need hostNetwork: true", windows[0])
-
-
-def names_of(items: Iterable[Any]) -> set[str]:
-    """The string `name`s of these items (any other value is the schema's to report)."""
-    return {item["name"] for item in items if isinstance(item, dict) and isinstance(item.get("name"), str)}
 
 
 def _dict(value: Any) -> dict[str, Any]:

@@ -26,7 +26,7 @@ from ..kube.formats import show
 from ..loader import Document, PathT
 from . import names
 from .podparts import spec_parts
-from .podspec import CONTAINERS, VALUE, _walk, label_map, template_specs
+from .podspec import CONTAINERS, VALUE, _walk, label_map, names_of, template_specs
 
 # The volume sources of core/v1 VolumeSource (validateVolumeSource counts them).
 VOLUME_SOURCES = frozenset({
@@ -65,14 +65,14 @@ def _volumes(doc: Document, spec: dict[str, Any], base: PathT) -> Iterator[Diagn
         claim = _dict(_dict(v).get("persistentVolumeClaim"))
         if "claimName" in claim and claim["claimName"] == "":
             yield doc.diagnostic(VALUE, "persistentVolumeClaim.claimName must not be empty", (*base, "volumes", i, "persistentVolumeClaim", "claimName"))
-    named = {v.get("name") for v in _list(spec.get("volumes")) if isinstance(v, dict)}
+    named = names_of(_list(spec.get("volumes")))
     for path, c in _walk(spec, (CONTAINERS, "*"), base):
         for field in ("volumeMounts", "volumeDevices"):
             for j, m in enumerate(_list(_dict(c).get(field))):
                 name = _dict(m).get("name")
                 if isinstance(name, str) and name not in named:
                     yield doc.diagnostic(VALUE, f"{field} name {show(name)} is no volume of this pod", (*path, field, j, "name"),
-                                         hint=f"volumes: {', '.join(sorted(n for n in named if isinstance(n, str))) or 'none'}")
+                                         hint=f"volumes: {', '.join(sorted(named)) or 'none'}")
 
 
 def _handlers(doc: Document, spec: dict[str, Any], base: PathT) -> Iterator[Diagnostic]:

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import ipaddress
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from ..errors import Diagnostic
@@ -257,9 +257,14 @@ def _resources(doc: Document, res: Any, where: PathT) -> Iterator[Diagnostic]:
                     yield doc.diagnostic(VALUE, f"requests.{name} {value} is {'not' if fixed else 'more than'} its limit {limits[name]}{' (it cannot be overcommitted: they must be equal)' if fixed else ''}", at)
 
 
+def names_of(items: Iterable[Any]) -> set[str]:
+    """The string `name`s of these items (any other value is the schema's to report)."""
+    return {item["name"] for item in items if isinstance(item, dict) and isinstance(item.get("name"), str)}
+
+
 def _uniqueness(doc: Document, spec: dict[str, Any], base: PathT) -> Iterator[Diagnostic]:
     """Container names across both lists, port names within each container."""
-    init = {c.get("name") for c in spec.get("initContainers") or [] if isinstance(c, dict)} if isinstance(spec.get("initContainers"), list) else set()
+    init = names_of(spec.get("initContainers") if isinstance(spec.get("initContainers"), list) else [])
     for path, c in _walk(spec, (CONTAINERS, "*"), base):
         if not isinstance(c, dict):
             continue
