@@ -90,7 +90,7 @@ def runtime_command(kind: str | None, name: str | None, namespace: str, identity
     logs.setup(log_level)
     identity = identity or os.uname().nodename
     cluster = KubeCluster(identity=identity)  # the pod's name in the API server's audit log
-    controller = Controller(cluster, namespace, kind, name, identity=identity, concurrency=concurrency, notify=cluster.notify)
+    controller = Controller(cluster, namespace, kind, name, identity=identity, concurrency=concurrency, notify=cluster.notify, mono=time.monotonic)
     deadline = 2 * cluster.timeouts.watch_read  # one missed bookmark and a reconnect, then /healthz fails
     health = Health(lambda: controller.healthy(deadline))
     serve(http_port, health, controller.metrics)

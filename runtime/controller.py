@@ -91,6 +91,10 @@ class Controller:
     name: str | None = None
     identity: str = "runtime"
     clock: Callable[[], float] = time.time
+    # Leadership's clock: monotonic in the pod (cli), so a wall-clock step back (NTP, a VM
+    # resumed) never stretches a leader's term past RENEW_DEADLINE, as client-go's monotonic
+    # time.Now() does not; None: `clock` (tests run both on one virtual clock).
+    mono: Callable[[], float] | None = None
     version: str = __version__
     metrics: Metrics = field(default_factory=Metrics)
     secret_factory: Callable[[str, str, Obj], Obj] = ssh_secret
@@ -112,6 +116,7 @@ class Controller:
 
     def __post_init__(self) -> None:
         self.scope = Scope(self.namespace, self.kind, self.name)
+        self._lease_clock = self.mono or self.clock
         self.lock = TurnLock()
         self.big_reads = threading.Semaphore(1)  # statuses too big to cache, read whole: one cycle at a time holds one
         self.pool: CyclePool | None = None
@@ -439,8 +444,8 @@ class Controller:
             times.append((self._throttled_until or now) if waiting else None)
             # One in flight wakes the loop when done; a queued one is `waiting` above (its own past timer would spin the loop).
             times += [w.wake_at(now) for k, w in self.workers.items() if k not in busy and k not in self.queue]
-        if self.use_lease:
-            times.append(self._lease_wake)
+        if self.use_lease and self._lease_wake is not None:
+            times.append(self._lease_wake - self._lease_clock() + now)  # on the loop's clock
         times += [i.retry_at for i in self.informers()]
         times = [t for t in times if t is not None]
         self.wake_at = min(times) if times else None
@@ -452,7 +457,7 @@ class Controller:
     # --- leader election ---------------------------------------------------------------------
     def leading(self) -> bool:
         """Whether this runtime may act now (always without a Lease)."""
-        return not self.use_lease or leading(self._renewed_at, self.clock())
+        return not self.use_lease or leading(self._renewed_at, self._lease_clock())
 
     def _lease_owner(self) -> Obj | None:
         """Who owns a new or ownerless Lease, so it goes with what made it: a per-job runtime's
@@ -483,7 +488,7 @@ class Controller:
         """Acquire or renew the Lease when due; True while this runtime may act."""
         if not self.use_lease:
             return True
-        now = self.clock()
+        now = self._lease_clock()
         if self._renewed_at is not None and now - self._renewed_at < RENEW_EVERY:
             return True
         if self._lease_wake is not None and now < self._lease_wake:  # another holds it, or a try just failed: not before then
@@ -497,7 +502,7 @@ class Controller:
             return self._lease_failed(exc, now)
         # Seen now, after the GET returned (client-go's setObservedRecord): a slow GET must not
         # make another holder's renewal look older than it is.
-        now = self.clock()
+        now = self._lease_clock()
         self._observed = observe(current, self._observed, now)
         decision = decide_lease(current, self.identity, self._observed, now)
         if decision.action == "wait":
@@ -505,7 +510,7 @@ class Controller:
             self._lease_wake = decision.until
             return False
         owned = current is not None and (current.get("metadata") or {}).get("ownerReferences")
-        body = lease_body(name, self.namespace, self.identity, now, current, None if owned else self._lease_owner())
+        body = lease_body(name, self.namespace, self.identity, self.clock(), current, None if owned else self._lease_owner())  # renewTime: wall time
         try:
             if current is None:
                 self.cluster.create(LEASES, self.namespace, body)

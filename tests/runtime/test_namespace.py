@@ -772,3 +772,37 @@ def test_a_job_that_leaves_namespace_mode_and_comes_back_is_dropped_then_read_ag
         s.tick()
     st = s.status()
     assert st["phase"] == "Running" and st["backoffCount"] == 0 and {n: p["metadata"]["uid"] for n, p in s.pods().items()} == uids
+
+
+def test_a_leader_whose_wall_clock_steps_back_still_renews_by_its_monotonic_clock() -> None:
+    """Leadership is timed on a monotonic clock (as client-go's time.Now() carries one): when
+    the leader's wall clock stepped back 60 s (NTP, a VM resumed) it neither renewed nor stopped
+    acting, while the other replica took the Lease: both led for 10 s (review 24, round 5)."""
+    from .harness import Clock
+
+    s = namespace_scenario(JOB.format(name="a", script="sleep 3000; exit 0"))
+    s.run_until(lambda st: st.get("aggregate", {}).get("running") == 2, limit=60)
+    s.controller.close()
+    s.server.on_request = None  # runtimes of any identity may talk to the server
+    t0 = s.clock.now
+    wall_a, mono_a, wall_b = Clock(t0), Clock(t0), Clock(t0)
+    a = s.runtime("runtime-a", use_lease=True, clock=wall_a, mono=mono_a)
+    b = s.runtime("runtime-b", use_lease=True, clock=wall_b, mono=wall_b)
+    a.start()
+    b.start()
+    s.sync()
+    a.step()
+    b.step()
+    assert a.leading() and not b.leading()
+    both = []
+    for second in range(1, 91):  # 1 s a step; at 10 s a's wall clock steps back 60 s, its monotonic clock does not
+        wall_b.now = mono_a.now = t0 + second
+        wall_a.now = t0 + second - (60 if second >= 10 else 0)
+        a.step()
+        b.step()
+        if a.leading() and b.leading():
+            both.append(second)
+    leads = (a.leading(), b.leading())
+    a.close()
+    b.close()
+    assert not both and leads == (True, False), (both, leads)  # a renewed throughout: b never took over
