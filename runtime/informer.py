@@ -124,31 +124,28 @@ class Informer:
     def refill(self, fetch: Callable[[], tuple[list[Obj], str]], names: frozenset[str]) -> None:
         """Read again objects of names `readmit` returned (`fetch`: a list narrowed to them, e.g.
         by their job's label); on failure the whole collection is listed again."""
-        try:
-            items, _ = fetch()
-        except Exception:
-            self._relist_soon()
-            return
-        for obj in items:
-            name = (obj.get("metadata") or {}).get("name")
-            if name in names and _REFUSED not in obj:
-                self.store(obj)
-        self.turned_away -= names  # the ones not found no longer exist
+        if self._read_again(fetch, lambda obj: (obj.get("metadata") or {}).get("name") in names):
+            self.turned_away -= names  # the ones not found no longer exist
 
     def take_back(self, key: Any, fetch: Callable[[], tuple[list[Obj], str]]) -> None:
         """Read a job's objects again once it is served (`fetch`: a list by its labels); on
         failure the whole collection is listed again."""
-        if key not in self.skipped:
-            return
-        self.skipped.discard(key)
+        if key in self.skipped and self.key_of is not None:
+            self.skipped.discard(key)
+            key_of = self.key_of
+            self._read_again(fetch, lambda obj: key_of(obj) == key)
+
+    def _read_again(self, fetch: Callable[[], tuple[list[Obj], str]], wanted: Callable[[Obj], bool]) -> bool:
+        """Store what `fetch` lists that is `wanted` and not a stub; False (and a relist) on failure."""
         try:
             items, _ = fetch()
         except Exception:
             self._relist_soon()
-            return
+            return False
         for obj in items:
-            if _SKIPPED not in obj and _REFUSED not in obj and self.key_of is not None and self.key_of(obj) == key:
+            if _SKIPPED not in obj and _REFUSED not in obj and wanted(obj):
                 self.store(obj)
+        return True
 
     def drop(self, key: Any) -> None:
         """A job no longer served: what is cached of it goes (events bring stubs from now on)."""
