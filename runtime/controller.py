@@ -259,9 +259,11 @@ class Controller:
             record = self.record_of(key)
             if record is None or not self.scope.serves(record):
                 self._pod_names.pop(key, None)
-                if record is not None:  # another mode's now: what is cached of its pods and templates goes
-                    self.pods.drop(key)
-                    self.templates.drop(key)
+                for informer in (self.pods, self.templates):
+                    if record is not None:  # another mode's now: what is cached of its pods and templates goes
+                        informer.drop(key)
+                    else:  # gone: its pods, if any come, are cached whole until a record says whose they are
+                        informer.skipped.discard(key)
                 continue
             served.append(key)
             meta = record.get("metadata") or {}

@@ -806,3 +806,25 @@ def test_a_leader_whose_wall_clock_steps_back_still_renews_by_its_monotonic_cloc
     a.close()
     b.close()
     assert not both and leads == (True, False), (both, leads)  # a renewed throughout: b never took over
+
+
+def test_the_keys_of_deleted_unserved_records_are_forgotten() -> None:
+    """Another team's job-mode jobs come and go (CI sweeps): the key of each one skipped was kept
+    until a relist, one per job ever seen (review of round 6); a record deleted drops its key."""
+    s = namespace_scenario(JOB.format(name="a", script="sleep 3000; exit 0"))
+    s.run_until(lambda st: st.get("aggregate", {}).get("running") == 2, limit=60)
+    for i in range(50):
+        rec = copy.deepcopy(s.record)
+        rec["metadata"] = {"name": f"other{i}", "namespace": NAMESPACE,
+                           "annotations": {**s.record["metadata"]["annotations"], keys.RUNTIME_MODE: "job"}}
+        rec.pop("status", None)
+        s.cluster.apply(rec)
+    s.tick()
+    for i in range(50):
+        s.cluster.delete_record(NAMESPACE, "genericjobs", f"other{i}")
+    for _ in range(3):
+        s.tick()
+    records = set(s.controller.records["GenericJob"].cache)
+    assert records == {"a"}
+    left = {k for k in s.controller.pods.skipped | s.controller.templates.skipped if k[1] not in records}
+    assert not left, f"{len(left)} keys of deleted records still kept"
