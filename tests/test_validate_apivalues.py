@@ -87,6 +87,8 @@ CASES = [
     ("service-duplicate-name", _service("[{name: a, port: 80}, {name: a, port: 81}]"), "FJ204", "the same name (a)"),
     ("service-duplicate-port", _service("[{name: a, port: 80}, {name: b, port: 80}]"), "FJ204", "the same port and protocol (80/TCP)"),
     ("service-same-port-other-protocol", _service("[{name: a, port: 80}, {name: b, port: 80, protocol: UDP}]"), None, ""),
+    ("service-name-a-list", _service("[{name: [a], port: 80}, {name: b, port: 81}]"), "FJ401", ""),  # the schema's finding, not an internal error (review round 6)
+    ("service-name-a-mapping", _service("[{name: {a: 1}, port: 80}, {name: b, port: 81}]"), "FJ401", ""),
     ("service-second-port-unnamed", _service("[{name: http, port: 80}, {port: 81}]"), "FJ204", "must be named when the Service has more than one"),
     ("service-one-port-unnamed", _service("[{port: 81}]"), None, ""),
     ("service-node-port", _service("[{name: a, port: 80, nodePort: 30000}]"), "FJ204", "nodePort 30000 may not be used"),

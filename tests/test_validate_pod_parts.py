@@ -68,6 +68,7 @@ CASES: list[tuple[str, Callable[[Spec], Any], str | None]] = [
     ("liveness-tgps0", ctr(livenessProbe={**EXEC, "terminationGracePeriodSeconds": 0}), "terminationGracePeriodSeconds 0"),
     ("liveness-tgps1", ctr(livenessProbe={**EXEC, "terminationGracePeriodSeconds": 1}), None),
     ("httpget-scheme", ctr(livenessProbe={"httpGet": {"port": 80, "scheme": "FTP"}}), "httpGet scheme 'FTP'"),
+    ("httpget-scheme-empty", ctr(livenessProbe={"httpGet": {"port": 80, "scheme": ""}}), None),  # SetDefaults_HTTPGetAction makes it HTTP first (review round 6)
     ("httpheader-bad", ctr(livenessProbe={"httpGet": {"port": 80, "httpHeaders": [{"name": "bad header", "value": "x"}]}}), "is no HTTP header name"),
     ("httpheader-plain", ctr(livenessProbe={"httpGet": {"port": 80, "scheme": "HTTPS", "httpHeaders": [{"name": "X-Token", "value": "x"}]}}), None),
     ("poststart-sleep-neg", ctr(lifecycle={"postStart": {"sleep": {"seconds": -1}}}), "postStart sleep seconds -1"),
@@ -78,6 +79,13 @@ CASES: list[tuple[str, Callable[[Spec], Any], str | None]] = [
     ("resizepolicy-dup", ctr(resizePolicy=[{"resourceName": "cpu", "restartPolicy": "NotRequired"}] * 2), "resizePolicy resourceName cpu is given twice"),
     ("hostport-dup", ctr(ports=[{"containerPort": 80, "hostPort": 8080}, {"containerPort": 81, "hostPort": 8080}]), "hostPort 8080/TCP is given twice"),
     ("hostport-dup-other-protocol", ctr(ports=[{"containerPort": 80, "hostPort": 8080}, {"containerPort": 81, "hostPort": 8080, "protocol": "UDP"}]), None),
+    # checkHostPortConflicts: regular containers together, each init container alone; the key holds hostIP (review round 6)
+    ("hostport-dup-two-host-ips", ctr(ports=[{"containerPort": 80, "hostPort": 8080, "hostIP": "10.0.0.1"}, {"containerPort": 81, "hostPort": 8080, "hostIP": "10.0.0.2"}]), None),
+    ("hostport-init-and-regular", lambda s: (s.update(initContainers=[{"name": "init", "image": "i", "ports": [{"containerPort": 80, "hostPort": 8080}]}]),
+                                             s["containers"][0].update(ports=[{"containerPort": 80, "hostPort": 8080}])), None),
+    ("hostport-two-inits", pod(initContainers=[{"name": f"i{k}", "image": "i", "ports": [{"containerPort": 80, "hostPort": 8080}]} for k in range(2)]), None),
+    ("hostport-dup-in-one-init", pod(initContainers=[{"name": "i", "image": "i", "ports": [{"containerPort": 80, "hostPort": 8080}, {"containerPort": 81, "hostPort": 8080}]}]),
+     "hostPort 8080/TCP is given twice"),
     ("procmount", ctr(securityContext={"procMount": "Bogus"}), "procMount 'Bogus'"),
     ("resclaim-unknown", lambda s: s["containers"][0]["resources"].update(claims=[{"name": "nope"}]), "resource claim 'nope' is none of pod.spec.resourceClaims"),
     ("resclaim-known", lambda s: (s.update(resourceClaims=[{"name": "gpu", "resourceClaimName": "c"}]), s["containers"][0]["resources"].update(claims=[{"name": "gpu"}])), None),

@@ -111,7 +111,7 @@ SERVICE_PORT_FIELDS: tuple[tuple[str, Callable[[Any], str | None]], ...] = (
 )
 # What two ports of one Service may not share (ValidateService: "Duplicate value"): (what, key).
 SERVICE_PORT_UNIQUE: tuple[tuple[str, Callable[[dict[str, Any]], str | None]], ...] = (
-    ("name", lambda p: p.get("name") or None),
+    ("name", lambda p: p["name"] if isinstance(p.get("name"), str) and p["name"] else None),  # another type is the schema's finding
     ("port and protocol", lambda p: f"{p['port']}/{p.get('protocol') or 'TCP'}" if isinstance(p.get("port"), int) else None),
 )
 

@@ -57,7 +57,10 @@ FORBIDDEN: tuple[tuple[tuple[str, ...], str], ...] = (
 
 
 def _host_port(p: Any) -> str | None:
-    return f"{p['hostPort']}/{p.get('protocol') or 'TCP'}" if isinstance(p, dict) and p.get("hostPort") not in (None, 0) else None
+    """AccumulateUniqueHostPorts' key: protocol, hostIP and hostPort (one port on two host IPs is two)."""
+    if not isinstance(p, dict) or p.get("hostPort") in (None, 0):
+        return None
+    return f"{p['hostPort']}/{p.get('protocol') or 'TCP'}" + (f" on {p['hostIP']}" if isinstance(p.get("hostIP"), str) and p["hostIP"] else "")
 
 
 def _field(name: str) -> Callable[[Any], str | None]:
@@ -66,7 +69,9 @@ def _field(name: str) -> Callable[[Any], str | None]:
 
 # (scope, items under it, key of an item, what): no two items of one scope share a key.
 UNIQUE: tuple[tuple[tuple[str, ...], tuple[str, ...], Callable[[Any], str | None], str], ...] = (
-    ((), (CONTAINERS, "*", "ports", "*"), _host_port, "hostPort"),  # AccumulateUniqueHostPorts
+    # checkHostPortConflicts: the regular containers together, each init container alone ("init containers run one-by-one")
+    ((), ("containers", "*", "ports", "*"), _host_port, "hostPort"),
+    (("initContainers", "*"), ("ports", "*"), _host_port, "hostPort"),
     ((), ("securityContext", "sysctls", "*"), _field("name"), "sysctl"),  # validateSysctls
     ((), ("schedulingGates", "*"), _field("name"), "scheduling gate"),  # validateSchedulingGates
     ((CONTAINERS, "*"), ("resizePolicy", "*"), _field("resourceName"), "resizePolicy resourceName"),  # validateResizePolicy

@@ -170,7 +170,7 @@ FIELDS: tuple[tuple[tuple[str, ...], Callable[[str], str | None], str, str], ...
     (("volumes", "*", "gitRepo", "directory"), _descending, "gitRepo directory", VALUE),  # validateGitRepoVolumeSource
     ((CONTAINERS, "*", "volumeMounts", "*", "mountPropagation"), lambda v: _one_of(v, ("None", "HostToContainer", "Bidirectional")), "mountPropagation", VALUE),  # validateMountPropagation
     ((CONTAINERS, "*", "volumeMounts", "*", "recursiveReadOnly"), lambda v: _one_of(v, ("Disabled", "IfPossible", "Enabled")), "recursiveReadOnly", VALUE),  # validateMountRecursiveReadOnly
-    *(((CONTAINERS, "*", *hook, "httpGet", "scheme"), lambda v: _one_of(v, ("HTTP", "HTTPS")), "httpGet scheme", VALUE) for hook in HANDLERS),  # validateHTTPGetAction
+    *(((CONTAINERS, "*", *hook, "httpGet", "scheme"), lambda v: _one_of(v, ("", "HTTP", "HTTPS")), "httpGet scheme", VALUE) for hook in HANDLERS),  # validateHTTPGetAction ("" is defaulted to HTTP first: SetDefaults_HTTPGetAction)
     *(((CONTAINERS, "*", *hook, "httpGet", "httpHeaders", "*", "name"), lambda v: None if _HEADER.fullmatch(v) else "is no HTTP header name (letters, digits and '-')", "httpHeaders name", VALUE) for hook in HANDLERS),
     ((CONTAINERS, "*", "securityContext", "procMount"), lambda v: _one_of(v, ("Default", "Unmasked")), "procMount", VALUE),  # ValidateSecurityContext
     (("dnsConfig", "searches", "*"), lambda v: names.dns1123_subdomain(v.removesuffix(".")), "dnsConfig search", VALUE),  # validatePodDNSConfig
