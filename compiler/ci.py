@@ -47,6 +47,7 @@ FIX_ROWS = 10  # commands listed for stale environments
 NAME_CHARS = 60  # of a name a pull request chooses (an environment, a file), shown cut in the middle
 COMMAND_CHARS = 300
 SECTION_MIN = 800  # what an environment's section needs at least: its summary and a few names
+DIFF_MIN = 80  # a section shows no diff rather than a diff of fewer characters
 # What a reviewer reads first among flatjob's files: the pods, then the job; the metadata last.
 FILE_RANK = {name: rank for rank, name in enumerate((
     "podtemplates.yaml", "job.yaml", "tensorboard.yaml", "runtime.yaml", "service.yaml", "config.yaml",
@@ -160,11 +161,13 @@ def ordered(files: Sequence[FileDiff]) -> list[FileDiff]:
 
 
 def _fit(parts: Sequence[str], budget: int, note: Callable[[int], str]) -> str:
-    """As many of `parts` as fit in `budget`, then `note(index of the first left out)`, cut to fit."""
+    """All of `parts` when they fit in `budget`; else as many as fit with `note(index of the first
+    left out)` after them, the note cut to fit."""
+    if sum(map(_size, parts)) <= budget:
+        return "".join(parts)
     out, used = [], 0
     for index, part in enumerate(parts):
-        rest = note(index) if index + 1 < len(parts) else ""
-        if used + _size(part) + _size(rest) > budget:
+        if used + _size(part) + _size(note(index + 1)) > budget:
             left = note(index)
             while left and used + _size(left) > budget:
                 left = left[: len(left) // 2]
@@ -243,10 +246,24 @@ def _listing(f: FileDiff) -> str:
     return f"- {markdown_code(_clip(f.name, NAME_CHARS))} +{added} -{removed}\n"
 
 
+def _diff_block(files: Sequence[FileDiff], room: int) -> str:
+    """`files` as a diff code block in at most `room` (_size), measured as rendered (its fence
+    grows with the backticks shown); '' when not even DIFF_MIN of the diff fits."""
+    inner = room
+    while inner > DIFF_MIN:
+        block = code_block(shorten_diff(files, inner), "diff")
+        over = _size(block) - room
+        if over <= 0:
+            return block
+        inner -= over
+    return ""
+
+
 def section(s: Section, budget: int) -> str:
     """The section in at most `budget` (_size), or '' when not even its summary fits: every
     file of flatjob's named first, then its diff, then the names of the files flatjob did not
-    write (never their lines: a pull request's padding), each with a note of what is left out."""
+    write (never their lines: a pull request's padding), each with a note of what is left out.
+    The whole section is built and measured; only one over `budget` is cut."""
     ours = [f for f in s.files if f.ours]
     foreign = [f for f in s.files if not f.ours]
     added = sum(f.counts[0] for f in ours)
@@ -254,18 +271,25 @@ def section(s: Section, budget: int) -> str:
     not_ours = f", {len(foreign)} not written by flatjob" if foreign else ""
     head = f"<details><summary>{s.title}: {len(s.files)} file(s){not_ours}, +{added} -{removed}</summary>\n\n"
     tail = "\n</details>\n\n"
+    others = [f"\n{FOREIGN}\n\n", *map(_listing, foreign)] if foreign else []
+
+    def built(names: str, body: str, foreign_names: str) -> str:
+        return head + names + ("\n" if names and body else "") + body + foreign_names + tail
+
+    whole = built("".join(map(_listing, ours)), code_block(shorten_diff(ours, 10**12), "diff") if ours else "", "".join(others))
+    if _size(whole) <= budget:
+        return whole
     left = budget - _size(head) - _size(tail)
     if left < 0:
         return ""
     names = _fit([_listing(f) for f in ours], left, lambda i: f"- ... and {len(ours) - i} more of flatjob's file(s)\n")
     left -= _size(names)
-    others = [f"\n{FOREIGN}\n\n", *map(_listing, foreign)] if foreign else []
     reserve = min(sum(map(_size, others)), left // 4)
-    fence = 2 * _size("`" * 8 + "diff\n")
-    body = code_block(shorten_diff(ours, left - reserve - fence), "diff") if ours and left - reserve > fence + 80 else ""
-    left -= _size(body)
+    gap = _size("\n") if names else 0  # the blank line between the names and the diff
+    body = _diff_block(ours, left - reserve - gap) if ours else ""
+    left -= _size(body) + (gap if body else 0)
     foreign_names = _fit(others, left, lambda i: f"- ... and {len(others) - i} more\n" if i else "")
-    return head + names + ("\n" if names and body else "") + body + foreign_names + tail
+    return built(names, body, foreign_names)
 
 
 def _shares(needs: Sequence[int], budget: int) -> list[int]:

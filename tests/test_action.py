@@ -16,6 +16,7 @@ import os
 import subprocess
 import sys
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -246,6 +247,64 @@ def test_report_shows_the_rendered_changes_against_the_base_branch(tmp_path: Pat
     assert dev.changes == "" and "+    env: prod" in prod.changes
     text = report(run.envs, 0, 0, run.jobs)
     assert "<summary>prod: rendered changes:" in text and "dev: rendered changes" not in text
+
+
+def test_a_diff_far_under_the_limit_is_shown_whole(tmp_path: Path) -> None:
+    """Before: a section given exactly what it needed reserved 28 for a code fence of 16, so a
+    6 KB comment cut both files and the changed worker image was in neither (review round 6 #1)."""
+    from flatjob.compiler.ci import check, environments
+
+    repo = tmp_path / "repo"
+    write(repo, {"jobs/ddp.yaml": DDP})
+    flatjob = [str(BIN / "flatjob"), "compile", "jobs", "-o", "rendered"]
+    subprocess.run(flatjob, cwd=repo, check=True, capture_output=True)
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "base")
+    master, worker = DDP.split("    - type: worker")
+    padding = "".join(f'                - {{name: V{i}, value: "{i}"}}\n' for i in range(40))  # 40 more env variables
+    master = master.replace('                - {name: B, value: "2"}\n', '                - {name: B, value: "2"}\n' + padding)
+    (repo / "jobs" / "ddp.yaml").write_text(master + "    - type: worker" + worker.replace("pytorch/pytorch:2.4.0-cuda12.1-cudnn9-runtime", "evil.example/miner:1"))
+    subprocess.run(flatjob, cwd=repo, check=True, capture_output=True)
+    cwd = os.getcwd()
+    os.chdir(repo)
+    try:
+        run = check(["jobs"], environments(Path("overlays"), Path("rendered")), base="main")
+    finally:
+        os.chdir(cwd)
+    text = report(run.envs, 0, 0, run.jobs)
+    assert len(text) < 12_000
+    assert "+      image: evil.example/miner:1" in text and "not shown" not in text and "more changed file(s)" not in text
+
+
+def pod_env(name: str, lines: int = 3, added: bool = False) -> EnvReport:
+    """An environment whose pull request changes (or, `added`, adds) its one pod template."""
+    path = f"rendered/{name}/train/podtemplates.yaml"
+    old = "--- /dev/null\n" if added else f"--- a/{path}\n"
+    diff = f"diff --git a/{path} b/{path}\n{old}+++ b/{path}\n@@ -1 +1,{lines} @@\n" + "".join(f"+  image: {name}-{i}\n" for i in range(lines))
+    return EnvReport(name, f"rendered/{name}", "c", changes=diff, root=f"rendered/{name}", written=frozenset({"train/podtemplates.yaml"}))
+
+
+def test_a_three_line_diff_of_one_file_is_shown() -> None:
+    """Before: the code block held only '... and 1 more changed file(s): train/podtemplates.yaml'."""
+    text = report([pod_env("prod")], 0, 0, 1)
+    assert "+  image: prod-0\n+  image: prod-1\n+  image: prod-2\n```" in text and "more changed file(s)" not in text
+
+
+def test_a_section_given_what_it_needs_is_shown_whole_and_never_more_than_its_budget() -> None:
+    from flatjob.compiler.ci import Section, _size, section
+
+    fence = "".join(f"-old {i}\n+new ````` {i}\n" for i in range(30))  # backticks: a longer fence
+    diff = file_diff("t/podtemplates.yaml", 40) + file_diff("t/job.yaml", 3) + f"--- a/t/x.yaml\n+++ b/t/x.yaml\n@@ -1,30 +1,30 @@\n{fence}"
+    files = split_diff(diff)
+    cases = [Section("one", (files[0],)), Section("three", tuple(files)),
+             Section("foreign", (*files, *(replace(f, name=f"notes/{f.name}", ours=False) for f in files)))]
+    for s in cases:
+        whole = section(s, 10**12)
+        need = _size(whole)
+        assert section(s, need) == whole, s.title
+        for budget in range(need - 1, 0, -7):
+            assert _size(section(s, budget)) <= budget, (s.title, budget)
 
 
 @pytest.mark.parametrize("requirement", [".", "tools/flatjob"])
