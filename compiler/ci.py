@@ -21,6 +21,7 @@ import sys
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from itertools import accumulate
 from pathlib import Path
 
 import click
@@ -46,7 +47,8 @@ TABLE_ROWS = 30  # environments in the table; the job log names every one
 FIX_ROWS = 10  # commands listed for stale environments
 NAME_CHARS = 60  # of a name a pull request chooses (an environment, a file), shown cut in the middle
 COMMAND_CHARS = 300
-SECTION_MIN = 800  # what an environment's section needs at least: its summary and a few names
+SECTION_MIN = 800  # the room a section shown is sure of (when it needs more): its summary (< 600) and a few names
+NOTE_NAMES = 20  # names in a note of what is left out (files, environments)
 DIFF_MIN = 80  # a section shows no diff rather than a diff of fewer characters
 # What a reviewer reads first among flatjob's files: the pods, then the job; the metadata last.
 FILE_RANK = {name: rank for rank, name in enumerate((
@@ -183,10 +185,15 @@ def _cut(f: FileDiff, keep: int) -> str:
     return "\n".join(f.lines[:keep]) + f"\n... {len(f.lines) - keep} more lines of {visible(f.name)} not shown\n"
 
 
+def _names(names: Sequence[str]) -> str:
+    """The first NOTE_NAMES of `names` (each already clipped and escaped), then ', ...' for the rest."""
+    return ", ".join(names[:NOTE_NAMES]) + (", ..." if len(names) > NOTE_NAMES else "")
+
+
 def _more_files(files: Sequence[FileDiff]) -> Callable[[int], str]:
     def note(index: int) -> str:
         rest = files[index:]
-        return f"... and {len(rest)} more changed file(s): {', '.join(_clip(f.name, NAME_CHARS) for f in rest[:20])}{', ...' if len(rest) > 20 else ''}\n"
+        return f"... and {len(rest)} more changed file(s): {_names([_clip(f.name, NAME_CHARS) for f in rest])}\n"
     return note
 
 
@@ -235,10 +242,20 @@ class EnvReport:
 
 @dataclass(frozen=True)
 class Section:
-    """One environment's collapsed diff: `title` is HTML, `files` in the order shown (ordered)."""
+    """One environment's collapsed diff: `title` is HTML, `files` in the order shown (ordered),
+    `label` names it (Markdown) when it is left out, `rank` is its environment's."""
 
     title: str
     files: tuple[FileDiff, ...]
+    label: str = ""
+    rank: int = 2
+
+    @property
+    def order(self) -> tuple[int, bool]:
+        """Where it is shown: failing environments first, then changed ones; among those, one
+        changing a file of flatjob's the base branch has before one the pull request only adds
+        (a pull request adding environments must not push the real one out)."""
+        return self.rank, not any(f.ours and not f.has_header("--- /dev/null") for f in self.files)
 
 
 def _listing(f: FileDiff) -> str:
@@ -302,16 +319,25 @@ def _shares(needs: Sequence[int], budget: int) -> list[int]:
     return shares
 
 
-def _sections(sections: Sequence[Section], budget: int) -> str:
-    """As many sections as can have SECTION_MIN each, sharing `budget`; a note names how many are not shown."""
-    def no_room(hidden: int) -> str:
-        return f"... and {hidden} more environment(s) with changes: no room left in this comment\n\n" if hidden else ""
+def _left_out(sections: Sequence[Section]) -> str:
+    """The note naming the sections not shown."""
+    if not sections:
+        return ""
+    return f"... and {len(sections)} more environment(s) with changes, not shown for lack of room in this comment: {_names([s.label for s in sections])}\n\n"
 
-    budget -= _size(no_room(len(sections)))  # room for the note, whatever is left out
-    shown = list(sections[: max(0, budget // SECTION_MIN)])
-    needs = [_size(section(s, 10**12)) for s in shown]
-    parts = [section(s, share) for s, share in zip(shown, _shares(needs, budget), strict=True)]
-    return "".join(parts) + no_room(len(sections) - sum(1 for p in parts if p))
+
+def _sections(sections: Sequence[Section], budget: int) -> str:
+    """The sections in order, as many as fit with the room each is sure of (what it needs, at
+    most SECTION_MIN) and the note naming the rest; those shown share `budget` (_shares)."""
+    needs = [_size(section(s, 10**12)) for s in sections]
+    floors = [0, *accumulate(min(need, SECTION_MIN) for need in needs)]
+    shown = next((k for k in range(len(sections), 0, -1) if floors[k] + _size(_left_out(sections[k:])) <= budget), 0)
+    note = _left_out(sections[shown:])
+    if _size(note) > budget:  # not even the names fit (a budget this small is never given)
+        note = f"... and {len(sections) - shown} more environment(s) with changes: no room left in this comment\n\n"
+    # a share is at least its floor, and a floor holds the summary: every section shown is there
+    parts = [section(s, share) for s, share in zip(sections[:shown], _shares(needs[:shown], budget - _size(note)), strict=True)]
+    return "".join(parts) + note
 
 
 def _table(envs: Sequence[EnvReport]) -> str:
@@ -346,10 +372,13 @@ def report(envs: Sequence[EnvReport], lint_errors: int, lint_warnings: int, jobs
     """
     head = "\n".join([MARKER, "## flatjob", "", f"Lint: {lint_errors} error(s), {lint_warnings} warning(s) in {jobs} job(s).", "", ""]) + _table(envs)
     foot = _fixes(envs)
-    sections = [Section(f"{html_text(_clip(e.name, NAME_CHARS))}: rendered changes", tuple(ordered([rebased(f, e.root, e.written) for f in split_diff(visible_lines(e.changes))])))
+    sections = [Section(f"{html_text(_clip(e.name, NAME_CHARS))}: rendered changes", tuple(ordered([rebased(f, e.root, e.written) for f in split_diff(visible_lines(e.changes))])),
+                        markdown_code(_clip(e.name, NAME_CHARS)), e.rank)
                 for e in envs if e.changes]
-    sections += [Section(f"{html_text(_clip(e.name, NAME_CHARS))}: what <code>flatjob compile</code> would change (stale)", tuple(ordered(split_diff(visible_lines(e.stale_diff)))))
+    sections += [Section(f"{html_text(_clip(e.name, NAME_CHARS))}: what <code>flatjob compile</code> would change (stale)", tuple(ordered(split_diff(visible_lines(e.stale_diff)))),
+                         f"{markdown_code(_clip(e.name, NAME_CHARS))} (stale)", e.rank)
                  for e in envs if e.stale_diff]
+    sections.sort(key=lambda s: s.order)  # stable: the folders' order within a rank
     return head + _sections(sections, limit - MARGIN - _size(head) - _size(foot)) + foot
 
 

@@ -307,6 +307,35 @@ def test_a_section_given_what_it_needs_is_shown_whole_and_never_more_than_its_bu
             assert _size(section(s, budget)) <= budget, (s.title, budget)
 
 
+def test_environments_are_not_dropped_while_the_comment_has_room() -> None:
+    """Before: sections stopped at budget // 800 whatever they needed, and the table at 30 rows:
+    80 environments a pull request adds before prod left prod named nowhere in a 16 KB comment
+    (review round 6 #2)."""
+    from flatjob.compiler.ci import _size
+
+    text = report([pod_env(f"a{i:02d}", added=True) for i in range(80)] + [pod_env("prod")], 0, 0, 1)
+    assert _size(text) < 25_000 and text.count("<details>") == 81 and "+  image: prod-2\n" in text
+    assert "not shown" not in text
+
+
+def test_environments_left_out_are_named_and_the_base_branchs_come_first() -> None:
+    """When the sections do not all fit, an environment changing files the base branch has is
+    shown before those a pull request adds, and every one left out is named."""
+    from flatjob.compiler.ci import _size
+
+    envs = [pod_env(f"a{i:02d}", lines=400, added=True) for i in range(90)] + [pod_env("prod", lines=400)]
+    text = report(envs, 0, 0, 1)
+    assert _size(text) <= COMMENT_LIMIT - 2048
+    assert text.index("<summary>prod: rendered changes") < text.index("<summary>a00: rendered changes")
+    assert "+  image: prod-0\n" in text
+    shown = text.count("<details>")
+    assert 60 <= shown < 91
+    note = text[text.rindex("... and "):]
+    assert note.startswith(f"... and {91 - shown} more environment(s) with changes")
+    left_out = [f"a{i:02d}" for i in range(shown - 1, 90)]
+    assert all(f"`{name}`" in note for name in left_out[:20]) and (len(left_out) <= 20 or note.rstrip().endswith(", ..."))
+
+
 @pytest.mark.parametrize("requirement", [".", "tools/flatjob"])
 def test_install_step_resolves_a_relative_requirement_in_the_checkout(tmp_path: Path, requirement: str) -> None:
     """The install step runs pip outside the checkout (a pip/ folder there would be imported):
