@@ -8,8 +8,10 @@ Every overlay folder (a folder of --overlays holding overlay.yaml) is an environ
 to --rendered/<name>; without overlays the jobs render straight to --rendered.  GitHub shows
 a PR comment of at most 65,536 characters: everything in it counts (table, diffs, commands),
 flatjob's own files come first (pod templates before jobs) and are always named, files it does
-not write are named but never shown, and diffs are cut per file and then by files, always
-saying what was left out.  Exit status: 1 on lint or compile errors or stale output.
+not write are named but never shown.  Each section is built whole and cut only when over its
+share (per file, then by files); sections are shown by the room they need, failing
+environments first and those changing the base branch's files before those a pull request
+adds, and the ones left out are named.  Exit status: 1 on lint or compile errors or stale output.
 """
 
 from __future__ import annotations
