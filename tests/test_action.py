@@ -226,21 +226,26 @@ def git(repo: Path, *args: str) -> None:
     subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, env=env)
 
 
-def test_report_shows_the_rendered_changes_against_the_base_branch(tmp_path: Path) -> None:
+def check_against_main(repo: Path):
+    """The CI check run in `repo` (it names folders as the user does), diffing against main."""
     from flatjob.compiler.ci import check, environments
 
+    cwd = os.getcwd()
+    os.chdir(repo)
+    try:
+        return check(["jobs"], environments(Path("overlays"), Path("rendered")), base="main")
+    finally:
+        os.chdir(cwd)
+
+
+def test_report_shows_the_rendered_changes_against_the_base_branch(tmp_path: Path) -> None:
     repo = user_repo(tmp_path)
     git(repo, "init", "-q", "-b", "main")
     git(repo, "add", "-A")
     git(repo, "commit", "-q", "-m", "base")
     (repo / "overlays" / "prod" / "overlay.yaml").write_text("namespace: training-prod\nlabels: {env: prod}\n", encoding="utf-8")
     subprocess.run([str(BIN / "flatjob"), "compile", "jobs", "--overlay", "overlays/prod", "-o", "rendered/prod"], cwd=repo, check=True, capture_output=True)
-    cwd = os.getcwd()
-    os.chdir(repo)
-    try:
-        run = check(["jobs"], environments(Path("overlays"), Path("rendered")), base="main")
-    finally:
-        os.chdir(cwd)
+    run = check_against_main(repo)
     assert not run.failed
     prod = next(e for e in run.envs if e.name == "prod")
     dev = next(e for e in run.envs if e.name == "dev")
@@ -252,7 +257,6 @@ def test_report_shows_the_rendered_changes_against_the_base_branch(tmp_path: Pat
 def test_a_diff_far_under_the_limit_is_shown_whole(tmp_path: Path) -> None:
     """Before: a section given exactly what it needed reserved 28 for a code fence of 16, so a
     6 KB comment cut both files and the changed worker image was in neither (review round 6 #1)."""
-    from flatjob.compiler.ci import check, environments
 
     repo = tmp_path / "repo"
     write(repo, {"jobs/ddp.yaml": DDP})
@@ -266,12 +270,7 @@ def test_a_diff_far_under_the_limit_is_shown_whole(tmp_path: Path) -> None:
     master = master.replace('                - {name: B, value: "2"}\n', '                - {name: B, value: "2"}\n' + padding)
     (repo / "jobs" / "ddp.yaml").write_text(master + "    - type: worker" + worker.replace("pytorch/pytorch:2.4.0-cuda12.1-cudnn9-runtime", "evil.example/miner:1"))
     subprocess.run(flatjob, cwd=repo, check=True, capture_output=True)
-    cwd = os.getcwd()
-    os.chdir(repo)
-    try:
-        run = check(["jobs"], environments(Path("overlays"), Path("rendered")), base="main")
-    finally:
-        os.chdir(cwd)
+    run = check_against_main(repo)
     text = report(run.envs, 0, 0, run.jobs)
     assert len(text) < 12_000
     assert "+      image: evil.example/miner:1" in text and "not shown" not in text and "more changed file(s)" not in text
