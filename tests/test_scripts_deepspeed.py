@@ -408,6 +408,7 @@ def test_sigterm_during_the_peer_wait_stops_it(tmp_path: Path, bin_dir: Path) ->
     assert not run.of("deepspeed")
 
 
+@pytest.mark.slow  # a race run many times: 5-10 s a shell
 @pytest.mark.parametrize("shell", ["/bin/sh", "bash"])
 def test_sigterm_right_after_a_step_starts_is_never_lost(tmp_path: Path, shell: str) -> None:
     """SIGTERM at any moment of a step's start reaches the step: dash runs its trap in a child

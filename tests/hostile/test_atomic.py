@@ -97,6 +97,7 @@ def kill_at(proc: subprocess.Popen[bytes], box: Sandbox, when: tuple[str, float]
     proc.communicate(timeout=60)
 
 
+@pytest.mark.slow  # chaos: compiles killed at random instants
 def test_kill_9_at_random_instants_leaves_old_new_or_a_journal_the_next_run_settles(box: Sandbox, old_and_new: tuple) -> None:
     old, new, saved = old_and_new
     restore(box, saved)

@@ -207,6 +207,7 @@ def test_files_a_pull_request_adds_under_rendered_cannot_crowd_out_the_pod_templ
         assert f"0notes/{i:04d}.md" in shown
 
 
+@pytest.mark.slow  # 40 real compiles; tests/test_action.py checks the same bound in process
 def test_the_comment_fits_githubs_limit_whatever_the_environments_are_named(tmp_path: Path) -> None:
     """Before: 40 overlay folders named with 240 control characters each (5 characters apiece
     once escaped) made the table alone longer than GitHub's 65,536 characters; the comment was

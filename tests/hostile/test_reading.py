@@ -300,6 +300,7 @@ def test_fifteen_files_of_empty_documents_stop_at_the_run_limit(box: Sandbox) ->
     assert run_.cpu < ROUND_TWO_CPU and run_.rss_mib < ROUND_TWO_MIB, (run_.cpu, run_.rss_mib)
 
 
+@pytest.mark.slow  # 30 000 files written and read
 def test_thirty_thousand_empty_files_stop_at_the_run_limit(box: Sandbox) -> None:
     """Empty files hold no document and no byte, but each costs an open and a parse: 100 000
     took lint 4.5 s before files per run were counted."""
