@@ -325,6 +325,7 @@ def test_turns_a_slow_job_runs_while_three_others_are_due_each_step() -> None:
     assert statuses(s)["a-slow"]["aggregate"].get("succeeded") == 1, f"a-slow ran {ran} cycles in 10 turns; its status still says {statuses(s)['a-slow']['aggregate']}"
 
 
+@pytest.mark.slow  # requests hung for real seconds (chaos): run by .ci/run
 def test_turns_in_its_pod_too_a_slow_job_runs_while_three_others_keep_coming_back(monkeypatch: Any) -> None:
     """The same under cli.run_loop (turn_wait 0): three jobs whose cycles each wait 0.2 s on the
     API server (not slow: under SLOW_CYCLE) and have news after every cycle keep three threads
@@ -386,6 +387,7 @@ SPIN_NAMES = ("a0", "a1", "a2", "a3", "z")  # four hung jobs fill the four threa
 
 
 
+@pytest.mark.slow  # requests hung for real seconds (chaos): run by .ci/run
 def test_turns_loop_never_spins_while_all_threads_hang_and_a_job_waits() -> None:
     s = namespace_scenario("---".join(JOB.format(name=n, script="sleep 3000; exit 0") for n in SPIN_NAMES), threads=True)
     _running(s, SPIN_NAMES)
@@ -476,6 +478,7 @@ def test_turns_tensorboard_informer_is_listed_and_watched_once() -> None:
 # current cycle") returns while a cycle goes on to delete and create pods, after the loop has
 # ended and the watches are closed (then the kubelet is shut down and the final table printed).
 
+@pytest.mark.slow  # requests hung for real seconds (chaos): run by .ci/run
 def test_turns_no_cycle_acts_after_the_runtime_was_stopped_and_closed() -> None:
     s = namespace_scenario(JOB.format(name="j", script="sleep 3000; exit 0"), threads=True)
     for _ in range(60):
@@ -507,6 +510,7 @@ def test_turns_no_cycle_acts_after_the_runtime_was_stopped_and_closed() -> None:
 
 # --- found by the second review (notes/review-threads-2.md), fixed since ---
 
+@pytest.mark.slow  # requests hung for real seconds (chaos): run by .ci/run
 def test_turns_loop_never_spins_while_all_threads_hang_and_a_queued_job_is_due_by_its_timer() -> None:
     """A queued job due by its timer (a back-off ended) while every thread waits on a hung
     request: the loop waits for a cycle's end, it does not turn every 10 ms."""
@@ -545,6 +549,7 @@ def test_turns_loop_never_spins_while_all_threads_hang_and_a_queued_job_is_due_b
     assert during <= 15, f"the loop turned {during} times in 1.5 s while no thread was free"
 
 
+@pytest.mark.slow  # requests hung for real seconds (chaos): run by .ci/run
 def test_turns_a_shutdown_waits_for_a_hung_cycle_once_and_keeps_the_lease_while_it_is_in_flight(monkeypatch: pytest.MonkeyPatch) -> None:
     """release_lease() then close() (runtime_command's order) wait STOP_WAIT in all, not each;
     and client-go's ReleaseOnCancel asks that everything the Lease guards has stopped before it
