@@ -61,7 +61,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..api import ApiError
-from .apiserver.clock import parse_time, stamp
+from .apiserver.clock import parse_time
 from .cluster import FakeCluster
 from .containers import (
     INF,
@@ -75,7 +75,7 @@ from .containers import (
     until_deleted,
 )
 from .nodes import OUT_OF_SERVICE, Node, NodeControllers
-from .podstatus import ContainerLook, PodLook, disruption, full_image, status
+from .podstatus import ContainerLook, PodLook, disruption, full_image, rejected, status
 from .scheduler import Scheduler
 
 PULL_BACKOFF, PULL_BACKOFF_CAP = 10.0, 300.0
@@ -372,14 +372,10 @@ class FakeKubelet:
         return ContainerLook(name, "waiting", default)
 
     def _reject(self, name: str, pod: Obj, run: _Pod, now: float, reason: str, message: str) -> bool:
-        """rejectPod: Failed with the reason and message alone; the status manager keeps the
-        startTime it sets and the scheduler's PodScheduled condition (kubelet-owned ones are new)."""
+        """rejectPod: the pod ends before any container starts (podstatus.rejected)."""
         run.stage, run.done_at, run.reason, run.message = "done", now, reason, message
-        stored = pod.get("status") or {}
-        doc = {"phase": "Failed", "reason": reason, "message": f"Pod was rejected: {message}", "startTime": stamp(now),
-               "conditions": [c for c in stored.get("conditions") or [] if c.get("type") == "PodScheduled"]}
         try:
-            self.cluster.set_pod_status(self.namespace, name, doc, uid=pod["metadata"]["uid"])
+            self.cluster.set_pod_status(self.namespace, name, rejected(pod, reason, message, now), uid=pod["metadata"]["uid"])
         except ApiError:
             return False
         return True

@@ -14,7 +14,8 @@ state) and write `status(pod, look)`.  The shape follows the kubelet's generateA
   Completed/Error/OOMKilled, message, start and finish), image, imageID, containerID
   (derived from the pod UID, so an incarnation's IDs are stable), started, ready,
   volumeMounts; init containers likewise; hostIP(s), podIP(s), startTime, qosClass as stored;
-- a pod-level reason and message where the kubelet sets one (Evicted, DeadlineExceeded).
+- a pod-level reason and message where the kubelet sets one (Evicted, DeadlineExceeded), and
+  the status of a pod it refused at admission (`rejected`).
 The runtime reads these exactly as it reads a cluster's (runtime/observe.py).
 """
 
@@ -224,6 +225,18 @@ def ended(pod: Obj, ip: str, how: Ended, started: float, now: float) -> Obj:
     return status(pod, look)
 
 
+def rejected(pod: Obj, reason: str, message: str, now: float) -> Obj:
+    """A pod the kubelet refused at admission (kubelet.go rejectPod): Failed with the admit
+    handler's reason and "Pod was rejected: <message>", the qosClass kept; the status manager
+    sets startTime and keeps the scheduler's PodScheduled (the kubelet's own conditions are new)."""
+    stored = pod.get("status") or {}
+    out: Obj = {"phase": "Failed", "reason": reason, "message": f"Pod was rejected: {message}", "startTime": stamp(now),
+                "conditions": [c for c in stored.get("conditions") or [] if c.get("type") == "PodScheduled"]}
+    if "qosClass" in stored:
+        out["qosClass"] = stored["qosClass"]
+    return out
+
+
 def disruption(reason: str, message: str, now: float) -> Obj:
     """The DisruptionTarget condition (pkg/apis/core/types.go DisruptionTarget; reasons:
     EvictionByEvictionAPI, PreemptionByScheduler, DeletionByTaintManager, DeletionByPodGC,
@@ -231,4 +244,4 @@ def disruption(reason: str, message: str, now: float) -> Obj:
     return {"type": "DisruptionTarget", "status": "True", "reason": reason, "message": message, "lastProbeTime": None, "lastTransitionTime": stamp(now)}
 
 
-__all__ = ["ContainerLook", "Ended", "Exited", "PodLook", "disruption", "ended", "full_image", "running", "status"]
+__all__ = ["ContainerLook", "Ended", "Exited", "PodLook", "disruption", "ended", "full_image", "rejected", "running", "status"]
