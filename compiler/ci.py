@@ -331,14 +331,16 @@ def _left_out(sections: Sequence[Section]) -> str:
 def _sections(sections: Sequence[Section], budget: int) -> str:
     """The sections in order, as many as fit with the room each is sure of (what it needs, at
     most SECTION_MIN) and the note naming the rest; those shown share `budget` (_shares)."""
-    needs = [_size(section(s, 10**12)) for s in sections]
+    wholes = [section(s, 10**12) for s in sections]  # built once: one that fits its share is shown as it is
+    needs = [_size(w) for w in wholes]
     floors = [0, *accumulate(min(need, SECTION_MIN) for need in needs)]
     shown = next((k for k in range(len(sections), 0, -1) if floors[k] + _size(_left_out(sections[k:])) <= budget), 0)
     note = _left_out(sections[shown:])
     if _size(note) > budget:  # not even the names fit (a budget this small is never given)
         note = f"... and {len(sections) - shown} more environment(s) with changes: no room left in this comment\n\n"
     # a share is at least its floor, and a floor holds the summary: every section shown is there
-    parts = [section(s, share) for s, share in zip(sections[:shown], _shares(needs[:shown], budget - _size(note)), strict=True)]
+    parts = [whole if need <= share else section(s, share)
+             for s, whole, need, share in zip(sections[:shown], wholes[:shown], needs[:shown], _shares(needs[:shown], budget - _size(note)), strict=True)]
     return "".join(parts) + note
 
 
