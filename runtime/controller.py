@@ -182,6 +182,12 @@ class Controller:
         """The records and pods have been listed (/readyz)."""
         return all(i.synced for i in self.records.values()) and self.pods.synced
 
+    def _cached(self, key: JobKey) -> bool:
+        """Whether the caches hold all a cycle of this job reads (client-go's WaitForCacheSync):
+        on a pods cache not yet listed, or missing this job's, every running pod would look
+        vanished and be replaced (review 24, round 7)."""
+        return all(i.synced for i in self.records.values()) and self.pods.ready_for(key) and self.templates.ready_for(key)
+
     def close(self) -> None:
         """Stop the cycles (waiting up to STOP_WAIT for those in flight), every watch (their
         reader threads end) and the cycle threads."""
@@ -275,7 +281,7 @@ class Controller:
         missing = self.templates.readmit(frozenset().union(*(n for _, n in self._pod_names.values())))
         for key, (_, names) in sorted(self._pod_names.items()) if missing else ():
             if names & missing:  # turned away before its record named them: read that job's again
-                self.templates.refill(lambda key=key: self._list_of(key, POD_TEMPLATES, self.templates, trim.template), names & missing)
+                self.templates.refill(key, lambda key=key: self._list_of(key, POD_TEMPLATES, self.templates, trim.template), names & missing)
         for key in sorted(served):  # moved here from another mode: its pods and templates are read again, by its label
             self.pods.take_back(key, lambda key=key: self._list_of(key, PODS, self.pods, trim.pod))
             self.templates.take_back(key, lambda key=key: self._list_of(key, POD_TEMPLATES, self.templates, trim.template))
@@ -350,7 +356,7 @@ class Controller:
             if pool.free() == 0:
                 break
             if not self._startable(key, pool):
-                continue  # stays queued: in flight, or no thread for a slow job yet
+                continue  # stays queued: in flight, its objects not read yet, or no thread for a slow job yet
             worker = self.workers.get(key)
             del self.queue[key]
             if worker is None or not worker.due(now):
@@ -361,7 +367,7 @@ class Controller:
 
     def _startable(self, key: JobKey, pool: CyclePool) -> bool:
         """A thread would take this queued job now."""
-        if key in pool.busy or pool.free() == 0:
+        if key in pool.busy or pool.free() == 0 or not self._cached(key):
             return False
         worker = self.workers.get(key)
         return worker is None or not worker.slow or len(pool.slow) < pool.size - 1
@@ -389,6 +395,8 @@ class Controller:
             worker = self.workers.get(key)
             if not self._hold_lease() or time.monotonic() - started > DRAIN_BUDGET:
                 break  # the Lease is lost, or the turn is spent: the rest stay queued
+            if not self._cached(key):
+                continue  # stays queued until its objects are read (the informers' retry wakes the loop)
             if worker is not None and worker.slow:
                 if slow_ran:
                     continue  # stays queued for the next turn
@@ -442,7 +450,7 @@ class Controller:
         pool = self.pool
         busy = pool.busy if pool is not None else set()
         if self.leading():  # jobs left queued (out of write tokens, a turn's DRAIN_BUDGET spent): when tokens are back, or now
-            waiting = any(self._startable(k, pool) for k in self.queue) if pool is not None else bool(self.queue)  # else a cycle's end wakes the loop
+            waiting = any(self._startable(k, pool) for k in self.queue) if pool is not None else any(map(self._cached, self.queue))  # else a cycle's end, or a list, wakes the loop
             times.append((self._throttled_until or now) if waiting else None)
             # One in flight wakes the loop when done; a queued one is `waiting` above (its own past timer would spin the loop).
             times += [w.wake_at(now) for k, w in self.workers.items() if k not in busy and k not in self.queue]

@@ -83,6 +83,12 @@ class Informer:
     skipped: set[Any] = field(default_factory=set)
     _moved: dict[str, bool] = field(default_factory=dict)  # names written now -> changed by the watch since (`written`)
     _connecting: bool = False  # a list or watch request is out (another thread must not start a second)
+    # What the cache is known to lack until the next whole list: the jobs whose objects could not
+    # be read again (`take_back`, `refill`, a stub of a job served since), and `_lost` when the
+    # job is unknown (a turned-away name admitted while its event was queued).  No cycle runs on
+    # them (client-go's WaitForCacheSync): an absent pod would read as a vanished one.
+    unread: set[Any] = field(default_factory=set)
+    _lost: bool = False
 
     def gate(self, trim: Callable[[Obj], Obj]) -> Callable[[Obj], Obj]:
         """`trim` for this informer's list and watch: an object it does not admit becomes a stub
@@ -121,10 +127,11 @@ class Informer:
             return frozenset()
         return frozenset(self.turned_away & names)
 
-    def refill(self, fetch: Callable[[], tuple[list[Obj], str]], names: frozenset[str]) -> None:
-        """Read again objects of names `readmit` returned (`fetch`: a list narrowed to them, e.g.
-        by their job's label); on failure the whole collection is listed again."""
-        if self._read_again(fetch, lambda obj: (obj.get("metadata") or {}).get("name") in names):
+    def refill(self, key: Any, fetch: Callable[[], tuple[list[Obj], str]], names: frozenset[str]) -> None:
+        """Read again objects of names `readmit` returned (`fetch`: a list narrowed to them, by
+        their job `key`'s label); on failure the whole collection is listed again, and the job
+        waits for it."""
+        if self._read_again(key, fetch, lambda obj: (obj.get("metadata") or {}).get("name") in names):
             self.turned_away -= names  # the ones not found no longer exist
 
     def take_back(self, key: Any, fetch: Callable[[], tuple[list[Obj], str]]) -> None:
@@ -133,19 +140,31 @@ class Informer:
         if key in self.skipped and self.key_of is not None:
             self.skipped.discard(key)
             key_of = self.key_of
-            self._read_again(fetch, lambda obj: key_of(obj) == key)
+            self._read_again(key, fetch, lambda obj: key_of(obj) == key)
 
-    def _read_again(self, fetch: Callable[[], tuple[list[Obj], str]], wanted: Callable[[Obj], bool]) -> bool:
-        """Store what `fetch` lists that is `wanted` and not a stub; False (and a relist) on failure."""
+    def _read_again(self, key: Any, fetch: Callable[[], tuple[list[Obj], str]], wanted: Callable[[Obj], bool]) -> bool:
+        """Store what `fetch` lists that is `wanted` and not a stub; False (a relist, and `key`
+        unread until it is made) on failure."""
         try:
             items, _ = fetch()
         except Exception:
+            self.unread.add(key)
             self._relist_soon()
             return False
         for obj in items:
             if _SKIPPED not in obj and _REFUSED not in obj and wanted(obj):
                 self.store(obj)
         return True
+
+    @property
+    def whole(self) -> bool:
+        """Listed, and lacking nothing it cannot name the job of."""
+        return self.synced and not self._lost
+
+    def ready_for(self, key: Any) -> bool:
+        """Whether a cycle of job `key` may run on this cache: it holds all of the job's objects
+        (perhaps late, as a broken watch leaves it) or the job is unknown to be missing any."""
+        return self.whole and key not in self.unread
 
     def drop(self, key: Any) -> None:
         """A job no longer served: what is cached of it goes (events bring stubs from now on)."""
@@ -209,7 +228,7 @@ class Informer:
                 self.touched |= {self.key_of(o) for n in old.keys() | self.cache.keys() if old.get(n) != self.cache.get(n) for o in (old.get(n), self.cache.get(n)) if o is not None}
             self.resource_version = rv
             self.relists += 1
-            self.synced = True
+            self.synced, self.unread, self._lost = True, set(), False
             self._open(rv)
             return True
         except Exception as exc:
@@ -260,10 +279,12 @@ class Informer:
             if self.skip is not None and self.skip(key):
                 self.skipped.add(key)
                 return self._forget(name)
-            self._relist_soon()  # served since the stub was made: its content is lost
+            self.unread.add(key)  # served since the stub was made: its content is lost
+            self._relist_soon()
             return False
         if self._refused(obj):
             if self.admit is None or self.admit(name):  # turned away, then admitted while queued: its content is lost
+                self._lost = True
                 self._relist_soon()
             return self._forget(name)
         if self.admit is not None and not self.admit(name):  # gated before `readmit` dropped its name
