@@ -73,6 +73,8 @@ CASES: list[tuple[str, Callable[[Spec], Any], str | None]] = [
     ("httpheader-plain", ctr(livenessProbe={"httpGet": {"port": 80, "scheme": "HTTPS", "httpHeaders": [{"name": "X-Token", "value": "x"}]}}), None),
     ("poststart-sleep-neg", ctr(lifecycle={"postStart": {"sleep": {"seconds": -1}}}), "postStart sleep seconds -1"),
     ("prestop-sleep-0", ctr(lifecycle={"preStop": {"sleep": {"seconds": 0}}}), None),
+    ("prestop-sleep-over-default-grace", ctr(lifecycle={"preStop": {"sleep": {"seconds": 31}}}), "preStop sleep seconds 31 must be at most terminationGracePeriodSeconds (30)"),
+    ("prestop-sleep-at-grace", lambda s: (s.update(terminationGracePeriodSeconds=60), s["containers"][0].update(lifecycle={"preStop": {"sleep": {"seconds": 60}}})), None),
     # containers (validateContainers, validateInitContainers, validateResizePolicy, ValidateSecurityContext)
     ("ctr-restartpolicy", ctr(restartPolicy="Always"), "restartPolicy may not be set on a container"),
     ("sidecar-restartpolicy", pod(initContainers=[{"name": "s", "image": "i", "restartPolicy": "Always"}]), None),
@@ -95,6 +97,9 @@ CASES: list[tuple[str, Callable[[Spec], Any], str | None]] = [
     ("divisor-3", env({"resourceFieldRef": {"resource": "limits.cpu", "divisor": "3"}}), "divisor 3 is not taken for limits.cpu"),
     ("divisor-1m", env({"resourceFieldRef": {"resource": "limits.cpu", "divisor": "1m"}}), None),
     ("divisor-1Mi", env({"resourceFieldRef": {"resource": "limits.memory", "divisor": "1Mi"}}), None),
+    ("divisor-1024", env({"resourceFieldRef": {"resource": "limits.memory", "divisor": 1024}}), "divisor 1024 is not taken"),  # compared as Quantity.String()
+    ("divisor-1e3", env({"resourceFieldRef": {"resource": "limits.memory", "divisor": "1e3"}}), "divisor 1e3 is not taken"),
+    ("divisor-1k", env({"resourceFieldRef": {"resource": "limits.memory", "divisor": "1k"}}), None),
     ("fieldref-apiv2", env({"fieldRef": {"apiVersion": "v2", "fieldPath": "metadata.name"}}), "fieldRef apiVersion 'v2'"),
     ("fieldref-apiv1", env({"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.name"}}), None),
     ("dapi-vol-podip", pod(volumes=[{"name": "v", "downwardAPI": {"items": [{"path": "a", "fieldRef": {"fieldPath": "status.podIP"}}]}}]), "is no field a downwardAPI volume file can hold"),
@@ -118,6 +123,8 @@ CASES: list[tuple[str, Callable[[Spec], Any], str | None]] = [
     ("mountprop-bogus", mounted(EMPTY, volumeMounts=[{"name": "v", "mountPath": "/a", "mountPropagation": "Bogus"}]), "mountPropagation 'Bogus'"),
     ("rro-without-ro", mounted(EMPTY, volumeMounts=[{"name": "v", "mountPath": "/a", "recursiveReadOnly": "Enabled"}]), "recursiveReadOnly needs readOnly: true"),
     ("rro-with-ro", mounted(EMPTY, volumeMounts=[{"name": "v", "mountPath": "/a", "readOnly": True, "recursiveReadOnly": "Enabled"}]), None),
+    ("rro-propagation", mounted(EMPTY, volumeMounts=[{"name": "v", "mountPath": "/a", "readOnly": True, "recursiveReadOnly": "IfPossible", "mountPropagation": "HostToContainer"}]),
+     "recursiveReadOnly is taken only with mountPropagation None"),
     ("volumedevice-and-mount", mounted({"persistentVolumeClaim": {"claimName": "c"}}, volumeMounts=[{"name": "v", "mountPath": "/a"}], volumeDevices=[{"name": "v", "devicePath": "/dev/x"}]),
      "volume 'v' is both mounted and a device"),
     # affinity (ValidateNodeSelectorRequirement, validateNodeFieldSelectorRequirement, ValidateLabelSelectorRequirement, ValidateNamespaceName)
@@ -148,6 +155,7 @@ CASES: list[tuple[str, Callable[[Spec], Any], str | None]] = [
     ("sched-gate-bad", pod(schedulingGates=[{"name": "a b"}]), "schedulingGates name 'a b'"),
     ("tol-nokey-equal", pod(tolerations=[{"operator": "Equal", "value": "x"}]), "a toleration without a key must have operator Exists"),
     ("tol-nokey-exists", pod(tolerations=[{"operator": "Exists"}]), None),
+    ("tol-nokey-nooperator", pod(tolerations=[{"effect": "NoSchedule"}]), "a toleration without a key must have operator Exists"),  # no default for operator
     ("tol-seconds-noexec", pod(tolerations=[{"key": "a", "operator": "Equal", "value": "b", "effect": "NoSchedule", "tolerationSeconds": 5}]), "tolerationSeconds is taken only with effect NoExecute"),
     ("tol-seconds-noexecute", pod(tolerations=[{"key": "a", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 5}]), None),
     ("tol-value-bad", pod(tolerations=[{"key": "a", "operator": "Equal", "value": "a b"}]), "toleration value 'a b'"),

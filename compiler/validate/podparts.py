@@ -99,7 +99,9 @@ PAIRS: tuple[tuple[tuple[str, ...], Callable[[dict[str, Any]], bool], str, str],
     ((CONTAINERS, "*", "volumeMounts", "*"), lambda m: bool(m.get("subPath")) and bool(m.get("subPathExpr")), "subPathExpr", "subPath and subPathExpr are mutually exclusive"),  # validateVolumeMounts
     ((CONTAINERS, "*", "volumeMounts", "*"), lambda m: m.get("recursiveReadOnly") not in (None, "", "Disabled") and m.get("readOnly") is not True, "recursiveReadOnly",
      "recursiveReadOnly needs readOnly: true"),  # validateMountRecursiveReadOnly
-    (("tolerations", "*"), lambda t: not t.get("key") and t.get("operator") not in (None, "Exists"), "operator", "a toleration without a key must have operator Exists"),  # ValidateTolerations
+    ((CONTAINERS, "*", "volumeMounts", "*"), lambda m: m.get("recursiveReadOnly") not in (None, "", "Disabled") and m.get("mountPropagation") not in (None, "None"), "mountPropagation",
+     "recursiveReadOnly is taken only with mountPropagation None or unset"),  # validateMountRecursiveReadOnly
+    (("tolerations", "*"), lambda t: not t.get("key") and t.get("operator") != "Exists", "operator", "a toleration without a key must have operator Exists"),  # ValidateTolerations (no default)
     (("tolerations", "*"), lambda t: t.get("tolerationSeconds") is not None and t.get("effect") != "NoExecute", "tolerationSeconds", "tolerationSeconds is taken only with effect NoExecute"),
     (("topologySpreadConstraints", "*"), lambda c: c.get("minDomains") is not None and c.get("whenUnsatisfiable") != "DoNotSchedule", "minDomains",
      "minDomains is taken only with whenUnsatisfiable DoNotSchedule"),  # validateMinDomains
@@ -191,6 +193,18 @@ def _limits(doc: Document, spec: dict[str, Any], base: PathT) -> Iterator[Diagno
                 yield doc.diagnostic(VALUE, f"{pattern[-1]} holds {len(items)} entries: the API server takes at most {most}", path, key=True)
 
 
+_BINARY = frozenset(Decimal(1024) ** k for k in range(1, 7))
+
+
+def _canonical(written: Any, value: Decimal) -> bool:
+    """Whether Quantity.String() of a divisor is one the API server lists: it compares strings, so
+    1024 (decimal, "1024") and 1e3 (exponent form, "1e3") are refused where 1Ki and 1k are taken."""
+    text = written.strip() if isinstance(written, str) else str(written)
+    if text[-1:].isdigit() and any(e in text.lstrip("+-")[1:] for e in "eE") and value != 1:
+        return False
+    return not (value in _BINARY and not text.endswith("i"))
+
+
 def _divisors(doc: Document, spec: dict[str, Any], base: PathT) -> Iterator[Diagnostic]:
     for pattern in RESOURCE_FIELD_REFS:
         for path, ref in _walk(spec, pattern, base):
@@ -198,11 +212,22 @@ def _divisors(doc: Document, spec: dict[str, Any], base: PathT) -> Iterator[Diag
             resource = str(ref.get("resource", "")).partition(".")[2]
             allowed = DIVISORS.get("memory" if resource.startswith("hugepages-") else resource)
             divisor = quantity_value(ref["divisor"]) if "divisor" in ref else None
-            if allowed and divisor is not None and divisor != 0 and divisor not in allowed:  # 0 is unset (defaulted to 1)
+            if allowed and divisor is not None and divisor != 0 and (divisor not in allowed or not _canonical(ref["divisor"], divisor)):  # 0 is unset (defaulted to 1)
                 yield doc.diagnostic(VALUE, f"divisor {ref['divisor']} is not taken for {ref['resource']}: {'1m or 1' if resource == 'cpu' else '1 or a power of 1000 or 1024 (1, 1Ki, 1M, ...)'}", (*path, "divisor"))
 
 
-PARTS = (_required, _forbidden, _unique, _operators, _limits, _divisors, _pairs, _references)
+def _sleeps(doc: Document, spec: dict[str, Any], base: PathT) -> Iterator[Diagnostic]:
+    """validateSleepAction: a hook's sleep may not outlast terminationGracePeriodSeconds (defaulted to 30)."""
+    grace = spec.get("terminationGracePeriodSeconds", 30)
+    if type(grace) is not int:  # a wrong type is the schema's finding
+        return
+    for hook in ("postStart", "preStop"):
+        for path, seconds in _walk(spec, (CONTAINERS, "*", "lifecycle", hook, "sleep", "seconds"), base):
+            if type(seconds) is int and seconds > grace:
+                yield doc.diagnostic(VALUE, f"{hook} sleep seconds {seconds} must be at most terminationGracePeriodSeconds ({grace})", path)
+
+
+PARTS = (_required, _forbidden, _unique, _operators, _limits, _divisors, _pairs, _sleeps, _references)
 
 
 def spec_parts(doc: Document, spec: dict[str, Any], base: PathT) -> Iterator[Diagnostic]:
