@@ -66,16 +66,16 @@ def request(env: Mapping[str, str]) -> Request:
 
 
 def manifests(result: Any) -> str:
-    """Every rendered manifest of a compile, as one YAML stream (no kustomizations, no metadata)."""
+    """Every rendered manifest of a compile, as one YAML stream: each job's files, then each
+    namespace's runtime (what `flatjob compile` writes, in its order; no kustomizations, no
+    metadata).  Without the runtime an Application would sync jobs no process serves."""
     from . import keys
+    from .pipeline import namespace_runtimes, runtime_files
     from .render.kustomization import KUSTOMIZATION
 
-    parts = []
-    for job in result.jobs:
-        for name, text in job.files.items():
-            if name != KUSTOMIZATION:
-                parts.append(f"# Source: {job.folder}/{name}\n" + text.removeprefix(keys.GENERATED_HEADER))
-    return "---\n".join(parts)
+    files = {f"{job.folder}/{name}": text for job in result.jobs for name, text in job.files.items() if name != KUSTOMIZATION}
+    files.update(runtime_files(namespace_runtimes(result.jobs)))
+    return "---\n".join(f"# Source: {path}\n" + text.removeprefix(keys.GENERATED_HEADER) for path, text in files.items())
 
 
 def repository_root(env: Mapping[str, str]) -> Path:

@@ -83,8 +83,7 @@ class CompileResult:
             for rel, text in job.files.items():
                 files[f"{job.folder}/{rel}"] = text
         runtimes = namespace_runtimes(self.jobs)
-        for folder, docs in runtimes.items():
-            files[f"{folder}/{RUNTIME_FILE}" if folder else RUNTIME_FILE] = emit_files({RUNTIME_FILE: docs})[RUNTIME_FILE]
+        files.update(runtime_files(runtimes))
         by_folder = {j.folder: j for j in self.jobs}
         for folder, entries in sorted(_levels(by_folder).items()):  # every runtime's folder holds jobs: a level
             rel = f"{folder}/{KUSTOMIZATION}" if folder else KUSTOMIZATION
@@ -117,6 +116,11 @@ def namespace_runtimes(jobs: Iterable[CompiledJob]) -> dict[str, list[dict[str, 
     for namespace, served in sorted(needs.items(), key=lambda kv: kv[0] or ""):
         out[namespace if namespace in folders else ""] = render_namespace_runtime(namespace, served)
     return out
+
+
+def runtime_files(runtimes: dict[str, list[dict[str, Any]]]) -> dict[str, str]:
+    """Path -> the text of each namespace runtime's file (`namespace_runtimes`' folders)."""
+    return {f"{folder}/{RUNTIME_FILE}" if folder else RUNTIME_FILE: emit_files({RUNTIME_FILE: docs})[RUNTIME_FILE] for folder, docs in runtimes.items()}
 
 
 def runtime_folder(job: CompiledJob, jobs: Iterable[CompiledJob] | None = None) -> str:

@@ -233,8 +233,11 @@ def test_generate_prints_only_manifests(tmp_path: Path) -> None:
     docs = list(yaml.safe_load_all(done.stdout))
     assert docs and all(isinstance(d, dict) and d.get("apiVersion") and d.get("kind") and d["metadata"].get("name") for d in docs)
     compiled = compile_paths([str(app / "jobs")], CompileOptions(namespace="training"), load_overlays([app / "overlays" / "prod"]))
-    expected = [d for t in (j.files[n] for j in compiled.jobs for n in j.files if n != "kustomization.yaml") for d in yaml.safe_load_all(t)]
+    written = {path: text for path, text in compiled.tree().items() if path.endswith(".yaml") and not path.endswith("kustomization.yaml")}
+    expected = [d for text in written.values() for d in yaml.safe_load_all(text)]
     assert docs == expected  # the same manifests `flatjob compile` writes, in the same order
+    assert "training-prod/runtime.yaml" in written  # the namespace's runtime too (review 21, round 7: it was left out)
+    assert {(d["kind"], d["metadata"]["name"]) for d in docs} >= {("Deployment", "flatjob"), ("Role", "flatjob"), ("ServiceAccount", "flatjob")}
     assert all(d["metadata"].get("namespace") == "training-prod" for d in docs)
     assert sum(d["kind"] == "PodTemplate" for d in docs) == 4 and not [d for d in docs if d["kind"] == "Pod"]
     assert not any(d["kind"] == "Kustomization" for d in docs)
