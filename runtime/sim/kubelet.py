@@ -38,7 +38,12 @@ which run-local's kubelet shares.  What the kubelet does, with the source it fol
   condition `TerminationByKubelet`; the pod object stays (pkg/kubelet/eviction/eviction_manager.go
   evictPod); as for any terminal phase, the phase, reason, message and DisruptionTarget are
   written only once every container has stopped (status_manager.go mergePodStatus), so a peer
-  that notices the loss first can report its own failure before the eviction is visible;
+  that notices the loss first can report its own failure before the eviction is visible, and
+  the DisruptionTarget is dated then, when the pod stopped, not when the eviction began
+  (mergePodStatus: updateLastTransitionTime "again here because the older transition time
+  ... is likely stale"); an eviction for the pod's own ephemeral-storage or emptyDir limit
+  carries no DisruptionTarget (`condition=False`: localStorageEviction passes a nil condition),
+  nor does any eviction on Kubernetes before 1.26;
 - admission rejection (`reject`): a pod the kubelet turns away before any container starts
   (a device plugin's `UnexpectedAdmissionError`, `OutOfcpu`, `NodeAffinity`) ends Failed with
   the admit handler's reason and "Pod was rejected: <message>", its startTime, no container
@@ -130,7 +135,7 @@ class _Pod:
     term_at: float | None = None  # when SIGTERM was sent
     reason: str | None = None  # pod-level: DeadlineExceeded, Evicted
     message: str | None = None
-    conditions: tuple[Obj, ...] = ()
+    conditions: tuple[tuple[str, str], ...] = ()  # (reason, message) of the DisruptionTarget it writes once the pod is terminal
     done_at: float | None = None  # when the terminal phase was written
 
 
@@ -200,7 +205,7 @@ class FakeKubelet:
         """The next incarnation of `name` that reaches its node is rejected at admission."""
         self.rejects[name] = (reason, message)
 
-    def evict(self, name: str, message: str = EVICTED_MESSAGE, grace: float = HARD_EVICTION_GRACE) -> None:
+    def evict(self, name: str, message: str = EVICTED_MESSAGE, grace: float = HARD_EVICTION_GRACE, condition: bool = True) -> None:
         """Node-pressure eviction by the kubelet: SIGTERM now, SIGKILL after `grace` (1 s for a
         hard threshold; a soft one's evictionMaxPodGracePeriod); Failed, reason Evicted and
         DisruptionTarget are reported once every container has stopped."""
@@ -210,7 +215,7 @@ class FakeKubelet:
         if run is None:
             return
         run.reason, run.message = "Evicted", message
-        run.conditions = (disruption("TerminationByKubelet", message, now),)
+        run.conditions = (("TerminationByKubelet", message),) if condition else ()
         self._terminate(run, now, now + grace)
         self._sync(name, pod, now)
 
@@ -361,7 +366,8 @@ class FakeKubelet:
         # pod to a terminal status unless the pod is actually terminal").
         held = run.stage != "done"
         return PodLook(phase, self._ip(pod["metadata"]["uid"]), run.admitted, now, node.ip if node else self.host_ip,
-                       tuple(init_looks), tuple(looks), None if held else run.reason, None if held else run.message, () if held else run.conditions)
+                       tuple(init_looks), tuple(looks), None if held else run.reason, None if held else run.message,
+                       () if held else tuple(disruption(reason, message, run.done_at or now) for reason, message in run.conditions))
 
     def _waiting(self, container: Obj, run: _Pod, default: str) -> ContainerLook:
         name, image = container.get("name", ""), container.get("image", "")

@@ -164,21 +164,37 @@ def _conditions(pod: Obj, look: PodLook, at: str) -> list[Obj]:
     ready = not terminal and bool(look.containers) and all(c.ready for c in look.containers)
     created = any(c.state != "waiting" for c in (*look.init, *look.containers))
     not_ready = "PodCompleted" if look.phase == "Succeeded" else "PodFailed" if terminal else "ContainersNotInitialized" if not initialized else "ContainersNotReady"
+    gates = _gates_unmet(pod, before) if ready else None
     own = {
-        "PodReadyToStartContainers": (created and not terminal, None),
-        "Initialized": (initialized, "PodCompleted" if terminal and initialized else "ContainersNotInitialized"),
-        "Ready": (ready, not_ready),
-        "ContainersReady": (ready, not_ready),
+        "PodReadyToStartContainers": (created and not terminal, None, None),
+        "Initialized": (initialized, "PodCompleted" if terminal and initialized else "ContainersNotInitialized", None),
+        "Ready": (ready and not gates, "ReadinessGatesNotReady" if gates else not_ready, gates),
+        "ContainersReady": (ready, not_ready, None),
     }
     out = []
-    for ctype, (ok, reason) in own.items():
+    for ctype, (ok, reason, message) in own.items():
         status = "True" if ok else "False"
         old = before.get(ctype)
         when = old["lastTransitionTime"] if old and old.get("status") == status and old.get("lastTransitionTime") else at
-        out.append({"type": ctype, "status": status, **({} if ok or reason is None else {"reason": reason}), "lastProbeTime": None, "lastTransitionTime": when})
+        why = {} if ok or reason is None else {"reason": reason, **({"message": message} if message else {})}
+        out.append({"type": ctype, "status": status, **why, "lastProbeTime": None, "lastTransitionTime": when})
     others = [c for c in stored if c.get("type") not in KUBELET_CONDITIONS]
     extra = [c for c in look.conditions if c.get("type") not in {o.get("type") for o in others}]
     return [*out, *others, *extra]
+
+
+def _gates_unmet(pod: Obj, conditions: dict[Any, Obj]) -> str | None:
+    """Why the pod's readiness gates keep it from Ready although its containers are (generate.go
+    GeneratePodReadyCondition: reason ReadinessGatesNotReady, ContainersReady stays True)."""
+    unmet = []
+    for gate in (pod.get("spec") or {}).get("readinessGates") or []:
+        kind = gate.get("conditionType") if isinstance(gate, dict) else None
+        c = conditions.get(kind)
+        if c is None:
+            unmet.append(f'corresponding condition of pod readiness gate "{kind}" does not exist.')
+        elif c.get("status") != "True":
+            unmet.append(f'the status of pod readiness gate "{kind}" is not "True", but {c.get("status")}')
+    return ", ".join(unmet) or None
 
 
 def status(pod: Obj, look: PodLook) -> Obj:

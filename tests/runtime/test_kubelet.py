@@ -28,6 +28,7 @@ from flatjob.runtime.api import Obj
 from flatjob.runtime.observe import pod_state
 from flatjob.runtime.sim.cluster import FakeCluster
 from flatjob.runtime.sim.containers import Program
+from flatjob.runtime.sim.apiserver.clock import stamp
 from flatjob.runtime.sim.kubelet import FakeKubelet, container_env, expand
 
 NS = "default"
@@ -211,6 +212,7 @@ def test_evict_and_kill(world: Any) -> None:
     cluster.create_pod(NS, pod_body(["sh", "-c", "sleep inf"], name="a"))
     cluster.create_pod(NS, pod_body(["sh", "-c", "sleep inf"], name="b"))
     advance(kubelet, clock, 2)
+    started = clock.now
     kubelet.evict("a", grace=5)
     kubelet.kill("b", 137)
     a, b = pod_state(cluster.pods()["a"], "main"), pod_state(cluster.pods()["b"], "main")
@@ -223,6 +225,35 @@ def test_evict_and_kill(world: Any) -> None:
     assert (a.phase, a.disruption) == ("Failed", "TerminationByKubelet") and a.exit_code in (137, 143)
     assert cluster.pods()["a"]["status"]["reason"] == "Evicted"
     assert (phase(cluster, "a"), phase(cluster, "b")) == ("Failed", "Failed")
+    # Dated when the pod stopped (3 s after SIGTERM), not when the eviction began (mergePodStatus).
+    (target,) = [c for c in cluster.pods()["a"]["status"]["conditions"] if c["type"] == "DisruptionTarget"]
+    assert target["lastTransitionTime"] == stamp(started + 3)
+
+
+def test_an_eviction_for_the_pods_own_storage_limit_has_no_disruption_target(world: Any) -> None:
+    """localStorageEviction passes no condition: Failed, reason Evicted, the kubelet's message."""
+    cluster, kubelet, clock = world
+    cluster.create_pod(NS, pod_body(["sh", "-c", "sleep inf"]))
+    advance(kubelet, clock, 2)
+    kubelet.evict("p", message="Pod ephemeral local storage usage exceeds the total limit of containers 10Gi. ", condition=False)
+    advance(kubelet, clock, 3)
+    state = pod_state(cluster.pods()["p"], "main")
+    assert (state.phase, state.disruption, state.exit_code, state.evicted) == ("Failed", None, 137, "Pod ephemeral local storage usage exceeds the total limit of containers 10Gi. ")
+
+
+def test_a_readiness_gate_not_true_keeps_ready_false_and_containers_ready_true(world: Any) -> None:
+    """GeneratePodReadyCondition: reason ReadinessGatesNotReady, which is no lost node."""
+    cluster, kubelet, clock = world
+    body = pod_body(["sh", "-c", "sleep inf"])
+    body["spec"]["readinessGates"] = [{"conditionType": "example.com/lb-ready"}]
+    cluster.create_pod(NS, body)
+    advance(kubelet, clock, 2)
+    conditions = {c["type"]: c for c in cluster.pods()["p"]["status"]["conditions"]}
+    assert conditions["ContainersReady"]["status"] == "True"
+    assert (conditions["Ready"]["status"], conditions["Ready"]["reason"]) == ("False", "ReadinessGatesNotReady")
+    assert conditions["Ready"]["message"] == 'corresponding condition of pod readiness gate "example.com/lb-ready" does not exist.'
+    state = pod_state(cluster.pods()["p"], "main")
+    assert (state.phase, state.ready, state.node_lost_since) == ("Running", False, None)
 
 
 # --- the API objects it writes -----------------------------------------------------------------------
