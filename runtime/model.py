@@ -44,13 +44,14 @@ class PodState:
     started_at: float | None = None  # when its program started (the container's startedAt; else status.startTime)
     disruption: str | None = None  # the DisruptionTarget condition's reason (EvictionByEvictionAPI, ...)
     disruption_message: str | None = None
-    disrupted_since: float | None = None  # the DisruptionTarget condition's lastTransitionTime: when the disruption began
+    disrupted_since: float | None = None  # when the disruption began, at the earliest (observe.disruption_began)
     node_lost_since: float | None = None  # Ready cleared by the node controller alone (its node stopped reporting)
     unreachable_grace: float | None = 300.0  # how long taint eviction leaves it on an unreachable node (None: forever)
     waiting: str | None = None  # why a container cannot start: "ImagePullBackOff: Back-off pulling image ..."
     unschedulable: str | None = None  # the scheduler's message while no node fits
     rejected: str | None = None  # its node's kubelet refused to admit it, so it never ran: "OutOfcpu: Node didn't have enough resource: cpu"
     stopped: bool = False  # the runtime stopped it after the outcome, keeping it (flatjob.dev/stopped)
+    evicted: str | None = None  # the kubelet's eviction message (status.reason Evicted), with or without DisruptionTarget
 
     @property
     def terminal(self) -> bool:

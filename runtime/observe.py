@@ -6,7 +6,12 @@ others than its kubelet, and the decisions read them:
   kubelet's node-pressure eviction; pkg/apis/core/types.go): the pod is being disrupted, its
   end says nothing about the training;
 - Ready=False while ContainersReady stays True on a running pod: only the node lifecycle
-  controller clears Ready alone (MarkPodsNotReady), so its node stopped reporting;
+  controller clears Ready alone (MarkPodsNotReady, which keeps the condition's reason), so its
+  node stopped reporting; but not with reason ReadinessGatesNotReady, which the kubelet
+  writes while a readiness gate is not True (generate.go GeneratePodReadyCondition);
+- reason Evicted without DisruptionTarget (eviction_manager.go): the kubelet evicted the pod
+  for its own ephemeral-storage or emptyDir limit (localStorageEviction gives no condition),
+  or, before Kubernetes 1.26, for the node's pressure ("The node was low on resource: ...");
 - PodScheduled=False/Unschedulable (the scheduler's message) and a container waiting for a
   reason that needs a human (ErrImagePull, ImagePullBackOff, ...): why it does not start.
 A failed init container's exit code is the pod's exit code (the regular ones never ran).
@@ -33,6 +38,8 @@ UNREACHABLE = "node.kubernetes.io/unreachable"
 # Waiting reasons a pod does not leave by itself soon: the record names them (the kubelet's
 # images/types.go and kuberuntime errors; ContainerCreating and PodInitializing are normal).
 REJECTED = "Pod was rejected: "  # the kubelet's admission refusal (kubelet.go rejectPod)
+RESTAMPED = frozenset({"TerminationByKubelet"})  # DisruptionTarget reasons dated when the pod stopped, not when it began
+GATES_NOT_READY = "ReadinessGatesNotReady"  # Ready=False the kubelet writes for a readiness gate (status/generate.go)
 STUCK = frozenset({"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull", "CreateContainerConfigError", "CreateContainerError", "RunContainerError", "CrashLoopBackOff"})
 
 
@@ -151,7 +158,8 @@ def pod_state(obj: dict[str, Any], container: str | None = None, owner_uid: str 
     conditions = _conditions(status)
     ready = conditions.get("Ready", {}).get("status") == "True"
     disruption = conditions.get("DisruptionTarget") if conditions.get("DisruptionTarget", {}).get("status") == "True" else None
-    lost = not ready and status.get("phase") == "Running" and conditions.get("ContainersReady", {}).get("status") == "True" and "Ready" in conditions
+    lost = (not ready and status.get("phase") == "Running" and conditions.get("ContainersReady", {}).get("status") == "True" and "Ready" in conditions
+            and conditions["Ready"].get("reason") != GATES_NOT_READY)
     scheduled = conditions.get("PodScheduled", {})
     notes = meta.get("annotations") or {}
     return PodState(
@@ -176,14 +184,27 @@ def pod_state(obj: dict[str, Any], container: str | None = None, owner_uid: str 
         started_at=seconds(term.get("startedAt")) or seconds(status.get("startTime")),
         disruption=str(disruption.get("reason") or "DisruptionTarget") if disruption else None,
         disruption_message=disruption.get("message") if disruption else None,
-        disrupted_since=seconds(disruption.get("lastTransitionTime")) if disruption else None,
+        disrupted_since=disruption_began(disruption, spec) if disruption else None,
         node_lost_since=(seconds(conditions["Ready"].get("lastTransitionTime")) or 0.0) if lost else None,
         unreachable_grace=unreachable_grace(spec),
         waiting=_waiting([s for s in status.get("initContainerStatuses") or [] if isinstance(s, dict)], " (init container {})") or _waiting(statuses)
         if status.get("phase", "Pending") == "Pending" else None,
         unschedulable=scheduled.get("message") or "no node fits" if scheduled.get("status") == "False" and scheduled.get("reason") == "Unschedulable" else None,
         rejected=_rejected(status, exit_code),
+        evicted=(status.get("message") or "Evicted") if status.get("reason") == "Evicted" and status.get("phase") == "Failed" else None,
     )
+
+
+def disruption_began(condition: dict[str, Any], spec: dict[str, Any]) -> float | None:
+    """When a disruption began, at the earliest: its DisruptionTarget's lastTransitionTime, but
+    the kubelet dates its own (TerminationByKubelet: node pressure, a graceful node shutdown)
+    when the pod stopped (status_manager.go mergePodStatus), which is at most the pod's grace
+    period after it sent SIGTERM (eviction and shutdown grace never exceed the pod's)."""
+    at = seconds(condition.get("lastTransitionTime"))
+    if at is None or condition.get("reason") not in RESTAMPED:
+        return at
+    grace = spec.get("terminationGracePeriodSeconds")
+    return at - (float(grace) if isinstance(grace, int) and not isinstance(grace, bool) and grace >= 0 else 30.0)
 
 
 def _rejected(status: dict[str, Any], exit_code: Any) -> str | None:

@@ -23,8 +23,9 @@ Obj = dict[str, Any]
 
 _META = ("name", "namespace", "uid", "resourceVersion", "generation", "deletionTimestamp", "creationTimestamp")
 # Pod conditions the decisions read: readiness (and who cleared it: a lost node clears Ready
-# alone), why the scheduler cannot place the pod, and whether it is being disrupted.
-_CONDITIONS = {"Ready": (), "ContainersReady": (), "PodScheduled": ("reason", "message"), "DisruptionTarget": ("reason", "message")}
+# alone, a readiness gate gives reason ReadinessGatesNotReady), why the scheduler cannot place
+# the pod, and whether it is being disrupted.
+_CONDITIONS = {"Ready": ("reason",), "ContainersReady": (), "PodScheduled": ("reason", "message"), "DisruptionTarget": ("reason", "message")}
 _MESSAGE_CAP = 1024  # a waiting or scheduling message kept for the record, at most
 _REASON_CAP = 128  # a reason is one CamelCase word
 _DETAILED = 8  # containers whose messages are kept; the others' states and reasons only

@@ -11,6 +11,9 @@ how the program answered SIGTERM (a checkpoint and exit 0, an exit 1) says nothi
 training, so the pod is replaced (architecture.md §5, "Disruptions").  Each is seen once:
 the cycle that counts it also takes the pod out of `released`.  Pods the runtime itself
 deleted (restarts, scale-downs, clean-up, pause) were taken out first, so they are neither.
+A kubelet's eviction for the pod's own ephemeral-storage or emptyDir limit carries no
+DisruptionTarget: it is a failure, counted as a Kubernetes Job counts it, and named as an
+eviction (not a bare 137, which reads as out of memory).
 
 A failure of a pod that was running when another pod of the attempt got into trouble is that
 trouble's doing, and is a disruption too: ranks are coupled (NCCL, torchrun's rendezvous,
@@ -35,6 +38,10 @@ from .exitcodes import effective_exit_code
 
 DISRUPTION_WINDOW = 30.0  # seconds after a disruption in which a peer's failure is its doing
 REPLACEMENT_WAIT = 900.0  # seconds a disrupted pod's trouble lasts at most while its replacement does not run
+# The kubelet's eviction messages for the node's pressure (pkg/kubelet/eviction/helpers.go
+# nodeLowMessageFmt, nodeConditionMessageFmt): a disruption, where DisruptionTarget (1.26) is
+# missing; any other eviction is for the pod's own ephemeral-storage or emptyDir limit.
+NODE_PRESSURE = ("The node was low on resource", "The node had condition")
 # (torchrun's rendezvous and NCCL's watchdog give up on a missing member within 10 minutes)
 
 
@@ -96,6 +103,8 @@ def observe(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, now: flo
             what = f"failed with exit code {code}" if pod.exit_code is not None else f"was lost ({pod.reason or 'no exit code'})"
             if pod.exit_code is not None and code != pod.exit_code:
                 what = f"failed with exit code {pod.exit_code} (effective {code})"
+            if pod.evicted is not None:  # for its own storage limit: the pod's doing, counted as a Job counts it
+                what = f"was evicted by its node ({pod.evicted.strip()}; exit code {pod.exit_code})"
             if pod.reason and pod.reason.startswith("Init:"):
                 what = f"failed with exit code {pod.exit_code} in an init container ({pod.reason})"
             cause = next(((n, w) for n, w, since in troubled if n != name and (since is None or (pod.started_at is not None and pod.started_at <= since))), None)
@@ -187,8 +196,8 @@ def disrupted(pod: PodState | None, ledger: Ledger) -> str | None:
         return f"was disrupted ({pod.disruption}{detail})"
     if pod.deleting:
         return "was deleted by someone else before it finished"
-    if pod.phase == "Failed" and pod.reason == "Evicted":  # a kubelet older than DisruptionTarget
-        return "was evicted by its node"
+    if pod.phase == "Failed" and pod.evicted is not None and pod.evicted.startswith(NODE_PRESSURE):  # a kubelet older than DisruptionTarget (1.26)
+        return f"was evicted by its node ({pod.evicted.strip()})"
     if pod.rejected is not None:  # no program ran: nothing about the training is known
         return f"was rejected by its node before it ran ({pod.rejected})"
     return None

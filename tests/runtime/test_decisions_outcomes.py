@@ -257,7 +257,7 @@ def test_a_restart_is_taken_back_only_when_the_eviction_began_before_it(began: f
     counted = Ledger(released=("j-worker-1", "j-worker-2"), backoff_count=1, restarts={"worker": 1},
                      incident_at=NOW - 20, incident=("j-worker-0",), levels={"j-worker-0": 1}, not_before={"j-worker-0": NOW - 10})
     evicted = pod("j-worker-1", "Failed", exit=137, reason="Evicted", started_at=NOW - 3600, disruption=None if began is None else "TerminationByKubelet")
-    evicted = dataclasses.replace(evicted, disrupted_since=began)
+    evicted = dataclasses.replace(evicted, disrupted_since=began, evicted="The node was low on resource: memory. ")
     pods = observed(evicted, pod("j-worker-2", "Running", started_at=NOW - 3600))
     out = observe(job, pods, counted, NOW)
     assert [d.name for d in out.disruptions] == ["j-worker-1"] and out.disruptions[0].late
@@ -276,3 +276,16 @@ def test_a_replacement_that_never_runs_excuses_its_peers_for_15_minutes_at_most(
                         pod("j-worker-1", "Pending", gated=False, incarnation=2, unschedulable="0/8 nodes are available"))
         out = observe(job, pods, led, NOW)
         assert ([d.name for d in out.disruptions] == ["j-worker-0"]) == excused, (ago, out)
+
+
+@pytest.mark.parametrize("reason, grace, began", [
+    pytest.param("TerminationByKubelet", None, 70.0, id="kubelet-dated-when-stopped-less-the-default-30s"),
+    pytest.param("TerminationByKubelet", 5, 95.0, id="kubelet-less-the-pods-own-grace"),
+    pytest.param("EvictionByEvictionAPI", 5, 100.0, id="api-server-dated-when-it-began"),
+])
+def test_when_a_disruption_began_at_the_earliest(reason: str, grace: int | None, began: float) -> None:
+    """mergePodStatus dates the kubelet's own DisruptionTarget when the pod stopped (review 23, round 7)."""
+    from flatjob.runtime.observe import disruption_began
+
+    spec = {} if grace is None else {"terminationGracePeriodSeconds": grace}
+    assert disruption_began({"reason": reason, "lastTransitionTime": "1970-01-01T00:01:40Z"}, spec) == began

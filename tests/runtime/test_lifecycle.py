@@ -182,6 +182,59 @@ def test_lifecycle_node_pressure_eviction_replaces_the_pod_the_kubelet_left_fail
     assert "TerminationByKubelet" in events(s, "Disrupted")[0]["message"]
 
 
+GATE = "cloud.google.com/load-balancer-neg-ready"  # a readiness gate an admission webhook adds (GKE NEG; AWS LB controller, OpenKruise alike)
+
+
+def gated(text: str) -> str:
+    return text.replace("          containers:", f"          readinessGates:\n            - conditionType: {GATE}\n          containers:")
+
+
+def test_lifecycle_a_pod_waiting_on_a_readiness_gate_is_not_on_a_lost_node() -> None:
+    """The kubelet writes Ready=False (ReadinessGatesNotReady) with ContainersReady=True while a
+    gate is not True: what MarkPodsNotReady leaves too, but its reason says whose (review 23, round 7)."""
+    s = Scenario(gated(pytorch(master=LONG, worker=LONG)))
+    s.run_until(lambda st: len(s.pods()) == 3 and all(p["status"].get("phase") == "Running" for p in s.pods().values()), limit=60)
+    s.settle(10)
+    st = s.status()
+    assert st["phase"] == "Running" and "has not been reported" not in condition(st, "Ready")["message"]
+
+
+def test_lifecycle_a_real_failure_beside_pods_waiting_on_a_readiness_gate_fails_the_job() -> None:
+    """ExitCode: the master exits 1 by itself while the workers wait on their gate: permanent."""
+    s = Scenario(gated(pytorch(master="sleep 20; exit 1", worker=LONG, policy="ExitCode", limit=1)))
+    st = s.run_until(lambda st: st.get("phase") == "Failed" or st.get("runtime", {}).get("disruptions", 0) >= 1, limit=400)
+    assert (st["phase"], st["runtime"].get("disruptions", 0)) == ("Failed", 0)
+    assert condition(st, "Failed")["message"].endswith("sim-master-0 failed with exit code 1")
+
+
+STORAGE = "Pod ephemeral local storage usage exceeds the total limit of containers 10Gi. "
+
+
+def test_lifecycle_an_eviction_for_the_pods_own_storage_limit_is_counted_and_named() -> None:
+    """No DisruptionTarget (localStorageEviction): the pod broke its own limit, a failure as a
+    Kubernetes Job counts it; the record and the Event say it was evicted and why, not a bare
+    137 that reads as out of memory."""
+    s = Scenario(pytorch(master="sleep 300; exit 0", worker=LONG, policy="OnFailure"))
+    running(s, 3)
+    old = uid(s, "sim-worker-0")
+    s.kubelet.evict("sim-worker-0", message=STORAGE, grace=2, condition=False)
+    st = s.run_until(replaced(s, "sim-worker-0", old), limit=120)
+    assert (st["backoffCount"], restarts(st)) == (1, {"master": 0, "worker": 1})
+    (event,) = events(s, "Restarting")
+    assert event["message"].startswith(f"sim-worker-0 was evicted by its node ({STORAGE.strip()}; exit code 137)")
+
+
+def test_lifecycle_a_node_pressure_eviction_without_disruption_target_is_a_disruption() -> None:
+    """A kubelet before 1.26 writes no DisruptionTarget; its node-pressure message names it."""
+    s = Scenario(pytorch(master="sleep 300; exit 0", worker=LONG, policy="ExitCode"))
+    running(s, 3)
+    old = uid(s, "sim-worker-0")
+    s.kubelet.evict("sim-worker-0", message="The node was low on resource: memory. ", condition=False)
+    st = s.run_until(replaced(s, "sim-worker-0", old), limit=120)
+    assert (st["backoffCount"], restarts(st)) == (0, {"master": 0, "worker": 0})
+    assert events(s, "Disrupted")[0]["message"].startswith("sim-worker-0 was evicted by its node (The node was low on resource: memory.)")
+
+
 DEEPSPEED = """
 apiVersion: batch.tensorstack.dev/v1beta1
 kind: DeepSpeedJob
