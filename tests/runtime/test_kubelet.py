@@ -26,9 +26,9 @@ from flatjob.compiler.options import CompileOptions
 from flatjob.compiler.pipeline import compile_documents
 from flatjob.runtime.api import Obj
 from flatjob.runtime.observe import pod_state
+from flatjob.runtime.sim.apiserver.clock import stamp
 from flatjob.runtime.sim.cluster import FakeCluster
 from flatjob.runtime.sim.containers import Program
-from flatjob.runtime.sim.apiserver.clock import stamp
 from flatjob.runtime.sim.kubelet import FakeKubelet, container_env, expand
 
 NS = "default"
