@@ -208,30 +208,44 @@ def _conditions(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, wait
     return out
 
 
-# tasks[].replicas lists at most this many replicas per type (docs/runtime.md, "Status"): a
-# 5000-pod job's full list would be ~750 KB of a 1.5 MiB object, and `aggregate` counts every
-# replica anyway.  The type's first replica is always listed first: T9k's manuals follow a job
-# with `kubectl logs $(kubectl get pj X -o jsonpath='{.status.tasks[0].replicas[0].name}')`,
-# which must name the master (worker-0, the launcher); the others are the most telling.
+# tasks[].replicas lists at most REPLICAS_LISTED replicas of a type and JOB_LISTED of the whole
+# job (docs/runtime.md, "Status"), each with at most CONTAINERS_LISTED containers: a 5000-pod
+# job's full list would be ~750 KB of a 1.5 MiB object, a GenericJob may have up to 100 replica
+# types (FJ105), and `aggregate` counts every replica anyway.  Every type's first replica is
+# listed, first: T9k's manuals follow a job with `kubectl logs $(kubectl get pj X -o
+# jsonpath='{.status.tasks[0].replicas[0].name}')`, which must name the master (worker-0, the
+# launcher); the other places go to the job's most telling replicas, whatever their type.
 REPLICAS_LISTED = 100
+JOB_LISTED = 200
+CONTAINERS_LISTED = 8
 _PHASE_ORDER = {phase: i for i, phase in enumerate(("Failed", "Unknown", "Pending", "Creating", "Deleted", "Running", "Succeeded"))}
+Replica = tuple[Any, PodState | None, str]  # (its spec, its pod, its phase in the record)
 
 
-def _listed(replicas: list[tuple[Any, PodState | None, str]]) -> list[tuple[Any, PodState | None, str]]:
-    """Every replica, or for a large type the first one and the REPLICAS_LISTED - 1 most
-    telling others (failed, unknown, pending, creating, deleted, running, succeeded), in index order."""
-    if len(replicas) <= REPLICAS_LISTED:
-        return replicas
-    first, *rest = sorted(replicas, key=lambda r: r[0].index)
-    chosen = sorted(rest, key=lambda r: (_PHASE_ORDER.get(r[2], 9), r[0].index))[: REPLICAS_LISTED - 1]
-    return [first, *sorted(chosen, key=lambda r: r[0].index)]
+def _listed(types: list[list[Replica]]) -> list[list[Replica]]:
+    """Each type's replicas to list: all when the job has at most JOB_LISTED and each type at
+    most REPLICAS_LISTED; else each type's first, then the most telling others (failed, unknown,
+    pending, creating, deleted, running, succeeded; by index), within both caps, in index order."""
+    if sum(map(len, types)) <= JOB_LISTED and all(len(t) <= REPLICAS_LISTED for t in types):
+        return types
+    chosen = [[min(t, key=lambda r: r[0].index)] if t else [] for t in types]
+    others = sorted(((i, r) for i, t in enumerate(types) for r in t if r is not chosen[i][0]),
+                    key=lambda ir: (_PHASE_ORDER.get(ir[1][2], 9), ir[1][0].index, ir[0]))
+    room = JOB_LISTED - sum(map(len, chosen))
+    for i, r in others:
+        if room <= 0:
+            break
+        if len(chosen[i]) < REPLICAS_LISTED:
+            chosen[i].append(r)
+            room -= 1
+    return [c[:1] + sorted(c[1:], key=lambda r: r[0].index) for c in chosen]
 
 
 def _replica(spec: Any, pod: PodState | None, rphase: str, trouble: Trouble | None) -> dict[str, Any]:
     entry: dict[str, Any] = {"name": spec.name, "phase": rphase}
     if pod is not None:
         entry["uid"] = pod.uid
-        entry["containers"] = [{"name": n, "state": s, **({"exitCode": c} if c is not None else {})} for n, s, c in pod.containers]
+        entry["containers"] = [{"name": n, "state": s, **({"exitCode": c} if c is not None else {})} for n, s, c in pod.containers[:CONTAINERS_LISTED]]
     if trouble is not None:
         entry["reason"], entry["message"] = trouble.reason, trouble.message
     elif pod is not None and pod.disruption is not None:
@@ -274,14 +288,15 @@ def build_status(
     tasks: list[dict[str, Any]] = []
     aggregate = dict.fromkeys(("creating", "pending", "running", "succeeded", "failed", "unknown", "deleted"), 0)
     wanted = {p.name for p in job.wanted()}
-    for rtype in dict.fromkeys(p.type for p in job.pods):
-        replicas = []
-        for spec in (p for p in job.pods if p.type == rtype):
-            pod = pods.get(spec.name)
-            rphase = _replica_phase(spec.name, pod, ledger, wanted)
-            aggregate[rphase.lower()] += 1
-            replicas.append((spec, pod, rphase))
-        tasks.append({"type": rtype, "restartCount": ledger.restarts.get(rtype, 0), "replicas": [_replica(spec, pod, rphase, by_pod.get(spec.name)) for spec, pod, rphase in _listed(replicas)]})
+    rtypes = list(dict.fromkeys(p.type for p in job.pods))
+    by_type: dict[str, list[Replica]] = {rtype: [] for rtype in rtypes}
+    for spec in job.pods:
+        pod = pods.get(spec.name)
+        rphase = _replica_phase(spec.name, pod, ledger, wanted)
+        aggregate[rphase.lower()] += 1
+        by_type[spec.type].append((spec, pod, rphase))
+    for rtype, listed in zip(rtypes, _listed([by_type[t] for t in rtypes]), strict=True):
+        tasks.append({"type": rtype, "restartCount": ledger.restarts.get(rtype, 0), "replicas": [_replica(spec, pod, rphase, by_pod.get(spec.name)) for spec, pod, rphase in listed]})
     status: dict[str, Any] = {
         "phase": phase(job, pods, ledger),
         "conditions": conditions,

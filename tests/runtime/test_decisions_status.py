@@ -6,9 +6,10 @@
 - status.tensorboard: T9k's DependentStatus for the TensorBoard Deployment;
 - lastTransitionTime changes only when a condition's status does;
 - aggregate counts per replica phase, tasks with restartCount, observedGeneration, the ledger;
-- tasks[].replicas lists at most REPLICAS_LISTED replicas per type: the type's first replica
-  (replicas[0], what T9k's manuals pass to kubectl logs), then the most telling phases, so the
-  status of a 5000-pod job, during a group restart too, stays under 256 KiB.
+- tasks[].replicas lists at most REPLICAS_LISTED replicas per type and JOB_LISTED per job: each
+  type's first replica (replicas[0], what T9k's manuals pass to kubectl logs), then the job's
+  most telling phases, so the status of a 5000-pod job, during a group restart too, and of a
+  job at lint's ceilings (10 000 pods in 100 types) stays under 256 KiB.
 """
 
 from __future__ import annotations
@@ -25,6 +26,8 @@ from flatjob.runtime.decisions.status import (
     MSG_INITIALIZED,
     MSG_PAUSED,
     MSG_RUNNING,
+    CONTAINERS_LISTED,
+    JOB_LISTED,
     REPLICAS_LISTED,
     build_status,
     rfc3339,
@@ -341,6 +344,35 @@ def test_replicas_listed_per_type_are_capped_most_telling_first(size: int, odd: 
     assert [i for i, _ in got] == first  # in index order
     assert all(phase == odd.get(i, "Running") for i, phase in got)
     assert sum(st["aggregate"].values()) == size  # the aggregate still counts every replica
+
+
+def many_types(types: int, replicas: int, containers: int) -> tuple[JobView, dict[str, PodState]]:
+    """A GenericJob of many replica types, every pod Running with real-length uids and `containers` containers."""
+    import dataclasses
+
+    job = job_view("GenericJob", types={f"type{t:03d}": replicas for t in range(types)})
+    pods = {p.name: dataclasses.replace(pod(p.name, "Running", gated=False), uid=f"{i:08d}-0000-4000-8000-000000000000",
+                                        containers=tuple((f"container-{c}", "Running", None) for c in range(containers)))
+            for i, p in enumerate(job.pods)}
+    return job, pods
+
+
+@pytest.mark.parametrize(("types", "replicas", "containers"), [
+    pytest.param(50, 100, 1, id="5000-pods-in-50-types"),
+    pytest.param(100, 100, 12, id="10000-pods-in-100-types-12-containers-each"),  # lint's ceilings (FJ105)
+])
+def test_a_job_of_many_types_lists_each_types_first_replica_and_stays_under_256_kib(types: int, replicas: int, containers: int) -> None:
+    """The cap is the job's as well as each type's (review 20, round 7: 50 types listed all 5000)."""
+    job, pods = many_types(types, replicas, containers)
+    failed = f"j-type{types - 1:03d}-{replicas - 1}"  # the last type's last replica: the most telling
+    pods[failed] = pod(failed, "Failed", exit=1, gated=False)
+    st = build_status(job, pods, Ledger(released=tuple(pods), start_time=NOW), None, NOW)
+    assert len(json.dumps(st, separators=(",", ":"))) < STATUS_LIMIT
+    assert [t["replicas"][0]["name"] for t in st["tasks"]] == [f"j-type{t:03d}-0" for t in range(types)]
+    assert sum(len(t["replicas"]) for t in st["tasks"]) == JOB_LISTED
+    assert failed in {r["name"] for r in st["tasks"][-1]["replicas"]}
+    assert max(len(r.get("containers", [])) for t in st["tasks"] for r in t["replicas"]) == min(containers, CONTAINERS_LISTED)
+    assert sum(st["aggregate"].values()) == types * replicas
 
 
 def test_a_5000_pod_ledger_is_a_few_brace_ranges() -> None:
