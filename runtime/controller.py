@@ -261,10 +261,11 @@ class Controller:
         job's labels), and only the pods and templates of served jobs; `changed` are the records
         that may name others now, or have moved between modes."""
         served: list[JobKey] = []
+        renamed = False  # whether the names any served record renders changed (a status echo changes none)
         for key in changed:
             record = self.record_of(key)
             if record is None or not self.scope.serves(record):
-                self._pod_names.pop(key, None)
+                renamed |= self._pod_names.pop(key, None) is not None
                 for informer in (self.pods, self.templates):
                     if record is not None:  # another mode's now: what is cached of its pods and templates goes
                         informer.drop(key)
@@ -275,10 +276,15 @@ class Controller:
             meta = record.get("metadata") or {}
             mark = (meta.get("uid"), meta.get("generation") or meta.get("resourceVersion"))
             if self._pod_names.get(key, (None,))[0] != mark:
-                self._pod_names[key] = (mark, admitted_pods(record))
+                names = admitted_pods(record)
+                renamed |= self._pod_names.get(key, (None, None))[1] != names
+                self._pod_names[key] = (mark, names)
         if not changed:
             return
-        missing = self.templates.readmit(frozenset().union(*(n for _, n in self._pod_names.values())))
+        # O(pods in the namespace): only when a record renders other names, not on the echo of
+        # every status write (review 24, round 7).
+        union = frozenset().union(*(n for _, n in self._pod_names.values())) if renamed or self.templates.admitted is None else self.templates.admitted
+        missing = self.templates.readmit(union)
         for key, (_, names) in sorted(self._pod_names.items()) if missing else ():
             if names & missing:  # turned away before its record named them: read that job's again
                 self.templates.refill(key, lambda key=key: self._list_of(key, POD_TEMPLATES, self.templates, trim.template), names & missing)

@@ -9,6 +9,7 @@ job's cycle runs next.  A failure in one job's cycle backs that job off alone.
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 import logging
 import time
@@ -286,7 +287,10 @@ class JobWorker:
             )
         templates = self.ctl.templates.of(self.key)
         versions = tuple(sorted((n, (t.get("metadata") or {}).get("resourceVersion")) for n, t in templates.items()))
-        key = (meta.get("generation"), json.dumps(record.get("spec"), sort_keys=True, default=str), json.dumps(annotations, sort_keys=True), versions)
+        # A digest, not the text: a second copy of every served spec would count against the
+        # runtime's memory limit uncounted (review 24, round 7).
+        text = json.dumps([record.get("spec"), annotations], sort_keys=True, default=str).encode()
+        key = (meta.get("generation"), hashlib.sha256(text).digest(), versions)
         if key != self._view_key:
             try:
                 self._view = job_view(record, templates)
