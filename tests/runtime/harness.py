@@ -29,6 +29,7 @@ from flatjob.compiler import keys
 from flatjob.compiler.loader import Loaded, parse
 from flatjob.compiler.options import CompileOptions
 from flatjob.compiler.pipeline import compile_documents, namespace_runtimes
+from flatjob.runtime.api import ApiError
 from flatjob.runtime.controller import CONCURRENCY, Controller
 from flatjob.runtime.kube import KubeCluster, Timeouts
 from flatjob.runtime.sim.cluster import FakeCluster
@@ -114,6 +115,10 @@ class Scenario:
         self.generation = 0  # which runtime process this is (its User-Agent names it)
         self.kill_after: int | None = None  # the runtime dies at its N-th next write (chaos tests)
         self.dead = False
+        # Chaos: each restarted runtime process's first list of these resources fails (a 500 from
+        # etcd, a 429): it must act on no cache it has not filled (review 24, round 7).
+        self.fail_first_lists: tuple[str, ...] = ()
+        self._lists_failed: set[tuple[int, str]] = set()
         self.controller: Controller | None = None
         self.controller = self.new_controller()
         OPEN.append(self)
@@ -154,6 +159,9 @@ class Scenario:
             return  # the kubelet stand-in, a GitOps simulator, the test itself
         if not agent.endswith(f"(runtime-{self.generation})") or self.dead:
             raise ConnectionAbort(resource)  # a killed process: nothing it sends arrives
+        if verb == "list" and resource in self.fail_first_lists and self.generation > 1 and (self.generation, resource) not in self._lists_failed:
+            self._lists_failed.add((self.generation, resource))
+            raise ApiError("etcdserver: request timed out", status=500)
         if self.kill_after is not None and verb in ("create", "update", "patch", "delete"):
             if self.kill_after <= 0:
                 self.kill_after = None

@@ -117,13 +117,14 @@ def test_namespace_killing_the_runtime_mid_way_through_fifty_jobs_restarts_keeps
     on its four threads (where the write it dies at falls in whichever cycle reached it first)."""
     rng = random.Random(seed)
     s = namespace_scenario(jobs(50), threads=threads)
-    kills = {tick: rng.randrange(0, 40) for tick in sorted(rng.sample(range(2, 40), 6))}
+    s.fail_first_lists = ("pods", "podtemplates")  # and each restarted process's first lists fail
+    kills = {tick: rng.randrange(0, 12) for tick in sorted(rng.sample(range(2, 40), 6))}
     run_all(s, kills)
     for name, st in sorted(statuses(s).items()):
         assert (st["phase"], st["backoffCount"], st["tasks"][0]["restartCount"]) == ("Succeeded", 1, 2), (name, st.get("runtime"))
         assert st["runtime"]["replicaRestarts"] == {"1": [f"{name}-worker-{{0..1}}"]}
     assert max(s.starts.values()) == 1, [k for k, n in s.starts.items() if n > 1]
-    assert s.generation > 1  # the runtime really died and came back
+    assert s.generation > 3 and len(s._lists_failed) == 2 * (s.generation - 1)  # it really died and came back, lists failing
 
 
 def test_namespace_a_job_failing_in_a_loop_does_not_hold_up_the_others() -> None:
