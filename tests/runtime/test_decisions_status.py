@@ -23,11 +23,11 @@ from flatjob.compiler.models.status import JobStatus
 from flatjob.runtime.decisions.finish import SUCCEEDED
 from flatjob.runtime.decisions.restart import JITTER_BLOCKS
 from flatjob.runtime.decisions.status import (
+    CONTAINERS_LISTED,
+    JOB_LISTED,
     MSG_INITIALIZED,
     MSG_PAUSED,
     MSG_RUNNING,
-    CONTAINERS_LISTED,
-    JOB_LISTED,
     REPLICAS_LISTED,
     build_status,
     rfc3339,
