@@ -25,6 +25,7 @@ spec:
       template:
 {template}
 """
+LONG_PREFIX = ("a" * 63 + ".") * 3 + "a" * 58  # 250 characters: a qualified name's prefix, but 259 with `requests.`
 CONTAINER = "          spec:\n            containers:\n              - {{name: w, image: i, {fields}}}"
 GENERIC = """\
 apiVersion: batch.tensorstack.dev/v1beta1
@@ -162,6 +163,18 @@ CASES = [
     ("affinity-selector-key", _pod("affinity: {podAffinity: {requiredDuringSchedulingIgnoredDuringExecution: [{topologyKey: zone, labelSelector: {matchLabels: {a b: x}}}]}}"), "FJ204", "label selector key 'a b'"),
     ("termination-message-policy", _container("terminationMessagePolicy: Bogus"), "FJ204", "terminationMessagePolicy 'Bogus'"),
     ("native-kubernetes-io-resource", _container("resources: {limits: {cpu: 1, example.kubernetes.io/widget: 500m}, requests: {example.kubernetes.io/widget: 250m}}"), None, ""),
+    # review 21, round 7: helper.IsExtendedResourceName, validateResourceQuantityHugePageValue, suffixHandler.interpret
+    ("extended-name-requests-prefix", _container("resources: {limits: {requests.example.com/gpu: 1}}"), "FJ204", "may not start with 'requests.'"),
+    ("extended-name-quota-form-too-long", _container(f"resources: {{limits: {{{LONG_PREFIX}/gpu: 1}}}}"), "FJ204", "its quota form"),
+    ("extended-name-prefix-at-the-quota-limit", _container(f"resources: {{limits: {{{LONG_PREFIX[:244]}/gpu: 1}}}}"), None, ""),
+    ("hugepages-not-a-multiple", _container("resources: {limits: {hugepages-2Mi: 3Mi, memory: 1Gi}}"), "FJ204", "limits.hugepages-2Mi 3Mi is not a positive integer multiple of hugepages-2Mi"),
+    ("hugepages-a-multiple", _container("resources: {limits: {hugepages-2Mi: 4Mi, hugepages-1Gi: 2Gi, memory: 1Gi}}"), None, ""),
+    ("hugepages-size-not-a-quantity", _container("resources: {limits: {hugepages-foo: 2Mi, memory: 1Gi}}"), "FJ204", "'foo' is no page size"),
+    ("hugepages-size-fraction", _container("resources: {limits: {hugepages-1500m: 3, memory: 1Gi}}"), "FJ204", "no whole, positive page size"),
+    ("cpu-exponent-beyond-int64", _container("resources: {limits: {cpu: 1e99999999999999999999}}"), "FJ404", "is not a valid quantity"),
+    ("gpu-exponent-beyond-int64", _container("resources: {limits: {nvidia.com/gpu: 1e99999999999999999999}}"), "FJ404", "is not a valid quantity"),
+    ("memory-request-exponent-beyond-int64", _container("resources: {requests: {memory: 1E99999999999999999999}}"), "FJ404", "is not a valid quantity"),
+    ("empty-dir-size-exponent-beyond-int64", _pod("volumes: [{name: v, emptyDir: {sizeLimit: 1e99999999999999999999}}]"), "FJ404", "is not a valid quantity"),
 ]
 
 

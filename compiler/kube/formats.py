@@ -15,7 +15,8 @@ from typing import Any
 
 # resource.ParseQuantity: optional sign, digits with at most one '.' (at least one digit:
 # ".", "+" and "e5" are ErrFormatWrong), then one suffix: a decimal SI or binary SI unit, or
-# a decimal exponent (e/E and a signed integer).
+# a decimal exponent (e/E and a signed integer that fits an int64: suffixHandler.interpret
+# parses it with strconv.ParseInt(suffix[1:], 10, 64), and ErrSuffix fails the whole decode).
 _QUANTITY = re.compile(r"([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))([numkMGTPE]|[KMGTPE]i|[eE][+-]?[0-9]+)?")
 _SCALE = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60,
           "n": Decimal("1e-9"), "u": Decimal("1e-6"), "m": Decimal("1e-3"), "": 1,
@@ -46,12 +47,31 @@ def show(value: Any, limit: int = 40) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
+def _is_exponent(suffix: str) -> bool:
+    """Whether a suffix is a decimal exponent (`e3`, `E-3`), not the SI `E` or binary `Ei`."""
+    return suffix[:1] in ("e", "E") and suffix not in ("E", "Ei")
+
+
+def _exponent_fits(suffix: str) -> bool:
+    """Whether a suffix is no decimal exponent, or one strconv.ParseInt(..., 10, 64) takes
+    (suffixHandler.interpret); the digits are counted before int() converts them."""
+    if not _is_exponent(suffix):
+        return True
+    digits = suffix[1:].lstrip("+-").lstrip("0")
+    return len(digits) <= 19 and _INT64[0] <= int(suffix[1:]) <= _INT64[1]
+
+
+def _quantity(value: str) -> re.Match[str] | None:
+    """The parts of a quantity resource.ParseQuantity accepts (after Go's TrimSpace), else None."""
+    m = _QUANTITY.fullmatch(value.strip(_GO_SPACE))
+    return m if m is not None and _exponent_fits(m.group(2) or "") else None
+
+
 def is_quantity(value: Any) -> bool:
     """Accept what resource.ParseQuantity accepts; numbers always pass."""
     if type(value) is not str:
         return True
-    text = value.strip(_GO_SPACE)
-    return bool(text) and _QUANTITY.fullmatch(text) is not None
+    return _quantity(value) is not None
 
 
 def quantity_value(value: Any) -> Decimal | None:
@@ -60,12 +80,12 @@ def quantity_value(value: Any) -> Decimal | None:
         return None
     if isinstance(value, int | float):
         return Decimal(str(value))
-    m = _QUANTITY.fullmatch(value.strip(_GO_SPACE)) if isinstance(value, str) else None
+    m = _quantity(value) if isinstance(value, str) else None
     if m is None:
         return None
     number, suffix = m.group(1), m.group(2) or ""
     try:  # `1e9999999` overflows the decimal context; an exponent of 5 000 digits is no int
-        return Decimal(number) * (Decimal(10) ** int(suffix[1:]) if suffix[:1] in ("e", "E") else Decimal(_SCALE[suffix]))
+        return Decimal(number) * (Decimal(10) ** int(suffix[1:]) if _is_exponent(suffix) else Decimal(_SCALE[suffix]))
     except (ArithmeticError, ValueError):
         return None
 

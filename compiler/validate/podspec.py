@@ -15,19 +15,21 @@ create (review 21, round 3, 29 such inputs).  One table names each field and its
 - container names are unique across initContainers and containers, port names within a
   container (validateContainers, validateContainerPorts);
 - resource names are standard or domain-qualified; an extended resource (a device such as
-  nvidia.com/gpu) is a whole number with its limit set and any request equal to it; a
-  request is at most its limit (ValidateResourceRequirements).
+  nvidia.com/gpu) has a name its quota form keeps qualified (IsExtendedResourceName) and is a
+  whole number with its limit set and any request equal to it; a hugepages-<size> value is a
+  multiple of its size; a request is at most its limit (ValidateResourceRequirements).
 """
 
 from __future__ import annotations
 
 import ipaddress
+import math
 import re
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from ..errors import Diagnostic
-from ..kube.formats import quantity_value
+from ..kube.formats import is_quantity, quantity_value
 from ..loader import Document, PathT
 from . import names
 from .groups import groups
@@ -35,6 +37,9 @@ from .groups import groups
 CONTAINERS = "@containers"  # initContainers and containers
 _KEY = re.compile(r"[-._a-zA-Z0-9]+")
 _STANDARD = re.compile(r"(cpu|memory|ephemeral-storage|hugepages-.+)")  # IsStandardContainerResourceName
+_HUGEPAGES = "hugepages-"  # core.ResourceHugePagesPrefix
+_QUOTA_PREFIX = "requests."  # core.DefaultResourceRequestsPrefix
+_INT64_END = 2**63  # Quantity.Value() is an int64
 
 
 
@@ -226,6 +231,42 @@ def _walk(value: Any, pattern: tuple[str, ...], at: PathT) -> Iterator[tuple[Pat
         yield from _walk(value[head], rest, (*at, head))
 
 
+def resource_name(name: str) -> str | None:
+    """Why a container's resource name is refused, or None (validateContainerResourceName): a
+    qualified name; without a domain a standard one; with a domain outside kubernetes.io/ an
+    extended resource (helper.IsExtendedResourceName: no `requests.` prefix, and `requests.<name>`,
+    its quota name, is a qualified name too)."""
+    why = names.qualified_key(name)
+    if why:
+        return why
+    if "/" not in name:
+        return None if _STANDARD.fullmatch(name) else "is no standard resource and has no domain (e.g. nvidia.com/gpu)"
+    if "kubernetes.io/" in name:  # helper.IsNativeResource
+        return None
+    if name.startswith(_QUOTA_PREFIX):
+        return f"is no extended resource name: it may not start with {_QUOTA_PREFIX!r} (the quota form)"
+    why = names.qualified_key(_QUOTA_PREFIX + name)
+    return f"is no extended resource name: its quota form {_QUOTA_PREFIX + name!r} is no qualified name: {why}" if why else None
+
+
+def hugepages_value(name: str, value: Any) -> str | None:
+    """Why a hugepages-<size> value is refused, or None (validateResourceQuantityHugePageValue,
+    helper.IsHugePageResourceValueDivisible; AllowIndivisibleHugePagesValues is false on create):
+    the size is a positive whole quantity and the value, rounded up (Quantity.Value), a multiple
+    of it.  A value or size beyond int64 is left to the API server."""
+    if not name.startswith(_HUGEPAGES):
+        return None
+    text = name.removeprefix(_HUGEPAGES)
+    if not is_quantity(text):  # HugePageSizeFromResourceName: resource.ParseQuantity fails
+        return f"is not a positive integer multiple of {name}: {text!r} is no page size (e.g. hugepages-2Mi)"
+    size, number = quantity_value(text), quantity_value(value)
+    if size is None or number is None or size.copy_abs() >= _INT64_END or number.copy_abs() >= _INT64_END:
+        return None
+    if size <= 0 or math.ceil(size * 1000) % 1000:  # pageSize.Sign() <= 0, MilliValue() % 1000
+        return f"is not a positive integer multiple of {name}: {text!r} is no whole, positive page size"
+    return None if math.ceil(number) % math.ceil(size) == 0 else f"is not a positive integer multiple of {name}"
+
+
 def _resources(doc: Document, res: Any, where: PathT) -> Iterator[Diagnostic]:
     """Names, whole devices, limits for devices, requests at most their limits."""
     res = res if isinstance(res, dict) else {}
@@ -240,10 +281,13 @@ def _resources(doc: Document, res: Any, where: PathT) -> Iterator[Diagnostic]:
             at = (*where, kind, name)
             if not isinstance(name, str):
                 continue
-            why = names.qualified_key(name) or (None if "/" in name or _STANDARD.fullmatch(name) else "is no standard resource and has no domain (e.g. nvidia.com/gpu)")
+            why = resource_name(name)
             if why:
                 yield doc.diagnostic(VALUE, f"resource name {name!r} {why}", at, key=True)
                 continue
+            why = hugepages_value(name, value)
+            if why:
+                yield doc.diagnostic(VALUE, f"{kind}.{name} {value} {why}", at)
             extended = "/" in name and "kubernetes.io/" not in name  # helper.IsNativeResource
             fixed = extended or name.startswith("hugepages-")  # IsOvercommitAllowed: false for both
             number = quantity_value(value)
