@@ -12,8 +12,9 @@ PodTemplate, ConfigMap or record over the API server's object limit is refused w
 2. within the budget, plans it and measures every object it renders (render/size.py: one pod
    per replica type stands for its type);
 3. reports an object over limits.object_bytes (FJ324) at the largest value of the template or
-   spec that makes it, and the job whose output takes the run past limits.run_render_bytes
-   (FJ105).
+   spec that makes it, an object whose annotations with flatjob's own (and, on a pod, room for
+   the runtime's) are over the API server's limit (FJ313) at the user's annotations, and the
+   job whose output takes the run past limits.run_render_bytes (FJ105).
 
 Compile renders only jobs that pass, from the plan made here; lint drops the plans.
 """
@@ -37,6 +38,7 @@ from .plan.generic import context, substituted_template
 from .podset import pod_counts
 from .render.size import JobSize, Measured, measure
 from .validate.groups import groups
+from .validate.names import ANNOTATIONS_BYTES
 
 
 @dataclass
@@ -119,11 +121,30 @@ def templates_bound(doc: Document, job: Any, limits: Limits) -> tuple[list[Diagn
 
 
 def oversized(doc: Document, job: Any, size: JobSize, limits: Limits) -> list[Diagnostic]:
-    """FJ324 for each object (each replica type's pods count once) over the object limit."""
+    """FJ324 for each object (each replica type's pods count once) over the object limit, FJ313
+    for each whose annotations, with flatjob's and the runtime's, are over the API server's."""
     return [
-        _too_big(doc, f"{o.kind} {o.name!r}", o.type, o.json_bytes, limits, _where_of(doc, job, o))
-        for o in size.objects if o.json_bytes > limits.object_bytes
+        *(_too_big(doc, f"{o.kind} {o.name!r}", o.type, o.json_bytes, limits, _where_of(doc, job, o))
+          for o in size.objects if o.json_bytes > limits.object_bytes),
+        *(_annotations_over(doc, job, o) for o in size.objects if o.annotation_bytes > ANNOTATIONS_BYTES),
     ]
+
+
+def _annotations_over(doc: Document, job: Any, o: Measured) -> Diagnostic:
+    """FJ313 at the annotations the user gave the object (a pod's template's, else the job's)."""
+    what = f"each pod of type {o.type!r}" if o.kind == "PodTemplate" else f"the {o.kind} {o.name!r}"
+    adds = "flatjob and its runtime add" if o.kind == "PodTemplate" else "flatjob adds"
+    return doc.diagnostic(
+        "FJ313", f"{what} would hold {o.annotation_bytes:,} bytes of annotations, counting those {adds}; the API server takes at most {ANNOTATIONS_BYTES:,} in one object",
+        _annotations_of(job, o), key=True, hint="keep large data out of annotations",
+    )
+
+
+def _annotations_of(job: Any, o: Measured) -> PathT:
+    """Where the user's annotations of a measured object are: its replica type's template's,
+    else the job's (the record); a missing one is reported at its parent (Document.locate)."""
+    paths = {g.type: (*g.template_path, "metadata", "annotations") for g in groups(job)}
+    return paths.get(o.type, ("metadata", "annotations")) if o.type is not None else ("metadata", "annotations")
 
 
 def _too_big(doc: Document, what: str, rtype: str | None, size: int, limits: Limits, where: PathT) -> Diagnostic:

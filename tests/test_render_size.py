@@ -3,7 +3,7 @@
 Covers: for every example job, the real corpus and random jobs (valid PyTorchTrainingJobs,
 and every example kind with random values that still compile), the measured total is at
 least the JSON of every object compile renders and at most a few digits per object more, the
-largest object measured is the largest rendered, and the YAML compile writes is 0.9 to 1.25
+largest object measured is the largest rendered (and so are its annotations), and the YAML compile writes is 0.9 to 1.25
 times the measure (the budget is counted in JSON, what the API server gets).
 One pod per replica type stands for its type, so these pin that pods of a type differ only
 by digits that never make a later pod larger.
@@ -26,7 +26,7 @@ from flatjob.compiler import keys
 from flatjob.compiler.loader import Loaded, parse
 from flatjob.compiler.options import CompileOptions
 from flatjob.compiler.pipeline import CompiledJob, compile_documents
-from flatjob.compiler.render.size import measure
+from flatjob.compiler.render.size import RUNTIME_POD_NOTES, annotation_bytes, measure
 
 EXAMPLES = sorted([*ROOT.glob("examples/*.yaml"), *ROOT.glob("examples/local/*.yaml")])
 CORPUS = ROOT.parent / "shared" / "corpus" / "t9k"
@@ -47,6 +47,7 @@ def _check(job: CompiledJob) -> None:
     assert sum(o.count for o in size.objects) == len(objects)
     assert sum(rendered) <= size.total <= sum(rendered) + 8 * len(objects), (job.name, sum(rendered), size.total)
     assert size.largest.json_bytes == max(rendered)
+    assert max(o.annotation_bytes for o in size.objects) == max(annotation_bytes(doc) for doc in objects)
     header = len(keys.GENERATED_HEADER.encode())  # each file's, and the kustomization: not objects
     written = sum(len(text.encode()) - header for name, text in job.files.items() if name != "kustomization.yaml")
     assert 0.9 * size.total <= written <= 1.25 * size.total, (job.name, written, size.total)
@@ -94,3 +95,10 @@ def test_random_jobs_of_every_kind_measure_what_compile_writes(doc: dict[str, An
 
 def test_the_seeds_hold_every_kind() -> None:
     assert {d["kind"] for d in SEEDS} == {"GenericJob", "PyTorchTrainingJob", "DeepSpeedJob", "ColossalAIJob"}
+
+
+def test_a_pod_leaves_room_for_every_annotation_the_runtime_adds() -> None:
+    """The runtime's notes on a pod it creates (release) or stops: FJ313 counts them on each pod
+    (review 21 r7 #3), at their longest values."""
+    assert set(RUNTIME_POD_NOTES) == {*keys.RUNTIME_ANNOTATIONS, keys.STOPPED}
+    assert all(len(RUNTIME_POD_NOTES[k]) == 19 for k in (keys.ATTEMPT, keys.RESTART_COUNT))

@@ -8,8 +8,11 @@ worker-0 launches) and its last (the longest name, index and rank) stands for ev
 replica type, and so does its per-replica Service (GenericJob spec.service).  That costs a handful of objects however many pods the job
 has.  Sizes are JSON's (what the API server gets; orjson measures ~10x faster than the YAML is
 written, which is within a few percent of it), exact but for the few digits by which pods of
-one type differ (tests/test_render_size.py).  Lint and compile both check the
-same figures (pipeline.planned), before anything is rendered.
+one type differ (tests/test_render_size.py).  Each object's annotations are measured too, with
+what flatjob adds (the record's flatjob.dev/* notes, each pod's spec-hash) and, for a pod, room
+for the notes the runtime adds when it creates it (RUNTIME_POD_NOTES): the API server counts
+them all against one object's limit.  Lint and compile both check the same figures
+(pipeline.planned), before anything is rendered.
 """
 
 from __future__ import annotations
@@ -20,7 +23,9 @@ from typing import Any
 
 import orjson
 
+from .. import keys
 from ..plan import JobPlan, PodPlan
+from ..validate.names import annotations_size
 from . import JOB_FILES
 from .pod import _JobShared, render_pod_template
 from .service import render_service
@@ -35,6 +40,7 @@ class Measured:
     json_bytes: int
     count: int = 1  # objects of this size (the pods of a replica type)
     type: str | None = None  # the replica type a pod or per-replica Service stands for
+    annotation_bytes: int = 0  # its largest annotations as the API server counts them (a pod's with the runtime's)
 
 
 @dataclass(frozen=True)
@@ -54,9 +60,26 @@ class JobSize:
         return max(self.objects, key=lambda o: o.json_bytes)
 
 
+# What the runtime adds to each pod it creates from a PodTemplate, at the longest values it
+# writes (runtime/decisions: the attempt and restart counters, kept as JSON integers, so int64 at
+# most; runtime/worker.py: the stop mark): room the template's annotations must leave.
+RUNTIME_POD_NOTES = {keys.ATTEMPT: str(2**63 - 1), keys.RESTART_COUNT: str(2**63 - 1), keys.RESUMING: "false", keys.STOPPED: "true"}
+RUNTIME_POD_NOTES_BYTES = annotations_size(RUNTIME_POD_NOTES)
+
+
+def annotation_bytes(obj: dict[str, Any]) -> int:
+    """The largest annotations of an object as the API server counts them: its own, and for a
+    PodTemplate those of every pod created from it (its template's and the runtime's)."""
+    own = annotations_size((obj.get("metadata") or {}).get("annotations") or {})
+    if obj.get("kind") != "PodTemplate":
+        return own
+    pod = ((obj.get("template") or {}).get("metadata") or {}).get("annotations") or {}
+    return max(own, annotations_size(pod) + RUNTIME_POD_NOTES_BYTES)  # a template holds none of them (FJ313)
+
+
 def _measured(obj: dict[str, Any], count: int = 1, type_: str | None = None) -> Measured:
     meta = obj.get("metadata") or {}
-    return Measured(str(obj.get("kind")), str(meta.get("name")), len(orjson.dumps(obj)), count, type_)
+    return Measured(str(obj.get("kind")), str(meta.get("name")), len(orjson.dumps(obj)), count, type_, annotation_bytes(obj))
 
 
 def samples(plan: JobPlan) -> dict[str, tuple[PodPlan, PodPlan, int]]:

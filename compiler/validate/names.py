@@ -11,6 +11,7 @@ _LABEL_NAME = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
 _ENV_STRICT = re.compile(r"[-._a-zA-Z][-._a-zA-Z0-9]*")
 _IANA_SVC = re.compile(r"[a-z0-9]([a-z0-9-]*[a-z0-9])?")
 MAX_LABEL = 63
+ANNOTATIONS_BYTES = 256 * 1024  # apimachinery's TotalAnnotationSizeLimitB: keys and values together
 
 
 def dns1035_label(name: str) -> str | None:
@@ -90,3 +91,9 @@ def iana_svc_name(name: str) -> str | None:
     if not _IANA_SVC.fullmatch(name) or "--" in name or not any(ch.isalpha() for ch in name):
         return "must consist of lower-case letters, digits and '-' (no '--'), with at least one letter, starting and ending alphanumeric"
     return None
+
+
+def annotations_size(annotations: dict[str, object]) -> int:
+    """Bytes the API server counts against ANNOTATIONS_BYTES (ValidateAnnotationsSize: each key
+    and string value's length)."""
+    return sum(len(k.encode()) + len(v.encode()) for k, v in annotations.items() if isinstance(k, str) and isinstance(v, str))

@@ -100,9 +100,6 @@ def metadata_labels(job: Any, doc: Document) -> Iterator[Diagnostic]:
                     yield from _label_map(doc, (*g.template_path, "metadata", field), meta[field], values=values)
 
 
-ANNOTATIONS_BYTES = 256 * 1024  # apimachinery's TotalAnnotationSizeLimitB: keys and values together
-
-
 def _label_map(doc: Document, path: PathT, mapping: dict[str, Any], *, values: bool) -> Iterator[Diagnostic]:
     for key, value in mapping.items():
         why = names.qualified_key(key)
@@ -112,10 +109,10 @@ def _label_map(doc: Document, path: PathT, mapping: dict[str, Any], *, values: b
             why = names.label_value(value)
             if why:
                 yield doc.diagnostic("FJ313", f"label value {value!r}: {why}", (*path, key))
-    if not values:
-        total = sum(len(k.encode()) + len(v.encode()) for k, v in mapping.items() if isinstance(v, str))
-        if total > ANNOTATIONS_BYTES:
-            yield doc.diagnostic("FJ313", f"annotations of {total:,} bytes; the API server takes at most {ANNOTATIONS_BYTES:,} in one object", path, key=True, hint="keep large data out of annotations")
+    if not values:  # what flatjob adds to each object is counted with it by the budget (budget.oversized)
+        total = names.annotations_size(mapping)
+        if total > names.ANNOTATIONS_BYTES:
+            yield doc.diagnostic("FJ313", f"annotations of {total:,} bytes; the API server takes at most {names.ANNOTATIONS_BYTES:,} in one object", path, key=True, hint="keep large data out of annotations")
 
 
 # What a rendered object's name must be (apimachinery validation): a pod's name is its hostname

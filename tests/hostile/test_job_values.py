@@ -7,6 +7,8 @@ passed lint and ended compile in an internal error (also through an overlay); `e
 mapping as an env name crashed lint, compile and krm (exit 3, krm with empty output); a
 52-character job name with TensorBoard rendered a 64-character Service; env names `A=B` or
 not ASCII passed; job `x` and job `x` of namespace `team` rendered twice under `-n team`.
+After it (round 7): annotations at the API server's limit passed, though the record and the
+pods flatjob renders from them hold more.
 """
 
 from __future__ import annotations
@@ -41,6 +43,11 @@ CASES = {
     "env-name-equals": (_job("              env: [{name: A=B, value: x}]\n"), (15, 28, "FJ404")),
     "env-name-not-ascii": (_job("              env: [{name: \"ÄÖ\", value: x}]\n"), (15, 28, "FJ404")),
     "annotations-300KiB": (JOB.format(name="bad").replace("  name: bad\n", "  name: bad\n  annotations: {a: " + "x" * 300 * 1024 + "}\n"), (5, 3, "FJ313")),
+    # review 21 r7 #3: at the limit alone, over it with what flatjob adds to the record (version,
+    # pod-templates, run-mode, runtime) and to each pod (spec-hash, and the runtime's attempt,
+    # restart-count, resuming)
+    "annotations-at-the-limit-on-the-record": (JOB.format(name="bad").replace("  name: bad\n", "  name: bad\n  annotations: {a: " + "x" * (256 * 1024 - 1) + "}\n"), (5, 3, "FJ313")),
+    "annotations-at-the-limit-on-the-pods": (JOB.format(name="bad").replace("      template:\n", "      template:\n        metadata: {annotations: {a: " + "x" * (256 * 1024 - 1) + "}}\n"), (10, 20, "FJ313")),
     "container-name": (_job().replace("- name: python", "- name: Python_1"), (12, 21, "FJ404")),
     "tensorboard-service-name": (_job(spec_extra="  tensorboardSpec:\n    image: tensorflow/tensorflow:2.14.0\n    trainingLogFilesets: [t9k://pvc/logs/x]\n", name="a" * 55).replace("type: worker", "type: w"), (6, 3, "FJ305")),
 }
