@@ -112,6 +112,7 @@ INPUTS = {
     "render: 1 MiB env value x 2 000 replicas": lambda: {"hostile.yaml": env_job("x" * 1024 * 1024, 2000)},
     "render: 900 KiB env value x 2 000 replicas": lambda: {"hostile.yaml": env_job("x" * 900 * 1024, 2000)},
     "render: GenericJob, 130 000 $(rank) x 2 000 replicas": lambda: {"hostile.yaml": env_job("$(rank)" * 130 * 1024, 2000, "GenericJob")},
+    "render: 16 000-byte env value x 9 000 replicas (17 KB, 157 MB)": lambda: {"hostile.yaml": env_job("x" * 16000, 9000)},
     "render: 10 DeepSpeed jobs x 10 000 workers (13 KB)": lambda: {f"ds{i}.yaml": DEEPSPEED.replace("name: ", f"name: ds{i}-", 1) for i in range(10)},
     "overlay: 40 JSON patch copies of /spec (compile)": lambda: {"overlay/overlay.yaml": COPIES},
     "overlay: 5 000 patches x 200 jobs (compile)": lambda: {**jobs(199), "overlay/overlay.yaml": MANY_PATCHES},

@@ -14,7 +14,10 @@ PodTemplate, ConfigMap or record over the API server's object limit is refused w
 3. reports an object over limits.object_bytes (FJ324) at the largest value of the template or
    spec that makes it, an object whose annotations with flatjob's own (and, on a pod, room for
    the runtime's) are over the API server's limit (FJ313) at the user's annotations, and the
-   job whose output takes the run past limits.run_render_bytes (FJ105).
+   job whose output takes the run past its budget (FJ105): limits.run_render_bytes, or less when
+   the run read little (render_budget: render_floor_bytes plus render_per_input_byte per byte
+   of its job files, so a few KB cannot ask for what takes compile, `--check`, `diff` or the
+   Argo CD plugin hundreds of MiB).
 
 Compile renders only jobs that pass, from the plan made here; lint drops the plans.
 """
@@ -61,13 +64,14 @@ def planned(jobs: Iterable[tuple[Document, Any]], options: CompileOptions, limit
     at most the budget's worth of output when the exact total crosses it.
     """
     items = [(doc, normalize(typed)) for doc, typed in jobs]
+    budget = render_budget([doc for doc, _ in items], limits)
     bounds = [templates_bound(doc, job, limits) for doc, job in items]
     total, over = 0, False
     for (doc, _), (problems, bound, where) in zip(items, bounds, strict=True):
         total += bound
-        if total > limits.run_render_bytes and not over:
+        if total > budget.bytes and not over:
             over = True
-            problems.append(_over_budget(doc, total, where, limits))
+            problems.append(_over_budget(doc, total, where, budget))
     total = 0
     for (doc, job), (problems, bound, where) in zip(items, bounds, strict=True):
         p = size = None
@@ -80,16 +84,45 @@ def planned(jobs: Iterable[tuple[Document, Any]], options: CompileOptions, limit
             spent = size.total
             where = _where_of(doc, job, max(size.objects, key=lambda o: o.json_bytes * o.count))
         total += spent
-        if total > limits.run_render_bytes and not over:
+        if total > budget.bytes and not over:
             over = True
-            problems.append(_over_budget(doc, total, where, limits))
+            problems.append(_over_budget(doc, total, where, budget))
         yield Planned(doc, job, p if not problems else None, size, problems)
 
 
-def _over_budget(doc: Document, total: int, where: PathT, limits: Limits) -> Diagnostic:
+@dataclass(frozen=True)
+class RenderBudget:
+    """What a run may render (JSON bytes), and the bytes of job files it read to ask for it."""
+
+    bytes: int
+    read: int
+    limits: Limits
+
+    @property
+    def by_input(self) -> bool:
+        """Whether what the run read, not run_render_bytes, sets the budget."""
+        return self.bytes < self.limits.run_render_bytes
+
+
+def render_budget(docs: Iterable[Document], limits: Limits = DEFAULT) -> RenderBudget:
+    """min(run_render_bytes, render_floor_bytes + render_per_input_byte x the bytes of the
+    documents' files): a few KB may not ask for what takes compile, `--check` or the Argo CD
+    plugin hundreds of MiB (limits.py)."""
+    sources = {id(d.source): d.source for d in docs}
+    read = sum(len(s.text.encode()) for s in sources.values())
+    return RenderBudget(min(limits.run_render_bytes, limits.render_floor_bytes + limits.render_per_input_byte * read), read, limits)
+
+
+def _over_budget(doc: Document, total: int, where: PathT, budget: RenderBudget) -> Diagnostic:
+    limits = budget.limits
+    if budget.by_input:
+        why = (f"more than the {budget.bytes / MIB:,.1f} MiB flatjob renders from {budget.read:,} bytes of job files "
+               f"({limits.render_floor_bytes // MIB} MiB and {limits.render_per_input_byte:,} bytes per byte read, at most {limits.run_render_bytes // MIB} MiB)")
+    else:
+        why = f"more than the {limits.run_render_bytes // MIB} MiB flatjob renders in one run"
     return doc.diagnostic(
-        "FJ105", f"with this job the run renders {total / MIB:,.1f} MiB of manifests (as JSON), more than the {limits.run_render_bytes // MIB} MiB flatjob renders in one run",
-        where, hint="compile fewer jobs at once, or make what each pod repeats smaller",
+        "FJ105", f"with this job the run renders {total / MIB:,.1f} MiB of manifests (as JSON), {why}",
+        where, hint="make what each pod repeats smaller (a large value: mount it from a ConfigMap of its own), or compile fewer jobs at once",
     )
 
 

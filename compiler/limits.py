@@ -9,6 +9,15 @@ far above any real job: the 92 real T9k specs hold at most
 ~400 nodes and 13 levels each, and the 50 000-pod benchmark ~30 000 nodes in all.  A replica
 count is input too: `replicas: 1000000000` would render a billion pods, so pods are capped
 per job and per run (the 50 000-pod benchmark is the run's cap).
+
+What a run renders is bounded twice, before anything is rendered (compiler/budget.py, FJ105):
+by run_render_bytes, and by what the run read: render_floor_bytes plus render_per_input_byte
+times the bytes of its job files.  Compile, `--check`, `diff` and the Argo CD plugin hold
+their output whole (a diff of it too), at 3-5 times its size, so a 17 KB file asking for
+157 MB (a 16 000-byte env value times 9 000 workers) took 740 MiB; with the bound it may
+ask for ~80 MiB.  The floor holds any one job of job_pods pods at ~3.5 KB a pod, twice
+what the examples take (each at 10 000 pods renders 27-31 MiB of YAML), and the 50 000-pod
+benchmark (500 files of 1.1 KB, 124 MiB) reads enough for run_render_bytes.
 """
 
 from __future__ import annotations
@@ -40,6 +49,10 @@ class Limits:
     # benchmark renders 124 MiB (140 MiB of YAML) and peaks at ~190 MiB of memory: compile holds
     # its output whole.
     run_render_bytes: int = 160 * MIB
+    # ...and at most this plus render_per_input_byte per byte of the run's job files: what a
+    # small file may ask for (see above).
+    render_floor_bytes: int = 64 * MIB
+    render_per_input_byte: int = 1000
     # One object as JSON: the API server's ConfigMap and Secret data limit, and two thirds of
     # etcd's default request limit (1.5 MiB), which must hold the object with its metadata.
     object_bytes: int = 1 * MIB

@@ -162,15 +162,24 @@ def _read(d: SafeDir, rel: str, changes: TreeChanges, limit: int) -> bytes | Non
     return None
 
 
-def unified_diff(changes: TreeChanges) -> str:
+# Lines of a diff `compile --check` and `diff` print (a CI log): a pull request of a few KB can
+# change a hundred MB of manifests; past the limit each file is named with the lines left out,
+# as the PR comment does (compiler/ci.py).
+DIFF_LINES = 20_000
+
+
+def unified_diff(changes: TreeChanges, max_lines: int | None = None) -> str:
     """A git-style unified diff of what applying the changes would do, safe to print.
 
     The files now in the folder are a pull request's too: their lines are split at newlines
     only (str.splitlines also splits at a carriage return, a form feed...), and a character
     that would act in a terminal or a CI log (an escape sequence writing the clipboard, a
-    carriage return hiding a line) is shown as an escape (display.visible).
+    carriage return hiding a line) is shown as an escape (display.visible).  With `max_lines`,
+    the lines past it are counted, not kept: a note after the diff names each file cut short
+    and how many of its lines were left out.
     """
     out: list[str] = []
+    left: dict[str, int] = {}
     # The metadata last: reviewers read the manifests first, the digests change anyway.
     for rel in sorted(set(changes.write) | set(changes.delete), key=lambda r: (r == META_FILE, r)):
         old = changes.old.get(rel)
@@ -180,8 +189,19 @@ def unified_diff(changes: TreeChanges) -> str:
         fromfile = f"a/{visible(rel)}" if old is not None else "/dev/null"
         tofile = f"b/{visible(rel)}" if new is not None else "/dev/null"
         for line in difflib.unified_diff(a, b, fromfile, tofile):
+            if max_lines is not None and len(out) >= max_lines:
+                left[rel] = left.get(rel, 0) + 1
+                continue
             out.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
-    return "".join(out)
+    return "".join(out) + _left_out(left, max_lines)
+
+
+def _left_out(left: dict[str, int], max_lines: int | None) -> str:
+    """The note after a diff cut at `max_lines`: how many lines, then each file's."""
+    if not left:
+        return ""
+    files = "".join(f"... {n:,} more lines of {visible(rel)} not shown\n" for rel, n in left.items())
+    return f"... the diff is cut at {max_lines:,} lines: {sum(left.values()):,} more lines in {len(left):,} file(s) not shown\n{files}"
 
 
 def _lines(text: str) -> list[str]:

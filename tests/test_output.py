@@ -8,7 +8,8 @@ Covers:
   not write stay; a job named like a namespace shares that folder without losing either;
 - FJ701: a file flatjob did not write where it must write is refused, unless --force;
 - --check writes nothing, prints a unified diff and exits 1 when stale, 0 when current;
-- `flatjob diff` shows the change and writes nothing;
+- `flatjob diff` shows the change and writes nothing; a long diff is cut, naming each file and
+  the lines left out;
 - the metadata file (version, inputs and their digest, files) and the one-line header;
 - an output folder inside a source folder is a fixed point (compile twice = no change);
 - `kubectl kustomize OUT` accepts the output (skipped without kubectl).
@@ -293,6 +294,24 @@ def test_diff_shows_the_change_and_writes_nothing(project: tuple[Path, Path]) ->
     )
     assert snapshot(out) == before
     assert flatjob("diff", str(src), "-o", str(out)).exit_code == 0  # without --exit-code
+
+
+def test_a_long_diff_is_cut_naming_each_file_and_the_lines_left_out() -> None:
+    """`compile --check` and `diff` print at most DIFF_LINES of diff (a CI log): a few KB of job
+    may change a hundred MB of manifests (review 21 r7 #2); the rest is counted per file."""
+    from flatjob.compiler.output import TreeChanges, unified_diff
+
+    changes = TreeChanges(write={"a/podtemplates.yaml": "x\n" * 40, "b/job.yaml": "y\n" * 30}, delete=["c/job.yaml"], old={"c/job.yaml": "z\n" * 5})
+    whole = unified_diff(changes)
+    assert whole.count("\n") == (3 + 40) + (3 + 30) + (3 + 5) and "not shown" not in whole
+    cut = unified_diff(changes, 50)
+    assert cut.startswith(whole[: len("".join(whole.splitlines(keepends=True)[:50]))])
+    assert cut.splitlines()[50:] == [
+        "... the diff is cut at 50 lines: 34 more lines in 2 file(s) not shown",
+        "... 26 more lines of b/job.yaml not shown",
+        "... 8 more lines of c/job.yaml not shown",
+    ]
+    assert unified_diff(changes, 1000) == whole
 
 
 # --- what is written ---------------------------------------------------------------------

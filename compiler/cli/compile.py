@@ -205,7 +205,7 @@ def compile_command(sources: tuple[str, ...], out: str, overlays: tuple[str, ...
     \b
     Exit status: 0 written (or up to date), 1 errors (or stale with --check), 2 usage error.
     """
-    from ..output import unified_diff
+    from ..output import DIFF_LINES, unified_diff
 
     result = _compile(sources, overlays, _build_options(**opts))
     root = Path(out)
@@ -219,7 +219,7 @@ def compile_command(sources: tuple[str, ...], out: str, overlays: tuple[str, ...
             elif changes.empty:
                 click.echo(f"{root}: up to date ({len(result.jobs)} jobs)", err=True)
                 return
-            sys.stdout.write(unified_diff(changes))
+            sys.stdout.write(unified_diff(changes, DIFF_LINES))
             click.echo(f"{root}: stale: {len(changes.write)} file(s) to write, {len(changes.delete)} to delete; run `flatjob compile` and commit", err=True)
             sys.exit(1)
         if changes.conflicts and not force:
@@ -240,11 +240,13 @@ def compile_command(sources: tuple[str, ...], out: str, overlays: tuple[str, ...
 def diff_command(sources: tuple[str, ...], out: str, overlays: tuple[str, ...], exit_code: bool, **opts: Any) -> None:
     """Show what `flatjob compile` would change in OUT, as a unified diff. Writes nothing.
 
+    Past 20 000 lines the diff is cut, and each file cut short is named with the lines left out.
+
     \b
     Exit status: 0 (differences or not, unless --exit-code), 1 errors (or differences with
     --exit-code), 2 usage error.
     """
-    from ..output import unified_diff
+    from ..output import DIFF_LINES, unified_diff
 
     result = _compile(sources, overlays, _build_options(**opts))
     root = Path(out)
@@ -252,6 +254,6 @@ def diff_command(sources: tuple[str, ...], out: str, overlays: tuple[str, ...], 
         changes = _plan(s, result, root)
         if s.foreign:
             _print([replace(_foreign(root), severity=Severity.WARNING)])
-    sys.stdout.write(unified_diff(changes))
+    sys.stdout.write(unified_diff(changes, DIFF_LINES))
     if exit_code and not changes.empty:
         sys.exit(1)

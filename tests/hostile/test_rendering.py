@@ -5,7 +5,8 @@ Each runs lint, compile, krm and the Argo CD plugin in a capped child (tests/hos
 and asserts exit 1, the code at the line of the value that makes the output big, at most
 1 s of CPU and 100 MiB, and nothing written.  Before issue 21: a 1 MiB env value with
 `replicas: 2000` passed lint in 0.46 s and compile died with a MemoryError at 1.9 GB; with
-300 replicas it wrote 302 MB; a GenericJob value of 130 000 `$(rank)` took lint 110 s.
+300 replicas it wrote 302 MB; a GenericJob value of 130 000 `$(rank)` took lint 110 s.  After
+it (round 7): 17 KB asking for 157 MB, under the run's 160 MiB, took `compile --check` 740 MiB.
 """
 
 from __future__ import annotations
@@ -37,6 +38,9 @@ CASES = {
     "900KiB-env-2000-replicas": (_job("x" * 900 * 1024, 2000), {"FJ105"}),
     "1MiB-env-2-replicas": (_job("x" * 1024 * 1024, 2), {"FJ324"}),
     "generic-rank-refs-2000-replicas": (_job("$(rank)" * 130 * 1024, 2000, "GenericJob"), {"FJ105"}),
+    # review 21 r7 #2: 17 KB asking for 157 MB, under run_render_bytes (compile --check took 740 MiB
+    # and printed all of it); what the run read bounds it (limits.render_per_input_byte)
+    "16KB-env-9000-replicas": (_job("x" * 16000, 9000), {"FJ105"}),
 }
 
 
@@ -84,3 +88,27 @@ def test_a_few_kb_asking_for_more_pods_than_a_run_renders_is_refused_before_plan
         assert "FJ105" in run_.codes(), run_.output[-2000:]
         assert run_.cpu < CPU and run_.rss_mib < MIB, (run_.cpu, run_.rss_mib)
     assert box.untouched() and not box.out.exists()
+
+
+def test_what_a_run_read_still_lets_real_runs_render(tmp_path: Path) -> None:
+    """The bound by what a run read (limits.render_floor_bytes, render_per_input_byte; review 21
+    r7 #2) refuses no real run: one job of limits.job_pods pods from a 1 KB file (DeepSpeed's
+    pods are the largest flatjob renders: 31 MiB of YAML at 10 000), and the 50 000-pod
+    benchmark, whose 500 files may render the run's whole budget."""
+    import sys
+
+    from flatjob.compiler.budget import render_budget
+    from flatjob.compiler.limits import DEFAULT
+    from flatjob.compiler.lint import lint_paths
+    from flatjob.compiler.loader import parse
+
+    text = re.sub(r"replicas: \d+", f"replicas: {DEFAULT.job_pods}", (ROOT / "examples" / "deepspeed.yaml").read_text())
+    (tmp_path / "ds.yaml").write_text(text)
+    assert [d.code for d in lint_paths([str(tmp_path / "ds.yaml")]).diagnostics if d.is_error] == []
+    sys.path.insert(0, str(ROOT / "bench"))
+    try:
+        from compile import JOB, WORKERS
+    finally:
+        sys.path.remove(str(ROOT / "bench"))
+    docs = [doc for i in range(500) for doc in parse(JOB.format(i=i, workers=WORKERS), f"job-{i}.yaml")[0]]
+    assert render_budget(docs).bytes == DEFAULT.run_render_bytes
