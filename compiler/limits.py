@@ -40,6 +40,10 @@ class Limits:
     run_documents: int = 10_000  # the same over every file of a run (the 50 000-pod benchmark: 500)
     run_files: int = 10_000  # files a run opens (an empty one holds no document but costs ~45 us: 100 000 took 4.5 s)
     job_pods: int = 10_000  # pods one job renders (replicas, or elastic maxReplicas)
+    # Replica types of one job (a GenericJob's replicaSpecs): each is a task in the status, whose
+    # size must stay far under etcd's 1.5 MiB (runtime/decisions/status.py lists each type's first
+    # replica); real jobs have one to five.
+    job_types: int = 100
     # Pods all the jobs of a run render together: the 50 000-pod benchmark, 100x a real sweep.
     # Each costs ~0.1 ms to lint and to compile, so a few KB asking for more is refused when
     # the jobs are read, before any is planned (ten 1 KB jobs of 10 000 pods took 12 s to refuse

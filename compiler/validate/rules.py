@@ -87,6 +87,10 @@ def job_size(job: Any, doc: Document) -> Iterator[Diagnostic]:
     total, where = planned_pods(job)
     if total > DEFAULT_LIMITS.job_pods:
         yield doc.diagnostic("FJ105", f"the job renders {total:,} pods, more than the {DEFAULT_LIMITS.job_pods:,} flatjob renders for one job", where, hint="split it into several jobs")
+    types = list(groups(job))
+    if len(types) > DEFAULT_LIMITS.job_types:
+        yield doc.diagnostic("FJ105", f"the job has {len(types):,} replica types, more than the {DEFAULT_LIMITS.job_types} flatjob runs in one job (each is a task in the record's status)",
+                             types[DEFAULT_LIMITS.job_types].path, hint="give replicas of the same template one type, or split the job")
 
 
 def metadata_labels(job: Any, doc: Document) -> Iterator[Diagnostic]:

@@ -112,3 +112,15 @@ def test_what_a_run_read_still_lets_real_runs_render(tmp_path: Path) -> None:
         sys.path.remove(str(ROOT / "bench"))
     docs = [doc for i in range(500) for doc in parse(JOB.format(i=i, workers=WORKERS), f"job-{i}.yaml")[0]]
     assert render_budget(docs).bytes == DEFAULT.run_render_bytes
+
+
+@pytest.mark.parametrize("types, refused", [pytest.param(100, False, id="100-types"), pytest.param(101, True, id="101-types")])
+def test_a_job_of_more_replica_types_than_its_status_lists_is_refused(tmp_path: Path, types: int, refused: bool) -> None:
+    """Each replica type is a task of the record's status (limits.job_types; review 20, round 7:
+    a GenericJob of many types outgrew etcd's 1.5 MiB and its status was never written)."""
+    from flatjob.compiler.lint import lint_paths
+
+    specs = "".join(f"    - type: t{i}\n      replicas: 1\n      template:\n        spec:\n          containers: [{{name: c, image: busybox}}]\n" for i in range(types))
+    (tmp_path / "many.yaml").write_text(f"apiVersion: batch.tensorstack.dev/v1beta1\nkind: GenericJob\nmetadata: {{name: many}}\nspec:\n  replicaSpecs:\n{specs}")
+    found = [(d.code, d.line) for d in lint_paths([str(tmp_path / "many.yaml")]).diagnostics if d.is_error]
+    assert found == ([("FJ105", 6 + 5 * 100)] if refused else [])
