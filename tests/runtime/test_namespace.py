@@ -426,6 +426,7 @@ def test_a_held_back_event_is_due_on_a_moving_clock_and_the_loop_waits() -> None
     assert written and spins == 0, f"the held-back Event was written: {bool(written)}; wake_at in the past on {spins}/20 steps"
 
 
+@pytest.mark.slow  # 20 jobs of an 850 KB spec traced: a stress run (.ci/run)
 def test_the_namespace_runtime_memory_limit_counts_what_it_caches_of_big_specs() -> None:
     """Memory sizing (compiler/render/runtime.py runtime_resources): the runtime caches each
     PodTemplate and each record whole, and a record holds each replica type's pod template
