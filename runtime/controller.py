@@ -462,7 +462,7 @@ class Controller:
             times += [w.wake_at(now) for k, w in self.workers.items() if k not in busy and k not in self.queue]
         if self.use_lease and self._lease_wake is not None:
             times.append(self._lease_wake - self._lease_clock() + now)  # on the loop's clock
-        times += [i.retry_at for i in self.informers()]
+        times += [i.due_at(now) for i in self.informers()]
         times = [t for t in times if t is not None]
         self.wake_at = min(times) if times else None
 

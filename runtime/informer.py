@@ -156,6 +156,13 @@ class Informer:
                 self.store(obj)
         return True
 
+    def due_at(self, now: float) -> float | None:
+        """When the loop must poll this informer although no event comes: its retry time, or now
+        when a relist is pending with none (`_relist_soon`: a job's objects wait for it)."""
+        if self.retry_at is not None:
+            return self.retry_at
+        return now if self._pending is not None and self.synced else None  # (one never listed has a retry time, or is not started)
+
     @property
     def whole(self) -> bool:
         """Listed, and lacking nothing it cannot name the job of."""

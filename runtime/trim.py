@@ -129,6 +129,9 @@ def pod(obj: Obj) -> Obj:
         out["spec"]["schedulingGates"] = gates
     if isinstance(spec.get("nodeName"), str):
         out["spec"]["nodeName"] = spec["nodeName"]
+    grace = spec.get("terminationGracePeriodSeconds")
+    if isinstance(grace, int) and not isinstance(grace, bool):  # how long before its date a kubelet's eviction began (observe.disruption_began)
+        out["spec"]["terminationGracePeriodSeconds"] = grace
     tolerations = [{k: t[k] for k in _TOLERATION if k in t} for t in _list(spec.get("tolerations")) if tolerates_unreachable(t)][:CONTAINERS_CAP]
     if tolerations:  # how long the pod stays on a node that stopped reporting (the record says)
         out["spec"]["tolerations"] = tolerations

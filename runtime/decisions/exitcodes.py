@@ -40,8 +40,8 @@ def _from_torchrun(message: str | None) -> int | None:
 
 def effective_exit_code(pod: PodState, launcher: str | None) -> int:
     """The exit code the restart policy should see for a finished or lost pod."""
-    if pod.exit_code is None:
-        return LOST  # evicted, preempted, deleted or node lost before it could finish
+    if pod.exit_code is None or pod.evicted is not None:
+        return LOST  # evicted (whatever its program answered SIGTERM), preempted, deleted or node lost before it could finish
     if pod.reason == "OOMKilled":
         return 137
     code = pod.exit_code

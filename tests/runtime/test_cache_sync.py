@@ -109,3 +109,30 @@ def test_namespace_a_restart_whose_podtemplates_list_fails_writes_no_job_not_rea
         s.tick()
     assert failed == ["podtemplates"]
     assert not flips, f"written Ready=False though nothing changed: {flips}"
+
+
+def test_namespace_a_job_waiting_for_a_relist_has_the_loop_woken_for_it() -> None:
+    """A job moved into namespace mode; the take-back read of its pods fails once, so the job is
+    `unread` and the pods informer is to relist "soon" (`_relist_soon`: retry_at None).  The
+    job's cycle waits for that relist, so the loop must wake for it (Informer.due_at; review of
+    round 8: wake_at said nothing was due, and run_loop slept IDLE_WAKE, 30 s, with the pods
+    watch closed)."""
+    text = JOB.format(name="mover", script=RUNNING)
+    s = namespace_scenario(text)
+    s.run_until(lambda st: st.get("aggregate", {}).get("running") == 2, limit=60)
+    for mode in ("job", "namespace"):
+        if mode == "namespace":
+            failed = fail_first(s, "pods", f"(runtime-{s.generation})")
+        s.options = CompileOptions(namespace=NAMESPACE, runtime=mode)  # type: ignore[arg-type]
+        s.update_spec(text)
+        c = s.controller
+        if mode == "job":
+            for _ in range(3):
+                s.tick()
+            continue
+        for _ in range(200):  # the loop's own steps (no test barrier, whose extra polls relist at once)
+            c.step(0.02)
+            if c.pods.unread:
+                break
+    assert failed == ["pods"] and c.pods.unread == {("GenericJob", "mover")} and ("GenericJob", "mover") in c.queue
+    assert c.wake_at is not None and c.wake_at <= s.clock.now + 2, f"wake_at={c.wake_at} now={s.clock.now}: nothing schedules the relist the job waits for"

@@ -224,6 +224,73 @@ def test_lifecycle_an_eviction_for_the_pods_own_storage_limit_is_counted_and_nam
     assert event["message"].startswith(f"sim-worker-0 was evicted by its node ({STORAGE.strip()}; exit code 137)")
 
 
+def with_grace(text: str, seconds: int) -> str:
+    """Every pod of the job asks for its own terminationGracePeriodSeconds (a checkpoint on SIGTERM)."""
+    return text.replace("          containers:", f"          terminationGracePeriodSeconds: {seconds}\n          containers:")
+
+
+# --- 1. disruption_began reads a grace that trim.pod has dropped ------------------------------------
+
+def test_lifecycle_a_late_eviction_is_dated_back_by_the_pods_own_grace_period() -> None:
+    """Review 23 r7 #1 with a pod that sets terminationGracePeriodSeconds: 120 (to checkpoint).
+    A soft eviction (evictionMaxPodGracePeriod 90) of sim-worker-1, which checkpoints for 60 s;
+    the master's collective breaks 2 s after the eviction began and it exits 1.  The kubelet
+    dates DisruptionTarget when the pod stopped (60 s later); `disruption_began` subtracts the
+    pod's grace, which trim.pod keeps (review of round 8: it was dropped, so 30 s was
+    subtracted and the restart stayed counted)."""
+    s = Scenario(with_grace(pytorch(master=LONG, worker=LONG, policy="OnFailure"), 120))
+    s.kubelet.behaviors["sim-worker-1"] = lambda pod, env: Program(on_term=143, term_seconds=60)
+    running(s, 3)
+    assert s.pods()["sim-worker-1"]["spec"]["terminationGracePeriodSeconds"] == 120
+    old = uid(s, "sim-master-0")
+    s.kubelet.evict("sim-worker-1", grace=90)
+    s.tick(2)
+    s.kubelet.kill("sim-master-0", 1)
+    st = s.run_until(lambda st: st["runtime"].get("disruptions", 0) >= 1 and st.get("aggregate", {}).get("running") == 3, limit=200)
+    assert uid(s, "sim-master-0") != old
+    assert (st["phase"], st["backoffCount"], restarts(st)) == ("Running", 0, {"master": 0, "worker": 0}), [e["message"] for e in events(s, "Restarting")]
+    assert len(events(s, "RestartNotCounted")) == 1
+
+
+def test_lifecycle_a_failure_before_a_hard_eviction_of_a_pod_with_a_short_grace_stays_counted() -> None:
+    """The other side of the same drop: pods with terminationGracePeriodSeconds: 5.  The master
+    exits 1 by itself (counted, restart 1); 20 s later the kubelet hard-evicts sim-worker-1
+    (1 s).  The eviction began 20 s after the failure, so it cannot have caused it; with the
+    pod's own 5 s the runtime would see that, but it subtracts 30 s and takes the restart back."""
+    s = Scenario(with_grace(pytorch(master=LONG, worker=LONG, policy="OnFailure"), 5))
+    running(s, 3)
+    s.kubelet.kill("sim-master-0", 1)
+    s.run_until(lambda st: st.get("backoffCount") == 1, limit=30)
+    s.settle(20)
+    s.kubelet.evict("sim-worker-1", grace=1)
+    st = s.run_until(lambda st: st["runtime"].get("disruptions", 0) >= 1 and st.get("aggregate", {}).get("running") == 3, limit=120)
+    s.settle(5)
+    st = s.status()
+    assert (st["backoffCount"], restarts(st)) == (1, {"master": 1, "worker": 0}), [e["message"] for e in events(s, "RestartNotCounted")]
+
+
+def test_lifecycle_a_storage_eviction_of_a_program_that_exits_0_on_sigterm_is_a_counted_restart() -> None:
+    """localStorageEviction: grace 0 (the kubelet's 2 s minimum), phase Failed, reason Evicted,
+    no DisruptionTarget.  A training program that catches SIGTERM, saves and exits 0 within the
+    2 s leaves its container at exit code 0 in a Failed pod.  The fix meant to count this eviction
+    "as a Kubernetes Job counts it" (one retry); instead its code 0 is not retryable under
+    OnFailure, so the job ends Failed with "sim-master-0 was evicted ... exit code 0" (a worker
+    evicted so stays failed and is never replaced while the job shows Running)."""
+    s = Scenario(pytorch(master=LONG, worker=LONG, policy="OnFailure"))
+    s.kubelet.behaviors["sim-master-0"] = lambda pod, env: Program(on_term=0) if env.get("FLATJOB_RESTART_COUNT", "0") == "0" else Program()
+    running(s, 3)
+    old = uid(s, "sim-master-0")
+    s.kubelet.evict("sim-master-0", message=STORAGE, grace=2, condition=False)
+    for _ in range(3):  # the kubelet alone: the pod as the runtime will first see it
+        s.kubelet.tick()
+        s.clock.now += 1
+    assert s.pods()["sim-master-0"]["status"]["phase"] == "Failed"
+    assert s.pods()["sim-master-0"]["status"]["containerStatuses"][0]["state"]["terminated"]["exitCode"] == 0
+    st = s.run_until(lambda st: st.get("phase") == "Failed" or ("sim-master-0" in s.pods() and uid(s, "sim-master-0") != old and st.get("aggregate", {}).get("running") == 3), limit=200)
+    assert st["phase"] == "Running", next(c for c in st["conditions"] if c["type"] == "Failed")["message"]
+    assert (st["backoffCount"], restarts(st)) == (1, {"master": 1, "worker": 0})
+
+
 def test_lifecycle_a_node_pressure_eviction_without_disruption_target_is_a_disruption() -> None:
     """A kubelet before 1.26 writes no DisruptionTarget; its node-pressure message names it."""
     s = Scenario(pytorch(master="sleep 300; exit 0", worker=LONG, policy="ExitCode"))
