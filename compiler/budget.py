@@ -55,16 +55,17 @@ class Planned:
     problems: list[Diagnostic]
 
 
-def planned(jobs: Iterable[tuple[Document, Any]], options: CompileOptions, limits: Limits = DEFAULT) -> Iterator[Planned]:
+def planned(jobs: Iterable[tuple[Document, Any]], options: CompileOptions, limits: Limits = DEFAULT, also_read: int = 0) -> Iterator[Planned]:
     """Each (document, typed job), in the order given (output order), with the budget's findings.
 
     First every job's pod templates are bounded (no planning): a run whose templates alone are
     over the budget stops there, before anything is planned or rendered.  Then one job at a
     time is planned and measured, so compile renders it before the next is planned and holds
-    at most the budget's worth of output when the exact total crosses it.
+    at most the budget's worth of output when the exact total crosses it.  `also_read`: the
+    bytes of the overlay files the run read, which add to what its jobs render.
     """
     items = [(doc, normalize(typed)) for doc, typed in jobs]
-    budget = render_budget([doc for doc, _ in items], limits)
+    budget = render_budget([doc for doc, _ in items], limits, also_read)
     bounds = [templates_bound(doc, job, limits) for doc, job in items]
     total, over = 0, False
     for (doc, _), (problems, bound, where) in zip(items, bounds, strict=True):
@@ -104,12 +105,13 @@ class RenderBudget:
         return self.bytes < self.limits.run_render_bytes
 
 
-def render_budget(docs: Iterable[Document], limits: Limits = DEFAULT) -> RenderBudget:
+def render_budget(docs: Iterable[Document], limits: Limits = DEFAULT, also_read: int = 0) -> RenderBudget:
     """min(run_render_bytes, render_floor_bytes + render_per_input_byte x the bytes of the
-    documents' files): a few KB may not ask for what takes compile, `--check` or the Argo CD
-    plugin hundreds of MiB (limits.py)."""
-    sources = {id(d.source): d.source for d in docs}
-    read = sum(len(s.text.encode()) for s in sources.values())
+    documents' files and `also_read` (overlays)): a few KB may not ask for what takes compile,
+    `--check` or the Argo CD plugin hundreds of MiB (limits.py).  A text is counted once
+    however many documents it holds (krm's items all share the ResourceList's)."""
+    texts = {id(d.source.text): d.source.text for d in docs}
+    read = sum(len(t.encode()) for t in texts.values()) + also_read
     return RenderBudget(min(limits.run_render_bytes, limits.render_floor_bytes + limits.render_per_input_byte * read), read, limits)
 
 

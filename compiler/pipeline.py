@@ -208,7 +208,8 @@ def compile_documents(loaded: Loaded, options: CompileOptions, overlay: Overlay 
     if result.failed:
         return result
     jobs = []
-    for p in planned(in_output_order(validated), options):  # the render budget, before rendering
+    read = sum(len(text.encode()) for _, text in getattr(overlay, "files", ()))  # an overlay's patches render in every pod they select
+    for p in planned(in_output_order(validated), options, also_read=read):  # the render budget, before rendering
         result.diagnostics.extend(p.problems)
         if p.plan is not None and not result.failed:
             jobs.append(render_planned(p.doc, p.job, p.plan, options))

@@ -11,11 +11,16 @@ it (round 7): 17 KB asking for 157 MB, under the run's 160 MiB, took `compile --
 
 from __future__ import annotations
 
+import contextlib
 import re
+import textwrap
 from pathlib import Path
 
 import pytest
 import yaml
+
+from flatjob.compiler import pipeline
+from flatjob.compiler.lint import lint_paths
 
 from .kit import BOUNDED_CPU, JOB, Sandbox, assert_clean_exit, resource_list
 
@@ -124,3 +129,88 @@ def test_a_job_of_more_replica_types_than_its_status_lists_is_refused(tmp_path: 
     (tmp_path / "many.yaml").write_text(f"apiVersion: batch.tensorstack.dev/v1beta1\nkind: GenericJob\nmetadata: {{name: many}}\nspec:\n  replicaSpecs:\n{specs}")
     found = [(d.code, d.line) for d in lint_paths([str(tmp_path / "many.yaml")]).diagnostics if d.is_error]
     assert found == ([("FJ105", 6 + 5 * 100)] if refused else [])
+
+
+def pytorch_job(name: str, replicas: int, env_value: str | None = None, epochs: str = "10") -> str:
+    container = {"name": "c", "image": "busybox", "command": ["python", "train.py"], "args": ["--epochs", epochs]}
+    if env_value is not None:
+        container["env"] = [{"name": "BLOB", "value": env_value}]
+    job = {"apiVersion": "batch.tensorstack.dev/v1beta1", "kind": "PyTorchTrainingJob", "metadata": {"name": name},
+           "spec": {"replicaSpecs": [{"type": "worker", "replicas": replicas, "template": {"spec": {"containers": [container]}}}]}}
+    return yaml.safe_dump(job, sort_keys=False, width=1 << 20)
+
+
+class _Stop(Exception):
+    pass
+
+
+def budget_verdict(monkeypatch: pytest.MonkeyPatch, run) -> list[str]:
+    """The FJ105 messages the render budget gives a run, stopping it before anything is rendered."""
+    seen: list[str] = []
+    original = pipeline.planned
+
+    def spy(*args, **kwargs):
+        for p in original(*args, **kwargs):
+            seen.extend(d.message for d in p.problems if d.code == "FJ105")
+            yield p
+        raise _Stop
+
+    monkeypatch.setattr(pipeline, "planned", spy)
+    with contextlib.suppress(_Stop):
+        run()
+    return seen
+
+
+def test_krm_budget_is_the_compile_budget(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every krm job item's Source holds the whole ResourceList's text, counted once (review of
+    round 8: once per item, so ten 1.3 KB jobs compile refuses passed krm's 160 MiB)."""
+    from flatjob.compiler.krm import transform
+
+    texts = [pytorch_job(f"job-{i}", 3800, "x" * 1000) for i in range(10)]
+    for i, text in enumerate(texts):
+        (tmp_path / f"j{i}.yaml").write_text(text)
+    compile_says = [d.message for d in lint_paths([str(tmp_path)]).diagnostics if d.code == "FJ105"]
+    assert compile_says, "precondition: lint/compile refuse these jobs by the input-bytes budget"
+    rl = "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\nitems:\n" + "".join("- " + textwrap.indent(t, "  ")[2:] for t in texts)
+    krm_says = budget_verdict(monkeypatch, lambda: transform(rl))
+    assert krm_says, f"krm renders what compile refuses ({compile_says[0]})"
+
+
+def test_moving_an_env_value_into_an_overlay_does_not_change_the_budget(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The overlay files count as read: the same manifests get the same verdict whether a 12 KB
+    env value is inline or comes from an overlay (review of round 8: refused from an overlay)."""
+    from flatjob.compiler.options import CompileOptions
+    from flatjob.compiler.overlay import load_overlays
+
+    blob = "x" * 12000
+    inline = tmp_path / "inline"
+    inline.mkdir()
+    (inline / "j.yaml").write_text(pytorch_job("big", 5300, blob))
+    assert budget_verdict(monkeypatch, lambda: pipeline.compile_paths([str(inline)], CompileOptions())) == []
+
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    (plain / "j.yaml").write_text(pytorch_job("big", 5300))
+    ov = tmp_path / "ov"
+    ov.mkdir()
+    (ov / "overlay.yaml").write_text(textwrap.dedent(f"""\
+        apiVersion: flatjob.dev/v1alpha1
+        kind: Overlay
+        patches:
+          - patch:
+              kind: PyTorchTrainingJob
+              metadata:
+                name: big
+              spec:
+                replicaSpecs:
+                  - type: worker
+                    template:
+                      spec:
+                        containers:
+                          - name: c
+                            env:
+                              - name: BLOB
+                                value: "{blob}"
+        """))
+    says = budget_verdict(monkeypatch, lambda: pipeline.compile_paths([str(plain)], CompileOptions(), load_overlays([ov])))
+    assert says == [], f"the same manifests are refused once the value is in an overlay: {says}"
