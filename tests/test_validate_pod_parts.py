@@ -75,6 +75,9 @@ CASES: list[tuple[str, Callable[[Spec], Any], str | None]] = [
     ("prestop-sleep-0", ctr(lifecycle={"preStop": {"sleep": {"seconds": 0}}}), None),
     ("prestop-sleep-over-default-grace", ctr(lifecycle={"preStop": {"sleep": {"seconds": 31}}}), "preStop sleep seconds 31 must be at most terminationGracePeriodSeconds (30)"),
     ("prestop-sleep-at-grace", lambda s: (s.update(terminationGracePeriodSeconds=60), s["containers"][0].update(lifecycle={"preStop": {"sleep": {"seconds": 60}}})), None),
+    # review of round 8 #6: SetDefaults_PodSpec makes a null grace period 30 before validateSleepAction
+    ("prestop-sleep-over-null-grace", lambda s: (s.update(terminationGracePeriodSeconds=None), s["containers"][0].update(lifecycle={"preStop": {"sleep": {"seconds": 40}}})),
+     "preStop sleep seconds 40 must be at most terminationGracePeriodSeconds (30)"),
     # containers (validateContainers, validateInitContainers, validateResizePolicy, ValidateSecurityContext)
     ("ctr-restartpolicy", ctr(restartPolicy="Always"), "restartPolicy may not be set on a container"),
     ("sidecar-restartpolicy", pod(initContainers=[{"name": "s", "image": "i", "restartPolicy": "Always"}]), None),

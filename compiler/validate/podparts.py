@@ -218,7 +218,8 @@ def _divisors(doc: Document, spec: dict[str, Any], base: PathT) -> Iterator[Diag
 
 def _sleeps(doc: Document, spec: dict[str, Any], base: PathT) -> Iterator[Diagnostic]:
     """validateSleepAction: a hook's sleep may not outlast terminationGracePeriodSeconds (defaulted to 30)."""
-    grace = spec.get("terminationGracePeriodSeconds", 30)
+    grace = spec.get("terminationGracePeriodSeconds")
+    grace = 30 if grace is None else grace  # SetDefaults_PodSpec: a nil (absent or null) grace period is 30
     if type(grace) is not int:  # a wrong type is the schema's finding
         return
     for hook in ("postStart", "preStop"):
