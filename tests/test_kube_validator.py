@@ -221,7 +221,9 @@ def test_every_allowed_pull_policy_passes(value: str | None) -> None:
 GOOD_QUANTITIES = ["1", "0", "0.5", "500m", "2Gi", "1.5Gi", "1e3", "1E3", "1e-3", "+1", "-1",
                    ".5", "1.", " 1Gi ", "100n", "5u", "1k", "1M", "1Ei", "1E", 1, 0, 1.5, 10**20,
                    # the exponent is an int64 (suffixHandler.interpret: strconv.ParseInt(..., 10, 64))
-                   "1e9223372036854775807", "1e-9223372036854775808", "1e+000000000000000000000005"]
+                   "1e9223372036854775807", "1e-9223372036854775808", "1e+000000000000000000000005",
+                   # review of round 8 #5: int32(parsed) wraps it to 1e0; leading zeros are no ValueError
+                   "1e4294967296", "1e-" + "0" * 5000 + "5"]
 BAD_QUANTITIES = ["", " ", "1.5.5", "16GB", "1ki", "1KI", "one", "1 Gi", "1e", "1e1.5",
                   "1Mi3", "--1", "1,5", "0x10",
                   # review 21 r7 #4: ParseInt fails, so ErrSuffix refuses the whole request

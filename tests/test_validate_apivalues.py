@@ -128,8 +128,18 @@ CASES = [
     ("storage-in-a-container", _container("resources: {requests: {storage: 1Gi}}"), "FJ204", "resource name 'storage' is no standard resource"),
     ("hugepages-request-not-limit", _container("resources: {requests: {memory: 1Gi, hugepages-2Mi: 1Gi}, limits: {memory: 1Gi, hugepages-2Mi: 2Gi}}"), "FJ204", "they must be equal"),
     ("config-map-key-dotdot-prefix", _container("env: [{name: A, valueFrom: {configMapKeyRef: {name: c, key: ..data}}}]"), "FJ204", "configMapKeyRef.key '..data'"),
-    # a quantity too large to compare is left to the API server, never a crash (exit 3 before)
-    ("quantity-exponent-overflow", _container("resources: {requests: {cpu: 1e9999999}, limits: {cpu: '1'}}"), None, ""),
+    # a quantity beyond the default Decimal context is compared all the same, never a crash (exit 3 before)
+    ("quantity-exponent-overflow", _container("resources: {requests: {cpu: 1e9999999}, limits: {cpu: '1'}}"), "FJ204", "requests.cpu 1e9999999 is more than its limit 1"),
+    # review of round 8 #5: suffixHandler.interpret keeps int32(parsed) of the exponent, so
+    # 1e4294967296 is 1 and 1e4294967299 is 1000; ParseQuantity rounds below 1n up to 1n
+    ("limit-exponent-wraps-to-one", _container("resources: {requests: {cpu: '2'}, limits: {cpu: '1e4294967296'}}"), "FJ204", "requests.cpu 2 is more than its limit 1e4294967296"),
+    ("request-exponent-wraps-to-one", _container("resources: {requests: {cpu: '1e4294967296'}, limits: {cpu: '1'}}"), None, ""),
+    ("hugepages-exponent-wraps", _container("resources: {limits: {memory: 1Gi, hugepages-2Mi: '1e4294967299'}}"), "FJ204", "is not a positive integer multiple of hugepages-2Mi"),
+    ("gpu-exponent-wraps-negative", _container("resources: {limits: {nvidia.com/gpu: '1e4294967295'}}"), "FJ204", "a device is counted in whole units"),
+    ("request-over-limit-beyond-decimal-context", _container("resources: {requests: {cpu: '1e2147483647'}, limits: {cpu: '1e2147483646'}}"), "FJ204", "is more than its limit"),
+    ("request-below-limit-beyond-decimal-context", _container("resources: {requests: {cpu: '1e-2147483648'}, limits: {cpu: '1e2147483647'}}"), None, ""),
+    ("requests-below-a-nano-are-one-nano", _container("resources: {requests: {cpu: '5e-10'}, limits: {cpu: '1e-10'}}"), None, ""),
+    ("gpu-below-a-nano-is-no-whole-unit", _container("resources: {limits: {nvidia.com/gpu: '1e-2147483648'}}"), "FJ204", "a device is counted in whole units"),
     ("field-path-spec-host", _container("env: [{name: A, valueFrom: {fieldRef: {fieldPath: spec.host}}}]"), None, ""),
     # compiler/validate/podspec.py and podshape.py (review 21, round 4: 42 more passed lint)
     ("env-value-and-value-from", _container("env: [{name: A, value: x, valueFrom: {fieldRef: {fieldPath: metadata.name}}}]"), "FJ204", "has both value and valueFrom"),

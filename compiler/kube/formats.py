@@ -8,9 +8,10 @@ Used by checkers.py, and by the jsonschema oracle in the tests and the bench.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
-from decimal import Decimal
+from decimal import MAX_EMAX, MAX_PREC, MIN_EMIN, ROUND_UP, Context, Decimal
 from typing import Any
 
 # resource.ParseQuantity: optional sign, digits with at most one '.' (at least one digit:
@@ -18,9 +19,12 @@ from typing import Any
 # a decimal exponent (e/E and a signed integer that fits an int64: suffixHandler.interpret
 # parses it with strconv.ParseInt(suffix[1:], 10, 64), and ErrSuffix fails the whole decode).
 _QUANTITY = re.compile(r"([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))([numkMGTPE]|[KMGTPE]i|[eE][+-]?[0-9]+)?")
-_SCALE = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60,
-          "n": Decimal("1e-9"), "u": Decimal("1e-6"), "m": Decimal("1e-3"), "": 1,
-          "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18}
+# suffixHandler.interpret: a decimal SI suffix -> its power of ten, a binary one -> its power of two
+_DECIMAL_SI = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
+_BINARY_SI = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
+# Exact arithmetic on any quantity text: Go's inf.Dec has no exponent bound (only exact ops use it).
+_EXACT = Context(prec=MAX_PREC, Emax=MAX_EMAX, Emin=MIN_EMIN)
+_NANO = Decimal("1e-9")
 # Go's strings.TrimSpace, as applied by Quantity.UnmarshalJSON, for the Latin-1 range.
 _GO_SPACE = " \t\n\v\f\r\x85\xa0"
 
@@ -52,13 +56,17 @@ def _is_exponent(suffix: str) -> bool:
     return suffix[:1] in ("e", "E") and suffix not in ("E", "Ei")
 
 
+def _exponent(suffix: str) -> int | None:
+    """The int64 strconv.ParseInt(suffix[1:], 10, 64) reads (suffixHandler.interpret), or None
+    where it fails; leading zeros are dropped first, so a long run of them is no ValueError."""
+    digits = suffix[1:].lstrip("+-").lstrip("0") or "0"
+    number = int(digits) * (-1 if suffix[1:2] == "-" else 1) if len(digits) <= 19 else None
+    return number if number is not None and _INT64[0] <= number <= _INT64[1] else None
+
+
 def _exponent_fits(suffix: str) -> bool:
-    """Whether a suffix is no decimal exponent, or one strconv.ParseInt(..., 10, 64) takes
-    (suffixHandler.interpret); the digits are counted before int() converts them."""
-    if not _is_exponent(suffix):
-        return True
-    digits = suffix[1:].lstrip("+-").lstrip("0")
-    return len(digits) <= 19 and _INT64[0] <= int(suffix[1:]) <= _INT64[1]
+    """Whether a suffix is no decimal exponent, or one strconv.ParseInt(..., 10, 64) takes."""
+    return not _is_exponent(suffix) or _exponent(suffix) is not None
 
 
 def _quantity(value: str) -> re.Match[str] | None:
@@ -74,20 +82,72 @@ def is_quantity(value: Any) -> bool:
     return _quantity(value) is not None
 
 
+def _go_int32(number: int) -> int:
+    """Go's int32(x) of an int64: the low 32 bits, signed (suffixHandler.interpret's exponent)."""
+    return (number + 2**31) % 2**32 - 2**31
+
+
+def _parse(text: str) -> tuple[Decimal, str, bool] | None:
+    """What resource.ParseQuantity makes of a quantity text: its exact value, its Format, and
+    whether the int64 fast path keeps the text as String(); None where it fails.  The Decimal
+    may lie beyond the default context: compare it, do not compute with it."""
+    match = _quantity(text)
+    if match is None:
+        return None
+    number, suffix = match.group(1), match.group(2) or ""
+    whole, _, denom = number.lstrip("+-").partition(".")
+    num = whole.lstrip("0") or "0"  # parseQuantityString strips leading zeros
+    if suffix in _BINARY_SI:
+        fmt, exponent = "BinarySI", _BINARY_SI[suffix]
+        precision = -1 if denom else 15 - len(num) - exponent * 3 // 10 - 1
+        scale, mantissa = 0, 2**exponent
+    else:  # int32(parsed): 1e4294967296 is 1e0 to the API server
+        fmt, exponent = ("DecimalExponent", _go_int32(_exponent(suffix) or 0)) if _is_exponent(suffix) else ("DecimalSI", _DECIMAL_SI[suffix])
+        precision, scale, mantissa = 19 - len(num + denom), exponent, 1  # maxInt64Factors
+    scale -= len(denom)
+    shifted = num + denom
+    if precision >= 0 and scale >= -9:  # the int64 fast path
+        if int(shifted) >= 2**63:  # strconv.ParseInt fails: ErrNumeric
+            return None
+        if int(shifted) * mantissa < 2**63:  # else int64Multiply overflows: the inf.Dec path
+            value = Decimal(f"{'-' if number[0] == '-' else ''}{int(shifted) * mantissa}e{scale}")
+            if fmt == "BinarySI":
+                return value, fmt, int(shifted) & 7 != 0
+            return value, fmt, scale % 3 == 0 and not shifted.endswith("000") and shifted[0] != "0"
+    value = Decimal(number)
+    if fmt == "BinarySI":
+        value = _EXACT.multiply(value, 2**exponent)
+    else:
+        sign, digits, exp = value.as_tuple()
+        value = Decimal((sign, digits, int(exp) + exponent))
+    if value and int(value.as_tuple().exponent) < -9:  # rounded up (away from 0) to 1n
+        value = value.quantize(_NANO, rounding=ROUND_UP, context=_EXACT)
+    if fmt == "BinarySI" and abs(value) >= 2**63:  # capped at maxAllowed
+        value = Decimal(2**63 - 1).copy_sign(value)
+    if fmt == "BinarySI" and 0 < abs(value) < 1:
+        fmt = "DecimalSI"
+    return value, fmt, False
+
+
+def _json_number(value: Any) -> str | None:
+    """The text a JSON number reaches ParseQuantity as: encoding/json's float64 form (a
+    YAML-to-JSON client), e.g. 1e18 as "1000000000000000000"; None for bools and NaN/inf."""
+    if type(value) is int:
+        return str(value) if abs(value) < 10**4000 else None  # Python's int-to-str limit
+    if type(value) is not float or not math.isfinite(value):
+        return None
+    if value == 0 or 1e-6 <= abs(value) < 1e21:  # strconv 'f', shortest digits
+        return format(Decimal(repr(value)).normalize(), "f")
+    return repr(value).replace("e-0", "e-")  # 'e' form; encoding/json writes e-7, not e-07
+
+
 def quantity_value(value: Any) -> Decimal | None:
-    """A quantity as a number (a JSON number, or a string is_quantity accepts); None otherwise."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int | float):
-        return Decimal(str(value))
-    m = _quantity(value) if isinstance(value, str) else None
-    if m is None:
-        return None
-    number, suffix = m.group(1), m.group(2) or ""
-    try:  # `1e9999999` overflows the decimal context; an exponent of 5 000 digits is no int
-        return Decimal(number) * (Decimal(10) ** int(suffix[1:]) if _is_exponent(suffix) else Decimal(_SCALE[suffix]))
-    except (ArithmeticError, ValueError):
-        return None
+    """A quantity as the API server's exact number (below 1n rounded up, BinarySI capped at
+    int64), or None where ParseQuantity fails on it (or its JSON number's text).  It may lie beyond the
+    default Decimal context (1e2147483647): compare it rather than compute with it."""
+    text = value if isinstance(value, str) else _json_number(value)
+    parsed = _parse(text) if text is not None else None
+    return parsed[0] if parsed is not None else None
 
 
 def is_date_time(value: Any) -> bool:
