@@ -103,6 +103,15 @@ CASES: list[tuple[str, Callable[[Spec], Any], str | None]] = [
     ("divisor-1024", env({"resourceFieldRef": {"resource": "limits.memory", "divisor": 1024}}), "divisor 1024 is not taken"),  # compared as Quantity.String()
     ("divisor-1e3", env({"resourceFieldRef": {"resource": "limits.memory", "divisor": "1e3"}}), "divisor 1e3 is not taken"),
     ("divisor-1k", env({"resourceFieldRef": {"resource": "limits.memory", "divisor": "1k"}}), None),
+    # review of round 8 #4: ParseQuantity keeps "+1", "01", "1e0" as written; 976.5625Ki prints as 1000000
+    *((f"divisor-{d}", env({"resourceFieldRef": {"resource": "limits.memory", "divisor": d}}), f"divisor {d} is not taken") for d in ("+1", "01", "1e0", "+1Ki")),
+    ("divisor-976.5625Ki", env({"resourceFieldRef": {"resource": "limits.memory", "divisor": "976.5625Ki"}}), "(the API server reads it as '1000000')"),
+    ("divisor-1000-is-1k", env({"resourceFieldRef": {"resource": "limits.memory", "divisor": "1000"}}), None),
+    ("divisor-1024Ki-is-1Mi", env({"resourceFieldRef": {"resource": "requests.ephemeral-storage", "divisor": "1024Ki"}}), None),
+    ("divisor-0.9765625Ki-is-1k", env({"resourceFieldRef": {"resource": "limits.hugepages-2Mi", "divisor": "0.9765625Ki"}}), None),
+    ("divisor-0.001-is-1m", env({"resourceFieldRef": {"resource": "limits.cpu", "divisor": "0.001"}}), None),
+    ("divisor-float-1", env({"resourceFieldRef": {"resource": "limits.cpu", "divisor": 1.0}}), None),
+    ("divisor-0-is-unset", env({"resourceFieldRef": {"resource": "limits.cpu", "divisor": "0.0"}}), None),
     ("fieldref-apiv2", env({"fieldRef": {"apiVersion": "v2", "fieldPath": "metadata.name"}}), "fieldRef apiVersion 'v2'"),
     ("fieldref-apiv1", env({"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.name"}}), None),
     ("dapi-vol-podip", pod(volumes=[{"name": "v", "downwardAPI": {"items": [{"path": "a", "fieldRef": {"fieldPath": "status.podIP"}}]}}]), "is no field a downwardAPI volume file can hold"),

@@ -150,6 +150,42 @@ def quantity_value(value: Any) -> Decimal | None:
     return parsed[0] if parsed is not None else None
 
 
+def _canonical(value: Decimal, fmt: str) -> str:
+    """Quantity.CanonicalizeBytes: BinarySI as n*1024^k (below 1024 or fractional, DecimalSI); else
+    the digits without trailing zeros, the exponent floored to a multiple of 3, and its suffix
+    (a DecimalSI exponent with none, e.g. 1000E's 21, prints no suffix at all, as Go does)."""
+    if not value:
+        return "0"
+    if fmt == "BinarySI" and abs(value) >= 1024 and value == value.to_integral_value():
+        whole, power = abs(int(value)), 0
+        while whole % 1024 == 0:
+            whole, power = whole // 1024, power + 10
+        suffix = next((s for s, p in _BINARY_SI.items() if p == power), "")
+        return f"{'-' if value < 0 else ''}{whole}{suffix}"
+    sign, digits, exp = value.as_tuple()
+    text = "".join(map(str, digits))
+    exp = int(exp) + len(text) - len(text.rstrip("0"))
+    text = text.rstrip("0") + "0" * (exp % 3)
+    exp -= exp % 3
+    if fmt == "DecimalExponent":
+        suffix = f"e{exp}" if exp else ""
+    else:
+        suffix = next((s for s, p in _DECIMAL_SI.items() if p == exp), "")
+    return f"{'-' if sign else ''}{text}{suffix}"
+
+
+def quantity_string(value: Any) -> str | None:
+    """Quantity.String() of what the API server decodes (a quantity text or a JSON number): the
+    text itself when ParseQuantity's fast path keeps it ("+1", "01", "1e0"), else the canonical
+    form; None where ParseQuantity fails.  validateContainerResourceDivisor compares this."""
+    text = value.strip(_GO_SPACE) if isinstance(value, str) else _json_number(value)
+    parsed = _parse(text) if text is not None else None
+    if parsed is None:
+        return None
+    number, fmt, kept = parsed
+    return text if kept or text == "0" else _canonical(number, fmt)
+
+
 def is_date_time(value: Any) -> bool:
     """Accept an RFC 3339 timestamp with a real calendar date."""
     if type(value) is not str:

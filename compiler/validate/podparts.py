@@ -16,11 +16,10 @@ and PAIRS: two fields of one object that do not go together.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from decimal import Decimal
 from typing import Any
 
 from ..errors import Diagnostic
-from ..kube.formats import quantity_value
+from ..kube.formats import is_quantity, quantity_string
 from ..loader import Document, PathT
 from .podspec import (
     CONTAINERS,
@@ -87,9 +86,10 @@ OPERATORS: tuple[tuple[tuple[str, ...], dict[str, tuple[int, int]]], ...] = (
     (("topologySpreadConstraints", "*", "labelSelector", "matchExpressions", "*"), SELECTOR_OPERATORS),
 )
 LIMITS = ((("dnsConfig", "nameservers"), 3), (("dnsConfig", "searches"), 32))  # validatePodDNSConfig
-_MEMORY = frozenset({Decimal(1), *(Decimal(b) ** k for b in (1000, 1024) for k in range(1, 7))})
-# validateContainerResourceDivisor: the resource (after limits./requests.) -> the divisors it takes
-DIVISORS = {"cpu": frozenset({Decimal("0.001"), Decimal(1)}), "memory": _MEMORY, "ephemeral-storage": _MEMORY}
+_MEMORY = frozenset({"1", "1k", "1M", "1G", "1T", "1P", "1E", "1Ki", "1Mi", "1Gi", "1Ti", "1Pi", "1Ei"})
+# validContainerResourceDivisorFor{CPU,Memory,EphemeralStorage,HugePages}: the resource (after
+# limits./requests.) -> the Quantity.String() forms of the divisors validateContainerResourceDivisor takes
+DIVISORS = {"cpu": frozenset({"1m", "1"}), "memory": _MEMORY, "ephemeral-storage": _MEMORY}
 RESOURCE_FIELD_REFS = ((CONTAINERS, "*", "env", "*", "valueFrom", "resourceFieldRef"), *((*items, "resourceFieldRef") for items in DOWNWARD_ITEMS))
 
 
@@ -193,27 +193,21 @@ def _limits(doc: Document, spec: dict[str, Any], base: PathT) -> Iterator[Diagno
                 yield doc.diagnostic(VALUE, f"{pattern[-1]} holds {len(items)} entries: the API server takes at most {most}", path, key=True)
 
 
-_BINARY = frozenset(Decimal(1024) ** k for k in range(1, 7))
-
-
-def _canonical(written: Any, value: Decimal) -> bool:
-    """Whether Quantity.String() of a divisor is one the API server lists: it compares strings, so
-    1024 (decimal, "1024") and 1e3 (exponent form, "1e3") are refused where 1Ki and 1k are taken."""
-    text = written.strip() if isinstance(written, str) else str(written)
-    if text[-1:].isdigit() and any(e in text.lstrip("+-")[1:] for e in "eE") and value != 1:
-        return False
-    return not (value in _BINARY and not text.endswith("i"))
-
-
 def _divisors(doc: Document, spec: dict[str, Any], base: PathT) -> Iterator[Diagnostic]:
+    """validateContainerResourceDivisor: it looks divisor.String() up in a set of strings, so "1024",
+    "1e3", "+1" and "01" (kept as written by ParseQuantity) are refused where 1Ki, 1k and 1 are taken."""
     for pattern in RESOURCE_FIELD_REFS:
         for path, ref in _walk(spec, pattern, base):
             ref = _dict(ref)
             resource = str(ref.get("resource", "")).partition(".")[2]
             allowed = DIVISORS.get("memory" if resource.startswith("hugepages-") else resource)
-            divisor = quantity_value(ref["divisor"]) if "divisor" in ref else None
-            if allowed and divisor is not None and divisor != 0 and (divisor not in allowed or not _canonical(ref["divisor"], divisor)):  # 0 is unset (defaulted to 1)
-                yield doc.diagnostic(VALUE, f"divisor {ref['divisor']} is not taken for {ref['resource']}: {'1m or 1' if resource == 'cpu' else '1 or a power of 1000 or 1024 (1, 1Ki, 1M, ...)'}", (*path, "divisor"))
+            divisor = ref.get("divisor")
+            if not allowed or type(divisor) not in (str, int, float) or not is_quantity(divisor):  # else the schema's finding
+                continue
+            shown = quantity_string(divisor)  # None: ParseQuantity fails (ErrNumeric: 19 digits past int64)
+            if shown != "0" and shown not in allowed and (shown is not None or isinstance(divisor, str)):  # 0 is unset (defaulted to 1)
+                read = f" (the API server reads it as {shown!r})" if shown is not None and shown != str(ref["divisor"]).strip() else ""
+                yield doc.diagnostic(VALUE, f"divisor {ref['divisor']} is not taken for {ref['resource']}{read}: {'1m or 1' if resource == 'cpu' else '1 or a power of 1000 or 1024 (1, 1Ki, 1M, ...)'}", (*path, "divisor"))
 
 
 def _sleeps(doc: Document, spec: dict[str, Any], base: PathT) -> Iterator[Diagnostic]:
