@@ -51,7 +51,7 @@ class PodState:
     unschedulable: str | None = None  # the scheduler's message while no node fits
     rejected: str | None = None  # its node's kubelet refused to admit it, so it never ran: "OutOfcpu: Node didn't have enough resource: cpu"
     stopped: bool = False  # the runtime stopped it after the outcome, keeping it (flatjob.dev/stopped)
-    evicted: str | None = None  # the kubelet's eviction message (status.reason Evicted), with or without DisruptionTarget
+    evicted: str | None = None  # the kubelet's message when it ended the pod itself (reason Evicted, or Terminated by a node shutdown)
 
     @property
     def terminal(self) -> bool:

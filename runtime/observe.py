@@ -9,9 +9,11 @@ others than its kubelet, and the decisions read them:
   controller clears Ready alone (MarkPodsNotReady, which keeps the condition's reason), so its
   node stopped reporting; but not with reason ReadinessGatesNotReady, which the kubelet
   writes while a readiness gate is not True (generate.go GeneratePodReadyCondition);
-- reason Evicted without DisruptionTarget (eviction_manager.go): the kubelet evicted the pod
-  for its own ephemeral-storage or emptyDir limit (localStorageEviction gives no condition),
-  or, before Kubernetes 1.26, for the node's pressure ("The node was low on resource: ...");
+- reason Evicted or Terminated without DisruptionTarget: the kubelet evicted the pod for its
+  own ephemeral-storage or emptyDir limit (eviction_manager.go localStorageEviction gives no
+  condition), or, before Kubernetes 1.26, for the node's pressure ("The node was low on
+  resource: ...") or shut its node down ("Pod was terminated in response to imminent node
+  shutdown.", nodeshutdown_manager_linux.go);
 - PodScheduled=False/Unschedulable (the scheduler's message) and a container waiting for a
   reason that needs a human (ErrImagePull, ImagePullBackOff, ...): why it does not start.
 A failed init container's exit code is the pod's exit code (the regular ones never ran).
@@ -39,7 +41,10 @@ UNREACHABLE = "node.kubernetes.io/unreachable"
 # images/types.go and kuberuntime errors; ContainerCreating and PodInitializing are normal).
 REJECTED = "Pod was rejected: "  # the kubelet's admission refusal (kubelet.go rejectPod)
 RESTAMPED = frozenset({"TerminationByKubelet"})  # DisruptionTarget reasons dated when the pod stopped, not when it began
-GATES_NOT_READY = "ReadinessGatesNotReady"  # Ready=False the kubelet writes for a readiness gate (status/generate.go)
+GATES_NOT_READY = "ReadinessGatesNotReady"
+# The reasons of a pod the kubelet itself ended: an eviction (eviction_manager.go Reason) and a
+# graceful node shutdown (nodeshutdown_manager_linux.go nodeShutdownReason).
+KUBELET_KILLS = frozenset({"Evicted", "Terminated"})  # Ready=False the kubelet writes for a readiness gate (status/generate.go)
 STUCK = frozenset({"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull", "CreateContainerConfigError", "CreateContainerError", "RunContainerError", "CrashLoopBackOff"})
 
 
@@ -191,7 +196,7 @@ def pod_state(obj: dict[str, Any], container: str | None = None, owner_uid: str 
         if status.get("phase", "Pending") == "Pending" else None,
         unschedulable=scheduled.get("message") or "no node fits" if scheduled.get("status") == "False" and scheduled.get("reason") == "Unschedulable" else None,
         rejected=_rejected(status, exit_code),
-        evicted=(status.get("message") or "Evicted") if status.get("reason") == "Evicted" and status.get("phase") == "Failed" else None,
+        evicted=(status.get("message") or str(status["reason"])) if status.get("reason") in KUBELET_KILLS and status.get("phase") == "Failed" else None,
     )
 
 

@@ -38,10 +38,15 @@ from .exitcodes import effective_exit_code
 
 DISRUPTION_WINDOW = 30.0  # seconds after a disruption in which a peer's failure is its doing
 REPLACEMENT_WAIT = 900.0  # seconds a disrupted pod's trouble lasts at most while its replacement does not run
-# The kubelet's eviction messages for the node's pressure (pkg/kubelet/eviction/helpers.go
-# nodeLowMessageFmt, nodeConditionMessageFmt): a disruption, where DisruptionTarget (1.26) is
-# missing; any other eviction is for the pod's own ephemeral-storage or emptyDir limit.
-NODE_PRESSURE = ("The node was low on resource", "The node had condition")
+# The kubelet's messages when it ends a pod for its node's sake (pkg/kubelet/eviction/helpers.go
+# nodeLowMessageFmt, nodeConditionMessageFmt; nodeshutdown_manager_linux.go nodeShutdownMessage):
+# a disruption where DisruptionTarget (1.26) is missing; any other eviction is for the pod's
+# own ephemeral-storage or emptyDir limit.
+FOR_THE_NODE = {
+    "The node was low on resource": "was evicted by its node",
+    "The node had condition": "was evicted by its node",
+    "Pod was terminated in response to imminent node shutdown": "was stopped by its node's shutdown",
+}
 # (torchrun's rendezvous and NCCL's watchdog give up on a missing member within 10 minutes)
 
 
@@ -196,8 +201,9 @@ def disrupted(pod: PodState | None, ledger: Ledger) -> str | None:
         return f"was disrupted ({pod.disruption}{detail})"
     if pod.deleting:
         return "was deleted by someone else before it finished"
-    if pod.phase == "Failed" and pod.evicted is not None and pod.evicted.startswith(NODE_PRESSURE):  # a kubelet older than DisruptionTarget (1.26)
-        return f"was evicted by its node ({pod.evicted.strip()})"
+    what = next((w for start, w in FOR_THE_NODE.items() if pod.evicted.startswith(start)), None) if pod.phase == "Failed" and pod.evicted else None
+    if what is not None:  # a kubelet older than DisruptionTarget (1.26)
+        return f"{what} ({pod.evicted.strip()})"  # type: ignore[union-attr]
     if pod.rejected is not None:  # no program ran: nothing about the training is known
         return f"was rejected by its node before it ran ({pod.rejected})"
     return None

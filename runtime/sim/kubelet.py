@@ -44,6 +44,9 @@ which run-local's kubelet shares.  What the kubelet does, with the source it fol
   ... is likely stale"); an eviction for the pod's own ephemeral-storage or emptyDir limit
   carries no DisruptionTarget (`condition=False`: localStorageEviction passes a nil condition),
   nor does any eviction on Kubernetes before 1.26;
+- graceful node shutdown (`shutdown`): as an eviction of every pod on the node, with reason
+  `Terminated` and "Pod was terminated in response to imminent node shutdown."
+  (pkg/kubelet/nodeshutdown/nodeshutdown_manager_linux.go killPods);
 - admission rejection (`reject`): a pod the kubelet turns away before any container starts
   (a device plugin's `UnexpectedAdmissionError`, `OutOfcpu`, `NodeAffinity`) ends Failed with
   the admit handler's reason and "Pod was rejected: <message>", its startTime, no container
@@ -88,6 +91,8 @@ HARD_EVICTION_GRACE = 1.0  # eviction_manager.go immediateEvictionGracePeriodSec
 DEFAULT_GRACE = 30  # terminationGracePeriodSeconds when the pod has none (the API's default)
 DEADLINE_MESSAGE = "Pod was active on the node longer than the specified deadline"
 EVICTED_MESSAGE = "The node was low on resource: memory. "
+SHUTDOWN_REASON = "Terminated"  # nodeshutdown_manager_linux.go nodeShutdownReason
+SHUTDOWN_MESSAGE = "Pod was terminated in response to imminent node shutdown."  # nodeShutdownMessage
 UNKNOWN_MESSAGE = "The container could not be located when the pod was terminated"
 REJECTED_MESSAGE = "Allocate failed due to no healthy devices present; cannot allocate unhealthy devices nvidia.com/gpu, which is unexpected"
 
@@ -205,7 +210,16 @@ class FakeKubelet:
         """The next incarnation of `name` that reaches its node is rejected at admission."""
         self.rejects[name] = (reason, message)
 
-    def evict(self, name: str, message: str = EVICTED_MESSAGE, grace: float = HARD_EVICTION_GRACE, condition: bool = True) -> None:
+    def shutdown(self, node: str, grace: float = 30.0, condition: bool = True) -> None:
+        """Graceful node shutdown (nodeshutdown_manager_linux.go killPods): every pod on `node` gets
+        SIGTERM, SIGKILL after `grace` (its priority group's shutdownGracePeriod, at most its own),
+        then Failed, reason Terminated, "Pod was terminated in response to imminent node
+        shutdown." and, since 1.26, DisruptionTarget TerminationByKubelet (`condition`)."""
+        for name, pod in sorted(self.cluster.pods(self.namespace).items()):
+            if (pod.get("spec") or {}).get("nodeName") == node and (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
+                self.evict(name, SHUTDOWN_MESSAGE, grace, condition, reason=SHUTDOWN_REASON)
+
+    def evict(self, name: str, message: str = EVICTED_MESSAGE, grace: float = HARD_EVICTION_GRACE, condition: bool = True, reason: str = "Evicted") -> None:
         """Node-pressure eviction by the kubelet: SIGTERM now, SIGKILL after `grace` (1 s for a
         hard threshold; a soft one's evictionMaxPodGracePeriod); Failed, reason Evicted and
         DisruptionTarget are reported once every container has stopped."""
@@ -214,7 +228,7 @@ class FakeKubelet:
         now = self.clock()
         if run is None:
             return
-        run.reason, run.message = "Evicted", message
+        run.reason, run.message = reason, message
         run.conditions = (("TerminationByKubelet", message),) if condition else ()
         self._terminate(run, now, now + grace)
         self._sync(name, pod, now)

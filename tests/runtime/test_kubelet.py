@@ -241,6 +241,19 @@ def test_an_eviction_for_the_pods_own_storage_limit_has_no_disruption_target(wor
     assert (state.phase, state.disruption, state.exit_code, state.evicted) == ("Failed", None, 137, "Pod ephemeral local storage usage exceeds the total limit of containers 10Gi. ")
 
 
+def test_a_graceful_node_shutdown_fails_each_pod_terminated_with_the_shutdown_message(world: Any) -> None:
+    """nodeshutdown_manager_linux.go killPods: reason Terminated, nodeShutdownMessage, DisruptionTarget."""
+    cluster, kubelet, clock = world
+    cluster.create_pod(NS, pod_body(["sh", "-c", "sleep inf"]))
+    advance(kubelet, clock, 2)
+    kubelet.shutdown(kubelet.node, grace=2)
+    advance(kubelet, clock, 3)
+    status = cluster.pods()["p"]["status"]
+    assert (status["phase"], status["reason"], status["message"]) == ("Failed", "Terminated", "Pod was terminated in response to imminent node shutdown.")
+    state = pod_state(cluster.pods()["p"], "main")
+    assert (state.disruption, state.evicted) == ("TerminationByKubelet", "Pod was terminated in response to imminent node shutdown.")
+
+
 def test_a_readiness_gate_not_true_keeps_ready_false_and_containers_ready_true(world: Any) -> None:
     """GeneratePodReadyCondition: reason ReadinessGatesNotReady, which is no lost node."""
     cluster, kubelet, clock = world

@@ -291,6 +291,27 @@ def test_lifecycle_a_storage_eviction_of_a_program_that_exits_0_on_sigterm_is_a_
     assert (st["backoffCount"], restarts(st)) == (1, {"master": 1, "worker": 0})
 
 
+def checkpoints_then_exits_0(pod: Any, env: dict[str, str]) -> Program:
+    """A trainer with a SIGTERM handler: saves a checkpoint and exits 0 (its first incarnation)."""
+    return Program(on_term=0, term_seconds=3) if env.get("FLATJOB_RESTART_COUNT", "0") == "0" else Program()
+
+
+@pytest.mark.parametrize("condition", [pytest.param(True, id="disruption-target"), pytest.param(False, id="before-1.26")])
+@pytest.mark.parametrize("victim", ["sim-master-0", "sim-worker-1"])
+def test_lifecycle_a_graceful_node_shutdown_replaces_the_pod_uncounted(victim: str, condition: bool) -> None:
+    """nodeshutdown_manager killPods: Failed, reason Terminated, with DisruptionTarget since 1.26;
+    a program that checkpoints and exits 0 on SIGTERM neither ends the job nor is left failed
+    (review of round 9: without the condition a master's shutdown failed the job)."""
+    s = Scenario(pytorch(master=LONG, worker=LONG, policy="OnFailure"))
+    s.kubelet.behaviors[victim] = checkpoints_then_exits_0
+    running(s, 3)
+    old = uid(s, victim)
+    s.kubelet.shutdown(s.pods()[victim]["spec"]["nodeName"], condition=condition)
+    st = s.run_until(lambda st: st.get("phase") == "Failed" or (victim in s.pods() and uid(s, victim) != old and st.get("aggregate", {}).get("running") == 3), limit=200)
+    assert (st["phase"], st["backoffCount"], restarts(st)) == ("Running", 0, {"master": 0, "worker": 0})
+    assert "shutdown" in events(s, "Disrupted")[0]["message"]
+
+
 def test_lifecycle_a_node_pressure_eviction_without_disruption_target_is_a_disruption() -> None:
     """A kubelet before 1.26 writes no DisruptionTarget; its node-pressure message names it."""
     s = Scenario(pytorch(master="sleep 300; exit 0", worker=LONG, policy="ExitCode"))
