@@ -86,7 +86,7 @@ def _annotations(obj: Any) -> dict[str, Any]:
 def _int(value: Any) -> int | None:
     try:
         return int(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):  # int(inf) is an OverflowError
         return None
 
 

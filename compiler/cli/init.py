@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -18,6 +19,40 @@ def _origin(folder: Path) -> str | None:
     except (OSError, subprocess.SubprocessError):
         return None
     return (out.stdout.strip() or None) if out.returncode == 0 else None
+
+
+def _link_on_the_way(root: Path, rel: str) -> str | None:
+    """The first symbolic link on the way to root/rel (itself included), relative to root."""
+    parts = Path(rel).parts
+    for depth in range(1, len(parts) + 1):
+        if (root / Path(*parts[:depth])).is_symlink():
+            return str(Path(*parts[:depth]))
+    return None
+
+
+def _rendered(files: dict[str, str], root: Path) -> dict[str, dict[str, str]]:
+    """Each environment's rendered tree, compiled from the scaffold's files in a folder of its
+    own, so nothing is written before every environment is known to take its tree."""
+    import tempfile
+
+    from ..options import CompileOptions
+    from ..overlay import load_overlays
+    from ..pipeline import compile_paths
+    from ..report import format_text
+    from ..scaffold import ENVIRONMENTS
+
+    trees = {}
+    with tempfile.TemporaryDirectory(prefix="flatjob-init-") as tmp:
+        for rel, text in files.items():
+            (Path(tmp) / rel).parent.mkdir(parents=True, exist_ok=True)
+            (Path(tmp) / rel).write_text(text, encoding="utf-8")
+        for env in ENVIRONMENTS:
+            result = compile_paths([str(Path(tmp) / "jobs")], CompileOptions(), load_overlays([Path(tmp) / "overlays" / env]))
+            if result.failed:  # pragma: no cover - the scaffold's own job compiles (tests/test_init.py)
+                sys.stderr.write(format_text(result.diagnostics))
+                sys.exit(1)
+            trees[env] = result.tree(Path(tmp) / "rendered" / env)  # inputs named as from root/rendered/<env>
+    return trees
 
 
 @click.command("init", short_help="Scaffold a repo: jobs, overlays, rendered/, CI, GitOps.")
@@ -44,37 +79,41 @@ def init_command(folder: str, gitops: str, repo_url: str | None, force: bool) ->
       git remote add origin URL && git push -u origin main
     """
     from ..journal import session
-    from ..options import CompileOptions
-    from ..overlay import load_overlays
-    from ..pipeline import compile_paths
-    from ..report import format_text
-    from ..scaffold import ENVIRONMENTS, REPO_PLACEHOLDER, init_files
+    from ..outdir import LinkFound
+    from ..scaffold import REPO_PLACEHOLDER, init_files
 
     root = Path(folder)
     url = repo_url or _origin(root) or REPO_PLACEHOLDER
     files = init_files(gitops, url)
-    existing = sorted(rel for rel in files if (root / rel).exists())
+    linked = sorted({link for rel in files if (link := _link_on_the_way(root, rel)) is not None})
+    if linked:  # never written through, even with --force: a link may lead out of the folder
+        for rel in linked:
+            click.echo(f"{root / rel}: is a symbolic link; flatjob init writes no file through one", err=True)
+        click.echo("flatjob init: refusing to write through links; nothing was written. Remove them first.", err=True)
+        sys.exit(1)
+    existing = sorted(rel for rel in files if os.path.lexists(root / rel))
     if existing and not force:
         for rel in existing:
             click.echo(f"{root / rel}: already exists", err=True)
         click.echo("flatjob init: refusing to overwrite existing files; nothing was written. Use --force to overwrite them.", err=True)
         sys.exit(1)
+    trees = _rendered(files, root)
+    for env, tree in trees.items():  # every environment checked before anything is written
+        try:
+            with session(root / "rendered" / env, write=False) as s:
+                changes = s.plan(tree)
+        except LinkFound:
+            changes = None
+        if changes is None or (changes.conflicts and not force) or changes.links or changes.blocked:
+            click.echo(f"{root / 'rendered' / env}: holds files flatjob did not write, or links; nothing was written. Use --force for files.", err=True)
+            sys.exit(1)
     for rel, text in files.items():
         path = root / rel
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
-    for env in ENVIRONMENTS:
-        result = compile_paths([str(root / "jobs")], CompileOptions(), load_overlays([root / "overlays" / env]))
-        if result.failed:  # pragma: no cover - the scaffold's own job compiles (tests/test_init.py)
-            sys.stderr.write(format_text(result.diagnostics))
-            sys.exit(1)
-        out = root / "rendered" / env
-        with session(out, write=True) as s:
-            changes = s.plan(result.tree(out))
-            if (changes.conflicts and not force) or changes.links or changes.blocked:
-                click.echo(f"{out}: holds files flatjob did not write, or links; nothing was rendered there. Use --force for files.", err=True)
-                sys.exit(1)
-            s.apply(changes)
-    click.echo(f"{root}: wrote {len(files)} files and rendered/{{{','.join(ENVIRONMENTS)}}}; see README.md", err=True)
+    for env, tree in trees.items():
+        with session(root / "rendered" / env, write=True) as s:
+            s.apply(s.plan(tree))
+    click.echo(f"{root}: wrote {len(files)} files and rendered/{{{','.join(trees)}}}; see README.md", err=True)
     if url == REPO_PLACEHOLDER:
         click.echo(f"Replace {REPO_PLACEHOLDER} under gitops/ with the repository's URL (or rerun with --repo-url --force).", err=True)

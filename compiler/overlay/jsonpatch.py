@@ -7,6 +7,7 @@ works too), inserting at a position, or a test that guards a patch.  Paths are J
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
@@ -15,6 +16,7 @@ from ..errors import Diagnostic
 from .located import Node, plain
 
 OPS = ("add", "remove", "replace", "move", "copy", "test")
+_INDEX = re.compile(r"0|[1-9][0-9]*")  # RFC 6901's array-index
 
 
 class PatchError(Exception):
@@ -34,8 +36,10 @@ def _index(token: str, size: int, *, insert: bool) -> int:
     """A list position from a pointer token ('-' appends when inserting)."""
     if insert and token == "-":
         return size
-    if not token.isdigit() or (token != "0" and token.startswith("0")):
+    if _INDEX.fullmatch(token) is None:  # ASCII digits only (str.isdigit takes superscripts and Arabic-Indic digits), no leading zero
         raise PatchError(f"{token!r} is not a list index")
+    if len(token) > len(str(size)):
+        raise PatchError(f"index {token[:20]}{'...' if len(token) > 20 else ''} is out of range (the list has {size} items)")
     index = int(token)
     if index > size or (index == size and not insert):
         raise PatchError(f"index {index} is out of range (the list has {size} items)")
@@ -136,7 +140,7 @@ def json_patch(root: Node, ops: Node) -> tuple[Node, list[Diagnostic]]:
             return root, [problem]
         op, where = entry.get("op"), entry.get("path")
         try:
-            source = pointer(entry.get("from").value) if entry.get("from") is not None else None
+            source = pointer(entry.get("from").value) if op.value in ("move", "copy") else None  # RFC 6902 ignores it elsewhere
             root = apply_op(root, op.value, pointer(where.value), entry.get("value"), source)
         except PatchError as exc:
             return root, [where.diagnostic("FJ601", f"{op.value} {where.value}: {exc}")]

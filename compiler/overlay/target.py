@@ -151,8 +151,8 @@ def _check(name: str, value: str) -> Check:
         return lambda job: equal(subject(job))
     try:
         expression = re.compile(value)
-    except re.error as exc:
-        raise ValueError(f"{name}: {value!r} is not a regular expression ({exc})") from None
+    except (re.error, OverflowError, RecursionError) as exc:  # a{4294967296}: OverflowError; 1 500 nested groups: RecursionError
+        raise ValueError(f"{name}: {value[:80]!r} is not a regular expression Python compiles ({type(exc).__name__}: {str(exc)[:80]})") from None
     why = _unsafe(value)
     if why:
         raise ValueError(f"{name}: {value!r} {why}")

@@ -14,7 +14,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from .kit import SECRET, Sandbox, assert_clean_exit, resource_list
+from .kit import JOB, SECRET, Sandbox, assert_clean_exit, resource_list
 
 RL = "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\n"
 
@@ -96,3 +96,11 @@ def test_krm_renders_inside_the_package_whatever_an_item_claims(box: Sandbox, pa
     assert_clean_exit(run_, 0)
     paths = [d["metadata"]["annotations"]["internal.config.kubernetes.io/path"] for d in yaml.safe_load(run_.stdout)["items"]]
     assert paths and all(not p.startswith("/") and ".." not in p.split("/") for p in paths), paths
+
+
+@pytest.mark.parametrize("value", [".inf", "-.inf"])
+def test_krm_index_annotation_infinity_gives_a_resource_list(box: Sandbox, value: str) -> None:
+    job = JOB.format(name="a").replace("metadata:\n  name: a\n", f"metadata:\n  name: a\n  annotations:\n    config.kubernetes.io/index: {value}\n")
+    r = box.flatjob("krm", stdin=resource_list(job))
+    assert_clean_exit(r, 0, 1)  # exit 3 before, with nothing on stdout (review 21, round 10)
+    assert "kind: ResourceList" in r.stdout
