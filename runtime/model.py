@@ -91,7 +91,7 @@ class Ledger:
     gang_not_before: float | None = None  # earliest start of this attempt's gang (group restart, refused gang)
     refused: str | None = None  # the API server's last refusal of a pod this attempt needs (quota, webhook)
     refusals: int = 0  # refusals in a row (their back-off)
-    start_time: float | None = None  # first release of the job
+    start_time: float | None = None  # first release of the job, or of its pods after a resume (the deadline counts from it)
     size: int | None = None  # elastic: the target this attempt was started with
     outcome: str | None = None  # Succeeded | Failed, once decided (final)
     reason: str | None = None
@@ -102,6 +102,11 @@ class Ledger:
     observed_generation: int | None = None
     replica_failed: str | None = None  # message of the latest replica failure (ReplicaFailure condition)
     ssh_secret: str | None = None  # uid of the `<job>-ssh` Secret the runtime created (sshkeys: only it is trusted)
+
+    @property
+    def has_run(self) -> bool:
+        """Whether any pod of the job was ever released (a resume clears start_time, not this)."""
+        return self.start_time is not None or self.attempt > 1
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form kept in status.runtime (sorted, compact, stable)."""

@@ -336,7 +336,7 @@ class JobWorker:
         if not world.secret_is_ours or not job.ssh_secret:
             return None
         known, secret = self.ctl.secrets.get(job.ssh_secret)
-        return foreign_secret(job.ssh_secret, secret, record, self._trusted_secret(job, ledger), ran=ledger.start_time is not None) if known else None
+        return foreign_secret(job.ssh_secret, secret, record, self._trusted_secret(job, ledger), ran=ledger.has_run) if known else None
 
     def _trusted_secret(self, job: JobView, ledger: Ledger) -> str | None:
         """The uid of the `<job>-ssh` this job's runtime made: this process's create, else the ledger's."""
@@ -361,7 +361,7 @@ class JobWorker:
         (made before the ledger kept its uid, by a runtime restarted before writing it, or planted
         with a forged reference), while no pod of the job has run: nothing trusts it yet, so it
         is deleted (only that object: a uid precondition) and the next cycle makes a fresh pair."""
-        if not world.secret_is_ours or not job.ssh_secret or ledger.start_time is not None or self._trusted_secret(job, ledger):
+        if not world.secret_is_ours or not job.ssh_secret or ledger.has_run or self._trusted_secret(job, ledger):
             return False
         known, secret = self.ctl.secrets.get(job.ssh_secret)
         uid = uid_of(secret) if known else None

@@ -163,6 +163,22 @@ CASES = [
         message="rank 'one' is not a non-negative integer",
     ),
     Case(
+        "finish-rule-rank-negative",  # review 20, round 10: waited for a pod gen-worker--1 for ever
+        generic("""
+          successRules: [{worker: [-1]}]
+        #                          ^ FJ304
+        """),
+        message="rank -1 is not a non-negative integer",
+    ),
+    Case(
+        "finish-rule-type-without-ranks",  # review 20, round 10: Succeeded at the first cycle, no pod ran
+        generic("""
+          successRules: [{worker: []}]
+        #                         ^ FJ304
+        """),
+        message="type 'worker' lists no rank: the rule would be met before any replica ran",
+    ),
+    Case(
         "valid-finish-rule-rank-as-string",
         generic("""
           successRules: [{worker: ["1"]}]

@@ -522,9 +522,11 @@ def finish_rules(job: GenericJob, doc: Document) -> Iterator[Diagnostic]:
                 if rtype not in counts:
                     yield doc.diagnostic("FJ304", f"no replica type {rtype!r} in this job", path, key=True, hint=did_you_mean(rtype, counts))
                     continue
+                if not ranks:  # met before any replica ran: the job would succeed (or fail) at once (review 20, round 10)
+                    yield doc.diagnostic("FJ304", f"type {rtype!r} lists no rank: the rule would be met before any replica ran", path, hint="list the ranks, e.g. [\"0\"]")
                 for j, rank in enumerate(ranks):
                     value = int(rank) if isinstance(rank, int) or (isinstance(rank, str) and _decimal(rank)) else None
-                    if value is None:
+                    if value is None or value < 0:
                         yield doc.diagnostic("FJ304", f"rank {rank!r} is not a non-negative integer", (*path, j))
                     elif value >= counts[rtype]:
                         yield doc.diagnostic("FJ304", f"rank {value} is out of range: type {rtype!r} has {counts[rtype]} replica(s)", (*path, j))

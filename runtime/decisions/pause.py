@@ -32,6 +32,8 @@ def decide_pause(job: JobView, pods: Mapping[str, PodState], ledger: Ledger) -> 
         live = [p for p in pods.values() if p.ours and not p.deleting]
         return PauseDecision(led, (("Normal", "Pausing", f"deleting {len(live)} pod(s)"),))
     if ledger.paused:
-        led = ledger.evolve(paused=False, resuming=True, attempt=ledger.attempt + 1, succeeded=(), failed=())
+        # start_time goes: the deadline counts from the resumed pods' release, as a Kubernetes Job's
+        # startTime is reset when it is unsuspended (time paused is no active time; review 20, round 10)
+        led = ledger.evolve(paused=False, resuming=True, attempt=ledger.attempt + 1, succeeded=(), failed=(), start_time=None)
         return PauseDecision(led, (("Normal", "Resuming", "the job resumes as a new attempt"),))
     return PauseDecision(ledger)

@@ -171,6 +171,27 @@ def test_deadline() -> None:
     assert s.settle(60) == {}  # nothing more happens to them
 
 
+def test_time_paused_is_not_active_time_for_the_deadline() -> None:
+    """Paused past activeDeadlineSeconds (pause "删除副本，停止训练"), then resumed: the deadline
+    counts from the resumed pods' release, as a Kubernetes Job's startTime is reset when it is
+    unsuspended (review 20, round 10: the job failed the second it resumed)."""
+    job = pytorch(master="sleep 600; exit 0", worker="sleep 600; exit 0").replace("runPolicy:", "runPolicy:\n    activeDeadlineSeconds: 120")
+    s = Scenario(job)
+    s.run_until(lambda st: st.get("phase") == "Running")
+    s.settle(20)
+    pause = "spec:\n  runMode:\n    pause:\n      enabled: {}\n  runPolicy:"
+    s.update_spec(job.replace("spec:\n  runPolicy:", pause.format("true")))
+    s.run_until(lambda st: st.get("phase") == "Paused" and not s.pods())
+    s.settle(200)  # the deadline passes while nothing runs
+    assert s.status()["phase"] == "Paused"
+    s.update_spec(job.replace("spec:\n  runPolicy:", pause.format("false")))
+    st = s.run_until(lambda st: st.get("phase") == "Running" and st["aggregate"]["running"] == 3)
+    resumed = st["runtime"]["startTime"]
+    assert next(c for c in st["conditions"] if c["type"] == "Initialized")["status"] == "True"
+    st = s.finished()
+    assert st["phase"] == "Failed" and 120 <= s.clock.now - resumed <= 123  # 120 s of the resumed run
+
+
 def test_cleanup_all_deletes_every_pod_once() -> None:
     s = Scenario(pytorch(cleanup="All"))
     s.finished()
