@@ -172,7 +172,7 @@ def test_deadline() -> None:
 
 
 def test_time_paused_is_not_active_time_for_the_deadline() -> None:
-    """Paused past activeDeadlineSeconds (pause "删除副本，停止训练"), then resumed: the deadline
+    """Paused past activeDeadlineSeconds (pause: "the replicas are deleted, training stops"), then resumed: the deadline
     counts from the resumed pods' release, as a Kubernetes Job's startTime is reset when it is
     unsuspended (review 20, round 10: the job failed the second it resumed)."""
     job = pytorch(master="sleep 600; exit 0", worker="sleep 600; exit 0").replace("runPolicy:", "runPolicy:\n    activeDeadlineSeconds: 120")
