@@ -109,7 +109,7 @@ def _run(job: JobView, pods: Mapping[str, PodState], led: Ledger, world: World, 
     events.extend(ev)
     if led.outcome:
         return led, events, (), (), None, None
-    sc = decide_scale(job, pods, led)
+    sc = decide_scale(job, pods, led, now)
     led, events = sc.ledger, [*events, *sc.events]
     rel = decide_release(job, pods, led, Deps(world.secret_exists, world.podgroup_exists, world.refused), now)
     led, events = rel.ledger, [*events, *rel.events]

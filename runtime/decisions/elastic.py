@@ -4,8 +4,12 @@ expectedReplicas is changed through the record's scale subresource (`kubectl sca
 shipped Argo CD and Flux settings ignore that one field, so git does not fight it.  Only the
 current seats have pods: growing creates the next seats' pods (runtime.decisions.release),
 shrinking stops the highest seats (their pods leave `released` and are deleted).  torchrun
-re-forms its group either way; a group-scoped kind (DeepSpeed) restarts the attempt at the
-new size instead, without counting a restart.
+re-forms its group when nodes join without spending a restart, but a member that leaves breaks
+the others' collectives, and each remaining agent spends one of `--max_restarts` or, with none
+left (the default 0), exits 1: so the stopped seats are recorded as disrupted, and a remaining
+pod that fails within the disruption window is replaced, not counted, and joins the group at
+its new size (review 20, round 10).  A group-scoped kind (DeepSpeed) restarts the attempt at
+the new size instead, without counting a restart.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ class ScaleDecision:
     events: tuple[tuple[str, str, str], ...] = field(default=())
 
 
-def decide_scale(job: JobView, pods: Mapping[str, PodState], ledger: Ledger) -> ScaleDecision:
+def decide_scale(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, now: float) -> ScaleDecision:
     """Stop released pods whose seat is at or beyond the target."""
     if job.target is None:
         return ScaleDecision(ledger)
@@ -37,5 +41,7 @@ def decide_scale(job: JobView, pods: Mapping[str, PodState], ledger: Ledger) -> 
     beyond = [n for n in ledger.released if n not in wanted]
     if not beyond:
         return ScaleDecision(ledger)
-    led = ledger.evolve(released=ledger.without("released", beyond))
+    # Its peers' failures in the next DISRUPTION_WINDOW are the scale-down's doing (outcomes._troubled).
+    led = ledger.evolve(released=ledger.without("released", beyond), disrupted={**ledger.disrupted, **dict.fromkeys(beyond, now)},
+                        disrupted_end={**ledger.disrupted_end, **dict.fromkeys(beyond, now)})
     return ScaleDecision(led, tuple(beyond), (("Normal", "ScaledDown", f"stopped {', '.join(beyond)} (target {job.target})"),))

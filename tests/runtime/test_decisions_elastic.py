@@ -36,7 +36,7 @@ def running(*names: str, **kw: Any) -> dict[str, Any]:
 def test_not_elastic_is_no_change() -> None:
     job = job_view("PyTorchTrainingJob")
     led = Ledger(released=("j-master-0",))
-    assert decide_scale(job, running("j-master-0"), led).ledger is led
+    assert decide_scale(job, running("j-master-0"), led, NOW).ledger is led
 
 
 @pytest.mark.parametrize(
@@ -49,7 +49,7 @@ def test_not_elastic_is_no_change() -> None:
 )
 def test_torchrun_shrink_stops_the_highest_seats(target: int, stopped: tuple[str, ...]) -> None:
     led = Ledger(released=NODES, start_time=NOW, size=4)
-    d = decide_scale(torchrun(target), running(*NODES), led)
+    d = decide_scale(torchrun(target), running(*NODES), led, NOW)
     assert d.stopped == stopped
     assert d.ledger.released == tuple(n for n in NODES if n not in stopped)
     assert (d.ledger.attempt, d.ledger.backoff_count, d.ledger.size) == (1, 0, 4)
@@ -63,7 +63,7 @@ def test_torchrun_shrink_stops_the_highest_seats(target: int, stopped: tuple[str
 def test_torchrun_growth_is_left_to_the_release_step() -> None:
     led = Ledger(released=("j-node-0", "j-node-1"), start_time=NOW, size=2)
     pods = running("j-node-0", "j-node-1")
-    d = decide_scale(torchrun(4), pods, led)
+    d = decide_scale(torchrun(4), pods, led, NOW)
     assert d.ledger is led and d.stopped == ()
     assert acts(cycle(torchrun(4), pods, led)) == (("create", "j-node-2"), ("create", "j-node-3"))
 
@@ -94,7 +94,7 @@ def test_a_seat_back_within_the_target_is_created_again_once_its_old_pod_is_gone
 def test_group_scope_resizes_as_a_new_attempt_without_a_restart(target: int, pods_running: int) -> None:
     names = tuple(f"j-worker-{i}" for i in range(pods_running))
     led = Ledger(released=names, start_time=NOW, backoff_count=1, restarts={"worker": 1}, size=pods_running, gang_not_before=NOW - 5)
-    d = decide_scale(deepspeed(target), running(*names), led)
+    d = decide_scale(deepspeed(target), running(*names), led, NOW)
     assert d.stopped == names
     assert (d.ledger.attempt, d.ledger.released, d.ledger.size, d.ledger.gang_not_before) == (2, (), None, None)
     assert (d.ledger.backoff_count, d.ledger.restarts) == (1, {"worker": 1})
@@ -106,7 +106,7 @@ def test_group_scope_resizes_as_a_new_attempt_without_a_restart(target: int, pod
 def test_group_scope_at_its_size_is_no_change() -> None:
     names = ("j-worker-0", "j-worker-1", "j-worker-2")
     led = Ledger(released=names, start_time=NOW, size=3)
-    assert decide_scale(deepspeed(3), running(*names), led).ledger is led
+    assert decide_scale(deepspeed(3), running(*names), led, NOW).ledger is led
 
 
 def test_group_scope_gang_start_waiting_for_its_launcher_is_not_a_resize() -> None:
@@ -114,9 +114,9 @@ def test_group_scope_gang_start_waiting_for_its_launcher_is_not_a_resize() -> No
     job = deepspeed(3)
     pods = {**running("j-worker-1", "j-worker-2"), **observed(pod("j-worker-0"))}
     led = Ledger(released=("j-worker-1", "j-worker-2"), start_time=NOW, size=3)
-    assert decide_scale(job, pods, led).ledger is led
+    assert decide_scale(job, pods, led, NOW).ledger is led
 
 
 def test_succeeded_seats_are_not_missing() -> None:
     led = Ledger(released=("j-worker-0",), succeeded=("j-worker-1",), start_time=NOW, size=2)
-    assert decide_scale(deepspeed(2), running("j-worker-0", "j-worker-1"), led).ledger is led
+    assert decide_scale(deepspeed(2), running("j-worker-0", "j-worker-1"), led, NOW).ledger is led

@@ -253,6 +253,24 @@ def test_elastic_scale_up_and_down(gitops: str | None) -> None:
     assert max(s.starts.values()) <= 2  # a seat stopped and started again runs in a new incarnation
 
 
+@fake_only
+@pytest.mark.parametrize("policy", ["OnFailure", "Never"])
+def test_a_node_left_by_a_scale_down_that_fails_is_replaced_uncounted(policy: str) -> None:
+    """torchrun spends one of --max_restarts when a member leaves (none left by default: the
+    agent exits 1): the remaining node's failure is the scale-down's doing, so it is replaced
+    and joins the group at its new size (review 20, round 10: it ended or counted the job)."""
+    s = Scenario(ELASTIC.replace("restartPolicy: OnFailure", f"restartPolicy: {policy}"))
+    s.run_until(lambda st: st.get("aggregate", {}).get("running") == 2)
+    old = s.pods()["el-node-0"]["metadata"]["uid"]
+    s.scale(1)
+    s.run_until(lambda st: "el-node-1" not in s.pods())
+    s.tick(2)
+    s.kubelet.kill("el-node-0", 1)  # its collective broke: torchrun's agent has no restart left
+    st = s.run_until(lambda st: st.get("phase") in ("Failed", "Succeeded") or (s.pods().get("el-node-0", {}).get("metadata", {}).get("uid") not in (None, old) and st.get("aggregate", {}).get("running") == 1), limit=120)
+    assert (st["phase"], st["backoffCount"], st["tasks"][0]["restartCount"]) == ("Running", 0, 0)
+    assert _running(s) == ["el-node-0"]
+
+
 @pytest.mark.parametrize("gitops", [None, "argo", "flux"])
 def test_pause_and_resume(gitops: str | None) -> None:
     job = pytorch(master="sleep 600; exit 0", worker="sleep 600; exit 0")
