@@ -520,7 +520,7 @@ class Controller:
         # make another holder's renewal look older than it is.
         now = self._lease_clock()
         self._observed = observe(current, self._observed, now)
-        decision = decide_lease(current, self.identity, self._observed, now)
+        decision = decide_lease(current, self.identity, self._observed, now, holding=self._renewed_at is not None)
         if decision.action == "wait":
             self._renewed_at = None
             self._lease_wake = decision.until

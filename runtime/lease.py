@@ -76,13 +76,17 @@ def _duration(spec: dict[str, Any]) -> float:
     return float(value) if isinstance(value, int) and not isinstance(value, bool) and value > 0 else float(LEASE_SECONDS)
 
 
-def decide_lease(lease: dict[str, Any] | None, identity: str, observed: Observed, now: float) -> LeaseDecision:
-    """Whether this runtime may act, and what to do about the Lease."""
+def decide_lease(lease: dict[str, Any] | None, identity: str, observed: Observed, now: float, holding: bool = True) -> LeaseDecision:
+    """Whether this runtime may act, and what to do about the Lease.  A Lease that names this
+    runtime is renewed only while this process holds it (`holding`): one naming it that it did
+    not take (a tenant's edit, or this pod's previous container) is waited out like another's,
+    so a forged holderIdentity never makes two runtimes lead (review of round 11; client-go
+    renews on the name alone)."""
     if lease is None:
         return LeaseDecision("acquire")
     spec = lease.get("spec") or {}
     holder = spec.get("holderIdentity")
-    if holder == identity:
+    if holder == identity and holding:
         return LeaseDecision("renew")
     expires = observed.at + _duration(spec)
     if not holder or now >= expires:

@@ -339,8 +339,12 @@ class JobWorker:
         return foreign_secret(job.ssh_secret, secret, record, self._trusted_secret(job, ledger), ran=ledger.has_run) if known else None
 
     def _trusted_secret(self, job: JobView, ledger: Ledger) -> str | None:
-        """The uid of the `<job>-ssh` this job's runtime made: this process's create, else the ledger's."""
-        return self.ctl.made_secrets.get((job.ssh_secret or "", self.uid or "")) or ledger.ssh_secret
+        """The uid of the `<job>-ssh` this job's runtime made: this process's create, else, once a
+        pod of the job ran with it, the ledger's.  Before that the status's uid is no proof (a
+        status edit could name a planted Secret; review of round 11): such a Secret is replaced
+        when it carries the record's ownerReference, refused otherwise."""
+        made = self.ctl.made_secrets.get((job.ssh_secret or "", self.uid or ""))
+        return made or (ledger.ssh_secret if ledger.has_run else None)
 
     def _read_status(self) -> dict[str, Any]:
         """The record's status, read from the API server for one cycle: the cache keeps only the

@@ -74,6 +74,17 @@ def test_decide_lease(current: dict[str, Any] | None, now: float, expected: Leas
     assert decide_lease(current, "me", seen_at(current, T0), now) == expected
 
 
+@pytest.mark.parametrize(("now", "expected"), [
+    pytest.param(T0 + 10, LeaseDecision("wait", T0 + 30), id="named-but-not-taken-waited-out"),
+    pytest.param(T0 + 30, LeaseDecision("acquire"), id="then-acquired"),
+])
+def test_a_lease_naming_this_runtime_that_it_does_not_hold_is_waited_out(now: float, expected: LeaseDecision) -> None:
+    """A tenant's edit naming the standby (or this pod's previous container) never makes it
+    renew at once while the leader still leads (review of round 11)."""
+    current = lease("me")
+    assert decide_lease(current, "me", seen_at(current, T0), now, holding=False) == expected
+
+
 @pytest.mark.parametrize("skew", [-3600.0, -20.0, 0.0, 20.0, 3600.0])
 def test_expiry_ignores_the_holders_clock(skew: float) -> None:
     # The holder's renewTime comes from its own clock; however far off it is, a record first

@@ -152,6 +152,27 @@ def test_someone_elses_ssh_secret_is_refused_and_no_pod_is_released(runtime_mode
     assert "attacker" not in str(secret.get("data"))
 
 
+@fake_only
+def test_a_status_edit_naming_a_planted_secret_before_any_pod_ran_does_not_make_it_trusted(runtime_mode: str) -> None:
+    """status.runtime.sshSecretUid is read from a status anyone with status rights may write:
+    before a pod of the job ran, only the uid this process's own create returned is proof
+    (review of round 11: the planted key was mounted in every pod)."""
+    s = Scenario(DEEPSPEED)
+    planted = {"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/ssh-auth", "metadata": {"name": "ds-ssh", "namespace": NAMESPACE},
+               "stringData": {"authorized_keys": "ssh-ed25519 AAAAattacker attacker\n", "ssh-privatekey": "x", "ssh-publickey": "x"}}
+    planted_uid = s.cluster.create_secret(NAMESPACE, planted)["metadata"]["uid"]
+    plural = s.kind.lower() + "s"
+    rec = s.cluster.record(NAMESPACE, plural, s.name)
+    rec["status"] = {**copy.deepcopy(rec.get("status") or {}), "runtime": {**((rec.get("status") or {}).get("runtime") or {}), "sshSecretUid": planted_uid}}
+    s.cluster.replace_record_status(NAMESPACE, plural, rec)
+    for _ in range(10):
+        s.tick()
+    st = s.status()
+    stalled = _condition(st, "Stalled")
+    assert (stalled["status"], stalled["reason"]) == ("True", "ForeignSecret"), st.get("conditions")
+    assert all(pod["spec"].get("schedulingGates") for pod in s.pods().values())  # none released with the attacker's key
+
+
 @pytest.mark.parametrize("forged", ["owner-reference", "owner-reference-after-the-runtime-made-its-own"])
 def test_an_ssh_secret_with_a_forged_owner_reference_is_never_trusted(runtime_mode: str, forged: str) -> None:
     """An ownerReference proves nothing: anyone may write one, with the record's uid (which
