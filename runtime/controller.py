@@ -106,6 +106,7 @@ class Controller:
     notify: Any = None  # a threading.Event set when a cycle ends on its thread (the loop's wake-up)
     wake_at: float | None = None
     _renewed_at: float | None = None  # last successful Lease renewal (None: not the leader)
+    _lease_version: str | None = None  # the Lease's resourceVersion this process's last write returned
     _lease_wake: float | None = None
     _lease_failures: int = 0  # Lease requests failed in a row (their back-off)
     _observed: Observed | None = None
@@ -520,7 +521,8 @@ class Controller:
         # make another holder's renewal look older than it is.
         now = self._lease_clock()
         self._observed = observe(current, self._observed, now)
-        decision = decide_lease(current, self.identity, self._observed, now, holding=self._renewed_at is not None)
+        mine = current is not None and self._lease_version is not None and (current.get("metadata") or {}).get("resourceVersion") == self._lease_version
+        decision = decide_lease(current, self.identity, self._observed, now, holding=mine)
         if decision.action == "wait":
             self._renewed_at = None
             self._lease_wake = decision.until
@@ -528,16 +530,14 @@ class Controller:
         owned = current is not None and (current.get("metadata") or {}).get("ownerReferences")
         body = lease_body(name, self.namespace, self.identity, self.clock(), current, None if owned else self._lease_owner())  # renewTime: wall time
         try:
-            if current is None:
-                self.cluster.create(LEASES, self.namespace, body)
-            else:
-                self.cluster.replace(LEASES, self.namespace, body)
+            written = self.cluster.create(LEASES, self.namespace, body) if current is None else self.cluster.replace(LEASES, self.namespace, body)
         except (Conflict, AlreadyExists):
             self._renewed_at = None  # another runtime won the race; look again soon
             self._lease_wake = now + LEASE_RETRY
             return False
         except ApiError as exc:
             return self._lease_failed(exc, now)
+        self._lease_version = ((written or {}).get("metadata") or {}).get("resourceVersion") if isinstance(written, dict) else None
         if self._renewed_at is None:
             log.info("acquired the lease", extra={"lease": name, "identity": self.identity})
         self._renewed_at = now

@@ -22,7 +22,7 @@ from flatjob.compiler.typedjob import strict_job
 
 from .model import JobView, PodSpecView, RestartRule
 from .pruning import prune, record_spec_schema
-from .trim import TEMPLATE_BYTES
+from .trim import TEMPLATE_BYTES, spec_of
 
 _META_FIELDS = ("name", "namespace", "labels", "annotations")
 SSH_KINDS = ("DeepSpeedJob", "ColossalAIJob")
@@ -36,7 +36,7 @@ def known_spec(record: Mapping[str, Any]) -> tuple[Any, list[str]]:
     """The record's spec without the fields this version's CRD does not declare, and their
     paths (a newer CRD's fields: see runtime/pruning.py)."""
     dropped: list[str] = []
-    spec = record.get("spec")
+    spec = spec_of(record)
     plural = keys.RECORD_PLURALS.get(str(record.get("kind")))
     if plural is None or not isinstance(spec, dict):
         return spec, dropped

@@ -78,10 +78,10 @@ def _duration(spec: dict[str, Any]) -> float:
 
 def decide_lease(lease: dict[str, Any] | None, identity: str, observed: Observed, now: float, holding: bool = True) -> LeaseDecision:
     """Whether this runtime may act, and what to do about the Lease.  A Lease that names this
-    runtime is renewed only while this process holds it (`holding`): one naming it that it did
-    not take (a tenant's edit, or this pod's previous container) is waited out like another's,
-    so a forged holderIdentity never makes two runtimes lead (review of round 11; client-go
-    renews on the name alone)."""
+    runtime is renewed only when it is this process's own (`holding`: the resourceVersion its
+    last write returned): one naming it that it did not write (a tenant's edit, or this pod's
+    previous container) is waited out like another's, so a forged holderIdentity never makes
+    two runtimes lead (review of round 11; client-go renews on the name alone)."""
     if lease is None:
         return LeaseDecision("acquire")
     spec = lease.get("spec") or {}

@@ -289,7 +289,8 @@ class JobWorker:
         versions = tuple(sorted((n, (t.get("metadata") or {}).get("resourceVersion")) for n, t in templates.items()))
         # A digest, not the text: a second copy of every served spec would count against the
         # runtime's memory limit uncounted (review 24, round 7).
-        text = json.dumps([record.get("spec"), annotations], sort_keys=True, default=str).encode()
+        spec = record.get("spec")
+        text = (spec if isinstance(spec, bytes) else json.dumps(spec, sort_keys=True, default=str).encode()) + json.dumps(annotations, sort_keys=True).encode()
         key = (meta.get("generation"), hashlib.sha256(text).digest(), versions)
         if key != self._view_key:
             try:

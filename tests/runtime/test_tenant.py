@@ -107,6 +107,23 @@ def test_a_status_filled_with_junk_is_cached_as_its_size_and_written_over(runtim
     assert isinstance(s.controller.records[s.kind].cache[s.name]["status"], bytes)
 
 
+def test_a_spec_is_cached_as_bytes_no_bigger_than_its_json() -> None:
+    """A record's spec may hold anything under a pod template (the CRD keeps unknown fields):
+    1.3 MB of `{"a":0}` parsed is ~31 MiB; cached, it is its compact JSON (review of round 11)."""
+    import tracemalloc
+
+    from flatjob.runtime.trim import record, spec_of
+
+    spec = {"replicaSpecs": [{"type": "worker", "replicas": 1, "template": {"x": [{"a": 0}] * 170_000}}]}
+    body = orjson.dumps(spec)
+    tracemalloc.start()
+    kept = record({"apiVersion": "batch.tensorstack.dev/v1beta1", "kind": "GenericJob", "metadata": {"name": "j"}, "spec": spec})
+    held, _ = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert isinstance(kept["spec"], bytes) and len(kept["spec"]) == len(body) and held < 2 * len(body)
+    assert spec_of(kept) == spec
+
+
 def test_a_status_is_cached_as_bytes_no_bigger_than_its_json() -> None:
     """What a record's cache entry costs is its status's compact JSON, whatever it holds."""
     import tracemalloc
