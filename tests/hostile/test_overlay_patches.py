@@ -11,32 +11,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from .kit import Sandbox, assert_clean_exit
+from .kit import JOB, Sandbox, assert_clean_exit
 
-TWO_TYPES = """\
-apiVersion: batch.tensorstack.dev/v1beta1
-kind: PyTorchTrainingJob
-metadata:
-  name: {name}
-spec:
-  replicaSpecs:
-    - type: master
-      replicas: 1
-      template:
-        spec:
-          containers:
-            - name: python
-              image: pytorch/pytorch:2.4.0
-              command: [python, train.py]
-    - type: worker
-      replicas: 2
-      template:
-        spec:
-          containers:
-            - name: python
-              image: pytorch/pytorch:2.4.0
-              command: [python, train.py]
-"""
+# kit.JOB with a master before its workers: list index 1 is the worker type
+_WORKER = JOB[JOB.index("    - type: worker"):]
+TWO_TYPES = JOB.replace(_WORKER, _WORKER.replace("type: worker", "type: master").replace("replicas: 2", "replicas: 1") + _WORKER)
 
 
 def _overlay(box: Sandbox, text: str) -> None:
