@@ -537,7 +537,7 @@ class Controller:
             return False
         except ApiError as exc:
             return self._lease_failed(exc, now)
-        self._lease_version = ((written or {}).get("metadata") or {}).get("resourceVersion") if isinstance(written, dict) else None
+        self._lease_version = (written.get("metadata") or {}).get("resourceVersion") if isinstance(written, dict) else None
         if self._renewed_at is None:
             log.info("acquired the lease", extra={"lease": name, "identity": self.identity})
         self._renewed_at = now

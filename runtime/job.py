@@ -46,11 +46,16 @@ def known_spec(record: Mapping[str, Any]) -> tuple[Any, list[str]]:
 def typed_job(record: Mapping[str, Any]) -> Any:
     """The canonical typed job held by a record (live metadata fields and spec fields this
     version does not know are dropped)."""
+    return _typed(record)[0]
+
+
+def _typed(record: Mapping[str, Any]) -> tuple[Any, list[str]]:
+    """typed_job, and the paths of the spec fields it dropped (one parse and prune of the spec)."""
     kind = record.get("kind")
     if kind not in KINDS:
         raise RecordError(f"unknown record kind {kind!r}")
     meta = {k: v for k, v in (record.get("metadata") or {}).items() if k in _META_FIELDS and v is not None}
-    spec, _ = known_spec(record)
+    spec, dropped = known_spec(record)
     try:
         job = strict_job(kind, {"apiVersion": keys.T9K_API_VERSION, "kind": kind, "metadata": meta, "spec": spec})
     except Exception as exc:  # pydantic.ValidationError: a record this version cannot read
@@ -60,7 +65,7 @@ def typed_job(record: Mapping[str, Any]) -> Any:
     pods = pod_total(job)
     if pods > DEFAULT_LIMITS.job_pods:
         raise RecordError(f"record {meta.get('name')!r} asks for {pods:,} pods, more than the {DEFAULT_LIMITS.job_pods:,} flatjob runs for one job")
-    return normalize(job)
+    return normalize(job), dropped
 
 
 def _rules(job: Any) -> dict[str, RestartRule]:
@@ -204,7 +209,7 @@ def _in_gang(templates: Mapping[str, Any]) -> bool:
 
 def job_view(record: Mapping[str, Any], templates: Mapping[str, Any]) -> JobView:
     """Everything the decisions need from a record and its PodTemplates."""
-    job = typed_job(record)
+    job, dropped = _typed(record)
     meta = record.get("metadata") or {}
     notes = meta.get("annotations") or {}
     names = expected_pods(job)  # only templates of the job's own pod names count: others with its labels are anyone's
@@ -242,5 +247,5 @@ def job_view(record: Mapping[str, Any], templates: Mapping[str, Any]) -> JobView
         version=notes.get(keys.VERSION),
         tensorboard=notes.get(keys.TENSORBOARD),
         problem=problem,
-        ignored=tuple(known_spec(record)[1]),
+        ignored=tuple(dropped),
     )

@@ -41,10 +41,10 @@ UNREACHABLE = "node.kubernetes.io/unreachable"
 # images/types.go and kuberuntime errors; ContainerCreating and PodInitializing are normal).
 REJECTED = "Pod was rejected: "  # the kubelet's admission refusal (kubelet.go rejectPod)
 RESTAMPED = frozenset({"TerminationByKubelet"})  # DisruptionTarget reasons dated when the pod stopped, not when it began
-GATES_NOT_READY = "ReadinessGatesNotReady"
+GATES_NOT_READY = "ReadinessGatesNotReady"  # Ready=False the kubelet writes for a readiness gate (status/generate.go)
 # The reasons of a pod the kubelet itself ended: an eviction (eviction_manager.go Reason) and a
 # graceful node shutdown (nodeshutdown_manager_linux.go nodeShutdownReason).
-KUBELET_KILLS = frozenset({"Evicted", "Terminated"})  # Ready=False the kubelet writes for a readiness gate (status/generate.go)
+KUBELET_KILLS = frozenset({"Evicted", "Terminated"})
 STUCK = frozenset({"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull", "CreateContainerConfigError", "CreateContainerError", "RunContainerError", "CrashLoopBackOff"})
 
 

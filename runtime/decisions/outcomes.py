@@ -201,9 +201,10 @@ def disrupted(pod: PodState | None, ledger: Ledger) -> str | None:
         return f"was disrupted ({pod.disruption}{detail})"
     if pod.deleting:
         return "was deleted by someone else before it finished"
-    what = next((w for start, w in FOR_THE_NODE.items() if pod.evicted.startswith(start)), None) if pod.phase == "Failed" and pod.evicted else None
-    if what is not None:  # a kubelet older than DisruptionTarget (1.26)
-        return f"{what} ({pod.evicted.strip()})"  # type: ignore[union-attr]
+    if pod.phase == "Failed" and pod.evicted:  # a kubelet older than DisruptionTarget (1.26), for its node's sake
+        what = next((w for start, w in FOR_THE_NODE.items() if pod.evicted.startswith(start)), None)
+        if what is not None:
+            return f"{what} ({pod.evicted.strip()})"
     if pod.rejected is not None:  # no program ran: nothing about the training is known
         return f"was rejected by its node before it ran ({pod.rejected})"
     return None
