@@ -66,6 +66,22 @@ def elastic_weights(job: Any) -> list[tuple[str, int]]:
     return [(g.type, 1) for g in groups(job)]
 
 
+def template_runs(job: Any) -> tuple[dict[str, int], list[str]]:
+    """The PodTemplates the job renders as runs ({"<job>-<type>-": count}) and single names (a
+    ColossalAI launcher): object_names' PodTemplates, without a string per pod (the runtime
+    keeps these for every record in its namespace)."""
+    name = job.metadata.name
+    counts = pod_counts(job)
+    runs: dict[str, int] = {}
+    singles: list[str] = []
+    for g in groups(job):
+        if isinstance(job, ColossalAIJob) and g.type == "launcher":
+            singles.append(f"{name}-launcher")
+        elif counts.get(g.type, 0) > 0:
+            runs[pod_name(name, g.type, 0)[:-1]] = counts[g.type]
+    return runs, singles
+
+
 def object_names(job: Any) -> Iterator[tuple[str, str, PathT]]:
     """(kind, name, field that makes it) of every PodTemplate (the pod is named as it) and Service
     the job renders (paused: would render)."""

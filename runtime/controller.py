@@ -62,6 +62,7 @@ from .lease import (
 )
 from .lookups import LabelWatch, Lookup, NamedWatches, SecretProbe
 from .metrics import Metrics
+from .nameset import PodNames
 from .ratelimit import TokenBucket
 from .scope import NAMESPACE_RUNTIME, JobKey, Scope, job_key
 from .sshkeys import ssh_secret
@@ -128,7 +129,7 @@ class Controller:
         self.rng = seeded(self.identity)
         self.workers: dict[JobKey, JobWorker] = {}
         self.made_secrets: dict[tuple[str, str], str] = {}  # (Secret name, record uid) -> uid of the one this process created (sshkeys)
-        self._pod_names: dict[JobKey, tuple[Any, frozenset[str]]] = {}  # (uid, generation) -> the PodTemplates a record names
+        self._pod_names: dict[JobKey, tuple[Any, PodNames]] = {}  # (uid, generation) -> the PodTemplates a record names
         self.queue: dict[JobKey, None] = {}  # jobs to look at, in arrival order
         fields = self.scope.record_fields()
         self.records = {k: self._informer(f"records/{k}", record_resource(keys.RECORD_PLURALS[k]), fields=fields, trim_fn=self._trim_record,
@@ -284,7 +285,7 @@ class Controller:
             return
         # O(pods in the namespace): only when a record renders other names, not on the echo of
         # every status write (review 24, round 7).
-        union = frozenset().union(*(n for _, n in self._pod_names.values())) if renamed or self.templates.admitted is None else self.templates.admitted
+        union = PodNames.union(n for _, n in self._pod_names.values()) if renamed or self.templates.admitted is None else self.templates.admitted
         missing = self.templates.readmit(union)
         for key, (_, names) in sorted(self._pod_names.items()) if missing else ():
             if names & missing:  # turned away before its record named them: read that job's again

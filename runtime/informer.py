@@ -37,6 +37,7 @@ from typing import Any
 
 from .api import ApiError, Expired, NotFound, Obj, Watch
 from .backoff import retry_delay, seeded
+from .nameset import NO_NAMES, PodNames
 
 _REFUSED = "flatjob.dev/not-admitted"  # marks a stub of an object the informer does not cache
 _SKIPPED = "flatjob.dev/not-served"  # marks a stub of an object of a job this runtime does not serve (its key)
@@ -73,7 +74,7 @@ class Informer:
     by_key: dict[Any, dict[str, Obj]] = field(default_factory=dict)  # job -> name -> object
     touched: set[Any] = field(default_factory=set)  # jobs whose objects changed since `drain`
     admit: Callable[[str], bool] | None = None  # the names cached (None: every name)
-    admitted: frozenset[str] | None = None  # the names `readmit` was last given
+    admitted: PodNames | None = None  # the names `readmit` was last given
     turned_away: set[str] = field(default_factory=set)  # names seen but not admitted since the last list
     _overflow: bool = False  # more names were turned away than REFUSED_NAMES
     # Jobs this runtime does not serve (their record is another mode's): their objects are
@@ -108,7 +109,7 @@ class Informer:
 
         return gated
 
-    def readmit(self, names: frozenset[str] | None) -> frozenset[str]:
+    def readmit(self, names: PodNames | None) -> frozenset[str]:
         """Cache only these names from now on (None: every name).  Returns the names admitted now
         that were turned away before (dropped ones included): their objects are read again with
         `refill`; past REFUSED_NAMES, or back to every name, the whole collection is listed again."""
@@ -122,10 +123,10 @@ class Informer:
             self._forget(name)
             self._turn_away(name)  # admitted again later, it must be read again: no event brings it back
         if names is None or self._overflow:
-            if names is None or not names <= (before or frozenset()):
+            if names is None or not names <= (before or NO_NAMES):
                 self._relist_soon()
             return frozenset()
-        return frozenset(self.turned_away & names)
+        return names & self.turned_away
 
     def refill(self, key: Any, fetch: Callable[[], tuple[list[Obj], str]], names: frozenset[str]) -> None:
         """Read again objects of names `readmit` returned (`fetch`: a list narrowed to them, by

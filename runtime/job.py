@@ -16,11 +16,12 @@ from flatjob.compiler import keys
 from flatjob.compiler.jobtypes import KINDS
 from flatjob.compiler.limits import DEFAULT as DEFAULT_LIMITS
 from flatjob.compiler.normalize import normalize
-from flatjob.compiler.podset import object_names, pod_total
+from flatjob.compiler.podset import pod_total, template_runs
 from flatjob.compiler.podtemplate import templates_digest
 from flatjob.compiler.typedjob import strict_job
 
 from .model import JobView, PodSpecView, RestartRule
+from .nameset import NO_NAMES, PodNames
 from .pruning import prune, record_spec_schema
 from .trim import TEMPLATE_BYTES, spec_of
 
@@ -160,21 +161,22 @@ def pod_spec(template: Mapping[str, Any], kind: str, job: str) -> PodSpecView:
     )
 
 
-def expected_pods(job: Any) -> frozenset[str]:
+def expected_pods(job: Any) -> PodNames:
     """The names of the PodTemplates (so pods) the record's spec renders: the only ones the
-    runtime reads (compiler.validate.objects, as compile names them)."""
-    return frozenset(name for kind, name, _ in object_names(job) if kind == "PodTemplate")
+    runtime reads (compiler.podset, as compile names them)."""
+    runs, singles = template_runs(job)
+    return PodNames.of(runs, singles)
 
 
-def admitted_pods(record: Mapping[str, Any] | None) -> frozenset[str]:
+def admitted_pods(record: Mapping[str, Any] | None) -> PodNames:
     """expected_pods of a record, or no name at all when the record is absent or unreadable
     (it is refused elsewhere, with its reason)."""
     if record is None:
-        return frozenset()
+        return NO_NAMES
     try:
         return expected_pods(typed_job(record))
     except Exception:
-        return frozenset()
+        return NO_NAMES
 
 
 def _pods(record: Mapping[str, Any], templates: Mapping[str, Any]) -> tuple[tuple[PodSpecView, ...], str | None]:

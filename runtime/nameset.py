@@ -4,12 +4,14 @@ The ledger (status.runtime) names the pods of an attempt; a job's pods are `<job
 so runs of consecutive indices collapse into one brace range and the status of a 5000-pod
 job stays a few hundred bytes however many of its pods are released or finished.  Names
 without a numeric tail (`<job>-launcher`) and numbers with a leading zero stay as they are.
+In memory, what a record renders is a `PodNames`: runs of (prefix, count), not a string a pod.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass
 
 from flatjob.compiler.limits import DEFAULT
 
@@ -78,3 +80,65 @@ def decode(items: Iterable[object], budget: Budget | None = None) -> tuple[str, 
             raise ValueError(f"not a pod name (longer than {MAX_NAME} characters): {item!r}"[:200])
         out.update(names)
     return tuple(sorted(out))
+
+
+
+@dataclass(frozen=True)
+class PodNames:
+    """Names <prefix><index> for index < count, per run, plus single names."""
+
+    runs: tuple[tuple[str, int], ...] = ()  # (prefix ending in "-", count), sorted, one per prefix
+    singles: frozenset[str] = frozenset()
+
+    @classmethod
+    def of(cls, runs: Mapping[str, int], singles: Iterable[str] = ()) -> PodNames:
+        return cls(tuple(sorted((p, n) for p, n in runs.items() if n > 0)), frozenset(singles))
+
+    @classmethod
+    def union(cls, many: Iterable[PodNames]) -> PodNames:
+        """Every name any of them holds."""
+        runs: dict[str, int] = {}
+        singles: set[str] = set()
+        for names in many:
+            for prefix, count in names.runs:
+                runs[prefix] = max(count, runs.get(prefix, 0))
+            singles |= names.singles
+        return cls.of(runs, singles)
+
+    def __contains__(self, name: object) -> bool:
+        if not isinstance(name, str):
+            return False
+        if name in self.singles:
+            return True
+        prefix, dash, index = name.rpartition("-")
+        if not dash or not index.isascii() or not index.isdigit() or (len(index) > 1 and index[0] == "0") or len(index) > 9:
+            return False  # only the canonical decimal index pod_name writes
+        return int(index) < self._counts().get(prefix + "-", 0)
+
+    def _counts(self) -> dict[str, int]:
+        counts = self.__dict__.get("_by_prefix")
+        if counts is None:
+            counts = dict(self.runs)
+            object.__setattr__(self, "_by_prefix", counts)
+        return counts
+
+    def __iter__(self) -> Iterator[str]:
+        """Every name, as many as the runs count (for tests); a single may also be in a run."""
+        yield from sorted(self.singles)
+        for prefix, count in self.runs:
+            for index in range(count):
+                yield f"{prefix}{index}"
+
+    def __and__(self, other: Iterable[str]) -> frozenset[str]:
+        """The names of `other` held here."""
+        return frozenset(name for name in other if name in self)
+
+    __rand__ = __and__
+
+    def __le__(self, other: PodNames) -> bool:
+        """Whether every name here is held by `other`."""
+        counts = other._counts()
+        return self.singles <= other.singles and all(count <= counts.get(prefix, 0) for prefix, count in self.runs)
+
+
+NO_NAMES = PodNames()

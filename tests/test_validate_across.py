@@ -1,7 +1,7 @@
 """Checks across jobs (compiler/validate/across.py): lint reports what compile refuses.
 
 Covers: object_names names exactly the Pods and Services the renderers write, for every
-golden case and real T9k spec; two jobs that render one pod name (job `a` type `b-c`, job
+golden case and real T9k spec, and template_runs the same PodTemplates as runs; two jobs that render one pod name (job `a` type `b-c`, job
 `a-b` type `c`) or one Service name, and one job name in two files, fail lint and compile
 alike at the same line, and kubectl kustomize confirms the collision is real; jobs in
 different namespaces do not collide; too many pods in one run is FJ105.
@@ -22,7 +22,9 @@ from flatjob.compiler.loader import load_paths
 from flatjob.compiler.options import CompileOptions
 from flatjob.compiler.pipeline import compile_documents
 from flatjob.compiler.validate import validate_document
+from flatjob.compiler.podset import template_runs
 from flatjob.compiler.validate.across import object_names
+from flatjob.runtime.nameset import PodNames
 
 GOLDEN = sorted((ROOT / "tests" / "golden").glob("*/job.yaml"))
 
@@ -66,6 +68,8 @@ def test_object_names_are_what_is_rendered(path: Path) -> None:
         predicted = {(kind, name) for kind, name, _ in object_names(v.job)}
         paused = out.plan.run_mode == "pause"
         assert rendered <= predicted if paused else rendered == predicted
+        runs, singles = template_runs(v.job)  # what the runtime keeps for a record: the same names, as runs
+        assert set(PodNames.of(runs, singles)) == {name for kind, name in predicted if kind == "PodTemplate"}
 
 
 def run_both(folder: Path) -> tuple[list[tuple[str, int, int, str]], list[tuple[str, int, int, str]]]:

@@ -174,3 +174,26 @@ def test_messages_read_back_are_cut() -> None:
     """Written back at every status write: a megabyte put there would stay for good."""
     led = Ledger.from_dict({"message": "m" * 1_000_000, "replicaFailed": "r" * 1_000_000, "reason": "x" * 10_000})
     assert max(len(led.message or ""), len(led.replica_failed or ""), len(led.reason or "")) == 4096
+
+
+RUN_HEADS = st.sampled_from(["j-worker-", "j-master-", "a-b-c-", "a-b-", "x-"])
+
+
+@given(st.dictionaries(RUN_HEADS, st.integers(0, 40), max_size=4), st.sets(DNS_LABEL, max_size=3),
+       st.lists(st.one_of(DNS_LABEL, INDEXED, st.builds(lambda h, n: f"{h}{n}", RUN_HEADS, st.sampled_from(["00", "01", "7", "39", "40", "1e3", "-1", "٣"]))), max_size=40))
+def test_pod_names_hold_exactly_the_names_their_runs_expand_to(runs: dict[str, int], singles: set[str], probes: list[str]) -> None:
+    """What a record renders, kept as runs (review of round 11 #3), answers `in` as its expansion would."""
+    names = nameset.PodNames.of(runs, singles)
+    expanded = set(singles) | {f"{head}{i}" for head, count in runs.items() for i in range(count)}
+    assert set(names) == expanded
+    for probe in [*probes, *expanded]:
+        assert (probe in names) == (probe in expanded), probe
+    assert names & probes == frozenset(expanded) & set(probes) == set(probes) & names
+
+
+@given(st.lists(st.tuples(st.dictionaries(RUN_HEADS, st.integers(0, 20), max_size=3), st.sets(DNS_LABEL, max_size=2)), max_size=4))
+def test_the_union_of_pod_names_holds_every_name_and_contains_each(many: list[tuple[dict[str, int], set[str]]]) -> None:
+    parts = [nameset.PodNames.of(runs, singles) for runs, singles in many]
+    union = nameset.PodNames.union(parts)
+    assert set(union) == set().union(*(set(p) for p in parts))
+    assert all(p <= union for p in parts) and union <= union and nameset.NO_NAMES <= union

@@ -251,6 +251,30 @@ def test_podtemplates_of_other_names_are_never_cached_and_never_stall_the_job(ru
     assert s.finished()["phase"] == "Succeeded"
 
 
+def test_records_asking_for_pods_nobody_made_cost_a_run_of_names_each() -> None:
+    """Records are anyone's to create: 20 of a few hundred bytes, each asking for 9 999 workers
+    with no PodTemplate or pod, are kept as runs of names, not a string a pod (review of
+    round 11 #3: 30 MiB, ~85 such records reached the 128 MiB limit); a template of one of
+    their names is still admitted, one past their replicas is not."""
+    s = Scenario(pytorch(master="sleep 400; exit 0", worker="sleep 400; exit 0"))
+    s.run_until(lambda st: st.get("phase") == "Running")
+    plural = s.kind.lower() + "s"
+    for i in range(20):
+        rec = copy.deepcopy(s.record)
+        rec["metadata"] = {"name": f"big{i}", "namespace": NAMESPACE, "annotations": dict(s.record["metadata"].get("annotations") or {})}
+        rec.pop("status", None)
+        rec["spec"]["replicaSpecs"][1]["replicas"] = 9_999
+        s.cluster.apply_record(NAMESPACE, plural, rec)
+    s.sync()
+    for _ in range(3):
+        s.tick()
+    kept = [names for _, names in s.controller._pod_names.values()]
+    assert len(kept) == 21 and sum(len(n.runs) + len(n.singles) for n in kept) <= 2 * 21
+    admitted = s.controller.templates.admitted
+    assert admitted is not None and len(admitted.runs) <= 2 * 21
+    assert "big7-worker-9998" in admitted and "big7-worker-9999" not in admitted and "big7-worker-01" not in admitted
+
+
 def test_a_template_grown_past_what_compile_renders_is_kept_as_its_size_and_is_a_problem() -> None:
     from .test_decisions_jobview import compiled, source
 
