@@ -92,6 +92,7 @@ class Ledger:
     refused: str | None = None  # the API server's last refusal of a pod this attempt needs (quota, webhook)
     refusals: int = 0  # refusals in a row (their back-off)
     start_time: float | None = None  # first release of the job, or of its pods after a resume (the deadline counts from it)
+    started: bool = False  # a pod of the job was seen to run: the job is never Pending again (T9k: Pending is "just created")
     size: int | None = None  # elastic: the target this attempt was started with
     outcome: str | None = None  # Succeeded | Failed, once decided (final)
     reason: str | None = None
@@ -122,6 +123,7 @@ class Ledger:
             "notBefore": _grouped(self.not_before, repr),
             "levels": _grouped(self.levels, str),
             **({"settling": _grouped(self.settling, repr)} if self.settling else {}),
+            **({"started": True} if self.started else {}),
             "paused": self.paused,
             "resuming": self.resuming,
         }
@@ -177,6 +179,7 @@ class Ledger:
             refused=_said(d.get("refused")),
             refusals=int(d.get("refusals", 0)),
             start_time=_float(d.get("startTime")),
+            started=d.get("started") is True,
             size=_int(d.get("size")),
             outcome=_one_of(d.get("outcome"), ("Succeeded", "Failed")),
             reason=_said(d.get("reason")),

@@ -73,6 +73,15 @@ def _finish(led: Ledger, fd: FinishDecision, now: float) -> tuple[Ledger, tuple[
     return led.evolve(outcome=fd.outcome, reason=fd.reason, message=fd.message, finished_at=now), ((kind, fd.reason or fd.outcome, text),)
 
 
+def _seen_started(led: Ledger, pods: Mapping[str, PodState]) -> Ledger:
+    """The ledger with `started` once a released pod shows that it ran: running or ended (not
+    refused by its kubelet); the job is never Pending again."""
+    if led.started:
+        return led
+    ran = any(p.phase in ("Running", "Succeeded") or (p.phase == "Failed" and p.rejected is None) for n in led.released if (p := pods.get(n)) is not None)
+    return led.evolve(started=True) if ran else led
+
+
 def _run(job: JobView, pods: Mapping[str, PodState], led: Ledger, world: World, now: float, settle: float) -> tuple[Ledger, list[Any], tuple[str, ...], tuple[str, ...], str | None, float | None]:
     """The steps while the job has no outcome yet; returns ledger, events, creates, deletes, wait, wake."""
     events: list[Any] = []
@@ -89,6 +98,7 @@ def _run(job: JobView, pods: Mapping[str, PodState], led: Ledger, world: World, 
     # started another attempt leaves nothing to decide (a stale entry would hold success back).
     if led.settling:
         led = led.evolve(settling={k: v for k, v in led.settling.items() if k in led.released_set})
+    led = _seen_started(led, pods)
     out = observe(job, pods, led, now)
     if out.succeeded:
         led = led.evolve(succeeded=led.succeeded + out.succeeded, released=led.without("released", out.succeeded))

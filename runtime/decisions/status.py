@@ -126,6 +126,8 @@ def phase(job: JobView, pods: Mapping[str, PodState], ledger: Ledger) -> str:
         return "Resuming"
     if unknown_pods(pods, ledger):
         return "Unknown"
+    if ledger.started:  # T9k: Pending is "just created, waiting for the replicas to start"; a restart or a settling failure is not that
+        return "Running"
     running = any(p.phase == "Running" for p in _released_now(pods, ledger))
     return "Running" if running else "Pending"
 

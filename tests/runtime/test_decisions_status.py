@@ -467,7 +467,7 @@ def test_a_group_restart_is_reconciling_while_the_new_gang_waits() -> None:
     lost = {**all_running(job), "j-worker-2": pod("j-worker-2", "Failed", exit=137, gated=False)}
     failed = cycle(job, lost, running_ledger(job))
     got = conditions(failed.status)
-    assert failed.status["phase"] == "Pending"
+    assert failed.status["phase"] == "Running"  # it ran: never Pending ("just created") again (review of round 12)
     assert (got["Reconciling"]["reason"], got["Reconciling"]["message"]) == ("Restarting", "Restarting all 3 pods after Pod[j-worker-2] exited with error code 137 (restart 1 of backoffLimit 3).")
 
 

@@ -226,3 +226,63 @@ def test_status_names_the_tensorboard_and_follows_its_readiness() -> None:
     s.cluster.store.update(res, NAMESPACE, "tb-tensorboard", deployment, subresource="status", manager="deployment-controller")
     st = s.run_until(lambda st: (st.get("tensorboard") or {}).get("ready") is True, limit=30)
     assert st["tensorboard"]["reason"] == "DependentReady" and st["tensorboard"]["note"] == "TensorBoard [tb-tensorboard] is ready"
+
+# --- Pending is "just created" (UM src/modules/jobs/pytorchtrainingjob.md, genericjob.md:
+# "刚刚创建, 等待副本启动", just created, waiting for its replicas to start): a job that ran is Running while a failure settles or a
+# restart waits out its back-off (review of round 12; the ledger's `started`).
+
+PENDING_ONCE = """
+apiVersion: batch.tensorstack.dev/v1beta1
+kind: PyTorchTrainingJob
+metadata:
+  name: one
+spec:
+  runPolicy: {{backoffLimit: 3}}
+  replicaSpecs:
+    - type: master
+      replicas: 1
+      restartPolicy: {policy}
+      template:
+        spec:
+          containers:
+            - {{name: pytorch, image: "busybox:1.36", command: [sh, -c, '{script}']}}
+"""
+
+
+def _phases(s: Scenario, seconds: int) -> list[str]:
+    seen: list[str] = []
+    for _ in range(seconds):
+        s.tick()
+        phase = s.status().get("phase")
+        if phase and (not seen or seen[-1] != phase):
+            seen.append(phase)
+        if phase in ("Succeeded", "Failed"):
+            break
+    return seen
+
+
+def test_a_job_whose_failure_is_settling_is_not_pending_again() -> None:
+    """The master fails (Never): while the runtime waits 60 s (SETTLE) before deciding, the
+    record reads phase Pending, Running=False reason Pending, Ready=False reason Pending."""
+    s = Scenario(PENDING_ONCE.format(policy="Never", script="sleep 5; exit 1"))
+    seen = _phases(s, 120)
+    assert seen[-1] == "Failed", seen
+    assert "Pending" not in seen[seen.index("Running"):], seen
+
+
+def test_a_master_success_behind_a_settling_worker_failure_is_not_pending() -> None:
+    """Workers used up backoffLimit (master decides, UM 成功和失败); the master then succeeds:
+    the job reads Pending for ~55 s before Succeeded."""
+    s = Scenario(PLAIN.format(master_policy="Never", worker_policy="OnFailure", master="sleep 100; exit 0", worker="sleep 2; exit 1"))
+    seen = _phases(s, 300)
+    assert seen[-1] == "Succeeded", seen
+    assert "Pending" not in seen[seen.index("Running"):], seen
+
+
+def test_a_restarting_single_replica_job_is_not_pending() -> None:
+    """OnFailure: during the restart back-off (10 s, then 20 s) the only replica is gone and the
+    job reads Pending, as if just created."""
+    s = Scenario(PENDING_ONCE.format(policy="OnFailure", script='sleep 5; [ "$FLATJOB_RESTART_COUNT" -ge 2 ] || exit 1; exit 0'))
+    seen = _phases(s, 300)
+    assert seen[-1] == "Succeeded", seen
+    assert "Pending" not in seen[seen.index("Running"):], seen
