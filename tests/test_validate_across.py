@@ -21,8 +21,8 @@ from lintkit import check_text_output, run_cli
 from flatjob.compiler.loader import load_paths
 from flatjob.compiler.options import CompileOptions
 from flatjob.compiler.pipeline import compile_documents
-from flatjob.compiler.validate import validate_document
 from flatjob.compiler.podset import template_runs
+from flatjob.compiler.validate import validate_document
 from flatjob.compiler.validate.across import object_names
 from flatjob.runtime.nameset import PodNames
 

@@ -18,6 +18,10 @@ from ..model import PodState
 RETRYABLE = frozenset({130, 137, 138, 143})  # SIGINT, SIGKILL, user "please restart", SIGTERM (T9k)
 LOST = 137  # a released pod that vanished or was evicted: the node or someone killed it
 _TORCHRUN_EXIT = re.compile(r"exitcode\s*:\s*(-?\d+)")
+# torchrun's agent itself signalled (the kubelet's SIGTERM, `kill 1`): it stops its workers,
+# raises SignalException and exits 1 without a summary (torch/distributed/elastic/
+# multiprocessing/api.py _terminate_process_handler; agent/server/api.py "Received N death signal").
+_TORCHRUN_SIGNAL = re.compile(r"SignalException: Process \d+ got signal: (\d{1,2})\b|Received (\d{1,2}) death signal")
 _SIGNAL_EXITS = {256 - n: 128 + n for n in (2, 9, 10, 15)}  # sys.exit(-N) seen as 256-N
 SSH_LOST = 255  # ssh: the connection to the peer failed or was lost
 
@@ -26,13 +30,15 @@ def _from_torchrun(message: str | None) -> int | None:
     """The root cause's exit code in torchrun's ChildFailedError summary, as a shell code.
 
     The summary lists other failures first and the root cause last (under "Root Cause"),
-    so the last exitcode line is the one that decides.
+    so the last exitcode line is the one that decides; without a summary, the signal that
+    stopped the agent itself (128+N).
     """
     if not message:
         return None
     found = list(_TORCHRUN_EXIT.finditer(message))
     if not found:
-        return None
+        signalled = list(_TORCHRUN_SIGNAL.finditer(message))
+        return 128 + int(signalled[-1].group(1) or signalled[-1].group(2)) if signalled else None
     m = found[-1]
     code = int(m.group(1))
     return 128 - code if code < 0 else code

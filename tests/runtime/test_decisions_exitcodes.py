@@ -107,6 +107,19 @@ Root Cause (first observed failure):
   traceback : Signal 9 (SIGKILL) received by PID 1234
 ============================================================"""
 
+# torchrun's agent itself got SIGTERM (a real torch 2.13 run under run-local, review of round 12):
+# it stops its workers and exits 1 with this tail, and no summary.
+AGENT_SIGTERM = """\
+W1127 02:44:04.783000 7379 torch/distributed/elastic/agent/server/api.py:753] Received 15 death signal, shutting down workers
+W1127 02:44:04.784000 7379 torch/distributed/elastic/multiprocessing/api.py:1028] Sending process 7438 closing signal SIGTERM
+Traceback (most recent call last):
+  File "/work/venv/bin/torchrun", line 8, in <module>
+    sys.exit(main())
+  File "/work/venv/lib/python3.11/site-packages/torch/distributed/elastic/multiprocessing/api.py", line 86, in _terminate_process_handler
+    raise SignalException(f"Process {os.getpid()} got signal: {sigval}", sigval=sigval)
+torch.distributed.elastic.multiprocessing.api.SignalException: Process 7379 got signal: 15
+"""
+
 LAUNCHERS = (None, "torchrun", "deepspeed", "colossalai")
 
 # (exit, reason, message): expected per launcher (None, torchrun, deepspeed, colossalai), why.
@@ -122,6 +135,11 @@ EFFECTIVE_TABLE = [
      "exitcode -9: SIGKILL, i.e. 137; only torchrun prints that summary of its own workers"),
     ("exit-1-torchrun-sigterm", (1, None, SIGTERM_SUMMARY), (1, 143, 1, 1),
      "exitcode -15 in the summary: the worker got SIGTERM, 143"),
+    ("exit-1-torchrun-agent-sigterm", (1, None, AGENT_SIGTERM), (1, 143, 1, 1),
+     "torchrun's agent itself got SIGTERM (a drain's kubelet, `kill 1`): SignalException, exit 1, no summary; "
+     "143 as any other program, retryable under ExitCode"),
+    ("exit-1-torchrun-agent-last-words", (1, None, AGENT_SIGTERM.splitlines()[0]), (1, 143, 1, 1),
+     "only the agent's first warning left in the tail: the signal it names"),
     ("exit-1-torchrun-error", (1, None, ERROR_SUMMARY), (1, 1, 1, 1),
      "exitcode 1 in the summary: a real program error, permanent under ExitCode"),
     ("exit-247", (247, None, None), (247, 137, 137, 137),
