@@ -42,9 +42,12 @@ class PodState:
     containers: tuple[tuple[str, str, int | None], ...] = ()  # (name, state, exitCode)
     node: str | None = None  # spec.nodeName, once bound
     started_at: float | None = None  # when its program started (the container's startedAt; else status.startTime)
+    finished_at: float | None = None  # when its program ended (the container's finishedAt), if it did
+    deletion_began: float | None = None  # when someone asked to delete it: deletionTimestamp less its grace period
     disruption: str | None = None  # the DisruptionTarget condition's reason (EvictionByEvictionAPI, ...)
     disruption_message: str | None = None
     disrupted_since: float | None = None  # when the disruption began, at the earliest (observe.disruption_began)
+    disruption_dated: float | None = None  # its DisruptionTarget's date: when it began, at the latest
     node_lost_since: float | None = None  # Ready cleared by the node controller alone (its node stopped reporting)
     unreachable_grace: float | None = 300.0  # how long taint eviction leaves it on an unreachable node (None: forever)
     waiting: str | None = None  # why a container cannot start: "ImagePullBackOff: Back-off pulling image ..."

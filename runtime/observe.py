@@ -187,9 +187,12 @@ def pod_state(obj: dict[str, Any], container: str | None = None, owner_uid: str 
         # How long the program ran: its container's start, not the pod's (which counts image
         # pulls and init containers); the pod's for a container that never started.
         started_at=seconds(term.get("startedAt")) or seconds(status.get("startTime")),
+        finished_at=seconds(term.get("finishedAt")),
+        deletion_began=_deletion_began(meta),
         disruption=str(disruption.get("reason") or "DisruptionTarget") if disruption else None,
         disruption_message=disruption.get("message") if disruption else None,
         disrupted_since=disruption_began(disruption, spec) if disruption else None,
+        disruption_dated=seconds(disruption.get("lastTransitionTime")) if disruption else None,
         node_lost_since=(seconds(conditions["Ready"].get("lastTransitionTime")) or 0.0) if lost else None,
         unreachable_grace=unreachable_grace(spec),
         waiting=_waiting([s for s in status.get("initContainerStatuses") or [] if isinstance(s, dict)], " (init container {})") or _waiting(statuses)
@@ -198,6 +201,15 @@ def pod_state(obj: dict[str, Any], container: str | None = None, owner_uid: str 
         rejected=_rejected(status, exit_code),
         evicted=(status.get("message") or str(status["reason"])) if status.get("reason") in KUBELET_KILLS and status.get("phase") == "Failed" else None,
     )
+
+
+def _deletion_began(meta: dict[str, Any]) -> float | None:
+    """When a graceful deletion was asked for: the API server sets deletionTimestamp to that
+    moment plus deletionGracePeriodSeconds (registry/rest/delete.go BeforeDelete)."""
+    at, grace = seconds(meta.get("deletionTimestamp")), meta.get("deletionGracePeriodSeconds")
+    if at is None or not isinstance(grace, int) or isinstance(grace, bool):
+        return None
+    return at - grace
 
 
 def disruption_began(condition: dict[str, Any], spec: dict[str, Any]) -> float | None:

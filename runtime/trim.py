@@ -74,6 +74,9 @@ def _pod_meta(obj: Obj) -> Obj:
     """A pod's metadata: only the labels and annotations the runtime reads, values capped."""
     m = _dict(obj.get("metadata"))
     out = meta(obj, labels=False, annotations=False)
+    grace = m.get("deletionGracePeriodSeconds")
+    if isinstance(grace, int) and not isinstance(grace, bool):  # when a deletion began: its date less this (observe)
+        out["deletionGracePeriodSeconds"] = grace
     for key, wanted, cap in (("labels", _POD_LABELS, _NOTE_CAP), ("annotations", _POD_NOTES, _NOTE_CAP)):
         given = _dict(m.get(key))
         kept = {k: given[k][:cap] for k in wanted if isinstance(given.get(k), str)}
@@ -98,6 +101,7 @@ def _container_status(status: Any, message_cap: int) -> Obj:
         kept["terminated"] = {
             **({"exitCode": term["exitCode"]} if isinstance(term.get("exitCode"), int) else {}),
             **({"startedAt": term["startedAt"][:64]} if isinstance(term.get("startedAt"), str) else {}),  # how long it ran (back-off reset)
+            **({"finishedAt": term["finishedAt"][:64]} if isinstance(term.get("finishedAt"), str) else {}),  # before or after a peer's disruption
             **_capped(term, message_cap and TERMINATION_CAP, tail=True),
         }
     elif "running" in state:

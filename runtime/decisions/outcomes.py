@@ -25,7 +25,11 @@ preempted master's replacement may stay Unschedulable while its peers time out w
 and DISRUPTION_WINDOW after (REPLACEMENT_WAIT at most while it does not run): its peers fail
 when it stops or when they give up waiting, not when it is marked.  Every disrupted pod keeps its own trouble (the ledger's `disrupted`): two
 drains that overlap each excuse their own peers.  A pod started after the trouble began fails
-on its own account (a replacement that crashes is counted, never replaced at once forever).
+on its own account (a replacement that crashes is counted, never replaced at once forever),
+and so does one that had already ended before it began (a failure waiting out SETTLE is not
+excused by a drain 20 s later): a trouble is dated by its DisruptionTarget (a kubelet's up to
+the pod's grace earlier), the deletion's request, the node's mark (up to NODE_NOTICE earlier)
+or when the runtime saw it, and a failure ended CLOCK_SLACK before that is still its doing.
 """
 
 from __future__ import annotations
@@ -35,6 +39,14 @@ from dataclasses import dataclass
 
 from ..model import JobView, Ledger, PodState
 from .exitcodes import effective_exit_code
+
+CLOCK_SLACK = 5.0  # a kubelet's finishedAt (its node's clock, whole seconds) against the API server's dates
+# A node that stops reporting (power, a switch) shows in its pods only when the node lifecycle
+# controller marks them NotReady: node-monitor-grace-period (50 s since 1.32) after the last
+# heartbeat, checked every node-monitor-period (5 s) (pkg/controller/nodelifecycle
+# node_lifecycle_controller.go monitorNodeHealth, then MarkPodsNotReady).  A peer whose
+# collective broke when the node went fails long before that.
+NODE_NOTICE = 55.0
 
 DISRUPTION_WINDOW = 30.0  # seconds after a disruption in which a peer's failure is its doing
 REPLACEMENT_WAIT = 900.0  # seconds a disrupted pod's trouble lasts at most while its replacement does not run
@@ -112,7 +124,7 @@ def observe(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, now: flo
                 what = f"was evicted by its node ({pod.evicted.strip()}; exit code {pod.exit_code})"
             if pod.reason and pod.reason.startswith("Init:"):
                 what = f"failed with exit code {pod.exit_code} in an init container ({pod.reason})"
-            cause = next(((n, w) for n, w, since in troubled if n != name and (since is None or (pod.started_at is not None and pod.started_at <= since))), None)
+            cause = next(((n, w) for n, w, began in troubled if n != name and _coupled(pod, began)), None)
             if cause is not None:  # a peer of a disrupted pod: the disruption's doing, not the training's
                 disruptions.append(Disruption(name, pod.uid, spec.type, f"{what} while {cause[0]} {cause[1]}", peer=cause[0]))
                 continue
@@ -120,35 +132,62 @@ def observe(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, now: flo
     return Outcomes(tuple(succeeded), tuple(failures), tuple(disruptions))
 
 
-def _troubled(pods: Mapping[str, PodState], ledger: Ledger, now: float | None) -> list[tuple[str, str, float | None]]:
-    """(pod, why, since) for each pod of the attempt in trouble now, and each disrupted pod
-    until its replacement runs and DISRUPTION_WINDOW after; `since` (None: this cycle) is when
-    the trouble began, so only pods already running then are its peers."""
-    out: list[tuple[str, str, float | None]] = []
+def _coupled(pod: PodState, began: tuple[float | None, float | None], slack: float = CLOCK_SLACK) -> bool:
+    """Whether a failed pod was running when a peer's trouble began, `began` (at the earliest,
+    at the latest; None: unknown, so it may have been), and ended after it did."""
+    earliest, latest = began
+    if latest is None:
+        return True
+    ended_after = pod.finished_at is None or earliest is None or pod.finished_at >= earliest - slack
+    return pod.started_at is not None and pod.started_at <= latest and ended_after
+
+
+Began = tuple[float | None, float | None]  # when a trouble began: at the earliest, at the latest (None: unknown)
+
+
+def _troubled(pods: Mapping[str, PodState], ledger: Ledger, now: float | None) -> list[tuple[str, str, Began]]:
+    """(pod, why, began) for each pod of the attempt in trouble now, and each disrupted pod
+    until its replacement runs and DISRUPTION_WINDOW after; only pods running when it began,
+    and ending after, are its peers (`_coupled`)."""
+    out: list[tuple[str, str, Began]] = []
     for name in ledger.released:  # seen disrupted this cycle
-        why = disrupted(pods.get(name), ledger)
+        pod = pods.get(name)
+        why = disrupted(pod, ledger)
         if why is not None:
-            out.append((name, why, None))
-    seen = {name for name, _, _ in out}
+            out.append((name, why, _began(pod)))
+    seen = {name for name, *_ in out}
     for pod in pods.values():  # still running, on a node that stopped reporting or while being disrupted
         if pod.name in seen or not pod.ours or pod.gated or pod.terminal or pod.attempt != ledger.attempt:
             continue
-        if pod.node_lost_since is not None:
-            out.append((pod.name, "is on a node that stopped reporting", pod.node_lost_since))
+        if pod.node_lost_since is not None:  # marked up to NODE_NOTICE after the node stopped
+            out.append((pod.name, "is on a node that stopped reporting", (pod.node_lost_since - NODE_NOTICE, pod.node_lost_since)))
         elif pod.disruption is not None or (pod.deleting and pod.name in ledger.disrupted):
-            out.append((pod.name, f"is being disrupted ({pod.disruption or 'deleted'})", ledger.disrupted.get(pod.name)))
+            began = _began(pod)
+            seen_at = ledger.disrupted.get(pod.name)
+            out.append((pod.name, f"is being disrupted ({pod.disruption or 'deleted'})", began if began[1] is not None or seen_at is None else (seen_at, seen_at)))
         else:
             continue
         seen.add(pod.name)
-    for name, since in sorted(ledger.disrupted.items(), key=lambda kv: kv[1]):
+    for name, since in sorted(ledger.disrupted.items(), key=lambda kv: kv[1]):  # when it was seen
         if name in seen or now is None or since > now:  # never from the future (a status edit)
             continue
         end = _ended(ledger, name, since, now)
         if end is None:
-            out.append((name, f"was disrupted {now - since:.0f} s before and has not run again since", since))
+            out.append((name, f"was disrupted {now - since:.0f} s before and has not run again since", (since, since)))
         elif 0 <= now - end <= DISRUPTION_WINDOW:
-            out.append((name, f"was disrupted {now - since:.0f} s before", since))
+            out.append((name, f"was disrupted {now - since:.0f} s before", (since, since)))
     return out
+
+
+def _began(pod: PodState | None) -> Began:
+    """When a disrupted pod's trouble began, as its object says: its DisruptionTarget (a
+    kubelet's dated when the pod stopped, so up to its grace earlier), else the deletion's
+    request; unknown when it vanished or is not this attempt's."""
+    if pod is None or not pod.ours:
+        return None, None
+    if pod.disruption is not None:
+        return pod.disrupted_since, pod.disruption_dated
+    return (pod.deletion_began, pod.deletion_began) if pod.deleting else (None, None)
 
 
 def disruption_end(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, now: float) -> Ledger:

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 
 from ..model import JobView, Ledger, PodState
 from .exitcodes import retryable
-from .outcomes import Disruption, Failure
+from .outcomes import NODE_NOTICE, Disruption, Failure
 
 BACKOFF_BASE = 10.0  # seconds before the first restart is released
 BACKOFF_CAP = 300.0  # like kubelet's CrashLoopBackOff: 10 s doubling to 5 min
@@ -44,12 +44,6 @@ INCIDENT_WINDOW = 30.0  # seconds: failures of other pods this soon after the fi
 JITTER = 0.1  # each back-off is lengthened by up to this fraction...
 JITTER_BLOCKS = 8  # ...in this many steps, by the pod's block of the rank order
 GANG = "*"  # the back-off key of a group restart
-# A node that stops reporting (power, a switch) shows in its pods only when the node lifecycle
-# controller marks them NotReady: node-monitor-grace-period (50 s since 1.32) after the last
-# heartbeat, checked every node-monitor-period (5 s) (pkg/controller/nodelifecycle
-# node_lifecycle_controller.go monitorNodeHealth, then MarkPodsNotReady).  A peer whose
-# collective broke when the node went fails long before that.
-NODE_NOTICE = 55.0
 # Seconds a failure for good waits for a disruption that explains it: the node's notice and 5 s
 # for the watch and a cycle (a kubelet's eviction shows once the pod stopped: within its grace).
 SETTLE = NODE_NOTICE + 5.0

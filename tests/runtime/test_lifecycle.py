@@ -792,3 +792,28 @@ def test_lifecycle_a_record_field_a_newer_crd_adds_does_not_stall_the_job() -> N
     assert condition(st, "Stalled")["status"] == "False"
     (note,) = events(s, "UnknownFields")
     assert "spec.futureField" in note["message"] and "spec.runPolicy.ttlSecondsAfterFinished" in note["message"]
+
+
+@pytest.mark.parametrize("policy", ["ExitCode", "Never"])
+@pytest.mark.parametrize("how", ["drain", "preempt"])
+def test_lifecycle_a_final_failure_is_not_excused_by_a_drain_that_began_after_it(policy: str, how: str) -> None:
+    """The master exits 1 on its own (permanent under ExitCode, final under Never) and settles
+    for SETTLE in case a disruption explains it; 20 s after it ended, an unrelated drain (or a
+    preemption) of worker-1 begins.  It cannot be the cause (docs/architecture.md §5: "a
+    failure before the disruption began stays counted"): the job fails as it would without it.
+    Before review round 12 the master was replaced "while sim-worker-1 was disrupted", uncounted."""
+    s = Scenario(pytorch(master=LONG, worker=LONG, policy=policy))
+    running(s, 3)
+    s.tick(10)
+    s.kubelet.kill("sim-master-0", 1)
+    failed_at = s.clock.now
+    s.tick(20)
+    assert s.status()["phase"] == "Running"  # settling
+    if how == "drain":
+        s.cluster.evict_pod(NAMESPACE, "sim-worker-1")
+    else:
+        s.kubelet.scheduler.preempt("sim-worker-1")
+    st = s.run_until(lambda st: st["phase"] == "Failed" or s.clock.now > failed_at + SETTLE + 30, limit=SETTLE + 60)
+    assert not any("sim-master-0 failed with exit code 1 while" in e["message"] for e in events(s, "Disrupted"))
+    assert (st["phase"], st["runtime"].get("disruptions"), restarts(st)) == ("Failed", 1, {"master": 0, "worker": 0})
+    assert condition(st, "Failed")["message"] == "PyTorchTrainingJob sim has failed: sim-master-0 failed with exit code 1"
