@@ -80,6 +80,10 @@ BIG_PATCHES = {
 }
 
 
+GENERIC_100 = "apiVersion: batch.tensorstack.dev/v1beta1\nkind: GenericJob\nmetadata:\n  name: g\nspec:\n  replicaSpecs:\n" + "".join(
+    f"    - type: t{t}\n      replicas: 1\n      template:\n        spec:\n          containers:\n            - {{name: c, image: 'img:1'}}\n" for t in range(100))
+
+
 def resource_list(n: int) -> str:
     """A KRM ResourceList of n one-pod jobs (what kustomize or kpt hands the function)."""
     one = JOB.replace("replicas: 2", "replicas: 1")
@@ -117,6 +121,8 @@ INPUTS = {
     "overlay: 40 JSON patch copies of /spec (compile)": lambda: {"overlay/overlay.yaml": COPIES},
     "overlay: 5 000 patches x 200 jobs (compile)": lambda: {**jobs(199), "overlay/overlay.yaml": MANY_PATCHES},
     "overlay: 2 patch files of 12 000 values x 30 jobs (compile)": lambda: {**jobs(29), **BIG_PATCHES},
+    "50 000 %TAG directives (1.2 MB)": lambda: {"hostile.yaml": "".join(f"%TAG !t{i}! tag:x,2000:\n" for i in range(50_000)) + "---\n" + JOB},
+    "overlay: 12 000 labels over a 100-type GenericJob (compile)": lambda: {"g.yaml": GENERIC_100, "overlay/overlay.yaml": "labels:\n" + "".join(f"  l{i}: v\n" for i in range(12_000))},
     "30 000 empty files": lambda: {f"e{i:05d}.yaml": "" for i in range(30_000)},
     "krm: 400 one-pod jobs on stdin": lambda: {"krm/stdin.yaml": resource_list(400)},
 }

@@ -37,6 +37,7 @@ class Limits:
     run_nodes: int = 1_000_000  # the same over every file of a run
     depth: int = 100  # nesting of collections in one document (and of `<<` merges of merges)
     file_documents: int = 1_000  # YAML documents in one file (an empty `---` builds little, but costs ~100x a node)
+    file_directives: int = 100  # `%TAG`/`%YAML` lines in one file (libyaml checks each tag handle against every earlier one: 50 000 took 3.5 s)
     run_documents: int = 10_000  # the same over every file of a run (the 50 000-pod benchmark: 500)
     run_files: int = 10_000  # files a run opens (an empty one holds no document but costs ~45 us: 100 000 took 4.5 s)
     job_pods: int = 10_000  # pods one job renders (replicas, or elastic maxReplicas)

@@ -654,6 +654,10 @@ def documents(source: Source, budget: Budget) -> Iterator[tuple[Any, dict[PathT,
     loader = _Loader(source.text)
     builder = _Builder(source, budget, loader)
     limits, count = budget.limits, 0
+    directive = _directive_past(source.text, limits.file_directives)
+    if directive is not None:  # libyaml reads every directive before the first document's event: counted before parsing
+        loader.dispose()
+        raise builder._limit(f"more than {limits.file_directives:,} YAML directives (%TAG, %YAML) in one file", directive)
     try:
         loader.get_event()  # StreamStartEvent
         while not isinstance(start := loader.get_event(), StreamEndEvent):  # DocumentStartEvent
@@ -676,6 +680,18 @@ def documents(source: Source, budget: Budget) -> Iterator[tuple[Any, dict[PathT,
         raise builder._limit(f"collections nested more than {budget.limits.depth} levels deep", at) from None
     finally:
         loader.dispose()
+
+
+_DIRECTIVE = re.compile(r"^%", re.MULTILINE)
+
+
+def _directive_past(text: str, limit: int) -> Mark | None:
+    """Where a line starting with `%` (a directive, at most: a document's own lines starting
+    with `%` at column 1 are as rare) is the limit's first past, if any."""
+    for n, match in enumerate(_DIRECTIVE.finditer(text), 1):
+        if n > limit:
+            return Mark(text.count("\n", 0, match.start()) + 1, 1)
+    return None
 
 
 def _too_deep(exc: yaml.MarkedYAMLError) -> bool:

@@ -14,7 +14,7 @@ from typing import Any
 from ..errors import Diagnostic, Severity, unique
 from ..limits import DEFAULT
 from ..loader import Document
-from .fields import add_metadata, set_images, set_namespace
+from .fields import add_metadata, set_images, set_namespace, template_count
 from .file import Overlay, Patch
 from .jsonpatch import json_patch
 from .located import Node, from_document, plain, size, to_document
@@ -179,6 +179,9 @@ def apply_overlay(overlay: Overlay, docs: list[Document]) -> tuple[list[Document
                 stop = stop or work.spend(patch.size * ADD_COST, patch)
             if stop is not None:
                 return docs, unique([*problems, stop])
+        stop = _metadata_cost(overlay, root, count, work)
+        if stop is not None:
+            return docs, unique([*problems, stop])
         root = _whole_job(overlay, root)
         out.append(to_document(root, doc))
     for number, patch in enumerate(overlay.patches):
@@ -188,6 +191,29 @@ def apply_overlay(overlay: Overlay, docs: list[Document]) -> tuple[list[Document
                 hint="check its target (or the patch's kind and metadata.name) against the jobs being compiled",
             ))
     return out, unique(problems)
+
+
+def _metadata_cost(overlay: Overlay, root: Node, count: int, work: _Work) -> Diagnostic | None:
+    """FJ105 at the overlay's labels (or annotations) when copying them onto the job and each
+    of its pod templates would make the job hold more than a file may, or the run's patching
+    cost more than it may (12 000 labels over 100 templates took 12.6 s and 728 MiB)."""
+    given = [(name, node) for name, node in (("labels", overlay.labels), ("annotations", overlay.annotations)) if node is not None]
+    if not given:
+        return None
+    each = sum(size(node, DEFAULT.file_nodes + 1) for _, node in given)
+    copies = 1 + template_count(root)
+    cost = each * copies
+    work.left -= cost
+    if count + cost <= DEFAULT.file_nodes and work.left >= 0:
+        return None
+    name, node = max(given, key=lambda g: size(g[1], DEFAULT.file_nodes + 1))
+    return node.diagnostic(
+        "FJ105",
+        f"this overlay's labels and annotations ({each:,} YAML values) are copied onto job {_job_name(root)} and each of its "
+        f"{copies - 1:,} pod templates: {cost:,} values, more than the {DEFAULT.file_nodes:,} a job may hold"
+        + ("" if work.left >= 0 else f" or the {DEFAULT.run_nodes:,} the run's patching may cost"),
+        key=True, hint=f"set fewer {name} here, or set them in the jobs that need them",
+    )
 
 
 def _whole_job(overlay: Overlay, root: Node) -> Node:

@@ -61,6 +61,20 @@ def template_paths(root: Node) -> list[tuple[str, ...]]:
     return out
 
 
+def template_count(root: Node) -> int:
+    """How many pod templates the job holds (each replica type's, the launcher's, ...)."""
+    count = 0
+    for pattern in template_paths(root):
+        nodes = [root]
+        for part in pattern:
+            if part == "*":
+                nodes = [item for n in nodes if isinstance(n.value, list) for item in n.value]
+            else:
+                nodes = [child for n in nodes if (child := n.get(part)) is not None]
+        count += len(nodes)
+    return count
+
+
 def set_namespace(root: Node, namespace: Node) -> Node:
     """metadata.namespace of the job (and so of everything rendered from it)."""
     return update(root, ("metadata", "namespace"), lambda _: namespace, namespace)

@@ -65,6 +65,8 @@ Change = Callable[[Node, str], Any]
 
 def _edit(node: Node, tokens: list[str], change: Change) -> Node:
     """Copy the path down to the parent of the last token and let `change` edit that parent."""
+    if not tokens:
+        raise PatchError("the whole document cannot be edited; patch a field")
     if len(tokens) == 1:
         return replace(node, value=change(node, tokens[0]))
     child = get(node, tokens[:1])
@@ -122,6 +124,8 @@ def apply_op(root: Node, op: str, path: list[str], value: Node | None, source: l
         raise PatchError(f"op {op} on the whole document is not allowed; patch a field")
     if op in ("move", "copy"):
         assert source is not None
+        if op == "move" and (not source or source == path[: len(source)]) and source != path:  # RFC 6902 4.4
+            raise PatchError(f"cannot move /{'/'.join(source)} into itself (/{'/'.join(path)})")
         moved = get(root, source)
         if op == "move":
             root = _edit(root, source, _remove)

@@ -97,7 +97,7 @@ def json_op(draw: st.DrawFn, doc: dict[str, Any]) -> dict[str, Any]:
     if draw(st.booleans()):
         op["value"] = draw(st.one_of(values, mutated(doc).map(lambda d: d.get("spec"))))
     if draw(st.booleans()):
-        op["from"] = draw(st.one_of(st.sampled_from(where), values))
+        op["from"] = draw(st.one_of(st.sampled_from(where), st.sampled_from(["", "/", "/spec", "/metadata"]), values))  # the root, and prefixes of a path (review of round 12)
     return op
 
 

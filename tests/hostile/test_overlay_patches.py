@@ -116,3 +116,20 @@ def test_fuzz_json_patches_never_raise(tmp_path_factory: pytest.TempPathFactory,
         compile_paths(["jobs"], None, load_overlays(["ov"]))  # must return diagnostics, never raise
     finally:
         os.chdir(cwd)
+
+
+# A JSON patch `move` from the whole document ('') or into itself (review of round 12: RecursionError).
+@pytest.mark.parametrize(("source", "path"), [("", "/spec/x"), ("", "/"), ("", "/metadata/labels/a"), ("/spec", "/spec/x")])
+def test_json_patch_move_from_the_root_or_into_itself_is_a_diagnostic(box: Sandbox, source: str, path: str) -> None:
+    box.job()
+    folder = box.repo / "overlays" / "prod"
+    folder.mkdir(parents=True)
+    (folder / "overlay.yaml").write_text(
+        "patches:\n  - target: {kind: PyTorchTrainingJob}\n    patch:\n"
+        f"      - {{op: move, from: '{source}', path: '{path}'}}\n"
+    )
+    box.freeze()
+    for run_ in (box.compile("--overlay", "overlays/prod"), box.plugin(SOURCES="jobs", OVERLAY="overlays/prod")):
+        assert_clean_exit(run_, 1)
+        assert any(f[0] == "overlay.yaml" and f[4] in ("FJ601", "FJ602") for f in run_.findings()), run_.output[-1500:]
+    assert box.untouched() and not box.out.exists()

@@ -130,3 +130,28 @@ def test_an_overlay_folder_that_links_outside_the_repository_is_not_followed(box
     assert_clean_exit(plugin, 2)
     assert "outside the repository" in plugin.output  # the plugin checks every path it is given first
     assert box.untouched() and not box.out.exists()
+
+
+# An overlay's labels/annotations are copied onto every pod template of every job: 12 000 of
+#    each (266 KB overlay) over a 100-type GenericJob (13 KB) is 2.4 M label values of work (review of round 12).
+def _generic(types: int = 100) -> str:
+    specs = "".join(
+        f"    - type: t{t}\n      replicas: 1\n      template:\n        spec:\n          containers:\n            - {{name: c, image: 'img:1'}}\n"
+        for t in range(types)
+    )
+    return "apiVersion: batch.tensorstack.dev/v1beta1\nkind: GenericJob\nmetadata:\n  name: g\nspec:\n  replicaSpecs:\n" + specs
+
+
+@pytest.mark.parametrize("fields", [("labels",), ("labels", "annotations")])
+def test_overlay_metadata_fanned_out_to_every_template_is_bounded(box: Sandbox, fields: tuple[str, ...]) -> None:
+    box.job(text=_generic(), file="g.yaml")
+    folder = box.repo / "overlays" / "prod"
+    folder.mkdir(parents=True)
+    (folder / "overlay.yaml").write_text("".join(f"{f}:\n" + "".join(f"  {f[0]}{i}: v\n" for i in range(12_000)) for f in fields))
+    box.freeze()
+    for run_ in (box.compile("--overlay", "overlays/prod"), box.plugin(SOURCES="jobs", OVERLAY="overlays/prod")):
+        assert_clean_exit(run_, 1)
+        assert run_.cpu < BOUNDED_CPU and run_.rss_mib < MIB, (run_.cpu, run_.rss_mib)
+        # refused where the overlay asks for it, not at the job's apiVersion
+        assert ("overlay.yaml", 1, 1, "error", "FJ105") in run_.findings(), run_.output[-1500:]
+    assert box.untouched() and not box.out.exists()

@@ -17,7 +17,7 @@ import pytest
 
 from flatjob.compiler.limits import DEFAULT
 
-from .kit import BOUNDED_CPU, JOB, SECRET, TOKEN, Sandbox, assert_clean_exit, flatjob
+from .kit import BOUNDED_CPU, JOB, SECRET, TOKEN, Sandbox, assert_clean_exit, flatjob, resource_list
 
 CPU_BUDGET = 5.0  # seconds of CPU per run, start-up included (the limits act in ~0.5 s)
 
@@ -352,3 +352,33 @@ def test_a_finding_an_alias_replays_is_made_once_and_quotes_little(box: Sandbox,
         assert run_.cpu < ROUND_TWO_CPU and run_.rss_mib < ROUND_TWO_MIB, (run_.cpu, run_.rss_mib)
         assert len(run_.output) < 20_000  # the 1 MB text is quoted in a window, never whole
     assert box.untouched() and not box.out.exists()
+
+
+# %TAG directives (review of round 12): libyaml checks each new handle against every earlier one (quadratic),
+#    all inside the first DocumentStartEvent, before flatjob counts a node.
+TAGS = 50_000  # 1.2 MB, well under the 4 MiB file limit
+
+
+def _directives(n: int = TAGS) -> str:
+    return "".join(f"%TAG !t{i}! tag:x,2000:\n" for i in range(n)) + "---\n"
+
+
+@pytest.mark.parametrize("entry", ["lint", "compile", "plugin", "krm"])
+def test_many_tag_directives_are_stopped_within_the_bound(box: Sandbox, entry: str) -> None:
+    box.job(text=_directives() + JOB.format(name="x"), file="x.yaml")
+    box.freeze()
+    if entry == "lint":
+        run_ = box.flatjob("lint", "jobs")
+    elif entry == "compile":
+        run_ = box.compile()
+    elif entry == "plugin":
+        run_ = box.plugin(SOURCES="jobs")
+    else:
+        run_ = box.flatjob("krm", stdin=_directives().encode() + resource_list(JOB.format(name="x")).removeprefix(b"---\n"))
+    assert_clean_exit(run_, 1, 2)
+    assert run_.cpu < ROUND_TWO_CPU and run_.rss_mib < ROUND_TWO_MIB, (run_.cpu, run_.rss_mib)
+    if entry == "krm":  # a ResourceList's result
+        assert "FJ105" in run_.stdout and "YAML directives" in run_.stdout, run_.output[-1500:]
+    else:  # FJ105 at the directive past the limit
+        assert "FJ105" in run_.codes() and "more than 100 YAML directives" in run_.output, run_.output[-1500:]
+    assert box.untouched()
