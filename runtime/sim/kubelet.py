@@ -17,7 +17,11 @@ which run-local's kubelet shares.  What the kubelet does, with the source it fol
   each image as its container starts; here every image is pulled before the first starts);
 - init containers run one at a time, regular containers waiting `PodInitializing`; with
   restartPolicy Never (every pod flatjob renders) a failed init container fails the pod
-  (getPhase), its exit code in initContainerStatuses;
+  (getPhase), its exit code in initContainerStatuses; a native sidecar (an init container with
+  restartPolicy Always) lets the next one start once it has started, runs beside the regular
+  containers, and is stopped (SIGTERM, SIGKILL after the grace period) once they have all
+  ended; its code never decides the phase (kuberuntime_manager.go computeInitContainerActions,
+  kubelet_pods.go getPhase); a sidecar that exits on its own is not restarted here;
 - running: every regular container running, Ready and ContainersReady True (probes are not
   run); a container that ends stays terminated (restartPolicy Never); when all have ended the
   phase is Succeeded if each exited 0, else Failed;
@@ -142,6 +146,31 @@ class _Pod:
     message: str | None = None
     conditions: tuple[tuple[str, str], ...] = ()  # (reason, message) of the DisruptionTarget it writes once the pod is terminal
     done_at: float | None = None  # when the terminal phase was written
+
+
+def _signal(c: _Container, now: float, kill_at: float) -> None:
+    """SIGTERM now: it exits with its program's code, or by SIGKILL (137) at `kill_at`."""
+    p = c.program
+    if p.on_term is not None and now + p.term_seconds <= kill_at:
+        c.exits(now + p.term_seconds, p.on_term)
+    else:
+        c.exits(kill_at, SIGKILL_EXIT)
+
+
+def _stop_sidecars(spec: Obj, run: _Pod, now: float) -> None:
+    """Once every regular container has ended, SIGTERM to the sidecars, SIGKILL after the grace."""
+    if not run.containers or not all(c.ended(now) for c in run.containers):
+        return
+    grace = spec.get("terminationGracePeriodSeconds")
+    kill_at = now + (float(grace) if isinstance(grace, int) and not isinstance(grace, bool) else 30.0)
+    for c, container in zip(run.inits, spec.get("initContainers") or [], strict=False):
+        if _is_sidecar(container) and not c.ended(now):
+            _signal(c, now, kill_at)
+
+
+def _is_sidecar(container: Obj) -> bool:
+    """A native sidecar: an init container with restartPolicy Always (KEP-753)."""
+    return container.get("restartPolicy") == "Always"
 
 
 def _pull_message(image: str) -> str:
@@ -308,8 +337,9 @@ class FakeKubelet:
             run.pull_error, run.stage = None, "init" if inits else "run"
         if run.stage == "init":
             while run.term_at is None:
-                if not run.inits or run.inits[-1].ended(now):
-                    last = run.inits[-1] if run.inits else None
+                started_sidecar = bool(run.inits) and _is_sidecar(inits[len(run.inits) - 1])
+                if not run.inits or started_sidecar or run.inits[-1].ended(now):
+                    last = run.inits[-1] if run.inits and not started_sidecar else None
                     if last is not None and last.code != 0:
                         break  # a failed init container: restartPolicy Never fails the pod
                     if len(run.inits) == len(inits):
@@ -320,6 +350,7 @@ class FakeKubelet:
                     break
         if run.stage == "run" and not run.containers and run.term_at is None:
             run.containers = [self._start(pod, c, now, regular=True) for c in regular]
+        _stop_sidecars(spec, run, now)
         if self._finished(run, inits, now):
             run.stage, run.done_at = "done", now
 
@@ -328,21 +359,16 @@ class FakeKubelet:
         run.term_at = now
         kill_at = max(kill_at, now)
         for c in [*run.inits, *run.containers]:
-            if c.ended(now):
-                continue
-            p = c.program
-            if p.on_term is not None and now + p.term_seconds <= kill_at:
-                c.exits(now + p.term_seconds, p.on_term)
-            else:
-                c.exits(kill_at, SIGKILL_EXIT)
+            if not c.ended(now):
+                _signal(c, now, kill_at)
 
     @staticmethod
     def _finished(run: _Pod, inits: list[Obj], now: float) -> bool:
-        if run.inits and run.inits[-1].ended(now) and run.inits[-1].code != 0:
-            return True  # an init container failed
+        if run.inits and not _is_sidecar(inits[len(run.inits) - 1]) and run.inits[-1].ended(now) and run.inits[-1].code != 0:
+            return True  # an init container failed (its sidecars are stopped with the pod: _terminate)
         if run.term_at is not None and not run.containers:
             return all(c.ended(now) for c in run.inits)  # stopped before the regular containers started
-        return bool(run.containers) and all(c.ended(now) for c in run.containers)
+        return bool(run.containers) and all(c.ended(now) for c in [*run.containers, *run.inits])
 
     # --- reporting ------------------------------------------------------------------------------
     def _ip(self, uid: str) -> str:

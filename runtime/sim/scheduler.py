@@ -54,7 +54,9 @@ Requests = dict[str, Fraction]
 
 
 def requests_of(pod: Obj) -> Requests:
-    """What the pod asks the scheduler for (regular containers summed, init containers' max)."""
+    """What the pod asks the scheduler for: regular containers and native sidecars summed, or an
+    init container with the sidecars started before it, whichever is more (resourcehelper
+    PodRequests)."""
     def of(container: Obj) -> Requests:
         out: Requests = {}
         for key, value in ((container.get("resources") or {}).get("requests") or {}).items():
@@ -64,15 +66,24 @@ def requests_of(pod: Obj) -> Requests:
                 continue
         return out
 
+    def plus(a: Requests, b: Requests) -> Requests:
+        return {k: a.get(k, Fraction(0)) + b.get(k, Fraction(0)) for k in {*a, *b}}
+
     spec = pod.get("spec") or {}
     total: Requests = {}
     for c in spec.get("containers") or []:
-        for key, value in of(c).items():
-            total[key] = total.get(key, Fraction(0)) + value
+        total = plus(total, of(c))
+    sidecars: Requests = {}  # native sidecars started so far: they run beside what comes after them
+    peak: Requests = {}
     for c in spec.get("initContainers") or []:
-        for key, value in of(c).items():
-            total[key] = max(total.get(key, Fraction(0)), value)
-    return total
+        if c.get("restartPolicy") == "Always":
+            sidecars = plus(sidecars, of(c))
+            step = sidecars
+        else:
+            step = plus(sidecars, of(c))
+        peak = {k: max(peak.get(k, Fraction(0)), step.get(k, Fraction(0))) for k in {*peak, *step}}
+    total = plus(total, sidecars)
+    return {k: max(total.get(k, Fraction(0)), peak.get(k, Fraction(0))) for k in {*total, *peak}}
 
 
 @dataclass(frozen=True)

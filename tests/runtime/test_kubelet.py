@@ -360,3 +360,19 @@ def test_an_empty_key_toleration_gets_no_default_toleration_seconds() -> None:
     spec = {"tolerations": []}
     _tolerations(spec)
     assert [t["tolerationSeconds"] for t in spec["tolerations"]] == [300, 300]
+
+
+@pytest.mark.parametrize(("inits", "want"), [
+    ([], {"cpu": 2}),
+    ([{"name": "i", "resources": {"requests": {"cpu": "3"}}}], {"cpu": 3}),  # an init container alone: the max
+    ([{"name": "s", "restartPolicy": "Always", "resources": {"requests": {"cpu": "1"}}}], {"cpu": 3}),  # a sidecar runs beside: summed
+    ([{"name": "s", "restartPolicy": "Always", "resources": {"requests": {"cpu": "1"}}},
+      {"name": "i", "resources": {"requests": {"cpu": "3"}}}], {"cpu": 4}),  # an init container after a started sidecar: both at once
+])
+def test_the_scheduler_counts_native_sidecars_beside_the_containers(inits: list[dict[str, Any]], want: dict[str, int]) -> None:
+    """resourcehelper.PodRequests: regular containers and sidecars summed, or an init container
+    with the sidecars started before it, whichever is more."""
+    from flatjob.runtime.sim.scheduler import requests_of
+
+    pod = {"spec": {"initContainers": inits, "containers": [{"name": "a", "resources": {"requests": {"cpu": "1"}}}, {"name": "b", "resources": {"requests": {"cpu": "1"}}}]}}
+    assert requests_of(pod) == want

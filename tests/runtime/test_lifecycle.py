@@ -817,3 +817,33 @@ def test_lifecycle_a_final_failure_is_not_excused_by_a_drain_that_began_after_it
     assert not any("sim-master-0 failed with exit code 1 while" in e["message"] for e in events(s, "Disrupted"))
     assert (st["phase"], st["runtime"].get("disruptions"), restarts(st)) == ("Failed", 1, {"master": 0, "worker": 0})
     assert condition(st, "Failed")["message"] == "PyTorchTrainingJob sim has failed: sim-master-0 failed with exit code 1"
+
+
+# --- native sidecars: they run beside the regular containers and never decide the phase -------------
+
+SIDECAR = pytorch(master="sleep 30; exit 0", worker="sleep 30; exit 0").replace(
+    "          containers:",
+    "          initContainers:\n"
+    "            - name: log-shipper\n"
+    "              image: busybox:1.36\n"
+    "              restartPolicy: Always\n"
+    "              command: [sh, -c, 'sleep inf']\n"
+    "          containers:", 1)
+
+
+def test_lifecycle_a_pod_with_a_native_sidecar_runs_and_ends_by_its_regular_containers() -> None:
+    """A native sidecar (an init container with restartPolicy Always) is started in its place
+    among the init containers, and the next container starts once it has *started*, not
+    ended (pkg/kubelet/kuberuntime/kuberuntime_manager.go computeInitContainerActions: a
+    restartable init container that is running lets the next one start; the pod is
+    Initialized when every init container completed or, for sidecars, started).
+    Before review round 12 the sim waited for the sidecar to exit, so the pod never ran."""
+    s = Scenario(SIDECAR)
+    st = s.run_until(lambda st: st.get("aggregate", {}).get("running") == 3 or s.clock.now > 1_000_060, limit=90)
+    master = s.pods()["sim-master-0"]["status"]
+    assert master["phase"] == "Running", (master["phase"], master["containerStatuses"][0]["state"])
+    assert st["aggregate"]["running"] == 3
+    side = next(c for c in master["initContainerStatuses"] if c["name"] == "log-shipper")
+    assert "running" in side["state"] and side["started"] is True
+    st = s.run_until(lambda st: st["phase"] in ("Succeeded", "Failed"), limit=120)
+    assert (st["phase"], st["backoffCount"]) == ("Succeeded", 0)  # the sidecar, stopped by SIGTERM (143), decides nothing
