@@ -67,7 +67,7 @@ def run_loop(controller: Any, stop: threading.Event, notify: threading.Event, he
 @click.option("--http-port", default=8080, show_default=True, help="Port of /healthz, /readyz and /metrics.")
 @click.option("--log-level", default="INFO", show_default=True, type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"]))
 @click.option("--concurrency", type=click.IntRange(1, 64), default=CONCURRENCY, show_default=True,
-              help="Jobs whose cycles run at once (namespace mode): a job whose requests hang holds one, never the others.")
+              help="Jobs whose cycles run at once (namespace mode); a cycle waiting on a request for more than 0.5 s frees its place (up to 8x this many threads), so jobs whose requests hang never hold the others.")
 def runtime_command(kind: str | None, name: str | None, namespace: str, identity: str | None, http_port: int, log_level: str, concurrency: int) -> None:
     """Run the in-cluster runtime (the entry point of the runtime image): of every flatjob job
     of the namespace (compiled with --runtime namespace, the default), or of one job (--kind

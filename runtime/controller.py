@@ -460,6 +460,9 @@ class Controller:
         if self.leading():  # jobs left queued (out of write tokens, a turn's DRAIN_BUDGET spent): when tokens are back, or now
             waiting = any(self._startable(k, pool) for k in self.queue) if pool is not None else any(map(self._cached, self.queue))  # else a cycle's end, or a list, wakes the loop
             times.append((self._throttled_until or now) if waiting else None)
+            unstuck = pool.unstuck_at() if pool is not None and self.queue and not waiting else None
+            if unstuck is not None:  # a cycle about to count as stuck frees a place for a queued job
+                times.append(now + max(unstuck - time.monotonic(), 0.0))
             # One in flight wakes the loop when done; a queued one is `waiting` above (its own past timer would spin the loop).
             times += [w.wake_at(now) for k, w in self.workers.items() if k not in busy and k not in self.queue]
         if self.use_lease and self._lease_wake is not None:

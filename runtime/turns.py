@@ -24,6 +24,11 @@ REQUEST_METHODS = ("list", "watch", "get", "create", "replace", "patch", "delete
 # Namespace mode: jobs whose cycles run at once.  One hung request holds one thread; more
 # threads add no CPU (Python runs one at a time), only requests waiting in parallel.
 CONCURRENCY = 4
+# A cycle in flight this long waits on a request (worker.SLOW_CYCLE): it no longer counts
+# against the pool's size, and the pool grows a thread for the others, up to GROWTH x its size,
+# so jobs whose requests hang (as many as the threads, or more) never hold the others' status.
+STUCK_AFTER = 0.5
+GROWTH = 8
 
 
 class TurnLock:
@@ -62,6 +67,13 @@ class TurnLock:
         """Seconds this thread has waited for the lock, in all."""
         return getattr(self._local, "waited", 0.0)
 
+    def count_request(self) -> None:
+        self._local.requests = self.requests() + 1
+
+    def requests(self) -> int:
+        """Requests this thread has made through `Unlocked`, in all."""
+        return getattr(self._local, "requests", 0)
+
     @contextmanager
     def released(self) -> Iterator[None]:
         """Let the other threads take their turn while this one waits (a no-op for a thread
@@ -89,6 +101,7 @@ class Unlocked:
 
     def _unlocked(self, call: Callable[..., Any]) -> Callable[..., Any]:
         def request(*args: Any, **kwargs: Any) -> Any:
+            self._lock.count_request()
             with self._lock.released():
                 return call(*args, **kwargs)
 
@@ -105,26 +118,51 @@ class CyclePool:
 
     def __init__(self, size: int, lock: TurnLock, done: Callable[[], None], failed: Callable[[BaseException], None]):
         self.size = size
+        self.cap = size * GROWTH  # threads at most, however many cycles hang
         self.lock = lock
         self.done = done
         self.failed = failed
         self.busy: set[Any] = set()
         self.slow: set[Any] = set()  # the keys in flight that were started as slow jobs
         self.ended = 0  # cycles ended so far (changed under the lock, with `busy`)
+        self._since: dict[Any, float] = {}  # key in flight -> when it was submitted (monotonic)
         self._idle = threading.Condition(threading.Lock())
         self._work: queue.SimpleQueue[tuple[Any, Callable[[], Any]] | None] = queue.SimpleQueue()
-        self._threads = [threading.Thread(target=self._serve, daemon=True, name=f"flatjob-cycle-{i}") for i in range(size)]
-        for thread in self._threads:
-            thread.start()
+        self._threads: list[threading.Thread] = []
+        for _ in range(size):
+            self._grow()
+
+    def _grow(self) -> None:
+        thread = threading.Thread(target=self._serve, daemon=True, name=f"flatjob-cycle-{len(self._threads)}")
+        self._threads.append(thread)
+        thread.start()
+
+    def stuck(self) -> int:
+        """Cycles in flight longer than STUCK_AFTER: waiting on a request, not on the CPU."""
+        now = time.monotonic()
+        return sum(1 for t in self._since.values() if now - t >= STUCK_AFTER)
 
     def free(self) -> int:
-        return self.size - len(self.busy)
+        """Cycles that may start now: `size`, plus one for each stuck cycle, up to `cap`."""
+        return min(self.size + self.stuck(), self.cap) - len(self.busy)
+
+    def unstuck_at(self) -> float | None:
+        """When (monotonic) a cycle in flight next counts as stuck, freeing a place (None: never
+        sooner than one ends)."""
+        if self.size + len(self.busy) > self.cap:
+            return None
+        now = time.monotonic()
+        return min((t + STUCK_AFTER for t in self._since.values() if now - t < STUCK_AFTER), default=None)
 
     def submit(self, key: Any, cycle: Callable[[], Any], slow: bool = False) -> None:
-        """Run `cycle` on a free thread (the caller holds the lock and checked `free`)."""
+        """Run `cycle` on a free thread (the caller holds the lock and checked `free`); past
+        `size`, on a thread started for it (the others wait on their requests)."""
         self.busy.add(key)
+        self._since[key] = time.monotonic()
         if slow:
             self.slow.add(key)
+        if len(self.busy) > len(self._threads) and len(self._threads) < self.cap:
+            self._grow()
         self._work.put((key, cycle))
 
     def _serve(self) -> None:
@@ -142,6 +180,7 @@ class CyclePool:
                     finally:
                         self.busy.discard(key)
                         self.slow.discard(key)
+                        self._since.pop(key, None)
                         self.ended += 1
             finally:
                 with self._idle:

@@ -134,7 +134,7 @@ class JobWorker:
         self.dirty = False
         self._retry_at = self._status_wake = None  # each cycle sets again what it still waits for
         self._writes = 0
-        started, cpu, turns = time.perf_counter(), time.thread_time(), self.ctl.lock.waited()
+        started, cpu, turns, requests = time.perf_counter(), time.thread_time(), self.ctl.lock.waited(), self.ctl.lock.requests()
         try:
             cycle = self._reconcile()
             if self._retry_at is None:
@@ -152,7 +152,10 @@ class JobWorker:
             self.ctl.metrics.observe(took)
             self.ctl.metrics.maximum("flatjob_cycle_status_writes_max", self._writes)
             waited = took - (time.thread_time() - cpu) - (self.ctl.lock.waited() - turns)  # on its requests, not on the other threads' turns
-            self.slow = waited > SLOW_CYCLE  # a webhook on its record, throttling: behind the others
+            if waited > SLOW_CYCLE:  # a webhook on its record, throttling: behind the others
+                self.slow = True
+            elif self.ctl.pool is None or self.ctl.lock.requests() > requests:  # fast again only by requests answered fast (on the threads, which count them): a cycle with none proves nothing
+                self.slow = False
 
     def _reconcile(self) -> Cycle | None:
         record = self.record()
