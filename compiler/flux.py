@@ -2,7 +2,7 @@
 
 One source for overlays/flux/ and `flatjob init --gitops flux` (tests/test_flux.py keeps the
 files in step).  Git holds PodTemplates, never pods: Flux applies them like any object and
-the job's runtime creates the pods from them, so Flux never touches a pod.  The records
+flatjob's runtime creates the pods from them, so Flux never touches a pod.  The records
 follow kstatus; the CEL expressions below add what kstatus cannot say: a paused job is as
 healthy as git wants it.
 """

@@ -52,9 +52,9 @@ spec.secretRef. Generated from compiler/flux.py."""
 
 FLUX_KS_HEADER = """\
 A Flux Kustomization applying one environment's rendered output, with prune (a job removed
-from git is deleted, its pods with its record). Git holds PodTemplates, never pods: the job's
+from git is deleted, its pods with its record). Git holds PodTemplates, never pods: flatjob's
 runtime creates the pods, so Flux never creates, changes or prunes one. wait: true checks
-the health of everything applied, so every job record in the folder and its runtime
+the health of everything applied, so every job record in the folder and the runtime's
 Deployment: nothing to list or update when jobs come and go. The healthCheckExprs
 (Flux >= 2.5) read a record's status: starting, restarting or waiting for its runtime is in
 progress, failed is failed, running, succeeded or paused is current.
@@ -212,7 +212,7 @@ kubectl apply -f gitops/argocd/
 `argocd-cm.yaml` adds the health check of the job records and tells Argo CD to ignore an
 elastic record's expectedReplicas, which `kubectl scale` changes in the cluster; each
 Application syncs `rendered/<env>` with ServerSideApply and RespectIgnoreDifferences. Git
-holds each pod as a PodTemplate; the job's runtime creates the pods, so Argo CD never creates,
+holds each pod as a PodTemplate; flatjob's runtime creates the pods, so Argo CD never creates,
 changes or prunes one.
 """,
         "flux": """\
@@ -226,7 +226,7 @@ kubectl apply -k gitops/flux/
 
 This creates the namespaces, a GitRepository for this repository and one Kustomization per
 environment (`rendered/<env>`, with prune). Git holds each pod as a PodTemplate, which Flux
-applies like any other object; the job's runtime creates the pods from them, so Flux never
+applies like any other object; flatjob's runtime creates the pods from them, so Flux never
 creates, changes or prunes a pod.
 """,
         "none": """\

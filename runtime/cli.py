@@ -149,7 +149,7 @@ def run_local_command(path: str, job_name: str | None, overlays: tuple[str, ...]
     Exit status: 0 every job Succeeded, 1 one Failed (or --timeout), 2 they cannot run
     here, 130/143 stopped by Ctrl-C/SIGTERM (every process is stopped first).
     """
-    from .local.compiling import compile_local, parse_replicas
+    from .local.compiling import CompileFailed, compile_local, parse_replicas
     from .local.containers import Options
     from .local.errors import LocalError
     from .local.runner import EXIT_SIGNAL, EXIT_USAGE, Runner, Settings
@@ -165,6 +165,9 @@ def run_local_command(path: str, job_name: str | None, overlays: tuple[str, ...]
         jobs = compile_local(path, overlays, parse_replicas(replicas), job_name)
         settings = Settings(timeout, backoff_scale, Options(overrides, skip_env_from, only_training, os.getcwd()))
         code = Runner(jobs, settings, screen).run()
+    except CompileFailed as exc:  # the diagnostics as lint prints them, each line `path:line:col: error: ...`
+        click.echo(str(exc), err=True)
+        sys.exit(EXIT_USAGE)
     except LocalError as exc:
         click.echo(f"flatjob run-local: {exc}", err=True)
         sys.exit(EXIT_USAGE)

@@ -46,6 +46,7 @@ STALE = (
     "runtime` for one job",  # the default runtime serves a namespace
     "pods are rendered up to",  # elastic.maxReplicas: PodTemplates are (flatjob explain, schemas, CRDs)
     "pods rendered for each",
+    "the job's runtime",  # one runtime serves a namespace by default: "flatjob's runtime" (review of round 12)
 )
 
 # Names that are there on purpose: the upgrade prunes the pods.yaml earlier versions wrote.

@@ -28,7 +28,7 @@ def _options(f: Any) -> Any:
     """Options shared by compile and diff."""
     decorators = [
         click.argument("sources", nargs=-1, required=True, type=click.Path(exists=True)),
-        click.option("-o", "--out", "out", required=True, type=click.Path(file_okay=False), help="Output folder (one sub-folder per job)."),
+        click.option("-o", "--out", "out", required=True, type=click.Path(file_okay=False), help="Output folder: OUT/[<namespace>/]<job>/ per job, the runtime beside them."),
         click.option("--overlay", "overlays", multiple=True, type=click.Path(exists=True, file_okay=False), help="Environment overlay folder; repeat to stack."),
         click.option("-n", "--namespace", default=None, help="Namespace for jobs that set none (also enables <job>-<type>-<rank> DNS names)."),
         click.option("--cluster-domain", default="cluster.local", show_default=True, help="The cluster's DNS domain."),
@@ -194,9 +194,10 @@ def _overlay(overlays: tuple[str, ...]) -> Any:
 def compile_command(sources: tuple[str, ...], out: str, overlays: tuple[str, ...], check: bool, force: bool, allow_empty: bool, **opts: Any) -> None:
     """Compile T9k job specs in SOURCES into plain Kubernetes manifests under OUT.
 
-    Each job gets a folder OUT/<job>/ with its record, Service, ConfigMap and PodTemplates (one
+    Each job gets a folder OUT/<job>/, or OUT/<namespace>/<job>/ for a job whose spec sets
+    its namespace (-n only fills in the ones that set none: they stay at OUT/<job>/), with its record, Service, ConfigMap and PodTemplates (one
     per pod; the runtime creates the pods from them). The runtime that serves a namespace's
-    jobs is OUT/runtime.yaml (--runtime job: one in each job's folder). A
+    jobs is runtime.yaml beside them (--runtime job: one in each job's folder). A
     kustomization.yaml at every level serves kubectl apply -k, Argo CD and Flux.
     Nothing is written unless every job compiles; OUT then changes as a whole (a compile
     that is killed is finished or undone by the next one) and files of removed jobs are

@@ -113,7 +113,7 @@ def crd(kind: str) -> dict[str, Any]:
         "schema": {
             "openAPIV3Schema": {
                 "type": "object",
-                "description": f"A {kind} compiled by flatjob: the canonical T9k spec and its status, kept by the job's runtime.",
+                "description": f"A {kind} compiled by flatjob: the canonical T9k spec and its status, kept by flatjob's runtime.",
                 "properties": {
                     "apiVersion": {"type": "string"},
                     "kind": {"type": "string"},

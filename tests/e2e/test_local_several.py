@@ -204,3 +204,20 @@ def test_cli_refuses_jobs_of_several_namespaces_with_exit_2(tmp_path: Path) -> N
     result = CliRunner().invoke(run_local_command, [path])
     assert result.exit_code == 2
     assert "holds jobs of 2 namespaces (default: b; team: a)" in result.output
+
+
+def test_cli_prints_a_spec_that_does_not_compile_as_lint_does(tmp_path: Path) -> None:
+    """Every diagnostic line `path:line:col: error: ... [CODE]`, none behind a prefix (review of
+    round 12: the first one began `flatjob run-local: `); exit 2, nothing ran."""
+    from click.testing import CliRunner
+
+    from flatjob.runtime.cli import run_local_command
+
+    job = tmp_path / "x.yaml"
+    job.write_text("apiVersion: batch.tensorstack.dev/v1beta1\nkind: GenericJob\nmetadata: {name: x}\nspec:\n  replicaSpecs:\n"
+                   "    - type: worker\n      replicas: 1\n      templat: {}\n")
+    result = CliRunner().invoke(run_local_command, [str(job)])
+    assert result.exit_code == 2
+    lines = result.output.splitlines()
+    assert lines[0].startswith(f"{job}:6:7: error: missing required field 'template'") and lines[0].endswith("[FJ203]"), lines[:3]
+    assert any(line.startswith(f"{job}:8:7: error: unknown field 'templat'") for line in lines)
