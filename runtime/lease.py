@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 LEASE_SECONDS = 30  # another runtime takes over this long after the record last changed
+LEASE_MAX = 2 * LEASE_SECONDS  # a Lease claiming longer is believed this long: it is no flatjob runtime's
 RENEW_DEADLINE = 15.0  # a leader that could not renew for this long stops acting
 RENEW_EVERY = 5.0  # a leader renews this often
 
@@ -72,8 +73,11 @@ class LeaseDecision:
 
 
 def _duration(spec: dict[str, Any]) -> float:
+    """How long a holder's Lease lasts after it last changed: what it says, at most LEASE_MAX
+    (every flatjob runtime writes LEASE_SECONDS; a tenant's 2^31-1 held the runtime off for 68
+    years, review of round 13)."""
     value = spec.get("leaseDurationSeconds")
-    return float(value) if isinstance(value, int) and not isinstance(value, bool) and value > 0 else float(LEASE_SECONDS)
+    return float(min(value, LEASE_MAX)) if isinstance(value, int) and not isinstance(value, bool) and value > 0 else float(LEASE_SECONDS)
 
 
 def decide_lease(lease: dict[str, Any] | None, identity: str, observed: Observed, now: float, holding: bool = True) -> LeaseDecision:

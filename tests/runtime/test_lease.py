@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from flatjob.runtime.lease import (
+    LEASE_MAX,
     LEASE_SECONDS,
     RENEW_DEADLINE,
     LeaseDecision,
@@ -120,6 +121,15 @@ def test_a_hand_edited_lease_is_judged_by_observation_without_error(bad: dict[st
     current["spec"].update(bad)
     assert decide_lease(current, "me", seen_at(current, T0), T0 + 10) == LeaseDecision("wait", T0 + LEASE_SECONDS)
     assert lease_body("j-runtime", "ns", "me", T0 + 40, current)["spec"]["holderIdentity"] == "me"
+
+
+@pytest.mark.parametrize("duration", [86_400, 2_147_483_647])
+def test_a_lease_claiming_longer_than_any_flatjob_runtime_writes_is_believed_for_lease_max(duration: int) -> None:
+    """One Lease write by a tenant (a holder nobody runs, 2^31-1 s) held the runtime off for 68
+    years (review of round 13): a Lease lasts at most LEASE_MAX after it last changed."""
+    current = lease("nobody-runs-me", duration=duration)
+    assert decide_lease(current, "me", seen_at(current, T0), T0 + 10) == LeaseDecision("wait", T0 + LEASE_MAX)
+    assert decide_lease(current, "me", seen_at(current, T0), T0 + LEASE_MAX) == LeaseDecision("acquire")
 
 
 def test_lease_body_on_create() -> None:
