@@ -138,3 +138,18 @@ def test_placeholder_without_a_remote(tmp_path: Path) -> None:
     assert result.exit_code == 0  # type: ignore[attr-defined]
     assert "Replace REPO_URL under gitops/" in result.output  # type: ignore[attr-defined]
     assert "repoURL: REPO_URL" in (tmp_path / "gitops" / "argocd" / "dev.yaml").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize(("given", "written"), [
+    ("https://user:TOKEN@github.com/o/r.git", "https://github.com/o/r.git"),
+    ("https://TOKEN@github.com/o/r", "https://github.com/o/r"),  # a token given as the user
+    ("ssh://git:pw@host/r", "ssh://git@host/r"),
+    ("ssh://git@host/r", "ssh://git@host/r"),
+    ("git@github.com:o/r.git", "git@github.com:o/r.git"),
+    ("https://github.com/o/r", "https://github.com/o/r"),
+])
+def test_the_repository_url_is_written_without_credentials(given: str, written: str) -> None:
+    """Files flatjob init writes are committed: no password or http(s) user (review of round 13)."""
+    from flatjob.compiler.cli.init import without_credentials
+
+    assert without_credentials(given) == written

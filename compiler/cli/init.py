@@ -21,6 +21,24 @@ def _origin(folder: Path) -> str | None:
     return (out.stdout.strip() or None) if out.returncode == 0 else None
 
 
+def without_credentials(url: str) -> str:
+    """The URL without a password, nor an http(s) user (a token is often given as one): it is
+    written into files meant to be committed (review of round 13: a clone made with
+    https://user:TOKEN@host put the token in git).  ssh://git@host and git@host:path keep
+    their user, which names no secret."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return url
+    if not parts.scheme or "@" not in parts.netloc:
+        return url
+    user, _, host = parts.netloc.rpartition("@")
+    keep = "" if parts.scheme.lower() in ("http", "https") else user.partition(":")[0]
+    return urlunsplit(parts._replace(netloc=f"{keep}@{host}" if keep else host))
+
+
 def _link_on_the_way(root: Path, rel: str) -> str | None:
     """The first symbolic link on the way to root/rel (itself included), relative to root."""
     parts = Path(rel).parts
@@ -83,7 +101,10 @@ def init_command(folder: str, gitops: str, repo_url: str | None, force: bool) ->
     from ..scaffold import REPO_PLACEHOLDER, init_files
 
     root = Path(folder)
-    url = repo_url or _origin(root) or REPO_PLACEHOLDER
+    given = repo_url or _origin(root)
+    url = without_credentials(given) if given else REPO_PLACEHOLDER
+    if given and url != given:
+        click.echo(f"flatjob init: the repository URL's credentials are left out of the files ({url})", err=True)
     files = init_files(gitops, url)
     linked = sorted({link for rel in files if (link := _link_on_the_way(root, rel)) is not None})
     if linked:  # never written through, even with --force: a link may lead out of the folder

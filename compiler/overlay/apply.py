@@ -200,13 +200,13 @@ def _metadata_cost(overlay: Overlay, root: Node, count: int, work: _Work) -> Dia
     given = [(name, node) for name, node in (("labels", overlay.labels), ("annotations", overlay.annotations)) if node is not None]
     if not given:
         return None
-    each = sum(size(node, DEFAULT.file_nodes + 1) for _, node in given)
+    each = sum(_values(node) for _, node in given)
     copies = 1 + template_count(root)
     cost = each * copies
-    work.left -= cost
+    work.left -= cost * ADD_COST  # as a patch's values are charged (review of round 13: 1 each let 20 jobs write 39 MB)
     if count + cost <= DEFAULT.file_nodes and work.left >= 0:
         return None
-    name, node = max(given, key=lambda g: size(g[1], DEFAULT.file_nodes + 1))
+    name, node = max(given, key=lambda g: _values(g[1]))
     return node.diagnostic(
         "FJ105",
         f"this overlay's labels and annotations ({each:,} YAML values) are copied onto job {_job_name(root)} and each of its "
@@ -214,6 +214,11 @@ def _metadata_cost(overlay: Overlay, root: Node, count: int, work: _Work) -> Dia
         + ("" if work.left >= 0 else f" or the {DEFAULT.run_nodes:,} the run's patching may cost"),
         key=True, hint=f"set fewer {name} here, or set them in the jobs that need them",
     )
+
+
+def _values(labels: Node) -> int:
+    """A labels or annotations map's YAML values, its keys counted as the file reader counts them."""
+    return size(labels, DEFAULT.file_nodes + 1) + (len(labels.value) if isinstance(labels.value, dict) else 0)
 
 
 def _whole_job(overlay: Overlay, root: Node) -> Node:

@@ -5,11 +5,13 @@ behind when it refused to render)."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
-from .kit import flatjob
+from .kit import TOKEN, Sandbox, assert_clean_exit, flatjob, run
 
 
 def _tree(root: Path) -> dict[str, bytes]:
@@ -43,3 +45,18 @@ def test_init_that_refuses_writes_nothing(tmp_path: Path) -> None:
     assert r.code == 1, r.output
     # before: exit 1, but the scaffold files were written, and a rerun refused because they existed
     assert _tree(repo) == before, sorted(set(_tree(repo)) - set(before))
+
+
+# `flatjob init` copied (review of round 13) `git remote get-url origin` verbatim into files meant to be committed
+#    and pushed (gitops/*/…yaml, README.md): a clone made with https://user:TOKEN@host/… puts the
+#    token in git.
+@pytest.mark.parametrize("gitops", ["argocd", "flux"])
+def test_init_never_writes_the_credentials_of_the_origin_url(box: Sandbox, gitops: str) -> None:
+    repo = box.tmp / "scaffold"
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    subprocess.run(["git", "-C", str(repo), "remote", "add", "origin", f"https://x-access-token:{TOKEN}@github.com/o/r.git"], check=True)
+    run_ = run([sys.executable, "-m", "flatjob.compiler.cli", "init", ".", "--gitops", gitops], repo)
+    assert_clean_exit(run_, 0, 1)
+    leaked = sorted(str(p.relative_to(repo)) for p in repo.rglob("*") if ".git" not in p.parts and p.is_file() and TOKEN in p.read_text(errors="replace"))
+    assert not leaked, f"token written into {leaked}"

@@ -382,3 +382,25 @@ def test_many_tag_directives_are_stopped_within_the_bound(box: Sandbox, entry: s
     else:  # FJ105 at the directive past the limit
         assert "FJ105" in run_.codes() and "more than 100 YAML directives" in run_.output, run_.output[-1500:]
     assert box.untouched()
+
+
+# The %TAG count (review of round 13) looks for `%` after "\n" only; libyaml also breaks lines at a lone
+#    CR, NEL (U+0085), LS (U+2028) and PS (U+2029), so the same 50 000 directives pass uncounted.
+def _directives_split(sep: str, n: int = 50_000) -> str:
+    return "".join(f"%TAG !t{i}! tag:x,2000:{sep}" for i in range(n)) + "---\n"
+
+
+@pytest.mark.parametrize("sep", ["\r", "\x85", "\u2028"], ids=["CR", "NEL", "LS"])
+@pytest.mark.parametrize("entry", ["lint", "krm"])
+def test_tag_directives_on_other_line_breaks_are_counted(box: Sandbox, sep: str, entry: str) -> None:
+    if entry == "lint":
+        box.job(text=_directives_split(sep) + JOB.format(name="x"), file="x.yaml")
+        box.freeze()
+        run_ = box.flatjob("lint", "jobs")
+    else:
+        box.freeze()
+        run_ = box.flatjob("krm", stdin=_directives_split(sep).encode() + resource_list(JOB.format(name="x")))
+    assert_clean_exit(run_, 1, 2)
+    assert run_.cpu < ROUND_TWO_CPU and run_.rss_mib < ROUND_TWO_MIB, (run_.cpu, run_.rss_mib)
+    assert "FJ105" in (run_.stdout if entry == "krm" else " ".join(run_.codes())), run_.output[-1500:]
+    assert box.untouched()
