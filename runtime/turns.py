@@ -24,9 +24,10 @@ REQUEST_METHODS = ("list", "watch", "get", "create", "replace", "patch", "delete
 # Namespace mode: jobs whose cycles run at once.  One hung request holds one thread; more
 # threads add no CPU (Python runs one at a time), only requests waiting in parallel.
 CONCURRENCY = 4
-# A cycle in flight this long waits on a request (worker.SLOW_CYCLE): it no longer counts
-# against the pool's size, and the pool grows a thread for the others, up to GROWTH x its size,
-# so jobs whose requests hang (as many as the threads, or more) never hold the others' status.
+# A cycle whose request has been out this long (worker.SLOW_CYCLE) no longer counts against
+# the pool's size, and the pool grows a thread for the others, up to GROWTH x its size, so jobs
+# whose requests hang (as many as the threads, or more, up to the cap) never hold the others'
+# status.  Cycles only waiting for their turn (the CPU) never count: they are not stuck.
 STUCK_AFTER = 0.5
 GROWTH = 8
 
@@ -40,6 +41,7 @@ class TurnLock:
         self._owner: int | None = None
         self._depth = 0
         self._local = threading.local()
+        self.out: dict[int, float] = {}  # thread -> since when its request has been out (Unlocked)
 
     def _take(self) -> None:
         started = time.perf_counter()
@@ -69,6 +71,16 @@ class TurnLock:
 
     def count_request(self) -> None:
         self._local.requests = self.requests() + 1
+
+    @contextmanager
+    def requesting(self) -> Iterator[None]:
+        """Mark this thread as waiting on a request (`out`) while the block runs."""
+        me = threading.get_ident()
+        self.out[me] = time.monotonic()
+        try:
+            yield
+        finally:
+            self.out.pop(me, None)
 
     def requests(self) -> int:
         """Requests this thread has made through `Unlocked`, in all."""
@@ -102,7 +114,7 @@ class Unlocked:
     def _unlocked(self, call: Callable[..., Any]) -> Callable[..., Any]:
         def request(*args: Any, **kwargs: Any) -> Any:
             self._lock.count_request()
-            with self._lock.released():
+            with self._lock.released(), self._lock.requesting():
                 return call(*args, **kwargs)
 
         return request
@@ -125,7 +137,7 @@ class CyclePool:
         self.busy: set[Any] = set()
         self.slow: set[Any] = set()  # the keys in flight that were started as slow jobs
         self.ended = 0  # cycles ended so far (changed under the lock, with `busy`)
-        self._since: dict[Any, float] = {}  # key in flight -> when it was submitted (monotonic)
+        self._thread_of: dict[Any, int] = {}  # key in flight -> the thread running its cycle
         self._idle = threading.Condition(threading.Lock())
         self._work: queue.SimpleQueue[tuple[Any, Callable[[], Any]] | None] = queue.SimpleQueue()
         self._threads: list[threading.Thread] = []
@@ -137,28 +149,32 @@ class CyclePool:
         self._threads.append(thread)
         thread.start()
 
+    def _requests_out(self) -> list[float]:
+        """Since when each cycle in flight has had its request out (those waiting on one)."""
+        out = self.lock.out
+        return [t for thread in list(self._thread_of.values()) if (t := out.get(thread)) is not None]
+
     def stuck(self) -> int:
-        """Cycles in flight longer than STUCK_AFTER: waiting on a request, not on the CPU."""
+        """Cycles whose request has been out for STUCK_AFTER or longer."""
         now = time.monotonic()
-        return sum(1 for t in self._since.values() if now - t >= STUCK_AFTER)
+        return sum(1 for t in self._requests_out() if now - t >= STUCK_AFTER)
 
     def free(self) -> int:
         """Cycles that may start now: `size`, plus one for each stuck cycle, up to `cap`."""
         return min(self.size + self.stuck(), self.cap) - len(self.busy)
 
     def unstuck_at(self) -> float | None:
-        """When (monotonic) a cycle in flight next counts as stuck, freeing a place (None: never
-        sooner than one ends)."""
-        if self.size + len(self.busy) > self.cap:
+        """When (monotonic) a request out now makes its cycle stuck, freeing a place (None: not
+        sooner than a cycle ends, or at the cap)."""
+        if self.size + self.stuck() >= self.cap:
             return None
         now = time.monotonic()
-        return min((t + STUCK_AFTER for t in self._since.values() if now - t < STUCK_AFTER), default=None)
+        return min((t + STUCK_AFTER for t in self._requests_out() if now - t < STUCK_AFTER), default=None)
 
     def submit(self, key: Any, cycle: Callable[[], Any], slow: bool = False) -> None:
         """Run `cycle` on a free thread (the caller holds the lock and checked `free`); past
         `size`, on a thread started for it (the others wait on their requests)."""
         self.busy.add(key)
-        self._since[key] = time.monotonic()
         if slow:
             self.slow.add(key)
         if len(self.busy) > len(self._threads) and len(self._threads) < self.cap:
@@ -173,6 +189,7 @@ class CyclePool:
             key, cycle = item
             try:
                 with self.lock:
+                    self._thread_of[key] = threading.get_ident()
                     try:
                         cycle()
                     except Exception as exc:  # a cycle contains its own failures; this is the thread's last line of defence
@@ -180,7 +197,7 @@ class CyclePool:
                     finally:
                         self.busy.discard(key)
                         self.slow.discard(key)
-                        self._since.pop(key, None)
+                        self._thread_of.pop(key, None)
                         self.ended += 1
             finally:
                 with self._idle:

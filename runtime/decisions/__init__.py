@@ -73,12 +73,17 @@ def _finish(led: Ledger, fd: FinishDecision, now: float) -> tuple[Ledger, tuple[
     return led.evolve(outcome=fd.outcome, reason=fd.reason, message=fd.message, finished_at=now), ((kind, fd.reason or fd.outcome, text),)
 
 
+NEVER_STARTED = "ContainerStatusUnknown"  # a container's state when its pod ended before it started (status_manager.go TerminatePod)
+
+
 def _seen_started(led: Ledger, pods: Mapping[str, PodState]) -> Ledger:
-    """The ledger with `started` once a released pod shows that it ran: running or ended (not
-    refused by its kubelet); the job is never Pending again."""
+    """The ledger with `started` once a released pod shows that a program of it ran: running,
+    succeeded, or failed with an exit code of its own (not refused by its kubelet, nor stopped
+    before any container started: ContainerStatusUnknown); the job is never Pending again."""
     if led.started:
         return led
-    ran = any(p.phase in ("Running", "Succeeded") or (p.phase == "Failed" and p.rejected is None) for n in led.released if (p := pods.get(n)) is not None)
+    ran = any(p.phase in ("Running", "Succeeded") or (p.phase == "Failed" and p.rejected is None and p.exit_code is not None and p.reason != NEVER_STARTED)
+              for n in led.released if (p := pods.get(n)) is not None)
     return led.evolve(started=True) if ran else led
 
 

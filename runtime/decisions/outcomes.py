@@ -139,7 +139,7 @@ def _coupled(pod: PodState, began: tuple[float | None, float | None], slack: flo
     if latest is None:
         return True
     ended_after = pod.finished_at is None or earliest is None or pod.finished_at >= earliest - slack
-    return pod.started_at is not None and pod.started_at <= latest and ended_after
+    return pod.started_at is not None and pod.started_at <= latest + slack and ended_after  # (startedAt is its node's clock too)
 
 
 Began = tuple[float | None, float | None]  # when a trouble began: at the earliest, at the latest (None: unknown)

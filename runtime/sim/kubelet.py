@@ -157,9 +157,15 @@ def _signal(c: _Container, now: float, kill_at: float) -> None:
         c.exits(kill_at, SIGKILL_EXIT)
 
 
-def _stop_sidecars(spec: Obj, run: _Pod, now: float) -> None:
-    """Once every regular container has ended, SIGTERM to the sidecars, SIGKILL after the grace."""
-    if not run.containers or not all(c.ended(now) for c in run.containers):
+def _init_failed(run: _Pod, inits: list[Obj], now: float) -> bool:
+    """The last init container started (not a sidecar) ended non-zero: the pod fails."""
+    return bool(run.inits) and not _is_sidecar(inits[len(run.inits) - 1]) and run.inits[-1].ended(now) and run.inits[-1].code != 0
+
+
+def _stop_sidecars(spec: Obj, run: _Pod, now: float, init_failed: bool = False) -> None:
+    """Once every regular container has ended (or an init container failed), SIGTERM to the
+    sidecars, SIGKILL after the grace."""
+    if not init_failed and (not run.containers or not all(c.ended(now) for c in run.containers)):
         return
     grace = spec.get("terminationGracePeriodSeconds")
     kill_at = now + (float(grace) if isinstance(grace, int) and not isinstance(grace, bool) else 30.0)
@@ -350,7 +356,7 @@ class FakeKubelet:
                     break
         if run.stage == "run" and not run.containers and run.term_at is None:
             run.containers = [self._start(pod, c, now, regular=True) for c in regular]
-        _stop_sidecars(spec, run, now)
+        _stop_sidecars(spec, run, now, init_failed=_init_failed(run, inits, now))
         if self._finished(run, inits, now):
             run.stage, run.done_at = "done", now
 
@@ -364,8 +370,8 @@ class FakeKubelet:
 
     @staticmethod
     def _finished(run: _Pod, inits: list[Obj], now: float) -> bool:
-        if run.inits and not _is_sidecar(inits[len(run.inits) - 1]) and run.inits[-1].ended(now) and run.inits[-1].code != 0:
-            return True  # an init container failed (its sidecars are stopped with the pod: _terminate)
+        if _init_failed(run, inits, now):
+            return all(c.ended(now) for c in run.inits)  # an init container failed: once the sidecars before it have stopped
         if run.term_at is not None and not run.containers:
             return all(c.ended(now) for c in run.inits)  # stopped before the regular containers started
         return bool(run.containers) and all(c.ended(now) for c in [*run.containers, *run.inits])

@@ -847,3 +847,37 @@ def test_lifecycle_a_pod_with_a_native_sidecar_runs_and_ends_by_its_regular_cont
     assert "running" in side["state"] and side["started"] is True
     st = s.run_until(lambda st: st["phase"] in ("Succeeded", "Failed"), limit=120)
     assert (st["phase"], st["backoffCount"]) == ("Succeeded", 0)  # the sidecar, stopped by SIGTERM (143), decides nothing
+
+
+INIT_AFTER_SIDECAR = pytorch(master="sleep 30; exit 0", worker="sleep 30; exit 0").replace(
+    "          containers:",
+    "          initContainers:\n"
+    "            - name: log-shipper\n"
+    "              image: busybox:1.36\n"
+    "              restartPolicy: Always\n"
+    "              command: [sh, -c, 'sleep inf']\n"
+    "            - name: fetch\n"
+    "              image: busybox:1.36\n"
+    "              command: [sh, -c, 'sleep 2; exit 3']\n"
+    "          containers:", 1)
+
+
+def test_lifecycle_a_failed_init_container_after_a_sidecar_is_not_terminal_while_the_sidecar_runs() -> None:
+    """kubelet status_manager mergePodStatus (and the sim's own doc): the terminal phase is
+    written only once every container has stopped; the sidecar is stopped first (review of round 13)."""
+    s = Scenario(INIT_AFTER_SIDECAR)
+    seen: list[tuple[str, Any]] = []
+
+    def failed(st: dict[str, Any]) -> bool:
+        pod = s.pods().get("sim-master-0")
+        status = (pod or {}).get("status") or {}
+        if status.get("phase") == "Failed":
+            side = next(c for c in status["initContainerStatuses"] if c["name"] == "log-shipper")
+            seen.append((status["phase"], side["state"]))
+            return True
+        return s.clock.now > 1_000_100
+
+    s.run_until(failed, limit=120)
+    assert seen, "the pod never failed"
+    phase, state = seen[0]
+    assert "running" not in state, f"pod {phase} while its sidecar is still {state}"

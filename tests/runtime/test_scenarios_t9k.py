@@ -15,6 +15,7 @@ from flatjob.runtime.sim.apiserver import kinds
 from flatjob.runtime.sim.kubelet import until_deleted
 
 from .harness import NAMESPACE, REAL, Scenario
+from .test_scenarios import pytorch
 
 pytestmark = pytest.mark.usefixtures("runtime_mode")  # each test in both runtime modes
 
@@ -286,3 +287,24 @@ def test_a_restarting_single_replica_job_is_not_pending() -> None:
     seen = _phases(s, 300)
     assert seen[-1] == "Succeeded", seen
     assert "Pending" not in seen[seen.index("Running"):], seen
+
+
+@pytest.mark.skipif(REAL, reason="drives the simulated kubelet")
+def test_a_job_none_of_whose_pods_ever_ran_is_still_pending() -> None:
+    """docs/t9k-compatibility.md: "Pending only until a pod of the job has run" (T9k: "just
+    created, waiting for the replicas to start").  Every pod waits on an image pull (training
+    images take minutes); the node shuts down or evicts the pulling master (kubelet: Failed,
+    Evicted, its container ContainerStatusUnknown, no program ever ran).  Its replacement waits on
+    the same image: no pod of the job has run, yet `_seen_started` ("Failed and not rejected")
+    makes the job Running for good."""
+    image = "registry.example/typo:1"
+    s = Scenario(pytorch(master="sleep 600; exit 0", worker="sleep 600; exit 0").replace("image: busybox:1.36", f"image: {image}"))
+    s.kubelet.unpullable.add(image)
+    st = s.run_until(lambda st: any(c.get("reason") == "ImagePullBackOff" for c in st.get("conditions", [])), limit=60)
+    assert st["phase"] == "Pending"
+    old = s.pods()["sim-master-0"]["metadata"]["uid"]
+    s.kubelet.evict("sim-master-0")  # or s.kubelet.shutdown(node): the same for every pod on it
+    st = s.run_until(lambda st: (p := s.pods().get("sim-master-0")) is not None and p["metadata"]["uid"] != old
+                     and p["status"].get("containerStatuses") is not None, limit=200)
+    assert all("running" not in (c.get("state") or {}) for p in s.pods().values() for c in p["status"].get("containerStatuses", []))
+    assert (st["phase"], st["runtime"].get("started")) == ("Pending", None), "no pod of the job ever ran"

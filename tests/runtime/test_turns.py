@@ -24,7 +24,7 @@ from flatjob.runtime.cli import run_loop
 from flatjob.runtime.informer import Informer
 from flatjob.runtime.lease import RENEW_EVERY, micro_time
 from flatjob.runtime.server import Health
-from flatjob.runtime.turns import TurnLock, Unlocked
+from flatjob.runtime.turns import CyclePool, TurnLock, Unlocked
 
 from .harness import NAMESPACE, REAL
 from .test_namespace import JOB, namespace_scenario, statuses
@@ -680,3 +680,70 @@ def test_turns_jobs_seen_slow_are_still_slow_when_their_next_write_hangs() -> No
     assert c.pool is not None and c.pool.wait(hang * 3)
     waited = written.get("good", float("inf")) - t0
     assert waited < 1.0, f"second time: the good job's status waited {waited:.2f} s; slow flags after the first hang: {slow_after_first}"
+
+
+# --- found by review (notes/review-runtime-round13.md): what counts as stuck ---
+
+def _pool(size: int) -> tuple[TurnLock, CyclePool]:
+    lock = TurnLock()
+    return lock, CyclePool(size, lock, lambda: None, lambda exc: None)
+
+
+def test_turns_a_cycle_waiting_for_the_turn_not_on_a_request_is_not_stuck() -> None:
+    """turns.STUCK_AFTER: only a cycle whose request has been out 0.5 s is stuck, and the pool
+    grows a thread for the next job (review of round 13: any cycle in flight 0.5 s was).  Here every request is answered
+    in 5 ms; the cycles only take turns of their own work (0.1 s each, holding the TurnLock as a
+    cycle's own work does).  None waits on a request, so the pool must stay at --concurrency (4):
+    more threads only queue on the same lock (and hold more cycles' memory at once)."""
+    lock, pool = _pool(4)
+
+    def cycle() -> None:
+        for _ in range(3):
+            time.sleep(0.1)  # its own work, holding the turn
+            lock.count_request()
+            with lock.released():
+                time.sleep(0.005)  # a request answered in 5 ms
+
+    queued = [f"job-{i}" for i in range(40)]
+    most = 0
+    try:
+        end = time.monotonic() + 5.0
+        while time.monotonic() < end and (queued or pool.busy):
+            with lock:  # the loop's _dispatch
+                while queued and pool.free() > 0:
+                    pool.submit(queued.pop(0), cycle)
+                most = max(most, len(pool.busy))
+            time.sleep(0.02)
+    finally:
+        pool.close(join=5.0)
+    assert (most, len(pool._threads)) == (4, 4), f"no request waited over 5 ms, yet {most} cycles were in flight on {len(pool._threads)} threads"
+
+
+def test_turns_unstuck_at_names_the_moment_a_place_opens_near_the_cap() -> None:
+    """_set_wake relies on unstuck_at for the moment a queued job may start: with 29 cycles in
+    flight (25 stuck, 4 young) at --concurrency 4, free() is 0 now and 3 once the young ones count
+    as stuck, so unstuck_at must name that moment, not None (the loop then sleeps until some
+    other timer)."""
+    from flatjob.runtime.turns import STUCK_AFTER
+
+    lock, pool = _pool(4)
+    try:
+        now = time.monotonic()
+        with lock:
+            for i in range(29):  # a cycle of each in flight on a thread (ids made up), its request out
+                key = f"job-{i}"
+                pool.busy.add(key)
+                pool._thread_of[key] = -1 - i
+                lock.out[-1 - i] = now - 10 if i < 25 else now
+            assert pool.free() == 0
+            when = pool.unstuck_at()
+            for thread in list(lock.out):
+                lock.out[thread] -= STUCK_AFTER  # what the clock does meanwhile
+            later = pool.free()
+            pool.busy.clear()
+            pool._thread_of.clear()
+            lock.out.clear()
+    finally:
+        pool.close(join=1.0)
+    assert later > 0
+    assert when is not None, f"a place opens STUCK_AFTER from now (free() {later}), but unstuck_at() is None"
