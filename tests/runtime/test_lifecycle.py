@@ -821,14 +821,16 @@ def test_lifecycle_a_final_failure_is_not_excused_by_a_drain_that_began_after_it
 
 # --- native sidecars: they run beside the regular containers and never decide the phase -------------
 
-SIDECAR = pytorch(master="sleep 30; exit 0", worker="sleep 30; exit 0").replace(
-    "          containers:",
-    "          initContainers:\n"
-    "            - name: log-shipper\n"
-    "              image: busybox:1.36\n"
-    "              restartPolicy: Always\n"
-    "              command: [sh, -c, 'sleep inf']\n"
-    "          containers:", 1)
+SHIPPER = ("            - name: log-shipper\n              image: busybox:1.36\n              restartPolicy: Always\n"
+           "              command: [sh, -c, 'sleep inf']\n")
+
+
+def _with_inits(inits: str) -> str:
+    """The 30 s job with these init containers in the first replica type's pods."""
+    return pytorch(master="sleep 30; exit 0", worker="sleep 30; exit 0").replace("          containers:", "          initContainers:\n" + inits + "          containers:", 1)
+
+
+SIDECAR = _with_inits(SHIPPER)
 
 
 def test_lifecycle_a_pod_with_a_native_sidecar_runs_and_ends_by_its_regular_containers() -> None:
@@ -849,17 +851,7 @@ def test_lifecycle_a_pod_with_a_native_sidecar_runs_and_ends_by_its_regular_cont
     assert (st["phase"], st["backoffCount"]) == ("Succeeded", 0)  # the sidecar, stopped by SIGTERM (143), decides nothing
 
 
-INIT_AFTER_SIDECAR = pytorch(master="sleep 30; exit 0", worker="sleep 30; exit 0").replace(
-    "          containers:",
-    "          initContainers:\n"
-    "            - name: log-shipper\n"
-    "              image: busybox:1.36\n"
-    "              restartPolicy: Always\n"
-    "              command: [sh, -c, 'sleep inf']\n"
-    "            - name: fetch\n"
-    "              image: busybox:1.36\n"
-    "              command: [sh, -c, 'sleep 2; exit 3']\n"
-    "          containers:", 1)
+INIT_AFTER_SIDECAR = _with_inits(SHIPPER + "            - name: fetch\n              image: busybox:1.36\n              command: [sh, -c, 'sleep 2; exit 3']\n")
 
 
 def test_lifecycle_a_failed_init_container_after_a_sidecar_is_not_terminal_while_the_sidecar_runs() -> None:

@@ -576,50 +576,64 @@ def test_turns_a_shutdown_waits_for_a_hung_cycle_once_and_keeps_the_lease_while_
 
 # --- found by review (notes/review-24-22-round12.md), fixed since: as many hung jobs as threads ---
 
-@pytest.mark.slow  # requests hung for real seconds (chaos): run by .ci/run
-def test_turns_four_jobs_whose_status_writes_hang_do_not_hold_a_fifth_jobs_status() -> None:
-    """docs/runtime.md: "a job whose requests hang behind a slow admission webhook never keeps the
-    other jobs' status waiting"; `flatjob runtime --help`: "a job whose requests hang holds one
-    [thread], never the others". With as many such jobs as threads (4), every thread hung and a
-    healthy job's status waited a whole hang (review of round 12; bench --hung 4: 19.5 s): a cycle
-    stuck on a request no longer counts against the pool's size, which grows a thread."""
-    hang = 3.0
-    hung = ("h0", "h1", "h2", "h3")
-    s = namespace_scenario("---".join(JOB.format(name=n, script="sleep 3000; exit 0") for n in (*hung, "good")), threads=True)
+HUNG = ("h0", "h1", "h2", "h3")
+
+
+def _four_hung(hang: float) -> tuple[Any, Any, dict[str, float], set[str]]:
+    """Four jobs whose status writes a webhook holds `hang` s, and a good one, all running; the
+    loop as in its pod.  Returns the scenario, its controller, when each job's status was first
+    written (since the last clear) and which hung writes went out."""
+    s = namespace_scenario("---".join(JOB.format(name=n, script="sleep 3000; exit 0") for n in (*HUNG, "good")), threads=True)
     for _ in range(60):
         s.tick()
-        if all(statuses(s).get(n, {}).get("aggregate", {}).get("running") == 2 for n in (*hung, "good")):
+        if all(statuses(s).get(n, {}).get("aggregate", {}).get("running") == 2 for n in (*HUNG, "good")):
             break
     written: dict[str, float] = {}
     out: set[str] = set()
 
     def webhook(verb: str, resource: str, namespace: Any, name: Any, agent: str = "") -> None:
         if "(runtime-" in agent and resource == "genericjobs.flatjob.dev/status":
-            if name in hung:
+            if name in HUNG:
                 out.add(name)
                 time.sleep(hang)
             written.setdefault(name, time.monotonic())
 
     s.server.on_request = webhook
-    c = s.controller
-    c.turn_wait = 0.0  # as in its pod
-    for n in hung:
-        s.kubelet.kill(f"{n}-worker-1", 0)  # the hung jobs have news for their status: their writes go out and hang
-    s.sync()
-    end = time.monotonic() + 5
-    while len(out) < len(hung) and time.monotonic() < end:
+    s.controller.turn_wait = 0.0  # as in its pod
+    return s, s.controller, written, out
+
+
+def _steps_until(c: Any, done: Any, seconds: float) -> None:
+    end = time.monotonic() + seconds
+    while not done() and time.monotonic() < end:
         c.step()
         time.sleep(0.02)
-    assert len(out) == len(hung), out
-    s.kubelet.kill("good-worker-1", 0)  # then the good job's pod finishes
+
+
+def _good_waits(s: Any, c: Any, written: dict[str, float], hang: float) -> float:
+    """Seconds from the good job's pod finishing to its status write, while the hung writes are out."""
+    s.kubelet.kill("good-worker-1", 0)
     s.sync()
     t0 = time.monotonic()
-    end = t0 + 2 * hang
-    while "good" not in written and time.monotonic() < end:
-        c.step()
-        time.sleep(0.02)
-    assert c.pool is not None and c.pool.wait(hang + 5)
-    waited = written.get("good", float("inf")) - t0
+    _steps_until(c, lambda: "good" in written, 2 * hang)
+    assert c.pool is not None and c.pool.wait(hang * 3)
+    return written.get("good", float("inf")) - t0
+
+
+@pytest.mark.slow  # requests hung for real seconds (chaos): run by .ci/run
+def test_turns_four_jobs_whose_status_writes_hang_do_not_hold_a_fifth_jobs_status() -> None:
+    """docs/runtime.md: "a job whose requests hang behind a slow admission webhook never keeps the
+    other jobs' status waiting". With as many such jobs as threads (4), every thread hung and a
+    healthy job's status waited a whole hang (review of round 12; bench --hung 4: 19.5 s): a cycle
+    stuck on a request no longer counts against the pool's size, which grows a thread."""
+    hang = 3.0
+    s, c, written, out = _four_hung(hang)
+    for n in HUNG:
+        s.kubelet.kill(f"{n}-worker-1", 0)  # the hung jobs have news for their status: their writes go out and hang
+    s.sync()
+    _steps_until(c, lambda: len(out) == len(HUNG), 5)
+    assert len(out) == len(HUNG), out
+    waited = _good_waits(s, c, written, hang)
     assert waited < 1.0, f"the good job's status waited {waited:.2f} s behind four hung jobs"
 
 
@@ -629,56 +643,24 @@ def test_turns_jobs_seen_slow_are_still_slow_when_their_next_write_hangs() -> No
     status write (its own write's watch event, no request) cleared it at once, so the next hang
     of the same four jobs held every thread again (review of round 12; bench --hung 8: 39.5 s)."""
     hang = 3.0
-    hung = ("h0", "h1", "h2", "h3")
-    s = namespace_scenario("---".join(JOB.format(name=n, script="sleep 3000; exit 0") for n in (*hung, "good")), threads=True)
-    for _ in range(60):
-        s.tick()
-        if all(statuses(s).get(n, {}).get("aggregate", {}).get("running") == 2 for n in (*hung, "good")):
-            break
-    written: dict[str, float] = {}
-    out: set[str] = set()
-
-    def webhook(verb: str, resource: str, namespace: Any, name: Any, agent: str = "") -> None:
-        if "(runtime-" in agent and resource == "genericjobs.flatjob.dev/status":
-            if name in hung:
-                out.add(name)
-                time.sleep(hang)
-            written[name] = time.monotonic()
-
-    s.server.on_request = webhook
-    c = s.controller
-    c.turn_wait = 0.0
-    for n in hung:
+    s, c, written, out = _four_hung(hang)
+    for n in HUNG:
         s.kubelet.kill(f"{n}-worker-1", 0)
     s.sync()
-    end = time.monotonic() + 10
-    while len(written) < 4 and time.monotonic() < end:
-        c.step()
-        time.sleep(0.02)
+    _steps_until(c, lambda: len(written) >= 4, 10)
     assert c.pool is not None and c.pool.wait(hang + 5)
     for _ in range(3):
         c.step()
         time.sleep(0.05)
-    assert c.pool is not None and c.pool.wait(hang + 5)
+    assert c.pool.wait(hang + 5)
     slow_after_first = {k[1]: w.slow for k, w in c.workers.items()}
     out.clear()
     written.clear()
-    for n in hung:
+    for n in HUNG:
         s.kubelet.kill(f"{n}-worker-0", 0)
     s.sync()
-    end = time.monotonic() + 5
-    while len(out) < 3 and time.monotonic() < end:
-        c.step()
-        time.sleep(0.02)
-    s.kubelet.kill("good-worker-1", 0)
-    s.sync()
-    t0 = time.monotonic()
-    end = t0 + 2 * hang
-    while "good" not in written and time.monotonic() < end:
-        c.step()
-        time.sleep(0.02)
-    assert c.pool is not None and c.pool.wait(hang * 3)
-    waited = written.get("good", float("inf")) - t0
+    _steps_until(c, lambda: len(out) >= 3, 5)
+    waited = _good_waits(s, c, written, hang)
     assert waited < 1.0, f"second time: the good job's status waited {waited:.2f} s; slow flags after the first hang: {slow_after_first}"
 
 
