@@ -26,7 +26,9 @@ which run-local's kubelet shares.  What the kubelet does, with the source it fol
   run); a container that ends stays terminated (restartPolicy Never); when all have ended the
   phase is Succeeded if each exited 0, else Failed;
 - deletion (deletionTimestamp): SIGTERM to every running container, which exits with its
-  program's code, or SIGKILL (137) when the grace period ends (kuberuntime_container.go
+  program's code, or SIGKILL (137) when the grace period (deletionGracePeriodSeconds, counted
+  from when the kubelet starts stopping the pod: a node back after taint eviction gives it the
+  whole grace, pod_workers.go calculateEffectiveGracePeriod) ends (kuberuntime_container.go
   killContainer); then the terminal phase is written, Succeeded only when every regular
   container exited 0 (kubelet.go SyncTerminatingPod, getPhase with podIsTerminal: since
   1.27, #115331), and only then, in a later step, the pod is removed with grace 0 and its UID
@@ -302,8 +304,9 @@ class FakeKubelet:
             if meta.get("deletionTimestamp") and run.done_at is not None and now > run.done_at:
                 return self._remove(name, uid)
             return False
-        if meta.get("deletionTimestamp") and run.term_at is None:
-            self._terminate(run, now, parse_time(meta["deletionTimestamp"]))
+        if meta.get("deletionTimestamp") and run.term_at is None:  # the grace counts from when this kubelet starts stopping it
+            grace = meta.get("deletionGracePeriodSeconds")  # (pod_workers.go calculateEffectiveGracePeriod): a node back late gives it whole
+            self._terminate(run, now, now + grace if isinstance(grace, int) and not isinstance(grace, bool) else parse_time(meta["deletionTimestamp"]))
         deadline = spec.get("activeDeadlineSeconds")
         if isinstance(deadline, int) and run.term_at is None and now >= run.admitted + deadline:
             run.reason, run.message = "DeadlineExceeded", DEADLINE_MESSAGE

@@ -644,7 +644,14 @@ def test_lifecycle_a_node_that_comes_back_finishes_what_was_asked_meanwhile() ->
     old = uid(s, "sim-worker-1")
     s.kubelet.lose_node("fake-node-2")
     s.run_until(lambda st: "kubectl delete node" in condition(st, "Ready")["message"], limit=500)
+    s.kubelet.runs[old].containers[0].program = Program(on_term=0, term_seconds=10)  # its program checkpoints for 10 s on SIGTERM
+    for _ in range(60):  # back after its deletion's grace (30 s) ran out
+        s.tick()
     s.kubelet.restore_node("fake-node-2")  # its kubelet sees the deletion: SIGTERM, status, removal
+    back = s.clock.now
+    s.run_until(lambda st: s.pods()["sim-worker-1"]["status"].get("phase") in ("Succeeded", "Failed"), limit=60)
+    ended = s.pods()["sim-worker-1"]  # the grace counts from its kubelet's return (pod_workers.go), not from the deletion: its own exit
+    assert (ended["metadata"]["uid"], ended["status"]["containerStatuses"][0]["state"]["terminated"]["exitCode"]) == (old, 0) and s.clock.now - back >= 10
     st = s.run_until(replaced(s, "sim-worker-1", old), limit=120)
     assert st["backoffCount"] == 0
 
