@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -129,3 +130,60 @@ def test_podgroup_min_member_matches_the_first_release(job: dict[str, Any]) -> N
         rtype = view.pod(name).type  # type: ignore[union-attr]
         by_role[rtype] = by_role.get(rtype, 0) + 1
     assert {r["name"]: r["minMember"] for r in group["roles"]} == by_role
+
+
+# --- debug mode: a startup probe only where its command serves ssh ---
+
+COLOSSAL_DEBUG = """
+apiVersion: batch.tensorstack.dev/v1beta1
+kind: ColossalAIJob
+metadata:
+  name: cai
+spec:
+  torchConfig: {procPerWorker: 1, script: [train.py]}
+  runMode:
+    debug:
+      enabled: true
+  replicaSpecs:
+    - type: worker
+      replicas: 2
+      template:
+        spec:
+          containers:
+            - {name: worker, image: "hpcaitech/colossalai:0.3.0"}
+"""
+
+DEEPSPEED_DEBUG = """
+apiVersion: batch.tensorstack.dev/v1beta1
+kind: DeepSpeedJob
+metadata:
+  name: ds
+spec:
+  config: {slotsPerWorker: 1, run: {python: [train.py]}}
+  runMode:
+    debug:
+      enabled: true
+      replicaSpecs:
+        - {type: worker, command: [sleep, inf]}
+  worker:
+    replicas: 2
+    template:
+      spec:
+        containers:
+          - {name: worker, image: "deepspeed:latest"}
+"""
+
+
+@pytest.mark.parametrize("text", [COLOSSAL_DEBUG, DEEPSPEED_DEBUG], ids=["colossalai-default", "deepspeed-user-command"])
+def test_a_debug_pod_that_runs_no_sshd_has_no_ssh_startup_probe(text: str) -> None:
+    """T9k's debug mode keeps the environment up, running `sleep inf` (ColossalAI's default, UC
+    colossalaijob.md 调试模式) or the user's command. A TCP startup probe on 22 that nothing
+    answers fails after 300 x 2 s: the kubelet kills the container and, restartPolicy Never, the
+    pod fails: the debug session died after 10 minutes (review of round 14). DeepSpeed's default
+    debug command, flatjob's sshd script, keeps it (golden debug-deepspeed-default-sshd)."""
+    objs = _manifests(yaml.safe_load(text))
+    assert [o for o in objs if o["kind"] == "PodTemplate"]
+    for t in (o for o in objs if o["kind"] == "PodTemplate"):
+        for c in t["template"]["spec"]["containers"]:
+            if c.get("command") == ["sleep", "inf"]:
+                assert "startupProbe" not in c, (t["metadata"]["name"], c["startupProbe"])

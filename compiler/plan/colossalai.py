@@ -142,6 +142,7 @@ def plan_colossalai(job: ColossalAIJob, options: CompileOptions) -> JobPlan:
         else:
             patch = ssh.sshd_patch(mounts)
         patch, drop, skip = mode_patch(job.spec.run_mode, pod.type, ("sleep", "inf"), patch)
+        patch = ssh.probed_while_serving(patch)
         wave = 1 if launcher and mode != "debug" else 0
         planned.append(replace(pod, patch=patch, volumes=ssh.volumes(job, cm), drop_init_containers=drop, skip_init_on_resume=skip, role=pod.type, wave=wave))
     return ssh.job_plan(job, options, planned, files, mode)

@@ -116,6 +116,7 @@ def plan_deepspeed(job: DeepSpeedJob, options: CompileOptions) -> JobPlan:
         launcher = pod.index == 0
         patch = ssh.sshd_patch(mounts, LAUNCH_SCRIPT if launcher else SSHD_SCRIPT)
         patch, drop, skip = mode_patch(job.spec.run_mode, pod.type, DEBUG_COMMAND, patch)
+        patch = ssh.probed_while_serving(patch)
         role, wave = ("launcher", 1) if launcher and mode != "debug" else ("launcher" if launcher else "worker", 0)
         planned.append(replace(pod, patch=patch, volumes=ssh.volumes(job, cm), drop_init_containers=drop, skip_init_on_resume=skip, role=role, wave=wave))
     return ssh.job_plan(job, options, planned, files, mode)

@@ -116,6 +116,18 @@ def sshd_patch(mounts: tuple[dict[str, Any], ...], script: str = SSHD_SCRIPT) ->
     return ContainerPatch(command=script_command(script), args=[], volume_mounts=mounts, ports=(ssh_port(),), startup_probe=startup_probe())
 
 
+def probed_while_serving(patch: Any) -> Any:
+    """The patch without sshd's startup probe when its command (a debug command, say) serves no
+    ssh: nothing would answer port 22, and the kubelet would kill the container after 10
+    minutes (review of round 14: a debug session of `sleep inf` died so)."""
+    from dataclasses import replace
+
+    serving = (script_command(SSHD_SCRIPT), script_command(LAUNCH_SCRIPT))
+    if patch.startup_probe is None or list(patch.command or ()) in [list(c) for c in serving]:
+        return patch
+    return replace(patch, startup_probe=None)
+
+
 def job_plan(job: Any, options: Any, pods: list[Any], files: dict[str, str], mode: str) -> Any:
     """The JobPlan of an SSH-launched job: the ssh Service port and the key pair Secret."""
     from . import JobPlan, ServicePlan

@@ -30,6 +30,10 @@ from ..model import JobView, Ledger, PodState
 
 MSG_INITIALIZED = "The job has been initialized successfully."
 MSG_RUNNING = "All pods are running normally."
+# ReplicaFailure of a job that succeeded with no replica failure, as each kind's T9k page shows
+# it: the launcher kinds (UC colossalaijob.md, and mpijob.md for DeepSpeedJob's family) `Finished`,
+# the others (UC pytorchtrainingjob.md, tensorflowtrainingjob.md) '-' and the Running message.
+SUCCEEDED_REPLICAS = {"ColossalAIJob": ("Finished", "The job has finished successfully"), "DeepSpeedJob": ("Finished", "The job has finished successfully")}
 MSG_NO_FAILURE = "No replica has failed."  # ReplicaFailure=False while a pod is in trouble: never "running normally"
 MSG_PAUSED = "All replicas are deleted or being deleted."
 REASON_REPLICA_FAILURE = "ErrorInPod"  # T9k's reason (ucman genericjob.md)
@@ -199,7 +203,9 @@ def _conditions(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, wait
     out = [
         ("Initialized", "True", "-", MSG_INITIALIZED) if ledger.start_time is not None or ledger.resuming else ("Initialized", "False", "Initializing", wait or "Waiting for the job's pods."),
         ("Running", "False", reason, message) if done else ("Running", "True", "-", restart or _running_note(job, pods, ledger)) if ph == "Running" and not found else ("Running", "Unknown" if ph == "Unknown" else "True" if ph == "Running" else "False", busy, restart or wait or ph),
-        ("ReplicaFailure", "True", REASON_REPLICA_FAILURE, ledger.replica_failed) if ledger.replica_failed else ("ReplicaFailure", "False", "-", MSG_RUNNING if steady else MSG_NO_FAILURE),
+        ("ReplicaFailure", "True", REASON_REPLICA_FAILURE, ledger.replica_failed) if ledger.replica_failed
+        else ("ReplicaFailure", "False", *SUCCEEDED_REPLICAS.get(job.kind, ("-", MSG_RUNNING))) if ledger.outcome == "Succeeded"
+        else ("ReplicaFailure", "False", "-", MSG_RUNNING if steady else MSG_NO_FAILURE),
         ("Completed", "True", "Succeeded", message) if ledger.outcome == "Succeeded" else ("Completed", "False", reason if failed else "-", message if failed else "The job has not finished."),
         ("Failed", "True", reason, message) if failed else ("Failed", "False", ledger.outcome or "-", message if done else "The job has not failed."),
         ("Paused", "True", "Paused", MSG_PAUSED) if ledger.paused else ("Paused", "False", "-", "The job is not paused."),

@@ -160,6 +160,20 @@ def test_condition_reasons_and_messages(state: str, ctype: str, reason: str, mes
     assert reason_message(state, ctype) == (reason, message)
 
 
+@pytest.mark.parametrize(("kind", "reason", "message"), [
+    ("PyTorchTrainingJob", "-", "All pods are running normally."),  # UC pytorchtrainingjob.md (and tensorflow, xgboost)
+    ("GenericJob", "-", "All pods are running normally."),
+    ("ColossalAIJob", "Finished", "The job has finished successfully"),  # UC colossalaijob.md (and mpijob.md)
+    ("DeepSpeedJob", "Finished", "The job has finished successfully"),  # a launcher kind, as MPIJob (T9k shows none of its own)
+])
+def test_replica_failure_of_a_job_that_succeeded_is_each_kinds_t9k_shape(kind: str, reason: str, message: str) -> None:
+    """T9k's pages disagree by kind (review of round 14); each kind gets its own page's shape."""
+    job = job_view(kind)
+    pods, led, wait, _ = STATES["succeeded"]
+    got = conditions(build_status(job, pods, led, None, NOW, wait))["ReplicaFailure"]
+    assert (got["status"], got["reason"], got["message"]) == ("False", reason, message)
+
+
 def test_t9k_messages() -> None:
     assert MSG_INITIALIZED == "The job has been initialized successfully."
     assert MSG_RUNNING == "All pods are running normally."
