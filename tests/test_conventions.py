@@ -166,9 +166,11 @@ def test_deepspeed_hostfile_paths_and_command() -> None:
     sshd = next(ln for ln in data["sshd.sh"].splitlines() if ln.startswith("exec "))
     assert shlex.split(sshd) == [
         "exec", "/usr/sbin/sshd", "-D", "-e", "-p", "22", "-f", "$FLATJOB_SSHD_CONFIG", "-o", "StrictModes=no",
-        "-o", "AuthorizedKeysFile=$FLATJOB_SSH_DIR/authorized_keys", "-o", "ForceCommand=/bin/sh $FLATJOB_DIR/session.sh $FLATJOB_POD_ENV",
+        "-o", "AuthorizedKeysFile=$FLATJOB_SSH_DIR/authorized_keys", "-o", "ForceCommand=/bin/sh $(flatjob_q $FLATJOB_DIR/session.sh) $(flatjob_q $FLATJOB_POD_ENV)",  # quoted for sshd's shell
     ]
     assert "FLATJOB_SSH_DIR=${FLATJOB_SSH_DIR:-/root/.ssh}" in data["sshd.sh"]
+    env = {e["name"]: e.get("value") for e in container(m[("Pod", "ds-worker-1")])["env"]}
+    assert (env["FLATJOB_DIR"], env["FLATJOB_POD_ENV"], env["FLATJOB_SSH_DIR"]) == ("/flatjob", "/run/flatjob-pod-env", "/root/.ssh")  # env entries: they win over envFrom
     w0 = m[("Pod", "ds-worker-0")]
     mounts = {v["mountPath"]: v for v in container(w0)["volumeMounts"]}
     assert mounts["/t9k/hostfile"]["subPath"] == "hostfile" and "/root/.ssh" in mounts and "/flatjob" in mounts

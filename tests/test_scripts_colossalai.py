@@ -246,7 +246,7 @@ def test_sshd_script_generates_host_keys_then_execs_sshd(
         ("sshd", [
             "-D", "-e", "-p", "22", "-f", str(s.sshd_config), "-o", "StrictModes=no",
             "-o", f"AuthorizedKeysFile={s.ssh_dir}/authorized_keys",
-            "-o", f"ForceCommand=/bin/sh {s.dir}/session.sh {s.pod_env}",
+            "-o", f"ForceCommand=/bin/sh '{s.dir}/session.sh' '{s.pod_env}'",  # single-quoted for sshd's shell
         ]),
     ]
     assert run.calls[-1].pid == proc.pid  # exec: sshd replaces the script (PID 1 in the pod)

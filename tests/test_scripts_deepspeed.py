@@ -174,7 +174,7 @@ def SSHD_ARGV(s: Scripts) -> list[str]:
     return [
         "-D", "-e", "-p", "22", "-f", str(s.sshd_config), "-o", "StrictModes=no",
         "-o", f"AuthorizedKeysFile={s.ssh_dir}/authorized_keys",
-        "-o", f"ForceCommand=/bin/sh {s.dir}/session.sh {s.pod_env}",
+        "-o", f"ForceCommand=/bin/sh '{s.dir}/session.sh' '{s.pod_env}'",  # single-quoted for sshd's shell
     ]
 
 

@@ -131,6 +131,7 @@ def plan_colossalai(job: ColossalAIJob, options: CompileOptions) -> JobPlan:
     cm = configmap_name(name)
     files = ssh.shared_files(job, hostfile(workers), launch_script(job, master, worker_env_names(workers)))
     mounts = ssh.volume_mounts(job.spec.ssh.auth_mount_path)
+    paths = ssh.script_env(job.spec.ssh.auth_mount_path)
     planned = []
     for pod in pods:
         launcher = pod.type == "launcher"
@@ -138,9 +139,9 @@ def plan_colossalai(job: ColossalAIJob, options: CompileOptions) -> JobPlan:
             index = launch_index(job.kind, pod.type, pod.template) or 0
             here = pod.address if options.local_addresses else address(f"{name}-launcher", name)
             pod = replace(pod, name=f"{name}-launcher", address=here, container=index)
-            patch = ContainerPatch(command=ssh.script_command(LAUNCH_SCRIPT), args=[], volume_mounts=mounts)
+            patch = ContainerPatch(command=ssh.script_command(LAUNCH_SCRIPT), args=[], env=paths, volume_mounts=mounts)
         else:
-            patch = ssh.sshd_patch(mounts)
+            patch = ssh.sshd_patch(mounts, paths)
         patch, drop, skip = mode_patch(job.spec.run_mode, pod.type, ("sleep", "inf"), patch)
         patch = ssh.probed_while_serving(patch)
         wave = 1 if launcher and mode != "debug" else 0

@@ -111,10 +111,11 @@ def plan_deepspeed(job: DeepSpeedJob, options: CompileOptions) -> JobPlan:
         files = ssh.shared_files(job, hostfile(pods, job.spec.config.slots_per_worker), launch_script(job, pods[0], pods[0].address))
         files[pdsh.WRAPPER] = pdsh.WRAPPER_SH
     mounts = ssh.volume_mounts(job.spec.ssh.auth_mount_path)
+    paths = ssh.script_env(job.spec.ssh.auth_mount_path)
     planned = []
     for pod in pods:
         launcher = pod.index == 0
-        patch = ssh.sshd_patch(mounts, LAUNCH_SCRIPT if launcher else SSHD_SCRIPT)
+        patch = ssh.sshd_patch(mounts, paths, LAUNCH_SCRIPT if launcher else SSHD_SCRIPT)
         patch, drop, skip = mode_patch(job.spec.run_mode, pod.type, DEBUG_COMMAND, patch)
         patch = ssh.probed_while_serving(patch)
         role, wave = ("launcher", 1) if launcher and mode != "debug" else ("launcher" if launcher else "worker", 0)

@@ -65,6 +65,19 @@ def volume_mounts(auth_mount_path: str) -> tuple[dict[str, Any], ...]:
     )
 
 
+def script_env(auth_mount_path: str) -> tuple[dict[str, str], ...]:
+    """The paths flatjob's scripts read (scripts.HEADER), as env entries of the pod: they win
+    over whatever a ConfigMap or Secret brings in through envFrom, so none of them decides
+    which session.sh sshd runs or where the environment is written (review of round 14; a
+    job's own `env` may not set them, FJ346).  run-local's processes get its own paths instead."""
+    values = (
+        ("FLATJOB_DIR", scripts.CONFIG_DIR), ("FLATJOB_HOSTFILE", scripts.HOSTFILE), ("FLATJOB_PEER_TIMEOUT", str(scripts.PEER_TIMEOUT)),
+        ("FLATJOB_PYTHON", "python3"), ("FLATJOB_RUN_HOSTFILE", scripts.RUN_HOSTFILE), ("FLATJOB_SSH_DIR", auth_mount_path.rstrip("/") or "/"),
+        ("FLATJOB_SSH_ROOT", ""), ("FLATJOB_SSHD_CONFIG", scripts.SSHD_CONFIG), ("FLATJOB_POD_ENV", scripts.POD_ENV),
+    )
+    return tuple({"name": name, "value": value} for name, value in values)
+
+
 def startup_probe() -> dict[str, Any]:
     """Started (and so Ready) once sshd accepts TCP connections; probed every 2 s for up to
     the peer wait's 600 s, then never again."""
@@ -109,11 +122,11 @@ def forward_env(job: Any) -> bool:
     return not getattr(job.spec, "disable_custom_env", False)
 
 
-def sshd_patch(mounts: tuple[dict[str, Any], ...], script: str = SSHD_SCRIPT) -> Any:
-    """A pod that serves ssh: the script, the mounts, the ssh port and its startup probe."""
+def sshd_patch(mounts: tuple[dict[str, Any], ...], env: tuple[dict[str, str], ...], script: str = SSHD_SCRIPT) -> Any:
+    """A pod that serves ssh: the script, its paths, the mounts, the ssh port and its startup probe."""
     from . import ContainerPatch
 
-    return ContainerPatch(command=script_command(script), args=[], volume_mounts=mounts, ports=(ssh_port(),), startup_probe=startup_probe())
+    return ContainerPatch(command=script_command(script), args=[], env=env, volume_mounts=mounts, ports=(ssh_port(),), startup_probe=startup_probe())
 
 
 def probed_while_serving(patch: Any) -> Any:

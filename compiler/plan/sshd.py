@@ -28,8 +28,14 @@ def argv(sshd_path: str) -> list[str]:
         '-f "$FLATJOB_SSHD_CONFIG"',
         "-o StrictModes=no",
         '-o "AuthorizedKeysFile=$FLATJOB_SSH_DIR/authorized_keys"',
-        f'-o "ForceCommand=/bin/sh $FLATJOB_DIR/{SESSION_SCRIPT} $FLATJOB_POD_ENV"',
+        f'-o "ForceCommand=/bin/sh $(flatjob_q "$FLATJOB_DIR/{SESSION_SCRIPT}") $(flatjob_q "$FLATJOB_POD_ENV")"',
     ]
+
+
+# sshd hands ForceCommand to the user's shell (`$SHELL -c`): its paths go in single quotes, so
+# none of them is ever shell source, whatever they hold (review of round 14).
+QUOTE_FUNCTION = r"""flatjob_q() { printf "'%s'" "$(printf '%s' "$1" | sed "s/'/'\\\\''/g")"; }
+"""
 
 
 def keep_environment(forward_all: bool) -> str:
@@ -60,6 +66,7 @@ def setup(sshd_path: str, *, foreground: bool, forward_all: bool = True) -> str:
     with `sshd -t`; `$sshd_pid` lets the peer wait notice an sshd that died (a bind failure)."""
     run = " ".join(argv(sshd_path))
     lines = [
+        QUOTE_FUNCTION,
         "# sshd. Host keys are made here, in the pod: none is rendered or committed.\n"
         "# (FLATJOB_SSH_ROOT: a prefix for their folder, used by flatjob run-local.)\n",
         'ssh-keygen -A ${FLATJOB_SSH_ROOT:+-f "$FLATJOB_SSH_ROOT"} >/dev/null\n',

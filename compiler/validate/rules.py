@@ -448,6 +448,38 @@ def reserved_paths(job: Any, doc: Document) -> Iterator[Diagnostic]:
                     )
 
 
+# Environment variables that are configuration, not data, for what runs the job: flatjob's own
+# scripts (FLATJOB_*: where sshd's ForceCommand, the kept environment and the hostfile are),
+# and, in a DeepSpeedJob, deepspeed's and pdsh's (an env file of `export` lines it pastes into
+# every node's shell, ssh options that run commands, modules it loads).  A job setting one
+# would turn a value into shell source (review of round 14).
+RESERVED_ENV_PREFIX = "FLATJOB_"
+LAUNCHER_ENV = {
+    DeepSpeedJob: ("DS_ENV_FILE", "PDSH_SSH_ARGS", "PDSH_SSH_ARGS_APPEND", "PDSH_RCMD_TYPE", "PDSH_MODULE_DIR"),
+}
+
+
+def reserved_env(job: Any, doc: Document) -> Iterator[Diagnostic]:
+    """FJ346 for an env name (or envFrom prefix) that is flatjob's or the launcher's own."""
+    launcher = LAUNCHER_ENV.get(type(job), ())
+    for g in groups(job):
+        for ci, c in enumerate(containers_of(g.template)):
+            where = (*g.template_path, "spec", "containers", ci)
+            env = c.get("env")
+            for i, e in enumerate(env if isinstance(env, list) else []):
+                name = e.get("name") if isinstance(e, dict) else None
+                if isinstance(name, str) and (name.startswith(RESERVED_ENV_PREFIX) or name in launcher):
+                    whose = "flatjob's own (its launch scripts and runtime set them)" if name.startswith(RESERVED_ENV_PREFIX) else "the launcher's own configuration (deepspeed and pdsh would read it)"
+                    yield doc.diagnostic("FJ346", f"env {name}: {whose}, so a job may not set it", (*where, "env", i, "name"),
+                                         hint="use another name" if name.startswith(RESERVED_ENV_PREFIX) else "remove it: flatjob sets up deepspeed's ssh and environment itself")
+            env_from = c.get("envFrom")
+            for i, e in enumerate(env_from if isinstance(env_from, list) else []):
+                prefix = e.get("prefix") if isinstance(e, dict) else None
+                if isinstance(prefix, str) and prefix.startswith(RESERVED_ENV_PREFIX):
+                    yield doc.diagnostic("FJ346", f"envFrom prefix {prefix!r}: names starting with {RESERVED_ENV_PREFIX} are flatjob's own", (*where, "envFrom", i, "prefix"),
+                                         hint="use another prefix")
+
+
 # --- ColossalAIJob -----------------------------------------------------------------------
 
 
@@ -625,7 +657,7 @@ def _balanced(value: str, start: int) -> str:
 
 # --- the table ---------------------------------------------------------------------------
 
-COMMON: tuple[Rule, ...] = (job_name, job_namespace, metadata_labels, flatjob_annotations, rendered_names, unique_types, run_mode, resume_specs, has_pods, has_containers, template_restart_policy, container_images, *apivalues.RULES, *podspec.RULES, *podshape.RULES, *podparts.RULES)
+COMMON: tuple[Rule, ...] = (job_name, job_namespace, metadata_labels, flatjob_annotations, rendered_names, unique_types, run_mode, resume_specs, has_pods, has_containers, template_restart_policy, container_images, reserved_env, *apivalues.RULES, *podspec.RULES, *podshape.RULES, *podparts.RULES)
 RULES: dict[type, tuple[Rule, ...]] = {
     PyTorchTrainingJob: (*COMMON, elastic_range, elastic_needs_torchrun, torchrun_fields, tensorboard, *tensorboardpod.RULES),
     DeepSpeedJob: (*COMMON, elastic_range, deepspeed_run, deepspeed_other_args, reserved_paths, *launchers.DEEPSPEED_RULES),

@@ -182,10 +182,17 @@ def command_line(container: Mapping[str, Any], env: Mapping[str, str], pod: str)
     return [expand(str(a), dict(env)) for a in [*container["command"], *(container.get("args") or [])]]
 
 
+OWN_PREFIX = "FLATJOB_"  # the scripts' paths: run-local's, whatever the pod or the job says
+
+
 def process_env(base: Mapping[str, str], declared: Mapping[str, str], hostname: str, extra: Mapping[str, str]) -> dict[str, str]:
-    """The process environment: this machine's (as the image's), HOSTNAME, run-local's paths, then the declared env."""
+    """The process environment: this machine's (as the image's), HOSTNAME, run-local's paths,
+    then the declared env; run-local's own FLATJOB_* paths last, over the pod's rendered ones
+    and anything a job declares (review of round 14: a job's FLATJOB_POD_ENV reached sshd's
+    ForceCommand, and told run-local where to write)."""
     env = {k: v for k, v in base.items() if k not in DROPPED and not k.startswith(DROPPED_PREFIXES)}
     env["HOSTNAME"] = hostname
     env.update(extra)
     env.update(declared)
+    env.update({k: v for k, v in extra.items() if k.startswith(OWN_PREFIX)})
     return env
