@@ -161,7 +161,8 @@ def test_deepspeed_hostfile_paths_and_command() -> None:
         "deepspeed", "--hostfile=$FLATJOB_HOSTFILE", "--master_addr=ds-worker-0.ds", "--force_multi", "--no_local_rank",
         "--autotuning=run", "--module", "--master_port=12346", "pkg.train", "--x", "a b",
     ]
-    assert "deepspeed_env" not in launch  # every pod's sessions load its own env (session.sh)
+    assert "DS_ENV_FILE" not in launch.replace("for name in DS_ENV_FILE", "")  # every pod's sessions load its own env (session.sh): no env file is written
+    assert "> .deepspeed_env" not in launch and "deepspeed_env\n" not in launch
     assert '(umask 077 && export -p > "$FLATJOB_POD_ENV")' in data["sshd.sh"]
     sshd = next(ln for ln in data["sshd.sh"].splitlines() if ln.startswith("exec "))
     assert shlex.split(sshd) == [

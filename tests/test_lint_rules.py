@@ -603,6 +603,66 @@ CASES = [
         message="the pod's restartPolicy is always Never (as in T9k), so Always here does nothing; restarts follow spec.replicaSpecs[0].restartPolicy",
     ),
     Case(
+        "reserved-env-flatjob-prefix",
+        """
+        apiVersion: batch.tensorstack.dev/v1beta1
+        kind: GenericJob
+        metadata: {name: job}
+        spec:
+          replicaSpecs:
+            - type: worker
+              template: {spec: {containers: [{name: w, image: c, env: [{name: FLATJOB_POD_ENV, value: x}]}]}}
+        #                                                                     ^ FJ346
+        """,
+        message="env FLATJOB_POD_ENV: flatjob's own (its launch scripts and runtime set them), so a job may not set it",
+    ),
+    Case(
+        "reserved-env-flatjob-envfrom-prefix",
+        """
+        apiVersion: batch.tensorstack.dev/v1beta1
+        kind: GenericJob
+        metadata: {name: job}
+        spec:
+          replicaSpecs:
+            - type: worker
+              template: {spec: {containers: [{name: w, image: c, envFrom: [{prefix: FLATJOB_, configMapRef: {name: m}}]}]}}
+        #                                                                           ^ FJ346
+        """,
+        message="envFrom prefix 'FLATJOB_': names starting with FLATJOB_ are flatjob's own",
+    ),
+    Case(
+        "reserved-env-deepspeed-pdsh-ssh-args",
+        """
+        apiVersion: batch.tensorstack.dev/v1beta1
+        kind: DeepSpeedJob
+        metadata: {name: job}
+        spec:
+          config: {slotsPerWorker: 1, run: {python: [t.py]}}
+          worker:
+            replicas: 1
+            template:
+              spec:
+                containers:
+                  - name: worker
+                    image: ds
+                    env: [{name: PDSH_SSH_ARGS_APPEND, value: -oLocalCommand=x}, {name: DS_ENV_FILE, value: /run/flatjob-pod-env}]
+        #                        ^ FJ346                                                ^ FJ346
+        """,
+        message="env PDSH_SSH_ARGS_APPEND: the launcher's own configuration (deepspeed and pdsh would read it), so a job may not set it",
+    ),
+    Case(
+        "valid-pdsh-variable-on-a-pytorch-job",
+        """
+        apiVersion: batch.tensorstack.dev/v1beta1
+        kind: PyTorchTrainingJob
+        metadata: {name: job}
+        spec:
+          replicaSpecs:
+            - type: worker
+              template: {spec: {containers: [{name: pytorch, image: c, command: [python, t.py], env: [{name: PDSH_SSH_ARGS, value: x}]}]}}
+        """,
+    ),
+    Case(
         "valid-pod-template-restart-policy-never",
         """
         apiVersion: batch.tensorstack.dev/v1beta1

@@ -268,3 +268,14 @@ def test_sshd_script_fails_when_host_keys_cannot_be_made(tmp_path: Path, bin_dir
 def test_sshd_path_is_used_verbatim() -> None:
     data = sshd_scripts("deepspeed", "/opt/my ssh/sbin/sshd")
     assert "exec '/opt/my ssh/sbin/sshd' -D -e -p 22 -f " in data["sshd.sh"]
+
+
+def test_a_working_directory_whose_resolved_path_is_shell_syntax_stops_the_launch(tmp_path: Path, bin_dir: Path) -> None:
+    """colossalai run pastes `cd <os.path.abspath('.')>` into every worker's shell (review of round 14)."""
+    s = scripts(tmp_path, bin_dir, new_shape(["t.py"], []))
+    hostile = s.root / "d;touch${IFS}x"
+    hostile.mkdir()
+    s.cwd.rmdir()
+    s.cwd.symlink_to(hostile)
+    run = s.run()
+    assert run.code == 1 and not run.of("colossalai"), run.stderr

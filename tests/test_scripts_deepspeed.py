@@ -436,3 +436,44 @@ def test_sigterm_right_after_a_step_starts_is_never_lost(tmp_path: Path, shell: 
             proc.wait()
     subprocess.run(["pkill", "-f", "^sleep 31.7$"], check=False)  # those a signal before the trap left behind
     assert not hung, f"{len(hung)} of 300 runs kept waiting for their step"
+
+
+# --- deepspeed's and pdsh's own settings are flatjob's (review of round 14) --------------------
+
+
+def test_deepspeeds_and_pdshs_own_settings_never_reach_deepspeed(tmp_path: Path, bin_dir: Path) -> None:
+    """An env file for deepspeed to paste into every node's shell, ssh options that run a
+    command: configuration, not data; launch.sh unsets them (lint refuses them, FJ346)."""
+    s = launch(tmp_path, bin_dir, PY)
+    knobs = {"DS_ENV_FILE": str(s.pod_env), "PDSH_SSH_ARGS_APPEND": "-oProxyCommand=sh", "PDSH_SSH_ARGS": "-x", "PDSH_RCMD_TYPE": "exec", "PDSH_MODULE_DIR": "/tmp"}
+    run = s.run(env=knobs)
+    assert run.code == 0, run.stderr
+    (call,) = run.of("deepspeed")
+    assert not set(knobs) & set(call.env)
+
+
+@pytest.mark.parametrize("where", ["home", "cwd"])
+def test_a_deepspeed_env_file_deepspeed_could_not_quote_stops_the_launch(tmp_path: Path, bin_dir: Path, where: str) -> None:
+    """deepspeed pastes each line of ~/.deepspeed_env and ./.deepspeed_env into every node's
+    command as `export K="V"`, unescaped: such a line stops launch.sh, naming line numbers only."""
+    s = launch(tmp_path, bin_dir, PY)
+    folder = s.root if where == "home" else s.cwd
+    (folder / ".deepspeed_env").write_text("GOOD=1\nNCCL_X=$(touch /tmp/flatjob-pwned)\n", encoding="utf-8")
+    run = s.run()
+    assert run.code == 1 and not run.of("deepspeed")
+    assert "line(s) 2 :" in run.stderr and "pwned" not in run.stderr
+    (folder / ".deepspeed_env").write_text("GOOD=1\nNCCL_DEBUG = INFO\n", encoding="utf-8")  # what deepspeed can quote runs
+    assert s.run().code == 0
+
+
+def test_a_working_directory_whose_resolved_path_is_shell_syntax_stops_the_launch(tmp_path: Path, bin_dir: Path) -> None:
+    """deepspeed pastes `cd <os.getcwd()>` (links resolved) into every node's shell: lint sees
+    the workingDir's text only, launch.sh the directory itself."""
+    s = launch(tmp_path, bin_dir, PY)
+    hostile = s.root / "d;touch${IFS}x"
+    hostile.mkdir()
+    s.cwd.rmdir()
+    s.cwd.symlink_to(hostile)
+    run = s.run()
+    assert run.code == 1 and not run.of("deepspeed"), run.stderr
+    assert "working directory (links resolved)" in run.stderr

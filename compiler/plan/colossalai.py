@@ -109,6 +109,7 @@ def launch_script(job: ColossalAIJob, master_addr: str, worker_env: list[str]) -
             "# quotes it does not escape: leave out per-pod values, the names the worker template sets\n"
             "# (the worker's values win) and values those quotes cannot carry.\n",
             scripts.drop_unquotable("colossalai run", UNQUOTABLE, "they do not reach the workers (set them on the worker template)", also),
+            scripts.plain_directory("colossalai run"),
             "# colossalai run with spec.torchConfig (procPerWorker, extraArgs, script); a child (&, wait)\n"
             "# so the traps see SIGTERM. extraArgs reach torchrun as --extra_launch_args=a=1,b; the\n"
             "# script's arguments are quoted for the workers' shell, after `--`.\n",

@@ -59,6 +59,27 @@ def deepspeed_args(job: DeepSpeedJob, master_addr: str) -> list[str]:
     return argv
 
 
+# What deepspeed and pdsh read from their environment as configuration, not data: an env file
+# whose lines deepspeed pastes into every node's shell (DS_ENV_FILE), ssh options that may run
+# commands, the remote command module and where modules load from.  launch.sh unsets them and
+# lint refuses them (FJ346; review of round 14).
+LAUNCHER_ENV = ("DS_ENV_FILE", "PDSH_SSH_ARGS", "PDSH_SSH_ARGS_APPEND", "PDSH_RCMD_TYPE", "PDSH_MODULE_DIR")
+
+# deepspeed also reads ~/.deepspeed_env and ./.deepspeed_env (runner.py DEEPSPEED_ENVIRONMENT_PATHS)
+# and pastes each `K=V` line into every node's command as `export K="V"`, unescaped: a line that
+# is not a shell name and a value free of $ ` " \ stops the launch (only line numbers are
+# printed: values may be secrets).
+ENV_FILES_CHECK = r"""for flatjob_env_file in "${HOME:-/root}/.deepspeed_env" ./.deepspeed_env; do
+  [ -f "$flatjob_env_file" ] || continue
+  flatjob_bad=$(grep -nvE '^[[:space:]]*[A-Za-z_][A-Za-z0-9_]*[[:space:]]*=[^$`"\\]*$' "$flatjob_env_file" | cut -d: -f1 | tr '\n' ' ')
+  if [ -n "$flatjob_bad" ]; then
+    echo "flatjob: $flatjob_env_file, line(s) $flatjob_bad: deepspeed would paste them into every node's shell unquoted (a name that is no shell name, or a value with \$, \`, \" or \\); fix or remove them" >&2
+    exit 1
+  fi
+done
+"""
+
+
 def hostfile(pods: list[PodPlan], slots: int) -> str:
     """One `<address> slots=<n>` line per worker, in rank order."""
     return "".join(f"{p.address} slots={slots}\n" for p in pods)
@@ -86,8 +107,11 @@ def launch_script(job: DeepSpeedJob, pod: PodPlan, master_addr: str) -> str:
     else:
         body.append(
             "# deepspeed puts its NCCL*, PYTHON*... variables into the command it runs on every node,\n"
-            "# stripped and in double quotes it does not escape: leave out values that would break.\n"
-            + scripts.drop_unquotable("deepspeed", UNQUOTABLE, "every node has them from its own pod")
+            "# stripped and in double quotes it does not escape: leave out values that would break,\n"
+            "# and deepspeed's and pdsh's own settings (an env file to paste, ssh options): flatjob's.\n"
+            + scripts.drop_unquotable("deepspeed", UNQUOTABLE, "every node has them from its own pod", LAUNCHER_ENV)
+            + ENV_FILES_CHECK
+            + scripts.plain_directory("deepspeed")
             + "# deepspeed, its flags from spec.config. --master_addr is worker-0's DNS name (else the\n"
             "# runner ssh-es in for `hostname -I`). A child (&, wait), so the traps see SIGTERM.\n"
         )

@@ -49,6 +49,23 @@ def header(auth_mount_path: str) -> str:
     )
 
 
+PLAIN_DIR = "A-Za-z0-9_@%+=:,./-"  # the characters a path may hold to be pasted into a shell as one word (validate.launchers.PLAIN_WORD)
+
+
+def plain_directory(launcher: str) -> str:
+    """Stop when the working directory, as the kernel resolves it, is not a plain word: the
+    launcher pastes `cd <it>` into every node's shell unquoted, and lint sees only the
+    workingDir's text, not the links on the way (review of round 14: a link to `d;touch x`)."""
+    return (
+        f"# {launcher} pastes `cd <this directory>` (resolved) into every node's shell, unquoted.\n"
+        'case "$(pwd -P)" in\n'
+        f"  *[!{PLAIN_DIR}]*)\n"
+        f'    echo "flatjob: the working directory (links resolved) holds characters {launcher} would paste into every node\'s shell as syntax; use a directory of letters, digits and {PLAIN_DIR[9:]} only" >&2\n'
+        "    exit 1 ;;\n"
+        "esac\n"
+    )
+
+
 def drop_unquotable(launcher: str, unquotable: str, instead: str, also: Sequence[str] = ()) -> str:
     """Unset the variables whose values `launcher` would mangle in the remote command it builds,
     and leave out those whose names it cannot export (run it as LAUNCH_ENV + its command).

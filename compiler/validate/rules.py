@@ -15,6 +15,7 @@ from ..errors import Diagnostic, Severity
 from ..jobtypes import ColossalAIJob, DeepSpeedJob, GenericJob, PyTorchTrainingJob
 from ..limits import DEFAULT as DEFAULT_LIMITS
 from ..loader import Document, PathT, format_path
+from ..plan import deepspeed as deepspeed_plan
 from ..plan.common import elastic_of
 from ..podset import object_names, pod_counts, pod_total
 from ..podtemplate import containers_of, training_index
@@ -454,9 +455,7 @@ def reserved_paths(job: Any, doc: Document) -> Iterator[Diagnostic]:
 # every node's shell, ssh options that run commands, modules it loads).  A job setting one
 # would turn a value into shell source (review of round 14).
 RESERVED_ENV_PREFIX = "FLATJOB_"
-LAUNCHER_ENV = {
-    DeepSpeedJob: ("DS_ENV_FILE", "PDSH_SSH_ARGS", "PDSH_SSH_ARGS_APPEND", "PDSH_RCMD_TYPE", "PDSH_MODULE_DIR"),
-}
+LAUNCHER_ENV = {DeepSpeedJob: deepspeed_plan.LAUNCHER_ENV}
 
 
 def reserved_env(job: Any, doc: Document) -> Iterator[Diagnostic]:
