@@ -152,6 +152,7 @@ def run_local_command(path: str, job_name: str | None, overlays: tuple[str, ...]
     from .local.compiling import CompileFailed, compile_local, parse_replicas
     from .local.containers import Options
     from .local.errors import LocalError
+    from .local.processes import become_subreaper, kill_descendants
     from .local.runner import EXIT_SIGNAL, EXIT_USAGE, Runner, Settings
     from .local.table import Screen
 
@@ -164,7 +165,11 @@ def run_local_command(path: str, job_name: str | None, overlays: tuple[str, ...]
         overrides = dict(_pair(e, "--env") for e in env)
         jobs = compile_local(path, overlays, parse_replicas(replicas), job_name)
         settings = Settings(timeout, backoff_scale, Options(overrides, skip_env_from, only_training, os.getcwd()))
-        code = Runner(jobs, settings, screen).run()
+        become_subreaper()  # a process that left its container's mark and session is still ours at the end
+        try:
+            code = Runner(jobs, settings, screen).run()
+        finally:
+            kill_descendants()  # this process is run-local's alone: nothing below it outlives the run
     except CompileFailed as exc:  # the diagnostics as lint prints them, each line `path:line:col: error: ...`
         click.echo(str(exc), err=True)
         sys.exit(EXIT_USAGE)

@@ -6,7 +6,9 @@ own sessions, so a process group is not enough).  A program that rewrites its en
 area for a process title (sshd) loses the mark: such processes are found by a string their
 command line keeps (`titled`: the pod's sshd_config path).  When a container's main process exits,
 whatever still carries its mark is killed, as the kernel kills a pid namespace whose init
-exits; stopping a pod is SIGTERM to each main process, then SIGKILL after the grace period.
+exits, and so is whatever is still in its session (a process that dropped the mark); run-local
+itself is a subreaper and, at its end, kills whatever is still below it (one that left both).
+Stopping a pod is SIGTERM to each main process, then SIGKILL after the grace period.
 Output (stdout and stderr together) goes line by line to a sink; the last lines are kept
 for the termination message (terminationMessagePolicy FallbackToLogsOnError).
 """
@@ -66,16 +68,79 @@ def marked(mark: str, *, whole: bool = True, titled: tuple[str, ...] = ()) -> li
     return [int(p) for p in pids if _environ_has(p, entry, whole) or (needles and _cmdline_has(p, needles))]
 
 
-def kill_marked(mark: str, sig: int = signal.SIGKILL, *, whole: bool = True, titled: tuple[str, ...] = ()) -> int:
-    """Signal every process carrying the mark (or titled so); returns how many were signalled."""
+def _stat(pid: str) -> tuple[int, int] | None:
+    """(parent pid, session id) of a live process, from /proc/<pid>/stat."""
+    try:
+        data = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return None
+    fields = data[data.rfind(b")") + 2:].split()  # after "pid (comm) ": state ppid pgrp session ...
+    try:
+        return int(fields[1]), int(fields[3])
+    except (IndexError, ValueError):
+        return None
+
+
+def _processes() -> dict[int, tuple[int, int]]:
+    me = os.getpid()
+    try:
+        pids = [p for p in os.listdir("/proc") if p.isdigit() and int(p) != me]
+    except OSError:
+        return {}
+    return {int(p): st for p in pids if (st := _stat(p)) is not None}
+
+
+def in_sessions(sessions: set[int]) -> list[int]:
+    """Pids of live processes in these sessions: a container's processes that dropped the mark
+    (`env -u`, sudo's env_reset, `env -i`) but not its session (review of round 14)."""
+    return [pid for pid, (_, sid) in _processes().items() if sid in sessions] if sessions else []
+
+
+def descendants(root: int) -> list[int]:
+    """Pids of every live process below `root`."""
+    children: dict[int, list[int]] = {}
+    for pid, (ppid, _) in _processes().items():
+        children.setdefault(ppid, []).append(pid)
+    out, todo = [], list(children.get(root, ()))
+    while todo:
+        pid = todo.pop()
+        out.append(pid)
+        todo.extend(children.get(pid, ()))
+    return out
+
+
+def become_subreaper() -> bool:
+    """Orphans of this process's descendants become its children, not init's (Linux
+    PR_SET_CHILD_SUBREAPER), so a process that left its container's mark and session is still
+    found below run-local when it ends; False where the system has no such call."""
+    try:
+        import ctypes
+
+        return ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0) == 0  # PR_SET_CHILD_SUBREAPER
+    except (OSError, AttributeError):
+        return False
+
+
+def _signal_all(pids: list[int], sig: int) -> int:
     count = 0
-    for pid in marked(mark, whole=whole, titled=titled):
+    for pid in pids:
         try:
             os.kill(pid, sig)
             count += 1
         except OSError:
             pass
     return count
+
+
+def kill_marked(mark: str, sig: int = signal.SIGKILL, *, whole: bool = True, titled: tuple[str, ...] = (), sessions: set[int] | None = None) -> int:
+    """Signal every process carrying the mark (or titled so, or in one of `sessions`); returns
+    how many were signalled."""
+    return _signal_all(sorted({*marked(mark, whole=whole, titled=titled), *in_sessions(sessions or set())}), sig)
+
+
+def kill_descendants(sig: int = signal.SIGKILL) -> int:
+    """Signal every process below this one (run-local's own process, once its run is over)."""
+    return _signal_all(descendants(os.getpid()), sig)
 
 
 @dataclass(frozen=True)
@@ -124,7 +189,7 @@ class Container:
         """Wait for the main process; then kill what is left of the container; its exit code."""
         assert self.proc is not None
         code = shell_code(self.proc.wait())
-        kill_marked(self.launch.mark, titled=self.launch.titled)
+        kill_marked(self.launch.mark, titled=self.launch.titled, sessions={self.proc.pid})  # its session: start_new_session
         if self._reader is not None:
             self._reader.join(timeout=5)
         return code

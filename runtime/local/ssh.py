@@ -29,6 +29,7 @@ import pwd
 import shlex
 import shutil
 import socket
+import stat
 import subprocess
 import time
 from collections.abc import Collection, Iterable, Mapping
@@ -82,6 +83,21 @@ def _this_host() -> set[str]:
     return set()
 
 
+def _lock_file(path: Path) -> IO[str] | None:
+    """The lock file, opened without following a link and only when it is a regular file of
+    this user's: in a shared /tmp anyone may plant a link there, and root's run-local would
+    create or open what it names (review of round 14).  None: not usable, try the next block."""
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    except OSError:  # a link (ELOOP), or not ours to open
+        return None
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode) or info.st_uid != os.geteuid():
+        os.close(fd)
+        return None
+    return os.fdopen(fd, "a", encoding="utf-8")
+
+
 def claim_block(count: int, skip: Collection[int] = (), port: int = scripts.SSH_PORT, lock_dir: str | None = None) -> tuple[int, IO[str]]:
     """The first block whose `count` addresses are this run's: no block of them is in `skip`
     (other jobs of the run), its lock file is free (held until the run ends) and `port` is
@@ -92,7 +108,9 @@ def claim_block(count: int, skip: Collection[int] = (), port: int = scripts.SSH_
         addresses = block_addresses(block, count)
         if own & set(addresses) or any(block + i in skip for i in span(count)):
             continue
-        lock = open(folder / f"flatjob-run-local-127.0.{block}.lock", "a", encoding="utf-8")  # noqa: SIM115 (held for the run)
+        lock = _lock_file(folder / f"flatjob-run-local-127.0.{block}.lock")
+        if lock is None:
+            continue
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:

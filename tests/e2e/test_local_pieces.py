@@ -385,3 +385,23 @@ def test_preflight_warns_of_a_script_that_is_not_where_the_job_says(tmp_path: Pa
     errors, warnings = preflight([pod], {"p-0": None}, Options(cwd=str(tmp_path), base_env={"PATH": "/usr/bin:/bin"}))
     assert errors == [] and [w.split(":")[0] for w in warnings] == ["p-0/missing"]
     assert f"examples/local/allreduce.py is not a file in {tmp_path}" in warnings[0]
+
+
+def test_the_block_lock_never_follows_a_planted_symlink(tmp_path: Path) -> None:
+    """In a shared /tmp anyone may plant the lock file as a link: root's run-local opened it and
+    created what it names (review of round 14); a link or someone else's file is skipped."""
+    from flatjob.runtime.local.errors import Unsupported
+    from flatjob.runtime.local.ssh import claim_block
+
+    from .kit import free_port
+
+    locks = tmp_path / "tmp"  # stands for /tmp (fs.protected_symlinks is 0 on this machine)
+    locks.mkdir()
+    locks.chmod(0o1777)
+    victims = tmp_path / "victims"
+    victims.mkdir()
+    for block in range(1, 255):
+        (locks / f"flatjob-run-local-127.0.{block}.lock").symlink_to(victims / f"made-by-run-local-{block}")
+    with pytest.raises(Unsupported):  # every block's lock file is a planted link
+        claim_block(1, port=free_port(), lock_dir=str(locks))
+    assert not list(victims.iterdir()), "claim_block created the file a planted symlink names"

@@ -4,6 +4,7 @@ process group (setsid, as torchrun's workers do) and a main process that ignores
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import time
@@ -62,3 +63,32 @@ def test_signal_stops_every_process_of_the_run(tmp_path: Path, tag: str, signum:
     assert proc.returncode == code, stderr
     assert "stopping on" in stderr
     assert tagged(tag) == []
+
+
+def test_a_process_that_drops_the_mark_is_still_stopped(tmp_path: Path, tag: str) -> None:
+    """A process that dropped the mark (`env -u`, sudo, `env -i`) outlived run-local (review of
+    round 14): it is still in its container's session, and below run-local, a subreaper."""
+    from .kit import run_local
+
+    run = run_local(tmp_path, """
+        apiVersion: batch.tensorstack.dev/v1beta1
+        kind: GenericJob
+        metadata:
+          name: escape
+        spec:
+          replicaSpecs:
+            - type: worker
+              replicas: 1
+              restartPolicy:
+                policy: Never
+              template:
+                spec:
+                  containers:
+                    - name: worker
+                      image: busybox
+                      command: [sh, -c, "env -u FLATJOB_LOCAL_MARK sleep 300 & exit 0"]
+        """, tag=tag, timeout=60)
+    assert run.code == 0, run.explain()
+    left = tagged(tag)
+    assert not left, f"processes of the job outlived run-local: {[Path(f'/proc/{p}/cmdline').read_bytes() for p in left if os.path.exists(f'/proc/{p}')]}"
+
