@@ -69,12 +69,11 @@ class TurnLock:
         """Seconds this thread has waited for the lock, in all."""
         return getattr(self._local, "waited", 0.0)
 
-    def count_request(self) -> None:
-        self._local.requests = self.requests() + 1
-
     @contextmanager
     def requesting(self) -> Iterator[None]:
-        """Mark this thread as waiting on a request (`out`) while the block runs."""
+        """Count a request of this thread's (`requests`) and mark it as out (`out`) while the
+        block runs."""
+        self._local.requests = self.requests() + 1
         me = threading.get_ident()
         self.out[me] = time.monotonic()
         try:
@@ -113,7 +112,6 @@ class Unlocked:
 
     def _unlocked(self, call: Callable[..., Any]) -> Callable[..., Any]:
         def request(*args: Any, **kwargs: Any) -> Any:
-            self._lock.count_request()
             with self._lock.released(), self._lock.requesting():
                 return call(*args, **kwargs)
 

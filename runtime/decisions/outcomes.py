@@ -132,7 +132,10 @@ def observe(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, now: flo
     return Outcomes(tuple(succeeded), tuple(failures), tuple(disruptions))
 
 
-def _coupled(pod: PodState, began: tuple[float | None, float | None], slack: float = CLOCK_SLACK) -> bool:
+Began = tuple[float | None, float | None]  # when a trouble began: at the earliest, at the latest (None: unknown)
+
+
+def _coupled(pod: PodState, began: Began, slack: float = CLOCK_SLACK) -> bool:
     """Whether a failed pod was running when a peer's trouble began, `began` (at the earliest,
     at the latest; None: unknown, so it may have been), and ended after it did."""
     earliest, latest = began
@@ -140,9 +143,6 @@ def _coupled(pod: PodState, began: tuple[float | None, float | None], slack: flo
         return True
     ended_after = pod.finished_at is None or earliest is None or pod.finished_at >= earliest - slack
     return pod.started_at is not None and pod.started_at <= latest + slack and ended_after  # (startedAt is its node's clock too)
-
-
-Began = tuple[float | None, float | None]  # when a trouble began: at the earliest, at the latest (None: unknown)
 
 
 def _troubled(pods: Mapping[str, PodState], ledger: Ledger, now: float | None) -> list[tuple[str, str, Began]]:

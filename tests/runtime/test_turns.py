@@ -682,8 +682,7 @@ def test_turns_a_cycle_waiting_for_the_turn_not_on_a_request_is_not_stuck() -> N
     def cycle() -> None:
         for _ in range(3):
             time.sleep(0.1)  # its own work, holding the turn
-            lock.count_request()
-            with lock.released():
+            with lock.released(), lock.requesting():
                 time.sleep(0.005)  # a request answered in 5 ms
 
     queued = [f"job-{i}" for i in range(40)]
