@@ -165,11 +165,14 @@ def run_local_command(path: str, job_name: str | None, overlays: tuple[str, ...]
         overrides = dict(_pair(e, "--env") for e in env)
         jobs = compile_local(path, overlays, parse_replicas(replicas), job_name)
         settings = Settings(timeout, backoff_scale, Options(overrides, skip_env_from, only_training, os.getcwd()))
-        become_subreaper()  # a process that left its container's mark and session is still ours at the end
+        own = sys.argv[1:2] == ["run-local"]  # this process is `flatjob run-local`'s alone (not a caller's, in-process)
+        if own:
+            become_subreaper()  # a process that left its container's mark and session is still ours at the end
         try:
             code = Runner(jobs, settings, screen).run()
         finally:
-            kill_descendants()  # this process is run-local's alone: nothing below it outlives the run
+            if own:
+                kill_descendants()  # nothing below run-local outlives the run
     except CompileFailed as exc:  # the diagnostics as lint prints them, each line `path:line:col: error: ...`
         click.echo(str(exc), err=True)
         sys.exit(EXIT_USAGE)

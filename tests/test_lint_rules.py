@@ -628,7 +628,7 @@ CASES = [
               template: {spec: {containers: [{name: w, image: c, envFrom: [{prefix: FLATJOB_, configMapRef: {name: m}}]}]}}
         #                                                                           ^ FJ346
         """,
-        message="envFrom prefix 'FLATJOB_': names starting with FLATJOB_ are flatjob's own",
+        message="envFrom prefix 'FLATJOB_': it can make names starting with FLATJOB_, which are flatjob's own",
     ),
     Case(
         "reserved-env-deepspeed-pdsh-ssh-args",

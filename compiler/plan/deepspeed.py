@@ -60,10 +60,13 @@ def deepspeed_args(job: DeepSpeedJob, master_addr: str) -> list[str]:
 
 
 # What deepspeed and pdsh read from their environment as configuration, not data: an env file
-# whose lines deepspeed pastes into every node's shell (DS_ENV_FILE), ssh options that may run
-# commands, the remote command module and where modules load from.  launch.sh unsets them and
-# lint refuses them (FJ346; review of round 14).
-LAUNCHER_ENV = ("DS_ENV_FILE", "PDSH_SSH_ARGS", "PDSH_SSH_ARGS_APPEND", "PDSH_RCMD_TYPE", "PDSH_MODULE_DIR")
+# whose lines deepspeed pastes into every node's shell (DS_ENV_FILE), the PATH pdsh puts before
+# every node's command (DSHPATH), ssh options that may run commands, the remote command module,
+# where modules load from (reviews of rounds 14 and 15).  launch.sh unsets them and lint refuses
+# them (FJ346).
+LAUNCHER_ENV = ("DS_ENV_FILE", "DSHPATH", "FANOUT", "WCOLL", "PDSH_SSH_ARGS", "PDSH_SSH_ARGS_APPEND", "PDSH_RCMD_TYPE", "PDSH_MODULE_DIR",
+                "PDSH_REMOTE_PDCP_PATH", "PDSH_GENDERS_FILE", "PDSH_CONNECT_TIMEOUT", "PDSH_COMMAND_TIMEOUT")  # pdsh(1) ENVIRONMENT, all of it
+LAUNCHER_ENV_PREFIXES = ("PDSH_",)  # and any pdsh may read in a later version
 
 # deepspeed also reads ~/.deepspeed_env and ./.deepspeed_env (runner.py DEEPSPEED_ENVIRONMENT_PATHS)
 # and pastes each `K=V` line into every node's command as `export K="V"`, unescaped: a line that
@@ -71,6 +74,10 @@ LAUNCHER_ENV = ("DS_ENV_FILE", "PDSH_SSH_ARGS", "PDSH_SSH_ARGS_APPEND", "PDSH_RC
 # printed: values may be secrets).
 ENV_FILES_CHECK = r"""for flatjob_env_file in "${HOME:-/root}/.deepspeed_env" ./.deepspeed_env; do
   [ -f "$flatjob_env_file" ] || continue
+  if [ -n "$(tr -d -c '\r' < "$flatjob_env_file")" ]; then  # Python's readlines splits at a lone CR too, grep does not
+    echo "flatjob: $flatjob_env_file holds a carriage return, where deepspeed would split a line grep reads as one; remove it" >&2
+    exit 1
+  fi
   flatjob_bad=$(grep -nvE '^[[:space:]]*[A-Za-z_][A-Za-z0-9_]*[[:space:]]*=[^$`"\\]*$' "$flatjob_env_file" | cut -d: -f1 | tr '\n' ' ')
   if [ -n "$flatjob_bad" ]; then
     echo "flatjob: $flatjob_env_file, line(s) $flatjob_bad: deepspeed would paste them into every node's shell unquoted (a name that is no shell name, or a value with \$, \`, \" or \\); fix or remove them" >&2
@@ -110,6 +117,7 @@ def launch_script(job: DeepSpeedJob, pod: PodPlan, master_addr: str) -> str:
             "# stripped and in double quotes it does not escape: leave out values that would break,\n"
             "# and deepspeed's and pdsh's own settings (an env file to paste, ssh options): flatjob's.\n"
             + scripts.drop_unquotable("deepspeed", UNQUOTABLE, "every node has them from its own pod", LAUNCHER_ENV)
+            + scripts.unset_prefixed(LAUNCHER_ENV_PREFIXES)
             + ENV_FILES_CHECK
             + scripts.plain_directory("deepspeed")
             + "# deepspeed, its flags from spec.config. --master_addr is worker-0's DNS name (else the\n"

@@ -66,6 +66,16 @@ def plain_directory(launcher: str) -> str:
     )
 
 
+def unset_prefixed(prefixes: Sequence[str]) -> str:
+    """Unset every variable whose name starts with one of `prefixes` (a tool's own settings)."""
+    pattern = "\\|".join(prefixes)
+    return (
+        f"for name in $(env | sed -n 's/^\\(\\({pattern}\\)[A-Za-z0-9_]*\\)=.*/\\1/p'); do\n"
+        '  unset "$name" 2>/dev/null || :\n'
+        "done\n"
+    )
+
+
 def drop_unquotable(launcher: str, unquotable: str, instead: str, also: Sequence[str] = ()) -> str:
     """Unset the variables whose values `launcher` would mangle in the remote command it builds,
     and leave out those whose names it cannot export (run it as LAUNCH_ENV + its command).

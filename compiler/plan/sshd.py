@@ -102,6 +102,9 @@ flatjob_shell=${SHELL:-/bin/sh}
 if [ -r "${1:-}" ]; then
   . "$1"
 fi
+# The job's env is data here: a shell expands BASH_ENV and ENV, and runs the file they name,
+# before the client's command (review of round 15), so a session's shell gets neither.
+unset BASH_ENV ENV
 if [ -z "${SSH_ORIGINAL_COMMAND+set}" ]; then
   exec "$flatjob_shell" -l
 fi

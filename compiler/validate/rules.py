@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
 from itertools import islice
 from typing import Any
 
@@ -455,27 +456,56 @@ def reserved_paths(job: Any, doc: Document) -> Iterator[Diagnostic]:
 # every node's shell, ssh options that run commands, modules it loads).  A job setting one
 # would turn a value into shell source (review of round 14).
 RESERVED_ENV_PREFIX = "FLATJOB_"
-LAUNCHER_ENV = {DeepSpeedJob: deepspeed_plan.LAUNCHER_ENV}
+# A session's shell expands BASH_ENV and ENV and runs the file they name before the command an
+# ssh client sent (session.sh unsets them; review of round 15).
+SESSION_SHELL = ("BASH_ENV", "ENV")
+
+
+@dataclass(frozen=True)
+class LauncherEnv:
+    """Names a kind's launcher reads as its configuration: exact names, name prefixes, and the
+    replica types whose containers it runs in (None: every type)."""
+
+    reader: str
+    names: tuple[str, ...]
+    prefixes: tuple[str, ...] = ()
+    types: tuple[str, ...] | None = None
+
+    def owns(self, name: str, rtype: str) -> bool:
+        return (self.types is None or rtype in self.types) and (name in self.names or name.startswith(self.prefixes) if self.prefixes else name in self.names)
+
+
+LAUNCHER_ENV: dict[type, tuple[LauncherEnv, ...]] = {
+    DeepSpeedJob: (LauncherEnv("deepspeed and pdsh", deepspeed_plan.LAUNCHER_ENV, deepspeed_plan.LAUNCHER_ENV_PREFIXES),
+                   LauncherEnv("the ssh sessions' shell", SESSION_SHELL)),
+    # `colossalai run` uses fabric, which loads ~/.fabric.py (Python) and ~/.ssh/config (its
+    # ProxyCommand runs) from $HOME (review of round 15)
+    ColossalAIJob: (LauncherEnv("colossalai run's fabric", ("HOME",), types=("launcher",)), LauncherEnv("the ssh sessions' shell", SESSION_SHELL)),
+}
 
 
 def reserved_env(job: Any, doc: Document) -> Iterator[Diagnostic]:
     """FJ346 for an env name (or envFrom prefix) that is flatjob's or the launcher's own."""
-    launcher = LAUNCHER_ENV.get(type(job), ())
+    launchers = LAUNCHER_ENV.get(type(job), ())
     for g in groups(job):
         for ci, c in enumerate(containers_of(g.template)):
             where = (*g.template_path, "spec", "containers", ci)
             env = c.get("env")
             for i, e in enumerate(env if isinstance(env, list) else []):
                 name = e.get("name") if isinstance(e, dict) else None
-                if isinstance(name, str) and (name.startswith(RESERVED_ENV_PREFIX) or name in launcher):
-                    whose = "flatjob's own (its launch scripts and runtime set them)" if name.startswith(RESERVED_ENV_PREFIX) else "the launcher's own configuration (deepspeed and pdsh would read it)"
-                    yield doc.diagnostic("FJ346", f"env {name}: {whose}, so a job may not set it", (*where, "env", i, "name"),
-                                         hint="use another name" if name.startswith(RESERVED_ENV_PREFIX) else "remove it: flatjob sets up deepspeed's ssh and environment itself")
+                if not isinstance(name, str):
+                    continue
+                owner = next((le for le in launchers if le.owns(name, g.type)), None)
+                if name.startswith(RESERVED_ENV_PREFIX):
+                    yield doc.diagnostic("FJ346", f"env {name}: flatjob's own (its launch scripts and runtime set them), so a job may not set it", (*where, "env", i, "name"), hint="use another name")
+                elif owner is not None:
+                    yield doc.diagnostic("FJ346", f"env {name}: the launcher's own configuration ({owner.reader} would read it), so a job may not set it", (*where, "env", i, "name"),
+                                         hint="remove it: flatjob sets up the launcher's ssh and environment itself")
             env_from = c.get("envFrom")
             for i, e in enumerate(env_from if isinstance(env_from, list) else []):
                 prefix = e.get("prefix") if isinstance(e, dict) else None
-                if isinstance(prefix, str) and prefix.startswith(RESERVED_ENV_PREFIX):
-                    yield doc.diagnostic("FJ346", f"envFrom prefix {prefix!r}: names starting with {RESERVED_ENV_PREFIX} are flatjob's own", (*where, "envFrom", i, "prefix"),
+                if isinstance(prefix, str) and prefix and (prefix.startswith(RESERVED_ENV_PREFIX) or RESERVED_ENV_PREFIX.startswith(prefix)):
+                    yield doc.diagnostic("FJ346", f"envFrom prefix {prefix!r}: it can make names starting with {RESERVED_ENV_PREFIX}, which are flatjob's own", (*where, "envFrom", i, "prefix"),
                                          hint="use another prefix")
 
 

@@ -8,9 +8,11 @@ mark are in test_local_pieces.py and test_stop.py."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
+import time
 import uuid
 from pathlib import Path
 
@@ -198,3 +200,183 @@ def test_lint_refuses_flatjob_pod_env_on_a_colossalai_worker(tmp_path: Path) -> 
         """
     done = _lint(tmp_path, text)
     assert "FLATJOB_POD_ENV" in done.stdout + done.stderr and done.returncode == 1, done.stdout + done.stderr
+
+# --- review of round 15: what the round-14 fixes missed -----------------------------------------
+
+def _marker(what: str) -> Path:
+    return Path(f"/tmp/flatjob-pwned-{what}-{uuid.uuid4().hex[:8]}")
+
+
+# --- 1. pdsh's DSHPATH: pasted as `PATH=<value>;` in front of every node's command ------------
+
+
+def test_dshpath_never_runs_in_the_nodes_shell(tmp_path: Path, tag: str) -> None:
+    """pdsh reads DSHPATH and sends `PATH=<DSHPATH>;<command>` to every node's shell. The value
+    holds no $ ` " \\ so drop_unquotable keeps it; it is not in LAUNCHER_ENV, FJ346 is silent."""
+    need("DeepSpeedJob")
+    marker = _marker("dshpath")
+    try:
+        run = run_local(tmp_path, _deepspeed("dshpath", tmp_path, {"DSHPATH": f"/usr/bin:/bin;touch {marker}"}), tag=tag, env=environment(tag, tmp_path), timeout=120)
+        assert not marker.exists(), f"DSHPATH ran in the nodes' shell\n{run.explain()}"
+    finally:
+        marker.unlink(missing_ok=True)
+
+
+def test_lint_reports_dshpath(tmp_path: Path) -> None:
+    done = _lint(tmp_path, _deepspeed("dshpath", tmp_path, {"DSHPATH": "/usr/bin;id"}))
+    assert "DSHPATH" in done.stdout + done.stderr and done.returncode == 1, done.stdout + done.stderr
+
+
+# --- 2. .deepspeed_env: a carriage return splits a line for Python, not for grep ------------------
+
+
+def test_a_carriage_return_in_deepspeed_env_never_runs_in_the_nodes_shell(tmp_path: Path, tag: str) -> None:
+    """ENV_FILES_CHECK greps lines split at \\n; deepspeed reads the file with readlines() in text
+    mode (universal newlines: \\r ends a line too).  `A=1\\r;touch M;B=1` is one line with a plain
+    value for grep, and two for deepspeed, the second with the key `;touch M;B`, which
+    add_export pastes as `export ;touch M;B="1";` into every node's command."""
+    need("DeepSpeedJob")
+    marker = _marker("dsenvcr")
+    (tmp_path / ".deepspeed_env").write_bytes(f"A=1\r;touch {marker};B=1\n".encode())
+    try:
+        run = run_local(tmp_path, _deepspeed("dsenvcr", tmp_path, {"A": "1"}), tag=tag, env=environment(tag, tmp_path), timeout=120)
+        assert not marker.exists(), f"a .deepspeed_env line ran in the nodes' shell\n{run.explain()}"
+    finally:
+        marker.unlink(missing_ok=True)
+
+
+# --- 3. BASH_ENV: the login shell of every ssh session expands it ---------------------------------
+
+
+def test_bash_env_never_runs_on_the_nodes_ssh_sessions(tmp_path: Path, tag: str) -> None:
+    """session.sh loads the pod's whole env (export -p), then execs $SHELL (root: /bin/bash) -c
+    the launcher's command; bash expands BASH_ENV (command substitution included) before it runs
+    it.  drop_unquotable removes the value from deepspeed's env only, not from the kept file."""
+    need("DeepSpeedJob")
+    marker = _marker("bashenv")
+    try:
+        run = run_local(tmp_path, _deepspeed("bashenv", tmp_path, {"BASH_ENV": f"$(touch {marker})"}), tag=tag, env=environment(tag, tmp_path), timeout=120)
+        assert not marker.exists(), f"BASH_ENV ran in an ssh session's shell\n{run.explain()}"
+    finally:
+        marker.unlink(missing_ok=True)
+
+
+def test_lint_reports_bash_env(tmp_path: Path) -> None:
+    done = _lint(tmp_path, _deepspeed("bashenv", tmp_path, {"BASH_ENV": "$(id)"}))
+    assert "BASH_ENV" in done.stdout + done.stderr and done.returncode == 1, done.stdout + done.stderr
+
+
+# --- 4. run-local in-process (CliRunner) kills its caller's other children -------------------------
+
+
+GENERIC = """
+    apiVersion: batch.tensorstack.dev/v1beta1
+    kind: GenericJob
+    metadata:
+      name: quick
+    spec:
+      replicaSpecs:
+        - type: worker
+          replicas: 1
+          restartPolicy:
+            policy: Never
+          template:
+            spec:
+              containers:
+                - name: main
+                  image: busybox
+                  command: [sh, -c, "exit 0"]
+    """
+
+
+def test_run_local_in_process_leaves_the_callers_other_children_alone(tmp_path: Path, tag: str) -> None:
+    """Only `flatjob run-local`'s own process becomes a subreaper and kills what is below it at
+    the end; called in-process (click's CliRunner), it left the caller a subreaper and killed
+    the caller's own children (review of round 15)."""
+    import ctypes
+
+    from click.testing import CliRunner
+
+    from flatjob.compiler.cli import cli
+
+    job = tmp_path / "job.yaml"
+    job.write_text(textwrap.dedent(GENERIC), encoding="utf-8")
+    bystander = subprocess.Popen(["sleep", "300"], env={**os.environ, "E2E_TAG": tag})
+    libc = ctypes.CDLL(None, use_errno=True)
+    before = ctypes.c_int(0)
+    libc.prctl(37, ctypes.byref(before), 0, 0, 0)  # PR_GET_CHILD_SUBREAPER
+    old = os.getcwd()
+    try:
+        os.chdir(tmp_path)
+        res = CliRunner().invoke(cli, ["run-local", str(job), "--timeout", "60"])
+        after = ctypes.c_int(0)
+        libc.prctl(37, ctypes.byref(after), 0, 0, 0)
+        time.sleep(0.2)
+        assert res.exit_code == 0, res.output
+        assert bystander.poll() is None, f"run-local killed its caller's own child (returncode {bystander.returncode})"
+        assert after.value == before.value, "run-local left its caller a subreaper"
+    finally:
+        os.chdir(old)
+        libc.prctl(36, before.value, 0, 0, 0)
+        bystander.kill()
+        bystander.wait()
+
+
+# --- 5. ColossalAI: HOME from the launcher's env decides which fabric config colossalai run loads ----
+
+
+def _colossalai(name: str, tmp: Path, launcher_env: dict[str, str]) -> str:
+    env_yaml = "".join(f"\n                      - name: {k}\n                        value: {json.dumps(v)}" for k, v in launcher_env.items())
+    script = tmp / "ok.py"
+    script.write_text("print('rank ran')\n", encoding="utf-8")
+    return f"""
+        apiVersion: batch.tensorstack.dev/v1beta1
+        kind: ColossalAIJob
+        metadata:
+          name: {name}
+        spec:
+          torchConfig:
+            procPerWorker: 1
+            extraArgs: [--master_port={free_port()}]
+            script: [{script}]
+          replicaSpecs:
+            - type: launcher
+              replicas: 1
+              template:
+                spec:
+                  terminationGracePeriodSeconds: 5
+                  containers:
+                    - name: launcher
+                      image: hpcaitech/colossalai:0.5.0
+                      env:{env_yaml}
+            - type: worker
+              replicas: 1
+              template:
+                spec:
+                  terminationGracePeriodSeconds: 5
+                  containers:
+                    - name: worker
+                      image: hpcaitech/colossalai:0.5.0
+        """
+
+
+def test_home_from_the_launchers_env_never_makes_colossalai_run_load_code(tmp_path: Path, tag: str) -> None:
+    """fabric.Connection() loads ~/.fabric.{yaml,yml,json,py} (the .py is executed) and
+    ~/.ssh/config (ProxyCommand runs a command) from $HOME. launch.sh checks ~/.deepspeed_env for
+    DeepSpeed, but neither lint nor the ColossalAI launch.sh looks at HOME: a job's `HOME` (here a
+    folder of the pull request) makes `colossalai run` execute what it holds."""
+    need("ColossalAIJob")
+    marker = _marker("fabricpy")
+    home = tmp_path / "cfg"
+    home.mkdir()
+    (home / ".fabric.py").write_text(f"open({str(marker)!r}, 'w').close()\n", encoding="utf-8")
+    try:
+        run = run_local(tmp_path, _colossalai("cfab", tmp_path, {"HOME": str(home)}), tag=tag, env=environment(tag, tmp_path), timeout=150)
+        assert not marker.exists(), f"colossalai run executed the launcher's $HOME/.fabric.py\n{run.explain()}"
+    finally:
+        marker.unlink(missing_ok=True)
+
+
+def test_lint_reports_home_on_a_colossalai_launcher(tmp_path: Path) -> None:
+    done = _lint(tmp_path, _colossalai("cfab", tmp_path, {"HOME": "/somewhere"}))
+    assert "HOME" in done.stdout + done.stderr and done.returncode == 1, done.stdout + done.stderr
