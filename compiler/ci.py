@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import subprocess
 import sys
 import threading
@@ -48,7 +49,7 @@ MIN_FILE_LINES = 20
 TABLE_ROWS = 30  # environments in the table; the job log names every one
 FIX_ROWS = 10  # commands listed for stale environments
 NAME_CHARS = 60  # of a name a pull request chooses (an environment, a file), shown cut in the middle
-COMMAND_CHARS = 300
+COMMAND_CHARS = 1024  # a command shown whole (a folder name is at most 255 bytes), or not at all
 SECTION_MIN = 800  # the room a section shown is sure of (when it needs more): its summary (< 600) and a few names
 NOTE_NAMES = 20  # names in a note of what is left out (files, environments)
 DIFF_MIN = 80  # a section shows no diff rather than a diff of fewer characters
@@ -360,9 +361,18 @@ def _fixes(envs: Sequence[EnvReport]) -> str:
     stale = [e for e in envs if e.stale_diff]
     if not stale:
         return ""
-    fixes = [f"- {markdown_code(_clip(e.command, COMMAND_CHARS))}\n" for e in stale[:FIX_ROWS]]
+    fixes = [f"- {_fix(e)}\n" for e in stale[:FIX_ROWS]]
     more = f"- ... and {len(stale) - FIX_ROWS} more, each with its own --overlay and -o\n" if len(stale) > FIX_ROWS else ""
     return "To bring the rendered output up to date, run and commit:\n\n" + "".join(fixes) + more
+
+
+def _fix(e: EnvReport) -> str:
+    """The environment's command, whole and as a shell reads it, or none: a command cut or
+    escaped for display would be another command, and a maintainer pastes what the comment
+    shows (review of round 16: an overlay folder named `a;touch${IFS}x;b` ran `touch`)."""
+    if len(e.command) <= COMMAND_CHARS and visible(e.command) == e.command:
+        return markdown_code(e.command)
+    return f"the command for {markdown_code(_clip(e.name, NAME_CHARS))} is too long, or holds characters a comment cannot show: the job log prints it"
 
 
 def report(envs: Sequence[EnvReport], lint_errors: int, lint_warnings: int, jobs: int, limit: int = COMMENT_LIMIT) -> str:
@@ -398,8 +408,9 @@ class Environment:
     out: Path
 
     def command(self, jobs: Sequence[str]) -> str:
-        overlay = f" --overlay {self.overlay.as_posix()}" if self.overlay else ""
-        return f"flatjob compile {' '.join(jobs)}{overlay} -o {self.out.as_posix()}"
+        """The command that renders this environment, each word shell-quoted (names are the PR's)."""
+        overlay = ["--overlay", self.overlay.as_posix()] if self.overlay else []
+        return shlex.join(["flatjob", "compile", *jobs, *overlay, "-o", self.out.as_posix()])
 
 
 def environments(overlays: Path, rendered: Path) -> list[Environment]:
@@ -544,6 +555,8 @@ def main(jobs: tuple[str, ...], overlays: str, rendered: str, base: str | None, 
         Path(sarif).write_text(format_sarif(findings), encoding="utf-8")
     for env in run.envs:
         click.echo(f"environment {log_line(env.name)}: {env.status}", err=True)
+        if env.stale_diff:
+            click.echo(f"  to bring it up to date, run and commit: {log_line(env.command)}", err=True)
     sys.exit(1 if run.failed else 0)
 
 

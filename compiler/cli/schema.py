@@ -42,14 +42,22 @@ def schema_command(out: str, check: bool) -> None:
 
     See docs/editors.md.
     """
+    from ..outdir import LinkFound, NotAFile, SafeDir
     from ..output import write_files
 
     root = Path(out)
     files = schema_files()
-    stale = [rel for rel, text in sorted(files.items()) if not (root / rel).is_file() or (root / rel).read_text(encoding="utf-8") != text]
+    try:  # read and written as compile's output is: never through a link, no file read past its size
+        with SafeDir(root) as d:
+            present = d.open_root(create=False)
+            stale = [rel for rel, text in sorted(files.items()) if not present or d.read(rel, limit=len(text.encode("utf-8"))) != text.encode("utf-8")]
+        if not check:
+            write_files(root, {rel: files[rel] for rel in stale})
+    except (LinkFound, NotAFile) as exc:
+        click.echo(f"{exc.where(root)}: error: is a symbolic link (or not a plain file or folder); flatjob never reads or writes through it [FJ702]", err=True)
+        sys.exit(1)
     if check:
         for rel in stale:
             click.echo(f"{root / rel}: stale; run `flatjob schema -o {out}`", err=True)
         sys.exit(1 if stale else 0)
-    write_files(root, {rel: files[rel] for rel in stale})
     click.echo(f"{len(stale)} of {len(files)} schema files updated in {root}", err=True)

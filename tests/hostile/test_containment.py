@@ -195,3 +195,18 @@ def test_a_committed_file_grown_huge_is_not_read_or_printed_whole(box: Sandbox, 
         assert_clean_exit(run_, 0, 1)
         assert run_.cpu < 1.0 and run_.rss_mib < 100, (run_.cpu, run_.rss_mib)
         assert len(run_.output) < 1_000_000
+
+
+def test_schema_out_with_a_link_or_a_binary_file_is_a_diagnostic_not_an_internal_error(box: Sandbox) -> None:
+    """`flatjob schema -o` with a link in the folder, and `--check` over a file that is not UTF-8,
+    ended in `internal error` (review of round 16): FJ702 and stale; nothing goes through the link."""
+    out = box.repo / "schemas"
+    out.mkdir()
+    (out / "crds").symlink_to(box.outside / "dir")
+    linked = box.flatjob("schema", "-o", "schemas")
+    assert not any((box.outside / "dir").glob("*.yaml.flatjob-new")) and sorted(p.name for p in (box.outside / "dir").iterdir()) == ["podtemplates.yaml"]
+    assert_clean_exit(linked, 1, 2)
+    (out / "crds").unlink()
+    (out / "jobs").mkdir()
+    (out / "jobs" / "genericjob.json").write_bytes(b"\xff\xfe")
+    assert_clean_exit(box.flatjob("schema", "-o", "schemas", "--check"), 1)
