@@ -14,6 +14,8 @@ import sys
 import textwrap
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -59,6 +61,16 @@ def _deepspeed(name: str, tmp: Path, env: dict[str, str], working_dir: Path | No
         """
 
 
+@contextmanager
+def _marker(what: str) -> Iterator[Path]:
+    """A file an injected command would create (`touch`), removed afterwards."""
+    marker = Path(f"/tmp/flatjob-pwned-{what}-{uuid.uuid4().hex[:8]}")
+    try:
+        yield marker
+    finally:
+        marker.unlink(missing_ok=True)
+
+
 def _lint(tmp: Path, text: str) -> subprocess.CompletedProcess[str]:
     path = tmp / "lint.yaml"
     path.write_text(textwrap.dedent(text), encoding="utf-8")
@@ -70,34 +82,28 @@ def _lint(tmp: Path, text: str) -> subprocess.CompletedProcess[str]:
 
 def test_ds_env_file_never_turns_an_env_value_into_node_shell_source(tmp_path: Path, tag: str) -> None:
     need("DeepSpeedJob")
-    marker = Path(f"/tmp/rev14b-pwned-dsenv-{uuid.uuid4().hex[:8]}")
-    # ../env from HOME (the pod's home/ under run-local) is FLATJOB_POD_ENV; in a cluster: /run/flatjob-pod-env
-    env = {"DS_ENV_FILE": "../env", "NOTE": f"$(touch {marker})"}
-    try:
+    with _marker("dsenv") as marker:
+        # ../env from HOME (the pod's home/ under run-local) is FLATJOB_POD_ENV; in a cluster: /run/flatjob-pod-env
+        env = {"DS_ENV_FILE": "../env", "NOTE": f"$(touch {marker})"}
         run = run_local(tmp_path, _deepspeed("dsenv", tmp_path, env), tag=tag, env=environment(tag, tmp_path), timeout=120)
         assert not marker.exists(), f"an env value ran in the nodes' shell through DS_ENV_FILE\n{run.explain()}"
-    finally:
-        marker.unlink(missing_ok=True)
 
 
 def test_a_deepspeed_env_file_in_the_folder_run_local_runs_from_never_runs_in_the_nodes_shell(tmp_path: Path, tag: str) -> None:
     """The docs say to run from the repository root; a pull request that adds `.deepspeed_env` there
     (no job field at all) has deepspeed paste its values into every node's shell."""
     need("DeepSpeedJob")
-    marker = Path(f"/tmp/rev14b-pwned-dsfile-{uuid.uuid4().hex[:8]}")
-    (tmp_path / ".deepspeed_env").write_text(f"NCCL_DEBUG_FILE=$(touch {marker})\n", encoding="utf-8")
-    try:
+    with _marker("dsfile") as marker:
+        (tmp_path / ".deepspeed_env").write_text(f"NCCL_DEBUG_FILE=$(touch {marker})\n", encoding="utf-8")
         run = run_local(tmp_path, _deepspeed("dsfile", tmp_path, {"A": "1"}), tag=tag, env=environment(tag, tmp_path), timeout=120)
         assert not marker.exists(), f"a .deepspeed_env value ran in the nodes' shell\n{run.explain()}"
-    finally:
-        marker.unlink(missing_ok=True)
 
 
 def test_a_working_dir_that_resolves_to_shell_syntax_never_runs_in_the_nodes_shell(tmp_path: Path, tag: str) -> None:
     """Lint checks workingDir's text; deepspeed pastes `cd <os.getcwd()>`, the resolved path. A
     symlink (committed in a pull request, say) with a plain name leads to a folder named as shell."""
     need("DeepSpeedJob")
-    name = f"rev14b-pwned-symwd-{uuid.uuid4().hex[:8]}"
+    name = f"flatjob-pwned-symwd-{uuid.uuid4().hex[:8]}"
     (tmp_path / "d").mkdir()
     (tmp_path / f"d;touch${{IFS}}{name}").mkdir()
     (tmp_path / "wd").symlink_to(f"d;touch${{IFS}}{name}")
@@ -116,13 +122,10 @@ def test_lint_reports_ds_env_file(tmp_path: Path, value: str) -> None:
 
 def test_pdsh_ssh_args_never_run_a_local_command(tmp_path: Path, tag: str) -> None:
     need("DeepSpeedJob")
-    marker = Path(f"/tmp/rev14b-pwned-pdshargs-{uuid.uuid4().hex[:8]}")
-    env = {"PDSH_SSH_ARGS_APPEND": f"-oPermitLocalCommand=yes -oLocalCommand=touch\t{marker}"}
-    try:
+    with _marker("pdshargs") as marker:
+        env = {"PDSH_SSH_ARGS_APPEND": f"-oPermitLocalCommand=yes -oLocalCommand=touch\t{marker}"}
         run = run_local(tmp_path, _deepspeed("dsproxy", tmp_path, env), tag=tag, env=environment(tag, tmp_path), timeout=120)
         assert not marker.exists(), f"an env value ran as ssh's LocalCommand\n{run.explain()}"
-    finally:
-        marker.unlink(missing_ok=True)
 
 
 @pytest.mark.parametrize("name,value", [
@@ -140,18 +143,14 @@ def test_lint_reports_ssh_options_in_the_launchers_env(tmp_path: Path, name: str
 
 def test_flatjob_pod_env_from_the_job_never_reaches_sshds_force_command(tmp_path: Path, tag: str) -> None:
     need("DeepSpeedJob")
-    name = f"rev14b-pwned-forcecmd-{uuid.uuid4().hex[:8]}"
-    marker = Path("/tmp") / name
-    wd = tmp_path / "wd"
-    wd.mkdir()
-    # no '/' in the value: `export -p > "$FLATJOB_POD_ENV"` must be able to create it (in workingDir);
-    # sshd's session starts in root's home, one level below /.
-    env = {"FLATJOB_POD_ENV": f"pe; cd; cd ..; cd tmp; touch {name}"}
-    try:
+    with _marker("forcecmd") as marker:
+        wd = tmp_path / "wd"
+        wd.mkdir()
+        # no '/' in the value: `export -p > "$FLATJOB_POD_ENV"` must be able to create it (in workingDir);
+        # sshd's session starts in root's home, one level below /.
+        env = {"FLATJOB_POD_ENV": f"pe; cd; cd ..; cd tmp; touch {marker.name}"}
         run = run_local(tmp_path, _deepspeed("dsforce", tmp_path, env, wd), tag=tag, env=environment(tag, tmp_path), timeout=120)
         assert not marker.exists(), f"an env value ran in sshd's ForceCommand shell\n{run.explain()}"
-    finally:
-        marker.unlink(missing_ok=True)
 
 
 def test_flatjob_pod_env_from_the_job_writes_nothing_outside_the_run(tmp_path: Path, tag: str) -> None:
@@ -203,10 +202,6 @@ def test_lint_refuses_flatjob_pod_env_on_a_colossalai_worker(tmp_path: Path) -> 
 
 # --- review of round 15: what the round-14 fixes missed -----------------------------------------
 
-def _marker(what: str) -> Path:
-    return Path(f"/tmp/flatjob-pwned-{what}-{uuid.uuid4().hex[:8]}")
-
-
 # --- 1. pdsh's DSHPATH: pasted as `PATH=<value>;` in front of every node's command ------------
 
 
@@ -214,12 +209,9 @@ def test_dshpath_never_runs_in_the_nodes_shell(tmp_path: Path, tag: str) -> None
     """pdsh reads DSHPATH and sends `PATH=<DSHPATH>;<command>` to every node's shell. The value
     holds no $ ` " \\ so drop_unquotable keeps it; it is not in LAUNCHER_ENV, FJ346 is silent."""
     need("DeepSpeedJob")
-    marker = _marker("dshpath")
-    try:
+    with _marker("dshpath") as marker:
         run = run_local(tmp_path, _deepspeed("dshpath", tmp_path, {"DSHPATH": f"/usr/bin:/bin;touch {marker}"}), tag=tag, env=environment(tag, tmp_path), timeout=120)
         assert not marker.exists(), f"DSHPATH ran in the nodes' shell\n{run.explain()}"
-    finally:
-        marker.unlink(missing_ok=True)
 
 
 def test_lint_reports_dshpath(tmp_path: Path) -> None:
@@ -236,13 +228,10 @@ def test_a_carriage_return_in_deepspeed_env_never_runs_in_the_nodes_shell(tmp_pa
     value for grep, and two for deepspeed, the second with the key `;touch M;B`, which
     add_export pastes as `export ;touch M;B="1";` into every node's command."""
     need("DeepSpeedJob")
-    marker = _marker("dsenvcr")
-    (tmp_path / ".deepspeed_env").write_bytes(f"A=1\r;touch {marker};B=1\n".encode())
-    try:
+    with _marker("dsenvcr") as marker:
+        (tmp_path / ".deepspeed_env").write_bytes(f"A=1\r;touch {marker};B=1\n".encode())
         run = run_local(tmp_path, _deepspeed("dsenvcr", tmp_path, {"A": "1"}), tag=tag, env=environment(tag, tmp_path), timeout=120)
         assert not marker.exists(), f"a .deepspeed_env line ran in the nodes' shell\n{run.explain()}"
-    finally:
-        marker.unlink(missing_ok=True)
 
 
 # --- 3. BASH_ENV: the login shell of every ssh session expands it ---------------------------------
@@ -253,12 +242,9 @@ def test_bash_env_never_runs_on_the_nodes_ssh_sessions(tmp_path: Path, tag: str)
     the launcher's command; bash expands BASH_ENV (command substitution included) before it runs
     it.  drop_unquotable removes the value from deepspeed's env only, not from the kept file."""
     need("DeepSpeedJob")
-    marker = _marker("bashenv")
-    try:
+    with _marker("bashenv") as marker:
         run = run_local(tmp_path, _deepspeed("bashenv", tmp_path, {"BASH_ENV": f"$(touch {marker})"}), tag=tag, env=environment(tag, tmp_path), timeout=120)
         assert not marker.exists(), f"BASH_ENV ran in an ssh session's shell\n{run.explain()}"
-    finally:
-        marker.unlink(missing_ok=True)
 
 
 def test_lint_reports_bash_env(tmp_path: Path) -> None:
@@ -366,15 +352,12 @@ def test_home_from_the_launchers_env_never_makes_colossalai_run_load_code(tmp_pa
     DeepSpeed, but neither lint nor the ColossalAI launch.sh looks at HOME: a job's `HOME` (here a
     folder of the pull request) makes `colossalai run` execute what it holds."""
     need("ColossalAIJob")
-    marker = _marker("fabricpy")
-    home = tmp_path / "cfg"
-    home.mkdir()
-    (home / ".fabric.py").write_text(f"open({str(marker)!r}, 'w').close()\n", encoding="utf-8")
-    try:
+    with _marker("fabricpy") as marker:
+        home = tmp_path / "cfg"
+        home.mkdir()
+        (home / ".fabric.py").write_text(f"open({str(marker)!r}, 'w').close()\n", encoding="utf-8")
         run = run_local(tmp_path, _colossalai("cfab", tmp_path, {"HOME": str(home)}), tag=tag, env=environment(tag, tmp_path), timeout=150)
         assert not marker.exists(), f"colossalai run executed the launcher's $HOME/.fabric.py\n{run.explain()}"
-    finally:
-        marker.unlink(missing_ok=True)
 
 
 def test_lint_reports_home_on_a_colossalai_launcher(tmp_path: Path) -> None:
