@@ -307,7 +307,7 @@ def test_a_deleted_pod_ends_terminal_and_goes_with_grace_0(world: Any) -> None:
 @pytest.mark.parametrize("example", ["pytorch-ddp", "deepspeed", "genericjob-tfconfig"])
 def test_a_running_pod_of_a_compiled_job_is_as_big_as_a_real_one(example: str) -> None:
     """A running pod as an API server returns it: defaults, admission, status and
-    managedFields make it ~5-9 KB of compact JSON, not the ~2 KB that was rendered."""
+    managedFields make it ~5-10 KB of compact JSON (an SSH pod carries flatjob's script paths too), not the ~2-3 KB that was rendered."""
     root = Path(__file__).resolve().parents[2]
     docs, _ = parse((root / "examples" / f"{example}.yaml").read_text(), f"{example}.yaml")
     files = compile_documents(Loaded(jobs=docs), CompileOptions(namespace=NS)).jobs[0].files
@@ -323,7 +323,7 @@ def test_a_running_pod_of_a_compiled_job_is_as_big_as_a_real_one(example: str) -
         live = cluster.pods()[p["metadata"]["name"]]
         assert live["status"]["phase"] == "Running"
         size, before = len(json.dumps(live, separators=(",", ":"))), len(json.dumps(p, separators=(",", ":")))
-        assert 5_000 <= size <= 10_000 and size > 2 * before, (p["metadata"]["name"], before, size)
+        assert 5_000 <= size <= 12_000 and size > 2 * before, (p["metadata"]["name"], before, size)
 
 
 # --- taint eviction's toleration time (taint_eviction.go getMinTolerationTime) ------------------
