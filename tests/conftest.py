@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import prockit
 import pytest
@@ -87,6 +88,14 @@ def corpus_dir(name: str = "t9k") -> Path:
 
 
 def corpus_files(name: str = "t9k") -> list[Path]:
-    """The corpus files, for parametrization (empty when absent; tests then skip)."""
+    """The corpus files (empty when absent: parametrize with corpus_params, which skips)."""
     path = CORPUS / name
     return sorted(path.glob("*.yaml")) if path.is_dir() else []
+
+
+def corpus_params(files: list[Path], name: str = "t9k") -> list[Any]:
+    """`files` to parametrize a test with, or one case that skips naming the missing corpus
+    (pytest's own "got empty parameter set" names nothing)."""
+    if files:
+        return list(files)
+    return [pytest.param(None, id="corpus-absent", marks=pytest.mark.skip(reason=f"the corpus {CORPUS / name} is absent (../shared/corpus beside the project, or FLATJOB_CORPUS)"))]

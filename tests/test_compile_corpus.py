@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 from click.testing import CliRunner
-from conftest import corpus_dir, corpus_files
+from conftest import corpus_dir, corpus_files, corpus_params
 from manifestkit import name_problems, objects_of, record_problems, secret_problems
 
 from flatjob.compiler import kube
@@ -50,7 +50,7 @@ def compiled(path: Path) -> dict[str, str]:
     return result.tree()
 
 
-@pytest.mark.parametrize("path", VALID, ids=_id)
+@pytest.mark.parametrize("path", corpus_params(VALID), ids=_id)
 def test_valid_job_compiles_to_valid_manifests(path: Path) -> None:
     files = compiled(path)
     objects = objects_of(files)
@@ -68,7 +68,7 @@ def test_valid_job_compiles_to_valid_manifests(path: Path) -> None:
     assert not [o for o in objects if o["kind"] == "Pod"]  # the runtime creates pods; git holds PodTemplates
 
 
-@pytest.mark.parametrize("path", VALID, ids=_id)
+@pytest.mark.parametrize("path", corpus_params(VALID), ids=_id)
 def test_no_private_key_is_rendered(path: Path) -> None:
     assert secret_problems(compiled(path)) == []
 

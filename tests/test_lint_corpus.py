@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 import pytest
-from conftest import corpus_dir, corpus_files
+from conftest import corpus_dir, corpus_files, corpus_params
 from lintkit import check_text_output, errors, run_cli
 
 from flatjob.compiler.errors import Diagnostic
@@ -74,7 +74,7 @@ def _lint(path: Path) -> list[Diagnostic]:
     return lint_paths([str(path)]).diagnostics
 
 
-@pytest.mark.parametrize("path", corpus_files("t9k"), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", corpus_params(corpus_files("t9k")), ids=lambda p: p.name)
 def test_corpus_file_has_exactly_its_known_errors(path: Path) -> None:
     found = errors(_lint(path))
     expected = KNOWN_BAD.get(path.name, [])
@@ -131,7 +131,7 @@ def test_corpus_folder_in_one_run() -> None:
     assert f"({files} jobs in {files} files checked)" in result.output
 
 
-@pytest.mark.parametrize("path", corpus_files("t9k-fragments"), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", corpus_params(corpus_files("t9k-fragments"), "t9k-fragments"), ids=lambda p: p.name)
 def test_fragment_never_crashes(path: Path) -> None:
     result = run_cli("lint", str(path))
     assert result.exit_code in (0, 1), result.output

@@ -17,7 +17,7 @@ import re
 from typing import Any
 
 import pytest
-from conftest import corpus_files
+from conftest import corpus_files, corpus_params
 from manifestkit import compiled_objects, objects_of, pods_of
 
 from flatjob.compiler.loader import Loaded, parse
@@ -90,7 +90,7 @@ def test_no_service_no_replica_services() -> None:
     assert [o["metadata"]["name"] for o in objects if o["kind"] == "Service"] == ["generic-example"]
 
 
-@pytest.mark.parametrize("path", [p for p in corpus_files() if "genericjob" in p.name], ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", corpus_params([p for p in corpus_files() if "genericjob" in p.name]), ids=lambda p: p.stem)
 def test_corpus_generic_jobs_with_service_expose_every_replica(path: Any) -> None:
     docs, problems = parse(path.read_text(encoding="utf-8"), str(path))
     if problems or not docs or not (docs[0].data.get("spec") or {}).get("service"):

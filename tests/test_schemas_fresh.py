@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import ROOT, corpus_files
+from conftest import ROOT, corpus_files, corpus_params
 from lintkit import run_cli
 
 from flatjob.compiler.cli.schema import schema_files
@@ -96,7 +96,7 @@ KNOWN_BAD = {
 }
 
 
-@pytest.mark.parametrize("path", corpus_files("t9k"), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", corpus_params(corpus_files("t9k")), ids=lambda p: p.name)
 def test_editor_schema_flags_only_the_structural_mistakes(
     validators: dict[str, Any], path: Path
 ) -> None:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import corpus_files
+from conftest import corpus_files, corpus_params
 
 from flatjob.compiler.limits import Budget, Limits
 from flatjob.compiler.loader import parse
@@ -121,7 +121,7 @@ def test_file_bytes_stop_at_the_position(tmp_path: Path) -> None:
     assert problem is not None and problem.code == "FJ105" and budget.bytes == 0
 
 
-@pytest.mark.parametrize("path", corpus_files("t9k"), ids=lambda p: p.name)
+@pytest.mark.parametrize("path", corpus_params(corpus_files("t9k")), ids=lambda p: p.name)
 def test_real_specs_read_as_pyyaml_reads_them_far_below_the_limits(path: Path) -> None:
     text = path.read_text(encoding="utf-8")
     budget = Budget()
