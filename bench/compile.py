@@ -35,6 +35,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import versions
+
 WORKERS = 100
 JOB = """\
 apiVersion: batch.tensorstack.dev/v1beta1
@@ -213,7 +215,7 @@ def report(work: Path, args: argparse.Namespace) -> None:
         if args.no_bytecode
         else f"bytecode cache {ENV['PYTHONPYCACHEPREFIX']}"
     )
-    print(f"flatjob {fj}; Python {sys.version.split()[0]}; {os.cpu_count()} CPUs; {mode}")
+    print(f"flatjob {fj}; {versions.line()}; {os.cpu_count()} CPUs; {mode}")
     before, after = (" ".join(f"{x:.2f}" for x in load) for load in (LOAD, os.getloadavg()))
     print(f"load average before: {before}, after: {after}")
     per_pod = mb * 1e6 / 5000 / 1024

@@ -27,6 +27,8 @@ import tempfile
 import time
 from pathlib import Path
 
+import versions
+
 JOB = """\
 apiVersion: batch.tensorstack.dev/v1beta1
 kind: PyTorchTrainingJob
@@ -149,7 +151,7 @@ def main() -> None:
     p.add_argument("--flatjob", default=None, help="the flatjob script to time (default: this interpreter's module)")
     args = p.parse_args()
     flatjob = [args.flatjob] if args.flatjob else [sys.executable, "-m", "flatjob.compiler.cli"]
-    print(f"flatjob {' '.join(flatjob)}; Python {sys.version.split()[0]}; {os.cpu_count()} CPUs; cap {args.memory_mib} MiB; load {os.getloadavg()[0]:.2f}")
+    print(f"flatjob {' '.join(flatjob)}; {versions.line()}; {os.cpu_count()} CPUs; cap {args.memory_mib} MiB; load {os.getloadavg()[0]:.2f}")
     print("\n| input | exit | wall (median, max) | CPU (median) | peak RSS (max) |\n|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:
         for label, make in INPUTS.items():

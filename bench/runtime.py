@@ -350,15 +350,9 @@ def mass_failure(bench: Bench) -> dict[str, Any]:
 
 def versions() -> dict[str, str]:
     """What the figures were measured with: Python and the libraries on the runtime's path."""
-    from importlib.metadata import PackageNotFoundError, version
+    from versions import versions as measured_with
 
-    out = {"python": sys.version.split()[0]}
-    for name in ("flatjob", "kubernetes", "urllib3", "orjson", "PyYAML"):
-        try:
-            out[name] = version(name)
-        except PackageNotFoundError:
-            out[name] = "absent"
-    return out
+    return measured_with(("flatjob", "kubernetes", "urllib3", "orjson", "PyYAML"))
 
 
 def measure(names: list[str], pods: int, runtime: str, args: argparse.Namespace, failing: set[str], hung: set[str] = frozenset()) -> dict[str, Any]:  # type: ignore[assignment]
