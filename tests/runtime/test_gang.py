@@ -108,7 +108,7 @@ def test_gang_the_ssh_kinds_reach_succeeded_under_a_gang_scheduler(name: str) ->
     assert st["phase"] == "Succeeded" and st["backoffCount"] == 0
 
 
-@pytest.mark.parametrize("name", ["deepspeed-t9k", "deepspeed-coscheduling", "deepspeed-volcano", "colossalai-replicaspecs-t9k"])
+@pytest.mark.parametrize("name", list(JOBS))  # every job that reaches Succeeded above
 def test_gang_holding_the_launcher_deadlocks_the_gang(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """What the runtime did before: the launcher waits for its workers' Ready, the gang
     scheduler waits for the launcher to be ungated; nothing binds, and the scheduler says why."""
