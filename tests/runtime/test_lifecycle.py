@@ -91,9 +91,10 @@ def test_lifecycle_a_drained_worker_that_exits_1_under_exit_code_does_not_fail_t
     running(s, 3)
     old = uid(s, "sim-worker-1")
     s.cluster.evict_pod(NAMESPACE, "sim-worker-1")
-    st = s.run_until(replaced(s, "sim-worker-1", old), limit=120)
-    assert st["phase"] == "Running" and st["backoffCount"] == 0
+    st = s.run_until(replaced(s, "sim-worker-1", old), limit=120)  # a new uid
+    assert (st["phase"], st["backoffCount"], restarts(st)) == ("Running", 0, {"master": 0, "worker": 0})
     assert condition(st, "ReplicaFailure")["status"] == "False"  # a disruption is not an error in a pod
+    assert "sim-worker-1 was disrupted (EvictionByEvictionAPI" in events(s, "Disrupted")[0]["message"]
     assert s.finished()["phase"] == "Succeeded"
 
 
@@ -165,8 +166,9 @@ def test_lifecycle_preemption_replaces_the_victim() -> None:
     running(s, 3)
     old = uid(s, "sim-worker-1")
     s.kubelet.scheduler.preempt("sim-worker-1")
-    st = s.run_until(replaced(s, "sim-worker-1", old), limit=120)
-    assert st["backoffCount"] == 0
+    st = s.run_until(replaced(s, "sim-worker-1", old), limit=120)  # a new uid
+    assert (st["phase"], st["backoffCount"], restarts(st)) == ("Running", 0, {"master": 0, "worker": 0})
+    assert condition(st, "ReplicaFailure")["status"] == "False"  # a disruption is not an error in a pod
     assert "PreemptionByScheduler: default-scheduler: preempting to accommodate a higher priority pod" in events(s, "Disrupted")[0]["message"]
 
 
@@ -177,8 +179,9 @@ def test_lifecycle_node_pressure_eviction_replaces_the_pod_the_kubelet_left_fail
     running(s, 3)
     old = uid(s, "sim-worker-0")
     s.kubelet.evict("sim-worker-0")
-    st = s.run_until(replaced(s, "sim-worker-0", old), limit=120)
-    assert st["backoffCount"] == 0 and restarts(st) == {"master": 0, "worker": 0}
+    st = s.run_until(replaced(s, "sim-worker-0", old), limit=120)  # a new uid
+    assert (st["phase"], st["backoffCount"], restarts(st)) == ("Running", 0, {"master": 0, "worker": 0})
+    assert condition(st, "ReplicaFailure")["status"] == "False"
     assert "TerminationByKubelet" in events(s, "Disrupted")[0]["message"]
 
 
@@ -218,8 +221,9 @@ def test_lifecycle_an_eviction_for_the_pods_own_storage_limit_is_counted_and_nam
     running(s, 3)
     old = uid(s, "sim-worker-0")
     s.kubelet.evict("sim-worker-0", message=STORAGE, grace=2, condition=False)
-    st = s.run_until(replaced(s, "sim-worker-0", old), limit=120)
-    assert (st["backoffCount"], restarts(st)) == (1, {"master": 0, "worker": 1})
+    st = s.run_until(replaced(s, "sim-worker-0", old), limit=120)  # a new uid
+    assert (st["phase"], st["backoffCount"], restarts(st)) == ("Running", 1, {"master": 0, "worker": 1})
+    assert (condition(st, "ReplicaFailure")["status"], condition(st, "ReplicaFailure")["message"]) == ("True", "Pod[sim-worker-0] exited with error code 137")
     (event,) = events(s, "Restarting")
     assert event["message"].startswith(f"sim-worker-0 was evicted by its node ({STORAGE.strip()}; exit code 137)")
 
@@ -700,13 +704,16 @@ def test_lifecycle_forty_pods_failing_together_are_one_incident_and_run_again_wi
     forty restarts of the workers, each back after the first step, never an escalated one."""
     s = Scenario(MASS)
     running(s, 40)
+    before = {name: pod["metadata"]["uid"] for name, pod in s.pods().items()}
     s.run_until(lambda st: st["backoffCount"] == 1, limit=60)
     failed_at = s.clock.now
     st = s.run_until(lambda st: st.get("aggregate", {}).get("running") == 40, limit=120)
     # One back-off step (10 s and its jitter), plus the 120 writes it takes (deletes, creates,
     # releases) through the write budget, which a 1-second tick of this harness caps at its burst.
     assert s.clock.now - failed_at <= BACKOFF_BASE * (1 + JITTER) + 120 / BURST + 3
-    assert st["backoffCount"] == 1 and restarts(st) == {"worker": 40}
+    assert (st["phase"], st["backoffCount"], restarts(st)) == ("Running", 1, {"worker": 40})
+    assert all(s.pods()[name]["metadata"]["uid"] != was for name, was in before.items())  # every pod a new one
+    assert condition(st, "ReplicaFailure")["message"].endswith("exited with error code 1")
     st = s.finished()
     assert st["phase"] == "Succeeded" and st["backoffCount"] == 1
     restarting = events(s, "Restarting")
