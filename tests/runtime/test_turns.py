@@ -671,6 +671,7 @@ def _pool(size: int) -> tuple[TurnLock, CyclePool]:
     return lock, CyclePool(size, lock, lambda: None, lambda exc: None)
 
 
+@pytest.mark.slow  # 40 cycles of real CPU turns (6 s): run by .ci/run
 def test_turns_a_cycle_waiting_for_the_turn_not_on_a_request_is_not_stuck() -> None:
     """turns.STUCK_AFTER: only a cycle whose request has been out 0.5 s is stuck, and the pool
     grows a thread for the next job (review of round 13: any cycle in flight 0.5 s was).  Here every request is answered
