@@ -309,6 +309,7 @@ collections = st.one_of(
 )
 
 
+@pytest.mark.slow  # 150 examples of four trees each (3 s): run by .ci/run after the README command
 @PROPERTY
 @given(collections, st.lists(st.integers(0, 3), min_size=1, max_size=6))
 def test_a_subtree_shared_at_several_depths_is_written_as_if_copied(

@@ -159,6 +159,7 @@ def test_mutated_real_documents_are_sound(data: dict[str, Any]) -> None:
     assert_sound(data)
 
 
+@pytest.mark.slow  # 300 random jobs (5 s): run by .ci/run after the README command
 @PROPS
 @given(data=st.one_of(pytorch_jobs(), mutated(pytorch_jobs())))
 def test_random_pytorch_jobs_are_sound_and_valid_ones_take_the_plain_path(data: dict[str, Any]) -> None:

@@ -57,6 +57,7 @@ def _ours() -> list[prockit.Proc]:
     return [p for p in prockit.descendants(1) if f"sleep {MARK}" in p.cmd and p.state != "Z"]
 
 
+@pytest.mark.slow  # an inner pytest run (3 s): run by .ci/run after the README command
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="needs /proc")
 def test_inner_suite_started_like_nohup_in_the_background(pytester: pytest.Pytester) -> None:
     pytester.makeconftest(INNER_CONFTEST)

@@ -84,6 +84,7 @@ def test_random_pytorch_jobs_measure_what_compile_writes(job: dict[str, Any]) ->
         _check(compiled)
 
 
+@pytest.mark.slow  # 40 random jobs compiled whole (3.5 s); the PyTorch property stays quick: run by .ci/run after the README command
 @SETTINGS
 @given(doc=mutated())
 def test_random_jobs_of_every_kind_measure_what_compile_writes(doc: dict[str, Any]) -> None:

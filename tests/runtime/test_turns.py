@@ -299,6 +299,7 @@ def test_turns_an_exception_escaping_a_cycle_leaves_its_thread_serving(monkeypat
 SLOW_NAMES = ("a-slow", "b0", "b1", "b2")
 
 
+@pytest.mark.slow  # a webhook of real 0.7 s waits (3 s): run by .ci/run after the README command
 def test_turns_a_slow_job_runs_while_three_others_are_due_each_step() -> None:
     text = JOB.format(name="a-slow", script="sleep 3000; exit 0").replace("limit: 2", "limit: 100000")
     s = namespace_scenario("---".join([text] + [JOB.format(name=n, script="sleep 3000; exit 0") for n in SLOW_NAMES[1:]]), threads=True)
