@@ -707,9 +707,8 @@ def test_turns_unstuck_at_names_the_moment_a_place_opens_near_the_cap() -> None:
     flight (25 stuck, 4 young) at --concurrency 4, free() is 0 now and 3 once the young ones count
     as stuck, so unstuck_at must name that moment, not None (the loop then sleeps until some
     other timer)."""
-    from flatjob.runtime.turns import STUCK_AFTER
-
     lock, pool = _pool(4)
+    young = 60.0  # the 4 young requests went out "in the future": young however slowly this runs (a busy machine)
     try:
         now = time.monotonic()
         with lock:
@@ -717,11 +716,11 @@ def test_turns_unstuck_at_names_the_moment_a_place_opens_near_the_cap() -> None:
                 key = f"job-{i}"
                 pool.busy.add(key)
                 pool._thread_of[key] = -1 - i
-                lock.out[-1 - i] = now - 10 if i < 25 else now
+                lock.out[-1 - i] = now - 10 if i < 25 else now + young
             assert pool.free() == 0
             when = pool.unstuck_at()
             for thread in list(lock.out):
-                lock.out[thread] -= STUCK_AFTER  # what the clock does meanwhile
+                lock.out[thread] -= young + 1  # what the clock does meanwhile: the young ones are stuck now
             later = pool.free()
             pool.busy.clear()
             pool._thread_of.clear()
