@@ -51,6 +51,7 @@ UP = b"interpreter up\n"
 AS_CLI = f"import runpy, sys; sys.stderr.buffer.write({UP!r}); sys.stderr.flush(); runpy.run_module('flatjob.compiler.cli', run_name='__main__', alter_sys=True)"
 
 
+@pytest.mark.slow  # a signal at a real instant: on a busy machine next to xdist workers one case once exited otherwise (unexplained); serial in .ci/run
 @pytest.mark.parametrize("delay", [0.0, 0.05, 0.15, 0.25, 0.4, 1.0])
 def test_run_local_stopped_at_any_instant_is_130(tmp_path: Path, delay: float) -> None:
     pytest.importorskip("kubernetes")
