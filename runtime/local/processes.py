@@ -60,12 +60,16 @@ def marked(mark: str, *, whole: bool = True, titled: tuple[str, ...] = ()) -> li
     or whose command line holds one of the `titled` strings."""
     entry = f"{MARK}={mark}".encode()
     needles = tuple(t.encode() for t in titled)
+    return [int(p) for p in _pids() if _environ_has(p, entry, whole) or (needles and _cmdline_has(p, needles))]
+
+
+def _pids() -> list[str]:
+    """The live processes' pids (as /proc names them), this one left out."""
     me = os.getpid()
     try:
-        pids = [p for p in os.listdir("/proc") if p.isdigit() and int(p) != me]
+        return [p for p in os.listdir("/proc") if p.isdigit() and int(p) != me]
     except OSError:
         return []
-    return [int(p) for p in pids if _environ_has(p, entry, whole) or (needles and _cmdline_has(p, needles))]
 
 
 def _stat(pid: str) -> tuple[int, int] | None:
@@ -82,12 +86,7 @@ def _stat(pid: str) -> tuple[int, int] | None:
 
 
 def _processes() -> dict[int, tuple[int, int]]:
-    me = os.getpid()
-    try:
-        pids = [p for p in os.listdir("/proc") if p.isdigit() and int(p) != me]
-    except OSError:
-        return {}
-    return {int(p): st for p in pids if (st := _stat(p)) is not None}
+    return {int(p): st for p in _pids() if (st := _stat(p)) is not None}
 
 
 def in_sessions(sessions: set[int]) -> list[int]:
