@@ -170,7 +170,7 @@ def _stop_sidecars(spec: Obj, run: _Pod, now: float, init_failed: bool = False) 
     if not init_failed and (not run.containers or not all(c.ended(now) for c in run.containers)):
         return
     grace = spec.get("terminationGracePeriodSeconds")
-    kill_at = now + (float(grace) if isinstance(grace, int) and not isinstance(grace, bool) else 30.0)
+    kill_at = now + (float(grace) if isinstance(grace, int) and not isinstance(grace, bool) else float(DEFAULT_GRACE))
     for c, container in zip(run.inits, spec.get("initContainers") or [], strict=False):
         if _is_sidecar(container) and not c.ended(now):
             _signal(c, now, kill_at)
