@@ -685,12 +685,16 @@ def documents(source: Source, budget: Budget) -> Iterator[tuple[Any, dict[PathT,
 # A `%` starting a line, where YAML 1.1 (libyaml) starts one: after CR LF, LF, CR, NEL, LS or PS
 # (review of round 13: 50 000 directives split by CR alone passed the LF-only count).
 _BREAK = r"\r\n|[\r\n\x85\u2028\u2029]"
-_DIRECTIVE = re.compile(rf"(?:\A|{_BREAK})%")
+# The `%` leads (a lookbehind, not an alternation before it): the engine then skips to each `%`
+# instead of trying the breaks at every character (0.15 s per 4 MiB file of `---` lines).
+_DIRECTIVE = re.compile(r"(?:\A|(?<=[\r\n\x85\u2028\u2029]))%")
 
 
 def _directive_past(text: str, limit: int) -> Mark | None:
     """Where a line starting with `%` (a directive, at most: a document's own lines starting
     with `%` at column 1 are as rare) is the limit's first past, if any."""
+    if text.count("%") <= limit:
+        return None  # too few to be past it, wherever they are: one pass at memory speed
     for n, match in enumerate(_DIRECTIVE.finditer(text), 1):
         if n > limit:
             return Mark(len(re.findall(_BREAK, text[: match.end() - 1])) + 1, 1)
