@@ -120,13 +120,13 @@ at an arbitrary point in chaos tests.
 
 from __future__ import annotations
 
-import copy
 from collections import Counter
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from ..api import Obj
 from .apiserver import kinds
+from .apiserver.copies import clone
 from .apiserver.selectors import label_selector_of
 from .apiserver.store import Store
 from .apiserver.watch import Watch
@@ -201,20 +201,20 @@ class FakeCluster:
     def list_pods(self, namespace: str, selector: Mapping[str, str]) -> tuple[list[Obj], str]:
         self.calls["list_pods"] += 1
         found = self.store.list(kinds.by_key("pods"), namespace, label_selector_of(selector))
-        return copy.deepcopy(found["items"]), found["metadata"]["resourceVersion"]
+        return clone(found["items"]), found["metadata"]["resourceVersion"]
 
     def watch_pods(self, namespace: str, selector: Mapping[str, str], resource_version: str) -> Watch:
         self.calls["watch_pods"] += 1
         return self.store.watch(kinds.by_key("pods"), namespace, label_selector_of(selector), resource_version=resource_version)
 
     def create_pod(self, namespace: str, body: Obj) -> Obj:
-        return copy.deepcopy(self._write("create_pod", lambda: self.store.create(kinds.by_key("pods"), namespace, body, IN_PROCESS)[0]))
+        return clone(self._write("create_pod", lambda: self.store.create(kinds.by_key("pods"), namespace, body, IN_PROCESS)[0]))
 
     def patch_pod(self, namespace: str, name: str, patch: Any) -> Obj:
         """A JSON patch (a list of operations) or a strategic merge patch (an object)."""
         kind = "json" if isinstance(patch, list) else "strategic"
         res = kinds.by_key("pods")
-        return copy.deepcopy(self._write("patch_pod", lambda: self.store.patch(res, namespace, name, kind, patch, manager=IN_PROCESS)[0]))
+        return clone(self._write("patch_pod", lambda: self.store.patch(res, namespace, name, kind, patch, manager=IN_PROCESS)[0]))
 
     def delete_pod(self, namespace: str, name: str, uid: str | None, grace_period_seconds: int | None = None) -> None:
         """Delete with a UID precondition; scheduled pods that still run terminate gracefully."""
@@ -231,7 +231,7 @@ class FakeCluster:
     def list_records(self, namespace: str, plural: str, name: str) -> tuple[list[Obj], str]:
         self.calls["list_records"] += 1
         found = self.store.list(kinds.record(plural), namespace, field_selector=f"metadata.name={name}")
-        return copy.deepcopy(found["items"]), found["metadata"]["resourceVersion"]
+        return clone(found["items"]), found["metadata"]["resourceVersion"]
 
     def watch_records(self, namespace: str, plural: str, name: str, resource_version: str) -> Watch:
         self.calls["watch_records"] += 1
@@ -240,7 +240,7 @@ class FakeCluster:
     def replace_record_status(self, namespace: str, plural: str, body: Obj) -> Obj:
         """The status subresource: optimistic concurrency on resourceVersion; spec untouched."""
         res = kinds.record(plural)
-        return copy.deepcopy(self._write("replace_record_status", lambda: self.store.update(res, namespace, body["metadata"]["name"], body, "status", IN_PROCESS)[0]))
+        return clone(self._write("replace_record_status", lambda: self.store.update(res, namespace, body["metadata"]["name"], body, "status", IN_PROCESS)[0]))
 
     def apply_record(self, namespace: str, plural: str, body: Obj) -> Obj:
         """Create or update a record's metadata and spec (a GitOps apply); status is kept."""
@@ -248,13 +248,13 @@ class FakeCluster:
         with self.store.lock:
             current = self.store.objects.get((res.key, namespace, body["metadata"]["name"]))
             if current is None:
-                return copy.deepcopy(self.store.create(res, namespace, body, IN_PROCESS)[0])
-            desired = copy.deepcopy(current)
-            desired["spec"] = copy.deepcopy(body.get("spec"))
+                return clone(self.store.create(res, namespace, body, IN_PROCESS)[0])
+            desired = clone(current)
+            desired["spec"] = clone(body.get("spec"))
             for key in ("labels", "annotations"):
                 if key in (body.get("metadata") or {}):
-                    desired["metadata"][key] = copy.deepcopy(body["metadata"][key])
-            return copy.deepcopy(self.store.update(res, namespace, current["metadata"]["name"], desired, "", IN_PROCESS)[0])
+                    desired["metadata"][key] = clone(body["metadata"][key])
+            return clone(self.store.update(res, namespace, current["metadata"]["name"], desired, "", IN_PROCESS)[0])
 
     def scale_record(self, namespace: str, plural: str, name: str, replicas: int) -> Obj:
         """`kubectl scale`: a patch of the scale subresource; returns the record."""
@@ -268,17 +268,17 @@ class FakeCluster:
     # --- everything else ---------------------------------------------------------------------------
     def get_secret(self, namespace: str, name: str) -> Obj:
         self.calls["get_secret"] += 1
-        return copy.deepcopy(self.store.get(kinds.by_key("secrets"), namespace, name))
+        return clone(self.store.get(kinds.by_key("secrets"), namespace, name))
 
     def create_secret(self, namespace: str, body: Obj) -> Obj:
-        return copy.deepcopy(self._write("create_secret", lambda: self.store.create(kinds.by_key("secrets"), namespace, body, IN_PROCESS)[0]))
+        return clone(self._write("create_secret", lambda: self.store.create(kinds.by_key("secrets"), namespace, body, IN_PROCESS)[0]))
 
     def get_podgroup(self, namespace: str, name: str) -> Obj:
         self.calls["get_podgroup"] += 1
-        return copy.deepcopy(self.store.get(kinds.by_key("podgroups"), namespace, name))
+        return clone(self.store.get(kinds.by_key("podgroups"), namespace, name))
 
     def create_event(self, namespace: str, body: Obj) -> None:
-        body = copy.deepcopy(body)
+        body = clone(body)
         meta = body.setdefault("metadata", {})
         if not meta.get("name") and not meta.get("generateName"):
             meta["name"] = f"event-{self.store.rv + 1}"
@@ -286,14 +286,14 @@ class FakeCluster:
 
     def get_lease(self, namespace: str, name: str) -> Obj:
         self.calls["get_lease"] += 1
-        return copy.deepcopy(self.store.get(kinds.by_key("leases"), namespace, name))
+        return clone(self.store.get(kinds.by_key("leases"), namespace, name))
 
     def create_lease(self, namespace: str, body: Obj) -> Obj:
-        return copy.deepcopy(self._write("create_lease", lambda: self.store.create(kinds.by_key("leases"), namespace, body, IN_PROCESS)[0]))
+        return clone(self._write("create_lease", lambda: self.store.create(kinds.by_key("leases"), namespace, body, IN_PROCESS)[0]))
 
     def replace_lease(self, namespace: str, body: Obj) -> Obj:
         res = kinds.by_key("leases")
-        return copy.deepcopy(self._write("replace_lease", lambda: self.store.update(res, namespace, body["metadata"]["name"], body, "", IN_PROCESS)[0]))
+        return clone(self._write("replace_lease", lambda: self.store.update(res, namespace, body["metadata"]["name"], body, "", IN_PROCESS)[0]))
 
     # --- helpers for tests and GitOps simulations ------------------------------------------------------
     def apply(self, obj: Obj) -> None:
@@ -314,7 +314,11 @@ class FakeCluster:
         return {name: o for (_, _, name), o in self.store.of("pods", namespace)}
 
     def record(self, namespace: str, plural: str, name: str) -> Obj:
-        return copy.deepcopy(self.store.get(kinds.record(plural), namespace, name))
+        return clone(self.store.get(kinds.record(plural), namespace, name))
+
+    def record_status(self, namespace: str, plural: str, name: str) -> Obj:
+        """A copy of the record's status alone ({} before the runtime wrote one)."""
+        return clone(self.store.get(kinds.record(plural), namespace, name).get("status") or {})
 
     def set_pod_status(self, namespace: str, name: str, status: Obj, remove: bool = False, manager: str = "kubelet", uid: str | None = None) -> None:
         """A kubelet's or controller's side: write a pod's status (of incarnation `uid` only,

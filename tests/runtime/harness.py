@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextvars
 import copy
+import functools
 import os
 import textwrap
 import threading
@@ -32,6 +33,7 @@ from flatjob.compiler.pipeline import compile_documents, namespace_runtimes
 from flatjob.runtime.api import ApiError
 from flatjob.runtime.controller import CONCURRENCY, Controller
 from flatjob.runtime.kube import KubeCluster, Timeouts
+from flatjob.runtime.sim.apiserver.copies import clone
 from flatjob.runtime.sim.cluster import FakeCluster
 from flatjob.runtime.sim.kubelet import FakeKubelet
 from flatjob.runtime.sim.server import ConnectionAbort, FakeApiServer
@@ -49,9 +51,16 @@ MODE: contextvars.ContextVar[str] = contextvars.ContextVar("runtime_mode", defau
 def compile_text(text: str, options: CompileOptions | None = None) -> list[dict[str, Any]]:
     """Compile job specs to their manifests (the first job's record first), as a GitOps tool
     would see them, with their namespace's runtime when compiled in namespace mode."""
+    return clone(_compiled(text, options or CompileOptions(namespace=NAMESPACE, runtime=MODE.get())))  # type: ignore[arg-type]
+
+
+@functools.lru_cache(maxsize=256)
+def _compiled(text: str, options: CompileOptions) -> list[dict[str, Any]]:
+    """One compile per text and options for the whole run (scenarios compile the same jobs
+    again and again); each caller gets its own copy to change."""
     docs, problems = parse(textwrap.dedent(text), "scenario.yaml")
     assert not problems, problems
-    result = compile_documents(Loaded(jobs=docs), options or CompileOptions(namespace=NAMESPACE, runtime=MODE.get()))  # type: ignore[arg-type]
+    result = compile_documents(Loaded(jobs=docs), options)
     assert not result.failed, [d.message for d in result.diagnostics]
     out = [obj for job in result.jobs for obj in objects_of(job.files)]
     for docs_of_namespace in namespace_runtimes(result.jobs).values():
@@ -170,16 +179,23 @@ class Scenario:
             self.kill_after -= 1
 
     def sync(self, limit: float = 10.0) -> None:
-        """Barrier: the runtime's watches have delivered every change made so far."""
+        """Barrier: the runtime's watches have delivered every change made so far (a BOOKMARK
+        round trip, skipped when nothing changed since they reached the last one: most ticks)."""
+        if not self._behind(self.server.cluster.store.rv):
+            return
         rv = self.server.bookmark_all()
         end = time.monotonic() + limit
         while True:
-            behind = [i.name for i in self.controller.informers() if i.retry_at is None and _rv(i.resource_version) < rv]
+            behind = self._behind(rv)
             if not behind:
                 return
             if time.monotonic() > end:
                 raise AssertionError(f"the runtime's watches {behind} did not reach resourceVersion {rv}")
-            self.controller.observe(0.02)
+            self.controller.observe(0.002)  # on the pods; the other watches bookmarks land meanwhile
+
+    def _behind(self, rv: int) -> list[str]:
+        """The runtime's open watches that have not reached `rv`."""
+        return [i.name for i in self.controller.informers() if i.retry_at is None and _rv(i.resource_version) < rv]
 
     def close(self) -> None:
         """Stop the runtime and the fake API server; on a real cluster, delete the namespace."""
@@ -223,7 +239,7 @@ class Scenario:
         return time.time() if REAL else self.clock.now
 
     def status(self) -> dict[str, Any]:
-        return self.cluster.record(self.namespace, PLURAL(self.kind), self.name).get("status") or {}
+        return self.cluster.record_status(self.namespace, PLURAL(self.kind), self.name)
 
     def run_until(self, done: Callable[[dict[str, Any]], bool], limit: float = 900, dt: float = 1.0) -> dict[str, Any]:
         """Tick until `done(status)` or `limit` seconds (virtual on the fake); returns the status."""

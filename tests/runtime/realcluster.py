@@ -51,6 +51,9 @@ class RealCluster:
     def record(self, namespace: str, plural: str, name: str) -> dict[str, Any]:
         return self.kube.get(record_resource(plural), namespace, name)
 
+    def record_status(self, namespace: str, plural: str, name: str) -> dict[str, Any]:
+        return self.record(namespace, plural, name).get("status") or {}
+
     def apply_record(self, namespace: str, plural: str, body: dict[str, Any]) -> dict[str, Any]:
         body = copy.deepcopy(body)
         body.pop("status", None)

@@ -27,7 +27,6 @@
 
 from __future__ import annotations
 
-import copy
 import decimal
 import functools
 from dataclasses import dataclass
@@ -38,6 +37,7 @@ import yaml
 
 from ...api import Obj
 from ...pruning import prune
+from .copies import clone
 from .status import FieldError, bad_request, invalid, invalid_field, not_supported, required
 from .strategy import Strategy
 
@@ -115,7 +115,7 @@ def defaulted(value: Any, schema: Obj) -> Any:
         return value
     props = schema.get("properties") or {}
     extra = schema.get("additionalProperties") if isinstance(schema.get("additionalProperties"), dict) else None
-    out = {k: copy.deepcopy(sub["default"]) for k, sub in props.items() if k not in value and "default" in sub}
+    out = {k: clone(sub["default"]) for k, sub in props.items() if k not in value and "default" in sub}
     for k, v in value.items():
         sub = props.get(k, extra)
         new = defaulted(v, sub) if isinstance(sub, dict) else v
@@ -218,7 +218,7 @@ class CustomResourceStrategy(Strategy):
         if self.crd.status:
             obj.pop("status", None)
             if "status" in old:
-                obj["status"] = copy.deepcopy(old["status"])
+                obj["status"] = clone(old["status"])
 
     def validate_update(self, obj: Obj, old: Obj) -> list[FieldError]:
         return self._schema_errors(obj)
@@ -253,7 +253,7 @@ class CustomResourceStrategy(Strategy):
             raise bad_request(f"Scale in version \"v1\" cannot be handled as a Scale: json: cannot unmarshal {_type_name(replicas)} into Go struct field ScaleSpec.spec.replicas of type int32")
         if replicas < 0:
             raise invalid("autoscaling", "Scale", name, [invalid_field("spec.replicas", replicas, "must be greater than or equal to 0")])
-        out = copy.deepcopy(obj)
+        out = clone(obj)
         node = out
         *parents, last = self._path("specReplicasPath")
         for part in parents:

@@ -15,11 +15,11 @@ not emulated: it is treated as background.
 from __future__ import annotations
 
 import contextlib
-import copy
 from typing import TYPE_CHECKING
 
 from ...api import NotFound, Obj
 from . import kinds
+from .copies import clone
 
 if TYPE_CHECKING:
     from .store import Store
@@ -41,7 +41,7 @@ def _dependents(store: Store, namespace: str, uid: str) -> list[tuple[tuple[str,
 
 
 def _strip(store: Store, key: tuple[str, str, str], obj: Obj, drop: set[str]) -> None:
-    new = copy.deepcopy(obj)
+    new = clone(obj)
     refs = [r for r in new["metadata"].get("ownerReferences") or [] if r.get("uid") not in drop]
     if refs:
         new["metadata"]["ownerReferences"] = refs

@@ -13,11 +13,11 @@
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from flatjob.compiler.overlay.jsonpatch import PatchError, pointer
 
+from .copies import clone
 from .status import bad_request, unprocessable_patch
 
 _MISSING = object()
@@ -128,18 +128,18 @@ def json_patch(doc: Any, ops: Any) -> Any:
     """Apply an RFC 6902 patch to a copy of `doc`."""
     if not isinstance(ops, list) or not all(isinstance(op, dict) for op in ops):
         raise bad_request("json: cannot unmarshal object into Go value of type jsonpatch.Patch")
-    out = copy.deepcopy(doc)
+    out = clone(doc)
     try:
         for op in ops:
             kind, path = op.get("op"), op.get("path")
             if not isinstance(path, str):
                 raise _Failed("missing path")
             if kind == "add":
-                out = _put(out, path, copy.deepcopy(op.get("value")), adding=True)
+                out = _put(out, path, clone(op.get("value")), adding=True)
             elif kind == "remove":
                 out, _ = _remove(out, path)
             elif kind == "replace":
-                out = _put(out, path, copy.deepcopy(op.get("value")), adding=False)
+                out = _put(out, path, clone(op.get("value")), adding=False)
             elif kind == "move":
                 out, value = _remove(out, str(op.get("from")))
                 out = _put(out, path, value, adding=True)
@@ -147,7 +147,7 @@ def json_patch(doc: Any, ops: Any) -> Any:
                 value = _get(out, str(op.get("from")))
                 if value is _MISSING:
                     raise _Failed("copy from a missing path")
-                out = _put(out, path, copy.deepcopy(value), adding=True)
+                out = _put(out, path, clone(value), adding=True)
             elif kind == "test":
                 out = _test(out, path, op.get("value"))
             else:
@@ -160,15 +160,15 @@ def json_patch(doc: Any, ops: Any) -> Any:
 def merge_patch(doc: Any, patch: Any) -> Any:
     """RFC 7386 on a copy of `doc`."""
     if not isinstance(patch, dict):
-        return copy.deepcopy(patch)
-    out = copy.deepcopy(doc) if isinstance(doc, dict) else {}
+        return clone(patch)
+    out = clone(doc) if isinstance(doc, dict) else {}
     for key, value in patch.items():
         if value is None:
             out.pop(key, None)
         elif isinstance(value, dict):
             out[key] = merge_patch(out.get(key), value)
         else:
-            out[key] = copy.deepcopy(value)
+            out[key] = clone(value)
     return out
 
 
@@ -207,13 +207,13 @@ def strategic_merge_patch(doc: Any, patch: Any) -> Any:
     """A strategic merge patch on a copy of `doc` (built-in kinds only)."""
     if not isinstance(patch, dict):
         raise bad_request("the patch is not a JSON object")
-    return _smp_map(copy.deepcopy(doc) if isinstance(doc, dict) else {}, patch, "")
+    return _smp_map(clone(doc) if isinstance(doc, dict) else {}, patch, "")
 
 
 def _smp_map(out: dict[str, Any], patch: dict[str, Any], parent: str) -> Any:
     directive = patch.get("$patch")
     if directive == "replace":
-        return {k: copy.deepcopy(v) for k, v in patch.items() if k != "$patch"}
+        return {k: clone(v) for k, v in patch.items() if k != "$patch"}
     if directive == "delete":
         return None
     for key, value in patch.items():
@@ -234,7 +234,7 @@ def _smp_map(out: dict[str, Any], patch: dict[str, Any], parent: str) -> Any:
         elif isinstance(value, list):
             out[key] = _smp_list(out.get(key), value, parent, key)
         else:
-            out[key] = copy.deepcopy(value)
+            out[key] = clone(value)
     return out
 
 
@@ -244,17 +244,17 @@ def _smp_list(current: Any, patch: list[Any], parent: str, name: str) -> list[An
         return current + [v for v in patch if v not in current]
     key = _merge_key(parent, name)
     if key is None or not all(isinstance(p, dict) for p in patch):
-        return [copy.deepcopy(v) for v in patch if not (isinstance(v, dict) and v.get("$patch"))]
+        return [clone(v) for v in patch if not (isinstance(v, dict) and v.get("$patch"))]
     out = list(current)
     for item in patch:
         if item.get("$patch") == "replace":
-            return [copy.deepcopy({k: v for k, v in item.items() if k != "$patch"})]
+            return [clone({k: v for k, v in item.items() if k != "$patch"})]
         at = next((i for i, c in enumerate(out) if isinstance(c, dict) and c.get(key) == item.get(key)), None)
         if item.get("$patch") == "delete":
             if at is not None:
                 out.pop(at)
         elif at is None:
-            out.append(copy.deepcopy(item))
+            out.append(clone(item))
         else:
             out[at] = _smp_map(out[at], item, name)
     return out

@@ -19,11 +19,11 @@
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 from ...api import Obj
 from . import defaults, quota
+from .copies import clone
 from .status import FieldError, forbidden_field, invalid_field, not_supported, required
 from .strategy import META_FIELDS, Context, Strategy
 
@@ -108,7 +108,7 @@ def validate_update(new: Obj, old: Obj) -> list[FieldError]:
     errs += _gates(ns.get("schedulingGates") or [], os_.get("schedulingGates") or [])
     if ns == os_:
         return errs
-    munged = copy.deepcopy(ns)
+    munged = clone(ns)
     for key in ("containers", "initContainers"):
         for c, o in zip(munged.get(key) or [], os_.get(key) or [], strict=True):
             c["image"] = o.get("image")

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import base64
 import bisect
-import copy
 import json
 import random
 import re
@@ -43,6 +42,7 @@ from typing import Any, NamedTuple
 from ...api import Obj
 from . import gc, managedfields, patches, selectors
 from .clock import parse_time, stamp
+from .copies import clone
 from .defaults import SYSTEM_PRIORITY_CLASSES
 from .kinds import Resource, by_key
 from .status import (
@@ -307,7 +307,7 @@ class Store:
             raise bad_request(f"the API version in the data ({api_version}) does not match the expected API version ({res.api_version})")
         if kind and kind != res.kind:
             raise bad_request(f"the kind in the data ({kind}) does not match the expected kind ({res.kind})")
-        body = copy.deepcopy(body)
+        body = clone(body)
         body["apiVersion"], body["kind"] = res.api_version, res.kind
         if res.to_storage:
             body = res.to_storage(body)
@@ -486,7 +486,7 @@ class Store:
 
     def _mark(self, res: Resource, key: Key, current: Obj, when: float, grace: int, ctx: Context, bump: bool) -> Obj:
         """Set deletionTimestamp and deletionGracePeriodSeconds (graceful deletion, finalizers)."""
-        new = copy.deepcopy(current)
+        new = clone(current)
         meta = new["metadata"]
         meta["deletionTimestamp"] = stamp(when)
         meta["deletionGracePeriodSeconds"] = grace
@@ -505,7 +505,7 @@ class Store:
             ctx = self.context()
             res = by_key("pods")
             current = self._get(res, namespace, name)
-            new = copy.deepcopy(current)
+            new = clone(current)
             refusal = bind(new, node, ctx.stamp)
             if refusal:
                 raise conflict("", "pods", name, refusal) if "already assigned" in refusal else error(500, "", refusal)

@@ -8,12 +8,12 @@ registry's (generic/registry/store.go, rest/create.go, rest/update.go), and each
 
 from __future__ import annotations
 
-import copy
 import random
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ...api import Obj
+from .copies import clone
 from .status import FieldError
 
 if TYPE_CHECKING:
@@ -76,7 +76,7 @@ class Strategy:
         """PrepareForUpdate of the status subresource: only status changes."""
         status = obj.get("status")
         obj.clear()
-        obj.update(copy.deepcopy({k: v for k, v in old.items() if k != "status"}))  # stored objects are never shared
+        obj.update(clone({k: v for k, v in old.items() if k != "status"}))  # stored objects are never shared
         if status is not None:
             obj["status"] = status
 

@@ -20,12 +20,12 @@ staging/src/k8s.io/apiserver/pkg/storage/cacher (cacher.go, cache_watcher.go, wa
 
 from __future__ import annotations
 
-import copy
 from collections import deque
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ...api import Obj
+from .copies import clone
 from .status import body_of, expired, timeout
 
 if TYPE_CHECKING:
@@ -52,7 +52,7 @@ def bookmark(res: Resource, rv: int, initial_end: bool = False) -> Obj:
     if res.custom:
         return {"kind": res.kind, "apiVersion": res.api_version, "metadata": meta}
     meta["creationTimestamp"] = None
-    extra = {} if res.from_storage else copy.deepcopy(_EMPTY_TYPED.get(res.key, {}))
+    extra = {} if res.from_storage else clone(_EMPTY_TYPED.get(res.key, {}))
     return {"kind": res.kind, "apiVersion": res.api_version, "metadata": meta, **extra}
 
 
@@ -146,7 +146,7 @@ class Watch:
             events = self.drain()
         if events and events[-1][0] == "ERROR":
             raise expired(events[-1][1]["message"])
-        return [(t, copy.deepcopy(o)) for t, o in events]
+        return [(t, clone(o)) for t, o in events]
 
     def close(self) -> None:
         with self.store.changed:
