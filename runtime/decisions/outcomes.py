@@ -73,6 +73,7 @@ class Failure:
     reason: str  # human words: "failed with exit code 1"
     exit_code: int | None = None  # the training container's own exit code, when it has one
     started_at: float | None = None  # when its kubelet admitted it (how long it ran)
+    finished_at: float | None = None  # when its program ended (the container's finishedAt), if known
 
 
 @dataclass(frozen=True)
@@ -128,7 +129,7 @@ def observe(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, now: flo
             if cause is not None:  # a peer of a disrupted pod: the disruption's doing, not the training's
                 disruptions.append(Disruption(name, pod.uid, spec.type, f"{what} while {cause[0]} {cause[1]}", peer=cause[0]))
                 continue
-            failures.append(Failure(name, pod.uid, spec.type, code, what, pod.exit_code, pod.started_at))
+            failures.append(Failure(name, pod.uid, spec.type, code, what, pod.exit_code, pod.started_at, pod.finished_at))
     return Outcomes(tuple(succeeded), tuple(failures), tuple(disruptions))
 
 

@@ -91,11 +91,17 @@ def _delayed(job: JobView, ledger: Ledger, key: str, started_at: float | None, n
     return ledger.evolve(levels={**ledger.levels, key: step}), now + jittered(backoff(step), job, key)
 
 
-def _incident(ledger: Ledger, name: str, now: float) -> tuple[Ledger, bool]:
-    """The ledger with this failure in an incident, and whether it began a new one (counted)."""
-    if ledger.incident_at is not None and now - ledger.incident_at <= INCIDENT_WINDOW and name not in ledger.incident:
-        return ledger.evolve(incident=(*ledger.incident, name)), False
-    return ledger.evolve(incident_at=now, incident=(name,)), True
+def _incident(ledger: Ledger, f: Failure, now: float) -> tuple[Ledger, bool]:
+    """The ledger with this failure in an incident, and whether it began a new one (counted).
+
+    A failure joins the incident when it was seen, or ended (its container's finishedAt), within
+    INCIDENT_WINDOW of when the incident was counted: a runtime that saw one of them late (it
+    restarted, its watch reconnected, its cycle waited) must not split one incident in two."""
+    at = ledger.incident_at
+    near = at is not None and min(abs(now - at), abs(f.finished_at - at) if f.finished_at is not None else INCIDENT_WINDOW + 1) <= INCIDENT_WINDOW
+    if near and f.name not in ledger.incident:
+        return ledger.evolve(incident=(*ledger.incident, f.name)), False
+    return ledger.evolve(incident_at=now, incident=(f.name,)), True
 
 
 
@@ -252,7 +258,7 @@ def decide_restart(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, f
         if f.name in restarted:
             continue
         policy, wants = _wants(job, f)
-        trial, new_incident = _incident(led, f.name, now) if job.scope == "pod" else (led, True)
+        trial, new_incident = _incident(led, f, now) if job.scope == "pod" else (led, True)
         final = not wants or not _within_limits(job, trial, f.name, f.type, counted=new_incident)
         if final or (held and job.scope != "pod"):
             seen = ledger.settling.get(f.name, now)

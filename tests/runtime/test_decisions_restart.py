@@ -250,22 +250,27 @@ def test_pod_an_incident_that_reaches_the_limit_restarts_all_its_pods() -> None:
     ))
 
 
-def _fail_at(job: JobView, led: Ledger, name: str, now: float, started: float | None = None) -> Any:
+def _fail_at(job: JobView, led: Ledger, name: str, now: float, started: float | None = None, ended: float | None = None) -> Any:
     pods = {**all_running(job), name: pod(name, "Failed", exit=1)}
-    f = Failure(name, uid(name), job.pod(name).type, 1, "failed with exit code 1", 1, started)  # type: ignore[union-attr]
+    f = Failure(name, uid(name), job.pod(name).type, 1, "failed with exit code 1", 1, started, ended)  # type: ignore[union-attr]
     return decide_restart(job, pods, led, (f,), now)
 
 
 @pytest.mark.parametrize(
-    ("gap", "same_pod", "counted"),
-    [(0.0, False, 1), (INCIDENT_WINDOW, False, 1), (INCIDENT_WINDOW + 1, False, 2), (5.0, True, 2)],
-    ids=["together", "at-the-window-end", "after-the-window", "the-same-pod-again"],
+    ("gap", "ended", "same_pod", "counted"),
+    [(0.0, None, False, 1), (INCIDENT_WINDOW, None, False, 1), (INCIDENT_WINDOW + 1, None, False, 2), (5.0, None, True, 2),
+     (INCIDENT_WINDOW + 40, 3.0, False, 1), (INCIDENT_WINDOW + 40, INCIDENT_WINDOW + 39, False, 2), (INCIDENT_WINDOW + 1, -40.0, False, 2)],
+    ids=["together", "at-the-window-end", "after-the-window", "the-same-pod-again",
+         "seen-late-but-ended-together", "seen-late-and-ended-late", "ended-long-before-the-first"],
 )
-def test_an_incident_is_other_pods_failing_within_its_window(gap: float, same_pod: bool, counted: int) -> None:
+def test_an_incident_is_other_pods_failing_within_its_window(gap: float, ended: float | None, same_pod: bool, counted: int) -> None:
+    """By when the second failure was seen (`gap` after the first) or, where its container's
+    finishedAt is known, when it ended (`ended`, after the first was seen): a runtime that
+    restarted or waited between the two must not split one incident."""
     job = torchrun(policy="OnFailure", backoff_limit=10)
     first = _fail_at(job, running_ledger(job), "j-worker-0", NOW)
     again = first.ledger.evolve(released=(*first.ledger.released, "j-worker-0")) if same_pod else first.ledger
-    second = _fail_at(job, again, "j-worker-0" if same_pod else "j-worker-1", NOW + gap)
+    second = _fail_at(job, again, "j-worker-0" if same_pod else "j-worker-1", NOW + gap, ended=None if ended is None else NOW + ended)
     assert second.ledger.backoff_count == counted
 
 
