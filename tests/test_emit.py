@@ -25,6 +25,7 @@ import pytest
 import yaml
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+from propertykit import examples
 from ruamel.yaml import YAML
 
 from flatjob.compiler.emit import PRIORITY_KEYS, dump, dump_all
@@ -132,7 +133,7 @@ PROPERTY = settings(
     derandomize=True,
     database=None,
     deadline=None,
-    max_examples=400,
+    max_examples=examples(400),
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 
@@ -162,7 +163,7 @@ def test_any_tree_round_trips(tree: Any) -> None:
     assert_round_trips(tree)
 
 
-@settings(PROPERTY, max_examples=150)  # each example is up to four trees
+@settings(PROPERTY, max_examples=examples(150))  # each example is up to four trees
 @given(st.lists(trees, max_size=4))
 def test_any_stream_round_trips(docs: list[Any]) -> None:
     text = dump_all(docs)

@@ -24,6 +24,7 @@ import pytest
 from conftest import CORPUS
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from propertykit import examples
 from pydantic import ValidationError
 from strategies import pytorch_jobs
 
@@ -33,7 +34,7 @@ from flatjob.compiler.loader import load_paths
 from flatjob.compiler.models import MODELS, typegen
 
 ROOT = Path(__file__).resolve().parents[1]
-PROPS = settings(max_examples=300, derandomize=True, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+PROPS = settings(max_examples=examples(300), derandomize=True, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 def _documents() -> list[dict[str, Any]]:

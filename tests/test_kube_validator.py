@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from propertykit import examples
 
 from flatjob.compiler.kube import KUBERNETES_VERSION, Violation, validate, validate_manifest
 from flatjob.compiler.kube import validator as kube_validator
@@ -32,7 +33,7 @@ SERVICE = "io.k8s.api.core.v1.Service"
 DEPLOYMENT = "io.k8s.api.apps.v1.Deployment"
 
 PROPERTY_SETTINGS = settings(
-    max_examples=150, derandomize=True, deadline=None, database=None,
+    max_examples=examples(150), derandomize=True, deadline=None, database=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 
@@ -457,7 +458,7 @@ def oracle(definition: str) -> Any:
                            format_checker=checker)
 
 
-@settings(PROPERTY_SETTINGS, max_examples=300)
+@settings(PROPERTY_SETTINGS, max_examples=examples(300))
 @given(case=mutated(interesting))
 def test_verdict_matches_jsonschema(case: tuple[str, dict[str, Any]]) -> None:
     definition, obj = case

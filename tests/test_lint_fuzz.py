@@ -21,11 +21,12 @@ from conftest import corpus_files
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from lintkit import FINDING, check_text_output, run_cli
+from propertykit import examples
 
 # Fixed and derandomized so CI is stable; to dig deeper locally:
 #   FLATJOB_FUZZ_EXAMPLES=5000 FLATJOB_FUZZ_RANDOM=1 python -m pytest tests/test_lint_fuzz.py
 FUZZ = settings(
-    max_examples=int(os.environ.get("FLATJOB_FUZZ_EXAMPLES", "120")),
+    max_examples=int(os.environ.get("FLATJOB_FUZZ_EXAMPLES", examples(120))),
     derandomize=not os.environ.get("FLATJOB_FUZZ_RANDOM"),
     deadline=None,
     database=None,

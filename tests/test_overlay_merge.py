@@ -15,6 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from overlaykit import DDP, container, env, overlay_run, replica, write
+from propertykit import examples
 
 from flatjob.compiler.overlay import load_overlays
 from flatjob.compiler.overlay.target import MAX_SUBJECT, compile_target
@@ -307,7 +308,7 @@ patches:
         assert problems[0].severity.value == "warning" and problems[0].line == 2
 
 
-@settings(max_examples=300, derandomize=True, deadline=None)
+@settings(max_examples=examples(300), derandomize=True, deadline=None)
 @given(
     pattern=st.text(alphabet="ab-_9.*+?", max_size=6),
     subject=st.one_of(st.none(), st.integers(), st.text(alphabet="ab-_9.", max_size=70)),

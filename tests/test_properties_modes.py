@@ -16,6 +16,7 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from manifestkit import objects_of, pods_of
+from propertykit import examples
 from strategies import pytorch_jobs
 
 from flatjob.compiler.loader import Loaded, parse
@@ -69,7 +70,7 @@ def debug_jobs(draw: st.DrawFn) -> tuple[dict[str, Any], dict[str, list[str]]]:
     return {"apiVersion": API, "kind": kind, "metadata": {"name": "dbg"}, "spec": spec}, expected
 
 
-@settings(max_examples=60, deadline=None, derandomize=True)
+@settings(max_examples=examples(60), deadline=None, derandomize=True)
 @given(debug_jobs())
 def test_debug_output_never_runs_the_training_command(case: tuple[dict[str, Any], dict[str, list[str]]]) -> None:
     job, expected = case
@@ -101,7 +102,7 @@ def scheduled_jobs(draw: st.DrawFn) -> dict[str, Any]:
     return job
 
 
-@settings(max_examples=60, deadline=None, derandomize=True)
+@settings(max_examples=examples(60), deadline=None, derandomize=True)
 @given(scheduled_jobs())
 def test_podgroup_min_member_matches_the_first_release(job: dict[str, Any]) -> None:
     manifests = _manifests(job)

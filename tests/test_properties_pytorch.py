@@ -27,6 +27,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from manifestkit import CORE_GROUPS, name_problems, objects_of, pods_of, record_problems
+from propertykit import examples
 from strategies import GPU, job_yaml, pod_weights, pytorch_jobs
 
 from flatjob.compiler import kube
@@ -36,7 +37,7 @@ from flatjob.compiler.pipeline import compile_documents
 from flatjob.compiler.plan.elastic import allocation, seat_order
 
 PROPS = settings(
-    max_examples=60, derandomize=True, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+    max_examples=examples(60), derandomize=True, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
 # --- compiling and reading back ----------------------------------------------------------
 
@@ -311,7 +312,7 @@ def compile_in_subprocess(src: Path, out: Path, seed: str) -> dict[str, bytes]:
 
 
 @settings(
-    max_examples=2, derandomize=True, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+    max_examples=examples(2), derandomize=True, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
 @given(
     st.lists(
@@ -339,7 +340,7 @@ weights = st.lists(st.integers(0, 6), min_size=1, max_size=4).map(
 )
 
 
-@settings(max_examples=200, derandomize=True, deadline=None)
+@settings(max_examples=examples(200), derandomize=True, deadline=None)
 @given(weights, st.integers(0, 20))
 def test_seat_order_is_house_monotone(ws: list[tuple[str, int]], n: int) -> None:
     now, then = allocation(ws, n), allocation(ws, n + 1)
@@ -349,7 +350,7 @@ def test_seat_order_is_house_monotone(ws: list[tuple[str, int]], n: int) -> None
         assert sum(then.values()) == n + 1
 
 
-@settings(max_examples=200, derandomize=True, deadline=None)
+@settings(max_examples=examples(200), derandomize=True, deadline=None)
 @given(weights, st.integers(0, 20))
 def test_seat_order_is_dhondt(ws: list[tuple[str, int]], n: int) -> None:
     """An independent D'Hondt: each seat to the highest weight/(seats+1), ties to the earlier."""

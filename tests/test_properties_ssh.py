@@ -26,6 +26,7 @@ import yaml
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from manifestkit import objects_of, pods_of, secret_problems
+from propertykit import examples
 from scriptkit import API, compile_job
 from strategies import env_names, images, job_names, namespaces, scalars
 
@@ -35,7 +36,7 @@ from flatjob.compiler.plan.scripts import LAUNCH_ENV, WAIT_FOR_PEERS_PY
 from flatjob.compiler.validate import validate_document
 
 PROPS = settings(
-    max_examples=40, derandomize=True, deadline=None, suppress_health_check=[HealthCheck.too_slow]
+    max_examples=examples(40), derandomize=True, deadline=None, suppress_health_check=[HealthCheck.too_slow]
 )
 DEEPSPEED_LINE = re.compile(r"^(\S+)\s+slots=(\d+)")  # deepspeed/launcher/runner.py _parse_hostfile
 ARGS = st.lists(
@@ -298,7 +299,7 @@ def test_no_private_key_and_every_pod_mounts_the_ssh_secret(job: dict[str, Any])
 TEXT = st.text(st.characters(codec="utf-8", exclude_characters="\x00"), max_size=12)
 
 
-@settings(max_examples=50, derandomize=True, deadline=None)
+@settings(max_examples=examples(50), derandomize=True, deadline=None)
 @given(args=st.lists(TEXT, max_size=5))
 @example(
     args=["\x85", "\u2028 \u2029", "\r\n", "'\"\\$`", "\t", "\x1b[0m", "\ufeff", "\x7f", "\x01"]

@@ -20,6 +20,7 @@ import yaml
 from conftest import ROOT
 from hostile.jobfuzz import SEEDS, dump, mutated
 from hypothesis import HealthCheck, assume, given, settings
+from propertykit import examples
 from strategies import job_yaml, pytorch_jobs
 
 from flatjob.compiler import keys
@@ -74,7 +75,7 @@ def test_the_corpus_measures_what_compile_writes() -> None:
     assert checked > 50
 
 
-SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+SETTINGS = settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
 
 
 @SETTINGS

@@ -15,6 +15,7 @@ from unittest import mock
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from propertykit import examples
 
 from flatjob.compiler import textdiff
 from flatjob.compiler.textdiff import documents, unified
@@ -48,7 +49,7 @@ LINES = st.sampled_from(["---\n", "kind: PodTemplate\n", "  name: a\n", "  name:
                          "  - type: w\n", "    image: i:1\n", "    image: i:2\n", "      - a\n"])
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(a=st.lists(LINES, max_size=40), b=st.lists(LINES, max_size=40))
 def test_the_diff_applied_to_the_old_text_gives_the_new_one(a: list[str], b: list[str]) -> None:
     diff = list(unified(a, b, "a/x", "b/x"))
@@ -56,7 +57,7 @@ def test_the_diff_applied_to_the_old_text_gives_the_new_one(a: list[str], b: lis
     assert apply(a, diff) == b
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=examples(300), deadline=None)
 @given(a=st.lists(LINES, max_size=40), b=st.lists(LINES, max_size=40))
 def test_a_diff_cut_into_pieces_at_every_level_still_applies(a: list[str], b: list[str]) -> None:
     with mock.patch.object(textdiff, "SMALL", 1):
@@ -65,7 +66,7 @@ def test_a_diff_cut_into_pieces_at_every_level_still_applies(a: list[str], b: li
     assert apply(a, diff) == b
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=examples(200), deadline=None)
 @given(a=st.lists(LINES.filter(lambda s: s != "---\n"), max_size=30), b=st.lists(LINES.filter(lambda s: s != "---\n"), max_size=30))
 def test_one_document_is_diffed_as_difflib_diffs_it(a: list[str], b: list[str]) -> None:
     assert list(unified(a, b, "a/x", "b/x")) == list(difflib.unified_diff(a, b, "a/x", "b/x"))

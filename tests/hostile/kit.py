@@ -20,6 +20,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
+
 MIB = 1024 * 1024
 MEMORY = 1024 * MIB  # RLIMIT_AS of every child: a bomb dies (and fails its test) long before the machine does
 CPU_SECONDS = 30  # RLIMIT_CPU
@@ -29,6 +31,10 @@ CPU_SECONDS = 30  # RLIMIT_CPU
 # these 2 cores), and what the bound guards against is a run of 6 to 36 s (the inputs before
 # issue 21); see FLATJOB_HOSTILE_LOG below to list how close each input comes.
 BOUNDED_CPU = 2.0
+# Tests that assert how much CPU and memory a run took: the slow pass runs them one at a time
+# (.ci/run: `pytest -m slow -n 0`), where no neighbour skews what they measure. Every run in
+# any test is still capped (capped.py): a runaway is killed, never waited out.
+MEASURED = pytest.mark.slow
 WALL_SECONDS = 60.0
 TOKEN = "ghp_FLATJOBCANARYTOKEN0123456789abcdef"  # in .git/config, as checkout actions leave it
 SECRET = "FLATJOB_CANARY_SECRET_2f1e"  # in outside/ and in the children's environment

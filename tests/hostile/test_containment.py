@@ -17,7 +17,7 @@ import sys
 
 import pytest
 
-from .kit import JOB, TOKEN, Sandbox, assert_clean_exit, resource_list, run, script
+from .kit import JOB, MEASURED, TOKEN, Sandbox, assert_clean_exit, resource_list, run, script
 
 NAMESPACES = ["../../../escaped", "/tmp/flatjob-escaped", "a/b"]  # a path in every form; other bad names: test_lint_rules
 
@@ -184,6 +184,7 @@ def test_an_output_folder_named_through_parent_folders_is_the_callers(box: Sandb
     assert (box.out / "ok" / "podtemplates.yaml").is_file()
 
 
+@MEASURED
 @pytest.mark.parametrize("where", ["alpha/podtemplates.yaml", "flatjob-meta.json"])
 def test_a_committed_file_grown_huge_is_not_read_or_printed_whole(box: Sandbox, where: str) -> None:
     """The output folder is a pull request's too: 90 MB of comments in one file took diff and

@@ -27,6 +27,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from propertykit import examples
 
 from .jobfuzz import cases
 from .kit import _limits, child_env
@@ -168,7 +169,7 @@ def worker() -> Iterator[Worker]:
     w.close()
 
 
-@settings(max_examples=int(os.environ.get("FLATJOB_FUZZ_EXAMPLES", "60")), deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture])
+@settings(max_examples=int(os.environ.get("FLATJOB_FUZZ_EXAMPLES", examples(60))), deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture])
 @given(doc=documents())
 def test_every_entry_point_ends_in_0_1_or_2(worker: Worker, doc: tuple[str, str]) -> None:
     text, krm = doc
@@ -177,7 +178,7 @@ def test_every_entry_point_ends_in_0_1_or_2(worker: Worker, doc: tuple[str, str]
         assert "Traceback" not in result["output"] and "internal error" not in result["output"], f"{name}:\n{result['output']}"
 
 
-@settings(max_examples=int(os.environ.get("FLATJOB_SHAPED_EXAMPLES", "80")), deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture])
+@settings(max_examples=int(os.environ.get("FLATJOB_SHAPED_EXAMPLES", examples(80))), deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.function_scoped_fixture])
 @given(case=cases())
 def test_job_shaped_input_never_exits_3(worker: Worker, case: tuple[str, str, str | None]) -> None:
     text, krm, overlay = case

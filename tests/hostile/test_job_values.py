@@ -16,7 +16,7 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from .kit import BOUNDED_CPU, JOB, Sandbox, assert_clean_exit, resource_list
+from .kit import BOUNDED_CPU, JOB, MEASURED, Sandbox, assert_clean_exit, resource_list
 
 CPU = BOUNDED_CPU
 MIB = 100  # peak resident memory of the run
@@ -53,6 +53,7 @@ CASES = {
 }
 
 
+@MEASURED
 @pytest.mark.parametrize("name", list(CASES))
 def test_a_bad_value_is_a_diagnostic_at_its_line_everywhere(box: Sandbox, name: str) -> None:
     text, (line, col, code) = CASES[name]

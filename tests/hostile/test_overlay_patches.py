@@ -10,6 +10,7 @@ import os
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from propertykit import examples
 
 from .kit import JOB, Sandbox, assert_clean_exit
 
@@ -99,7 +100,7 @@ _OP = st.fixed_dictionaries(
 )
 
 
-@settings(max_examples=300, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@settings(max_examples=examples(300), deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
 @given(ops=st.lists(_OP, min_size=1, max_size=3))
 def test_fuzz_json_patches_never_raise(tmp_path_factory: pytest.TempPathFactory, ops: list) -> None:
     from flatjob.compiler.overlay import load_overlays

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pytest
 
-from .kit import BOUNDED_CPU, Sandbox, assert_clean_exit
+from .kit import BOUNDED_CPU, MEASURED, Sandbox, assert_clean_exit
 
 CPU = BOUNDED_CPU
 MIB = 100  # peak resident memory of the run
@@ -63,6 +63,7 @@ def test_patches_times_jobs_are_bounded(box: Sandbox) -> None:
         assert "1,000 patches to 101 jobs costs more than 1,000,000 YAML values" in run_.output
 
 
+@MEASURED
 def test_an_overlay_of_more_patches_than_any_needs_is_refused_before_they_are_built(box: Sandbox) -> None:
     """5 000 patches over 200 jobs: 0.65-0.85 s of CPU when each was built and checked first."""
     for i in range(200):
@@ -142,6 +143,7 @@ def _generic(types: int = 100) -> str:
     return "apiVersion: batch.tensorstack.dev/v1beta1\nkind: GenericJob\nmetadata:\n  name: g\nspec:\n  replicaSpecs:\n" + specs
 
 
+@MEASURED
 @pytest.mark.parametrize("fields", [("labels",), ("labels", "annotations")])
 def test_overlay_metadata_fanned_out_to_every_template_is_bounded(box: Sandbox, fields: tuple[str, ...]) -> None:
     box.job(text=_generic(), file="g.yaml")
@@ -168,6 +170,7 @@ def _generic_named(name: str, types: int = 100) -> str:
     return f"apiVersion: batch.tensorstack.dev/v1beta1\nkind: GenericJob\nmetadata:\n  name: {name}\nspec:\n  replicaSpecs:\n" + specs
 
 
+@MEASURED
 @pytest.mark.parametrize("entry", ["compile", "plugin"])
 def test_overlay_metadata_fan_out_under_the_run_budget_is_bounded(box: Sandbox, entry: str) -> None:
     for j in range(20):

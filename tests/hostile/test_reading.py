@@ -17,7 +17,17 @@ import pytest
 
 from flatjob.compiler.limits import DEFAULT
 
-from .kit import BOUNDED_CPU, JOB, SECRET, TOKEN, Sandbox, assert_clean_exit, flatjob, resource_list
+from .kit import (
+    BOUNDED_CPU,
+    JOB,
+    MEASURED,
+    SECRET,
+    TOKEN,
+    Sandbox,
+    assert_clean_exit,
+    flatjob,
+    resource_list,
+)
 
 CPU_BUDGET = 5.0  # seconds of CPU per run, start-up included (the limits act in ~0.5 s)
 
@@ -113,6 +123,7 @@ def test_a_bomb_next_to_a_job_fails_lint_diff_and_the_plugin(box: Sandbox, name:
     assert plugin.stdout == ""
 
 
+@MEASURED
 @pytest.mark.parametrize("name", list(BOMBS))
 def test_a_bomb_on_krm_stdin_is_a_result(box: Sandbox, name: str) -> None:
     text, where = BOMBS[name]
@@ -162,6 +173,7 @@ LINKS = {
 }
 
 
+@MEASURED
 @pytest.mark.parametrize("target", list(LINKS))
 def test_a_link_leaving_the_folder_is_skipped_with_a_warning(box: Sandbox, target: str) -> None:
     box.job()
@@ -272,6 +284,7 @@ ROUND_TWO = {
 }
 
 
+@MEASURED
 @pytest.mark.parametrize("name", list(ROUND_TWO))
 def test_merges_and_documents_stop_in_a_second_and_100_mib(box: Sandbox, name: str) -> None:
     """Before: the merge list was read whole (exit 0 after 6 s, 337 MiB), the inline merge
@@ -288,6 +301,7 @@ def test_merges_and_documents_stop_in_a_second_and_100_mib(box: Sandbox, name: s
     assert box.untouched() and not box.out.exists()
 
 
+@MEASURED
 def test_fifteen_files_of_empty_documents_stop_at_the_run_limit(box: Sandbox) -> None:
     """Before: 10.7 s and 309 MiB (each file's text kept, each file's million lines indexed)."""
     for i in range(15):
@@ -315,6 +329,7 @@ def test_thirty_thousand_empty_files_stop_at_the_run_limit(box: Sandbox) -> None
     assert box.untouched() and not box.out.exists()
 
 
+@MEASURED
 def test_merges_of_merges_nest_at_most_the_depth_limit(box: Sandbox) -> None:
     """A chain of anchors each merging the one before, first built where its merges are not
     applied (the values of a duplicate key), then used: resolving it would recurse 5000 deep."""
@@ -339,6 +354,7 @@ REPLAYED = {
 }
 
 
+@MEASURED
 @pytest.mark.parametrize("name", list(REPLAYED))
 def test_a_finding_an_alias_replays_is_made_once_and_quotes_little(box: Sandbox, name: str) -> None:
     """Before: each replay built the finding again, each holding the 1 MB line or key: a
@@ -363,6 +379,7 @@ def _directives(n: int = TAGS) -> str:
     return "".join(f"%TAG !t{i}! tag:x,2000:\n" for i in range(n)) + "---\n"
 
 
+@MEASURED
 @pytest.mark.parametrize("entry", ["lint", "compile", "plugin", "krm"])
 def test_many_tag_directives_are_stopped_within_the_bound(box: Sandbox, entry: str) -> None:
     box.job(text=_directives() + JOB.format(name="x"), file="x.yaml")
@@ -390,6 +407,7 @@ def _directives_split(sep: str, n: int = 50_000) -> str:
     return "".join(f"%TAG !t{i}! tag:x,2000:{sep}" for i in range(n)) + "---\n"
 
 
+@MEASURED
 @pytest.mark.parametrize("sep", ["\r", "\x85", "\u2028"], ids=["CR", "NEL", "LS"])
 @pytest.mark.parametrize("entry", ["lint", "krm"])
 def test_tag_directives_on_other_line_breaks_are_counted(box: Sandbox, sep: str, entry: str) -> None:

@@ -22,7 +22,7 @@ import yaml
 from flatjob.compiler import pipeline
 from flatjob.compiler.lint import lint_paths
 
-from .kit import BOUNDED_CPU, JOB, Sandbox, assert_clean_exit, resource_list
+from .kit import BOUNDED_CPU, JOB, MEASURED, Sandbox, assert_clean_exit, resource_list
 
 CPU = BOUNDED_CPU
 MIB = 100
@@ -49,6 +49,7 @@ CASES = {
 }
 
 
+@MEASURED
 @pytest.mark.parametrize("name", list(CASES))
 def test_render_amplification_stops_before_rendering(box: Sandbox, name: str) -> None:
     text, codes = CASES[name]
@@ -67,6 +68,7 @@ def test_render_amplification_stops_before_rendering(box: Sandbox, name: str) ->
     assert box.untouched() and not box.out.exists()
 
 
+@MEASURED
 def test_jobs_that_fit_one_by_one_but_not_together(box: Sandbox) -> None:
     """Each job renders ~100 MiB: the second takes the run past 160 MiB, at its own line."""
     for i in range(2):
@@ -79,6 +81,7 @@ def test_jobs_that_fit_one_by_one_but_not_together(box: Sandbox) -> None:
     assert box.untouched()
 
 
+@MEASURED
 @pytest.mark.parametrize("files, replicas", [pytest.param(10, 10_000, id="ten-1kb-jobs-of-10000-pods"), pytest.param(6, 9_000, id="six-of-9000")])
 def test_a_few_kb_asking_for_more_pods_than_a_run_renders_is_refused_before_planning(box: Sandbox, files: int, replicas: int) -> None:
     """Ten copies of the DeepSpeed example with 10 000 workers (13 KB) took 12 s of CPU and

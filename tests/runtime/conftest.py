@@ -17,9 +17,12 @@ def _close_scenarios() -> Iterator[None]:
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    """Tests that use `runtime_mode` run once per runtime mode (namespace, job)."""
+    """Tests that use `runtime_mode` run once per runtime mode: the default (namespace) in the
+    README's quick run, each other mode again in the slow run (`-m slow`, as .ci/run does).
+    Both modes share every decision; what differs (scope, Lease, RBAC) has tests of its own."""
     if "runtime_mode" in metafunc.fixturenames:
-        metafunc.parametrize("runtime_mode", MODES, indirect=True)
+        params = [mode if mode == MODES[0] else pytest.param(mode, marks=pytest.mark.slow) for mode in MODES]
+        metafunc.parametrize("runtime_mode", params, indirect=True)
 
 
 @pytest.fixture

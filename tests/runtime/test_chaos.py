@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from propertykit import examples
 
 from flatjob.runtime.sim.kubelet import until_deleted
 
@@ -95,7 +96,7 @@ def baseline(name: str, mode: str) -> dict[str, Any]:
     return _run(_prepare(name))
 
 
-@settings(max_examples=30, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(30), deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(
     name=st.sampled_from(sorted(SCENARIOS)),
     kills=st.dictionaries(st.integers(min_value=0, max_value=60), st.integers(min_value=-1, max_value=6), max_size=8),

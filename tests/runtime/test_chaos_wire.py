@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from propertykit import examples
 
 from flatjob.runtime.cli import run_loop
 from flatjob.runtime.controller import CONCURRENCY
@@ -136,7 +137,7 @@ disruptions = st.lists(
 ).map(lambda ds: sorted(ds, key=lambda d: d[1]))
 
 
-@settings(max_examples=8, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(8), deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(disruptions)
 def test_outages_dropped_and_half_open_watches_change_nothing(plan: list[tuple[str, float, float]]) -> None:
     if not BASELINE:

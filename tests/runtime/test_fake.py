@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from propertykit import examples
 
 from flatjob.compiler import keys
 from flatjob.runtime.api import AlreadyExists, ApiError, Conflict, Expired, Invalid, NotFound
@@ -420,7 +421,7 @@ def _op(cluster: FakeCluster, op: tuple[str, str, int]) -> None:
 _OPS = st.tuples(st.sampled_from(["create", "ungate", "label", "bind", "run", "delete", "kill", "record", "scale", "status", "unrecord", "secret"]), st.sampled_from(_NAMES), st.integers(0, 5))
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(_OPS, max_size=25))
 def test_the_store_keeps_its_invariants(ops: list[tuple[str, str, int]]) -> None:
     """A refused call changes nothing; stored objects are never changed in place (the log and

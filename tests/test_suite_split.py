@@ -1,0 +1,30 @@
+"""The quick run leaves to the slow run exactly what docs/architecture.md §9 says: per-job
+runtime scenarios, hostile inputs after each test's first, and the hostile tests that measure
+CPU and memory; the slow run collects all of them."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+IN_MODE = {mode: re.compile(rf"\[(?:.*-)?{mode}(?:-.*)?\]$") for mode in ("job", "namespace")}
+MODULES = ["tests/runtime/test_gang.py", "tests/hostile/test_job_values.py", "tests/hostile/test_entry_points.py"]
+
+
+def collected(marks: str) -> set[str]:
+    out = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-n", "0", "-p", "no:randomly", "-m", marks, *MODULES],
+                         cwd=ROOT, capture_output=True, text=True, timeout=120, check=False).stdout
+    return {line.strip() for line in out.splitlines() if "::" in line}
+
+
+def test_the_quick_run_leaves_job_mode_later_inputs_and_measurements_to_the_slow_run() -> None:
+    quick, slow = collected("not slow"), collected("slow")
+    assert quick and slow and not quick & slow
+    assert not [t for t in quick if IN_MODE["job"].search(t)] and [t for t in quick if IN_MODE["namespace"].search(t)]
+    assert [t for t in slow if "test_gang.py" in t and IN_MODE["job"].search(t)]
+    assert not [t for t in quick if "test_job_values.py::test_a_bad_value_is_a_diagnostic_at_its_line_everywhere" in t]  # MEASURED
+    krm = sorted(t for t in quick | slow if "test_krm_reports_a_bad_resource_list_in_results" in t)
+    assert len(krm) > 1 and sum(t in quick for t in krm) == 1, krm  # the first input only
