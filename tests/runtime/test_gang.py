@@ -1,4 +1,4 @@
-"""The SSH kinds under a gang scheduler (`pytest -k gang`).
+"""The SSH kinds under a gang scheduler (`pytest -k gang`; `pytest -m "" -k gang` adds the per-job runtime mode).
 
 The simulated scheduler (runtime/sim/scheduler.py) binds a PodGroup's pods only when
 minMember of them are ungated and fit, as scheduler-plugins' coscheduling (Permit) and

@@ -1,4 +1,4 @@
-"""The real pod lifecycle (`pytest -k lifecycle`): what a training cluster does to pods every day.
+"""The real pod lifecycle (`pytest -k lifecycle`; `pytest -m "" -k lifecycle` adds the per-job runtime mode): what a training cluster does to pods every day.
 
 Each scenario is driven by the kubelet stand-in's real order (runtime/sim): a deletion sets
 deletionTimestamp, the kubelet sends SIGTERM, the program exits with its own code, the

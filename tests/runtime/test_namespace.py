@@ -1,4 +1,4 @@
-"""One runtime for a whole namespace (`pytest -k namespace`): many jobs, one process.
+"""One runtime for a whole namespace (`pytest -k namespace`; `pytest -m "" -k namespace` adds the slow ones): many jobs, one process.
 
 - its watches: one per record kind, one for all pods, one for all PodTemplates, whatever the
   number of jobs;
