@@ -5,12 +5,13 @@ Hypothesis writes job files from anchors and aliases (bombs of any fan-out and d
 arbitrary text; a capped worker (tests/hostile/fuzzworker.py: 1 GiB, 20 CPU seconds per
 input) runs every entry point on each.  Each must end in exit 0, 1 or 2 with no
 traceback and no "internal error"; exit 3, a signal or a memory error fails the example.
-FLATJOB_FUZZ_EXAMPLES sets the number of examples (60 in the suite).
+FLATJOB_FUZZ_EXAMPLES sets the number of examples (60 in CI, FLATJOB_EXAMPLES=all; 15 in
+the quick run: tests/propertykit.py).
 
 The second test feeds job-shaped input (tests/hostile/jobfuzz.py: every example job and
 random overlays, with values replaced by strangers') through lint, compile with --overlay,
 krm and the plugin with OVERLAY: the YAML fuzzing rarely reaches the checks of a job, which is
-where `env: 1` and a mapping as an env name crashed (FLATJOB_SHAPED_EXAMPLES, 80 in the
+where `env: 1` and a mapping as an env name crashed (FLATJOB_SHAPED_EXAMPLES, 80 in CI, 20 in the quick run
 suite; thousands run by hand find nothing).
 """
 
