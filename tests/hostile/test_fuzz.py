@@ -11,8 +11,8 @@ the quick run: tests/propertykit.py).
 The second test feeds job-shaped input (tests/hostile/jobfuzz.py: every example job and
 random overlays, with values replaced by strangers') through lint, compile with --overlay,
 krm and the plugin with OVERLAY: the YAML fuzzing rarely reaches the checks of a job, which is
-where `env: 1` and a mapping as an env name crashed (FLATJOB_SHAPED_EXAMPLES, 80 in CI, 20 in the quick run
-suite; thousands run by hand find nothing).
+where `env: 1` and a mapping as an env name crashed (FLATJOB_SHAPED_EXAMPLES, 80 in CI, 20 in the
+quick run; thousands run by hand find nothing).
 """
 
 from __future__ import annotations
