@@ -98,8 +98,8 @@ def _incident(ledger: Ledger, f: Failure, now: float) -> tuple[Ledger, bool]:
     INCIDENT_WINDOW of when the incident was counted: a runtime that saw one of them late (it
     restarted, its watch reconnected, its cycle waited) must not split one incident in two."""
     at = ledger.incident_at
-    near = at is not None and min(abs(now - at), abs(f.finished_at - at) if f.finished_at is not None else INCIDENT_WINDOW + 1) <= INCIDENT_WINDOW
-    if near and f.name not in ledger.incident:
+    when = (now,) if f.finished_at is None else (now, f.finished_at)
+    if at is not None and any(abs(t - at) <= INCIDENT_WINDOW for t in when) and f.name not in ledger.incident:
         return ledger.evolve(incident=(*ledger.incident, f.name)), False
     return ledger.evolve(incident_at=now, incident=(f.name,)), True
 
