@@ -1,7 +1,7 @@
 """Hostile-input fixtures: a sandbox per test (tests/hostile/kit.py), and which inputs the
 README's quick run takes: each test's first input there, every input in the slow run
-(`-m slow`, as .ci/run does). Most cases start flatjob three times (lint, compile, the plugin)
-and measure it; the quick run still meets every class of attack once."""
+(`-m slow`, as .ci/run does). Most cases start flatjob three times (lint, compile, the plugin);
+the quick run still meets every class of attack once."""
 
 from __future__ import annotations
 
