@@ -69,12 +69,55 @@ def find_inputs(paths: Iterable[str]) -> Iterator[Input | Diagnostic]:
         if not p.is_dir():
             yield Input(p, True)
             continue
-        for folder, dirs, files in os.walk(p):
-            dirs[:] = sorted(d for d in dirs if not d.startswith("."))
-            for name in sorted(files):
-                if name.endswith(YAML_SUFFIXES):
-                    file = Path(folder) / name
-                    yield Input(file, False) if confined(file, p) else _skipped(file, p)
+        # The walk enters no linked folder, so only the root and each file's own entry can be a
+        # link: the root is resolved once here, and a file through no link needs no realpath
+        # (30 000 files took 0.5 s of realpath calls).
+        plain_root = os.path.abspath(p) == os.path.realpath(p)
+        for folder, files in _walk(str(p)):
+            for entry in files:
+                file = Path(folder) / entry.name
+                if _is_link(entry):
+                    ok = confined(file, p)
+                else:  # what confined() finds for it without resolving anything
+                    ok = plain_root or not entry.name.startswith(".")
+                yield Input(file, False) if ok else _skipped(file, p)
+
+
+def _walk(top: str) -> Iterator[tuple[str, list[os.DirEntry[str]]]]:
+    """(folder, its YAML files sorted) for top and every folder under it that is not hidden or a
+    link, depth first in sorted order: what os.walk gives, with the entries it already read."""
+    stack = [top]
+    while stack:
+        folder = stack.pop()
+        try:
+            with os.scandir(folder) as listing:
+                entries = sorted(listing, key=lambda e: e.name)
+        except OSError:  # as os.walk: a folder that cannot be listed is passed over
+            continue
+        dirs: list[str] = []
+        files: list[os.DirEntry[str]] = []
+        for entry in entries:
+            if _is_dir(entry):
+                if not entry.name.startswith(".") and not _is_link(entry):
+                    dirs.append(entry.path)
+            elif entry.name.endswith(YAML_SUFFIXES):
+                files.append(entry)
+        yield folder, files
+        stack.extend(reversed(dirs))
+
+
+def _is_dir(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_dir()
+    except OSError:
+        return False
+
+
+def _is_link(entry: os.DirEntry[str]) -> bool:
+    try:
+        return entry.is_symlink()
+    except OSError:
+        return True  # unknown: the full check decides
 
 
 def read_text(path: Path, budget: Budget) -> tuple[str | None, Diagnostic | None]:
