@@ -16,6 +16,7 @@ import errno
 import os
 import stat
 from collections import OrderedDict
+from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
 
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
@@ -149,21 +150,29 @@ class SafeDir:
 
     def listed(self, rel: str) -> bool:
         """Whether `rel` is in the folder, from listings of the folders it passes through,
-        each read once: a metadata file may name 300 000 files, each in a folder of its own,
-        and opening each name's folders cost 2 s."""
-        head, _, name = rel.rpartition("/")
-        names = self._listing(head)
-        return names is not None and name in names
+        each read once, from the root down: a metadata file may name 300 000 files, each in a
+        folder of its own, and opening each name's folders cost 2 s (and looking each up from
+        its own folder upwards, 0.9 s)."""
+        here = ""
+        for part in rel.split("/"):
+            names = self._listing(here)
+            if names is None or part not in names:
+                return False
+            here = f"{here}/{part}" if here else part
+        return True
+
+    def present(self, rels: Iterable[str]) -> list[str]:
+        """The names of `rels` that are in the folder (listed()), those whose first folder is not
+        in the root's listing dropped without a call each."""
+        top = self._listing("")
+        if top is None:
+            return []
+        return [rel for rel in rels if rel.partition("/")[0] in top and self.listed(rel)]
 
     def _listing(self, rel: str) -> frozenset[str] | None:
-        """The names in folder `rel` (cached while it exists), or None when it is not there."""
+        """The names in folder `rel`, whose parent lists it (cached), or None when it cannot be opened."""
         if rel in self._listings:
             return self._listings[rel]
-        if rel:
-            head, _, name = rel.rpartition("/")
-            up = self._listing(head)
-            if up is None or name not in up:
-                return None
         fd = self.folder(rel)
         if fd < 0:
             return None

@@ -74,10 +74,11 @@ class TreeChanges:
 
 
 def previous_files(meta: bytes | None) -> set[str] | None:
-    """The files the last compile wrote (from the metadata file), or None without one.
+    """The names the metadata file says the last compile wrote, or None without one.
 
-    Only names flatjob writes count: a metadata file edited to name README.md, ../x or
-    /etc/passwd names nothing.
+    They are a claim, not a fact: only names flatjob writes count (a metadata file edited to
+    name README.md, ../x or /etc/passwd names nothing), which plan_changes checks (owned())
+    for the few claimed names that exist, not for the 300 000 a hostile file may list.
     """
     if meta is None:
         return None
@@ -86,7 +87,7 @@ def previous_files(meta: bytes | None) -> set[str] | None:
     except (ValueError, UnicodeDecodeError):
         return None
     files = data.get("files") if isinstance(data, dict) else None
-    return {f for f in files if isinstance(f, str) and owned(f)} if isinstance(files, list) else None
+    return {f for f in files if isinstance(f, str)} if isinstance(files, list) else None
 
 
 def _text(raw: bytes | None, limit: int) -> str | None:
@@ -121,7 +122,7 @@ def plan_changes(d: SafeDir, desired: dict[str, str]) -> TreeChanges:
     limit = max(OLD_BYTES, _old_limit(desired.get(META_FILE)))  # a run at the limits writes ~9 MB of it
     meta = _read(d, META_FILE, changes, limit)
     before = previous_files(meta) if meta is None or len(meta) <= limit else None
-    owned_before = before if before is not None else set()
+    owned_before = before if before is not None else set()  # claimed; a desired name is always owned()
     for rel, text in sorted(desired.items()):
         limit = _old_limit(text)
         raw = _read(d, rel, changes, limit)
@@ -135,9 +136,9 @@ def plan_changes(d: SafeDir, desired: dict[str, str]) -> TreeChanges:
             changes.conflicts.append(rel)
         changes.write[rel] = text
         changes.old[rel] = current
-    for rel in sorted(owned_before - set(desired)):
-        if not d.listed(rel):  # most names of a hostile metadata file: found missing from listings, never opened
-            continue
+    # Most names of a hostile metadata file are found missing from listings, never opened, and
+    # never sorted (listed() only reads, so the order it is asked in changes nothing).
+    for rel in sorted(rel for rel in d.present(owned_before - set(desired)) if owned(rel)):
         raw = _read(d, rel, changes, OLD_BYTES)
         if raw is None:
             continue
