@@ -400,3 +400,18 @@ def test_stacked_overlays_and_inputs(tmp_path: Path) -> None:
     assert next(r.replicas for r in job.plan.job.spec.replica_specs if r.type == "worker") == 8
     overlays = sorted(p.parent.name for p, _ in result.inputs if p.name == "overlay.yaml")
     assert overlays == ["base", "gpu"]  # overlay files are compile inputs (flatjob-meta.json)
+
+
+def test_an_overlay_at_a_limit_stops_the_run_before_the_jobs_are_validated(tmp_path: Path) -> None:
+    """FJ105 from an overlay ends the run, as reading does: a job's own finding (here an image
+    that is not a string) is not reported from a run that never applied the overlay."""
+    from flatjob.compiler.loader import load_paths
+    from flatjob.compiler.overlay import load_overlays
+    from flatjob.compiler.pipeline import CompileOptions, compile_documents
+
+    write(tmp_path / "jobs", {"job.yaml": DDP.replace("image: busybox:1.36", "image: [busybox]")})
+    write(tmp_path / "ov", {"overlay.yaml": "patches:\n" + "".join(f"  - {{target: {{kind: X{i}}}, patch: {{spec: {{}}}}}}\n" for i in range(1001))})
+    result = compile_documents(load_paths([str(tmp_path / "jobs")]), CompileOptions(), load_overlays([tmp_path / "ov"]))
+    assert [d.code for d in result.diagnostics] == ["FJ105"] and result.failed and not result.jobs
+    unstopped = compile_documents(load_paths([str(tmp_path / "jobs")]), CompileOptions())
+    assert any(d.code != "FJ105" and d.is_error for d in unstopped.diagnostics)  # the job's own finding, without the overlay

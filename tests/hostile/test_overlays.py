@@ -184,4 +184,6 @@ def test_overlay_metadata_fan_out_under_the_run_budget_is_bounded(box: Sandbox, 
     run_ = box.compile("--overlay", "overlays/prod") if entry == "compile" else box.plugin(SOURCES="jobs", OVERLAY="overlays/prod")
     assert_clean_exit(run_, 0, 1)
     assert run_.cpu < BOUNDED_CPU and run_.rss_mib < MIB, (run_.cpu, run_.rss_mib)
+    # stopped at the overlay (FJ105), the jobs are not validated without it
+    assert {f[0] for f in run_.findings()} <= {"overlay.yaml"}, run_.output[-1500:]
     assert box.untouched()
