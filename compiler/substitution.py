@@ -62,6 +62,12 @@ def iter_refs(value: str) -> Iterator[Ref]:
     return (Ref(m.group(2), m.start(), m.end()) for m in _REF.finditer(value) if not m.group(1))
 
 
+def distinct_refs(value: str) -> list[str]:
+    """The texts of the $(...) references in a string, each once, in order of first use
+    (escapes skipped): found in C, where iter_refs builds a Ref per occurrence."""
+    return list(dict.fromkeys(text for escape, text in _REF.findall(value) if not escape))
+
+
 def is_ours(text: str) -> bool:
     """Whether $(text) is a GenericJob variable (else it is left for Kubernetes)."""
     return text in OURS or text.startswith(("replicas[", "service.", "service["))
@@ -117,9 +123,18 @@ def substitute(value: str, ctx: Context, rtype: str, rank: int) -> str:
     """Replace every one of our variables in `value`; others are kept for Kubernetes.
 
     Each distinct reference is resolved once per call (a value may repeat one 100 000 times).
+    Without a `$$(` escape every `$(name)` in the text is a reference (a reference holds no
+    parenthesis, so none overlaps another), so each distinct one is replaced in one pass of
+    str.replace, not a Python call per occurrence.
     """
     if "$(" not in value:
         return value
+    if "$$(" not in value:  # distinct references in order of first use: the same RefError first
+        table = {text: resolve(text, ctx, rtype, rank) for text in dict.fromkeys(t for _, t in _REF.findall(value)) if is_ours(text)}
+        if not any("$(" in v for v in table.values()):  # else one replacement could make another's text
+            for text, resolved_text in table.items():
+                value = value.replace(f"$({text})", resolved_text)
+            return value
     resolved: dict[str, str] = {}
 
     def replacement(m: re.Match[str]) -> str:

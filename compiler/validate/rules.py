@@ -20,7 +20,7 @@ from ..plan import deepspeed as deepspeed_plan
 from ..plan.common import elastic_of
 from ..podset import object_names, pod_counts, pod_total
 from ..podtemplate import containers_of, training_index
-from ..substitution import Context, RefError, is_ours, iter_refs, resolve
+from ..substitution import Context, RefError, distinct_refs, is_ours, iter_refs, resolve
 from . import apivalues, launchers, names, podparts, podshape, podspec, tensorboardpod
 from .groups import groups
 from .suggest import did_you_mean
@@ -622,13 +622,13 @@ def _check_refs(doc: Document, ctx: Context, rtype: str, path: PathT, value: str
     """Every reference that is wrong, at its place; each distinct text is judged once (a value
     may repeat `$(rank)` 100 000 times: judging and locating each took minutes)."""
     yield from _malformed_refs(doc, path, value)
+    judged = {text: _judge(text, ctx, rtype, env_names) for text in distinct_refs(value)[:MAX_REFS]}
+    if not any(judged.values()):  # nothing to report: no need to locate each occurrence
+        return
     reported: set[str] = set()
-    judged: dict[str, tuple[str, str, str | None, Severity] | None] = {}
     for ref in iter_refs(value):
-        if ref.text not in judged:
-            if len(judged) >= MAX_REFS:
-                return
-            judged[ref.text] = _judge(ref.text, ctx, rtype, env_names)
+        if ref.text not in judged:  # past the first MAX_REFS distinct references
+            return
         verdict = judged[ref.text]
         if verdict is None:
             continue
