@@ -9,6 +9,9 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from propertykit import examples
 
 from flatjob.compiler.substitution import Context, RefError, find_refs, substitute
 
@@ -79,3 +82,20 @@ def test_tf_config_is_valid_json_in_every_pod() -> None:
 def test_find_refs_spans() -> None:
     refs = find_refs("a $(type) b $$(rank) $(rank)")
     assert [(r.text, r.start, r.end) for r in refs] == [("type", 2, 9), ("rank", 21, 28)]
+
+
+def _one_match_at_a_time(value: str, rtype: str, rank: int) -> str:
+    """The reference rule, one regex match at a time (substitute's path when `$$(` is present)."""
+    from flatjob.compiler.substitution import _REF, is_ours, resolve
+
+    return _REF.sub(lambda m: m.group(0) if m.group(1) or not is_ours(m.group(2)) else resolve(m.group(2), CTX, rtype, rank), value)
+
+
+PIECES = ["$(rank)", "$(type)", "$(replicas[worker])", "$(service.port[http])", "$(HOME)", "$", "(", ")", "$(", "x", "-", "$$(rank)", "$(ra", "nk)"]
+
+
+@settings(max_examples=examples(400), deadline=None)
+@given(st.lists(st.sampled_from(PIECES), max_size=12), st.sampled_from(["ps", "worker"]), st.integers(0, 2))
+def test_replacing_each_distinct_reference_at_once_is_the_same_as_one_match_at_a_time(pieces: list[str], rtype: str, rank: int) -> None:
+    value = "".join(pieces)
+    assert substitute(value, CTX, rtype, rank) == _one_match_at_a_time(value, rtype, rank)
