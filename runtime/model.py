@@ -87,6 +87,7 @@ class Ledger:
     levels: Mapping[str, int] = field(default_factory=dict)  # pod name ("*": a group's gang) -> back-off steps taken in a row
     incident_at: float | None = None  # when the latest failure incident began (failures together count once)
     incident: tuple[str, ...] = ()  # the pods that failed in it
+    incident_ended: float | None = None  # when its first failure's program ended (finishedAt), if known
     disruptions: int = 0  # pods replaced after a disruption (never counted as restarts)
     disrupted: Mapping[str, float] = field(default_factory=dict)  # pod name -> when its disruption was seen (peers failing meanwhile are its doing)
     disrupted_end: Mapping[str, float] = field(default_factory=dict)  # pod name -> when its replacement was first seen running (or it was no longer wanted)
@@ -134,6 +135,7 @@ class Ledger:
             ("gangNotBefore", self.gang_not_before),
             ("incidentAt", self.incident_at),
             ("incident", nameset.encode(self.incident) if self.incident else None),
+            ("incidentEnded", self.incident_ended),
             ("disruptions", self.disruptions or None),
             ("disrupted", _grouped(self.disrupted, repr) if self.disrupted else None),
             ("disruptedEnd", _grouped(self.disrupted_end, repr) if self.disrupted_end else None),
@@ -174,6 +176,7 @@ class Ledger:
             levels=_ungrouped(d.get("levels"), int, names),
             incident_at=_float(d.get("incidentAt")),
             incident=_names(d.get("incident"), names),
+            incident_ended=_float(d.get("incidentEnded")),
             disruptions=int(d.get("disruptions", 0)),
             disrupted=_ungrouped(d.get("disrupted"), float, names),
             disrupted_end=_ungrouped(d.get("disruptedEnd"), float, names),

@@ -94,15 +94,20 @@ def _delayed(job: JobView, ledger: Ledger, key: str, started_at: float | None, n
 def _incident(ledger: Ledger, f: Failure, now: float) -> tuple[Ledger, bool]:
     """The ledger with this failure in an incident, and whether it began a new one (counted).
 
-    A failure joins the incident when it was seen, or ended (its container's finishedAt), within
-    INCIDENT_WINDOW of when the incident was counted: a runtime that saw one of them late (it
-    restarted, its watch reconnected, its cycle waited) must not split one incident in two."""
-    at = ledger.incident_at
-    when = (now,) if f.finished_at is None else (now, f.finished_at)
-    if at is not None and any(abs(t - at) <= INCIDENT_WINDOW for t in when) and f.name not in ledger.incident:
-        return ledger.evolve(incident=(*ledger.incident, f.name)), False
-    return ledger.evolve(incident_at=now, incident=(f.name,)), True
-
+    Where both programs' ends are known (their containers' finishedAt), the failure joins when it
+    ended within INCIDENT_WINDOW of the incident's first: failures seen together after a runtime
+    outage, minutes apart, are two incidents.  Otherwise it joins when it was seen, or ended,
+    within INCIDENT_WINDOW of when the incident was counted: a runtime that saw one of them late
+    (it restarted, its watch reconnected, its cycle waited) must not split one incident in two."""
+    at, first_ended = ledger.incident_at, ledger.incident_ended
+    if at is not None and f.name not in ledger.incident:
+        if first_ended is not None and f.finished_at is not None:
+            joins = abs(f.finished_at - first_ended) <= INCIDENT_WINDOW
+        else:
+            joins = any(abs(t - at) <= INCIDENT_WINDOW for t in ((now,) if f.finished_at is None else (now, f.finished_at)))
+        if joins:
+            return ledger.evolve(incident=(*ledger.incident, f.name)), False
+    return ledger.evolve(incident_at=now, incident_ended=f.finished_at, incident=(f.name,)), True
 
 
 def _within_limits(job: JobView, ledger: Ledger, name: str, rtype: str, counted: bool = True) -> bool:
@@ -202,7 +207,7 @@ def _taken_back(job: JobView, ledger: Ledger, root: str, since: float | None, no
             levels[key] -= 1
     led = ledger.evolve(
         restarts=restarts, replica_restarts={k: v for k, v in mine.items() if v}, levels={k: v for k, v in levels.items() if v},
-        backoff_count=max(ledger.backoff_count - 1, 0), incident_at=None, incident=(),
+        backoff_count=max(ledger.backoff_count - 1, 0), incident_at=None, incident_ended=None, incident=(),
         not_before={k: v for k, v in ledger.not_before.items() if k not in members},
         gang_not_before=None if job.scope == "group" else ledger.gang_not_before,
     )
@@ -282,6 +287,7 @@ def decide_restart(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, f
                 attempt=led.attempt + 1,
                 backoff_count=count,
                 incident_at=now,  # what it counted, should a disruption seen later explain it (explained)
+                incident_ended=f.finished_at,
                 incident=tuple(names),
                 released=(),
                 succeeded=(),

@@ -257,21 +257,29 @@ def _fail_at(job: JobView, led: Ledger, name: str, now: float, started: float | 
 
 
 @pytest.mark.parametrize(
-    ("gap", "ended", "same_pod", "counted"),
-    [(0.0, None, False, 1), (INCIDENT_WINDOW, None, False, 1), (INCIDENT_WINDOW + 1, None, False, 2), (5.0, None, True, 2),
-     (INCIDENT_WINDOW + 40, 3.0, False, 1), (INCIDENT_WINDOW + 40, INCIDENT_WINDOW + 39, False, 2), (INCIDENT_WINDOW + 1, -40.0, False, 2)],
+    ("gap", "first_ended", "ended", "same_pod", "counted"),
+    [(0.0, None, None, False, 1), (INCIDENT_WINDOW, None, None, False, 1), (INCIDENT_WINDOW + 1, None, None, False, 2), (5.0, None, None, True, 2),
+     (INCIDENT_WINDOW + 40, None, 3.0, False, 1), (INCIDENT_WINDOW + 40, None, INCIDENT_WINDOW + 39, False, 2), (INCIDENT_WINDOW + 1, None, -40.0, False, 2),
+     (0.0, -300.0, -10.0, False, 2), (0.0, -300.0, -300.0 + INCIDENT_WINDOW, False, 1), (INCIDENT_WINDOW + 40, -2.0, 3.0, False, 1),
+     (0.0, -300.0, None, False, 1)],
     ids=["together", "at-the-window-end", "after-the-window", "the-same-pod-again",
-         "seen-late-but-ended-together", "seen-late-and-ended-late", "ended-long-before-the-first"],
+         "seen-late-but-ended-together", "seen-late-and-ended-late", "ended-long-before-the-first",
+         "seen-together-after-an-outage-but-ended-minutes-apart", "seen-together-and-ended-within-the-window",
+         "both-ends-known-seen-late-ended-together", "seen-together-its-end-unknown"],
 )
-def test_an_incident_is_other_pods_failing_within_its_window(gap: float, ended: float | None, same_pod: bool, counted: int) -> None:
-    """By when the second failure was seen (`gap` after the first) or, where its container's
-    finishedAt is known, when it ended (`ended`, after the first was seen): a runtime that
-    restarted or waited between the two must not split one incident."""
+def test_an_incident_is_other_pods_failing_within_its_window(gap: float, first_ended: float | None, ended: float | None, same_pod: bool, counted: int) -> None:
+    """Where both containers' finishedAt are known (`first_ended`, `ended`: after the first was
+    seen), by whether they ended within the window of each other: a runtime that was down while
+    ranks failed minutes apart sees two incidents.  Otherwise by when the second was seen (`gap`
+    after the first) or ended: a runtime that restarted or waited between the two must not split
+    one incident."""
     job = torchrun(policy="OnFailure", backoff_limit=10)
-    first = _fail_at(job, running_ledger(job), "j-worker-0", NOW)
+    first = _fail_at(job, running_ledger(job), "j-worker-0", NOW, ended=None if first_ended is None else NOW + first_ended)
     again = first.ledger.evolve(released=(*first.ledger.released, "j-worker-0")) if same_pod else first.ledger
     second = _fail_at(job, again, "j-worker-0" if same_pod else "j-worker-1", NOW + gap, ended=None if ended is None else NOW + ended)
     assert second.ledger.backoff_count == counted
+    assert first.ledger.incident_ended == (None if first_ended is None else NOW + first_ended)
+    assert Ledger.from_dict(first.ledger.to_dict()) == first.ledger  # kept in status.runtime
 
 
 def test_back_off_is_per_pod_and_a_long_run_starts_it_over() -> None:
