@@ -4,6 +4,7 @@ CPU and memory; the slow run collects all of them."""
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -28,3 +29,13 @@ def test_the_quick_run_leaves_job_mode_later_inputs_and_measurements_to_the_slow
     assert not [t for t in quick if "test_job_values.py::test_a_bad_value_is_a_diagnostic_at_its_line_everywhere" in t]  # MEASURED
     krm = sorted(t for t in quick | slow if "test_krm_reports_a_bad_resource_list_in_results" in t)
     assert len(krm) > 1 and sum(t in quick for t in krm) == 1, krm  # the first input only
+
+
+def test_the_hostile_cpu_bound_is_one_second_where_a_test_runs_alone() -> None:
+    """Issue 21's 1 s holds in the slow pass (no xdist workers); 2 s beside other workers."""
+    probe = "import os, sys; sys.path.insert(0, 'tests'); from hostile import kit; print(kit.BOUNDED_CPU)"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_XDIST")}
+    alone = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, env=env, capture_output=True, text=True, check=True).stdout
+    beside = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, env={**env, "PYTEST_XDIST_WORKER_COUNT": "2"},
+                            capture_output=True, text=True, check=True).stdout
+    assert (alone.strip(), beside.strip()) == ("1.0", "2.0")
