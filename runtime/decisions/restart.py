@@ -25,7 +25,8 @@ refused at admission after the pod's (the gang's) back-off, since a node may ref
 A failure that would not be restarted (so may decide the job) settles for SETTLE first, its
 pod kept released: a kubelet's eviction reports the evicted pod only once its containers have
 stopped, so a peer whose session broke can fail first, and the eviction seen within SETTLE
-makes that failure the disruption's doing (outcomes.py) instead of the job's end.
+makes that failure the disruption's doing (outcomes.py) instead of the job's end.  A job of
+one pod has no peer: its own disruption shows on the pod with its failure, so it never settles.
 """
 
 from __future__ import annotations
@@ -254,6 +255,8 @@ def decide_restart(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, f
     if not failures:
         return RestartDecision(led, replaced, events=tuple(events))
     led = led.evolve(replica_failed=replica_failure_message(failures[0]))
+    if len(job.pods) == 1:  # no peer whose disruption could explain it: decided at once, as T9k does
+        settle = 0.0
     restarted: list[str] = list(replaced)
     wake: float | None = None
     held = False

@@ -239,3 +239,17 @@ def test_a_gangs_failure_that_ends_the_job_is_not_hidden_by_a_later_restart() ->
     assert c.ledger.attempt == 1 and c.ledger.backoff_count == 0 and set(c.ledger.settling) == {"j-worker-0", "j-worker-1"}
     c = cycle(job, pods, c.ledger, now=NOW + SETTLE)
     assert (c.ledger.outcome, c.ledger.attempt) == ("Failed", 1) and "j-worker-1 failed with exit code 1" in (c.ledger.message or "")
+
+
+@pytest.mark.parametrize(("types", "settles"), [({"master": 1}, False), ({"master": 1, "worker": 1}, True)], ids=["one-pod", "two-pods"])
+def test_a_failure_for_good_settles_only_where_a_peer_could_explain_it(types: dict[str, int], settles: bool) -> None:
+    """A job of one pod fails at once (T9k's timing): nothing but its own status, which shows its
+    own disruption with the failure, can explain it.  With a peer it waits SETTLE for one."""
+    from flatjob.runtime.model import RestartRule
+
+    job = job_view("PyTorchTrainingJob", types=types, rules={t: RestartRule("Never") for t in types})
+    pods = {**all_running(job), "j-master-0": pod("j-master-0", "Failed", exit=1, started_at=NOW - 90)}
+    c = cycle(job, pods, running_ledger(job), now=NOW)
+    assert (c.ledger.outcome, bool(c.ledger.settling)) == ((None, True) if settles else ("Failed", False))
+    if settles:
+        assert cycle(job, pods, c.ledger, now=NOW + SETTLE).ledger.outcome == "Failed"

@@ -520,6 +520,36 @@ def test_lifecycle_a_failure_no_disruption_explains_ends_the_job_after_it_settle
     assert not events(s, "Disrupted")
 
 
+SINGLE = """
+apiVersion: batch.tensorstack.dev/v1beta1
+kind: PyTorchTrainingJob
+metadata:
+  name: one
+spec:
+  replicaSpecs:
+    - type: master
+      replicas: 1
+      restartPolicy: Never
+      template:
+        spec:
+          containers:
+            - name: main
+              image: busybox:1.36
+              command: [sh, -c, 'sleep 3; exit 1']
+"""
+
+
+def test_lifecycle_a_job_of_one_pod_fails_at_once() -> None:
+    """No peer can explain its failure (its own disruption would show on it with the failure),
+    so it does not settle: Failed within a cycle, as T9k decides it."""
+    s = Scenario(SINGLE)
+    s.run_until(lambda st: st.get("aggregate", {}).get("running") == 1, limit=30)
+    started = s.clock.now
+    st = s.run_until(lambda st: st["phase"] == "Failed", limit=SETTLE)
+    assert s.clock.now - started <= 5
+    assert condition(st, "Failed")["message"] == "PyTorchTrainingJob one has failed: one-master-0 failed with exit code 1"
+
+
 # --- admission: a pod its node refuses never ran ---------------------------------------------------
 
 @pytest.mark.parametrize("policy", ["Never", "ExitCode"])
