@@ -1,4 +1,4 @@
-"""What deepspeed and `colossalai run` cannot carry (compiler/validate/launchers.py, FJ340-FJ343).
+"""What deepspeed and `colossalai run` cannot carry (compiler/validate/launchers.py, FJ340-FJ343, FJ347).
 
 Each case is one job; findings are drawn in the YAML (`# ^ CODE`, lintkit.marked), and
 `valid-*` cases must stay clean.  Why each launcher mangles what it does is in the module's
@@ -278,6 +278,33 @@ CASES = [
         #                                             ^ FJ342
         """),
         message="runAsNonRoot: true",
+    ),
+    # --- both: a resumeSpec that replaces sshd or the launcher (FJ347, a warning) ---
+    Case(
+        "deepspeed-resume-command-replaces-sshd",
+        deepspeed("""
+          config: {run: {python: [train.py]}}
+          runMode: {pause: {resumeSpecs: [{type: worker, command: [python, resume.py]}]}}
+        #                                                ^ FJ347
+        """),
+        message="on resume, worker pods run this command instead of sshd (worker-0: deepspeed, which reaches the others over ssh): "
+                "sshd never starts, so its startup probe on port 22 fails",
+    ),
+    Case(
+        "colossalai-resume-args-replace-the-launcher",
+        colossalai("""
+            script: [train.py]
+          runMode: {pause: {resumeSpecs: [{type: launcher, args: [--resume]}]}}
+        #                                                  ^ FJ347
+        """),
+        message="on resume, launcher pods run these args instead of colossalai run: colossalai run never starts",
+    ),
+    Case(
+        "valid-resume-spec-that-only-skips-init-containers",
+        deepspeed("""
+          config: {run: {python: [train.py]}}
+          runMode: {pause: {resumeSpecs: [{type: worker, skipInitContainer: true}]}}
+        """),
     ),
     Case(
         "valid-container-root-over-a-non-root-pod",

@@ -358,6 +358,31 @@ def ssh_commands(job: Any, doc: Document) -> Iterator[Diagnostic]:
                 )
 
 
-DEEPSPEED_RULES = (deepspeed_program, deepspeed_flags, runs_as_root, launcher_shell, ssh_commands)
+# What is lost when a resumeSpec replaces what an SSH kind's pod runs (the same PodTemplate
+# chooses at start: render/pod.py _resume_wrapper); the sshd startup probe stays on the pod.
+_LOST_ON_RESUME = {
+    "worker": "sshd never starts, so its startup probe on port 22 fails until the kubelet kills the pod (600 s), and no launcher reaches it",
+    "launcher": "colossalai run never starts, so no worker trains",
+}
+
+
+def ssh_resume_commands(job: Any, doc: Document) -> Iterator[Diagnostic]:
+    """A resumeSpec's command or args on a pod that runs sshd or the launcher: on resume they
+    run instead of it, and the pod's sshd probe and its peers still expect it."""
+    mode = job.spec.run_mode
+    pause = mode.pause if mode is not None else None
+    for i, entry in enumerate(pause.resume_specs if pause is not None else ()):
+        runs = _SSH_RUNS.get((job.kind, entry.type))
+        field = "command" if entry.command is not None else "args" if entry.args is not None else None
+        if runs is None or field is None:
+            continue
+        yield doc.diagnostic(
+            "FJ347", f"on resume, {entry.type} pods run {'this command' if field == 'command' else 'these args'} instead of {runs[0]}: {_LOST_ON_RESUME[entry.type]}",
+            ("spec", "runMode", "pause", "resumeSpecs", i, field), key=True, severity=Severity.WARNING,
+            hint=f"leave command and args out of this resumeSpec, so the pod resumes as it starts; {runs[1]}",
+        )
+
+
+DEEPSPEED_RULES = (deepspeed_program, deepspeed_flags, runs_as_root, launcher_shell, ssh_commands, ssh_resume_commands)
 TEMPLATE_RULES = (colossalai_launcher_env, launcher_shell)  # it takes the templates' env to be well-formed (rules.TEMPLATE_RULES)
-COLOSSALAI_RULES = (colossalai_script, colossalai_extra, colossalai_launcher_env, runs_as_root, launcher_shell, ssh_commands)
+COLOSSALAI_RULES = (colossalai_script, colossalai_extra, colossalai_launcher_env, runs_as_root, launcher_shell, ssh_commands, ssh_resume_commands)
