@@ -4,15 +4,22 @@ The scenario kubelet (kubelet.py, virtual time) and run-local's (runtime/local/k
 real processes) describe what they see of a pod as a `PodLook` (phase, each container's
 state) and write `status(pod, look)`.  The shape follows the kubelet's generateAPIPodStatus
 (pkg/kubelet/kubelet_pods.go) and the status manager (pkg/kubelet/status/status_manager.go):
-- conditions PodReadyToStartContainers, Initialized, Ready, ContainersReady; PodScheduled
-  (the scheduler's) and DisruptionTarget (the API server's, the scheduler's or a controller's)
+- conditions PodReadyToStartContainers, Initialized, Ready, ContainersReady as
+  pkg/kubelet/status/generate.go builds them from the container statuses: Initialized once
+  every init container completed (a native sidecar: started) or any regular container
+  started, so a sidecar restarting later leaves it True; ContainersReady when every native
+  sidecar and regular container is ready, else ContainersNotReady "containers with unready
+  status: [a b]"; Ready as ContainersReady, then the readiness gates; PodScheduled (the
+  scheduler's) and DisruptionTarget (the API server's, the scheduler's or a controller's)
   are kept as stored, since the status manager merges only the conditions the kubelet owns;
-- a terminal phase forces Ready and ContainersReady to False with reason PodCompleted or
-  PodFailed (status_manager generate*ConditionForTerminalPhase);
+- a terminal phase makes Ready and ContainersReady False with reason PodCompleted or
+  PodFailed (generate.go, status_manager generate*ConditionForTerminalPhase);
 - each container's state (waiting with its reason and message: ContainerCreating,
-  PodInitializing, ErrImagePull, ImagePullBackOff; running; terminated with exit code, reason
-  Completed/Error/OOMKilled, message, start and finish), image, imageID, containerID
-  (derived from the pod UID, so an incarnation's IDs are stable), started, ready,
+  PodInitializing, ErrImagePull, ImagePullBackOff, CrashLoopBackOff; running; terminated with
+  exit code, reason Completed/Error/OOMKilled, message, start and finish), lastState (how the
+  instance before it ended), restartCount, image, imageID, containerID (derived from the pod
+  UID and the restart count, so an instance's IDs are stable), started, ready (the prober
+  manager's: an init container once it exited 0, any other while it runs, no probes here),
   volumeMounts; init containers likewise; hostIP(s), podIP(s), startTime, qosClass as stored;
 - a pod-level reason and message where the kubelet sets one (Evicted, DeadlineExceeded), and
   the status of a pod it refused at admission (`rejected`).
@@ -76,6 +83,8 @@ class ContainerLook:
     started: float | None = None  # running or terminated
     finished: float | None = None  # terminated only
     ready: bool = False
+    restarts: int = 0  # restartCount: how many instances were started before this one
+    last: ContainerLook | None = None  # lastState: how the instance before this one ended
 
     @classmethod
     def exited(cls, e: Exited, started: float, finished: float) -> ContainerLook:
@@ -96,13 +105,7 @@ class PodLook:
     reason: str | None = None  # pod-level: Evicted, DeadlineExceeded, StartError
     message: str | None = None
     conditions: tuple[Obj, ...] = ()  # extra conditions the kubelet adds (DisruptionTarget on eviction)
-    initialized: bool | None = None  # None: every init container terminated with 0
-
-    @property
-    def is_initialized(self) -> bool:
-        if self.initialized is not None:
-            return self.initialized
-        return all(c.state == "terminated" and c.code == 0 for c in self.init)
+    initialized: bool | None = None  # None: as generate.go finds it from the container statuses
 
 
 def _id(*parts: str) -> str:
@@ -124,6 +127,11 @@ def _specs(pod: Obj, field: str) -> dict[str, Obj]:
     return {c.get("name", ""): c for c in (pod.get("spec") or {}).get(field) or [] if isinstance(c, dict)}
 
 
+def is_sidecar(container: Obj | None) -> bool:
+    """A native sidecar: an init container with restartPolicy Always (KEP-753)."""
+    return (container or {}).get("restartPolicy") == "Always"
+
+
 def _state(c: ContainerLook) -> Obj:
     if c.state == "running":
         return {"running": {"startedAt": stamp(c.started or 0.0)}}
@@ -140,13 +148,22 @@ def _state(c: ContainerLook) -> Obj:
     return {"waiting": waiting}
 
 
-def _container(pod: Obj, spec: Obj | None, c: ContainerLook) -> Obj:
+def _ready(c: ContainerLook, spec: Obj | None, init: bool) -> bool:
+    """prober_manager.go UpdatePodStatus: an init container is ready once it exited 0; a native
+    sidecar or a regular container while it runs and its kubelet finds it ready (no probes)."""
+    if init and not is_sidecar(spec):
+        return c.state == "terminated" and c.code == 0
+    return c.ready and c.state == "running"
+
+
+def _container(pod: Obj, spec: Obj | None, c: ContainerLook, init: bool = False) -> Obj:
     uid = (pod.get("metadata") or {}).get("uid", "")
     image = full_image(str((spec or {}).get("image", "")))
-    out: Obj = {"name": c.name, "state": _state(c), "lastState": {}, "ready": c.ready, "restartCount": 0, "image": image}
-    if c.state != "waiting":  # a container that was created has an ID and a pulled image
+    out: Obj = {"name": c.name, "state": _state(c), "lastState": _state(c.last) if c.last else {}, "ready": _ready(c, spec, init),
+                "restartCount": c.restarts, "image": image}
+    if c.state != "waiting" or c.last is not None:  # a container that was created has an ID and a pulled image
         out["imageID"] = f"{image.split('@')[0].rsplit(':', 1)[0]}@sha256:{_id(image)}"
-        out["containerID"] = f"containerd://{_id(uid, c.name)}"
+        out["containerID"] = f"containerd://{_id(uid, c.name, *([str(c.restarts)] if c.restarts else []))}"  # one per instance
     out["started"] = c.state == "running"
     mounts = [{"name": m["name"], "mountPath": m["mountPath"], **({"readOnly": True, "recursiveReadOnly": "Disabled"} if m.get("readOnly") else {})}
               for m in (spec or {}).get("volumeMounts") or [] if isinstance(m, dict) and "name" in m and "mountPath" in m]
@@ -155,28 +172,70 @@ def _container(pod: Obj, spec: Obj | None, c: ContainerLook) -> Obj:
     return out
 
 
-def _conditions(pod: Obj, look: PodLook, at: str) -> list[Obj]:
+Condition = tuple[bool, str | None, str | None]  # status True?, reason, message
+
+
+def _listed(*parts: tuple[str, list[str]]) -> str | None:
+    """generate.go's message: "containers with <what> status: [a b]" (Go's %s of a []string),
+    joined by ", "; None when every list is empty."""
+    return ", ".join(f"containers with {what} status: [{' '.join(names)}]" for what, names in parts if names) or None
+
+
+def _initialized(pod: Obj, look: PodLook, statuses: dict[str, Obj]) -> Condition:
+    """generate.go GeneratePodInitializedCondition: True once every init container is
+    initialized (isInitContainerInitialized: a native sidecar started, another ready) or any
+    regular container started (HasAnyRegularContainerStarted: so a sidecar that restarts
+    later leaves it True); PodCompleted when the pod succeeded."""
+    if look.initialized is not None:  # run-local's: a pod it could not run at all
+        return look.initialized, None if look.initialized else "ContainersNotInitialized", None
+    inits = _specs(pod, "initContainers")
+    unknown = [n for n in inits if n not in statuses]
+    if look.phase == "Succeeded" and not unknown:
+        return True, "PodCompleted", None
+    if any(set(statuses[n]["state"]) & {"running", "terminated"} for n in _specs(pod, "containers") if n in statuses):
+        return True, None, None
+    incomplete = [n for n, spec in inits.items() if n in statuses and not statuses[n]["started" if is_sidecar(spec) else "ready"]]
+    message = _listed(("unknown", unknown), ("incomplete", incomplete))
+    return (False, "ContainersNotInitialized", message) if message else (True, None, None)
+
+
+def _containers_ready(pod: Obj, phase: str, statuses: dict[str, Obj]) -> Condition:
+    """generate.go GenerateContainersReadyCondition: every native sidecar and regular container
+    ready; a terminal phase makes it False (PodCompleted, PodFailed)."""
+    names = [n for n, spec in _specs(pod, "initContainers").items() if is_sidecar(spec)] + list(_specs(pod, "containers"))
+    unknown = [n for n in names if n not in statuses]
+    if phase == "Failed" or (phase == "Succeeded" and not unknown):
+        return False, "PodCompleted" if phase == "Succeeded" else "PodFailed", None
+    message = _listed(("unknown", unknown), ("unready", [n for n in names if n in statuses and not statuses[n]["ready"]]))
+    return (False, "ContainersNotReady", message) if message else (True, None, None)
+
+
+def _pod_ready(pod: Obj, before: dict[Any, Obj], containers: Condition) -> Condition:
+    """generate.go GeneratePodReadyCondition: ContainersReady's status, reason and message while
+    it is not True; then each readiness gate's condition must be True."""
+    gates = _gates_unmet(pod, before) if containers[0] else None
+    return (False, "ReadinessGatesNotReady", gates) if gates else containers
+
+
+def _conditions(pod: Obj, look: PodLook, at: str, statuses: dict[str, Obj]) -> list[Obj]:
     """The kubelet's four conditions (kept unchanged when their status is), then the others'."""
     stored = [c for c in (pod.get("status") or {}).get("conditions") or [] if isinstance(c, dict)]
     before = {c.get("type"): c for c in stored}
     terminal = look.phase in ("Succeeded", "Failed")
-    initialized = look.is_initialized
-    ready = not terminal and bool(look.containers) and all(c.ready for c in look.containers)
     created = any(c.state != "waiting" for c in (*look.init, *look.containers))
-    not_ready = "PodCompleted" if look.phase == "Succeeded" else "PodFailed" if terminal else "ContainersNotInitialized" if not initialized else "ContainersNotReady"
-    gates = _gates_unmet(pod, before) if ready else None
-    own = {
+    containers = _containers_ready(pod, look.phase, statuses)
+    own: dict[str, Condition] = {
         "PodReadyToStartContainers": (created and not terminal, None, None),
-        "Initialized": (initialized, "PodCompleted" if terminal and initialized else "ContainersNotInitialized", None),
-        "Ready": (ready and not gates, "ReadinessGatesNotReady" if gates else not_ready, gates),
-        "ContainersReady": (ready, not_ready, None),
+        "Initialized": _initialized(pod, look, statuses),
+        "Ready": _pod_ready(pod, before, containers),
+        "ContainersReady": containers,
     }
     out = []
     for ctype, (ok, reason, message) in own.items():
         status = "True" if ok else "False"
         old = before.get(ctype)
         when = old["lastTransitionTime"] if old and old.get("status") == status and old.get("lastTransitionTime") else at
-        why = {} if ok or reason is None else {"reason": reason, **({"message": message} if message else {})}
+        why = {} if reason is None else {"reason": reason, **({"message": message} if message else {})}
         out.append({"type": ctype, "status": status, **why, "lastProbeTime": None, "lastTransitionTime": when})
     others = [c for c in stored if c.get("type") not in KUBELET_CONDITIONS]
     extra = [c for c in look.conditions if c.get("type") not in {o.get("type") for o in others}]
@@ -202,15 +261,17 @@ def status(pod: Obj, look: PodLook) -> Obj:
     at = stamp(look.now)
     stored = pod.get("status") or {}
     inits, regular = _specs(pod, "initContainers"), _specs(pod, "containers")
-    out: Obj = {"phase": look.phase, "conditions": _conditions(pod, look, at)}
+    init_statuses = [_container(pod, inits.get(c.name), c, init=True) for c in look.init]
+    statuses = [_container(pod, regular.get(c.name), c) for c in look.containers]
+    out: Obj = {"phase": look.phase, "conditions": _conditions(pod, look, at, {s["name"]: s for s in (*init_statuses, *statuses)})}
     if look.reason:
         out["reason"] = look.reason
     if look.message:
         out["message"] = look.message
     out.update(hostIP=look.host_ip, hostIPs=[{"ip": look.host_ip}], podIP=look.ip, podIPs=[{"ip": look.ip}], startTime=stamp(look.started))
     if look.init:
-        out["initContainerStatuses"] = [_container(pod, inits.get(c.name), c) for c in look.init]
-    out["containerStatuses"] = [_container(pod, regular.get(c.name), c) for c in look.containers]
+        out["initContainerStatuses"] = init_statuses
+    out["containerStatuses"] = statuses
     if "qosClass" in stored:
         out["qosClass"] = stored["qosClass"]
     return out
@@ -219,10 +280,12 @@ def status(pod: Obj, look: PodLook) -> Obj:
 # --- what run-local's kubelet reports: its processes as looks ------------------------------------
 
 def running(pod: Obj, ip: str, containers: Iterable[str], started: float, now: float) -> Obj:
-    """Every regular container that could start is running: phase Running, Ready (no probes)."""
+    """Every regular container that could start is running, the native sidecars beside them and
+    the other init containers completed: phase Running, Ready (no probes)."""
     names = tuple(containers)
-    inits = tuple(ContainerLook(n, "terminated", "Completed", None, 0, started, now) for n in _specs(pod, "initContainers"))
-    look = PodLook("Running", ip, started, now, init=inits, containers=tuple(ContainerLook(n, "running", started=now, ready=True) for n in names), initialized=True)
+    inits = tuple(ContainerLook(n, "running", started=now, ready=True) if is_sidecar(spec) else ContainerLook(n, "terminated", "Completed", None, 0, started, now)
+                  for n, spec in _specs(pod, "initContainers").items())
+    look = PodLook("Running", ip, started, now, init=inits, containers=tuple(ContainerLook(n, "running", started=now, ready=True) for n in names))
     return status(pod, look)
 
 
@@ -236,7 +299,7 @@ def ended(pod: Obj, ip: str, how: Ended, started: float, now: float) -> Obj:
         containers = tuple(ContainerLook(n, "waiting", "PodInitializing") for n in names)
     else:
         containers = tuple(ContainerLook.exited(e, started, now) for e in how.containers)
-    look = PodLook(how.phase, ip, started, now, init=inits, containers=containers, initialized=how.init_failed is None and how.error is None,
+    look = PodLook(how.phase, ip, started, now, init=inits, containers=containers, initialized=False if how.error is not None else None,
                    reason="StartError" if how.error is not None else None, message=how.error)
     return status(pod, look)
 
@@ -260,4 +323,4 @@ def disruption(reason: str, message: str, now: float) -> Obj:
     return {"type": "DisruptionTarget", "status": "True", "reason": reason, "message": message, "lastProbeTime": None, "lastTransitionTime": stamp(now)}
 
 
-__all__ = ["ContainerLook", "Ended", "Exited", "PodLook", "disruption", "ended", "full_image", "rejected", "running", "status"]
+__all__ = ["ContainerLook", "Ended", "Exited", "PodLook", "disruption", "ended", "full_image", "is_sidecar", "rejected", "running", "status"]

@@ -237,6 +237,17 @@ def test_the_kubelets_status_is_what_the_runtime_reads() -> None:
     assert pod["status"]["initContainerStatuses"][0]["state"]["terminated"]["exitCode"] == 0
 
 
+def test_a_running_pods_native_sidecar_is_running_and_ready_beside_the_training_container() -> None:
+    """run-local starts a native sidecar beside the regular containers: its status says so, and
+    the pod is Ready, which counts sidecars (generate.go GenerateContainersReadyCondition)."""
+    pod = _pod()
+    pod["spec"]["initContainers"].append({"name": "shipper", "image": "s", "restartPolicy": "Always"})
+    pod["status"] = podstatus.running(pod, "127.0.1.1", ("python", "side"), 100.0, 101.0)
+    inits = {s["name"]: (next(iter(s["state"])), s["ready"], s["started"]) for s in pod["status"]["initContainerStatuses"]}
+    assert inits == {"init": ("terminated", True, False), "shipper": ("running", True, True)}
+    assert pod_state(pod, "python").ready
+
+
 def test_a_failed_init_container_fails_the_pod_with_its_exit_code() -> None:
     pod = _pod()
     pod["status"] = podstatus.ended(pod, "127.0.1.1", Ended((), (Exited("init", 3, "Error"),)), 100.0, 101.0)
