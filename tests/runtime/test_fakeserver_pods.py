@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import re
 import uuid
+from typing import Any
 
 from .fakeserverkit import GATE, api, call, core, failure, ns, pod, raw, server  # noqa: F401
 
@@ -223,3 +224,27 @@ def test_status_writes_keep_the_spec(api, ns, server) -> None:  # noqa: F811
     got = call(core(api).replace_namespaced_pod_status, "p", ns, body)
     assert got["spec"] == created["spec"] and got["status"]["phase"] == "Running"
     assert got["metadata"]["managedFields"][-1]["subresource"] == "status"
+
+
+def test_a_terminated_container_stays_terminated_but_a_native_sidecar_may_restart(api, ns, server) -> None:  # noqa: F811
+    """ValidateContainerStateTransition and ValidateInitContainerStateTransition (#123323): in a
+    pod that does not restart, a terminated container or init container may not run again; a
+    native sidecar may, as the kubelet restarts it whatever the pod's restartPolicy."""
+    inits = [{"name": "fetch", "image": "busybox:1.36"}, {"name": "shipper", "image": "busybox:1.36", "restartPolicy": "Always"}]
+    call(core(api).create_namespaced_pod, ns, pod("p", gates=(), restartPolicy="Never", initContainers=inits))
+    server.cluster.bind_pod(ns, "p", "n1")
+    done, running = {"terminated": {"exitCode": 1}}, {"running": {}}
+
+    def write(fetch: dict, shipper: dict, c: dict) -> tuple[int, Any, Any]:
+        body = call(core(api).read_namespaced_pod_status, "p", ns)
+        body["status"] = {"phase": "Running", "initContainerStatuses": [{"name": "fetch", "state": fetch}, {"name": "shipper", "state": shipper}],
+                          "containerStatuses": [{"name": "c", "state": c}]}
+        return raw(server, "PUT", f"/api/v1/namespaces/{ns}/pods/p/status", body)
+
+    assert write(done, done, done)[0] == 200
+    code, body, _ = write(done, running, done)  # the sidecar runs again
+    assert code == 200 and body["status"]["initContainerStatuses"][1]["state"] == running
+    for fetch, c, field in ((running, done, "initContainerStatuses[0]"), (done, running, "containerStatuses[0]")):
+        code, body, _ = write(fetch, running, c)
+        assert (code, body["reason"]) == (422, "Invalid")
+        assert f"status.{field}.state: Forbidden: may not be transitioned to non-terminated state" in body["message"]

@@ -9,7 +9,9 @@
   validateOnlyAddedTolerations, validateOnlyDeletedSchedulingGates); a spec change bumps
   generation (updatePodGeneration); status is kept;
 - status writes keep spec (nodeName included), metadata and the QoS class; a terminated
-  container of a pod that does not restart stays terminated (ValidateContainerStateTransition);
+  container of a pod that does not restart stays terminated (ValidateContainerStateTransition),
+  an init container likewise, but for a native sidecar, which the kubelet restarts whatever the
+  pod's restartPolicy (ValidateInitContainerStateTransition: #123323 in 1.30, backported to 1.28, 1.29);
 - graceful deletion (CheckGracefulDelete): the grace period asked for, else
   terminationGracePeriodSeconds; immediate for a pod that is not scheduled (no nodeName) or
   is terminal (Succeeded/Failed);
@@ -198,7 +200,8 @@ class PodStrategy(Strategy):
         if (obj.get("status") or {}).get("qosClass") != (old.get("status") or {}).get("qosClass"):
             errs.append(invalid_field("status.qosClass", obj["status"].get("qosClass"), "field is immutable"))
         if old["spec"].get("restartPolicy") != "Always":
-            errs += _terminated_stays(obj, old)
+            errs += _terminated_stays(obj, old, "containerStatuses")
+            errs += _terminated_stays(obj, old, "initContainerStatuses")
         return errs
 
     def grace_period(self, obj: Obj, requested: int | None) -> int | None:
@@ -229,19 +232,20 @@ class PodStrategy(Strategy):
         quota.follow(ctx.store, old, new)
 
 
-def _terminated_stays(new: Obj, old: Obj) -> list[FieldError]:
-    """ValidateContainerStateTransition: a terminated container of a pod that does not restart
-    stays terminated (OnFailure containers that failed may restart)."""
+def _terminated_stays(new: Obj, old: Obj, field: str) -> list[FieldError]:
+    """Validate(Init)ContainerStateTransition: a terminated container of a pod that does not
+    restart stays terminated (OnFailure containers that failed may restart, native sidecars too)."""
     errs = []
     policy = old["spec"].get("restartPolicy")
-    now = {s.get("name"): s for s in (new.get("status") or {}).get("containerStatuses") or []}
-    for i, before in enumerate((old.get("status") or {}).get("containerStatuses") or []):
+    sidecars = {c.get("name") for c in old["spec"].get("initContainers") or [] if c.get("restartPolicy") == "Always"}
+    now = {s.get("name"): s for s in (new.get("status") or {}).get(field) or []}
+    for i, before in enumerate((old.get("status") or {}).get(field) or []):
         done = (before.get("state") or {}).get("terminated")
-        if not done or (policy == "OnFailure" and done.get("exitCode")):
+        if not done or (policy == "OnFailure" and done.get("exitCode")) or before.get("name") in sidecars:
             continue
         after = now.get(before.get("name"))
         if after is not None and not (after.get("state") or {}).get("terminated"):
-            errs.append(forbidden_field(f"status.containerStatuses[{i}].state", "may not be transitioned to non-terminated state"))
+            errs.append(forbidden_field(f"status.{field}[{i}].state", "may not be transitioned to non-terminated state"))
     return errs
 
 
