@@ -20,8 +20,21 @@ which run-local's kubelet shares.  What the kubelet does, with the source it fol
   (getPhase), its exit code in initContainerStatuses; a native sidecar (an init container with
   restartPolicy Always) lets the next one start once it has started, runs beside the regular
   containers, and is stopped (SIGTERM, SIGKILL after the grace period) once they have all
-  ended; its code never decides the phase (kuberuntime_manager.go computeInitContainerActions,
-  kubelet_pods.go getPhase); a sidecar that exits on its own is not restarted here;
+  ended; its code never decides the phase (kuberuntime_container.go
+  computeInitContainerActions, kubelet_pods.go getPhase);
+- a native sidecar that exits, with any code, is started again whatever the pod's
+  restartPolicy (computeInitContainerActions), at once the first time, then after the
+  container back-off: 10 s doubling to 300 s, begun anew when the exit came over 600 s after
+  the last start (kuberuntime_manager.go doBackOff; kubelet.go containerBackOffPeriod,
+  MaxContainerBackOff, backOff.HasExpiredFunc; client-go flowcontrol Backoff); never once the
+  pod is stopping or its regular containers have all ended (computePodActions, helpers.go
+  ShouldContainerBeRestarted); its status: restartCount one more per start, lastState the
+  exit before, and while it waits its exit as its state, or waiting `CrashLoopBackOff`
+  "back-off 10s restarting failed container=<name> pod=<pod>_<ns>(<uid>)" with that exit as
+  lastState where the pod's restartPolicy restarts a failed container (kubelet_pods.go
+  convertToAPIContainerStatuses; not under Never, flatjob's); not started nor ready
+  meanwhile, so the pod stays Running (getPhase) but Ready and ContainersReady go False
+  (podstatus.py);
 - running: every regular container running, Ready and ContainersReady True (probes are not
   run); a container that ends stays terminated (restartPolicy Never); when all have ended the
   phase is Succeeded if each exited 0, else Failed;
@@ -64,14 +77,17 @@ which run-local's kubelet shares.  What the kubelet does, with the source it fol
   asked meanwhile.
 Test controls: `behaviors`, `kill`, `evict`, `reject`, `unpullable`, nodes and their capacity
 (`add_node`), `lose_node`, `restore_node`, `delete_node`, `out_of_service`, and
-`scheduler.preempt`.  Not emulated: probes, container restarts (no pod here restarts in
-place), volumes, preStop hooks, the CRI's own delays.
+`scheduler.preempt`.  Not emulated: probes, restarts of regular containers (every pod flatjob
+renders has restartPolicy Never), the order of stopping on deletion (a 1.29+ kubelet stops the
+sidecars after the regular containers, in reverse order: kuberuntime_termination_order.go;
+here SIGTERM reaches all at once), a sidecar restart's wait for the kubelet's next sync of the
+pod (here it starts as its back-off ends), volumes, preStop hooks, the CRI's own delays.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..api import ApiError
@@ -89,10 +105,16 @@ from .containers import (
     until_deleted,
 )
 from .nodes import OUT_OF_SERVICE, Node, NodeControllers
-from .podstatus import ContainerLook, PodLook, disruption, full_image, rejected, status
+from .podstatus import ContainerLook, PodLook, disruption, full_image, is_sidecar, rejected, status
 from .scheduler import Scheduler
 
 PULL_BACKOFF, PULL_BACKOFF_CAP = 10.0, 300.0
+CRASH_BACKOFF, CRASH_BACKOFF_CAP = 10.0, 300.0  # kubelet.go containerBackOffPeriod, MaxContainerBackOff
+CRASH_BACKOFF_RESET = 600.0  # kubelet.go backOff.HasExpiredFunc: an exit this long after the last start begins anew
+# kubelet_pods.go convertToAPIContainerStatuses writes a sidecar waiting for its restart as
+# waiting CrashLoopBackOff only where ShouldContainerBeRestarted (container/helpers.go) says so
+# for the pod's restartPolicy, and never after an exit 0; else its exit stays its state.
+CRASH_LOOP_SHOWN = {"Always": True, "OnFailure": True, "Never": False}
 HARD_EVICTION_GRACE = 1.0  # eviction_manager.go immediateEvictionGracePeriodSeconds
 DEFAULT_GRACE = 30  # terminationGracePeriodSeconds when the pod has none (the API's default)
 DEADLINE_MESSAGE = "Pod was active on the node longer than the specified deadline"
@@ -115,6 +137,8 @@ class _Container:
     exit_at: float | None = None  # when it exits (by itself, on SIGTERM, or SIGKILL)
     code: int | None = None  # its exit code, once it exits at exit_at
     reason: str | None = None
+    restarts: int = 0  # its restart count (the CRI label the kubelet reads back)
+    previous: _Container | None = None  # the instance before it, whose exit is its lastState
 
     def exits(self, at: float, code: int, reason: str | None = None) -> None:
         if self.exit_at is None or at < self.exit_at:
@@ -124,10 +148,51 @@ class _Container:
         return self.exit_at is not None and now >= self.exit_at
 
     def look(self, now: float) -> ContainerLook:
+        last = self.previous.look(now) if self.previous is not None else None
         if self.ended(now):
             reason = self.reason or ("Completed" if self.code == 0 else "Error")
-            return ContainerLook(self.name, "terminated", reason, None, self.code, self.started, self.exit_at)
-        return ContainerLook(self.name, "running", started=self.started, ready=True)
+            return ContainerLook(self.name, "terminated", reason, None, self.code, self.started, self.exit_at, restarts=self.restarts, last=last)
+        return ContainerLook(self.name, "running", started=self.started, ready=True, restarts=self.restarts, last=last)
+
+
+Backoff = tuple[float, float]  # a flowcontrol.Backoff entry: (its delay, when it last moved on)
+
+
+def _outlived(entry: Backoff, finished: float) -> bool:
+    """The exit came more than CRASH_BACKOFF_RESET after the last start: the entry has expired
+    (kubelet.go backOff.HasExpiredFunc; before it, flowcontrol's hasExpired: twice the cap)."""
+    return finished - entry[1] > CRASH_BACKOFF_RESET
+
+
+def _in_backoff(entry: Backoff | None, finished: float, now: float) -> bool:
+    """flowcontrol Backoff.IsInBackOffSince(finishedAt), as kuberuntime_manager.go doBackOff asks
+    it before a start: the first exit restarts at once, a later one waits the entry's delay."""
+    return entry is not None and not _outlived(entry, finished) and now - finished < entry[0]
+
+
+def _next_backoff(entry: Backoff | None, finished: float, now: float) -> Backoff:
+    """flowcontrol Backoff.Next at each restart: 10 s for a new or expired entry, else twice the
+    last delay, at most 300 s; dated now."""
+    if entry is None or _outlived(entry, finished):
+        return CRASH_BACKOFF, now
+    return min(entry[0] * 2, CRASH_BACKOFF_CAP), now
+
+
+def _go_duration(seconds: float) -> str:
+    """Go's time.Duration String for whole seconds under an hour: 10s, 1m20s, 5m0s."""
+    minutes, rest = divmod(int(seconds), 60)
+    return f"{minutes}m{rest}s" if minutes else f"{rest}s"
+
+
+def _backing_off(c: _Container, pod: Obj, delay: float, now: float) -> ContainerLook:
+    """A sidecar waiting out its back-off: waiting CrashLoopBackOff with doBackOff's message and
+    its exit as lastState where CRASH_LOOP_SHOWN says so, else its exit as it is."""
+    exited = c.look(now)
+    if c.code == 0 or not CRASH_LOOP_SHOWN.get((pod.get("spec") or {}).get("restartPolicy", "Always"), True):
+        return exited
+    meta = pod["metadata"]
+    message = f"back-off {_go_duration(delay)} restarting failed container={c.name} pod={meta['name']}_{meta.get('namespace', '')}({meta['uid']})"
+    return ContainerLook(c.name, "waiting", "CrashLoopBackOff", message, restarts=c.restarts, last=exited)
 
 
 @dataclass
@@ -148,6 +213,7 @@ class _Pod:
     message: str | None = None
     conditions: tuple[tuple[str, str], ...] = ()  # (reason, message) of the DisruptionTarget it writes once the pod is terminal
     done_at: float | None = None  # when the terminal phase was written
+    backoffs: dict[str, Backoff] = field(default_factory=dict)  # sidecar name -> its restart back-off
 
 
 def _signal(c: _Container, now: float, kill_at: float) -> None:
@@ -161,7 +227,14 @@ def _signal(c: _Container, now: float, kill_at: float) -> None:
 
 def _init_failed(run: _Pod, inits: list[Obj], now: float) -> bool:
     """The last init container started (not a sidecar) ended non-zero: the pod fails."""
-    return bool(run.inits) and not _is_sidecar(inits[len(run.inits) - 1]) and run.inits[-1].ended(now) and run.inits[-1].code != 0
+    return bool(run.inits) and not is_sidecar(inits[len(run.inits) - 1]) and run.inits[-1].ended(now) and run.inits[-1].code != 0
+
+
+def _keeps_sidecars(run: _Pod, inits: list[Obj], now: float) -> bool:
+    """The kubelet restarts sidecars while the pod is not stopping, no init container failed and
+    a regular container runs or is yet to start (kuberuntime_manager.go computePodActions: with
+    none left to keep or start, KillPod and no init container starts)."""
+    return run.term_at is None and not _init_failed(run, inits, now) and not (run.containers and all(c.ended(now) for c in run.containers))
 
 
 def _stop_sidecars(spec: Obj, run: _Pod, now: float, init_failed: bool = False) -> None:
@@ -172,13 +245,8 @@ def _stop_sidecars(spec: Obj, run: _Pod, now: float, init_failed: bool = False) 
     grace = spec.get("terminationGracePeriodSeconds")
     kill_at = now + (float(grace) if isinstance(grace, int) and not isinstance(grace, bool) else float(DEFAULT_GRACE))
     for c, container in zip(run.inits, spec.get("initContainers") or [], strict=False):
-        if _is_sidecar(container) and not c.ended(now):
+        if is_sidecar(container) and not c.ended(now):
             _signal(c, now, kill_at)
-
-
-def _is_sidecar(container: Obj) -> bool:
-    """A native sidecar: an init container with restartPolicy Always (KEP-753)."""
-    return container.get("restartPolicy") == "Always"
 
 
 def _pull_message(image: str) -> str:
@@ -320,13 +388,16 @@ class FakeKubelet:
         behave = self.behaviors.get(f"{name}/{container.get('name')}") or (self.behaviors.get(name) if regular else None)
         if behave is not None:
             return as_program(behave(pod, container_env(pod, container)))
-        if not regular and not (container.get("command") or container.get("args")):
+        if not regular and not is_sidecar(container) and not (container.get("command") or container.get("args")):
             return Program(0.0, 0)  # an init container nothing here can run: it completes
         return as_program(self.runner.run(pod, container))
 
-    def _start(self, pod: Obj, container: Obj, now: float, regular: bool) -> _Container:
+    def _start(self, pod: Obj, container: Obj, now: float, regular: bool, before: _Container | None = None) -> _Container:
+        """Start a container; `before`: the instance of it that exited, which this one follows."""
         program = self._program(pod, container, regular)
         c = _Container(container.get("name", ""), program, now)
+        if before is not None:
+            c.restarts, c.previous = before.restarts + 1, replace(before, previous=None)
         ends = program.ends_at(now)
         if ends is not None and program.code is not None:
             c.exits(ends, program.code)
@@ -346,7 +417,7 @@ class FakeKubelet:
             run.pull_error, run.stage = None, "init" if inits else "run"
         if run.stage == "init":
             while run.term_at is None:
-                started_sidecar = bool(run.inits) and _is_sidecar(inits[len(run.inits) - 1])
+                started_sidecar = bool(run.inits) and is_sidecar(inits[len(run.inits) - 1])
                 if not run.inits or started_sidecar or run.inits[-1].ended(now):
                     last = run.inits[-1] if run.inits and not started_sidecar else None
                     if last is not None and last.code != 0:
@@ -359,9 +430,20 @@ class FakeKubelet:
                     break
         if run.stage == "run" and not run.containers and run.term_at is None:
             run.containers = [self._start(pod, c, now, regular=True) for c in regular]
+        self._restart_sidecars(pod, run, inits, now)
         _stop_sidecars(spec, run, now, init_failed=_init_failed(run, inits, now))
         if self._finished(run, inits, now):
             run.stage, run.done_at = "done", now
+
+    def _restart_sidecars(self, pod: Obj, run: _Pod, inits: list[Obj], now: float) -> None:
+        """kuberuntime_container.go computeInitContainerActions: an exited sidecar is started
+        again, whatever its exit code and the pod's restartPolicy, once doBackOff lets it."""
+        if not _keeps_sidecars(run, inits, now):
+            return
+        for i, (c, container) in enumerate(zip(run.inits, inits, strict=False)):
+            if is_sidecar(container) and c.exit_at is not None and c.ended(now) and not _in_backoff(run.backoffs.get(c.name), c.exit_at, now):
+                run.backoffs[c.name] = _next_backoff(run.backoffs.get(c.name), c.exit_at, now)
+                run.inits[i] = self._start(pod, container, now, regular=False, before=c)
 
     def _terminate(self, run: _Pod, now: float, kill_at: float) -> None:
         """SIGTERM to what runs; SIGKILL (137) at `kill_at` for what ignores it or takes longer."""
@@ -390,7 +472,9 @@ class FakeKubelet:
         spec = pod.get("spec") or {}
         node = self.nodes.get(spec.get("nodeName") or "")
         inits, regular = spec.get("initContainers") or [], spec.get("containers") or []
-        init_looks = [c.look(now) for c in run.inits]
+        restarting = _keeps_sidecars(run, inits, now)  # an exited sidecar then waits out its back-off
+        init_looks = [_backing_off(c, pod, run.backoffs[c.name][0], now) if restarting and c.name in run.backoffs and is_sidecar(i) and c.ended(now) else c.look(now)
+                      for c, i in zip(run.inits, inits, strict=False)]
         init_looks += [ContainerLook(c.get("name", ""), "waiting", "PodInitializing" if run.stage != "pull" else "ContainerCreating") for c in inits[len(run.inits):]]
         if run.containers:
             looks = [c.look(now) for c in run.containers]

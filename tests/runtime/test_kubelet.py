@@ -6,6 +6,9 @@
 - `sleep N` adds N seconds of virtual time instead of sleeping; `sleep inf` never ends;
 - commands of other programs cannot run here and run until the pod is deleted;
 - deleting a running pod stops it with 143 and removes it; eviction and kills;
+- a native sidecar that exits is started again after the kubelet's CrashLoopBackOff
+  back-off, its restart count and last state in its status, the pod Running but not Ready
+  meanwhile; never once the pod is stopping;
 - it binds pods as the scheduler does and writes statuses and deletions as a kubelet does, so
   a running pod of a compiled job is as big as a real one.
 """
@@ -13,6 +16,8 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
+from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
@@ -376,3 +381,147 @@ def test_the_scheduler_counts_native_sidecars_beside_the_containers(inits: list[
 
     pod = {"spec": {"initContainers": inits, "containers": [{"name": "a", "resources": {"requests": {"cpu": "1"}}}, {"name": "b", "resources": {"requests": {"cpu": "1"}}}]}}
     assert requests_of(pod) == want
+
+
+# --- native sidecars that exit: the kubelet starts them again (KEP-753) ----------------------------
+
+def sidecar_pod(policy: str = "Never", main: str = "sleep 3600; exit 0", name: str = "p") -> dict[str, Any]:
+    """A pod with a native sidecar `side` beside `main`, restartPolicy `policy` (Never: flatjob's)."""
+    body = pod_body(["sh", "-c", main], name=name)
+    body["spec"]["restartPolicy"] = policy
+    body["spec"]["initContainers"] = [{"name": "side", "image": "busybox", "restartPolicy": "Always", "command": ["sh", "-c", "sleep inf"]}]
+    return body
+
+
+def crashing(clock: Clock, programs: list[Program], starts: list[float]) -> Callable[[dict[str, Any], dict[str, str]], Program]:
+    """A behaviour: the n-th instance runs programs[n] (the last one from then on); each start's time is noted."""
+    def behave(pod: dict[str, Any], env: dict[str, str]) -> Program:
+        starts.append(clock.now)
+        return programs[min(len(starts), len(programs)) - 1]
+    return behave
+
+
+def side_status(cluster: FakeCluster, name: str = "p") -> dict[str, Any]:
+    return cluster.pods()[name]["status"]["initContainerStatuses"][0]
+
+
+def test_an_exited_sidecar_is_restarted_at_once_then_after_10s_doubling_to_300s(world: Any) -> None:
+    """kuberuntime_manager.go doBackOff with kubelet.go's container back-off (10 s, at most
+    300 s): the first exit restarts at once, each later one waits twice as long as the last."""
+    cluster, kubelet, clock = world
+    starts: list[float] = []
+    kubelet.behaviors["p/side"] = crashing(clock, [Program(1, 1)], starts)
+    cluster.create_pod(NS, sidecar_pod())
+    advance(kubelet, clock, 1100, step=1)
+    waits = [b - a - 1 for a, b in pairwise(starts)]  # each instance ran 1 s
+    assert waits == [0, 10, 20, 40, 80, 160, 300, 300]
+    assert side_status(cluster)["restartCount"] == len(starts) - 1 == 8
+    assert phase(cluster) == "Running"
+
+
+def test_the_back_off_starts_over_after_a_run_of_more_than_600s(world: Any) -> None:
+    """flowcontrol's entry expires (kubelet.go backOff.HasExpiredFunc: 600 s) once an exit comes
+    more than 600 s after the last start: that exit restarts at once, the next waits 10 s."""
+    cluster, kubelet, clock = world
+    starts: list[float] = []
+    kubelet.behaviors["p/side"] = crashing(clock, [Program(1, 1), Program(1, 1), Program(1, 1), Program(700, 2), Program(1, 1)], starts)
+    cluster.create_pod(NS, sidecar_pod())
+    advance(kubelet, clock, 760, step=1)
+    assert [b - a for a, b in pairwise(starts)] == [1, 11, 21, 700, 11]
+
+
+@pytest.mark.parametrize(("policy", "code", "waiting"), [
+    ("Never", 1, False),  # every pod flatjob renders: ShouldContainerBeRestarted says no, the exit stays the state
+    ("Always", 1, True),
+    ("OnFailure", 1, True),
+    ("Always", 0, False),  # an init container that exited 0 stays terminated (convertToAPIContainerStatuses)
+])
+def test_a_sidecar_in_its_back_off_and_the_pod_beside_it(world: Any, policy: str, code: int, waiting: bool) -> None:
+    """Between its second exit and its restart 10 s later: restartCount 1, not started nor
+    ready; waiting CrashLoopBackOff with the last exit as lastState where the kubelet writes it
+    so, else the exit as state and the run before as lastState.  The pod stays Running
+    (getPhase ignores a sidecar's exits), Initialized (a regular container started), and Ready
+    and ContainersReady go False with the sidecar named (generate.go)."""
+    cluster, kubelet, clock = world
+    starts: list[float] = []
+    kubelet.behaviors["p/side"] = crashing(clock, [Program(5, code)], starts)
+    cluster.create_pod(NS, sidecar_pod(policy))
+    advance(kubelet, clock, 1, step=1)
+    first = side_status(cluster)
+    assert (first["restartCount"], first["started"], first["ready"], first["lastState"]) == (0, True, True, {})
+    advance(kubelet, clock, 7, step=1)  # the first exit: restarted at once
+    second = side_status(cluster)
+    assert (second["restartCount"], second["started"], second["ready"]) == (1, True, True) and "running" in second["state"]
+    assert second["lastState"]["terminated"]["exitCode"] == code and second["containerID"] != first["containerID"]
+    advance(kubelet, clock, 3, step=1)  # the second exit: 10 s of back-off
+    side, pod = side_status(cluster), cluster.pods()["p"]
+    assert (side["restartCount"], side["started"], side["ready"]) == (1, False, False)
+    exit_2 = {"exitCode": code, "reason": "Completed" if code == 0 else "Error", "startedAt": stamp(starts[1]), "finishedAt": stamp(starts[1] + 5)}
+    if waiting:
+        message = f"back-off 10s restarting failed container=side pod=p_default({pod['metadata']['uid']})"
+        assert side["state"] == {"waiting": {"reason": "CrashLoopBackOff", "message": message}}
+        assert side["lastState"] == {"terminated": exit_2} and side["containerID"] == second["containerID"]
+    else:
+        assert side["state"] == {"terminated": exit_2} and side["lastState"] == second["lastState"]
+    conditions = {c["type"]: c for c in pod["status"]["conditions"]}
+    assert pod["status"]["phase"] == "Running" and conditions["Initialized"]["status"] == "True"
+    for ctype in ("Ready", "ContainersReady"):
+        assert (conditions[ctype]["status"], conditions[ctype]["reason"], conditions[ctype]["message"]) == ("False", "ContainersNotReady", "containers with unready status: [side]")
+    state = pod_state(pod, "main")
+    assert (state.phase, state.ready, state.node_lost_since) == ("Running", False, None)  # not a lost node: ContainersReady is False too
+    advance(kubelet, clock, 10, step=1)
+    side = side_status(cluster)
+    assert (side["restartCount"], side["started"], side["ready"]) == (2, True, True) and "running" in side["state"]
+    assert {c["type"]: c["status"] for c in cluster.pods()["p"]["status"]["conditions"]}["Ready"] == "True"
+
+
+@pytest.mark.parametrize("how", ["deleted", "evicted"])
+def test_a_sidecar_in_its_back_off_is_not_restarted_once_the_pod_is_stopping(world: Any, how: str) -> None:
+    """ShouldContainerBeRestarted and SyncTerminatingPod: a pod being deleted or evicted gets no
+    container started, sidecars included, though the back-off ends while it stops."""
+    cluster, kubelet, clock = world
+    starts: list[float] = []
+    kubelet.behaviors["p/side"] = crashing(clock, [Program(5, 1)], starts)
+    kubelet.behaviors["p"] = lambda pod, env: Program(on_term=0, term_seconds=60)  # 60 s to stop on SIGTERM
+    body = sidecar_pod()
+    body["spec"]["terminationGracePeriodSeconds"] = 90
+    cluster.create_pod(NS, body)
+    advance(kubelet, clock, 11, step=1)  # started, exited, restarted, exited again: 10 s of back-off
+    assert len(starts) == 2 and "terminated" in side_status(cluster)["state"]
+    if how == "deleted":
+        cluster.delete_pod(NS, "p", None)
+    else:
+        kubelet.evict("p", grace=90)
+    advance(kubelet, clock, 59, step=1)
+    assert len(starts) == 2 and side_status(cluster)["restartCount"] == 1 and phase(cluster) == "Running"
+    advance(kubelet, clock, 2, step=1)
+    assert len(starts) == 2 and ("p" not in cluster.pods() or phase(cluster) == "Failed")
+
+
+def test_a_sidecar_stopped_after_the_regular_containers_is_not_restarted(world: Any) -> None:
+    """computePodActions: once every regular container has ended the kubelet kills the pod and
+    starts no init container, so the sidecar's exit on SIGTERM is its last."""
+    cluster, kubelet, clock = world
+    starts: list[float] = []
+    kubelet.behaviors["p/side"] = crashing(clock, [Program(on_term=143, term_seconds=3)], starts)
+    cluster.create_pod(NS, sidecar_pod(main="sleep 20; exit 0"))
+    advance(kubelet, clock, 40, step=1)
+    side = side_status(cluster)
+    assert (len(starts), phase(cluster), side["restartCount"], side["state"]["terminated"]["exitCode"]) == (1, "Succeeded", 0, 143)
+
+
+def test_a_sidecar_that_runs_is_initialized_and_a_completed_init_container_ready(world: Any) -> None:
+    """generate.go: an init container is initialized once ready (prober_manager.go: exited 0), a
+    sidecar once started; until then Initialized is False and names them."""
+    cluster, kubelet, clock = world
+    body = sidecar_pod()
+    body["spec"]["initContainers"].append({"name": "fetch", "image": "busybox", "command": ["sh", "-c", "sleep 5; exit 0"]})
+    cluster.create_pod(NS, body)
+    advance(kubelet, clock, 2, step=1)
+    status = cluster.pods()["p"]["status"]
+    initialized = next(c for c in status["conditions"] if c["type"] == "Initialized")
+    assert (status["phase"], initialized["status"], initialized["message"]) == ("Pending", "False", "containers with incomplete status: [fetch]")
+    advance(kubelet, clock, 5, step=1)
+    status = cluster.pods()["p"]["status"]
+    assert {c["type"]: c["status"] for c in status["conditions"]} == {"PodReadyToStartContainers": "True", "Initialized": "True", "Ready": "True", "ContainersReady": "True", "PodScheduled": "True"}
+    assert [(c["name"], c["ready"], c["started"]) for c in status["initContainerStatuses"]] == [("side", True, True), ("fetch", True, False)]
