@@ -895,6 +895,45 @@ def test_lifecycle_a_pod_with_a_native_sidecar_runs_and_ends_by_its_regular_cont
     assert (st["phase"], st["backoffCount"]) == ("Succeeded", 0)  # the sidecar, stopped by SIGTERM (143), decides nothing
 
 
+CRASHING = SHIPPER.replace("'sleep inf'", "'sleep 5; exit 1'")
+
+
+def _worker_sidecar(inits: str) -> str:
+    """The job with the master's 300 s run and these init containers in the workers' pods."""
+    text = pytorch(master="sleep 300; exit 0", worker=LONG)
+    at = text.index("    - type: worker")
+    return text[:at] + text[at:].replace("          containers:", "          initContainers:\n" + inits + "          containers:", 1)
+
+
+def test_lifecycle_a_workers_crashing_sidecar_is_restarted_by_its_kubelet_not_replaced_by_the_runtime() -> None:
+    """A worker's native sidecar exits 1 every 5 s.  Its kubelet restarts it in place, at once
+    then after 10 s, 20 s, 40 s, 80 s (kuberuntime_manager.go doBackOff); the worker stays
+    Running, not Ready while the sidecar is down, with ContainersReady False too, so no lost
+    node.  The runtime counts no restart and replaces no pod, and the job succeeds when the
+    master exits 0."""
+    s = Scenario(_worker_sidecar(CRASHING))
+    running(s, 3)
+    uids = {name: uid(s, name) for name in ("sim-worker-0", "sim-worker-1")}
+    seen: set[tuple[int, bool]] = set()  # (the sidecar's restartCount, the worker's Ready)
+
+    def watch(st: dict[str, Any]) -> bool:
+        if st["phase"] != "Running":
+            return True
+        assert (st["backoffCount"], restarts(st)) == (0, {"master": 0, "worker": 0})
+        assert {name: uid(s, name) for name in uids} == uids
+        worker = s.pods()["sim-worker-0"]["status"]
+        assert worker["phase"] == "Running"
+        side = next(c for c in worker["initContainerStatuses"] if c["name"] == "log-shipper")
+        seen.add((side["restartCount"], condition(worker, "Ready")["status"] == "True"))
+        return False
+
+    st = s.run_until(watch, limit=400)
+    assert (st["phase"], st["backoffCount"], restarts(st)) == ("Succeeded", 0, {"master": 0, "worker": 0})
+    assert {count for count, _ in seen} >= {0, 1, 2, 3, 4, 5}  # restarted at 5, 20, 45, 90 and 175 s
+    assert (4, False) in seen and (4, True) in seen  # not Ready in its back-off, Ready while it runs
+    assert not events(s, "Disrupted") and not st["runtime"].get("disruptions")
+
+
 INIT_AFTER_SIDECAR = _with_inits(SHIPPER + "            - name: fetch\n              image: busybox:1.36\n              command: [sh, -c, 'sleep 2; exit 3']\n")
 
 
