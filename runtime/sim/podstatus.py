@@ -291,12 +291,14 @@ def running(pod: Obj, ip: str, containers: Iterable[str], started: float, now: f
 
 def ended(pod: Obj, ip: str, how: Ended, started: float, now: float) -> Obj:
     """The final status: Succeeded or Failed, each container's exit code and message; a failed
-    init container leaves the regular ones waiting (PodInitializing), as the kubelet does."""
+    init container leaves the init containers after it and the regular ones waiting
+    (PodInitializing), as the kubelet does."""
     order = list(_specs(pod, "initContainers"))  # the kubelet lists them in spec order, sidecars among them (SortInitContainerStatuses)
     inits = tuple(ContainerLook.exited(e, started, now) for e in sorted((*how.init, *how.sidecars), key=lambda e: order.index(e.container) if e.container in order else len(order)))
     if how.init_failed is not None:
-        names = _specs(pod, "containers")
-        containers = tuple(ContainerLook(n, "waiting", "PodInitializing") for n in names)
+        ran = {c.name: c for c in inits}
+        inits = tuple(ran.get(n) or ContainerLook(n, "waiting", "PodInitializing") for n in order)
+        containers = tuple(ContainerLook(n, "waiting", "PodInitializing") for n in _specs(pod, "containers"))
     else:
         containers = tuple(ContainerLook.exited(e, started, now) for e in how.containers)
     look = PodLook(how.phase, ip, started, now, init=inits, containers=containers, initialized=False if how.error is not None else None,

@@ -250,10 +250,14 @@ def test_a_running_pods_native_sidecar_is_running_and_ready_beside_the_training_
 
 def test_a_failed_init_container_fails_the_pod_with_its_exit_code() -> None:
     pod = _pod()
+    pod["spec"]["initContainers"].append({"name": "later", "image": "b"})
     pod["status"] = podstatus.ended(pod, "127.0.1.1", Ended((), (Exited("init", 3, "Error"),)), 100.0, 101.0)
     state = pod_state(pod, "python")
     assert (state.phase, state.exit_code, state.reason) == ("Failed", 3, "Init:Error")
     assert [s["state"] for s in pod["status"]["containerStatuses"]] == [{"waiting": {"reason": "PodInitializing"}}] * 2
+    assert [(s["name"], next(iter(s["state"]))) for s in pod["status"]["initContainerStatuses"]] == [("init", "terminated"), ("later", "waiting")]
+    initialized = next(c for c in pod["status"]["conditions"] if c["type"] == "Initialized")
+    assert (initialized["status"], initialized["message"]) == ("False", "containers with incomplete status: [init later]")  # generate.go
     assert Ended((Exited("python", 0, "Completed"),), sidecars=(Exited("side", 143, "Error"),)).phase == "Succeeded"  # a sidecar's code does not count
     assert Ended((), error="bug").phase == "Failed"
 
