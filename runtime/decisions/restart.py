@@ -238,6 +238,12 @@ def explained(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, now: f
     return ledger, ()
 
 
+def settle_for(job: JobView, settle: float) -> float:
+    """How long a failure for good waits for a disruption that explains it: not at all in a job
+    of one pod, which has no peer (its own disruption shows on it with its failure), as T9k."""
+    return 0.0 if len(job.pods) == 1 else settle
+
+
 def decide_restart(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, failures: tuple[Failure, ...], now: float, disruptions: tuple[Disruption, ...] = (), settle: float = SETTLE) -> RestartDecision:
     """Count each failure (once: its pod leaves `released`), restart what the policy allows,
     replace what was disrupted, and name a fatal failure."""
@@ -255,8 +261,7 @@ def decide_restart(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, f
     if not failures:
         return RestartDecision(led, replaced, events=tuple(events))
     led = led.evolve(replica_failed=replica_failure_message(failures[0]))
-    if len(job.pods) == 1:  # no peer whose disruption could explain it: decided at once, as T9k does
-        settle = 0.0
+    settle = settle_for(job, settle)
     restarted: list[str] = list(replaced)
     wake: float | None = None
     held = False
