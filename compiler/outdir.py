@@ -16,7 +16,6 @@ import errno
 import os
 import stat
 from collections import OrderedDict
-from collections.abc import Iterable
 from pathlib import Path, PurePosixPath
 
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
@@ -161,13 +160,9 @@ class SafeDir:
             here = f"{here}/{part}" if here else part
         return True
 
-    def present(self, rels: Iterable[str]) -> list[str]:
-        """The names of `rels` that are in the folder (listed()), those whose first folder is not
-        in the root's listing dropped without a call each."""
-        top = self._listing("")
-        if top is None:
-            return []
-        return [rel for rel in rels if rel.partition("/")[0] in top and self.listed(rel)]
+    def names(self, rel: str = "") -> frozenset[str]:
+        """The names in folder `rel` (read once; empty when it cannot be opened)."""
+        return self._listing(rel) or frozenset()
 
     def _listing(self, rel: str) -> frozenset[str] | None:
         """The names in folder `rel`, whose parent lists it (cached), or None when it cannot be opened."""

@@ -78,7 +78,7 @@ def previous_files(meta: bytes | None) -> set[str] | None:
 
     They are a claim, not a fact: only names flatjob writes count (a metadata file edited to
     name README.md, ../x or /etc/passwd names nothing), which plan_changes checks (owned())
-    for the few claimed names that exist, not for the 300 000 a hostile file may list.
+    for the names under the folders the output holds, not for all 300 000 a file may list.
     """
     if meta is None:
         return None
@@ -136,9 +136,14 @@ def plan_changes(d: SafeDir, desired: dict[str, str]) -> TreeChanges:
             changes.conflicts.append(rel)
         changes.write[rel] = text
         changes.old[rel] = current
-    # Most names of a hostile metadata file are found missing from listings, never opened, and
-    # never sorted (listed() only reads, so the order it is asked in changes nothing).
-    for rel in sorted(rel for rel in d.present(owned_before - set(desired)) if owned(rel)):
+    # A hostile metadata file may claim 300 000 names: those outside the root's listing are
+    # dropped first (a set lookup each), then those flatjob never writes (owned(): never a
+    # link, a file or a folder deeper than a job's is walked for them), then the rest are
+    # looked up in sorted order (a link or a file on the way is reported, the first in order).
+    top = d.names()
+    for rel in sorted(rel for rel in owned_before - set(desired) if rel.partition("/")[0] in top and owned(rel)):
+        if not d.listed(rel):
+            continue
         raw = _read(d, rel, changes, OLD_BYTES)
         if raw is None:
             continue

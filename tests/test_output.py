@@ -22,6 +22,7 @@ import json
 import os
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -368,3 +369,38 @@ def test_kubectl_kustomize_accepts_the_output(project: tuple[Path, Path]) -> Non
     per_job = ["PodTemplate", "PodTemplate", "PyTorchTrainingJob", "Service"]
     namespace_runtime = ["Deployment", "Role", "RoleBinding", "ServiceAccount"]
     assert kinds == sorted(per_job * 2 + namespace_runtime)
+
+
+# --- a metadata file's claims (a pull request's) -------------------------------------------
+
+
+def _claim(out: Path, names: list[str]) -> None:
+    meta = json.loads((out / META_FILE).read_text())
+    meta["files"] += names
+    (out / META_FILE).write_text(json.dumps(meta))
+
+
+def test_claims_of_names_flatjob_never_writes_touch_nothing(project: tuple[Path, Path]) -> None:
+    """A claim through a user's file (README.md/x) or of a name no compile writes is no claim:
+    nothing is opened for it, and the compile goes on (it stopped with FJ702 once)."""
+    src, out = project
+    (out / "README.md").write_text("mine\n")
+    _claim(out, ["README.md/x", "kustomization.yaml/job.yaml", "alpha/notes/x", "/etc/passwd", "../x", "a/" * 300 + "x"])
+    res = flatjob("compile", str(src), "-o", str(out))
+    assert res.exit_code == 0 and "FJ702" not in res.output, res.output
+    assert (out / "README.md").read_text() == "mine\n"
+
+
+def test_the_first_link_in_a_claim_is_reported_whatever_the_hash_seed(project: tuple[Path, Path]) -> None:
+    """Claimed names are looked up in sorted order, so which link is reported never varies."""
+    src, out = project
+    for name in ("gamma", "delta"):
+        (out.parent / f"{name}-elsewhere").mkdir()
+        (out / name).symlink_to(out.parent / f"{name}-elsewhere")
+    _claim(out, ["gamma/kustomization.yaml", "delta/kustomization.yaml"])
+    said = set()
+    for seed in ("0", "1", "2", "3"):
+        p = subprocess.run([sys.executable, "-m", "flatjob.compiler.cli", "compile", str(src), "-o", str(out), "--check"],
+                           capture_output=True, text=True, env={**os.environ, "PYTHONHASHSEED": seed}, check=False)
+        said |= {line for line in p.stderr.splitlines() if "FJ702" in line}
+    assert len(said) == 1 and "rendered/delta" in said.pop()

@@ -1,5 +1,6 @@
 """The pattern tree podspec.spec_values walks finds what each pattern walked alone finds, in
-the same order, so diagnostics neither change nor move when the walk is made once per spec."""
+the same order, and podspec._walk (level by level) finds what the recursive generator it
+replaced found: so diagnostics neither change nor move."""
 
 from __future__ import annotations
 
@@ -44,6 +45,22 @@ def specs(draw: Any) -> dict[str, Any]:
     return spec
 
 
+def _recursive_walk(value: Any, pattern: tuple[str, ...], at: tuple[Any, ...]) -> Any:
+    """The walk as it was: a generator, depth first."""
+    if not pattern:
+        yield at, value
+        return
+    head, rest = pattern[0], pattern[1:]
+    if head == "*":
+        for i, item in enumerate(value if isinstance(value, list) else []):
+            yield from _recursive_walk(item, rest, (*at, i))
+    elif head == podspec.CONTAINERS:
+        for field in ("initContainers", "containers"):
+            yield from _recursive_walk(value.get(field) if isinstance(value, dict) else None, rest, (*at, field))
+    elif isinstance(value, dict) and head in value:
+        yield from _recursive_walk(value[head], rest, (*at, head))
+
+
 def _one_by_one(spec: dict[str, Any]) -> list[tuple[int, tuple[Any, ...], Any]]:
     return [(i, path, value) for i, pattern in enumerate(PATTERNS) for path, value in podspec._walk(spec, pattern, ("spec",))]
 
@@ -55,6 +72,13 @@ def test_the_tree_finds_what_each_pattern_finds_in_the_same_order(spec: dict[str
     podspec._matches(spec, podspec._TREE, ("spec",), found)
     found.sort(key=lambda m: m[0])
     assert found == _one_by_one(spec)
+
+
+@settings(max_examples=examples(300), deadline=None)
+@given(specs())
+def test_the_level_walk_finds_what_the_recursive_walk_found(spec: dict[str, Any]) -> None:
+    for pattern in PATTERNS:
+        assert podspec._walk(spec, pattern, ("spec",)) == list(_recursive_walk(spec, pattern, ("spec",)))
 
 
 def test_every_pattern_is_in_the_tree_once() -> None:

@@ -619,16 +619,23 @@ def _ref_strings(container: dict[str, Any], base: PathT) -> Iterator[tuple[PathT
 
 
 def _check_refs(doc: Document, ctx: Context, rtype: str, path: PathT, value: str, env_names: set[Any]) -> Iterator[Diagnostic]:
-    """Every reference that is wrong, at its place; each distinct text is judged once (a value
-    may repeat `$(rank)` 100 000 times: judging and locating each took minutes)."""
+    """Every reference that is wrong, at its place; each distinct text is judged once, and only
+    as far as findings are asked for (a value may repeat `$(rank)` 100 000 times: judging and
+    locating each took minutes; a wrong reference's "did you mean" is not cheap either)."""
     yield from _malformed_refs(doc, path, value)
-    judged = {text: _judge(text, ctx, rtype, env_names) for text in distinct_refs(value)[:MAX_REFS]}
-    if not any(judged.values()):  # nothing to report: no need to locate each occurrence
-        return
+    judged: dict[str, tuple[str, str, str | None, Severity] | None] = {}
+    for text in distinct_refs(value)[:MAX_REFS]:  # found in C; stop at the first that is wrong
+        judged[text] = _judge(text, ctx, rtype, env_names)
+        if judged[text] is not None:
+            break
+    else:
+        return  # none wrong: no occurrence needs locating
     reported: set[str] = set()
     for ref in iter_refs(value):
-        if ref.text not in judged:  # past the first MAX_REFS distinct references
-            return
+        if ref.text not in judged:
+            if len(judged) >= MAX_REFS:
+                return
+            judged[ref.text] = _judge(ref.text, ctx, rtype, env_names)
         verdict = judged[ref.text]
         if verdict is None:
             continue

@@ -42,6 +42,7 @@ BACKOFF_BASE = 10.0  # seconds before the first restart is released
 BACKOFF_CAP = 300.0  # like kubelet's CrashLoopBackOff: 10 s doubling to 5 min
 RESET_AFTER = 600.0  # a pod that ran this long starts its back-off over (the kubelet's reset)
 INCIDENT_WINDOW = 30.0  # seconds: failures of other pods this soon after the first are one incident
+INCIDENT_SPLIT = 120.0  # seconds: failures that ended this far apart are two incidents, seen together or not
 JITTER = 0.1  # each back-off is lengthened by up to this fraction...
 JITTER_BLOCKS = 8  # ...in this many steps, by the pod's block of the rank order
 GANG = "*"  # the back-off key of a group restart
@@ -95,18 +96,18 @@ def _delayed(job: JobView, ledger: Ledger, key: str, started_at: float | None, n
 def _incident(ledger: Ledger, f: Failure, now: float) -> tuple[Ledger, bool]:
     """The ledger with this failure in an incident, and whether it began a new one (counted).
 
-    Where both programs' ends are known (their containers' finishedAt), the failure joins when it
-    ended within INCIDENT_WINDOW of the incident's first: failures seen together after a runtime
-    outage, minutes apart, are two incidents.  Otherwise it joins when it was seen, or ended,
-    within INCIDENT_WINDOW of when the incident was counted: a runtime that saw one of them late
-    (it restarted, its watch reconnected, its cycle waited) must not split one incident in two."""
+    A failure joins the incident when it was seen, or ended (its container's finishedAt), within
+    INCIDENT_WINDOW of when the incident was counted: a runtime that saw one of them late (it
+    restarted, its watch reconnected, its cycle waited) must not split one incident in two.
+    But where both programs' ends are known and lie more than INCIDENT_SPLIT apart, they are two
+    incidents however they were seen: ranks that failed minutes apart during a runtime outage.
+    (The ends are dated by each node's kubelet; INCIDENT_SPLIT is far beyond the skew NTP leaves
+    between nodes, so skew never splits failures that came together.)"""
     at, first_ended = ledger.incident_at, ledger.incident_ended
     if at is not None and f.name not in ledger.incident:
-        if first_ended is not None and f.finished_at is not None:
-            joins = abs(f.finished_at - first_ended) <= INCIDENT_WINDOW
-        else:
-            joins = any(abs(t - at) <= INCIDENT_WINDOW for t in ((now,) if f.finished_at is None else (now, f.finished_at)))
-        if joins:
+        seen = any(abs(t - at) <= INCIDENT_WINDOW for t in ((now,) if f.finished_at is None else (now, f.finished_at)))
+        apart = first_ended is not None and f.finished_at is not None and abs(f.finished_at - first_ended) > INCIDENT_SPLIT
+        if seen and not apart:
             return ledger.evolve(incident=(*ledger.incident, f.name)), False
     return ledger.evolve(incident_at=now, incident_ended=f.finished_at, incident=(f.name,)), True
 
@@ -295,7 +296,7 @@ def decide_restart(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, f
                 attempt=led.attempt + 1,
                 backoff_count=count,
                 incident_at=now,  # what it counted, should a disruption seen later explain it (explained)
-                incident_ended=f.finished_at,
+                incident_ended=None,  # a gang's restart is one incident by itself (_incident is pod scope's)
                 incident=tuple(names),
                 released=(),
                 succeeded=(),

@@ -28,6 +28,7 @@ import pytest
 from flatjob.runtime.decisions.outcomes import Disruption, Failure, observe
 from flatjob.runtime.decisions.restart import (
     BACKOFF_CAP,
+    INCIDENT_SPLIT,
     INCIDENT_WINDOW,
     JITTER,
     JITTER_BLOCKS,
@@ -261,18 +262,19 @@ def _fail_at(job: JobView, led: Ledger, name: str, now: float, started: float | 
     [(0.0, None, None, False, 1), (INCIDENT_WINDOW, None, None, False, 1), (INCIDENT_WINDOW + 1, None, None, False, 2), (5.0, None, None, True, 2),
      (INCIDENT_WINDOW + 40, None, 3.0, False, 1), (INCIDENT_WINDOW + 40, None, INCIDENT_WINDOW + 39, False, 2), (INCIDENT_WINDOW + 1, None, -40.0, False, 2),
      (0.0, -300.0, -10.0, False, 2), (0.0, -300.0, -300.0 + INCIDENT_WINDOW, False, 1), (INCIDENT_WINDOW + 40, -2.0, 3.0, False, 1),
-     (0.0, -300.0, None, False, 1)],
+     (0.0, -300.0, None, False, 1), (0.0, 0.0, 45.0, False, 1), (0.0, -300.0, -300.0 + INCIDENT_SPLIT + 1, False, 2)],
     ids=["together", "at-the-window-end", "after-the-window", "the-same-pod-again",
          "seen-late-but-ended-together", "seen-late-and-ended-late", "ended-long-before-the-first",
          "seen-together-after-an-outage-but-ended-minutes-apart", "seen-together-and-ended-within-the-window",
-         "both-ends-known-seen-late-ended-together", "seen-together-its-end-unknown"],
+         "both-ends-known-seen-late-ended-together", "seen-together-its-end-unknown",
+         "seen-together-a-node-clock-45-s-ahead", "seen-together-ended-just-over-the-split"],
 )
 def test_an_incident_is_other_pods_failing_within_its_window(gap: float, first_ended: float | None, ended: float | None, same_pod: bool, counted: int) -> None:
-    """Where both containers' finishedAt are known (`first_ended`, `ended`: after the first was
-    seen), by whether they ended within the window of each other: a runtime that was down while
-    ranks failed minutes apart sees two incidents.  Otherwise by when the second was seen (`gap`
-    after the first) or ended: a runtime that restarted or waited between the two must not split
-    one incident."""
+    """By when the second failure was seen (`gap` after the first) or ended (`ended`, after the
+    first was seen): a runtime that restarted or waited between the two must not split one
+    incident.  But where both containers' finishedAt are known (`first_ended`, `ended`) and lie
+    more than INCIDENT_SPLIT apart, two incidents: a runtime that was down while ranks failed
+    minutes apart.  A node clock 45 s ahead splits nothing."""
     job = torchrun(policy="OnFailure", backoff_limit=10)
     first = _fail_at(job, running_ledger(job), "j-worker-0", NOW, ended=None if first_ended is None else NOW + first_ended)
     again = first.ledger.evolve(released=(*first.ledger.released, "j-worker-0")) if same_pod else first.ledger
