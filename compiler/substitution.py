@@ -130,7 +130,7 @@ def substitute(value: str, ctx: Context, rtype: str, rank: int) -> str:
     if "$(" not in value:
         return value
     if "$$(" not in value:  # distinct references in order of first use: the same RefError first
-        table = {text: resolve(text, ctx, rtype, rank) for text in dict.fromkeys(t for _, t in _REF.findall(value)) if is_ours(text)}
+        table = {text: resolve(text, ctx, rtype, rank) for text in distinct_refs(value) if is_ours(text)}
         if not any("$" in v for v in table.values()):  # else a replacement could make, with what follows it, another's text
             for text, resolved_text in table.items():
                 value = value.replace(f"$({text})", resolved_text)

@@ -103,14 +103,18 @@ def debug_patch(mode: RunMode | None, rtype: str, default: tuple[str, ...], base
     return replace(base, command=command, args=[]), bool(entry is not None and entry.skip_init_container)
 
 
+def resume_entries(mode: RunMode | None) -> list[Any]:
+    """runMode.pause.resumeSpecs, or none when the job has no pause section."""
+    return list(mode.pause.resume_specs) if mode is not None and mode.pause is not None else []
+
+
 def resume_patch(mode: RunMode | None, rtype: str, base: ContainerPatch) -> tuple[ContainerPatch, bool]:
     """resumeSpecs: what the pod runs (and whether init containers are skipped) on a resume.
 
     The pod is the same one git renders; its command chooses at start time, from the
     flatjob.dev/resuming annotation the runtime sets when it releases a resumed attempt.
     """
-    pause = mode.pause if mode is not None else None
-    entry = next((r for r in pause.resume_specs if r.type == rtype), None) if pause is not None else None
+    entry = next((r for r in resume_entries(mode) if r.type == rtype), None)
     if entry is None:
         return base, False
     resume = (list(entry.command) if entry.command is not None else None, list(entry.args) if entry.args is not None else None)

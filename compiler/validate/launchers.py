@@ -27,6 +27,7 @@ from ..errors import Diagnostic, Severity
 from ..jobtypes import ColossalAIJob, DeepSpeedJob
 from ..loader import Document, PathT
 from ..plan.colossalai import extra_items
+from ..plan.common import resume_entries
 from ..podtemplate import containers_of, launch_index, training_index
 from .groups import groups
 
@@ -369,9 +370,7 @@ _LOST_ON_RESUME = {
 def ssh_resume_commands(job: Any, doc: Document) -> Iterator[Diagnostic]:
     """A resumeSpec's command or args on a pod that runs sshd or the launcher: on resume they
     run instead of it, and the pod's sshd probe and its peers still expect it."""
-    mode = job.spec.run_mode
-    pause = mode.pause if mode is not None else None
-    for i, entry in enumerate(pause.resume_specs if pause is not None else ()):
+    for i, entry in enumerate(resume_entries(job.spec.run_mode)):
         runs = _SSH_RUNS.get((job.kind, entry.type))
         field = "command" if entry.command is not None else "args" if entry.args is not None else None
         if runs is None or field is None:

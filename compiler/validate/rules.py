@@ -17,7 +17,7 @@ from ..jobtypes import ColossalAIJob, DeepSpeedJob, GenericJob, PyTorchTrainingJ
 from ..limits import DEFAULT as DEFAULT_LIMITS
 from ..loader import Document, PathT, format_path
 from ..plan import deepspeed as deepspeed_plan
-from ..plan.common import elastic_of
+from ..plan.common import elastic_of, resume_entries
 from ..podset import object_names, pod_counts, pod_total
 from ..podtemplate import containers_of, training_index
 from ..substitution import Context, RefError, distinct_refs, is_ours, iter_refs, resolve
@@ -206,12 +206,9 @@ def flatjob_annotations(job: Any, doc: Document) -> Iterator[Diagnostic]:
 
 def resume_specs(job: Any, doc: Document) -> Iterator[Diagnostic]:
     """resumeSpecs work by wrapping the container's command; without one there is nothing to wrap."""
-    mode = job.spec.run_mode
-    pause = mode.pause if mode is not None else None
-    if pause is None:
-        return
-    by_type = {g.type: g for g in groups(job)}
-    for i, entry in enumerate(pause.resume_specs):
+    entries = resume_entries(job.spec.run_mode)
+    by_type = {g.type: g for g in groups(job)} if entries else {}
+    for i, entry in enumerate(entries):
         g = by_type.get(entry.type)
         if g is None or g.template is None:
             continue
