@@ -19,6 +19,7 @@ import os
 import signal
 import subprocess
 import threading
+import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -29,6 +30,7 @@ from ..sim.podstatus import Ended, Exited
 MARK = "FLATJOB_LOCAL_MARK"
 TAIL_LINES, TAIL_BYTES = 80, 2048  # the kubelet's limits for a termination message from logs
 START_ERROR = 128  # what container runtimes report for a command that cannot start
+MIN_GRACE = 2.0  # kuberuntime_container.go minimumGracePeriodInSeconds: a sidecar told late still gets this
 
 Sink = Callable[[str, str], None]  # (label, line without newline)
 Report = Callable[[str, str, object], None]  # (event, pod uid, payload)
@@ -193,6 +195,15 @@ class Container:
             self._reader.join(timeout=5)
         return code
 
+    def exits_by(self, deadline: float) -> bool:
+        """Wait for the main process until `deadline` (time.monotonic()); True once it has exited."""
+        assert self.proc is not None
+        try:
+            self.proc.wait(timeout=max(deadline - time.monotonic(), 0.0))
+        except subprocess.TimeoutExpired:
+            return False
+        return True
+
     def terminate(self) -> None:
         """SIGTERM to the main process, as the kubelet sends it to a container's PID 1."""
         if self.proc is not None and self.proc.poll() is None:
@@ -233,6 +244,7 @@ class PodRun:
         self._lock = threading.Lock()
         self._live: list[Container] = []
         self._stopping = False
+        self._deadline: float | None = None  # when the grace period of a stop ends (time.monotonic())
         self._timer: threading.Timer | None = None
         self.thread = threading.Thread(target=self._run, name=f"pod {launch.name}", daemon=True)
 
@@ -240,15 +252,18 @@ class PodRun:
         self.thread.start()
 
     def stop(self, grace: float | None = None) -> None:
-        """SIGTERM to every running container; SIGKILL to what is left after the grace period."""
+        """SIGTERM to every running container but the sidecars, which stop after them
+        (`_stop_sidecars`); SIGKILL to what is left of them after the grace period."""
+        grace = self.launch.grace if grace is None else grace
         with self._lock:
             if self._stopping:
                 return
             self._stopping = True
-            live = list(self._live)
+            self._deadline = time.monotonic() + grace
+            live = [c for c in self._live if c.launch not in self.launch.sidecars]
         for c in live:
             c.terminate()
-        self._timer = threading.Timer(self.launch.grace if grace is None else grace, self.kill)
+        self._timer = threading.Timer(grace, lambda: [c.kill() for c in live])
         self._timer.daemon = True
         self._timer.start()
 
@@ -299,17 +314,26 @@ class PodRun:
         return Ended(containers, tuple(init), self._stop_sidecars(sidecars))
 
     def _stop_sidecars(self, sidecars: list[tuple[Launch, Container | str]]) -> tuple[Exited, ...]:
-        """After the regular containers: SIGTERM to the sidecars, SIGKILL after the grace period."""
-        live = [c for _, c in sidecars if isinstance(c, Container)]
-        for c in live:
+        """After the regular containers the sidecars stop last first, as a 1.29+ kubelet stops them
+        (kuberuntime_termination_order.go): each gets SIGTERM once the one after it has exited;
+        once the grace period is spent, the rest get it together, and SIGKILL after what was left
+        of the grace, never under MIN_GRACE (kuberuntime_container.go killContainer)."""
+        deadline = self._deadline if self._deadline is not None else time.monotonic() + self.launch.grace
+        waiting = [c for _, c in reversed(sidecars) if isinstance(c, Container)]
+        while waiting:
+            c = waiting.pop(0)
+            turn = time.monotonic()
             c.terminate()
-        timer = threading.Timer(self.launch.grace, lambda: [c.kill() for c in live])
-        timer.daemon = True
-        timer.start()
-        try:
-            return tuple(_exited(s, c) for s, c in sidecars)
-        finally:
-            timer.cancel()
+            if c.exits_by(deadline):
+                continue
+            for later in waiting:
+                later.terminate()
+            told = time.monotonic()
+            for late, by in [(c, max(deadline, turn + MIN_GRACE)), *((later, told + MIN_GRACE) for later in waiting)]:
+                if not late.exits_by(by):
+                    late.kill()
+            break
+        return tuple(_exited(s, c) for s, c in sidecars)
 
 
 def _exited(launch: Launch, started: Container | str) -> Exited:

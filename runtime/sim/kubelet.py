@@ -19,8 +19,8 @@ which run-local's kubelet shares.  What the kubelet does, with the source it fol
   restartPolicy Never (every pod flatjob renders) a failed init container fails the pod
   (getPhase), its exit code in initContainerStatuses; a native sidecar (an init container with
   restartPolicy Always) lets the next one start once it has started, runs beside the regular
-  containers, and is stopped (SIGTERM, SIGKILL after the grace period) once they have all
-  ended; its code never decides the phase (kuberuntime_container.go
+  containers, and is stopped once they have all ended (the pod is killed: sidecars last
+  first, as on deletion below); its code never decides the phase (kuberuntime_container.go
   computeInitContainerActions, kubelet_pods.go getPhase);
 - a native sidecar that exits, with any code, is started again whatever the pod's
   restartPolicy (computeInitContainerActions), at once the first time, then after the
@@ -38,11 +38,15 @@ which run-local's kubelet shares.  What the kubelet does, with the source it fol
 - running: every regular container running, Ready and ContainersReady True (probes are not
   run); a container that ends stays terminated (restartPolicy Never); when all have ended the
   phase is Succeeded if each exited 0, else Failed;
-- deletion (deletionTimestamp): SIGTERM to every running container, which exits with its
-  program's code, or SIGKILL (137) when the grace period (deletionGracePeriodSeconds, counted
-  from when the kubelet starts stopping the pod: a node back after taint eviction gives it the
-  whole grace, pod_workers.go calculateEffectiveGracePeriod) ends (kuberuntime_container.go
-  killContainer); then the terminal phase is written, Succeeded only when every regular
+- deletion (deletionTimestamp): SIGTERM to every running regular container, which exits with
+  its program's code, or SIGKILL (137) when the grace period (deletionGracePeriodSeconds,
+  counted from when the kubelet starts stopping the pod: a node back after taint eviction gives
+  it the whole grace, pod_workers.go calculateEffectiveGracePeriod) ends, never under 2 s
+  (kuberuntime_container.go killContainer, minimumGracePeriodInSeconds); native sidecars stop
+  after them, last first, each once the regular containers and every later sidecar have exited
+  or the grace has passed, then with what is left of it, at least 2 s (1.29+:
+  kuberuntime_termination_order.go; the same order whenever the kubelet kills a pod: an
+  eviction, the deadline, the regular containers' end); then the terminal phase is written, Succeeded only when every regular
   container exited 0 (kubelet.go SyncTerminatingPod, getPhase with podIsTerminal: since
   1.27, #115331), and only then, in a later step, the pod is removed with grace 0 and its UID
   as precondition (status_manager.go canBeDeleted, syncPod); a pod deleted before it started
@@ -52,7 +56,7 @@ which run-local's kubelet shares.  What the kubelet does, with the source it fol
   reason `DeadlineExceeded`, "Pod was active on the node longer than the specified deadline"
   (pkg/kubelet/active_deadline.go); the pod object stays;
 - node-pressure eviction (`evict`): SIGTERM, SIGKILL after the eviction's grace period (1 s
-  for a hard threshold, immediateEvictionGracePeriodSeconds; a soft one's
+  for a hard threshold, immediateEvictionGracePeriodSeconds, which killContainer raises to 2 s; a soft one's
   evictionMaxPodGracePeriod), then phase Failed, reason `Evicted`, the DisruptionTarget
   condition `TerminationByKubelet`; the pod object stays (pkg/kubelet/eviction/eviction_manager.go
   evictPod); as for any terminal phase, the phase, reason, message and DisruptionTarget are
@@ -78,9 +82,7 @@ which run-local's kubelet shares.  What the kubelet does, with the source it fol
 Test controls: `behaviors`, `kill`, `evict`, `reject`, `unpullable`, nodes and their capacity
 (`add_node`), `lose_node`, `restore_node`, `delete_node`, `out_of_service`, and
 `scheduler.preempt`.  Not emulated: probes, restarts of regular containers (every pod flatjob
-renders has restartPolicy Never), the order of stopping on deletion (a 1.29+ kubelet stops the
-sidecars after the regular containers, in reverse order: kuberuntime_termination_order.go;
-here SIGTERM reaches all at once), a sidecar restart's wait for the kubelet's next sync of the
+renders has restartPolicy Never), a sidecar restart's wait for the kubelet's next sync of the
 pod (here it starts as its back-off ends), volumes, preStop hooks, the CRI's own delays.
 """
 
@@ -116,6 +118,7 @@ CRASH_BACKOFF_RESET = 600.0  # kubelet.go backOff.HasExpiredFunc: an exit this l
 # for the pod's restartPolicy, and never after an exit 0; else its exit stays its state.
 CRASH_LOOP_SHOWN = {"Always": True, "OnFailure": True, "Never": False}
 HARD_EVICTION_GRACE = 1.0  # eviction_manager.go immediateEvictionGracePeriodSeconds
+MIN_GRACE = 2.0  # kuberuntime_container.go minimumGracePeriodInSeconds: the least any container gets after SIGTERM
 DEFAULT_GRACE = 30  # terminationGracePeriodSeconds when the pod has none (the API's default)
 DEADLINE_MESSAGE = "Pod was active on the node longer than the specified deadline"
 EVICTED_MESSAGE = "The node was low on resource: memory. "
@@ -209,6 +212,7 @@ class _Pod:
     inits: list[_Container] = field(default_factory=list)
     containers: list[_Container] = field(default_factory=list)
     term_at: float | None = None  # when SIGTERM was sent
+    killed: bool = False  # its regular containers (or an init container) ended: the sidecars were told to stop
     reason: str | None = None  # pod-level: DeadlineExceeded, Evicted
     message: str | None = None
     conditions: tuple[tuple[str, str], ...] = ()  # (reason, message) of the DisruptionTarget it writes once the pod is terminal
@@ -237,16 +241,40 @@ def _keeps_sidecars(run: _Pod, inits: list[Obj], now: float) -> bool:
     return run.term_at is None and not _init_failed(run, inits, now) and not (run.containers and all(c.ended(now) for c in run.containers))
 
 
+def _grace(spec: Obj) -> float:
+    """The pod's terminationGracePeriodSeconds (the API's default when it has none)."""
+    grace = spec.get("terminationGracePeriodSeconds")
+    return float(grace) if isinstance(grace, int) and not isinstance(grace, bool) else float(DEFAULT_GRACE)
+
+
+def _stop(run: _Pod, inits: list[Obj], now: float, grace: float) -> None:
+    """killPodWithSyncResult with `grace` seconds: SIGTERM now to the regular containers and a
+    running init container; each native sidecar, last first, once the regular containers and
+    every later sidecar have exited, or `grace` has passed (kuberuntime_termination_order.go
+    newTerminationOrdering, waitForTurn); each gets what is left of the grace, the wait counted
+    in whole seconds, and never under MIN_GRACE (kuberuntime_container.go killContainer)."""
+    kill_at = now + max(grace, MIN_GRACE)
+    sidecars = [c for c, spec in zip(run.inits, inits, strict=False) if is_sidecar(spec)]
+    for c in [*run.containers, *(c for c in run.inits if c not in sidecars)]:
+        if not c.ended(now):
+            _signal(c, now, kill_at)
+    turn = max([now, *(c.exit_at for c in run.containers if c.exit_at is not None)])
+    for c in reversed(sidecars):
+        if c.ended(now):
+            continue  # not running: nothing waits for it (its channel is closed at once)
+        at = min(turn, now + grace) if grace > 0 else now
+        _signal(c, at, at + max(grace - int(at - now), MIN_GRACE))
+        turn = max(turn, c.exit_at if c.exit_at is not None else at)
+
+
 def _stop_sidecars(spec: Obj, run: _Pod, now: float, init_failed: bool = False) -> None:
-    """Once every regular container has ended (or an init container failed), SIGTERM to the
-    sidecars, SIGKILL after the grace."""
+    """Once every regular container has ended (or an init container failed), the pod is killed:
+    its sidecars stop in reverse order (`_stop`) with the pod's grace period."""
     if not init_failed and (not run.containers or not all(c.ended(now) for c in run.containers)):
         return
-    grace = spec.get("terminationGracePeriodSeconds")
-    kill_at = now + (float(grace) if isinstance(grace, int) and not isinstance(grace, bool) else float(DEFAULT_GRACE))
-    for c, container in zip(run.inits, spec.get("initContainers") or [], strict=False):
-        if is_sidecar(container) and not c.ended(now):
-            _signal(c, now, kill_at)
+    if run.term_at is None and not run.killed:
+        run.killed = True
+        _stop(run, spec.get("initContainers") or [], now, _grace(spec))
 
 
 def _pull_message(image: str) -> str:
@@ -326,7 +354,8 @@ class FakeKubelet:
 
     def evict(self, name: str, message: str = EVICTED_MESSAGE, grace: float = HARD_EVICTION_GRACE, condition: bool = True, reason: str = "Evicted") -> None:
         """Node-pressure eviction by the kubelet: SIGTERM now, SIGKILL after `grace` (1 s for a
-        hard threshold; a soft one's evictionMaxPodGracePeriod); Failed, reason Evicted and
+        hard threshold, raised to killContainer's 2 s minimum; a soft one's
+        evictionMaxPodGracePeriod); Failed, reason Evicted and
         DisruptionTarget are reported once every container has stopped."""
         pod = self.cluster.pods(self.namespace)[name]
         run = self.runs.get(pod["metadata"]["uid"])
@@ -335,7 +364,7 @@ class FakeKubelet:
             return
         run.reason, run.message = reason, message
         run.conditions = (("TerminationByKubelet", message),) if condition else ()
-        self._terminate(run, now, now + grace)
+        self._terminate(pod, run, now, now + grace)
         self._sync(name, pod, now)
 
     # --- the loop ---------------------------------------------------------------------------------
@@ -374,11 +403,11 @@ class FakeKubelet:
             return False
         if meta.get("deletionTimestamp") and run.term_at is None:  # the grace counts from when this kubelet starts stopping it
             grace = meta.get("deletionGracePeriodSeconds")  # (pod_workers.go calculateEffectiveGracePeriod): a node back late gives it whole
-            self._terminate(run, now, now + grace if isinstance(grace, int) and not isinstance(grace, bool) else parse_time(meta["deletionTimestamp"]))
+            self._terminate(pod, run, now, now + grace if isinstance(grace, int) and not isinstance(grace, bool) else parse_time(meta["deletionTimestamp"]))
         deadline = spec.get("activeDeadlineSeconds")
         if isinstance(deadline, int) and run.term_at is None and now >= run.admitted + deadline:
             run.reason, run.message = "DeadlineExceeded", DEADLINE_MESSAGE
-            self._terminate(run, now, now + float(spec.get("terminationGracePeriodSeconds", DEFAULT_GRACE)))
+            self._terminate(pod, run, now, now + _grace(spec))
         self._advance(pod, run, now)
         return self._report(name, pod, run, now)
 
@@ -445,13 +474,10 @@ class FakeKubelet:
                 run.backoffs[c.name] = _next_backoff(run.backoffs.get(c.name), c.exit_at, now)
                 run.inits[i] = self._start(pod, container, now, regular=False, before=c)
 
-    def _terminate(self, run: _Pod, now: float, kill_at: float) -> None:
-        """SIGTERM to what runs; SIGKILL (137) at `kill_at` for what ignores it or takes longer."""
+    def _terminate(self, pod: Obj, run: _Pod, now: float, kill_at: float) -> None:
+        """Stop the pod (`_stop`) with the grace left until `kill_at`."""
         run.term_at = now
-        kill_at = max(kill_at, now)
-        for c in [*run.inits, *run.containers]:
-            if not c.ended(now):
-                _signal(c, now, kill_at)
+        _stop(run, (pod.get("spec") or {}).get("initContainers") or [], now, max(kill_at - now, 0.0))
 
     @staticmethod
     def _finished(run: _Pod, inits: list[Obj], now: float) -> bool:

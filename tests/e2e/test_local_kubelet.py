@@ -146,3 +146,38 @@ def test_shutdown_stops_every_pod_keeps_its_status_and_starts_no_more(world: Any
     fake.create_pod(NS, pod("p-1", "exit 0", gated=False))
     time.sleep(0.2)
     assert phase(fake, "p-1") == "Pending"
+
+
+def sidecars(body: dict[str, Any], script: str) -> dict[str, Any]:
+    """`body` with native sidecars s1 then s2, each running `script` with $NAME set to its name."""
+    body["spec"]["initContainers"] = [
+        {"name": name, "image": "busybox", "restartPolicy": "Always", "command": ["sh", "-c", script], "env": [{"name": "NAME", "value": name}]}
+        for name in ("s1", "s2")]
+    return body
+
+
+def test_a_deleted_pods_sidecars_stop_after_its_containers_last_first(world: Any) -> None:
+    """The 1.29+ kubelet's order (kuberuntime_termination_order.go): SIGTERM to the regular
+    containers, then to each sidecar once the later ones have exited."""
+    fake, _, lines = world
+    trap = "trap 'echo $NAME-term; sleep 0.2; exit 0' TERM; echo up; sleep 300 & wait"
+    body = sidecars(pod("p-0", trap.replace("$NAME", "main"), gated=False), trap)
+    fake.create_pod(NS, body)
+    until(lambda: len([line for _, line in lines if line == "up"]) == 3 and phase(fake, "p-0") == "Running")
+    fake.delete_pod(NS, "p-0", stored(fake, "p-0")["metadata"]["uid"])
+    until(lambda: stored(fake, "p-0") is None)
+    assert [line for _, line in lines if line.endswith("-term")] == ["main-term", "s2-term", "s1-term"]
+
+
+def test_sidecars_told_once_the_grace_is_spent_get_two_seconds(world: Any) -> None:
+    """Regular containers and sidecars that ignore SIGTERM: the regular one is killed when the
+    grace (1 s) ends; the sidecars are then told at once and killed 2 s later (killContainer's
+    minimumGracePeriodInSeconds), not at the grace's end nor one after the other."""
+    fake, _, _ = world
+    ignore = 'trap "" TERM; echo up; sleep 300 & wait'
+    fake.create_pod(NS, sidecars(pod("p-0", ignore, grace=1, gated=False), ignore))
+    until(lambda: phase(fake, "p-0") == "Running")
+    started = time.monotonic()
+    fake.delete_pod(NS, "p-0", stored(fake, "p-0")["metadata"]["uid"])
+    until(lambda: stored(fake, "p-0") is None, seconds=15)
+    assert 2.9 < time.monotonic() - started < 5

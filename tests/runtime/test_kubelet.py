@@ -31,7 +31,7 @@ from flatjob.compiler.options import CompileOptions
 from flatjob.compiler.pipeline import compile_documents
 from flatjob.runtime.api import Obj
 from flatjob.runtime.observe import pod_state
-from flatjob.runtime.sim.apiserver.clock import stamp
+from flatjob.runtime.sim.apiserver.clock import parse_time, stamp
 from flatjob.runtime.sim.cluster import FakeCluster
 from flatjob.runtime.sim.containers import Program
 from flatjob.runtime.sim.kubelet import FakeKubelet, container_env, expand
@@ -525,3 +525,57 @@ def test_a_sidecar_that_runs_is_initialized_and_a_completed_init_container_ready
     status = cluster.pods()["p"]["status"]
     assert {c["type"]: c["status"] for c in status["conditions"]} == {"PodReadyToStartContainers": "True", "Initialized": "True", "Ready": "True", "ContainersReady": "True", "PodScheduled": "True"}
     assert [(c["name"], c["ready"], c["started"]) for c in status["initContainerStatuses"]] == [("side", True, True), ("fetch", True, False)]
+
+
+# --- the order of stopping: regular containers first, then sidecars last first (1.29+) ---------
+
+def two_sidecar_pod(grace: int) -> dict[str, Any]:
+    """`main` beside sidecars `s1` then `s2`, with `grace` seconds to stop."""
+    body = sidecar_pod()
+    side = body["spec"]["initContainers"][0]
+    body["spec"]["initContainers"] = [{**side, "name": "s1"}, {**side, "name": "s2"}]
+    body["spec"]["terminationGracePeriodSeconds"] = grace
+    return body
+
+
+def finished(pod: dict[str, Any]) -> dict[str, tuple[float, int]]:
+    """Each container's (finishedAt, from the test's start; exitCode)."""
+    status = pod["status"]
+    return {c["name"]: (parse_time(c["state"]["terminated"]["finishedAt"]) - 100.0, c["state"]["terminated"]["exitCode"])
+            for c in [*status.get("initContainerStatuses", []), *status.get("containerStatuses", [])]}
+
+
+@pytest.mark.parametrize(("how", "grace", "main", "s1", "s2", "want"), [
+    # each stops when its turn comes: main 5 s after SIGTERM, then s2 (3 s), then s1 (1 s)
+    ("deleted", 30, Program(on_term=0, term_seconds=5), Program(on_term=143, term_seconds=1), Program(on_term=143, term_seconds=3),
+     {"main": (15, 0), "s2": (18, 143), "s1": (19, 143)}),
+    # main ignores SIGTERM: killed when the grace ends, and the sidecars, told then, get the 2 s minimum each
+    ("deleted", 10, Program(on_term=None), Program(on_term=None), Program(on_term=None),
+     {"main": (20, 137), "s2": (22, 137), "s1": (22, 137)}),
+    # the regular container ends by itself: the pod is killed with its grace, sidecars last first
+    ("ended", 30, Program(10, 0), Program(on_term=143, term_seconds=2), Program(on_term=143, term_seconds=4),
+     {"main": (11, 0), "s2": (15, 143), "s1": (17, 143)}),  # main started at 1 s (the scheduling delay)
+    # a hard eviction's 1 s is raised to killContainer's 2 s minimum for main; the sidecars wait out the 1 s, not main
+    ("evicted", 1, Program(on_term=None), Program(on_term=143), Program(on_term=143),
+     {"main": (12, 137), "s2": (11, 143), "s1": (11, 143)}),
+], ids=["deleted-in-turn", "deleted-grace-spent", "ended", "hard-eviction"])
+def test_sidecars_stop_after_the_regular_containers_last_first(world: Any, how: str, grace: int, main: Program, s1: Program, s2: Program, want: dict[str, tuple[float, int]]) -> None:
+    """kuberuntime_termination_order.go: a sidecar gets SIGTERM once the regular containers and
+    every later sidecar have exited, or the grace has passed; killContainer then gives it what
+    is left, at least minimumGracePeriodInSeconds (2 s), as it gives any container."""
+    cluster, kubelet, clock = world
+    kubelet.behaviors.update({"p/main": lambda pod, env: main, "p/s1": lambda pod, env: s1, "p/s2": lambda pod, env: s2})
+    cluster.create_pod(NS, two_sidecar_pod(grace))
+    advance(kubelet, clock, 10, step=1)
+    assert phase(cluster) in ("Running", "Succeeded")
+    if how == "deleted":
+        cluster.delete_pod(NS, "p", None)
+    elif how == "evicted":
+        kubelet.evict("p")
+    last = None
+    for _ in range(40):  # the terminal status, seen before the pod object goes
+        kubelet.tick()
+        clock.now += 1
+        last = cluster.pods().get("p", last)
+    assert last is not None and last["status"]["phase"] in ("Succeeded", "Failed")
+    assert finished(last) == want
