@@ -8,6 +8,9 @@ listener wakes its thread after every pod write) and, for the pods of its namesp
   annotations (attempt, restart count, resuming) reach FLATJOB_* through the downward API;
 - writes Running (and Ready) once the regular containers have started, then Succeeded or
   Failed with every container's exit code, reason and termination message (podstatus.py);
+- starts an exited native sidecar again after the kubelet's back-off (sim/backoff.py), its
+  exit, restart count and lastState in the status meanwhile, and stops the sidecars after the
+  regular containers, last first (processes.py);
 - on a deletion (deletionTimestamp) stops the processes, SIGTERM then SIGKILL after the
   deletion's grace period, writes their final status and removes the pod (grace 0, its UID
   as precondition), as the kubelet does;
@@ -24,12 +27,12 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..api import ApiError
 from ..sim import podstatus
-from .processes import Ended, PodLaunch, PodRun, Sink
+from .processes import Ended, PodLaunch, PodRun, SidecarNews, Sink
 
 Obj = dict[str, Any]
 Launcher = Callable[[Obj], PodLaunch]  # a stored pod -> what to run for it (raises on a problem)
@@ -41,6 +44,23 @@ class _Running:
     name: str
     run: PodRun
     started: float
+    containers: tuple[str, ...] = ()  # the regular containers that started
+    since: float | None = None  # when they started
+    sidecars: dict[str, podstatus.ContainerLook] = field(default_factory=dict)  # native sidecars that exited once
+
+
+def _sidecar_look(news: SidecarNews, before: podstatus.ContainerLook | None, since: float, now: float) -> podstatus.ContainerLook:
+    """A sidecar in the pod's status, after `before`: its exit as its state while it waits out its
+    back-off (restartPolicy Never, every pod flatjob renders: kubelet_pods.go
+    convertToAPIContainerStatuses shows no CrashLoopBackOff), or running again since `now` with
+    that exit as lastState; its restart count either way."""
+    if news.exited is not None:
+        started = before.started if before is not None and before.state == "running" and before.started is not None else since
+        return replace(podstatus.ContainerLook.exited(news.exited, started, now), restarts=news.restarts, last=before.last if before is not None else None)
+    last = replace(before, last=None) if before is not None and before.state == "terminated" else None
+    if last is None and news.last is not None:
+        last = podstatus.ContainerLook.exited(news.last, since, now)
+    return podstatus.ContainerLook(news.container, "running", started=now, ready=True, restarts=news.restarts, last=last)
 
 
 class LocalKubelet:
@@ -98,7 +118,7 @@ class LocalKubelet:
             self._wake.set()
 
     def _report(self, event: str, uid: str, payload: Any) -> None:
-        """From a pod's thread: "running" or "ended"."""
+        """From a pod's thread: "running", "sidecar" or "ended"."""
         self._reports.put((event, uid, payload))
         self._wake.set()
 
@@ -177,8 +197,13 @@ class LocalKubelet:
         if running is None:
             return
         name, now = running.name, self.clock()
-        if event == "running":
-            self._write(name, uid, lambda p: podstatus.running(p, self._ip(name), payload, running.started, now))
+        if event in ("running", "sidecar"):
+            if event == "running":
+                running.containers, running.since = tuple(payload), now
+            else:
+                since = now if running.since is None else running.since
+                running.sidecars[payload.container] = _sidecar_look(payload, running.sidecars.get(payload.container), since, now)
+            self._write(name, uid, lambda p: podstatus.running(p, self._ip(name), running.containers, running.started, now, running.sidecars, running.since))
             return
         del self.runs[uid]
         pod = self._write(name, uid, lambda p: podstatus.ended(p, self._ip(name), payload, running.started, now))

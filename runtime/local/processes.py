@@ -22,9 +22,10 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
+from ..sim.backoff import Backoff, next_backoff, wait_left
 from ..sim.podstatus import Ended, Exited
 
 MARK = "FLATJOB_LOCAL_MARK"
@@ -233,9 +234,35 @@ class PodLaunch:
     grace: float  # terminationGracePeriodSeconds
 
 
+@dataclass
+class Sidecar:
+    """A native sidecar of a running pod: its instance now and the exit before it."""
+
+    launch: Launch
+    current: Container | str  # the instance now, or why it could not start
+    restarts: int = 0
+    last: Exited | None = None  # how the instance before `current` ended
+    backoff: Backoff | None = None  # the kubelet's restart back-off, on time.monotonic()
+
+    def news(self, exited: Exited | None = None) -> SidecarNews:
+        return SidecarNews(self.launch.container, self.restarts, self.last, exited)
+
+
+@dataclass(frozen=True)
+class SidecarNews:
+    """What the pod's status says of a sidecar: running again (`exited` None) or exited and
+    waiting out its back-off, with its restart count and the exit before."""
+
+    container: str
+    restarts: int
+    last: Exited | None
+    exited: Exited | None = None
+
+
 class PodRun:
     """Runs one pod's containers on a thread and reports "running" (the regular containers
-    that started) and "ended" (an Ended) for the pod's uid."""
+    that started), "sidecar" (a SidecarNews: a native sidecar exited or started again) and
+    "ended" (an Ended) for the pod's uid."""
 
     def __init__(self, launch: PodLaunch, sink: Sink, report: Report):
         self.launch = launch
@@ -244,6 +271,8 @@ class PodRun:
         self._lock = threading.Lock()
         self._live: list[Container] = []
         self._stopping = False
+        self._closed = False  # the regular containers have ended: no sidecar starts again
+        self._closing = threading.Event()
         self._deadline: float | None = None  # when the grace period of a stop ends (time.monotonic())
         self._timer: threading.Timer | None = None
         self.thread = threading.Thread(target=self._run, name=f"pod {launch.name}", daemon=True)
@@ -275,11 +304,12 @@ class PodRun:
         for c in live:
             c.kill()
 
-    def _started(self, launch: Launch) -> Container | str:
-        """The started container, or why it could not start."""
+    def _started(self, launch: Launch, again: Sidecar | None = None, exited: Exited | None = None) -> Container | str:
+        """The started container, or why it could not start; `again`: the sidecar it starts anew
+        after `exited`, unless the pod is stopping or its regular containers have ended."""
         c = Container(launch, self.sink)
         with self._lock:
-            if self._stopping:
+            if self._stopping or (again is not None and self._closed):
                 return "the pod is being stopped"
             try:
                 c.start()
@@ -288,6 +318,8 @@ class PodRun:
                 self.sink(launch.label, f"flatjob run-local: {why}")
                 return why
             self._live.append(c)
+            if again is not None:  # under the lock: _stop_sidecars sees this instance or none
+                again.last, again.restarts, again.current = exited, again.restarts + 1, c
         return c
 
     def _run(self) -> None:
@@ -307,19 +339,44 @@ class PodRun:
             init.append(exited)
             if exited.code != 0:
                 return Ended((), tuple(init))
-        sidecars = [(s, self._started(s)) for s in self.launch.sidecars]
+        sidecars = [Sidecar(s, self._started(s)) for s in self.launch.sidecars]
         mains = [(m, self._started(m)) for m in self.launch.main]
         self.report("running", self.launch.uid, tuple(m.container for m, c in mains if isinstance(c, Container)))
+        keepers = [threading.Thread(target=self._keep, args=(side,), name=f"sidecar {side.launch.label}", daemon=True) for side in sidecars]
+        for k in keepers:
+            k.start()
         containers = tuple(_exited(m, c) for m, c in mains)
-        return Ended(containers, tuple(init), self._stop_sidecars(sidecars))
+        with self._lock:
+            self._closed = True
+        self._closing.set()
+        stopped = self._stop_sidecars(sidecars)
+        for k in keepers:
+            k.join()
+        return Ended(containers, tuple(init), stopped)
 
-    def _stop_sidecars(self, sidecars: list[tuple[Launch, Container | str]]) -> tuple[Exited, ...]:
+    def _keep(self, side: Sidecar) -> None:
+        """A sidecar that exits while the regular containers run is started again, whatever its
+        code, at once the first time, then after the kubelet's back-off (backoff.py)."""
+        while isinstance(side.current, Container):
+            exited = _exited(side.launch, side.current)
+            finished = time.monotonic()
+            if self._closing.is_set() or self._stopping:
+                return
+            self.report("sidecar", self.launch.uid, side.news(exited))
+            if self._closing.wait(wait_left(side.backoff, finished, time.monotonic())):
+                return
+            side.backoff = next_backoff(side.backoff, finished, time.monotonic())
+            if not isinstance(self._started(side.launch, again=side, exited=exited), Container):
+                return
+            self.report("sidecar", self.launch.uid, side.news())
+
+    def _stop_sidecars(self, sidecars: list[Sidecar]) -> tuple[Exited, ...]:
         """After the regular containers the sidecars stop last first, as a 1.29+ kubelet stops them
         (kuberuntime_termination_order.go): each gets SIGTERM once the one after it has exited;
         once the grace period is spent, the rest get it together, and SIGKILL after what was left
         of the grace, never under MIN_GRACE (kuberuntime_container.go killContainer)."""
         deadline = self._deadline if self._deadline is not None else time.monotonic() + self.launch.grace
-        waiting = [c for _, c in reversed(sidecars) if isinstance(c, Container)]
+        waiting = [side.current for side in reversed(sidecars) if isinstance(side.current, Container)]
         while waiting:
             c = waiting.pop(0)
             turn = time.monotonic()
@@ -333,7 +390,7 @@ class PodRun:
                 if not late.exits_by(by):
                     late.kill()
             break
-        return tuple(_exited(s, c) for s, c in sidecars)
+        return tuple(replace(_exited(side.launch, side.current), restarts=side.restarts, last=side.last) for side in sidecars)
 
 
 def _exited(launch: Launch, started: Container | str) -> Exited:

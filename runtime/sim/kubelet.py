@@ -94,6 +94,7 @@ from typing import Any
 
 from ..api import ApiError
 from .apiserver.clock import parse_time
+from .backoff import Backoff, next_backoff, wait_left
 from .cluster import FakeCluster
 from .containers import (
     INF,
@@ -111,8 +112,6 @@ from .podstatus import ContainerLook, PodLook, disruption, full_image, is_sideca
 from .scheduler import Scheduler
 
 PULL_BACKOFF, PULL_BACKOFF_CAP = 10.0, 300.0
-CRASH_BACKOFF, CRASH_BACKOFF_CAP = 10.0, 300.0  # kubelet.go containerBackOffPeriod, MaxContainerBackOff
-CRASH_BACKOFF_RESET = 600.0  # kubelet.go backOff.HasExpiredFunc: an exit this long after the last start begins anew
 # kubelet_pods.go convertToAPIContainerStatuses writes a sidecar waiting for its restart as
 # waiting CrashLoopBackOff only where ShouldContainerBeRestarted (container/helpers.go) says so
 # for the pod's restartPolicy, and never after an exit 0; else its exit stays its state.
@@ -156,29 +155,6 @@ class _Container:
             reason = self.reason or ("Completed" if self.code == 0 else "Error")
             return ContainerLook(self.name, "terminated", reason, None, self.code, self.started, self.exit_at, restarts=self.restarts, last=last)
         return ContainerLook(self.name, "running", started=self.started, ready=True, restarts=self.restarts, last=last)
-
-
-Backoff = tuple[float, float]  # a flowcontrol.Backoff entry: (its delay, when it last moved on)
-
-
-def _outlived(entry: Backoff, finished: float) -> bool:
-    """The exit came more than CRASH_BACKOFF_RESET after the last start: the entry has expired
-    (kubelet.go backOff.HasExpiredFunc; before it, flowcontrol's hasExpired: twice the cap)."""
-    return finished - entry[1] > CRASH_BACKOFF_RESET
-
-
-def _in_backoff(entry: Backoff | None, finished: float, now: float) -> bool:
-    """flowcontrol Backoff.IsInBackOffSince(finishedAt), as kuberuntime_manager.go doBackOff asks
-    it before a start: the first exit restarts at once, a later one waits the entry's delay."""
-    return entry is not None and not _outlived(entry, finished) and now - finished < entry[0]
-
-
-def _next_backoff(entry: Backoff | None, finished: float, now: float) -> Backoff:
-    """flowcontrol Backoff.Next at each restart: 10 s for a new or expired entry, else twice the
-    last delay, at most 300 s; dated now."""
-    if entry is None or _outlived(entry, finished):
-        return CRASH_BACKOFF, now
-    return min(entry[0] * 2, CRASH_BACKOFF_CAP), now
 
 
 def _go_duration(seconds: float) -> str:
@@ -470,8 +446,8 @@ class FakeKubelet:
         if not _keeps_sidecars(run, inits, now):
             return
         for i, (c, container) in enumerate(zip(run.inits, inits, strict=False)):
-            if is_sidecar(container) and c.exit_at is not None and c.ended(now) and not _in_backoff(run.backoffs.get(c.name), c.exit_at, now):
-                run.backoffs[c.name] = _next_backoff(run.backoffs.get(c.name), c.exit_at, now)
+            if is_sidecar(container) and c.exit_at is not None and c.ended(now) and not wait_left(run.backoffs.get(c.name), c.exit_at, now):
+                run.backoffs[c.name] = next_backoff(run.backoffs.get(c.name), c.exit_at, now)
                 run.inits[i] = self._start(pod, container, now, regular=False, before=c)
 
     def _terminate(self, pod: Obj, run: _Pod, now: float, kill_at: float) -> None:

@@ -29,7 +29,7 @@ The runtime reads these exactly as it reads a cluster's (runtime/observe.py).
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,6 +49,8 @@ class Exited:
     code: int  # 128+N for a death by signal N; 128 for a command that could not start
     reason: str  # Completed | Error | StartError | OOMKilled | ContainerStatusUnknown
     message: str | None = None  # termination message (FallbackToLogsOnError: the log's tail)
+    restarts: int = 0  # a native sidecar started again: instances started before this one
+    last: Exited | None = None  # how the instance before this one ended
 
 
 @dataclass(frozen=True)
@@ -88,7 +90,8 @@ class ContainerLook:
 
     @classmethod
     def exited(cls, e: Exited, started: float, finished: float) -> ContainerLook:
-        return cls(e.container, "terminated", e.reason, e.message, e.code, started, finished)
+        last = cls.exited(e.last, started, started) if e.last is not None else None
+        return cls(e.container, "terminated", e.reason, e.message, e.code, started, finished, restarts=e.restarts, last=last)
 
 
 @dataclass(frozen=True)
@@ -279,13 +282,15 @@ def status(pod: Obj, look: PodLook) -> Obj:
 
 # --- what run-local's kubelet reports: its processes as looks ------------------------------------
 
-def running(pod: Obj, ip: str, containers: Iterable[str], started: float, now: float) -> Obj:
-    """Every regular container that could start is running, the native sidecars beside them and
-    the other init containers completed: phase Running, Ready (no probes)."""
-    names = tuple(containers)
-    inits = tuple(ContainerLook(n, "running", started=now, ready=True) if is_sidecar(spec) else ContainerLook(n, "terminated", "Completed", None, 0, started, now)
+def running(pod: Obj, ip: str, containers: Iterable[str], started: float, now: float,
+            sidecars: Mapping[str, ContainerLook] | None = None, since: float | None = None) -> Obj:
+    """Every regular container that could start is running (since `since`), the native sidecars
+    beside them (as `sidecars` has them, once one has exited) and the other init containers
+    completed: phase Running, Ready (no probes) unless a sidecar waits to start again."""
+    names, sidecars, since = tuple(containers), sidecars or {}, now if since is None else since
+    inits = tuple((sidecars.get(n) or ContainerLook(n, "running", started=since, ready=True)) if is_sidecar(spec) else ContainerLook(n, "terminated", "Completed", None, 0, started, since)
                   for n, spec in _specs(pod, "initContainers").items())
-    look = PodLook("Running", ip, started, now, init=inits, containers=tuple(ContainerLook(n, "running", started=now, ready=True) for n in names))
+    look = PodLook("Running", ip, started, now, init=inits, containers=tuple(ContainerLook(n, "running", started=since, ready=True) for n in names))
     return status(pod, look)
 
 

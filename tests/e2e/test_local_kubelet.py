@@ -181,3 +181,30 @@ def test_sidecars_told_once_the_grace_is_spent_get_two_seconds(world: Any) -> No
     fake.delete_pod(NS, "p-0", stored(fake, "p-0")["metadata"]["uid"])
     until(lambda: stored(fake, "p-0") is None, seconds=15)
     assert 2.9 < time.monotonic() - started < 5
+
+
+def test_a_sidecar_that_exits_is_started_again_at_once_then_after_10s(world: Any) -> None:
+    """The kubelet's container back-off (runtime/sim/backoff.py): an exited native sidecar starts
+    again at once, then 10 s after its next exit; meanwhile its exit is its state (restartPolicy
+    Never shows no CrashLoopBackOff), the pod stays Running but not Ready."""
+    fake, _, lines = world
+    body = pod("p-0", "exec sleep 300", gated=False)
+    body["spec"]["initContainers"] = [{"name": "side", "image": "busybox", "restartPolicy": "Always", "command": ["sh", "-c", "echo up; sleep 0.3; exit 1"]}]
+    fake.create_pod(NS, body)
+
+    def side() -> dict[str, Any]:
+        return ((stored(fake, "p-0").get("status") or {}).get("initContainerStatuses") or [{"restartCount": -1, "state": {}}])[0]
+
+    def ready() -> str:
+        return next(c["status"] for c in stored(fake, "p-0")["status"]["conditions"] if c["type"] == "Ready")
+
+    until(lambda: side()["restartCount"] == 1 and "terminated" in side()["state"], seconds=5)
+    started = time.monotonic()
+    status = side()
+    assert (status["state"]["terminated"]["exitCode"], status["lastState"]["terminated"]["exitCode"], status["ready"]) == (1, 1, False)
+    assert phase(fake, "p-0") == "Running" and ready() == "False"
+    until(lambda: side()["restartCount"] == 2 and "running" in side()["state"], seconds=15)
+    assert 9 < time.monotonic() - started < 12 and ready() == "True"
+    assert [line for label, line in lines if label == "p-0/side"] == ["up"] * 3
+    fake.delete_pod(NS, "p-0", stored(fake, "p-0")["metadata"]["uid"])
+    until(lambda: stored(fake, "p-0") is None)
