@@ -4,6 +4,7 @@ schema validation, status and scale subresources, as apiextensions-apiserver ser
 from __future__ import annotations
 
 import copy
+from pathlib import Path
 
 import pytest
 
@@ -149,3 +150,33 @@ def test_podgroups_keep_every_field(api, ns) -> None:  # noqa: F811
     call(custom(api).create_namespaced_custom_object, "scheduler.tensorstack.dev", "v1beta1", ns, "podgroups", body)
     got = call(custom(api).get_namespaced_custom_object, "scheduler.tensorstack.dev", "v1beta1", ns, "podgroups", "g")
     assert got["spec"] == {"minMember": 2, "queue": "q", "x": 1}
+
+
+def _defaulted_everywhere(value, schema):  # the walk before subtrees without defaults were skipped
+    if isinstance(value, list) and isinstance(schema.get("items"), dict):
+        return [_defaulted_everywhere(v, schema["items"]) for v in value]
+    if not isinstance(value, dict):
+        return value
+    props = schema.get("properties") or {}
+    extra = schema.get("additionalProperties") if isinstance(schema.get("additionalProperties"), dict) else None
+    out = {k: copy.deepcopy(sub["default"]) for k, sub in props.items() if k not in value and "default" in sub}
+    return {**{k: _defaulted_everywhere(v, props.get(k, extra)) if isinstance(props.get(k, extra), dict) else v for k, v in value.items()}, **out}
+
+
+@pytest.mark.parametrize("example", ["pytorch-ddp", "deepspeed", "genericjob-tfconfig", "colossalai"])
+def test_defaulting_skips_only_subtrees_without_defaults(example: str) -> None:
+    """The record of each example, with a status, defaults as the full walk defaults it, and a
+    status (whose schema declares no default) comes back as the same object."""
+    from manifestkit import compiled_objects
+
+    from flatjob.runtime.sim.apiserver.customresources import defaulted, shipped
+
+    text = (Path(__file__).resolve().parents[2] / "examples" / f"{example}.yaml").read_text()
+    kinds = {c.kind: c for c in shipped()}
+    record = next(o for o in compiled_objects(text) if o["kind"] in kinds and o["apiVersion"].startswith("flatjob.dev/"))
+    schema = kinds[record["kind"]].schema
+    record["status"] = {"phase": "Running", "tasks": [{"type": "worker", "replicas": [{"name": "w-0", "status": "Running"}]}], "conditions": []}
+    assert defaulted(record, schema) == _defaulted_everywhere(record, schema)
+    assert defaulted(record["status"], schema["properties"]["status"]) is record["status"]
+    bare = {"spec": {k: {} if isinstance(v, dict) else v for k, v in record["spec"].items()}}
+    assert defaulted(bare, schema) == _defaulted_everywhere(bare, schema) != bare  # some default fills it

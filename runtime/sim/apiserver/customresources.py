@@ -105,9 +105,27 @@ def shipped() -> tuple[Crd, ...]:
 # T9k's PodGroup CRD is not shipped with flatjob: its schema is unknown, so it keeps every field.
 PODGROUP = Crd("scheduler.tensorstack.dev", "v1beta1", "PodGroup", "podgroups", "podgroup", {"type": "object", "x-kubernetes-preserve-unknown-fields": True}, True, None)
 
+_DEFAULTS_BELOW: dict[int, tuple[Obj, bool]] = {}  # id(schema) -> (schema, whether it or a property below has a default)
+
+
+def _defaults_below(schema: Obj) -> bool:
+    """Whether a default is declared anywhere in `schema` (cached per schema object: most of a
+    record, its status above all, has none, and defaulting it on every write was a third of a
+    scenario's time)."""
+    hit = _DEFAULTS_BELOW.get(id(schema))
+    if hit is not None and hit[0] is schema:
+        return hit[1]
+    subs = [*(schema.get("properties") or {}).values(), schema.get("items"), schema.get("additionalProperties")]
+    found = any(isinstance(sub, dict) and ("default" in sub or _defaults_below(sub)) for sub in subs)
+    _DEFAULTS_BELOW[id(schema)] = (schema, found)
+    return found
+
+
 def defaulted(value: Any, schema: Obj) -> Any:
     """`value` with the schema's defaults filled in where a property is missing (the same
     object when there is none to fill)."""
+    if not _defaults_below(schema):
+        return value
     if isinstance(value, list) and isinstance(schema.get("items"), dict):
         items = [defaulted(v, schema["items"]) for v in value]
         return value if all(a is b for a, b in zip(items, value, strict=True)) else items

@@ -121,6 +121,7 @@ class Store:
         self._snapshots: OrderedDict[tuple[str, str, int], dict[str, Obj]] = OrderedDict()
         self.watches: weakref.WeakSet[Watch] = weakref.WeakSet()
         self.keys_of: dict[str, set[Key]] = {}  # resource key -> the keys of its objects
+        self._sorted: dict[str, list[Key]] = {}  # resource key -> its keys sorted, until one comes or goes
         self.dependents: dict[str, set[Key]] = {}  # owner uid -> the keys of objects naming it
         self.terminating: set[str] = set()  # namespaces being deleted: nothing new is created in them
 
@@ -148,8 +149,10 @@ class Store:
         """Keep the indexes by resource and by owner uid current."""
         if new is None:
             self.keys_of.get(key[0], set()).discard(key)
-        else:
-            self.keys_of.setdefault(key[0], set()).add(key)
+            self._sorted.pop(key[0], None)
+        elif key not in self.keys_of.setdefault(key[0], set()):
+            self.keys_of[key[0]].add(key)
+            self._sorted.pop(key[0], None)
         before = {r.get("uid") for r in (old or {}).get("metadata", {}).get("ownerReferences") or []}
         after = {r.get("uid") for r in (new or {}).get("metadata", {}).get("ownerReferences") or []}
         for uid in before - after:
@@ -161,8 +164,10 @@ class Store:
         """The objects of one resource (in one namespace), sorted by key (under the lock: the
         HTTP server's threads write meanwhile)."""
         with self.lock:
-            keys = sorted(k for k in self.keys_of.get(resource_key, ()) if namespace in (None, k[1]))
-            return [(k, self.objects[k]) for k in keys]
+            keys = self._sorted.get(resource_key)
+            if keys is None:
+                keys = self._sorted[resource_key] = sorted(self.keys_of.get(resource_key, ()))
+            return [(k, self.objects[k]) for k in keys if namespace is None or k[1] == namespace]
 
     def compact(self) -> None:
         """Forget the whole event history: watches from before now get 410."""
