@@ -19,7 +19,7 @@ This is the only module here that reads files; everything it returns is plain da
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -137,8 +137,17 @@ def read_overlay(folder: Path) -> tuple[Overlay, list[Diagnostic]]:
         source = Source(str(path), reader.files[-1][1])
         reader.problems.append(Diagnostic("FJ602", "an overlay file holds one mapping (namespace, labels, annotations, images, patches)", str(path), mark.line, mark.col, source_line=source.line(mark.line)))
         return Overlay(folder, files=tuple(reader.files)), reader.problems
-    overlay = _overlay(reader, from_document(docs[0]))
+    overlay = _overlay(reader, from_document(_first_patches(docs[0])))
     return overlay, reader.problems
+
+
+def _first_patches(doc: Document) -> Document:
+    """The document with at most MAX_PATCHES + 1 patches: `_patches` refuses more at the next one,
+    and locating 5 000 of them first was an eighth of such a run's time."""
+    patches = doc.data.get("patches")
+    if not isinstance(patches, list) or len(patches) <= MAX_PATCHES + 1:
+        return doc
+    return replace(doc, data={**doc.data, "patches": patches[:MAX_PATCHES + 1]})
 
 
 def _overlay(reader: _Reader, root: Node) -> Overlay:
