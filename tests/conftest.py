@@ -83,7 +83,7 @@ def corpus_dir(name: str = "t9k") -> Path:
     """A corpus folder, or skip the test when the shared corpus is not beside the project."""
     path = CORPUS / name
     if not path.is_dir():
-        pytest.skip(f"corpus not found at {path} (set FLATJOB_CORPUS)")
+        pytest.skip(corpus_absent(name))
     return path
 
 
@@ -93,9 +93,14 @@ def corpus_files(name: str = "t9k") -> list[Path]:
     return sorted(path.glob("*.yaml")) if path.is_dir() else []
 
 
+def corpus_absent(name: str = "t9k") -> str:
+    """The reason a test that needs the corpus skips."""
+    return f"the corpus {CORPUS / name} is absent (../shared/corpus beside the project, or FLATJOB_CORPUS)"
+
+
 def corpus_params(files: list[Path], name: str = "t9k") -> list[Any]:
     """`files` to parametrize a test with, or one case that skips naming the missing corpus
     (pytest's own "got empty parameter set" names nothing)."""
     if files:
         return list(files)
-    return [pytest.param(None, id="corpus-absent", marks=pytest.mark.skip(reason=f"the corpus {CORPUS / name} is absent (../shared/corpus beside the project, or FLATJOB_CORPUS)"))]
+    return [pytest.param(None, id="corpus-absent", marks=pytest.mark.skip(reason=corpus_absent(name)))]

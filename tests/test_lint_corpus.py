@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 import pytest
-from conftest import corpus_dir, corpus_files, corpus_params
+from conftest import corpus_absent, corpus_dir, corpus_files, corpus_params
 from lintkit import check_text_output, errors, run_cli
 
 from flatjob.compiler.errors import Diagnostic
@@ -88,7 +88,7 @@ def test_corpus_file_has_exactly_its_known_errors(path: Path) -> None:
 
 
 def test_known_bad_files_are_in_the_corpus() -> None:
-    names = {p.name for p in corpus_files("t9k")} or pytest.skip("corpus not found")
+    names = {p.name for p in corpus_files("t9k")} or pytest.skip(corpus_absent())
     assert set(KNOWN_BAD) <= names
 
 

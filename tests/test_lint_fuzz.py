@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import corpus_files
+from conftest import corpus_absent, corpus_files
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from lintkit import FINDING, check_text_output, run_cli
@@ -399,7 +399,7 @@ def mutations(draw: st.DrawFn) -> bytes:
     return raw
 
 
-@pytest.mark.skipif(not CORPUS, reason="corpus not found (set FLATJOB_CORPUS)")
+@pytest.mark.skipif(not CORPUS, reason=corpus_absent())
 @FUZZ
 @given(raw=mutations())
 def test_mutated_corpus_file(workdir: Path, raw: bytes) -> None:

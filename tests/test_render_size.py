@@ -17,7 +17,7 @@ from typing import Any
 import orjson
 import pytest
 import yaml
-from conftest import ROOT
+from conftest import ROOT, corpus_absent, corpus_files
 from hostile.jobfuzz import SEEDS, dump, mutated
 from hypothesis import HealthCheck, assume, given, settings
 from propertykit import examples
@@ -30,7 +30,6 @@ from flatjob.compiler.pipeline import CompiledJob, compile_documents
 from flatjob.compiler.render.size import RUNTIME_POD_NOTES, annotation_bytes, measure
 
 EXAMPLES = sorted([*ROOT.glob("examples/*.yaml"), *ROOT.glob("examples/local/*.yaml")])
-CORPUS = ROOT.parent / "shared" / "corpus" / "t9k"
 
 
 def _compiled(text: str, options: CompileOptions | None = None) -> list[CompiledJob]:
@@ -64,9 +63,9 @@ def test_examples_measure_what_compile_writes(path: Path, namespace: str | None)
 
 
 def test_the_corpus_measures_what_compile_writes() -> None:
-    files = sorted(CORPUS.glob("*.yaml")) if CORPUS.is_dir() else []
+    files = corpus_files("t9k")
     if not files:
-        pytest.skip("no T9k corpus (../shared/corpus)")
+        pytest.skip(corpus_absent())
     checked = 0
     for path in files:
         for job in _compiled(path.read_text()):

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 import yaml
-from conftest import corpus_files
+from conftest import corpus_absent, corpus_files, corpus_params
 from scriptkit import LOADER, Scripts, compile_job, stub_bin
 from test_compile_corpus import BROKEN
 
@@ -44,12 +44,12 @@ def program(job: dict[str, Any]) -> list[str]:
 
 def test_corpus_has_both_kinds() -> None:
     if not corpus_files("t9k"):
-        pytest.skip("corpus not found")
+        pytest.skip(corpus_absent())
     kinds = {f.name.split("--")[0] for f in FILES}
     assert kinds == set(KINDS) and len(FILES) >= 30
 
 
-@pytest.mark.parametrize("path", FILES, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", corpus_params(FILES), ids=lambda p: p.stem if p else "corpus-absent")
 def test_corpus_launch_runs_the_users_program(tmp_path: Path, bin_dir: Path, path: Path) -> None:
     (job,) = [d for d in yaml.load_all(path.read_text(encoding="utf-8"), LOADER) if d]
     job["spec"].setdefault("ssh", {})["sshdPath"] = str(bin_dir / "sshd")

@@ -39,3 +39,11 @@ def test_the_hostile_cpu_bound_is_one_second_where_a_test_runs_alone() -> None:
     beside = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, env={**env, "PYTEST_XDIST_WORKER_COUNT": "2"},
                             capture_output=True, text=True, check=True).stdout
     assert (alone.strip(), beside.strip()) == ("1.0", "2.0")
+
+
+def test_only_conftest_knows_where_the_corpus_is() -> None:
+    """Every test finds the corpus through conftest.py (FLATJOB_CORPUS, else ../shared/corpus) and
+    skips naming it when it is absent: a path built elsewhere ignored FLATJOB_CORPUS=/nonexistent."""
+    built = re.compile(r"""/\s*["']shared["']|["']\.\./shared""")
+    offenders = [str(p.relative_to(ROOT)) for p in sorted((ROOT / "tests").rglob("*.py")) if p.name != "conftest.py" and built.search(p.read_text())]
+    assert offenders == []
