@@ -10,6 +10,10 @@ from dataclasses import dataclass
 from dataclasses import field as dc_field
 from enum import Enum
 
+# How to add what `run-local` and the runtime need, in every message that asks for it: a
+# clone's editable install is what the README's first command made.
+RUNTIME_INSTALL = "pip install 'flatjob[runtime]' (in a clone of flatjob: pip install -e '.[runtime]')"
+
 
 class Severity(str, Enum):
     """How bad a finding is: errors fail lint and block compile, warnings do neither."""

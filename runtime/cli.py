@@ -18,6 +18,8 @@ from typing import Any
 
 import click
 
+from flatjob.compiler.errors import RUNTIME_INSTALL
+
 from .turns import CONCURRENCY
 
 IDLE_WAKE = 30.0  # the loop checks for shutdown at least this often; no API call is made
@@ -32,7 +34,7 @@ def missing_runtime_extra() -> str | None:
     missing = [m for m in RUNTIME_EXTRA if importlib.util.find_spec(m) is None]
     if not missing:
         return None
-    return f"it runs the job's own runtime, which needs {' and '.join(missing)}: pip install 'flatjob[runtime]'"
+    return f"it runs the job's own runtime, which needs {' and '.join(missing)}: {RUNTIME_INSTALL}"
 
 
 def run_loop(controller: Any, stop: threading.Event, notify: threading.Event, health: Any, wall: Any = lambda seconds: seconds) -> None:

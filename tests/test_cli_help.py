@@ -86,3 +86,16 @@ def test_unknown_command_is_a_usage_error() -> None:
     result = run_cli("lnt")
     assert result.exit_code == 2
     assert "No such command 'lnt'" in result.stderr
+
+
+def test_run_local_without_the_runtime_extra_says_both_ways_to_install_it() -> None:
+    """A newcomer in a clone has `pip install -e .`: the message gives that form beside the
+    package's, and exits 2 before any work."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = "import sys; sys.modules['kubernetes'] = None; sys.argv = ['flatjob', 'run-local', 'examples/local/torchrun-cpu.yaml']; from flatjob.compiler.cli import entry; entry()"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False, cwd=Path(__file__).resolve().parents[1])
+    assert done.returncode == 2, done.stderr
+    assert "pip install 'flatjob[runtime]'" in done.stderr and "pip install -e '.[runtime]'" in done.stderr

@@ -15,6 +15,7 @@ from typing import Any
 
 import click
 
+from ..errors import RUNTIME_INSTALL
 from ..version import __version__
 
 BUILTIN: dict[str, str] = {
@@ -70,7 +71,7 @@ def _exists(target: str) -> bool:
 def _unavailable(name: str, exc: Exception) -> click.Command:
     """A stand-in for a plugin command that cannot load, so `flatjob --help` still works."""
     if isinstance(exc, ImportError):
-        why = f"`flatjob {name}` needs extra packages: {exc}. Install them with: pip install 'flatjob[runtime]'"
+        why = f"`flatjob {name}` needs extra packages: {exc}. Install them with: {RUNTIME_INSTALL}"
     else:
         why = f"`flatjob {name}` cannot load ({exc}); reinstall flatjob"
 

@@ -19,6 +19,8 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from flatjob.compiler.errors import RUNTIME_INSTALL
+
 from .errors import LocalError, Unsupported
 
 Obj = dict[str, Any]
@@ -33,7 +35,7 @@ class LocalCluster:
             from ..controller import CONCURRENCY, Controller
             from ..kube import KubeCluster
         except ImportError as exc:  # the kubernetes client: the runtime extra
-            raise Unsupported(f"run-local runs the job's own runtime, which needs the kubernetes client ({exc}): pip install 'flatjob[runtime]'") from None
+            raise Unsupported(f"run-local runs the job's own runtime, which needs the kubernetes client ({exc}): {RUNTIME_INSTALL}") from None
         from ..sim.cluster import FakeCluster
         from ..sim.server import FakeApiServer
 

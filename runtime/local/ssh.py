@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+from flatjob.compiler.errors import RUNTIME_INSTALL
 from flatjob.compiler.plan import scripts
 
 from .addresses import MAX_BLOCK, span
@@ -140,7 +141,7 @@ def preflight(kind: str, sshd_path: str, environ: Mapping[str, str]) -> list[str
     if missing:
         problems.append(f"{', '.join(missing)} not found on PATH: {INSTALL}")
     if importlib.util.find_spec("cryptography") is None:
-        problems.append("the runtime makes the job's SSH key pair with the cryptography package: pip install 'flatjob[runtime]'")
+        problems.append(f"the runtime makes the job's SSH key pair with the cryptography package: {RUNTIME_INSTALL}")
     return problems
 
 
