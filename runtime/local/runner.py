@@ -39,7 +39,7 @@ from .processes import PodLaunch, kill_marked
 from .ssh import SSH_KINDS, SshRun, secret_data
 from .ssh import preflight as ssh_preflight
 from .ssh import prepare as ssh_prepare
-from .table import RuntimeLog, Screen, Section, Seen, Shown
+from .table import RuntimeLog, Screen, Section, Seen, Shown, quiet_note, quiet_note_due
 
 EXIT_SUCCEEDED, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 EXIT_SIGNAL = {signal.SIGINT: 130, signal.SIGTERM: 143}
@@ -92,6 +92,8 @@ class Runner:
         self.last_signal: int = signal.SIGINT
         self.cluster: LocalCluster | None = None
         self.kubelet: LocalKubelet | None = None
+        self._quiet_notes = 0  # "nothing new" notes in a row
+        self._quiet_noted: float | None = None  # the screen's last write when the last one was made
 
     # --- the run ------------------------------------------------------------------------------
     def run(self) -> int:
@@ -218,6 +220,18 @@ class Runner:
             if deadline is not None and self.clock() >= deadline:
                 return self._stop(f"gave up after {self.settings.timeout:g}s (--timeout); {self._unfinished()} had not finished", EXIT_FAILED)
             self._show()
+            self._say_still_running()
+
+    def _say_still_running(self) -> None:
+        """In a log (no terminal redraws the table), a run with nothing new says what it waits on."""
+        quiet = time.monotonic() - self.screen.written
+        if self.screen.written != self._quiet_noted:
+            self._quiet_notes = 0  # something else was printed since the last note
+        if self.screen.live or not quiet_note_due(quiet, self._quiet_notes):
+            return
+        self.screen.note(quiet_note(self._sections(), quiet))
+        self._quiet_notes += 1
+        self._quiet_noted = self.screen.written
 
     # --- the end ------------------------------------------------------------------------------
     def _unfinished(self) -> str:

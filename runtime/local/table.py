@@ -13,6 +13,7 @@ import logging
 import shutil
 import sys
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
@@ -148,6 +149,22 @@ def render(sections: Sequence[Section], width: int | None = None) -> list[str]:
     return [line[: width - 1] if width and len(line) >= width else line for line in lines]
 
 
+QUIET_NOTE, QUIET_NOTE_CAP = 60.0, 600.0  # a silent run says it still runs after this, doubling
+
+
+def quiet_note_due(quiet: float, notes: int) -> bool:
+    """Whether a run silent for `quiet` seconds, after `notes` such notes in a row, says so again
+    (60 s, then 120, 240, at most every 10 min)."""
+    return quiet >= min(QUIET_NOTE * 2 ** notes, QUIET_NOTE_CAP)
+
+
+def quiet_note(sections: Sequence[Section], quiet: float) -> str:
+    """What a silent run says in a log: each job's title line and its pods, and how to end it (a
+    job waiting for a hung peer looked like a hung run-local)."""
+    jobs = " | ".join(f"{head} ({'; '.join(change_line(r).removeprefix('flatjob: ') for r in table)})" for head, table in sections)
+    return f"nothing new for {quiet:.0f}s: {jobs or 'no job status yet'}. Ctrl-C stops the run; --timeout SECONDS ends one by itself"
+
+
 def change_line(row: Row) -> str:
     """A plain line for a changed row (when stderr is not a terminal)."""
     name, phase, restarts, code, _ = row
@@ -165,6 +182,7 @@ class Screen:
         self._lock = threading.Lock()
         self._shown = 0  # table lines on screen (live mode)
         self._lines: list[str] = []
+        self.written = time.monotonic()  # when a line was last printed
         self._last: dict[str, Row] = {}
 
     def _erase(self) -> None:
@@ -185,6 +203,7 @@ class Screen:
             self._erase()
             self.out.write(f"[{label}] {line}\n")
             self.out.flush()
+            self.written = time.monotonic()
             self._draw()
 
     def note(self, text: str) -> None:
@@ -193,6 +212,7 @@ class Screen:
             self._erase()
             self.err.write(f"flatjob: {text}\n")
             self.err.flush()
+            self.written = time.monotonic()
             self._draw()
 
     def table(self, sections: Sequence[Section]) -> None:
@@ -207,6 +227,7 @@ class Screen:
                 if self._last.get(row[0]) != row:
                     self._last[row[0]] = row
                     self.err.write(change_line(row) + "\n")
+                    self.written = time.monotonic()
             self.err.flush()
 
     def final(self, sections: Sequence[Section]) -> None:

@@ -30,7 +30,7 @@ from flatjob.runtime.local.files import config_mounts, map_paths, materialise, p
 from flatjob.runtime.local.processes import Ended, Exited, shell_code
 from flatjob.runtime.local.ssh import claim_block
 from flatjob.runtime.local.ssh import preflight as ssh_preflight
-from flatjob.runtime.local.table import Seen, change_line, rows, title
+from flatjob.runtime.local.table import Screen, Seen, change_line, quiet_note, quiet_note_due, rows, title
 from flatjob.runtime.observe import pod_state
 from flatjob.runtime.sim import podstatus
 
@@ -420,3 +420,32 @@ def test_the_block_lock_never_follows_a_planted_symlink(tmp_path: Path) -> None:
     with pytest.raises(Unsupported):  # every block's lock file is a planted link
         claim_block(1, port=free_port(), lock_dir=str(locks))
     assert not list(victims.iterdir()), "claim_block created the file a planted symlink names"
+
+
+@pytest.mark.parametrize(("quiet", "notes", "due"), [
+    (59, 0, False), (60, 0, True), (119, 1, False), (120, 1, True), (240, 2, True), (599, 4, False), (600, 9, True),
+])
+def test_a_silent_run_says_so_after_60s_then_doubling_to_10_minutes(quiet: float, notes: int, due: bool) -> None:
+    assert quiet_note_due(quiet, notes) is due
+
+
+def test_the_quiet_note_names_each_job_its_pods_and_how_to_end_the_run() -> None:
+    """A torchrun job whose node-1 reached its restart limit while node-0 hangs in gloo: the log
+    says so instead of nothing for as long as it hangs."""
+    sections = [("PyTorchTrainingJob slowrun: Running, restarts 3, 700s", [
+        ("slowrun-node-0", "Running", "3", "", "127.0.1.1"), ("slowrun-node-1", "Failed", "3", "1", "127.0.1.2")])]
+    assert quiet_note(sections, 61.5) == (
+        "nothing new for 62s: PyTorchTrainingJob slowrun: Running, restarts 3, 700s "
+        "(slowrun-node-0 Running, restart 3; slowrun-node-1 Failed, exit 1, restart 3). "
+        "Ctrl-C stops the run; --timeout SECONDS ends one by itself")
+
+
+def test_the_screen_dates_what_it_prints_for_the_quiet_note() -> None:
+    import io
+    import time
+
+    screen = Screen(io.StringIO(), io.StringIO(), live=False)
+    before = screen.written
+    time.sleep(0.01)
+    screen.log("p", "hello")
+    assert screen.written > before
