@@ -5,8 +5,9 @@ deletionTimestamp, the kubelet sends SIGTERM, the program exits with its own cod
 terminal phase is written, and only then the pod goes; the Eviction API, preemption and
 taint eviction set DisruptionTarget first; a lost node's pods stay Running with Ready=False
 until taint eviction deletes them and stay terminating until PodGC removes them.  Each
-asserts the job's phase, the restart counts, the replaced pod's new uid and the record's
-message (docs/architecture.md §5, "Disruptions" and "Troubles").
+asserts the job's phase, the restart counts and the record's message (docs/architecture.md
+§5, "Disruptions" and "Troubles"); where a pod is replaced,
+its new uid, and where it cannot be, the record's words for what a human must do.
 """
 
 from __future__ import annotations
@@ -135,17 +136,23 @@ def test_lifecycle_a_peer_failing_when_a_drained_pod_finally_stops_is_the_drains
 
 def test_lifecycle_a_drained_pod_still_stopping_is_named_and_nothing_says_running_normally() -> None:
     s = Scenario(pytorch(master=LONG, worker=LONG).replace("          containers:", "          terminationGracePeriodSeconds: 120\n          containers:"))
-    s.kubelet.behaviors["sim-worker-1"] = lambda pod, env: Program(on_term=0, term_seconds=60)
+    s.kubelet.behaviors["sim-worker-1"] = first_then(Program(on_term=0, term_seconds=60), Program())
     running(s, 3)
+    old = uid(s, "sim-worker-1")
     s.cluster.evict_pod(NAMESPACE, "sim-worker-1")
     s.settle(20)
     st = s.status()
+    assert (st["phase"], st["backoffCount"], restarts(st)) == ("Running", 0, {"master": 0, "worker": 0})
     ready = condition(st, "Ready")
     assert (ready["status"], ready["reason"]) == ("False", "Disrupted")
     assert ready["message"] == ("pod sim-worker-1 is being disrupted (EvictionByEvictionAPI: Eviction API: evicting); "
                                 "the job replaces it once it has stopped (not a restart)")
     assert condition(st, "ReplicaFailure")["message"] == "No replica has failed."
     assert "All pods are running normally." not in [c["message"] for c in st["conditions"]]
+    st = s.run_until(replaced(s, "sim-worker-1", old), limit=120)  # it stops 60 s after SIGTERM: replaced, not counted
+    assert (st["phase"], st["backoffCount"], restarts(st)) == ("Running", 0, {"master": 0, "worker": 0})
+    s.settle(5)
+    assert condition(s.status(), "Ready")["message"] == "All pods are running normally."
 
 
 def test_lifecycle_kubectl_delete_pod_is_replaced_uncounted_whatever_the_policy() -> None:
@@ -270,7 +277,8 @@ def test_lifecycle_a_failure_before_a_hard_eviction_of_a_pod_with_a_short_grace_
     st = s.run_until(lambda st: st["runtime"].get("disruptions", 0) >= 1 and st.get("aggregate", {}).get("running") == 3, limit=120)
     s.settle(5)
     st = s.status()
-    assert (st["backoffCount"], restarts(st)) == (1, {"master": 1, "worker": 0}), [e["message"] for e in events(s, "RestartNotCounted")]
+    assert (st["phase"], st["backoffCount"], restarts(st)) == ("Running", 1, {"master": 1, "worker": 0}), [e["message"] for e in events(s, "RestartNotCounted")]
+    assert condition(st, "Ready")["message"] == "All pods are running normally."
 
 
 def test_lifecycle_a_storage_eviction_of_a_program_that_exits_0_on_sigterm_is_a_counted_restart() -> None:
@@ -323,8 +331,10 @@ def test_lifecycle_a_node_pressure_eviction_without_disruption_target_is_a_disru
     old = uid(s, "sim-worker-0")
     s.kubelet.evict("sim-worker-0", message="The node was low on resource: memory. ", condition=False)
     st = s.run_until(replaced(s, "sim-worker-0", old), limit=120)
-    assert (st["backoffCount"], restarts(st)) == (0, {"master": 0, "worker": 0})
+    assert (st["phase"], st["backoffCount"], restarts(st)) == ("Running", 0, {"master": 0, "worker": 0})
     assert events(s, "Disrupted")[0]["message"].startswith("sim-worker-0 was evicted by its node (The node was low on resource: memory.)")
+    s.settle(5)
+    assert condition(s.status(), "Ready")["message"] == "All pods are running normally."
 
 
 DEEPSPEED = """
@@ -389,6 +399,11 @@ def test_lifecycle_a_peer_failing_after_a_node_is_lost_is_the_losses_doing() -> 
     s.kubelet.kill("ds-worker-0", 255)
     st = s.run_until(lambda st: st["phase"] == "Failed" or st["runtime"]["attempt"] == 2, limit=60)
     assert st["phase"] != "Failed" and st["backoffCount"] == 0 and restarts(st) == {"worker": 0}
+    s.settle(5)
+    st = s.status()  # the new attempt waits for the lost pod's object to go, and the record says so
+    assert "ds-worker-0" not in s.pods() and condition(st, "Ready")["reason"] == "NodeLost"
+    assert condition(st, "Ready")["message"].startswith("pod ds-worker-2 is being deleted, but its node ")
+    assert "so the deletion cannot finish and the job cannot replace the pod" in condition(st, "Ready")["message"]
     (event,) = events(s, "Disrupted")
     assert event["message"].startswith("ds-worker-0 failed with exit code 255 (effective 137) while ds-worker-2 is on a node that stopped reporting")
 
@@ -398,11 +413,13 @@ def test_lifecycle_a_peer_failing_before_its_nodes_eviction_is_visible_waits_for
     reports it Evicted only once it has stopped; deepspeed on worker-0 exits 255 at once.  A
     failure that would end the job first settles (SETTLE), and the eviction explains it."""
     s = _on_three_nodes(ds_worker_1=Program(on_term=143, term_seconds=20))
+    old = uid(s, "ds-worker-1")
     s.kubelet.evict("ds-worker-1", grace=30)
     s.tick()
     s.kubelet.kill("ds-worker-0", 255)
     st = s.run_until(lambda st: st["phase"] == "Failed" or st["runtime"]["attempt"] == 2, limit=60)
-    assert st["phase"] != "Failed" and st["backoffCount"] == 0
+    assert st["phase"] != "Failed" and st["backoffCount"] == 0 and restarts(st) == {"worker": 0}
+    s.run_until(lambda st: "ds-worker-1" in s.pods() and uid(s, "ds-worker-1") != old, limit=60)  # the evicted pod, replaced
     assert [e["message"].split(" (")[0] for e in events(s, "Disrupted")] == ["ds-worker-0 failed with exit code 255"]
 
 
@@ -433,11 +450,13 @@ def test_lifecycle_a_peer_failing_before_an_eviction_is_visible_is_not_counted_i
     for name in ("ds-worker-0", "ds-worker-2"):
         s.kubelet.behaviors[name] = until_deleted
     running(s, 3)
+    old = {name: uid(s, name) for name in s.pods()}
     s.kubelet.evict("ds-worker-1", grace=30)
     s.tick(2)
     s.kubelet.kill("ds-worker-0", 255)
     st = s.run_until(lambda st: st["runtime"]["attempt"] == 2 and st.get("aggregate", {}).get("running") == 3, limit=120)
     assert (st["phase"], st["backoffCount"], restarts(st)) == ("Running", 0, {"worker": 0})
+    assert all(uid(s, name) != before for name, before in old.items())  # the whole gang is new
     (event,) = events(s, "RestartNotCounted")
     assert event["message"].startswith("the restart of all 3 pods ") and event["message"].endswith("was ds-worker-1's disruption's doing: not counted")
 
@@ -560,8 +579,11 @@ def test_lifecycle_a_pod_its_node_rejects_at_admission_is_replaced_uncounted_aft
     Now it is replaced uncounted, after the pod's back-off (a pinned node may refuse it again)."""
     s = Scenario(pytorch(master="sleep 120; exit 0", worker="sleep 120; exit 0", policy=policy, limit=0))
     s.kubelet.reject("sim-master-0")
+    s.run_until(lambda st: (s.pods().get("sim-master-0") or {}).get("status", {}).get("phase") == "Failed", limit=30)
+    rejected = uid(s, "sim-master-0")
     st = s.run_until(lambda st: st.get("phase") == "Failed" or st.get("aggregate", {}).get("running") == 3, limit=120)
     assert (st["phase"], st["backoffCount"], restarts(st), st["runtime"]["disruptions"]) == ("Running", 0, {"master": 0, "worker": 0}, 1)
+    assert uid(s, "sim-master-0") != rejected
     (event,) = events(s, "Disrupted")
     assert event["message"].startswith("sim-master-0 was rejected by its node before it ran (UnexpectedAdmissionError: Allocate failed")
     assert "; replacing it in 1" in event["message"]  # BACKOFF_BASE, jittered
@@ -573,8 +595,11 @@ def test_lifecycle_a_deepspeed_worker_its_node_rejects_brings_the_gang_back_afte
     for name in ("ds-worker-0", "ds-worker-1", "ds-worker-2"):
         s.kubelet.behaviors[name] = until_deleted
     s.kubelet.reject("ds-worker-2", "OutOfcpu", "Node didn't have enough resource: cpu, requested: 1000, used: 1000, capacity: 1000")
+    s.run_until(lambda st: (s.pods().get("ds-worker-2") or {}).get("status", {}).get("phase") == "Failed", limit=30)
+    rejected = uid(s, "ds-worker-2")
     st = s.run_until(lambda st: st.get("phase") == "Failed" or (st["runtime"]["attempt"] == 2 and st.get("aggregate", {}).get("running") == 3), limit=120)
-    assert (st["phase"], st["backoffCount"]) == ("Running", 0)
+    assert (st["phase"], st["backoffCount"], restarts(st)) == ("Running", 0, {"worker": 0})
+    assert uid(s, "ds-worker-2") != rejected
     assert events(s, "Disrupted")[0]["message"].startswith("ds-worker-2 was rejected by its node before it ran (OutOfcpu: Node didn't have enough resource")
 
 
@@ -659,7 +684,9 @@ def test_lifecycle_a_pod_that_tolerates_a_lost_node_forever_says_what_a_human_mu
     assert f"kubectl delete node {node}" in message and "kubectl delete pod sim-worker-1 --grace-period=0 --force" in message
     s.settle(1200)
     assert not s.pods()["sim-worker-1"]["metadata"].get("deletionTimestamp")  # as Kubernetes: never evicted
-    assert condition(s.status(), "Ready")["message"] == message
+    st = s.status()
+    assert condition(st, "Ready")["message"] == message
+    assert (st["phase"], st["backoffCount"], restarts(st)) == ("Unknown", 0, {"master": 0, "worker": 0})  # nothing to count: a human decides
 
 
 def test_lifecycle_a_lost_nodes_eviction_time_is_the_pods_own_toleration() -> None:
@@ -668,6 +695,7 @@ def test_lifecycle_a_lost_nodes_eviction_time_is_the_pods_own_toleration() -> No
         "          containers:")))
     st = s.run_until(lambda st: condition(st, "Ready")["reason"] == "NodeLost", limit=NODE_MONITOR_GRACE + 60)
     assert "its toleration of an unreachable node runs out (60 s, about " in condition(st, "Ready")["message"]
+    assert (st["phase"], st["backoffCount"], restarts(st)) == ("Unknown", 0, {"master": 0, "worker": 0})
 
 
 def test_lifecycle_a_node_that_comes_back_finishes_what_was_asked_meanwhile() -> None:
@@ -776,6 +804,7 @@ def test_lifecycle_an_init_containers_image_that_cannot_be_pulled_is_named() -> 
     st = s.run_until(lambda st: condition(st, "Ready")["reason"] == "ImagePullBackOff", limit=30)
     assert condition(st, "Ready")["message"].startswith('pod sim-master-0 cannot start: ImagePullBackOff: Back-off pulling image "registry.example/fetch:typo"')
     assert condition(st, "Ready")["message"].endswith("(init container fetch)")
+    assert (st["phase"], st["backoffCount"], restarts(st)) == ("Running", 0, {"master": 0, "worker": 0})  # the workers run
 
 
 SLOW_INIT = TWO_NODES.replace(
@@ -799,6 +828,7 @@ def test_lifecycle_a_node_lost_before_its_pod_was_ready_is_named_once_its_deleti
     assert s.clock.now - lost <= NODE_MONITOR_GRACE + 300 + 30 + 60 + 10  # NotReady, toleration, grace, overdue, a cycle
     message = condition(st, "Ready")["message"]
     assert message.startswith("pod sim-worker-1 should have stopped by ") and f"kubectl delete node {node}" in message
+    assert (st["phase"], st["backoffCount"], restarts(st)) == ("Pending", 0, {"master": 0, "worker": 0})  # no pod got past its init container
 
 
 def test_lifecycle_an_unschedulable_pod_says_why() -> None:
@@ -807,6 +837,7 @@ def test_lifecycle_an_unschedulable_pod_says_why() -> None:
     st = s.run_until(lambda st: condition(st, "Ready")["reason"] == "Unschedulable", limit=30)
     assert "0/1 nodes are available: 1 Insufficient cpu." in condition(st, "Ready")["message"]
     assert st["tasks"][0]["replicas"][0]["reason"] == "Unschedulable"
+    assert (st["phase"], st["backoffCount"], restarts(st)) == ("Pending", 0, {"master": 0, "worker": 0})  # no pod of the job has run
 
 
 # --- the namespace, the CRD ------------------------------------------------------------------------------
@@ -892,7 +923,8 @@ def test_lifecycle_a_pod_with_a_native_sidecar_runs_and_ends_by_its_regular_cont
     side = next(c for c in master["initContainerStatuses"] if c["name"] == "log-shipper")
     assert "running" in side["state"] and side["started"] is True
     st = s.run_until(lambda st: st["phase"] in ("Succeeded", "Failed"), limit=120)
-    assert (st["phase"], st["backoffCount"]) == ("Succeeded", 0)  # the sidecar, stopped by SIGTERM (143), decides nothing
+    assert (st["phase"], st["backoffCount"], restarts(st)) == ("Succeeded", 0, {"master": 0, "worker": 0})  # the sidecar, stopped by SIGTERM (143), decides nothing
+    assert condition(st, "Completed")["reason"] == "Succeeded"
 
 
 CRASHING = SHIPPER.replace("'sleep inf'", "'sleep 5; exit 1'")
@@ -932,6 +964,7 @@ def test_lifecycle_a_workers_crashing_sidecar_is_restarted_by_its_kubelet_not_re
     assert {count for count, _ in seen} >= {0, 1, 2, 3, 4, 5}  # restarted at 5, 20, 45, 90 and 175 s
     assert (4, False) in seen and (4, True) in seen  # not Ready in its back-off, Ready while it runs
     assert not events(s, "Disrupted") and not st["runtime"].get("disruptions")
+    assert condition(st, "Completed")["reason"] == "Succeeded"
 
 
 INIT_AFTER_SIDECAR = _with_inits(SHIPPER + "            - name: fetch\n              image: busybox:1.36\n              command: [sh, -c, 'sleep 2; exit 3']\n")
@@ -942,6 +975,8 @@ def test_lifecycle_a_failed_init_container_after_a_sidecar_is_not_terminal_while
     written only once every container has stopped; the sidecar is stopped first (review of round 13)."""
     s = Scenario(INIT_AFTER_SIDECAR)
     seen: list[tuple[str, Any]] = []
+    s.run_until(lambda st: "sim-master-0" in s.pods(), limit=30)
+    first = uid(s, "sim-master-0")
 
     def failed(st: dict[str, Any]) -> bool:
         pod = s.pods().get("sim-master-0")
@@ -956,3 +991,7 @@ def test_lifecycle_a_failed_init_container_after_a_sidecar_is_not_terminal_while
     assert seen, "the pod never failed"
     phase, state = seen[0]
     assert "running" not in state, f"pod {phase} while its sidecar is still {state}"
+    st = s.run_until(lambda st: st["backoffCount"] >= 1 and "sim-master-0" in s.pods() and uid(s, "sim-master-0") != first, limit=60)
+    # the failure is counted (restartPolicy OnFailure): a new master, the exit code named
+    assert st["backoffCount"] >= 1 and restarts(st)["master"] >= 1 and uid(s, "sim-master-0") != first
+    assert condition(st, "ReplicaFailure")["message"] == "Pod[sim-master-0] exited with error code 3"
