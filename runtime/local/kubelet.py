@@ -8,7 +8,7 @@ listener wakes its thread after every pod write) and, for the pods of its namesp
   annotations (attempt, restart count, resuming) reach FLATJOB_* through the downward API;
 - writes Running (and Ready) once the regular containers have started, then Succeeded or
   Failed with every container's exit code, reason and termination message (podstatus.py);
-- starts an exited native sidecar again after the kubelet's back-off (sim/backoff.py), its
+- starts an exited native sidecar again after the kubelet's back-off (sim/timings.py), its
   exit, restart count and lastState in the status meanwhile, and stops the sidecars after the
   regular containers, last first (processes.py);
 - on a deletion (deletionTimestamp) stops the processes, SIGTERM then SIGKILL after the
@@ -50,16 +50,15 @@ class _Running:
 
 
 def _sidecar_look(news: SidecarNews, before: podstatus.ContainerLook | None, since: float, now: float) -> podstatus.ContainerLook:
-    """A sidecar in the pod's status, after `before`: its exit as its state while it waits out its
-    back-off (restartPolicy Never, every pod flatjob renders: kubelet_pods.go
-    convertToAPIContainerStatuses shows no CrashLoopBackOff), or running again since `now` with
-    that exit as lastState; its restart count either way."""
+    """A sidecar in the pod's status, after `before` (its last look; the regular containers ran
+    from `since`): its exit as its state while it waits out its back-off (restartPolicy Never,
+    every pod flatjob renders: kubelet_pods.go convertToAPIContainerStatuses shows no
+    CrashLoopBackOff), or running again since `now` with that exit as lastState; its restart
+    count either way.  An exit is always reported before the start that follows it."""
     if news.exited is not None:
         started = before.started if before is not None and before.state == "running" and before.started is not None else since
         return replace(podstatus.ContainerLook.exited(news.exited, started, now), restarts=news.restarts, last=before.last if before is not None else None)
-    last = replace(before, last=None) if before is not None and before.state == "terminated" else None
-    if last is None and news.last is not None:
-        last = podstatus.ContainerLook.exited(news.last, since, now)
+    last = replace(before, last=None) if before is not None else None
     return podstatus.ContainerLook(news.container, "running", started=now, ready=True, restarts=news.restarts, last=last)
 
 

@@ -25,13 +25,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from ..sim.backoff import Backoff, next_backoff, wait_left
 from ..sim.podstatus import Ended, Exited
+from ..sim.timings import MIN_GRACE, Backoff, next_backoff, wait_left
 
 MARK = "FLATJOB_LOCAL_MARK"
 TAIL_LINES, TAIL_BYTES = 80, 2048  # the kubelet's limits for a termination message from logs
 START_ERROR = 128  # what container runtimes report for a command that cannot start
-MIN_GRACE = 2.0  # kuberuntime_container.go minimumGracePeriodInSeconds: a sidecar told late still gets this
 
 Sink = Callable[[str, str], None]  # (label, line without newline)
 Report = Callable[[str, str, object], None]  # (event, pod uid, payload)
@@ -245,17 +244,16 @@ class Sidecar:
     backoff: Backoff | None = None  # the kubelet's restart back-off, on time.monotonic()
 
     def news(self, exited: Exited | None = None) -> SidecarNews:
-        return SidecarNews(self.launch.container, self.restarts, self.last, exited)
+        return SidecarNews(self.launch.container, self.restarts, exited)
 
 
 @dataclass(frozen=True)
 class SidecarNews:
     """What the pod's status says of a sidecar: running again (`exited` None) or exited and
-    waiting out its back-off, with its restart count and the exit before."""
+    waiting out its back-off, with its restart count (the kubelet keeps the exit before)."""
 
     container: str
     restarts: int
-    last: Exited | None
     exited: Exited | None = None
 
 
@@ -356,7 +354,7 @@ class PodRun:
 
     def _keep(self, side: Sidecar) -> None:
         """A sidecar that exits while the regular containers run is started again, whatever its
-        code, at once the first time, then after the kubelet's back-off (backoff.py)."""
+        code, at once the first time, then after the kubelet's back-off (sim/timings.py)."""
         while isinstance(side.current, Container):
             exited = _exited(side.launch, side.current)
             finished = time.monotonic()

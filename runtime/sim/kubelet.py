@@ -94,7 +94,6 @@ from typing import Any
 
 from ..api import ApiError
 from .apiserver.clock import parse_time
-from .backoff import Backoff, next_backoff, wait_left
 from .cluster import FakeCluster
 from .containers import (
     INF,
@@ -110,6 +109,7 @@ from .containers import (
 from .nodes import OUT_OF_SERVICE, Node, NodeControllers
 from .podstatus import ContainerLook, PodLook, disruption, full_image, is_sidecar, rejected, status
 from .scheduler import Scheduler
+from .timings import MIN_GRACE, Backoff, next_backoff, wait_left
 
 PULL_BACKOFF, PULL_BACKOFF_CAP = 10.0, 300.0
 # kubelet_pods.go convertToAPIContainerStatuses writes a sidecar waiting for its restart as
@@ -117,7 +117,6 @@ PULL_BACKOFF, PULL_BACKOFF_CAP = 10.0, 300.0
 # for the pod's restartPolicy, and never after an exit 0; else its exit stays its state.
 CRASH_LOOP_SHOWN = {"Always": True, "OnFailure": True, "Never": False}
 HARD_EVICTION_GRACE = 1.0  # eviction_manager.go immediateEvictionGracePeriodSeconds
-MIN_GRACE = 2.0  # kuberuntime_container.go minimumGracePeriodInSeconds: the least any container gets after SIGTERM
 DEFAULT_GRACE = 30  # terminationGracePeriodSeconds when the pod has none (the API's default)
 DEADLINE_MESSAGE = "Pod was active on the node longer than the specified deadline"
 EVICTED_MESSAGE = "The node was low on resource: memory. "

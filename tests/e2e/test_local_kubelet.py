@@ -184,7 +184,7 @@ def test_sidecars_told_once_the_grace_is_spent_get_two_seconds(world: Any) -> No
 
 
 def test_a_sidecar_that_exits_is_started_again_at_once_then_after_10s(world: Any) -> None:
-    """The kubelet's container back-off (runtime/sim/backoff.py): an exited native sidecar starts
+    """The kubelet's container back-off (runtime/sim/timings.py): an exited native sidecar starts
     again at once, then 10 s after its next exit; meanwhile its exit is its state (restartPolicy
     Never shows no CrashLoopBackOff), the pod stays Running but not Ready."""
     fake, _, lines = world

@@ -30,7 +30,15 @@ from flatjob.runtime.local.files import config_mounts, map_paths, materialise, p
 from flatjob.runtime.local.processes import Ended, Exited, shell_code
 from flatjob.runtime.local.ssh import claim_block
 from flatjob.runtime.local.ssh import preflight as ssh_preflight
-from flatjob.runtime.local.table import Screen, Seen, change_line, quiet_note, quiet_note_due, rows, title
+from flatjob.runtime.local.table import (
+    Screen,
+    Seen,
+    change_line,
+    quiet_note,
+    quiet_note_due,
+    rows,
+    title,
+)
 from flatjob.runtime.observe import pod_state
 from flatjob.runtime.sim import podstatus
 

@@ -1,10 +1,14 @@
-"""The kubelet's container back-off (client-go flowcontrol.Backoff, as kubelet.go configures it),
-which both kubelet stand-ins use to start an exited native sidecar again."""
+"""The kubelet's container timings both kubelet stand-ins share: the back-off before an exited
+native sidecar starts again (client-go flowcontrol.Backoff, as kubelet.go configures it), and
+the least time a container gets between SIGTERM and SIGKILL.  (runtime/backoff.py is the
+runtime's own retry back-off, unrelated.)"""
 
 from __future__ import annotations
 
 CRASH_BACKOFF, CRASH_BACKOFF_CAP = 10.0, 300.0  # kubelet.go containerBackOffPeriod, MaxContainerBackOff
 CRASH_BACKOFF_RESET = 600.0  # kubelet.go backOff.HasExpiredFunc: an exit this long after the last start begins anew
+
+MIN_GRACE = 2.0  # kuberuntime_container.go minimumGracePeriodInSeconds: the least any container gets after SIGTERM
 
 Backoff = tuple[float, float]  # a flowcontrol.Backoff entry: (its delay, when it last moved on)
 
