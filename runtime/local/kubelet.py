@@ -54,10 +54,15 @@ def _sidecar_look(news: SidecarNews, before: podstatus.ContainerLook | None, sin
     from `since`): its exit as its state while it waits out its back-off (restartPolicy Never,
     every pod flatjob renders: kubelet_pods.go convertToAPIContainerStatuses shows no
     CrashLoopBackOff), or running again since `now` with that exit as lastState; its restart
-    count either way.  An exit is always reported before the start that follows it."""
+    count either way.  An exit is always reported before the start that follows it; an exit
+    after an exit is a restart that could not start (StartError), the exit before it its
+    lastState."""
     if news.exited is not None:
-        started = before.started if before is not None and before.state == "running" and before.started is not None else since
-        return replace(podstatus.ContainerLook.exited(news.exited, started, now), restarts=news.restarts, last=before.last if before is not None else None)
+        if before is None or before.state == "running":
+            started, last = (before.started or since, before.last) if before is not None else (since, None)
+        else:
+            started, last = now, replace(before, last=None)
+        return replace(podstatus.ContainerLook.exited(news.exited, started, now), restarts=news.restarts, last=last)
     last = replace(before, last=None) if before is not None else None
     return podstatus.ContainerLook(news.container, "running", started=now, ready=True, restarts=news.restarts, last=last)
 

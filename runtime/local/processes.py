@@ -31,6 +31,7 @@ from ..sim.timings import MIN_GRACE, Backoff, next_backoff, wait_left
 MARK = "FLATJOB_LOCAL_MARK"
 TAIL_LINES, TAIL_BYTES = 80, 2048  # the kubelet's limits for a termination message from logs
 START_ERROR = 128  # what container runtimes report for a command that cannot start
+STOPPING = "the pod is being stopped"  # why a container was not started: the pod is stopping
 
 Sink = Callable[[str, str], None]  # (label, line without newline)
 Report = Callable[[str, str, object], None]  # (event, pod uid, payload)
@@ -303,22 +304,24 @@ class PodRun:
             c.kill()
 
     def _started(self, launch: Launch, again: Sidecar | None = None, exited: Exited | None = None) -> Container | str:
-        """The started container, or why it could not start; `again`: the sidecar it starts anew
-        after `exited`, unless the pod is stopping or its regular containers have ended."""
+        """The started container, or why it could not start (STOPPING when the pod is stopping);
+        `again`: the sidecar it starts anew after `exited` (a restart even when the new instance
+        cannot start, as the kubelet counts a StartError), unless the pod is stopping or its
+        regular containers have ended."""
         c = Container(launch, self.sink)
         with self._lock:
             if self._stopping or (again is not None and self._closed):
-                return "the pod is being stopped"
+                return STOPPING
             try:
                 c.start()
+                self._live.append(c)
+                now: Container | str = c
             except OSError as exc:
-                why = f"cannot start {launch.argv[0]!r}: {exc.strerror or exc}"
-                self.sink(launch.label, f"flatjob run-local: {why}")
-                return why
-            self._live.append(c)
+                now = f"cannot start {launch.argv[0]!r}: {exc.strerror or exc}"
+                self.sink(launch.label, f"flatjob run-local: {now}")
             if again is not None:  # under the lock: _stop_sidecars sees this instance or none
-                again.last, again.restarts, again.current = exited, again.restarts + 1, c
-        return c
+                again.last, again.restarts, again.current = exited, again.restarts + 1, now
+        return now
 
     def _run(self) -> None:
         try:
@@ -353,9 +356,10 @@ class PodRun:
         return Ended(containers, tuple(init), stopped)
 
     def _keep(self, side: Sidecar) -> None:
-        """A sidecar that exits while the regular containers run is started again, whatever its
-        code, at once the first time, then after the kubelet's back-off (sim/timings.py)."""
-        while isinstance(side.current, Container):
+        """A sidecar that exits, or cannot start, while the regular containers run is started
+        again, whatever its code, at once the first time, then after the kubelet's back-off
+        (sim/timings.py), for as long as the pod runs (the kubelet never gives up on one)."""
+        while True:
             exited = _exited(side.launch, side.current)
             finished = time.monotonic()
             if self._closing.is_set() or self._stopping:
@@ -364,9 +368,11 @@ class PodRun:
             if self._closing.wait(wait_left(side.backoff, finished, time.monotonic())):
                 return
             side.backoff = next_backoff(side.backoff, finished, time.monotonic())
-            if not isinstance(self._started(side.launch, again=side, exited=exited), Container):
+            started = self._started(side.launch, again=side, exited=exited)
+            if started == STOPPING:
                 return
-            self.report("sidecar", self.launch.uid, side.news())
+            if isinstance(started, Container):
+                self.report("sidecar", self.launch.uid, side.news())
 
     def _stop_sidecars(self, sidecars: list[Sidecar]) -> tuple[Exited, ...]:
         """After the regular containers the sidecars stop last first, as a 1.29+ kubelet stops them

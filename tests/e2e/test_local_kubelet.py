@@ -208,3 +208,34 @@ def test_a_sidecar_that_exits_is_started_again_at_once_then_after_10s(world: Any
     assert [line for label, line in lines if label == "p-0/side"] == ["up"] * 3
     fake.delete_pod(NS, "p-0", stored(fake, "p-0")["metadata"]["uid"])
     until(lambda: stored(fake, "p-0") is None)
+
+
+@pytest.mark.slow  # waits out one 10 s back-off
+def test_a_sidecar_restart_that_cannot_start_is_a_start_error_retried_after_back_off(world: Any, tmp_path: Path) -> None:
+    """A restart that cannot start (its binary gone) counts, shows StartError (exit code 128)
+    with the exit before it as lastState, and is tried again after the back-off, as the kubelet
+    keeps trying: once the binary is back the sidecar runs and the pod is Ready again."""
+    fake, _, lines = world
+    script = tmp_path / "side.sh"
+    script.write_text('#!/bin/sh\necho up\nsleep 0.3\nrm -f "$0"\nexit 1\n')
+    script.chmod(0o755)
+    body = pod("p-0", "exec sleep 300", gated=False)
+    body["spec"]["initContainers"] = [{"name": "side", "image": "busybox", "restartPolicy": "Always", "command": [str(script)]}]
+    fake.create_pod(NS, body)
+
+    def side() -> dict[str, Any]:
+        return ((stored(fake, "p-0").get("status") or {}).get("initContainerStatuses") or [{"restartCount": -1, "state": {}}])[0]
+
+    until(lambda: side()["restartCount"] == 1 and "terminated" in side()["state"], seconds=5)
+    failed = time.monotonic()
+    status = side()
+    assert (status["state"]["terminated"]["reason"], status["state"]["terminated"]["exitCode"]) == ("StartError", 128)
+    assert status["lastState"]["terminated"]["exitCode"] == 1 and phase(fake, "p-0") == "Running"
+    script.write_text("#!/bin/sh\necho back\nexec sleep 300\n")
+    script.chmod(0o755)
+    until(lambda: side()["restartCount"] == 2 and "running" in side()["state"], seconds=15)
+    assert 9 < time.monotonic() - failed < 12
+    assert side()["lastState"]["terminated"]["reason"] == "StartError"
+    assert [line for label, line in lines if label == "p-0/side" and not line.startswith("flatjob")] == ["up", "back"]
+    fake.delete_pod(NS, "p-0", stored(fake, "p-0")["metadata"]["uid"])
+    until(lambda: stored(fake, "p-0") is None)
