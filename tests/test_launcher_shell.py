@@ -26,12 +26,12 @@ def _sh(command: str, cwd: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run(["sh", "-c", command], cwd=cwd, capture_output=True, text=True, timeout=30, check=False)
 
 
-def _deepspeed_remote(cwd: Path, exports: dict[str, str], flags: tuple[str, ...] = ("--master_addr=127.0.0.1",)) -> str:
+def _deepspeed_remote(cwd: Path, exports: dict[str, str], flags: tuple[str, ...] = ("--master_addr=127.0.0.1",), program: tuple[str, ...] = ("train.py", "--x")) -> str:
     """The command deepspeed's pdsh runner has each node's shell run, its launcher made a no-op."""
     runner_mod = pytest.importorskip("deepspeed.launcher.multinode_runner")
     from deepspeed.launcher.runner import parse_args
 
-    args = parse_args(["--hostfile=/dev/null", *flags, "train.py", "--x"])
+    args = parse_args(["--hostfile=/dev/null", *flags, *program])
     runner = runner_mod.PDSHRunner(args, "e30=")
     for key, value in exports.items():
         runner.add_export(key, value)
@@ -83,6 +83,37 @@ def test_deepspeed_runs_what_a_pasted_flag_value_holds_and_lint_refuses_it(tmp_p
     (tmp_path / "job.yaml").write_text(json.dumps(job))
     out = subprocess.run([sys.executable, "-m", "flatjob.compiler.cli", "lint", str(tmp_path / "job.yaml")], capture_output=True, text=True, check=False)
     assert out.returncode == 1 and "[FJ340]" in out.stdout and "unquoted into every node's command" in out.stdout
+
+
+def _lint(tmp_path: Path, config: dict[str, object]) -> subprocess.CompletedProcess[str]:
+    job = {
+        "apiVersion": "batch.tensorstack.dev/v1beta1", "kind": "DeepSpeedJob", "metadata": {"name": "ds"},
+        "spec": {"config": config, "worker": {"replicas": 1, "template": {"spec": {"containers": [{"name": "w", "image": "i"}]}}}},
+    }
+    (tmp_path / "job.yaml").write_text(json.dumps(job))
+    return subprocess.run([sys.executable, "-m", "flatjob.compiler.cli", "lint", str(tmp_path / "job.yaml")], capture_output=True, text=True, check=False)
+
+
+@pytest.mark.parametrize("program", [("train.py; touch {ran} #", "a b"), ("--master_port", "29501", "t.py;touch {ran}", "train.py")])
+def test_deepspeed_runs_what_its_script_word_holds_and_lint_refuses_it(tmp_path: Path, program: tuple[str, ...]) -> None:
+    """deepspeed quotes a spaced argument but never the script (get_cmd appends user_script
+    raw), which is the first positional word, also one in otherArgs (review 21, round 4)."""
+    ran = tmp_path / "ran"
+    words = tuple(w.format(ran=ran) for w in program)
+    _sh(_deepspeed_remote(tmp_path, {}, ("--master_addr=h",), words), tmp_path)
+    assert ran.exists()
+    config = {"run": {"python": list(words)}} if words[0] != "--master_port" else {"run": {"python": [words[-1]]}, "otherArgs": list(words[:-1])}
+    out = _lint(tmp_path, config)
+    assert out.returncode == 1 and "[FJ340]" in out.stdout and "deepspeed puts the script unquoted" in out.stdout
+
+
+def test_deepspeed_hands_launcher_args_to_pdsh_and_lint_refuses_them(tmp_path: Path) -> None:
+    """--launcher_args words go before the remote command: a plain word starts it."""
+    ran = tmp_path / "ran"
+    _sh(_deepspeed_remote(tmp_path, {}, ("--master_addr=h", f"--launcher_args=touch {ran};")), tmp_path)
+    assert ran.exists()
+    out = _lint(tmp_path, {"run": {"python": ["train.py"]}, "otherArgs": [f"--launcher_args=touch {ran};"]})
+    assert out.returncode == 1 and "[FJ340]" in out.stdout and "--launcher_args into pdsh's own arguments" in out.stdout
 
 
 def test_a_plain_working_dir_and_names_are_inert_with_deepspeed(tmp_path: Path) -> None:

@@ -60,6 +60,57 @@ CASES = [
         message="it goes to the shell unquoted",
     ),
     Case(
+        # multinode_runner.py get_cmd pastes user_script raw: a space does not quote it (review 21, round 4)
+        "deepspeed-script-with-a-space-is-pasted-raw",
+        deepspeed("""
+          config:
+            run: {python: ["train.py; touch /tmp/x #", "a b"]}
+        #                  ^ FJ340
+        """),
+        message="deepspeed puts the script unquoted into the command, whose shell would split, expand or run it",
+        hint="name the script with plain characters (letters, digits, _@%+=:,./-)",
+    ),
+    Case(
+        "deepspeed-module-and-exec-scripts-are-pasted-raw",
+        deepspeed("""
+          config:
+            run: {module: ["m; id #"]}
+        #                  ^ FJ340
+        """),
+        message="deepspeed puts the script unquoted",
+    ),
+    Case(
+        # argparse takes the first positional word as user_script; the program's words become its arguments
+        "deepspeed-positional-other-arg-is-the-script",
+        deepspeed("""
+          config:
+            run: {python: [train.py]}
+            otherArgs: [--master_port, "29501", "evil.py;id", --num_gpus=1]
+        #                                       ^ FJ340
+        """),
+        message="'evil.py;id' through each node's shell: deepspeed puts the script unquoted",
+    ),
+    Case(
+        "deepspeed-launcher-args-reach-pdsh",
+        deepspeed("""
+          config:
+            run: {python: [train.py]}
+            otherArgs: [--launcher_args, "-R exec", --launcher_a=x]
+        #               ^ FJ340
+        #                                           ^ FJ340
+        """),
+        message="deepspeed splits --launcher_args into pdsh's own arguments",
+        hint="remove it: flatjob sets up pdsh and ssh itself",
+    ),
+    Case(
+        "valid-deepspeed-flag-values-are-not-the-script",
+        deepspeed("""
+          config:
+            run: {python: [train.py, "a b"]}
+            otherArgs: [--master_port, "29501", -i, "worker-0:0,1", --log_level=info]
+        """),
+    ),
+    Case(
         "valid-deepspeed-plain-and-spaced-arguments",
         deepspeed("""
           config:

@@ -77,9 +77,9 @@ ARGV = [
     ("autotune-none", {**PY, "autotune": "none"}, {}, f"{M} {P} train.py --lr 0.1"),
     (
         "other-args",
-        {**PY, "otherArgs": ["--bind_cores_to_rank", "--launcher_args", "-S -o x"]},
+        {**PY, "otherArgs": ["--bind_cores_to_rank", "--exclude", "worker-1:0 1"]},
         {},
-        f"{M} {P} --bind_cores_to_rank --launcher_args '-S -o x' train.py --lr 0.1",
+        f"{M} {P} --bind_cores_to_rank --exclude 'worker-1:0 1' train.py --lr 0.1",
     ),
     (
         "user-master-port",

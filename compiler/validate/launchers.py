@@ -2,8 +2,10 @@
 
 Both launchers build one shell command per node and run it over ssh, and neither quotes all
 it puts there (../shared/research/launchers.md):
-- deepspeed (pdsh) passes a script argument raw, or in double quotes when it has a space,
-  so the node's shell expands `$`, backticks and `\\` in it, and splits or globs the rest;
+- deepspeed (pdsh) passes the script itself raw, whatever it holds, and each of its arguments
+  raw, or in double quotes when it has a space, so the node's shell expands `$`, backticks and
+  `\\` in them, and splits, globs or runs the rest; it splits `--launcher_args` into pdsh's own
+  arguments (`-R exec` runs the command on the launching pod);
 - `colossalai run` joins `torchrun ... script args` with spaces, unquoted (flatjob quotes the
   script's arguments, but not the script's own path, which colossalai checks for `.py`, nor
   the --extra_launch_args items), splits every extra item at each `=`, and exports the
@@ -31,6 +33,12 @@ from ..plan.common import resume_entries
 from ..podtemplate import containers_of, launch_index, training_index
 from .groups import groups
 
+# deepspeed 0.19.8's own flags that take a value (launcher/runner.py parse_args; the others
+# are store_true): what follows one of them, unless it is `--flag=value`, is its value, and the
+# first word that is neither a flag nor a value is the script.
+DEEPSPEED_VALUE_FLAGS = ("-H", "--hostfile", "-i", "--include", "-e", "--exclude", "--num_nodes", "--num_gpus", "--num_accelerators",
+                         "--master_port", "--master_addr", "--node_rank", "--launcher", "--launcher_args", "--enable_each_rank_log",
+                         "--autotuning", "--bind_core_list", "--ssh_port", "--venv_script", "--log_level")
 # A word every POSIX shell (and bash) leaves exactly as it is (DeepSpeed's own "safe" set).
 PLAIN_WORD = re.compile(r"[A-Za-z0-9_@%+=:,./-]+")
 # Inside double quotes these still act: $ expands, ` runs, \ escapes.
@@ -68,21 +76,53 @@ def _pdsh_changes(arg: str) -> str | None:
     return None
 
 
+def _script_changes(arg: str) -> str | None:
+    """How the node's shell would change the script word, which deepspeed pastes as it is."""
+    return None if PLAIN_WORD.fullmatch(arg) else "deepspeed puts the script unquoted into the command, whose shell would split, expand or run it"
+
+
+def _long_flag(flag: str) -> str:
+    """deepspeed's flag that `flag` names, also abbreviated (argparse takes any unambiguous prefix)."""
+    if not flag.startswith("--"):
+        return flag
+    found = [f for f in DEEPSPEED_VALUE_FLAGS if f.startswith("--") and f.startswith(flag)]
+    return found[0] if len(found) == 1 else flag
+
+
+def deepspeed_words(other_args: list[str], program: list[str], run_path: PathT) -> Iterator[tuple[PathT, str, bool]]:
+    """The positional words of deepspeed's command line (otherArgs, then the program), with
+    their paths and whether each is the script (the first: deepspeed takes every word after
+    it as the script's arguments, argparse REMAINDER)."""
+    words = [(("spec", "config", "otherArgs", i), a) for i, a in enumerate(other_args)]
+    words += [((*run_path, i), a) for i, a in enumerate(program)]
+    i, script_seen = 0, False
+    while i < len(words):
+        path, word = words[i]
+        if not script_seen and word.startswith("-") and word != "-":
+            i += 2 if "=" not in word and _long_flag(word) in DEEPSPEED_VALUE_FLAGS else 1
+            continue
+        yield path, word, not script_seen
+        script_seen = True
+        i += 1
+
+
 def deepspeed_program(job: DeepSpeedJob, doc: Document) -> Iterator[Diagnostic]:
-    """Script arguments pdsh's remote shell would not pass on as written: an error, since no
-    user value may become shell source (a `$VAR` meant for that shell is read from the env
-    by the program instead; deepspeed passes the worker's env on)."""
-    run = job.spec.config.run
-    if run is None or job.spec.config.custom_command is not None:
+    """The script and its arguments as pdsh's remote shell would not pass them on: an error,
+    since no user value may become shell source (a `$VAR` meant for that shell is read from the
+    env by the program instead; deepspeed passes the worker's env on).  The script is the first
+    positional word, also when it is in otherArgs."""
+    cfg = job.spec.config
+    if cfg.custom_command is not None:
         return
-    for name in ("python", "module", "exec"):
-        for i, arg in enumerate(getattr(run, name) or []):
-            why = _pdsh_changes(arg)
-            if why:
-                yield doc.diagnostic(
-                    "FJ340", f"deepspeed runs {arg!r} through each node's shell: {why}", ("spec", "config", "run", name, i),
-                    hint="use plain words, or pass the value in the worker's env and read it there",
-                )
+    name = next((n for n in ("python", "module", "exec") if cfg.run is not None and getattr(cfg.run, n) is not None), "python")
+    program = list(getattr(cfg.run, name) or []) if cfg.run is not None else []
+    for path, arg, script in deepspeed_words(list(cfg.other_args), program, ("spec", "config", "run", name)):
+        why = _script_changes(arg) if script else _pdsh_changes(arg)
+        if why:
+            yield doc.diagnostic(
+                "FJ340", f"deepspeed runs {arg!r} through each node's shell: {why}", path,
+                hint="name the script with plain characters (letters, digits, _@%+=:,./-)" if script else "use plain words, or pass the value in the worker's env and read it there",
+            )
 
 
 def flag_value(args: list[str], i: int) -> tuple[str | None, int]:
@@ -104,6 +144,12 @@ def deepspeed_flags(job: DeepSpeedJob, doc: Document) -> Iterator[Diagnostic]:
         why = DROPPED_BY_PDSH.get(_flag(arg)) or REMOVED_ELASTIC.get(_flag(arg))
         if why:
             yield doc.diagnostic("FJ341", f"{_flag(arg)} has no effect here: {why}", ("spec", "config", "otherArgs", i), severity=Severity.WARNING)
+        if _long_flag(_flag(arg)) == "--launcher_args":
+            yield doc.diagnostic(
+                "FJ340", "deepspeed splits --launcher_args into pdsh's own arguments, before the command every node runs: they could change what pdsh runs, and where",
+                ("spec", "config", "otherArgs", i), hint="remove it: flatjob sets up pdsh and ssh itself",
+            )
+            continue
         pasted = _pasted(_flag(arg)) if arg.startswith("--") else None
         if pasted is None:
             continue
