@@ -229,7 +229,7 @@ def _names(raw: bytes) -> list[str]:
     """The files a journal (any journal) says it staged, limited to flatjob's own names."""
     try:
         data = json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):  # a committed file is anyone's: nested past Python's stack too
         return []
     write = data.get("write") if isinstance(data, dict) else None
     return [x for x in write if isinstance(x, str) and (owned(x) or x == META_FILE)] if isinstance(write, list) else []
@@ -241,7 +241,7 @@ def _valid(raw: bytes, where: dict[str, Any]) -> dict[str, Any] | None:
         return None
     try:
         data = json.loads(raw)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):  # a committed file is anyone's: nested past Python's stack too
         return None
     if not isinstance(data, dict) or data.get("state") not in ("staging", "commit") or data.get("here") != where:
         return None

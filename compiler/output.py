@@ -84,7 +84,7 @@ def previous_files(meta: bytes | None) -> set[str] | None:
         return None
     try:
         data = json.loads(meta)
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):  # a committed file is anyone's: nested past Python's stack too
         return None
     files = data.get("files") if isinstance(data, dict) else None
     return {f for f in files if isinstance(f, str)} if isinstance(files, list) else None

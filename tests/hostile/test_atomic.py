@@ -277,3 +277,18 @@ def test_a_journal_from_another_folder_of_this_machine_is_not_acted_on(box: Sand
     run_ = box.compile()
     assert_clean_exit(run_, 0)
     assert not (box.out / "evil" / "job.yaml").exists()
+
+
+@pytest.mark.parametrize("name", [JOURNAL, "flatjob-meta.json"])
+def test_a_committed_json_file_nested_past_pythons_stack_is_refused_not_a_crash(box: Sandbox, name: str) -> None:
+    """200 000 nested lists (400 KB) in a committed journal or metadata file: before, compile,
+    --check and diff all exited 3 (RecursionError), and compile could never clear it itself
+    (attacker, round 3).  Now it reads as anyone's file: a foreign journal is cleared, a
+    metadata file that names nothing names nothing."""
+    box.job()
+    compile_now(box)
+    (box.out / name).write_text("[" * 200_000 + "]" * 200_000)
+    for args in (("diff", "jobs", "-o", "rendered"), ("compile", "jobs", "-o", "rendered", "--check")):
+        assert_clean_exit(box.flatjob(*args), 0, 1)
+    assert_clean_exit(box.compile(), 0)
+    assert_clean_exit(box.compile("--check"), 0)
