@@ -84,10 +84,13 @@ _SCALARS: dict[str, Callable[[str, str], Any]] = {
     _TAG + "float": lambda v, t: v if ":" in v else _CONSTRUCTOR.construct_yaml_float(ScalarNode(t, v)),  # base 60, as _int
     # Go's YAML decoder keeps timestamps as strings when the target is untyped; so do we.
     _TAG + "timestamp": lambda v, t: v,
-    _TAG + "binary": lambda v, t: v,
     # PyYAML resolves a lone "=" and "<<" in value position to these; Go reads plain strings.
     _TAG + "value": lambda v, t: v,
     MERGE: lambda v, t: v,
+}
+# Tags Go's decoder reads as something else than the text a review shows.
+_UNSHOWN_TAGS = {
+    _TAG + "binary": "Kubernetes decodes !!binary (base64), so the cluster would get other text than this file shows; write the value itself",
 }
 
 # A mapping frame's state: what its next node is (else the key whose value comes next).
@@ -636,7 +639,7 @@ class _Builder:
         """A scalar's value by its (resolved) tag: kubectl's reading of YAML 1.1."""
         make = _SCALARS.get(tag)
         if make is None:
-            self._problem("FJ104", f"unsupported YAML tag {_shown(tag)!r}; Kubernetes accepts plain YAML only", _mark(event))
+            self._problem("FJ104", _UNSHOWN_TAGS.get(tag) or f"unsupported YAML tag {_shown(tag)!r}; Kubernetes accepts plain YAML only", _mark(event))
             return event.value
         try:
             return make(event.value, tag)

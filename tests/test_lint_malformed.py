@@ -74,6 +74,15 @@ CASES = [
         message="unsupported YAML tag '!upper'",
     ),
     Case(
+        # go-yaml decodes !!binary: the cluster would run 'hello' where the review shows aGVsbG8= (attacker, round 3)
+        "binary-tag",
+        pytorch("""
+          runPolicy: {cleanUpPolicy: !!binary All}
+        #                            ^ FJ104
+        """),
+        message="Kubernetes decodes !!binary (base64), so the cluster would get other text than this file shows",
+    ),
+    Case(
         "complex-key",
         pytorch("""
           ? [runPolicy]
