@@ -30,6 +30,7 @@ from kubernetes import client, config
 from flatjob.compiler import keys
 from flatjob.compiler.version import __version__
 
+from . import nesting
 from .api import (
     AlreadyExists,
     ApiError,
@@ -98,7 +99,7 @@ def _status_error(status: int, body: bytes, after: float | None = None) -> ApiEr
     """The ApiError for an error response, from its `Status` body when it has one; a 429 or
     5xx answer's Retry-After goes with it, for the caller's next try (client-go checkWait)."""
     try:
-        doc = json.loads(body or b"{}")
+        doc = nesting.loads(body or b"{}")
     except ValueError:
         doc = {}
     if not isinstance(doc, dict):
@@ -167,7 +168,7 @@ class Transport:
         if max_bytes is not None and len(raw) > max_bytes:
             raise PageTooLarge(f"{method} {url_path}: more than {max_bytes} bytes", 0, "PageTooLarge")
         try:
-            return json.loads(raw) if raw else None
+            return nesting.loads(raw) if raw else None
         except ValueError as exc:
             raise ApiError(f"{method} {url_path}: the answer is not JSON: {exc}", 0, "BadResponse") from None
 
@@ -210,7 +211,7 @@ class HttpWatch:
                 buffer += chunk
                 while b"\n" in buffer:
                     line, buffer = buffer.split(b"\n", 1)
-                    if line.strip() and not self._put(self._event(json.loads(line))):
+                    if line.strip() and not self._put(self._event(nesting.loads(line))):
                         return
         except Exception as exc:  # read time-out, reset connection, malformed line
             end = ApiError(f"watch stream failed: {type(exc).__name__}: {exc}", 0, "StreamError")

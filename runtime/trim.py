@@ -16,6 +16,7 @@ import orjson
 from flatjob.compiler import keys
 from flatjob.compiler.limits import DEFAULT
 
+from . import nesting
 from .observe import STUCK, sidecars, tolerates_unreachable
 
 TEMPLATE_BYTES = DEFAULT.object_bytes  # compile refuses a bigger pod (FJ324); the runtime does not cache one
@@ -175,11 +176,11 @@ def record(obj: Obj) -> Obj:
     and at every restart its first list held them all again (reviews 21 r5, runtime r11)."""
     out = {k: obj[k] for k in ("apiVersion", "kind") if k in obj}
     if "spec" in obj:
-        out["spec"] = _exact(orjson.dumps(obj["spec"]))
+        out["spec"] = _exact(nesting.dumps(obj["spec"]))
     out["metadata"] = meta(obj, labels=False)
     status = obj.get("status")
     if isinstance(status, dict):
-        body = _exact(orjson.dumps(status))
+        body = _exact(nesting.dumps(status))
         out["status"] = body if len(body) <= status_bytes(_dict(obj.get("spec"))) else len(body)
     return out
 
@@ -244,7 +245,7 @@ def template(obj: Obj) -> Obj:
     kept = {k: pod_meta[k] for k in ("labels", "annotations") if k in pod_meta}
     spec = _dict(pod.get("spec"))
     gated = any(isinstance(g, dict) and g.get("name") == keys.RELEASE_GATE for g in _list(spec.get("schedulingGates")))
-    body = _exact(orjson.dumps(spec, option=orjson.OPT_SORT_KEYS))
+    body = _exact(nesting.dumps(spec, orjson.OPT_SORT_KEYS))
     if len(body) > TEMPLATE_BYTES:  # no template of flatjob's is this big: its size is kept, not it
         return {"metadata": meta(obj), "template": {"metadata": kept, "gated": gated, "spec": None, "oversize": len(body)}}
     return {"metadata": meta(obj), "template": {"metadata": kept, "gated": gated, "spec": body}}

@@ -151,6 +151,8 @@ class _Handler(BaseHTTPRequestHandler):
             return json.loads(raw)
         except ValueError as exc:
             raise status.bad_request(f"couldn't get version/kind; json parse error: {exc}") from None
+        except RecursionError:  # not emulated: kube-apiserver takes 10 000 levels (sigs.k8s.io/json maxDepth)
+            raise status.bad_request("json parse error: nested deeper than this fake API server decodes") from None
 
     # --- the verbs ---------------------------------------------------------------------------------
     def do_GET(self) -> None:

@@ -1,0 +1,79 @@
+"""JSON nested deeper than the runtime's decoders take, cut instead of failing.
+
+Whoever may write a record may nest a value under its status, or under a pod template in its
+spec (the CRD keeps unknown fields there), as deep as the API server stores: 10 000 levels
+(sigs.k8s.io/json's maxDepth).  Python's json decoder stops at its recursion limit (about
+1 000) and orjson's encoder at 255 levels; either error used to end the namespace runtime's
+watch, relisted and failing again, so one record's edit stopped every job's service (attacker
+of issue 21, round 3).  Nothing the runtime reads lies deeper than about 20 levels, so a value
+deeper than CUT_DEPTH is replaced by TOO_DEEP: what the runtime reads of that record is then
+refused as any malformed value is (status.runtime: the record is refused), and what it does
+not read costs nothing.  Typed objects (pods, PodTemplates, Secrets, Leases) cannot nest this
+deep in a real API server; they go through the same functions all the same.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import orjson
+
+CUT_DEPTH = 100
+TOO_DEEP = f"(flatjob: a value nested deeper than {CUT_DEPTH} levels)"
+_TOO_DEEP_JSON = json.dumps(TOO_DEEP).encode()
+# A JSON string (escapes included) or one bracket: strings are skipped whole, in C.
+_TOKENS = re.compile(rb'"(?:[^"\\]|\\.)*"|[\[\]{}]', re.DOTALL)
+_OPEN, _CLOSE = (ord("["), ord("{")), (ord("]"), ord("}"))
+
+
+def cut(raw: bytes, depth: int = CUT_DEPTH) -> bytes:
+    """The JSON text with every value opened deeper than `depth` replaced by TOO_DEEP (text
+    that is not JSON stays not JSON: the decoder then says why)."""
+    parts: list[bytes] = []
+    level, start, skipping = 0, 0, False
+    for m in _TOKENS.finditer(raw):
+        c = raw[m.start()]
+        if c in _OPEN:
+            level += 1
+            if level == depth + 1 and not skipping:
+                parts.append(raw[start : m.start()])
+                skipping = True
+        elif c in _CLOSE:
+            if level == depth + 1 and skipping:
+                parts.append(_TOO_DEEP_JSON)
+                start, skipping = m.end(), False
+            level -= 1
+    parts.append(raw[start:])
+    return b"".join(parts)
+
+
+def loads(raw: bytes | str) -> Any:
+    """json.loads, except that a value nested past the decoder's limit is cut (ValueError
+    still for text that is not JSON)."""
+    try:
+        return json.loads(raw)
+    except RecursionError:
+        return json.loads(cut(raw.encode() if isinstance(raw, str) else raw))
+
+
+def cut_value(value: Any, depth: int = CUT_DEPTH) -> Any:
+    """A decoded value with every list or mapping deeper than `depth` replaced by TOO_DEEP."""
+    if not isinstance(value, (dict, list)):
+        return value
+    if depth <= 0:
+        return TOO_DEEP
+    if isinstance(value, dict):
+        return {k: cut_value(v, depth - 1) for k, v in value.items()}
+    return [cut_value(v, depth - 1) for v in value]
+
+
+def dumps(value: Any, option: int = 0) -> bytes:
+    """orjson.dumps, except that a value nested past its 255 levels is cut first."""
+    try:
+        return orjson.dumps(value, option=option)
+    except orjson.JSONEncodeError as exc:
+        if "recursion" not in str(exc).lower():
+            raise
+        return orjson.dumps(cut_value(value), option=option)
