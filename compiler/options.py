@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, fields
-from typing import Any, Literal
+from typing import Literal
 
 from .version import __version__
 
@@ -54,11 +54,4 @@ class CompileOptions:
         diff.pop("namespace", None)  # the namespace is on every object already
         diff.pop("runtime", None)  # the record says it on its own (flatjob.dev/runtime)
         return json.dumps(diff, sort_keys=True, separators=(",", ":")) if diff else None
-
-    @classmethod
-    def from_recorded(cls, text: str | None, namespace: str | None = None) -> CompileOptions:
-        """Rebuild options from a record annotation (the runtime's side of `recorded`)."""
-        data: dict[str, Any] = json.loads(text) if text else {}
-        known = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in data.items() if k in known}, namespace=namespace)
 
