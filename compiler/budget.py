@@ -128,16 +128,23 @@ def _over_budget(doc: Document, total: int, where: PathT, budget: RenderBudget) 
     )
 
 
-# What each pod renders beyond its template, at least: the PodTemplate's own metadata, the env,
-# volumes and addresses flatjob adds, its hostfile line (1.7-3.5 KB for the examples' kinds,
-# measured with render/size.py), so a run far over the budget stops before any planning.
-POD_OVERHEAD = 1536
+# What each pod renders beyond its template, at least, by kind: the PodTemplate's own metadata,
+# the env, volumes and addresses flatjob adds (the SSH kinds' sshd, keys and hostfile mounts
+# too).  The least measured (render/size.py, a one-container template named `j`, 2 to 9 999
+# pods, debug and pause modes): PyTorchTrainingJob 1 614, GenericJob 1 649, DeepSpeedJob
+# 2 787, ColossalAIJob 2 704 bytes.  A lower bound, so that a run the exact measure would take
+# is never refused (tests/test_budget.py), yet four 280-byte DeepSpeedJobs of 10 000 workers
+# stop before any is planned (with 1 536 for every kind they were planned, 3.7 s and 278 MB;
+# attacker of issue 21, round 3).
+POD_OVERHEAD = {"DeepSpeedJob": 2560, "ColossalAIJob": 2560}
+POD_OVERHEAD_LEAST = 1536
 
 
 def templates_bound(doc: Document, job: Any, limits: Limits) -> tuple[list[Diagnostic], int, PathT]:
     """(FJ324 for a pod template over the object limit by itself, JSON bytes every pod renders
     at least, where the most of them comes from): no planning, one template per replica type."""
     counts = pod_counts(job)
+    overhead = POD_OVERHEAD.get(job.kind, POD_OVERHEAD_LEAST)
     ctx = context(job) if isinstance(job, GenericJob) else None
     problems: list[Diagnostic] = []
     total, most, where = 0, -1, ("spec",)
@@ -149,7 +156,7 @@ def templates_bound(doc: Document, job: Any, limits: Limits) -> tuple[list[Diagn
         size = len(orjson.dumps(template))
         if size > limits.object_bytes:
             problems.append(_too_big(doc, "the pod template", g.type, size, limits, _largest(doc, g.template_path)))
-        total += n * (size + POD_OVERHEAD)
+        total += n * (size + overhead)
         if n * size > most:
             most, where = n * size, _largest(doc, g.template_path)
     return problems, total, where

@@ -24,7 +24,9 @@ from propertykit import examples
 from strategies import job_yaml, pytorch_jobs
 
 from flatjob.compiler import keys
-from flatjob.compiler.loader import Loaded, parse
+from flatjob.compiler.budget import templates_bound
+from flatjob.compiler.limits import DEFAULT
+from flatjob.compiler.loader import Document, Loaded, parse
 from flatjob.compiler.options import CompileOptions
 from flatjob.compiler.pipeline import CompiledJob, compile_documents
 from flatjob.compiler.render.size import RUNTIME_POD_NOTES, annotation_bytes, measure
@@ -35,13 +37,21 @@ EXAMPLES = sorted([*ROOT.glob("examples/*.yaml"), *ROOT.glob("examples/local/*.y
 def _compiled(text: str, options: CompileOptions | None = None) -> list[CompiledJob]:
     docs, problems = parse(text, "job.yaml")
     result = compile_documents(Loaded(jobs=docs, diagnostics=problems), options or CompileOptions())
+    for job in result.jobs:
+        _SOURCES[id(job)] = next(d for d in docs if (d.data.get("metadata") or {}).get("name") == job.name)
     return [] if result.failed else result.jobs
+
+
+_SOURCES: dict[int, Document] = {}  # a compiled job's document, for the budget's bound
 
 
 def _check(job: CompiledJob) -> None:
     """Measured JSON = the rendered objects' JSON (pods of a type: never more than the measured
-    one), and the YAML written 0.9 to 1.25 times it (indentation; headers aside)."""
+    one), and the YAML written 0.9 to 1.25 times it (indentation; headers aside); the bound
+    the budget takes before planning (templates_bound) is never more than the measure, so it
+    never refuses a run the measure would take."""
     size = measure(job.plan)
+    assert templates_bound(_SOURCES.pop(id(job)), job.job, DEFAULT)[1] <= size.total, job.name
     objects = [doc for name, text in job.files.items() if name != "kustomization.yaml" for doc in yaml.safe_load_all(text)]
     rendered = [len(orjson.dumps(doc)) for doc in objects]
     assert sum(o.count for o in size.objects) == len(objects)
