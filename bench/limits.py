@@ -94,6 +94,13 @@ def resource_list(n: int) -> str:
 
 
 DEEPSPEED = re.sub(r"replicas: \d+", "replicas: 10000", (Path(__file__).resolve().parents[1] / "examples" / "deepspeed.yaml").read_text())
+BARE_DEEPSPEED = """apiVersion: batch.tensorstack.dev/v1beta1
+kind: DeepSpeedJob
+metadata: {{name: job{i}}}
+spec:
+  config: {{slotsPerWorker: 1, run: {{python: [train.py]}}}}
+  worker: {{replicas: 10000, template: {{spec: {{containers: [{{name: worker, image: x}}]}}}}}}
+"""
 
 
 def jobs(n: int) -> dict[str, str]:
@@ -120,6 +127,7 @@ INPUTS = {
     "render: GenericJob, 130 000 $(rank) x 2 000 replicas": lambda: {"hostile.yaml": env_job("$(rank)" * 130 * 1024, 2000, "GenericJob")},
     "render: 16 000-byte env value x 9 000 replicas (17 KB, 157 MB)": lambda: {"hostile.yaml": env_job("x" * 16000, 9000)},
     "render: 10 DeepSpeed jobs x 10 000 workers (13 KB)": lambda: {f"ds{i}.yaml": DEEPSPEED.replace("name: ", f"name: ds{i}-", 1) for i in range(10)},
+    "render: 4 bare DeepSpeed jobs x 10 000 workers (1.1 KB)": lambda: {f"ds{i}.yaml": BARE_DEEPSPEED.format(i=i) for i in range(4)},
     "overlay: 40 JSON patch copies of /spec (compile)": lambda: {"overlay/overlay.yaml": COPIES},
     "overlay: 5 000 patches x 200 jobs (compile)": lambda: {**jobs(199), "overlay/overlay.yaml": MANY_PATCHES},
     "overlay: 2 patch files of 12 000 values x 30 jobs (compile)": lambda: {**jobs(29), **BIG_PATCHES},
