@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 IN_MODE = {mode: re.compile(rf"\[(?:.*-)?{mode}(?:-.*)?\]$") for mode in ("job", "namespace")}
 MODULES = ["tests/runtime/test_gang.py", "tests/hostile/test_job_values.py", "tests/hostile/test_entry_points.py"]
@@ -21,6 +23,7 @@ def collected(marks: str) -> set[str]:
     return {line.strip() for line in out.splitlines() if "::" in line}
 
 
+@pytest.mark.slow  # collects three modules twice in children (4-5 s): run by .ci/run after the README's command
 def test_the_quick_run_leaves_job_mode_later_inputs_and_measurements_to_the_slow_run() -> None:
     quick, slow = collected("not slow"), collected("slow")
     assert quick and slow and not quick & slow
@@ -47,3 +50,10 @@ def test_only_conftest_knows_where_the_corpus_is() -> None:
     built = re.compile(r"""/\s*["']shared["']|["']\.\./shared""")
     offenders = [str(p.relative_to(ROOT)) for p in sorted((ROOT / "tests").rglob("*.py")) if p.name != "conftest.py" and built.search(p.read_text())]
     assert offenders == []
+
+
+def test_a_property_without_settings_of_its_own_draws_the_quick_share_in_the_quick_run() -> None:
+    from hypothesis import settings
+    from propertykit import examples
+
+    assert settings.default is not None and settings.default.max_examples == examples(100)

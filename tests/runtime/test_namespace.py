@@ -549,6 +549,7 @@ def test_a_drain_cut_by_its_budget_wakes_the_loop_for_the_rest(monkeypatch: pyte
         f"{'never' if c.wake_at is None else f'{c.wake_at - c.clock():.1f} s away'}")
 
 
+@pytest.mark.slow  # waits out the write budget (3-4 s): run by .ci/run after the README's command
 def test_namespace_refused_records_write_their_events_once_tokens_are_back_and_are_not_due_every_turn() -> None:
     """A commit compiled by another flatjob version reaches 30 records before the runtime
     image follows: every job is refused at once, and the write budget (a burst of 20) holds
@@ -578,6 +579,7 @@ def test_namespace_refused_records_write_their_events_once_tokens_are_back_and_a
     assert len(warned) == 30 and max(due_per_turn[5:]) == 0, (len(warned), due_per_turn)
 
 
+@pytest.mark.slow  # its Lease's back-off waits out whole steps (4-5 s): run by .ci/run after the README's command
 def test_namespace_a_failing_lease_renewal_is_retried_after_a_back_off_not_before_each_job() -> None:
     """A renewal answered 429 (API Priority and Fairness) or 5xx waits its back-off, at least
     the Retry-After, before the next try: 30 queued jobs sent 31 Lease requests in one step."""
@@ -640,6 +642,7 @@ def test_namespace_a_record_kind_the_server_does_not_serve_leaves_the_runtime_re
         f"silent informers {[(i.name, round(i.silent_for())) for i in c.informers() if i.silent_for() > 180]}")
 
 
+@pytest.mark.slow  # its requests are slow on purpose (3 s): run by .ci/run after the README's command
 def test_namespace_a_job_whose_requests_are_slow_runs_after_the_others() -> None:
     """A webhook matching one job's record makes each of its status writes take 0.7 s: once
     seen slow, that job's cycles run after every other job's, one a turn, so a healthy job's
