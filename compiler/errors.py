@@ -12,7 +12,7 @@ from enum import Enum
 
 # How to add what `run-local` and the runtime need, in every message that asks for it: a
 # clone's editable install is what the README's first command made.
-RUNTIME_INSTALL = "pip install 'flatjob[runtime]' (in a clone of flatjob: pip install -e '.[runtime]')"
+RUNTIME_INSTALL = "pip install -e '.[runtime]' in your clone of flatjob (from a release: pip install 'flatjob[runtime]')"
 
 
 class Severity(str, Enum):

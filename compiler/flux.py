@@ -24,7 +24,9 @@ _STALLED = "status.conditions.exists(c, c.type == 'Stalled' && c.status == 'True
 _RECONCILING = "status.conditions.exists(c, c.type == 'Reconciling' && c.status == 'True')"
 HEALTH_EXPRS = {
     "inProgress": f"!has(status.conditions) || ({_RECONCILING} && !{_STALLED})",
-    "failed": f"has(status.conditions) && {_STALLED}",
+    # the phase too: a record Failed without Stalled (another writer's, an older runtime's) is
+    # Degraded in Argo CD's Lua, and Flux's default for what no expression matches is InProgress
+    "failed": f"(has(status.conditions) && {_STALLED}) || (has(status.phase) && status.phase == 'Failed')",
     "current": "has(status.phase) && status.phase in ['Running', 'Succeeded', 'Paused']",
 }
 

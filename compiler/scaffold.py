@@ -144,7 +144,8 @@ labels:
 """,
     "prod": """\
 # The prod environment: every job runs in training-prod, labelled env=prod, and the example
-# job gets three workers.
+# job gets three workers. When you replace the example, retarget or remove its patch: a patch
+# that selects no job changes nothing (compile warns FJ600; `target: {kind: ...}` selects by kind).
 apiVersion: flatjob.dev/v1alpha1
 kind: Overlay
 namespace: training-prod
@@ -203,7 +204,7 @@ def _readme(gitops: str, repo_url: str) -> str:
 ## Connect Argo CD (once per cluster)
 
 ```sh
-kubectl apply -k https://github.com/flatjob/flatjob//schemas/crds?ref=v{version}  # the job record CRDs
+kubectl apply -k 'https://github.com/flatjob/flatjob//schemas/crds?ref=v{version}'  # the job record CRDs
 # or, from the flatjob you installed (no network): flatjob schema -o /tmp/flatjob && kubectl apply -k /tmp/flatjob/crds
 kubectl -n argocd patch configmap argocd-cm --patch-file gitops/argocd-cm.yaml
 kubectl apply -f gitops/argocd/
@@ -219,7 +220,7 @@ changes or prunes one.
 ## Connect Flux (once per cluster)
 
 ```sh
-kubectl apply -k https://github.com/flatjob/flatjob//schemas/crds?ref=v{version}  # the job record CRDs
+kubectl apply -k 'https://github.com/flatjob/flatjob//schemas/crds?ref=v{version}'  # the job record CRDs
 # or, from the flatjob you installed (no network): flatjob schema -o /tmp/flatjob && kubectl apply -k /tmp/flatjob/crds
 kubectl apply -k gitops/flux/
 ```
@@ -233,7 +234,7 @@ creates, changes or prunes a pod.
 ## Apply without a GitOps tool
 
 ```sh
-kubectl apply -k https://github.com/flatjob/flatjob//schemas/crds?ref=v{version}  # the job record CRDs
+kubectl apply -k 'https://github.com/flatjob/flatjob//schemas/crds?ref=v{version}'  # the job record CRDs
 # or, from the flatjob you installed (no network): flatjob schema -o /tmp/flatjob && kubectl apply -k /tmp/flatjob/crds
 kubectl apply --server-side -k rendered/dev  # server-side: objects over 256 KiB pass
 ```

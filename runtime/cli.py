@@ -144,7 +144,7 @@ def run_local_command(path: str, job_name: str | None, overlays: tuple[str, ...]
       - volumes: not mounted; paths in the job refer to this machine's filesystem
       - a program that binds 0.0.0.0 on a fixed port in several pods collides here;
         torch's store does: jobs run together need store ports of their own
-    Needs the runtime's dependencies: pip install 'flatjob[runtime]'.
+    Needs the runtime's dependencies: pip install -e '.[runtime]' in your clone.
     Docs: docs/run-local.md.
 
     \b

@@ -81,6 +81,17 @@ def test_health_check_exprs(phase: str) -> None:
     assert flux_cel(PHASES[phase][0]) == CEL[phase]
 
 
+def test_a_record_failed_without_stalled_is_failed_as_argo_cd_shows_it() -> None:
+    """Another writer's status (or an older runtime's) may say Failed with no Stalled
+    condition: Argo CD's Lua says Degraded, so Flux must say Failed, not its default
+    InProgress (new-user review of issue 20)."""
+    import copy
+
+    record = copy.deepcopy(PHASES["failed"][0])
+    record["status"]["conditions"] = [c for c in record["status"]["conditions"] if c["type"] != "Stalled"]
+    assert record["status"]["phase"] == "Failed" and flux_cel(record) == "Failed"
+
+
 def test_a_record_no_runtime_has_written_is_in_progress_not_a_cel_error() -> None:
     """Issue 20: before the runtime writes (or forever, when its image cannot be pulled) the
     expressions used to fail with a CEL error on the missing status. The CRD's default
