@@ -171,6 +171,21 @@ def test_deadline() -> None:
     assert s.settle(60) == {}  # nothing more happens to them
 
 
+def test_backoff_limit_under_cleanup_none_stops_and_keeps_every_replica() -> None:
+    """cleanUpPolicy None "不删除副本 … 如果需要从副本中读取训练日志" (UM pytorchtrainingjob), with no
+    exception: a job failed by backoffLimit (its master, which decides the job, failing past the
+    limit) keeps the failed master and stops its running workers (a past activeDeadlineSeconds),
+    never deletes them (issue 20, item 2; new-user review: only the deadline had a scenario)."""
+    s = Scenario(pytorch(master="sleep 3; exit 3", worker="sleep 300; exit 0", limit=1))
+    st = s.finished()
+    assert st["phase"] == "Failed" and next(c for c in st["conditions"] if c["type"] == "Stalled")["reason"] == "BackoffLimitExceeded"
+    s.settle(45)  # the workers' shells ignore SIGTERM as PID 1: SIGKILL once the 30 s grace is over
+    pods = s.pods()
+    assert {n: (p["status"]["phase"], p["status"].get("reason")) for n, p in pods.items()} == {
+        "sim-master-0": ("Failed", None), "sim-worker-0": ("Failed", "DeadlineExceeded"), "sim-worker-1": ("Failed", "DeadlineExceeded")}
+    assert s.settle(60) == {}  # stopped, not deleted: every log stays
+
+
 def test_time_paused_is_not_active_time_for_the_deadline() -> None:
     """Paused past activeDeadlineSeconds (pause: "the replicas are deleted, training stops"), then resumed: the deadline
     counts from the resumed pods' release, as a Kubernetes Job's startTime is reset when it is
