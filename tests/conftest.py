@@ -58,12 +58,30 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 SLOW_PATHS = ("e2e/", "runtime/test_chaos.py", "runtime/test_chaos_wire.py")
 
 
+# Where the quick run takes each parametrized test's first input only and the slow run the
+# rest: hostile inputs start flatjob up to three times each, and the launch-script tests run
+# bash with stubbed launchers for each config field or hostile word (0.3-0.7 s each); the first
+# input still meets each test's behaviour once (docs/architecture.md §9).
+FIRST_INPUT_ONLY = ("hostile/", "test_scripts_")
+
+
+def _where(item: pytest.Item) -> str:
+    return Path(str(item.path)).resolve().relative_to(ROOT / "tests").as_posix() if str(item.path).startswith(str(ROOT / "tests")) else ""
+
+
 @pytest.hookimpl(tryfirst=True)  # before `-m` deselects anything
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    first: set[tuple[str, str]] = set()
     for item in items:
-        where = Path(str(item.path)).resolve().relative_to(ROOT / "tests").as_posix() if str(item.path).startswith(str(ROOT / "tests")) else ""
+        where = _where(item)
         if where.startswith(SLOW_PATHS):
             item.add_marker(pytest.mark.slow)
+        if where.startswith(FIRST_INPUT_ONLY) and isinstance(item, pytest.Function) and hasattr(item, "callspec"):
+            test = (where, item.originalname)
+            if test in first:
+                item.add_marker(pytest.mark.slow)
+            else:
+                first.add(test)
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:

@@ -1,6 +1,6 @@
 """The quick run leaves to the slow run exactly what docs/architecture.md §9 says: per-job
-runtime scenarios, hostile inputs after each test's first, and the hostile tests that measure
-CPU and memory; the slow run collects all of them."""
+runtime scenarios, hostile and launch-script inputs after each test's first, and the hostile
+tests that measure CPU and memory; the slow run collects all of them."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 IN_MODE = {mode: re.compile(rf"\[(?:.*-)?{mode}(?:-.*)?\]$") for mode in ("job", "namespace")}
-MODULES = ["tests/runtime/test_gang.py", "tests/hostile/test_job_values.py", "tests/hostile/test_entry_points.py"]
+MODULES = ["tests/runtime/test_gang.py", "tests/hostile/test_job_values.py", "tests/hostile/test_entry_points.py", "tests/test_scripts_deepspeed.py"]
 
 
 def collected(marks: str) -> set[str]:
@@ -32,6 +32,8 @@ def test_the_quick_run_leaves_job_mode_later_inputs_and_measurements_to_the_slow
     assert not [t for t in quick if "test_job_values.py::test_a_bad_value_is_a_diagnostic_at_its_line_everywhere" in t]  # MEASURED
     krm = sorted(t for t in quick | slow if "test_krm_reports_a_bad_resource_list_in_results" in t)
     assert len(krm) > 1 and sum(t in quick for t in krm) == 1, krm  # the first input only
+    argv = sorted(t for t in quick | slow if "test_deepspeed_argv_per_config_field" in t)
+    assert len(argv) > 1 and sum(t in quick for t in argv) == 1, argv  # a launch script's first input only
 
 
 def test_the_hostile_cpu_bound_is_one_second_where_a_test_runs_alone() -> None:
