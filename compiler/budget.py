@@ -133,7 +133,7 @@ def _over_budget(doc: Document, total: int, where: PathT, budget: RenderBudget) 
 # too).  The least measured (render/size.py, a one-container template named `j`, 2 to 9 999
 # pods, debug and pause modes): PyTorchTrainingJob 1 614, GenericJob 1 649, DeepSpeedJob
 # 2 787, ColossalAIJob 2 704 bytes.  A lower bound, so that a run the exact measure would take
-# is never refused (tests/test_budget.py), yet four 280-byte DeepSpeedJobs of 10 000 workers
+# is never refused (tests/test_render_size.py), yet four 280-byte DeepSpeedJobs of 10 000 workers
 # stop before any is planned (with 1 536 for every kind they were planned, 3.7 s and 278 MB;
 # attacker of issue 21, round 3).
 POD_OVERHEAD = {"DeepSpeedJob": 2560, "ColossalAIJob": 2560}

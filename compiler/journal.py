@@ -32,6 +32,7 @@ from .output import (
     KUSTOMIZATION,
     META_FILE,
     TreeChanges,
+    committed_json,
     folders_of,
     owned,
     plan_changes,
@@ -227,10 +228,7 @@ def here(d: SafeDir) -> dict[str, Any]:
 
 def _names(raw: bytes) -> list[str]:
     """The files a journal (any journal) says it staged, limited to flatjob's own names."""
-    try:
-        data = json.loads(raw)
-    except (ValueError, UnicodeDecodeError, RecursionError):  # a committed file is anyone's: nested past Python's stack too
-        return []
+    data = committed_json(raw)
     write = data.get("write") if isinstance(data, dict) else None
     return [x for x in write if isinstance(x, str) and (owned(x) or x == META_FILE)] if isinstance(write, list) else []
 
@@ -239,10 +237,7 @@ def _valid(raw: bytes, where: dict[str, Any]) -> dict[str, Any] | None:
     """A journal read from disk, if it was written here (`here`): only flatjob's own names survive."""
     if len(raw) > JOURNAL_BYTES:  # never one flatjob wrote: a committed one is anyone's
         return None
-    try:
-        data = json.loads(raw)
-    except (ValueError, UnicodeDecodeError, RecursionError):  # a committed file is anyone's: nested past Python's stack too
-        return None
+    data = committed_json(raw)
     if not isinstance(data, dict) or data.get("state") not in ("staging", "commit") or data.get("here") != where:
         return None
     names = lambda key, ok: [x for x in data.get(key) or [] if isinstance(x, str) and ok(x)]  # noqa: E731

@@ -25,6 +25,7 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from . import textdiff
 from .display import visible
@@ -73,6 +74,15 @@ class TreeChanges:
         return not self.write and not self.delete
 
 
+def committed_json(raw: bytes) -> Any:
+    """A JSON file from the output folder, or None when it is not JSON: a committed file is
+    anyone's, also nested past what Python's decoder takes (RecursionError)."""
+    try:
+        return json.loads(raw)
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        return None
+
+
 def previous_files(meta: bytes | None) -> set[str] | None:
     """The names the metadata file says the last compile wrote, or None without one.
 
@@ -80,12 +90,7 @@ def previous_files(meta: bytes | None) -> set[str] | None:
     name README.md, ../x or /etc/passwd names nothing), which plan_changes checks (owned())
     for the names under the folders the output holds, not for all 300 000 a file may list.
     """
-    if meta is None:
-        return None
-    try:
-        data = json.loads(meta)
-    except (ValueError, UnicodeDecodeError, RecursionError):  # a committed file is anyone's: nested past Python's stack too
-        return None
+    data = committed_json(meta) if meta is not None else None
     files = data.get("files") if isinstance(data, dict) else None
     return {f for f in files if isinstance(f, str)} if isinstance(files, list) else None
 

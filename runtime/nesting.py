@@ -49,13 +49,13 @@ def cut(raw: bytes, depth: int = CUT_DEPTH) -> bytes:
     return b"".join(parts)
 
 
-def loads(raw: bytes | str) -> Any:
+def loads(raw: bytes) -> Any:
     """json.loads, except that a value nested past the decoder's limit is cut (ValueError
     still for text that is not JSON)."""
     try:
         return json.loads(raw)
     except RecursionError:
-        return json.loads(cut(raw.encode() if isinstance(raw, str) else raw))
+        return json.loads(cut(raw))
 
 
 def cut_value(value: Any, depth: int = CUT_DEPTH) -> Any:

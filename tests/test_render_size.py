@@ -34,24 +34,23 @@ from flatjob.compiler.render.size import RUNTIME_POD_NOTES, annotation_bytes, me
 EXAMPLES = sorted([*ROOT.glob("examples/*.yaml"), *ROOT.glob("examples/local/*.yaml")])
 
 
-def _compiled(text: str, options: CompileOptions | None = None) -> list[CompiledJob]:
+def _compiled(text: str, options: CompileOptions | None = None) -> list[tuple[CompiledJob, Document]]:
+    """Each compiled job with its document (the budget's bound reads both)."""
     docs, problems = parse(text, "job.yaml")
     result = compile_documents(Loaded(jobs=docs, diagnostics=problems), options or CompileOptions())
-    for job in result.jobs:
-        _SOURCES[id(job)] = next(d for d in docs if (d.data.get("metadata") or {}).get("name") == job.name)
-    return [] if result.failed else result.jobs
+    if result.failed:
+        return []
+    named = {d.data["metadata"].get("name"): d for d in docs if isinstance(d.data.get("metadata"), dict)}
+    return [(job, named[job.name]) for job in result.jobs]
 
 
-_SOURCES: dict[int, Document] = {}  # a compiled job's document, for the budget's bound
-
-
-def _check(job: CompiledJob) -> None:
+def _check(job: CompiledJob, doc: Document) -> None:
     """Measured JSON = the rendered objects' JSON (pods of a type: never more than the measured
     one), and the YAML written 0.9 to 1.25 times it (indentation; headers aside); the bound
     the budget takes before planning (templates_bound) is never more than the measure, so it
     never refuses a run the measure would take."""
     size = measure(job.plan)
-    assert templates_bound(_SOURCES.pop(id(job)), job.job, DEFAULT)[1] <= size.total, job.name
+    assert templates_bound(doc, job.job, DEFAULT)[1] <= size.total, job.name
     objects = [doc for name, text in job.files.items() if name != "kustomization.yaml" for doc in yaml.safe_load_all(text)]
     rendered = [len(orjson.dumps(doc)) for doc in objects]
     assert sum(o.count for o in size.objects) == len(objects)
@@ -68,8 +67,8 @@ def _check(job: CompiledJob) -> None:
 def test_examples_measure_what_compile_writes(path: Path, namespace: str | None) -> None:
     jobs = _compiled(path.read_text(), CompileOptions(namespace=namespace))
     assert jobs
-    for job in jobs:
-        _check(job)
+    for job, doc in jobs:
+        _check(job, doc)
 
 
 def test_the_corpus_measures_what_compile_writes() -> None:
@@ -78,8 +77,8 @@ def test_the_corpus_measures_what_compile_writes() -> None:
         pytest.skip(corpus_absent())
     checked = 0
     for path in files:
-        for job in _compiled(path.read_text()):
-            _check(job)
+        for job, doc in _compiled(path.read_text()):
+            _check(job, doc)
             checked += 1
     assert checked > 50
 
@@ -90,8 +89,8 @@ SETTINGS = settings(max_examples=examples(40), deadline=None, suppress_health_ch
 @SETTINGS
 @given(job=pytorch_jobs())
 def test_random_pytorch_jobs_measure_what_compile_writes(job: dict[str, Any]) -> None:
-    for compiled in _compiled(job_yaml(job)):
-        _check(compiled)
+    for compiled, doc in _compiled(job_yaml(job)):
+        _check(compiled, doc)
 
 
 @pytest.mark.slow  # 40 random jobs compiled whole (3.5 s); the PyTorch property stays quick: run by .ci/run after the README command
@@ -100,8 +99,8 @@ def test_random_pytorch_jobs_measure_what_compile_writes(job: dict[str, Any]) ->
 def test_random_jobs_of_every_kind_measure_what_compile_writes(doc: dict[str, Any]) -> None:
     jobs = _compiled(dump(doc))
     assume(jobs)
-    for job in jobs:
-        _check(job)
+    for job, source in jobs:
+        _check(job, source)
 
 
 def test_the_seeds_hold_every_kind() -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from ..jobtypes import DeepSpeedJob
+from ..jobtypes import DeepSpeedConfig, DeepSpeedJob
 from ..options import CompileOptions
 from ..render.configmap import configmap_name
 from . import JobPlan, PodPlan, pdsh, scripts, ssh, sshd
@@ -29,6 +29,11 @@ def _flag_names(args: list[str]) -> set[str]:
 
 # DeepSpeed's add_export strips a value and wraps it in double quotes it does not escape.
 UNQUOTABLE = '*[\\"\\$\\`\\\\]* | *"$nl"* | [[:space:]]* | *[[:space:]]'
+
+
+def run_program(cfg: DeepSpeedConfig) -> tuple[str, list[str]]:
+    """Which of config.run's forms the job uses (python, module or exec) and its words."""
+    return next(((k, list(getattr(cfg.run, k))) for k in RUN_FLAGS if cfg.run is not None and getattr(cfg.run, k) is not None), ("python", []))
 
 
 def deepspeed_args(job: DeepSpeedJob, master_addr: str) -> list[str]:
@@ -52,7 +57,7 @@ def deepspeed_args(job: DeepSpeedJob, master_addr: str) -> list[str]:
         argv.append("--no_local_rank")
     if cfg.autotune != "none":
         argv.append(f"--autotuning={cfg.autotune}")
-    run_kind, program = next(((k, getattr(cfg.run, k)) for k in RUN_FLAGS if cfg.run is not None and getattr(cfg.run, k) is not None), ("python", []))
+    run_kind, program = run_program(cfg)
     argv += RUN_FLAGS[run_kind]
     argv += cfg.other_args
     argv += program

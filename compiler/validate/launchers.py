@@ -30,6 +30,7 @@ from ..jobtypes import ColossalAIJob, DeepSpeedJob
 from ..loader import Document, PathT
 from ..plan.colossalai import extra_items
 from ..plan.common import resume_entries
+from ..plan.deepspeed import run_program
 from ..podtemplate import containers_of, launch_index, training_index
 from .groups import groups
 
@@ -114,8 +115,7 @@ def deepspeed_program(job: DeepSpeedJob, doc: Document) -> Iterator[Diagnostic]:
     cfg = job.spec.config
     if cfg.custom_command is not None:
         return
-    name = next((n for n in ("python", "module", "exec") if cfg.run is not None and getattr(cfg.run, n) is not None), "python")
-    program = list(getattr(cfg.run, name) or []) if cfg.run is not None else []
+    name, program = run_program(cfg)
     for path, arg, script in deepspeed_words(list(cfg.other_args), program, ("spec", "config", "run", name)):
         why = _script_changes(arg) if script else _pdsh_changes(arg)
         if why:

@@ -58,9 +58,11 @@ def _sidecar_look(news: SidecarNews, before: podstatus.ContainerLook | None, sin
     after an exit is a restart that could not start (StartError), the exit before it its
     lastState."""
     if news.exited is not None:
-        if before is None or before.state == "running":
-            started, last = (before.started or since, before.last) if before is not None else (since, None)
-        else:
+        if before is None:  # its first exit: it ran since the regular containers started
+            started, last = since, None
+        elif before.state == "running":
+            started, last = before.started or since, before.last
+        else:  # an exit after an exit: a restart that could not start
             started, last = now, replace(before, last=None)
         return replace(podstatus.ContainerLook.exited(news.exited, started, now), restarts=news.restarts, last=last)
     last = replace(before, last=None) if before is not None else None
