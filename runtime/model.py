@@ -106,12 +106,7 @@ class Ledger:
     resuming: bool = False
     observed_generation: int | None = None
     replica_failed: str | None = None  # message of the latest replica failure (ReplicaFailure condition)
-    ssh_secret: str | None = None  # uid of the `<job>-ssh` Secret the runtime created (sshkeys: only it is trusted)
-
-    @property
-    def has_run(self) -> bool:
-        """Whether any pod of the job was ever released (a resume clears start_time, not this)."""
-        return self.start_time is not None or self.attempt > 1
+    ssh_secret: str | None = None  # uid of the `<job>-ssh` Secret the runtime created (sshkeys: a Secret of another uid is refused; it vouches for none)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form kept in status.runtime (sorted, compact, stable)."""

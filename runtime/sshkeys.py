@@ -1,29 +1,37 @@
 """The job's SSH key pair, generated in the cluster into a Secret (never rendered, never in git).
 
 ed25519, in OpenSSH formats; the Secret is of type kubernetes.io/ssh-auth, owned by the job
-record (deleting the record deletes it), with authorized_keys for sshd.
+record (deleting the record deletes it), with authorized_keys for sshd, and immutable: a
+kubelet stops watching an immutable Secret once a pod has it
+(pkg/kubelet/util/manager/watch_based_manager.go, objectCache.Get), so a Secret deleted and
+made again under the same name never reaches pods already running.
 
 A `<job>-ssh` Secret the runtime did not make is never used: anyone who may create Secrets in
 the namespace could make one first, and every pod would trust that person's key.  An
 ownerReference proves nothing (anyone may write one, with the record's uid, which anyone who
-reads the record knows), so the runtime trusts the Secret by its uid: the one its own create
-returned (kept in memory, and in the ledger as `sshSecretUid`, for the next runtime).  A job
-whose pods ran before the ledger kept that uid takes its Secret by the controller
-ownerReference to the record's uid, as before.  Anything else is a ForeignSecret: an Event and
-a Stalled condition, and no pod is released until it is deleted; the runtime then makes a
-fresh pair.  One with the record's controller ownerReference but no uid on record, while no
-pod of the job has run, is replaced instead (worker._replace_unproven_secret): nothing trusts
-it yet, and a runtime restarted between creating it and writing the ledger leaves just that.  A Secret the job names itself (flatjob.dev/ssh-secret)
-is the job author's choice, and used as it is.
+reads the record knows), and nor does the record's status (`sshSecretUid`: anyone who may
+update the status may write it).  What proves a Secret is the runtime's own: the uid its
+create returned, while that process lives; after a restart, a pod of the job the runtime
+released that is no older than the Secret.  The runtime makes its Secret before it creates
+any pod, and releases a pod only while it trusts the Secret, so such a pod vouches for it;
+creationTimestamps are the API server's, which nobody who cannot create pods can forge or
+make older.  A Secret swapped in while the runtime was down is newer than every pod it
+released: refused.  Anything unproven is a ForeignSecret: an Event and a Stalled condition,
+and no pod is released until it is deleted; the runtime then makes a fresh pair.  One with the
+record's controller ownerReference while no released pod of the job exists is replaced instead
+(worker._replace_unproven_secret): nothing that runs trusts it, and a runtime restarted between
+attempts, or between creating it and writing the ledger, leaves just that.  A Secret the job
+names itself (flatjob.dev/ssh-secret) is the job author's choice, and used as it is.
 """
-
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 
 from flatjob.compiler import keys
 
 from .job import RecordError
+from .observe import seconds
 
 
 class ForeignSecret(RecordError):
@@ -39,19 +47,39 @@ def owned_by(obj: dict[str, Any] | None, record: dict[str, Any]) -> bool:
     return bool(uid) and isinstance(refs, list) and any(isinstance(r, dict) and r.get("uid") == uid and r.get("controller") is True for r in refs)
 
 
-def foreign_secret(name: str, secret: dict[str, Any] | None, record: dict[str, Any], trusted: str | None = None, ran: bool = False) -> ForeignSecret | None:
-    """The refusal for an existing `<job>-ssh` Secret the runtime did not create, else None
-    (`trusted`: the uid of the Secret the runtime created, when it knows it; `ran`: pods of the
-    job were released before, by a runtime that may not have kept that uid)."""
+def newest_release(pods: Iterable[dict[str, Any]], record: dict[str, Any]) -> float | None:
+    """When the newest pod of the job that the runtime released was created (seconds), or None
+    when no released pod of the job exists: the witness a restarted runtime trusts its Secret by."""
+    stamps = [seconds((p.get("metadata") or {}).get("creationTimestamp")) for p in pods if owned_by(p, record) and not _gated(p)]
+    return max((s for s in stamps if s is not None), default=None)
+
+
+def _gated(pod: dict[str, Any]) -> bool:
+    gates = (pod.get("spec") or {}).get("schedulingGates")
+    return isinstance(gates, list) and any(isinstance(g, dict) and g.get("name") == keys.RELEASE_GATE for g in gates)
+
+
+def foreign_secret(name: str, secret: dict[str, Any] | None, record: dict[str, Any], trusted: str | None = None,
+                   witness: float | None = None, kept: str | None = None) -> ForeignSecret | None:
+    """The refusal for an existing `<job>-ssh` Secret the runtime did not create, else None.
+
+    `trusted`: the uid this runtime process's create returned, when it made one; else
+    `witness` (newest_release) and `kept` (the ledger's sshSecretUid, which can only refuse)."""
     if secret is None:
         return None
-    uid = (secret.get("metadata") or {}).get("uid")
+    meta = secret.get("metadata") or {}
+    uid, made = meta.get("uid"), seconds(meta.get("creationTimestamp"))
     if trusted is not None:
         if uid == trusted:
             return None
         why = f"its uid is {uid}, and the Secret this job's runtime created was {trusted}"
-    elif ran and owned_by(secret, record):
+    elif kept is not None and uid != kept:
+        why = f"its uid is {uid}, and the job's status names {kept}"
+    elif witness is not None and made is not None and made <= witness and owned_by(secret, record):
         return None
+    elif witness is not None:
+        why = ("it is newer than every pod of the job the runtime released, so it was made after they were (swapped in while the runtime "
+               "was away?); if you deleted it yourself while the job ran, delete it again")
     else:
         why = "this job's runtime has no record of creating it; an ownerReference to the record proves nothing, anyone may write one"
     return ForeignSecret(
@@ -86,5 +114,6 @@ def ssh_secret(name: str, namespace: str, record: dict[str, Any]) -> dict[str, A
             "labels": {keys.JOB_NAME: meta.get("name", ""), keys.APP_MANAGED_BY: keys.MANAGED_BY_VALUE},
             "ownerReferences": [owner] if owner["uid"] else [],
         },
+        "immutable": True,  # a Secret swapped in later never reaches a running pod (module docstring)
         "stringData": {"ssh-privatekey": private, "ssh-publickey": public, "authorized_keys": public},
     }

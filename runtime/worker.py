@@ -42,7 +42,7 @@ from .lookups import SECRET_TTL
 from .model import GATE, JobView, Ledger
 from .observe import pod_state
 from .scope import JobKey
-from .sshkeys import ForeignSecret, foreign_secret, owned_by
+from .sshkeys import ForeignSecret, foreign_secret, newest_release, owned_by
 
 if TYPE_CHECKING:
     from .controller import Controller
@@ -336,19 +336,20 @@ class JobWorker:
 
     def _foreign_secret(self, job: JobView, world: World, record: Obj, ledger: Ledger) -> ForeignSecret | None:
         """The refusal for a `<job>-ssh` Secret this job's runtime did not create (see sshkeys):
-        trusted by the uid its create returned, else the one the ledger keeps."""
-        if not world.secret_is_ours or not job.ssh_secret:
-            return None
+        trusted by the uid this process's create returned, else by a released pod no older."""
+        if not world.secret_is_ours or not job.ssh_secret or ledger.outcome is not None:
+            return None  # a finished job releases no pod again
         known, secret = self.ctl.secrets.get(job.ssh_secret)
-        return foreign_secret(job.ssh_secret, secret, record, self._trusted_secret(job, ledger), ran=ledger.has_run) if known else None
+        if not known:
+            return None
+        made = self._made_secret(job)
+        witness = None if made else newest_release(self.ctl.pods.of(self.key).values(), record)
+        return foreign_secret(job.ssh_secret, secret, record, made, witness, ledger.ssh_secret)
 
-    def _trusted_secret(self, job: JobView, ledger: Ledger) -> str | None:
-        """The uid of the `<job>-ssh` this job's runtime made: this process's create, else, once a
-        pod of the job ran with it, the ledger's.  Before that the status's uid is no proof (a
-        status edit could name a planted Secret; review of round 11): such a Secret is replaced
-        when it carries the record's ownerReference, refused otherwise."""
-        made = self.ctl.made_secrets.get((job.ssh_secret or "", self.uid or ""))
-        return made or (ledger.ssh_secret if ledger.has_run else None)
+    def _made_secret(self, job: JobView) -> str | None:
+        """The uid of the `<job>-ssh` this runtime process made, if it made one.  The status's
+        uid is no proof (a status edit could name a planted Secret; review of round 11)."""
+        return self.ctl.made_secrets.get((job.ssh_secret or "", self.uid or ""))
 
     def _read_status(self) -> dict[str, Any]:
         """The record's status, read from the API server for one cycle: the cache keeps only the
@@ -365,15 +366,15 @@ class JobWorker:
         return status
 
     def _replace_unproven_secret(self, job: JobView, world: World, record: Obj, ledger: Ledger) -> bool:
-        """A `<job>-ssh` with the record's ownerReference that no runtime is known to have made
-        (made before the ledger kept its uid, by a runtime restarted before writing it, or planted
-        with a forged reference), while no pod of the job has run: nothing trusts it yet, so it
-        is deleted (only that object: a uid precondition) and the next cycle makes a fresh pair."""
-        if not world.secret_is_ours or not job.ssh_secret or ledger.has_run or self._trusted_secret(job, ledger):
+        """A `<job>-ssh` with the record's ownerReference that this process did not make (an
+        earlier runtime's, or planted with a forged reference), while no released pod of the job
+        exists to vouch for it and the job may still release one: nothing that runs trusts it, so
+        it is deleted (only that object: a uid precondition) and the next cycle makes a fresh pair."""
+        if not world.secret_is_ours or not job.ssh_secret or ledger.outcome is not None or self._made_secret(job):
             return False
         known, secret = self.ctl.secrets.get(job.ssh_secret)
         uid = uid_of(secret) if known else None
-        if not isinstance(uid, str) or not owned_by(secret, record):
+        if not isinstance(uid, str) or not owned_by(secret, record) or newest_release(self.ctl.pods.of(self.key).values(), record) is not None:
             return False
         if not self.ctl.leading():
             self.dirty = True
@@ -386,8 +387,12 @@ class JobWorker:
             self._fail("secret", exc)
             return True
         self.ctl.secret_created(job.ssh_secret)  # read it again: gone
-        self._event("Warning", "SecretReplaced", f"Secret {job.ssh_secret} has this job's ownerReference, but its runtime has no record of "
-                    "creating it (anyone may write an ownerReference); no pod has mounted it, so it is replaced with a fresh key pair")
+        if uid == ledger.ssh_secret:  # most likely made by an earlier runtime process of this job, between attempts
+            self._event("Normal", "SecretReplaced", f"Secret {job.ssh_secret} was made before this runtime process started, and no released pod "
+                        "of the job exists to vouch for it, so it is replaced with a fresh key pair")
+        else:
+            self._event("Warning", "SecretReplaced", f"Secret {job.ssh_secret} has this job's ownerReference, but its runtime has no record of "
+                        "creating it (anyone may write an ownerReference); no released pod has it, so it is replaced with a fresh key pair")
         self._flush_events(record)
         self.dirty = True
         return True

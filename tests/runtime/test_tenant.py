@@ -6,7 +6,8 @@ Over the real client and HTTP against the fake API server (tests/runtime/harness
   21 the runtime expanded it: 50 -> 622 MiB); repaired, the job goes on;
 - a `<job>-ssh` Secret someone else created first is refused (an Event and a Stalled
   ForeignSecret condition) and no pod is released; deleted, the runtime makes its own key
-  pair and the job runs;
+  pair and the job runs; one swapped in while the runtime was away, with the status edited to
+  name it, is refused too (newer than every pod the runtime released);
 - PodTemplates carrying the job's labels but not its pods' names are never cached and never
   stall the job (before: one of them stalled it), whether they exist before the runtime
   starts or come while it runs; one of the job's own names, grown past what compile renders,
@@ -269,6 +270,63 @@ def test_an_ssh_secret_with_a_forged_owner_reference_is_never_trusted(runtime_mo
     stalled = _condition(st, "Stalled")
     assert (stalled["status"], stalled["reason"]) == ("True", "ForeignSecret"), st.get("conditions")
     assert all(pod["spec"].get("schedulingGates") for pod in s.pods().values())  # none released with the attacker's key
+
+
+def _running_forever(s: Scenario) -> None:
+    for name in ("ds-worker-0", "ds-worker-1", "ds-worker-2"):
+        s.kubelet.behaviors[name] = lambda pod, env: (float("inf"), None)
+
+
+@fake_only
+def test_a_restarted_runtime_trusts_its_secret_by_the_pods_it_released(runtime_mode: str) -> None:
+    """After a restart, the Secret a released pod is no older than is the runtime's own: the
+    job goes on, nothing replaced, nothing refused; the Secret is immutable, so a later swap
+    never reaches the running pods."""
+    s = Scenario(DEEPSPEED)
+    _running_forever(s)
+    s.run_until(lambda st: st.get("phase") == "Running", limit=120)
+    secret = s.cluster.objects[("secrets", NAMESPACE, "ds-ssh")]
+    assert secret.get("immutable") is True
+    s.controller = s.new_controller()
+    for _ in range(10):
+        s.tick()
+    st = s.status()
+    assert st.get("phase") == "Running" and not [c for c in st.get("conditions") or [] if c["type"] == "Stalled" and c["status"] == "True"]
+    assert s.cluster.objects[("secrets", NAMESPACE, "ds-ssh")]["metadata"]["uid"] == secret["metadata"]["uid"]
+    assert not _events(s, "SecretReplaced") and not _events(s, "ForeignSecret")
+
+
+@fake_only
+def test_a_secret_swapped_while_the_runtime_was_away_is_refused_whatever_the_status_says(runtime_mode: str) -> None:
+    """Someone who may replace Secrets and write the record's status, while the runtime is
+    down: deletes `<job>-ssh`, makes their own with a forged ownerReference, and names its uid
+    in status.runtime.sshSecretUid.  Before issue 21's last round the restarted runtime trusted
+    the ledger's uid once pods had run; now the planted Secret is newer than every pod the
+    runtime released, so it is refused, and a failed worker is not released again."""
+    s = Scenario(DEEPSPEED)
+    _running_forever(s)
+    s.run_until(lambda st: st.get("phase") == "Running", limit=120)
+    s.controller.close()
+    record = s.cluster.record(NAMESPACE, s.kind.lower() + "s", s.name)
+    owner = {"apiVersion": record["apiVersion"], "kind": record["kind"], "name": s.name, "uid": record["metadata"]["uid"], "controller": True}
+    s.cluster.store.delete(_secrets(), NAMESPACE, "ds-ssh", {})
+    s.clock.now += 5
+    planted = {"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/ssh-auth",
+               "metadata": {"name": "ds-ssh", "namespace": NAMESPACE, "ownerReferences": [owner]},
+               "stringData": {"authorized_keys": "ssh-ed25519 AAAAattacker attacker\n", "ssh-privatekey": "x", "ssh-publickey": "x"}}
+    planted_uid = s.cluster.create_secret(NAMESPACE, planted)["metadata"]["uid"]
+    rec = s.cluster.record(NAMESPACE, s.kind.lower() + "s", s.name)
+    rec["status"] = {**copy.deepcopy(rec["status"]), "runtime": {**rec["status"]["runtime"], "sshSecretUid": planted_uid}}
+    s.cluster.replace_record_status(NAMESPACE, s.kind.lower() + "s", rec)
+    s.controller = s.new_controller()
+    for _ in range(10):
+        s.tick()
+    st = s.status()
+    stalled = _condition(st, "Stalled")
+    assert (stalled["status"], stalled["reason"]) == ("True", "ForeignSecret"), st.get("conditions")
+    assert "newer than every pod of the job the runtime released" in stalled["message"]
+    assert s.cluster.objects[("secrets", NAMESPACE, "ds-ssh")]["metadata"]["uid"] == planted_uid  # not the runtime's to delete
+    assert not _events(s, "SecretReplaced")
 
 
 def _secrets() -> Any:
