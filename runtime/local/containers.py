@@ -1,7 +1,8 @@
 """Which containers of a pod run here, and with what: argv, env, working folder, log label.
 
 Init containers run first, in order; those with restartPolicy Always (Kubernetes' native
-sidecars) keep running beside the regular containers and are stopped after them.  Every
+sidecars) are started in their turn, the next waiting until one has started, and keep running
+beside the regular containers until they have stopped.  Every
 regular container runs, as in a pod; `--only-training` runs just the training container
 (for pods whose sidecars need their image).  Checked for every pod before anything starts.
 """
@@ -53,8 +54,8 @@ class PodExtra:
 class Selected:
     """A pod's containers in the roles they play here."""
 
-    init: tuple[dict[str, Any], ...]
-    sidecars: tuple[dict[str, Any], ...]
+    init: tuple[dict[str, Any], ...]  # every init container, in the pod's order, sidecars included
+    sidecars: tuple[dict[str, Any], ...]  # those of them with restartPolicy Always
     main: tuple[dict[str, Any], ...]
 
 
@@ -66,11 +67,7 @@ def select(manifest: Mapping[str, Any], training: str | None, only_training: boo
         chosen = tuple(c for c in containers if c.get("name") == training) or containers[:1]
         return Selected((), (), chosen)
     inits = tuple(spec.get("initContainers") or [])
-    return Selected(
-        tuple(c for c in inits if c.get("restartPolicy") != "Always"),
-        tuple(c for c in inits if c.get("restartPolicy") == "Always"),
-        containers,
-    )
+    return Selected(inits, tuple(c for c in inits if c.get("restartPolicy") == "Always"), containers)
 
 
 def working_dir(container: Mapping[str, Any], options: Options) -> str:
@@ -111,15 +108,15 @@ def pod_launch(
     chosen = select(manifest, training, options.only_training)
 
     def build(c: Mapping[str, Any]) -> Launch:
-        label = name if c.get("name") == training or len(chosen.main) + len(chosen.init) + len(chosen.sidecars) == 1 else f"{name}/{c.get('name')}"
+        label = name if c.get("name") == training or len(chosen.main) + len(chosen.init) == 1 else f"{name}/{c.get('name')}"
         return _launch(manifest, c, facts, options, folder, label, f"{mark}/{c.get('name')}", files, extra or PodExtra())
 
     grace = (manifest.get("spec") or {}).get("terminationGracePeriodSeconds")
     return PodLaunch(
         name=name,
         uid=uid,
-        init=tuple(build(c) for c in chosen.init),
-        sidecars=tuple(build(c) for c in chosen.sidecars),
+        init=(init := tuple(build(c) for c in chosen.init)),
+        sidecars=tuple(launch for launch, c in zip(init, chosen.init, strict=True) if c.get("restartPolicy") == "Always"),
         main=tuple(build(c) for c in chosen.main),
         grace=float(DEFAULT_GRACE if grace is None else grace),
     )
@@ -144,7 +141,7 @@ def preflight(manifests: list[Mapping[str, Any]], training: Mapping[str, str | N
         name = m["metadata"]["name"]
         facts = pod_facts(m, "preflight", "127.0.0.1", m["metadata"].get("annotations") or {}, "localhost")
         chosen = select(m, training.get(name), options.only_training)
-        for c in (*chosen.init, *chosen.sidecars, *chosen.main):
+        for c in (*chosen.init, *chosen.main):
             where = f"{name}/{c.get('name')}"
             declared, problems = declared_env(c, facts, options.env, skip_env_from=options.skip_env_from)
             errors += [f"{where}: cannot resolve {p}" for p in problems]

@@ -228,8 +228,8 @@ class PodLaunch:
 
     name: str
     uid: str
-    init: tuple[Launch, ...]  # run to completion, in order
-    sidecars: tuple[Launch, ...]  # init containers with restartPolicy Always: run alongside
+    init: tuple[Launch, ...]  # in order: each runs to completion, or (a sidecar) until it has started
+    sidecars: tuple[Launch, ...]  # those init containers with restartPolicy Always: they run alongside
     main: tuple[Launch, ...]
     grace: float  # terminationGracePeriodSeconds
 
@@ -272,6 +272,7 @@ class PodRun:
         self._stopping = False
         self._closed = False  # the regular containers have ended: no sidecar starts again
         self._closing = threading.Event()
+        self._halt = threading.Event()  # stop() or kill() was called: a wait for a back-off ends
         self._deadline: float | None = None  # when the grace period of a stop ends (time.monotonic())
         self._timer: threading.Timer | None = None
         self.thread = threading.Thread(target=self._run, name=f"pod {launch.name}", daemon=True)
@@ -289,6 +290,7 @@ class PodRun:
             self._stopping = True
             self._deadline = time.monotonic() + grace
             live = [c for c in self._live if c.launch not in self.launch.sidecars]
+        self._halt.set()
         for c in live:
             c.terminate()
         self._timer = threading.Timer(grace, lambda: [c.kill() for c in live])
@@ -300,6 +302,7 @@ class PodRun:
         with self._lock:
             self._stopping = True
             live = list(self._live)
+        self._halt.set()
         for c in live:
             c.kill()
 
@@ -335,12 +338,18 @@ class PodRun:
 
     def _run_pod(self) -> Ended:
         init: list[Exited] = []
+        sidecars: list[Sidecar] = []
         for launch in self.launch.init:
+            if launch in self.launch.sidecars:
+                side = self._first_start(launch)
+                if side is None:  # the pod was stopped before this sidecar could start
+                    return self._ended_in_init(init, sidecars)
+                sidecars.append(side)
+                continue
             exited = _exited(launch, self._started(launch))
             init.append(exited)
             if exited.code != 0:
-                return Ended((), tuple(init))
-        sidecars = [Sidecar(s, self._started(s)) for s in self.launch.sidecars]
+                return self._ended_in_init(init, sidecars)
         mains = [(m, self._started(m)) for m in self.launch.main]
         self.report("running", self.launch.uid, tuple(m.container for m, c in mains if isinstance(c, Container)))
         keepers = [threading.Thread(target=self._keep, args=(side,), name=f"sidecar {side.launch.label}", daemon=True) for side in sidecars]
@@ -354,6 +363,30 @@ class PodRun:
         for k in keepers:
             k.join()
         return Ended(containers, tuple(init), stopped)
+
+    def _first_start(self, launch: Launch) -> Sidecar | None:
+        """A native sidecar, started: the kubelet starts the next init container, or the regular
+        ones, only once it runs (kuberuntime_container.go computeInitContainerActions), so one that
+        cannot start is tried again after the back-off (sim/timings.py) until it does, or the pod
+        stops (None)."""
+        side = Sidecar(launch, self._started(launch))
+        while not isinstance(side.current, Container):
+            if side.current == STOPPING:
+                return None
+            failed = time.monotonic()
+            if self._halt.wait(wait_left(side.backoff, failed, failed)):
+                return None
+            side.backoff = next_backoff(side.backoff, failed, time.monotonic())
+            self._started(launch, again=side, exited=_exited(launch, side.current))
+        return side
+
+    def _ended_in_init(self, init: list[Exited], sidecars: list[Sidecar]) -> Ended:
+        """An init container failed (or the pod stopped) before the regular containers started:
+        the sidecars already running stop, last first, and the pod ends with what ran."""
+        with self._lock:
+            self._closed = True
+        self._closing.set()
+        return Ended((), tuple(init), self._stop_sidecars(sidecars) if sidecars else ())
 
     def _keep(self, side: Sidecar) -> None:
         """A sidecar that exits, or cannot start, while the regular containers run is started

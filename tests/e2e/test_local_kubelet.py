@@ -239,3 +239,68 @@ def test_a_sidecar_restart_that_cannot_start_is_a_start_error_retried_after_back
     assert [line for label, line in lines if label == "p-0/side" and not line.startswith("flatjob")] == ["up", "back"]
     fake.delete_pod(NS, "p-0", stored(fake, "p-0")["metadata"]["uid"])
     until(lambda: stored(fake, "p-0") is None)
+
+
+def test_init_containers_run_in_the_pods_order_with_a_sidecar_started_in_its_turn(world: Any, tmp_path: Path) -> None:
+    """A native sidecar before a regular init container runs while that init container does
+    (computeInitContainerActions starts the next one once the sidecar runs): an init that needs
+    its sidecar (a proxy, a mount helper) finds it up."""
+    fake, _, lines = world
+    flag = tmp_path / "side-up"
+    body = pod("p-0", "echo main-up; exec sleep 300", gated=False)
+    body["spec"]["initContainers"] = [
+        {"name": "side", "image": "busybox", "restartPolicy": "Always", "command": ["sh", "-c", f"touch {flag}; exec sleep 300"]},
+        {"name": "fetch", "image": "busybox", "command": ["sh", "-c", f"for i in $(seq 50); do [ -e {flag} ] && echo side-seen && exit 0; sleep 0.1; done; exit 3"]},
+    ]
+    fake.create_pod(NS, body)
+    until(lambda: phase(fake, "p-0") == "Running")
+    assert [line for _, line in lines if line in ("side-seen", "main-up")] == ["side-seen", "main-up"]
+    fake.delete_pod(NS, "p-0", stored(fake, "p-0")["metadata"]["uid"])
+    until(lambda: stored(fake, "p-0") is None)
+
+
+def test_an_init_container_failing_after_a_sidecar_started_stops_the_sidecar_and_fails_the_pod(world: Any) -> None:
+    fake, _, lines = world
+    body = pod("p-0", "echo main-up; exec sleep 300", gated=False)
+    body["spec"]["initContainers"] = [
+        {"name": "side", "image": "busybox", "restartPolicy": "Always", "command": ["sh", "-c", "trap 'echo side-term; exit 0' TERM; sleep 300 & wait"]},
+        {"name": "fetch", "image": "busybox", "command": ["sh", "-c", "sleep 0.2; exit 3"]},
+    ]
+    fake.create_pod(NS, body)
+    until(lambda: phase(fake, "p-0") == "Failed")
+    assert pod_state(stored(fake, "p-0")).exit_code == 3
+    assert "side-term" in [line for _, line in lines] and "main-up" not in [line for _, line in lines]
+
+
+def test_a_sidecar_that_cannot_start_holds_the_regular_containers_back(world: Any, tmp_path: Path) -> None:
+    """Its first start fails (StartError), so the kubelet tries it again after the back-off and
+    starts nothing after it meanwhile; the pod, deleted while it waits, goes at once."""
+    fake, _, lines = world
+    body = pod("p-0", "echo main-up; exec sleep 300", gated=False)
+    body["spec"]["initContainers"] = [{"name": "side", "image": "busybox", "restartPolicy": "Always", "command": [str(tmp_path / "absent")]}]
+    fake.create_pod(NS, body)
+    until(lambda: len([line for _, line in lines if "cannot start" in line]) == 2)  # its first start, and the retry at once
+    time.sleep(0.5)
+    assert "main-up" not in [line for _, line in lines] and phase(fake, "p-0") == "Pending"
+    started = time.monotonic()
+    fake.delete_pod(NS, "p-0", stored(fake, "p-0")["metadata"]["uid"])
+    until(lambda: stored(fake, "p-0") is None, seconds=5)
+    assert time.monotonic() - started < 3 and "main-up" not in [line for _, line in lines]
+
+
+@pytest.mark.slow  # waits out one 10 s back-off
+def test_a_sidecar_that_could_not_start_starts_after_its_back_off_and_then_the_regular_containers(world: Any, tmp_path: Path) -> None:
+    fake, _, lines = world
+    script = tmp_path / "side.sh"
+    body = pod("p-0", "echo main-up; exec sleep 300", gated=False)
+    body["spec"]["initContainers"] = [{"name": "side", "image": "busybox", "restartPolicy": "Always", "command": [str(script)]}]
+    fake.create_pod(NS, body)
+    until(lambda: len([line for _, line in lines if "cannot start" in line]) == 2)
+    failed = time.monotonic()
+    script.write_text("#!/bin/sh\necho side-up\nexec sleep 300\n")
+    script.chmod(0o755)
+    until(lambda: phase(fake, "p-0") == "Running", seconds=15)
+    assert 8 < time.monotonic() - failed < 12
+    assert [line for _, line in lines if line in ("side-up", "main-up")] == ["side-up", "main-up"]
+    fake.delete_pod(NS, "p-0", stored(fake, "p-0")["metadata"]["uid"])
+    until(lambda: stored(fake, "p-0") is None)
