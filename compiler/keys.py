@@ -107,4 +107,7 @@ RUNTIME_ANNOTATIONS = (ATTEMPT, RESTART_COUNT, RESUMING)
 # Set by the runtime on a pod it stopped after the outcome without deleting it (it also sets
 # spec.activeDeadlineSeconds, so the kubelet ends the pod and its log stays): "true".
 STOPPED = "flatjob.dev/stopped"
+# Set by the runtime on an SSH kind's pod as it releases it: the uid of the `<job>-ssh` Secret it
+# trusted then, so a restarted runtime knows its own Secret by a pod it released with it (sshkeys).
+SSH_SECRET_UID = "flatjob.dev/ssh-secret-uid"
 KUEUE_QUEUE_ANNOTATION = "flatjob.dev/kueue-queue"  # per-job: the Kueue LocalQueue (else the T9k queue name)

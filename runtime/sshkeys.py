@@ -11,18 +11,20 @@ the namespace could make one first, and every pod would trust that person's key.
 ownerReference proves nothing (anyone may write one, with the record's uid, which anyone who
 reads the record knows), and nor does the record's status (`sshSecretUid`: anyone who may
 update the status may write it).  What proves a Secret is the runtime's own: the uid its
-create returned, while that process lives; after a restart, a pod of the job the runtime
-released that is no older than the Secret.  The runtime makes its Secret before it creates
-any pod, and releases a pod only while it trusts the Secret, so such a pod vouches for it;
-creationTimestamps are the API server's, which nobody who cannot create pods can forge or
-make older.  A Secret swapped in while the runtime was down is newer than every pod it
-released: refused.  Anything unproven is a ForeignSecret: an Event and a Stalled condition,
-and no pod is released until it is deleted; the runtime then makes a fresh pair.  One with the
-record's controller ownerReference while no released pod of the job exists is replaced instead
-(worker._replace_unproven_secret): nothing that runs trusts it, and a runtime restarted between
-attempts, or between creating it and writing the ledger, leaves just that.  A Secret the job
+create returned, while that process lives; after a restart, a pod of the job that the runtime
+released with it, which carries its uid (SSH_SECRET_UID, written in the patch that removes the
+pod's gate; only those who may update pods can change it, and they may read Secrets by other
+means).  Pods released before pods carried it vouch by their age instead: a Secret no newer
+than one of them (creation times are the API server's, to the second).  A Secret no released
+pod vouches for is one nothing that runs was released with: with the record's controller
+ownerReference it is replaced (worker._replace_unproven_secret: deleted by its uid, made
+again), which covers a Secret planted with a forged reference, one swapped in while the
+runtime was away, and a runtime restarted between making it and releasing a pod; without
+one it is a ForeignSecret (deleting what someone else made is not the runtime's to do): an
+Event and a Stalled condition, and no pod is released until it is deleted.  A Secret the job
 names itself (flatjob.dev/ssh-secret) is the job author's choice, and used as it is.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable
@@ -47,11 +49,18 @@ def owned_by(obj: dict[str, Any] | None, record: dict[str, Any]) -> bool:
     return bool(uid) and isinstance(refs, list) and any(isinstance(r, dict) and r.get("uid") == uid and r.get("controller") is True for r in refs)
 
 
-def newest_release(pods: Iterable[dict[str, Any]], record: dict[str, Any]) -> float | None:
-    """When the newest pod of the job that the runtime released was created (seconds), or None
-    when no released pod of the job exists: the witness a restarted runtime trusts its Secret by."""
-    stamps = [seconds((p.get("metadata") or {}).get("creationTimestamp")) for p in pods if owned_by(p, record) and not _gated(p)]
-    return max((s for s in stamps if s is not None), default=None)
+def vouched(pods: Iterable[dict[str, Any]], record: dict[str, Any], secret: dict[str, Any]) -> bool:
+    """Whether a pod of the job that the runtime released vouches for this Secret: one carries
+    its uid, or, when none carries any (released by a runtime before pods carried it), one is
+    no older than the Secret."""
+    meta = secret.get("metadata") or {}
+    released = [p for p in pods if owned_by(p, record) and not _gated(p)]
+    marks = {((p.get("metadata") or {}).get("annotations") or {}).get(keys.SSH_SECRET_UID) for p in released} - {None}
+    if marks:
+        return meta.get("uid") in marks
+    made = seconds(meta.get("creationTimestamp"))
+    stamps = [seconds((p.get("metadata") or {}).get("creationTimestamp")) for p in released]
+    return made is not None and any(s is not None and made <= s for s in stamps)
 
 
 def _gated(pod: dict[str, Any]) -> bool:
@@ -59,29 +68,21 @@ def _gated(pod: dict[str, Any]) -> bool:
     return isinstance(gates, list) and any(isinstance(g, dict) and g.get("name") == keys.RELEASE_GATE for g in gates)
 
 
-def foreign_secret(name: str, secret: dict[str, Any] | None, record: dict[str, Any], trusted: str | None = None,
-                   witness: float | None = None, kept: str | None = None) -> ForeignSecret | None:
-    """The refusal for an existing `<job>-ssh` Secret the runtime did not create, else None.
-
-    `trusted`: the uid this runtime process's create returned, when it made one; else
-    `witness` (newest_release) and `kept` (the ledger's sshSecretUid, which can only refuse)."""
+def foreign_secret(name: str, secret: dict[str, Any] | None, record: dict[str, Any], trusted: str | None, vouch: bool) -> ForeignSecret | None:
+    """The refusal for an existing `<job>-ssh` Secret the runtime did not create, else None
+    (`trusted`: the uid this runtime process's create returned, if it made one; `vouch`: a
+    released pod of the job vouches for it)."""
     if secret is None:
         return None
-    meta = secret.get("metadata") or {}
-    uid, made = meta.get("uid"), seconds(meta.get("creationTimestamp"))
+    uid = (secret.get("metadata") or {}).get("uid")
     if trusted is not None:
         if uid == trusted:
             return None
         why = f"its uid is {uid}, and the Secret this job's runtime created was {trusted}"
-    elif kept is not None and uid != kept:
-        why = f"its uid is {uid}, and the job's status names {kept}"
-    elif witness is not None and made is not None and made <= witness and owned_by(secret, record):
+    elif vouch and owned_by(secret, record):
         return None
-    elif witness is not None:
-        why = ("it is newer than every pod of the job the runtime released, so it was made after they were (swapped in while the runtime "
-               "was away?); if you deleted it yourself while the job ran, delete it again")
     else:
-        why = "this job's runtime has no record of creating it; an ownerReference to the record proves nothing, anyone may write one"
+        why = "no pod of the job was released with it, and an ownerReference to the record proves nothing: anyone may write one"
     return ForeignSecret(
         f"Secret {name} exists but was not created by this job's runtime ({why}): its key would let whoever made it into every pod "
         "of the job, so no pod is released; delete the Secret and the runtime makes a fresh key pair"

@@ -38,7 +38,7 @@ _OWNER = ("apiVersion", "kind", "name", "uid", "controller")
 # create pods (1 000 junk pods with the job's labels and 256 KiB of annotations each would
 # otherwise be 250 MiB of cache), so a cached pod is bounded whatever its maker put on it.
 _POD_LABELS = (keys.JOB_KIND, keys.JOB_NAME, keys.REPLICA_TYPE, keys.REPLICA_INDEX)
-_POD_NOTES = (keys.ATTEMPT, keys.RESTART_COUNT, keys.RESUMING, keys.SPEC_HASH, keys.STOPPED)
+_POD_NOTES = (keys.ATTEMPT, keys.RESTART_COUNT, keys.RESUMING, keys.SPEC_HASH, keys.STOPPED, keys.SSH_SECRET_UID)
 _NOTE_CAP = 256  # the runtime's own values are numbers, "true" and a digest
 CONTAINERS_CAP = 64  # container statuses, scheduling gates and conditions read per pod: a pod flatjob renders has fewer
 

@@ -38,11 +38,11 @@ from .decisions.cleanup import STOP_DEADLINE
 from .decisions.refuse import refused_status
 from .events import EventRecorder, Write
 from .job import RecordError, job_view
-from .lookups import SECRET_TTL
+from .lookups import SECRET_RETRY, SECRET_TTL
 from .model import GATE, JobView, Ledger
 from .observe import pod_state
 from .scope import JobKey
-from .sshkeys import ForeignSecret, foreign_secret, newest_release, owned_by
+from .sshkeys import ForeignSecret, foreign_secret, owned_by, vouched
 
 if TYPE_CHECKING:
     from .controller import Controller
@@ -100,6 +100,7 @@ class JobWorker:
     slow: bool = False  # its last cycle took longer than SLOW_CYCLE (controller: after the others)
     _reading_big: bool = False  # this cycle holds ctl.big_reads (a status too big to cache, read whole)
     _wanted: tuple[str | None, str | None, str | None] | None = None  # the lookups asked for
+    _release_secret: str | None = None  # the uid of the job's own SSH Secret trusted this cycle: on each pod it releases
     recorder: EventRecorder = field(init=False)
 
     def __post_init__(self) -> None:
@@ -189,12 +190,9 @@ class JobWorker:
         world = replace(world, secret_uid=self._secret_uid(job, world))
         cycle = scale_backoff(reconcile(job, pods, ledger, world, status, now, self.ctl.settle), ledger, now, self.ctl.backoff_scale)
         self.cycles += 1
-        if world.secret_is_ours and any(a.kind == "release" for a in cycle.actions) and self.ctl.secrets.recheck_at(job.ssh_secret) is not None:
-            self.ctl.secret_created(job.ssh_secret or "")  # read the Secret again right before trusting it with pods
-            if (foreign := self._foreign_secret(job, world, record, ledger)) is not None:
-                self._refuse(record, foreign)
-                self._cycle_wake = self.ctl.clock() + SECRET_TTL
-                return None
+        if world.secret_is_ours and any(a.kind == "release" for a in cycle.actions) and not self._secret_still_ours(job, world, record, ledger):
+            return None
+        self._release_secret = self._secret_uid(job, world)  # each pod released now carries it (sshkeys)
         if not self._record_status(record, status, cycle.status, now):
             return None
         self.last_cycle = cycle
@@ -336,15 +334,32 @@ class JobWorker:
 
     def _foreign_secret(self, job: JobView, world: World, record: Obj, ledger: Ledger) -> ForeignSecret | None:
         """The refusal for a `<job>-ssh` Secret this job's runtime did not create (see sshkeys):
-        trusted by the uid this process's create returned, else by a released pod no older."""
+        trusted by the uid this process's create returned, else by a pod released with it."""
         if not world.secret_is_ours or not job.ssh_secret or ledger.outcome is not None:
             return None  # a finished job releases no pod again
         known, secret = self.ctl.secrets.get(job.ssh_secret)
-        if not known:
+        if not known or secret is None:
             return None
         made = self._made_secret(job)
-        witness = None if made else newest_release(self.ctl.pods.of(self.key).values(), record)
-        return foreign_secret(job.ssh_secret, secret, record, made, witness, ledger.ssh_secret)
+        vouch = made is None and vouched(self.ctl.pods.of(self.key).values(), record, secret)
+        return foreign_secret(job.ssh_secret, secret, record, made, vouch)
+
+    def _secret_still_ours(self, job: JobView, world: World, record: Obj, ledger: Ledger) -> bool:
+        """A namespace runtime reads its Secret again right before it releases pods (it never
+        watches Secrets): False, so nothing acts this cycle, when that read fails, finds none, or
+        finds someone else's (attacker of issue 21, round 4: a failed read let the release through)."""
+        if self.ctl.secrets.recheck_at(job.ssh_secret) is None:
+            return True  # watched: the cache is as fresh as a read
+        self.ctl.secret_created(job.ssh_secret or "")
+        known, secret = self.ctl.secrets.get(job.ssh_secret or "")
+        if not known or secret is None:
+            self._cycle_wake = self.ctl.clock() + SECRET_RETRY
+            return False
+        if (foreign := self._foreign_secret(job, world, record, ledger)) is not None:
+            self._refuse(record, foreign)
+            self._cycle_wake = self.ctl.clock() + SECRET_TTL
+            return False
+        return True
 
     def _made_secret(self, job: JobView) -> str | None:
         """The uid of the `<job>-ssh` this runtime process made, if it made one.  The status's
@@ -366,15 +381,16 @@ class JobWorker:
         return status
 
     def _replace_unproven_secret(self, job: JobView, world: World, record: Obj, ledger: Ledger) -> bool:
-        """A `<job>-ssh` with the record's ownerReference that this process did not make (an
-        earlier runtime's, or planted with a forged reference), while no released pod of the job
-        exists to vouch for it and the job may still release one: nothing that runs trusts it, so
-        it is deleted (only that object: a uid precondition) and the next cycle makes a fresh pair."""
+        """A `<job>-ssh` with the record's ownerReference that this process did not make and no
+        pod of the job was released with (an earlier runtime's, between its create and a release;
+        one planted with a forged reference, or swapped in while the runtime was away), while the
+        job may still release pods: nothing that runs was released with it, so it is deleted
+        (only that object: a uid precondition) and the next cycle makes a fresh pair."""
         if not world.secret_is_ours or not job.ssh_secret or ledger.outcome is not None or self._made_secret(job):
             return False
         known, secret = self.ctl.secrets.get(job.ssh_secret)
-        uid = uid_of(secret) if known else None
-        if not isinstance(uid, str) or not owned_by(secret, record) or newest_release(self.ctl.pods.of(self.key).values(), record) is not None:
+        uid = uid_of(secret) if known and secret is not None else None
+        if not isinstance(uid, str) or not owned_by(secret, record) or vouched(self.ctl.pods.of(self.key).values(), record, secret or {}):
             return False
         if not self.ctl.leading():
             self.dirty = True
@@ -387,12 +403,13 @@ class JobWorker:
             self._fail("secret", exc)
             return True
         self.ctl.secret_created(job.ssh_secret)  # read it again: gone
-        if uid == ledger.ssh_secret:  # most likely made by an earlier runtime process of this job, between attempts
-            self._event("Normal", "SecretReplaced", f"Secret {job.ssh_secret} was made before this runtime process started, and no released pod "
-                        "of the job exists to vouch for it, so it is replaced with a fresh key pair")
+        if uid == ledger.ssh_secret:  # most likely made by an earlier runtime process of this job
+            self._event("Normal", "SecretReplaced", f"Secret {job.ssh_secret} was made before this runtime process started, and no pod of the "
+                        "job was released with it, so it is replaced with a fresh key pair")
         else:
             self._event("Warning", "SecretReplaced", f"Secret {job.ssh_secret} has this job's ownerReference, but its runtime has no record of "
-                        "creating it (anyone may write an ownerReference); no released pod has it, so it is replaced with a fresh key pair")
+                        "creating it (anyone may write an ownerReference) and no pod of the job was released with it, so it is replaced "
+                        "with a fresh key pair")
         self._flush_events(record)
         self.dirty = True
         return True
@@ -464,6 +481,8 @@ class JobWorker:
             {"op": "test", "path": f"/spec/schedulingGates/{index}/name", "value": GATE},
             {"op": "remove", "path": f"/spec/schedulingGates/{index}"},
         ]
+        if self._release_secret is not None and isinstance(pod["metadata"].get("annotations"), dict):  # the runtime's pods always have some
+            ops.append({"op": "add", "path": "/metadata/annotations/" + keys.SSH_SECRET_UID.replace("~", "~0").replace("/", "~1"), "value": self._release_secret})
         self.ctl.pods.written(action.name, lambda: self.ctl.cluster.patch(PODS, self.namespace, action.name, ops), trim.pod)
         self.ctl.metrics.inc("flatjob_releases_total")
 

@@ -110,5 +110,5 @@ def test_the_seeds_hold_every_kind() -> None:
 def test_a_pod_leaves_room_for_every_annotation_the_runtime_adds() -> None:
     """The runtime's notes on a pod it creates (release) or stops: FJ313 counts them on each pod
     (review 21 r7 #3), at their longest values."""
-    assert set(RUNTIME_POD_NOTES) == {*keys.RUNTIME_ANNOTATIONS, keys.STOPPED}
+    assert set(RUNTIME_POD_NOTES) == {*keys.RUNTIME_ANNOTATIONS, keys.STOPPED, keys.SSH_SECRET_UID}
     assert all(len(RUNTIME_POD_NOTES[k]) == 19 for k in (keys.ATTEMPT, keys.RESTART_COUNT))

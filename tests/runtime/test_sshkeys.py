@@ -4,8 +4,8 @@
 - a fresh pair every time;
 - the Secret: type kubernetes.io/ssh-auth, owned by the record (controller reference),
   immutable, with the keys sshd and ssh need;
-- which `<job>-ssh` the runtime trusts (a decision table): the uid its own create returned,
-  else a released pod of the job no older than the Secret; the status's uid only refuses.
+- which `<job>-ssh` the runtime trusts (decision tables): the uid its own create returned, else
+  a pod of the job released with it (its uid on the pod; by age for pods released before).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 from flatjob.compiler import keys
-from flatjob.runtime.sshkeys import foreign_secret, generate_key_pair, newest_release, ssh_secret
+from flatjob.runtime.sshkeys import foreign_secret, generate_key_pair, ssh_secret, vouched
 
 RECORD: dict[str, Any] = {
     "apiVersion": "flatjob.dev/v1beta1",
@@ -75,41 +75,48 @@ def test_a_record_without_uid_gets_no_dangling_owner_reference() -> None:
 OWNER = [{"uid": "uid-record", "controller": True}]
 
 
-def _secret(uid: str, made: str, owners: list[dict[str, Any]] = OWNER) -> dict[str, Any]:
+def _secret(uid: str, made: str = "2026-01-01T00:00:01Z", owners: list[dict[str, Any]] = OWNER) -> dict[str, Any]:
     return {"metadata": {"name": "ds-ssh", "uid": uid, "creationTimestamp": made, "ownerReferences": owners}}
 
 
-def _pod(made: str, gated: bool = False, owners: list[dict[str, Any]] = OWNER) -> dict[str, Any]:
+def _pod(mark: str | None, made: str = "2026-01-01T00:00:01Z", gated: bool = False, owners: list[dict[str, Any]] = OWNER) -> dict[str, Any]:
     spec = {"schedulingGates": [{"name": keys.RELEASE_GATE}]} if gated else {}
-    return {"metadata": {"creationTimestamp": made, "ownerReferences": owners}, "spec": spec}
+    notes = {keys.ATTEMPT: "1", **({keys.SSH_SECRET_UID: mark} if mark else {})}
+    return {"metadata": {"creationTimestamp": made, "ownerReferences": owners, "annotations": notes}, "spec": spec}
 
 
 T0, T1, T2 = "2026-01-01T00:00:00Z", "2026-01-01T00:00:01Z", "2026-01-01T00:05:00Z"
 
 
 @pytest.mark.parametrize(
-    ("secret", "trusted", "pods", "kept", "refused"),
+    ("pods", "secret", "vouch"),
     [
-        (_secret("s1", T0), "s1", [], None, False),  # this process made it
-        (_secret("s2", T0), "s1", [_pod(T1)], "s2", True),  # not the one this process made, whatever else vouches
-        (_secret("s1", T0), None, [_pod(T1)], "s1", False),  # restarted: a released pod no older vouches
-        (_secret("s1", T1), None, [_pod(T1)], None, False),  # same second: the runtime makes its Secret first
-        (_secret("s1", T0), None, [_pod(T1)], None, False),  # an older ledger without the uid
-        (_secret("s2", T2), None, [_pod(T1)], "s2", True),  # swapped in after the pods, status edited to match
-        (_secret("s2", T0), None, [_pod(T1)], "s1", True),  # the status names another: it can only refuse
-        (_secret("s1", T0), None, [_pod(T1, gated=True)], "s1", True),  # a gated pod vouches for nothing
-        (_secret("s1", T0), None, [_pod(T1, owners=[{"uid": "x", "controller": True}])], "s1", True),  # nor another owner's
-        (_secret("s1", T0, owners=[]), None, [_pod(T1)], "s1", True),  # the runtime's own always has the reference
-        (_secret("s1", T0), None, [], "s1", True),  # nothing vouches (the worker replaces it instead)
-        (None, None, [], None, False),  # nothing to refuse: the runtime makes one
+        ([_pod("s1")], _secret("s1"), True),  # released with it
+        ([_pod("s1"), _pod("s2")], _secret("s2"), True),  # a pod released after the runtime made a fresh pair
+        ([_pod("s1")], _secret("s2", made=T0), False),  # swapped in, even in the same second or earlier: the uid decides
+        ([_pod("s1", gated=True)], _secret("s1"), False),  # a gated pod was released with nothing
+        ([_pod("s1", owners=[{"uid": "x", "controller": True}])], _secret("s1"), False),  # another owner's pod
+        ([], _secret("s1"), False),  # no released pod
+        ([_pod(None, made=T1)], _secret("s1", made=T0), True),  # released before pods carried the uid: by age
+        ([_pod(None, made=T1)], _secret("s1", made=T1), True),  # the same second
+        ([_pod(None, made=T1)], _secret("s1", made=T2), False),  # newer than every such pod
+        ([_pod(None, made=T2), _pod("s1")], _secret("s9", made=T0), False),  # once any pod carries a uid, only the uid counts
     ],
 )
-def test_which_ssh_secret_the_runtime_trusts(secret: dict[str, Any] | None, trusted: str | None, pods: list[dict[str, Any]],
-                                             kept: str | None, refused: bool) -> None:
-    witness = newest_release(pods, RECORD)
-    assert (foreign_secret("ds-ssh", secret, RECORD, trusted, witness, kept) is not None) is refused
+def test_which_released_pods_vouch_for_a_secret(pods: list[dict[str, Any]], secret: dict[str, Any], vouch: bool) -> None:
+    assert vouched(pods, RECORD, secret) is vouch
 
 
-def test_the_newest_released_pod_is_the_witness() -> None:
-    pods = [_pod(T0), _pod(T2, gated=True), _pod(T1), {"metadata": {"creationTimestamp": "junk", "ownerReferences": OWNER}}]
-    assert newest_release(pods, RECORD) == newest_release([_pod(T1)], RECORD) and newest_release([], RECORD) is None
+@pytest.mark.parametrize(
+    ("secret", "trusted", "vouch", "refused"),
+    [
+        (_secret("s1"), "s1", False, False),  # this process made it
+        (_secret("s2"), "s1", True, True),  # not the one this process made, whatever else vouches
+        (_secret("s1"), None, True, False),  # restarted: a released pod vouches
+        (_secret("s1", owners=[]), None, True, True),  # the runtime's own always has the reference
+        (_secret("s1"), None, False, True),  # nothing vouches (with the reference, the worker replaces it first)
+        (None, None, False, False),  # nothing to refuse: the runtime makes one
+    ],
+)
+def test_which_ssh_secret_the_runtime_trusts(secret: dict[str, Any] | None, trusted: str | None, vouch: bool, refused: bool) -> None:
+    assert (foreign_secret("ds-ssh", secret, RECORD, trusted, vouch) is not None) is refused

@@ -6,8 +6,9 @@ Over the real client and HTTP against the fake API server (tests/runtime/harness
   21 the runtime expanded it: 50 -> 622 MiB); repaired, the job goes on;
 - a `<job>-ssh` Secret someone else created first is refused (an Event and a Stalled
   ForeignSecret condition) and no pod is released; deleted, the runtime makes its own key
-  pair and the job runs; one swapped in while the runtime was away, with the status edited to
-  name it, is refused too (newer than every pod the runtime released);
+  pair and the job runs; after a restart only a pod released with its uid vouches for it, so
+  one swapped in meanwhile (even in the second the pods were released, the status edited to
+  name it) is replaced or refused, and the runtime's own survives restarts;
 - PodTemplates carrying the job's labels but not its pods' names are never cached and never
   stall the job (before: one of them stalled it), whether they exist before the runtime
   starts or come while it runs; one of the job's own names, grown past what compile renders,
@@ -30,7 +31,7 @@ import pytest
 
 from flatjob.compiler import keys
 from flatjob.runtime import nameset
-from flatjob.runtime.api import POD_TEMPLATES
+from flatjob.runtime.api import POD_TEMPLATES, ApiError
 from flatjob.runtime.job import job_view
 from flatjob.runtime.kube import PAGE_BYTES
 from flatjob.runtime.trim import CONTAINERS_CAP, TEMPLATE_BYTES, pod, template
@@ -272,61 +273,178 @@ def test_an_ssh_secret_with_a_forged_owner_reference_is_never_trusted(runtime_mo
     assert all(pod["spec"].get("schedulingGates") for pod in s.pods().values())  # none released with the attacker's key
 
 
-def _running_forever(s: Scenario) -> None:
-    for name in ("ds-worker-0", "ds-worker-1", "ds-worker-2"):
+def _running_forever(s: Scenario, names: tuple[str, ...] = ("ds-worker-0", "ds-worker-1", "ds-worker-2")) -> None:
+    for name in names:
         s.kubelet.behaviors[name] = lambda pod, env: (float("inf"), None)
 
 
+def _plant(s: Scenario, owned: bool = True) -> str:
+    """`ds-ssh` made by a tenant, with a forged controller ownerReference to the record or none."""
+    record = s.cluster.record(NAMESPACE, s.kind.lower() + "s", s.name)
+    owner = {"apiVersion": record["apiVersion"], "kind": record["kind"], "name": s.name, "uid": record["metadata"]["uid"], "controller": True}
+    planted = {"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/ssh-auth",
+               "metadata": {"name": "ds-ssh", "namespace": NAMESPACE, "ownerReferences": [owner] if owned else []},
+               "stringData": {"authorized_keys": "ssh-ed25519 AAAAattacker attacker\n", "ssh-privatekey": "x", "ssh-publickey": "x"}}
+    return s.cluster.create_secret(NAMESPACE, planted)["metadata"]["uid"]
+
+
+def _name_in_status(s: Scenario, uid: str) -> None:
+    plural = s.kind.lower() + "s"
+    rec = s.cluster.record(NAMESPACE, plural, s.name)
+    rec["status"] = {**copy.deepcopy(rec["status"]), "runtime": {**rec["status"]["runtime"], "sshSecretUid": uid}}
+    s.cluster.replace_record_status(NAMESPACE, plural, rec)
+
+
+def _released(s: Scenario) -> dict[str, str | None]:
+    """Released pods, with the Secret uid each was released with."""
+    return {n: (p["metadata"].get("annotations") or {}).get(keys.SSH_SECRET_UID) for n, p in s.pods().items() if not p["spec"].get("schedulingGates")}
+
+
+def _secret_uid(s: Scenario) -> str | None:
+    secret = s.cluster.objects.get(("secrets", NAMESPACE, "ds-ssh"))
+    return secret["metadata"]["uid"] if secret else None
+
+
+def _not_stalled(s: Scenario) -> None:
+    st = s.status()
+    assert not [c for c in st.get("conditions") or [] if c["type"] == "Stalled" and c["status"] == "True"], st.get("conditions")
+    assert not _events(s, "ForeignSecret")
+
+
 @fake_only
-def test_a_restarted_runtime_trusts_its_secret_by_the_pods_it_released(runtime_mode: str) -> None:
-    """After a restart, the Secret a released pod is no older than is the runtime's own: the
-    job goes on, nothing replaced, nothing refused; the Secret is immutable, so a later swap
+def test_a_restarted_runtime_trusts_its_secret_by_the_pods_it_released_with_it(runtime_mode: str) -> None:
+    """Each pod is released with the uid of the Secret the runtime trusted then (an annotation,
+    in the patch that removes its gate): after a restart that pod vouches for the Secret, so the
+    job goes on, nothing replaced, nothing refused.  The Secret is immutable, so a later swap
     never reaches the running pods."""
     s = Scenario(DEEPSPEED)
     _running_forever(s)
     s.run_until(lambda st: st.get("phase") == "Running", limit=120)
     secret = s.cluster.objects[("secrets", NAMESPACE, "ds-ssh")]
     assert secret.get("immutable") is True
+    assert set(_released(s).values()) == {secret["metadata"]["uid"]}
     s.controller = s.new_controller()
     for _ in range(10):
         s.tick()
-    st = s.status()
-    assert st.get("phase") == "Running" and not [c for c in st.get("conditions") or [] if c["type"] == "Stalled" and c["status"] == "True"]
-    assert s.cluster.objects[("secrets", NAMESPACE, "ds-ssh")]["metadata"]["uid"] == secret["metadata"]["uid"]
-    assert not _events(s, "SecretReplaced") and not _events(s, "ForeignSecret")
+    assert s.status().get("phase") == "Running" and _secret_uid(s) == secret["metadata"]["uid"]
+    _not_stalled(s)
+    assert not _events(s, "SecretReplaced")
 
 
 @fake_only
-def test_a_secret_swapped_while_the_runtime_was_away_is_refused_whatever_the_status_says(runtime_mode: str) -> None:
-    """Someone who may replace Secrets and write the record's status, while the runtime is
-    down: deletes `<job>-ssh`, makes their own with a forged ownerReference, and names its uid
-    in status.runtime.sshSecretUid.  Before issue 21's last round the restarted runtime trusted
-    the ledger's uid once pods had run; now the planted Secret is newer than every pod the
-    runtime released, so it is refused, and a failed worker is not released again."""
+@pytest.mark.parametrize("owned", [True, False], ids=["forged-owner-reference", "no-owner-reference"])
+def test_a_secret_swapped_in_the_second_pods_were_released_is_never_trusted_after_a_restart(runtime_mode: str, owned: bool) -> None:
+    """Someone who may replace Secrets and write the record's status swaps `<job>-ssh` in the
+    very second the workers were released (creation times are to the second), names its uid in
+    status.runtime.sshSecretUid, and has the runtime restarted.  No pod was released with the
+    planted uid, so it is never trusted: with a forged ownerReference it is replaced with a
+    fresh pair, without one it is refused; the launcher is never released with it (attacker
+    of issue 21, round 4: a same-second swap passed a check by creation time)."""
     s = Scenario(DEEPSPEED)
     _running_forever(s)
-    s.run_until(lambda st: st.get("phase") == "Running", limit=120)
-    s.controller.close()
-    record = s.cluster.record(NAMESPACE, s.kind.lower() + "s", s.name)
-    owner = {"apiVersion": record["apiVersion"], "kind": record["kind"], "name": s.name, "uid": record["metadata"]["uid"], "controller": True}
+    s.clock.now = float(int(s.clock.now)) + 1.0  # the start of a second: the workers are released within it
+    for _ in range(40):
+        s.tick(0.1)
+        if {"ds-worker-1", "ds-worker-2"} <= set(_released(s)):
+            break
+    assert "ds-worker-0" not in _released(s)  # the launcher waits for the workers' sshd
     s.cluster.store.delete(_secrets(), NAMESPACE, "ds-ssh", {})
-    s.clock.now += 5
-    planted = {"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/ssh-auth",
-               "metadata": {"name": "ds-ssh", "namespace": NAMESPACE, "ownerReferences": [owner]},
-               "stringData": {"authorized_keys": "ssh-ed25519 AAAAattacker attacker\n", "ssh-privatekey": "x", "ssh-publickey": "x"}}
-    planted_uid = s.cluster.create_secret(NAMESPACE, planted)["metadata"]["uid"]
-    rec = s.cluster.record(NAMESPACE, s.kind.lower() + "s", s.name)
-    rec["status"] = {**copy.deepcopy(rec["status"]), "runtime": {**rec["status"]["runtime"], "sshSecretUid": planted_uid}}
-    s.cluster.replace_record_status(NAMESPACE, s.kind.lower() + "s", rec)
+    planted = _plant(s, owned)
+    assert s.cluster.objects[("secrets", NAMESPACE, "ds-ssh")]["metadata"]["creationTimestamp"] == s.pods()["ds-worker-1"]["metadata"]["creationTimestamp"]
+    for _ in range(5):
+        s.tick()
+    assert _condition(s.status(), "Stalled")["reason"] == "ForeignSecret"  # the live runtime knows its own uid
+    _name_in_status(s, planted)
+    s.controller = s.new_controller()
+    for _ in range(30):
+        s.tick()
+    assert planted not in _released(s).values()
+    if owned:
+        assert _secret_uid(s) != planted and _events(s, "SecretReplaced")
+        s.run_until(lambda st: "ds-worker-0" in _released(s), limit=60)
+        assert _released(s)["ds-worker-0"] == _secret_uid(s)
+    else:
+        assert _secret_uid(s) == planted and "ds-worker-0" not in _released(s)  # not the runtime's to delete
+        assert _condition(s.status(), "Stalled")["reason"] == "ForeignSecret"
+
+
+@fake_only
+@pytest.mark.parametrize("fails", ["always", "once"])
+def test_a_failed_read_of_the_secret_before_a_release_releases_nothing(fails: str) -> None:
+    """A namespace runtime reads the Secret again right before it releases a pod; when that read
+    fails (a 503, a 429 under load) nothing is released on the older look, and once it reads the
+    planted Secret it refuses it (attacker of issue 21, round 4: the launcher was released)."""
+    s = Scenario(DEEPSPEED)
+    if s.mode != "namespace":
+        pytest.skip("a job's own runtime watches its Secret: nothing to read again")
+    _running_forever(s)
+    for _ in range(60):
+        s.tick()
+        if {"ds-worker-1", "ds-worker-2"} <= set(_released(s)):
+            break
+    assert "ds-worker-0" not in _released(s)
+    s.cluster.store.delete(_secrets(), NAMESPACE, "ds-ssh", {})
+    planted = _plant(s)
+    failing = {"on": True}
+    before = s.server.on_request
+
+    def hook(verb: str, resource: str, namespace: str | None, name: str | None, agent: str = "") -> None:
+        if before is not None:
+            before(verb, resource, namespace, name, agent)
+        if failing["on"] and resource == "secrets" and verb == "get" and "(runtime-" in agent:
+            failing["on"] = fails == "always"
+            raise ApiError("the server is currently unable to handle the request", status=503)
+
+    s.server.on_request = hook
+    for _ in range(60):
+        s.tick()
+    assert _secret_uid(s) == planted and "ds-worker-0" not in _released(s)
+    if fails == "once":
+        assert _condition(s.status(), "Stalled")["reason"] == "ForeignSecret"
+
+
+@fake_only
+def test_restarts_before_and_after_the_first_release_never_stall_the_job(runtime_mode: str) -> None:
+    """Restarted after its pods were created but before any was released, the runtime replaces
+    the Secret it cannot prove (no pod was released with it) and releases the gang with the new
+    one; restarted again, those pods vouch for it (review of issue 21, round 4: the second
+    restart stalled the job, its gated pods being older than the replacement)."""
+    s = Scenario(DEEPSPEED)
+    _running_forever(s)
+    for _ in range(10):
+        s.tick()
+        if len(s.pods()) == 3:
+            break
+    assert len(s.pods()) == 3 and not _released(s)
+    first = _secret_uid(s)
+    s.controller = s.new_controller()
+    s.run_until(lambda st: st.get("phase") == "Running", limit=60)
+    assert _secret_uid(s) != first and [e["type"] for e in _events(s, "SecretReplaced")] == ["Normal"]
     s.controller = s.new_controller()
     for _ in range(10):
         s.tick()
-    st = s.status()
-    stalled = _condition(st, "Stalled")
-    assert (stalled["status"], stalled["reason"]) == ("True", "ForeignSecret"), st.get("conditions")
-    assert "newer than every pod of the job the runtime released" in stalled["message"]
-    assert s.cluster.objects[("secrets", NAMESPACE, "ds-ssh")]["metadata"]["uid"] == planted_uid  # not the runtime's to delete
-    assert not _events(s, "SecretReplaced")
+    _not_stalled(s)
+    assert s.status()["phase"] == "Running" and set(_released(s).values()) == {_secret_uid(s)}
+
+
+@fake_only
+def test_a_secret_its_owner_deleted_mid_run_is_made_again_and_survives_restarts(runtime_mode: str) -> None:
+    """Deleted by a person while the job runs, the Secret is made again (by a namespace runtime
+    when a release needs it); a restart before any pod was released with the new one replaces
+    it once more (Normal: nothing that runs has it), and the job never stalls (review of issue
+    21, round 4: it stalled after every restart)."""
+    s = Scenario(DEEPSPEED)
+    _running_forever(s)
+    s.run_until(lambda st: st.get("phase") == "Running", limit=120)
+    s.cluster.store.delete(_secrets(), NAMESPACE, "ds-ssh", {})
+    if s.mode == "job":  # a namespace runtime reads a Secret when a release needs it, never watches it
+        s.run_until(lambda st: _secret_uid(s) is not None and st["runtime"].get("sshSecretUid") == _secret_uid(s), limit=60)
+    for _ in range(2):
+        s.controller = s.new_controller()
+        for _ in range(10):
+            s.tick()
+        _not_stalled(s)
+        assert _secret_uid(s) is not None and s.status()["phase"] == "Running"
 
 
 def _secrets() -> Any:
