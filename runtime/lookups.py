@@ -93,29 +93,39 @@ class SecretProbe:
     trim: Callable[[Obj], Obj]
     clock: Callable[[], float]
     seen: dict[str, tuple[float, Obj | None]] = field(default_factory=dict)  # name -> (when read, trimmed object)
+    failed: dict[str, float] = field(default_factory=dict)  # name -> when a read of it last failed: not again for SECRET_RETRY
 
     def want(self, names: set[str]) -> None:
         for name in [n for n in self.seen if n not in names]:
             del self.seen[name]
+        for name in [n for n in self.failed if n not in names]:
+            del self.failed[name]
 
     def get(self, name: str) -> tuple[bool, Obj | None]:
         now = self.clock()
         hit = self.seen.get(name)
         if hit is not None and now - hit[0] < SECRET_TTL:
             return True, hit[1]
+        if now - self.failed.get(name, float("-inf")) < SECRET_RETRY:  # a failing server is asked once a SECRET_RETRY, not once a call
+            return (True, hit[1]) if hit is not None else (False, None)
         try:
             obj: Obj | None = self.trim(self.cluster.get(self.res, self.namespace, name))
         except NotFound:
             obj = None
         except ApiError:
+            self.failed[name] = now
             return (True, hit[1]) if hit is not None else (False, None)
+        self.failed.pop(name, None)
         self.seen[name] = (now, obj)
         return True, obj
 
     def recheck_at(self, name: str | None) -> float | None:
         """When what was read of the Secret is old enough to read it again (no watch tells)."""
         hit = self.seen.get(name or "")
-        return hit[0] + SECRET_TTL if hit is not None else self.clock() + SECRET_RETRY
+        if hit is not None:
+            return hit[0] + SECRET_TTL
+        failed = self.failed.get(name or "")
+        return failed + SECRET_RETRY if failed is not None else self.clock() + SECRET_RETRY
 
     def forget(self, name: str) -> None:
         """The runtime just created or lost it: read it again next time."""

@@ -11,11 +11,11 @@ the namespace could make one first, and every pod would trust that person's key.
 ownerReference proves nothing (anyone may write one, with the record's uid, which anyone who
 reads the record knows), and nor does the record's status (`sshSecretUid`: anyone who may
 update the status may write it).  What proves a Secret is the runtime's own: the uid its
-create returned, while that process lives; after a restart, a pod of the job that the runtime
-released with it, which carries its uid (SSH_SECRET_UID, written in the patch that removes the
+create returned, or a pod of the job that a runtime released with it (after a restart, or a
+Lease handed between runtime processes), which carries its uid (SSH_SECRET_UID, written in the patch that removes the
 pod's gate; only those who may update pods can change it, and they may read Secrets by other
-means).  Pods released before pods carried it vouch by their age instead: a Secret no newer
-than one of them (creation times are the API server's, to the second).  A Secret no released
+means).  Pods released before pods carried it vouch by their age instead: a Secret made in an
+earlier second than one of them (creation times are the API server's, to the second).  A Secret no released
 pod vouches for is one nothing that runs was released with: with the record's controller
 ownerReference it is replaced (worker._replace_unproven_secret: deleted by its uid, made
 again), which covers a Secret planted with a forged reference, one swapped in while the
@@ -51,16 +51,16 @@ def owned_by(obj: dict[str, Any] | None, record: dict[str, Any]) -> bool:
 
 def vouched(pods: Iterable[dict[str, Any]], record: dict[str, Any], secret: dict[str, Any]) -> bool:
     """Whether a pod of the job that the runtime released vouches for this Secret: one carries
-    its uid, or, when none carries any (released by a runtime before pods carried it), one is
-    no older than the Secret."""
+    its uid, or, when none carries any (released by a runtime before pods carried it), one was
+    made in a later second than the Secret."""
     meta = secret.get("metadata") or {}
     released = [p for p in pods if owned_by(p, record) and not _gated(p)]
     marks = {((p.get("metadata") or {}).get("annotations") or {}).get(keys.SSH_SECRET_UID) for p in released} - {None}
     if marks:
         return meta.get("uid") in marks
-    made = seconds(meta.get("creationTimestamp"))
+    made = seconds(meta.get("creationTimestamp"))  # strictly older: one swapped in the pods' own second proves nothing
     stamps = [seconds((p.get("metadata") or {}).get("creationTimestamp")) for p in released]
-    return made is not None and any(s is not None and made <= s for s in stamps)
+    return made is not None and any(s is not None and made < s for s in stamps)
 
 
 def _gated(pod: dict[str, Any]) -> bool:
@@ -71,18 +71,13 @@ def _gated(pod: dict[str, Any]) -> bool:
 def foreign_secret(name: str, secret: dict[str, Any] | None, record: dict[str, Any], trusted: str | None, vouch: bool) -> ForeignSecret | None:
     """The refusal for an existing `<job>-ssh` Secret the runtime did not create, else None
     (`trusted`: the uid this runtime process's create returned, if it made one; `vouch`: a
-    released pod of the job vouches for it)."""
+    released pod of the job vouches for it, as after another runtime process made it)."""
     if secret is None:
         return None
     uid = (secret.get("metadata") or {}).get("uid")
-    if trusted is not None:
-        if uid == trusted:
-            return None
-        why = f"its uid is {uid}, and the Secret this job's runtime created was {trusted}"
-    elif vouch and owned_by(secret, record):
+    if uid == trusted or (vouch and owned_by(secret, record)):
         return None
-    else:
-        why = "no pod of the job was released with it, and an ownerReference to the record proves nothing: anyone may write one"
+    why = "no pod of the job was released with it, and an ownerReference to the record proves nothing: anyone may write one"
     return ForeignSecret(
         f"Secret {name} exists but was not created by this job's runtime ({why}): its key would let whoever made it into every pod "
         "of the job, so no pod is released; delete the Secret and the runtime makes a fresh key pair"

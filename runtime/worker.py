@@ -178,17 +178,14 @@ class JobWorker:
         world, self._refused = self._world(job), None
         if self._replace_unproven_secret(job, world, record, ledger):
             return None  # the next cycle makes a fresh key pair
-        if (foreign := self._foreign_secret(job, world, record, ledger)) is not None:
-            self._refuse(record, foreign)  # someone else's <job>-ssh: every pod would trust their key
-            self._cycle_wake = self.ctl.clock() + SECRET_TTL  # a namespace runtime reads Secrets, never watches them
-            return None
-        self.refused = None
+        foreign = self._foreign_secret(job, world, record, ledger)  # someone else's <job>-ssh: every pod would trust their key
         self._reported = None
         owner = uid_of(record)
         pods = {n: pod_state(o, (job.pod(n).container if job.pod(n) else None), owner) for n, o in self.ctl.pods.of(self.key).items()}
         now = self.ctl.clock()
-        world = replace(world, secret_uid=self._secret_uid(job, world))
+        world = replace(world, secret_uid=None if foreign else self._secret_uid(job, world), secret_refused=str(foreign) if foreign else None)
         cycle = scale_backoff(reconcile(job, pods, ledger, world, status, now, self.ctl.settle), ledger, now, self.ctl.backoff_scale)
+        cycle = self._refusing_secret(cycle, foreign, record, now)
         self.cycles += 1
         if world.secret_is_ours and any(a.kind == "release" for a in cycle.actions) and not self._secret_still_ours(job, world, record, ledger):
             return None
@@ -326,6 +323,7 @@ class JobWorker:
         board_known, board = ctl.tensorboards.get(job.tensorboard) if job.tensorboard else (False, None)
         return World(
             secret_exists=not job.ssh_secret or (secret_known and secret is not None),
+            secret_known=not job.ssh_secret or secret_known,
             secret_is_ours=job.ssh_secret is not None and job.ssh_secret == f"{job.name}-ssh",
             podgroup_exists=not job.podgroup or (group_known and group is not None),
             refused=self._refused,
@@ -341,8 +339,25 @@ class JobWorker:
         if not known or secret is None:
             return None
         made = self._made_secret(job)
-        vouch = made is None and vouched(self.ctl.pods.of(self.key).values(), record, secret)
+        vouch = uid_of(secret) != made and vouched(self.ctl.pods.of(self.key).values(), record, secret)
         return foreign_secret(job.ssh_secret, secret, record, made, vouch)
+
+    def _refusing_secret(self, cycle: Cycle, foreign: ForeignSecret | None, record: Obj, now: float) -> Cycle:
+        """The cycle, with a ForeignSecret said: an Event (once), Stalled on the record while the
+        job runs, and a look again after SECRET_TTL (a namespace runtime reads Secrets, never
+        watches them).  The rest of the cycle goes on (deadlines, outcomes, clean-up): the
+        decisions release nothing meanwhile (World.secret_refused)."""
+        if foreign is None:
+            self.refused = None
+            return cycle
+        why = str(foreign)
+        if self.refused != why:
+            log.error(why, extra={"job": self.name})
+            self._event("Warning", foreign.reason, why)
+        self.refused = why
+        wake = now + SECRET_TTL if cycle.wake_at is None else min(cycle.wake_at, now + SECRET_TTL)
+        status = cycle.status if cycle.ledger.outcome else refused_status(cycle.status, foreign.reason, why, _generation(record), now)
+        return replace(cycle, status=status, wake_at=wake)
 
     def _secret_still_ours(self, job: JobView, world: World, record: Obj, ledger: Ledger) -> bool:
         """A namespace runtime reads its Secret again right before it releases pods (it never
@@ -355,9 +370,8 @@ class JobWorker:
         if not known or secret is None:
             self._cycle_wake = self.ctl.clock() + SECRET_RETRY
             return False
-        if (foreign := self._foreign_secret(job, world, record, ledger)) is not None:
-            self._refuse(record, foreign)
-            self._cycle_wake = self.ctl.clock() + SECRET_TTL
+        if self._foreign_secret(job, world, record, ledger) is not None:
+            self.dirty = True  # the next cycle says so and releases nothing
             return False
         return True
 
@@ -386,11 +400,11 @@ class JobWorker:
         one planted with a forged reference, or swapped in while the runtime was away), while the
         job may still release pods: nothing that runs was released with it, so it is deleted
         (only that object: a uid precondition) and the next cycle makes a fresh pair."""
-        if not world.secret_is_ours or not job.ssh_secret or ledger.outcome is not None or self._made_secret(job):
+        if not world.secret_is_ours or not job.ssh_secret or ledger.outcome is not None:
             return False
         known, secret = self.ctl.secrets.get(job.ssh_secret)
         uid = uid_of(secret) if known and secret is not None else None
-        if not isinstance(uid, str) or not owned_by(secret, record) or vouched(self.ctl.pods.of(self.key).values(), record, secret or {}):
+        if not isinstance(uid, str) or uid == self._made_secret(job) or not owned_by(secret, record) or vouched(self.ctl.pods.of(self.key).values(), record, secret or {}):
             return False
         if not self.ctl.leading():
             self.dirty = True

@@ -58,6 +58,8 @@ class World:
     """What the cycle knows besides pods."""
 
     secret_exists: bool = True
+    secret_known: bool = True  # False while the Secret could not be read: wait, never make one blind
+    secret_refused: str | None = None  # why the job's `<job>-ssh` is not its runtime's (sshkeys): no release
     secret_is_ours: bool = True  # False when the user named an existing Secret
     podgroup_exists: bool = True
     tensorboard_ready: bool | None = None  # the TensorBoard Deployment's readiness, once observed
@@ -126,7 +128,7 @@ def _run(job: JobView, pods: Mapping[str, PodState], led: Ledger, world: World, 
         return led, events, (), (), None, None
     sc = decide_scale(job, pods, led, now)
     led, events = sc.ledger, [*events, *sc.events]
-    rel = decide_release(job, pods, led, Deps(world.secret_exists, world.podgroup_exists, world.refused), now)
+    rel = decide_release(job, pods, led, Deps(world.secret_exists and world.secret_refused is None, world.podgroup_exists, world.refused), now)
     led, events = rel.ledger, [*events, *rel.events]
     if led.resuming and all_running(job, pods, led):
         led = led.evolve(resuming=False)
@@ -156,7 +158,7 @@ def _doomed(job: JobView, pod: PodState, led: Ledger, wanted: set[str], settled:
 def _ensure(job: JobView, pods: Mapping[str, PodState], led: Ledger, creates: tuple[str, ...], deletes: tuple[str, ...], world: World, stops: tuple[str, ...] = ()) -> list[Action]:
     """Actions that bring the cluster in line with the ledger (re-derived every cycle)."""
     actions: list[Action] = []
-    if job.ssh_secret and not world.secret_exists and world.secret_is_ours and led.outcome is None:
+    if job.ssh_secret and world.secret_known and not world.secret_exists and world.secret_is_ours and led.outcome is None:
         actions.append(Action("create-secret", job.ssh_secret))
     wanted = {p.name for p in job.wanted()}
     settled = led.settled

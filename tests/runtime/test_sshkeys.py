@@ -98,7 +98,7 @@ T0, T1, T2 = "2026-01-01T00:00:00Z", "2026-01-01T00:00:01Z", "2026-01-01T00:05:0
         ([_pod("s1", owners=[{"uid": "x", "controller": True}])], _secret("s1"), False),  # another owner's pod
         ([], _secret("s1"), False),  # no released pod
         ([_pod(None, made=T1)], _secret("s1", made=T0), True),  # released before pods carried the uid: by age
-        ([_pod(None, made=T1)], _secret("s1", made=T1), True),  # the same second
+        ([_pod(None, made=T1)], _secret("s1", made=T1), False),  # the same second proves nothing: a swap could be in it
         ([_pod(None, made=T1)], _secret("s1", made=T2), False),  # newer than every such pod
         ([_pod(None, made=T2), _pod("s1")], _secret("s9", made=T0), False),  # once any pod carries a uid, only the uid counts
     ],
@@ -111,7 +111,8 @@ def test_which_released_pods_vouch_for_a_secret(pods: list[dict[str, Any]], secr
     ("secret", "trusted", "vouch", "refused"),
     [
         (_secret("s1"), "s1", False, False),  # this process made it
-        (_secret("s2"), "s1", True, True),  # not the one this process made, whatever else vouches
+        (_secret("s2"), "s1", True, False),  # another runtime process made it (a Lease handed over), and released pods with it
+        (_secret("s2"), "s1", False, True),  # not the one this process made, and no pod was released with it
         (_secret("s1"), None, True, False),  # restarted: a released pod vouches
         (_secret("s1", owners=[]), None, True, True),  # the runtime's own always has the reference
         (_secret("s1"), None, False, True),  # nothing vouches (with the reference, the worker replaces it first)
