@@ -367,21 +367,25 @@ def test_a_secret_swapped_in_the_second_pods_were_released_is_never_trusted_afte
         assert _condition(s.status(), "Stalled")["reason"] == "ForeignSecret"
 
 
+def _launcher_waiting() -> Scenario:
+    """A namespace runtime's DeepSpeedJob whose workers run, released, and whose launcher waits
+    for their sshd (gated): its next release reads the Secret again."""
+    s = Scenario(DEEPSPEED)
+    if s.mode != "namespace":
+        pytest.skip("a job's own runtime watches its Secret: nothing to read again")
+    _running_forever(s)
+    s.run_until(lambda st: {"ds-worker-1", "ds-worker-2"} <= set(_released(s)), limit=60)
+    assert "ds-worker-0" not in _released(s)
+    return s
+
+
 @fake_only
 @pytest.mark.parametrize("fails", ["always", "once"])
 def test_a_failed_read_of_the_secret_before_a_release_releases_nothing(fails: str) -> None:
     """A namespace runtime reads the Secret again right before it releases a pod; when that read
     fails (a 503, a 429 under load) nothing is released on the older look, and once it reads the
     planted Secret it replaces it (attacker of issue 21, round 4: the launcher was released)."""
-    s = Scenario(DEEPSPEED)
-    if s.mode != "namespace":
-        pytest.skip("a job's own runtime watches its Secret: nothing to read again")
-    _running_forever(s)
-    for _ in range(60):
-        s.tick()
-        if {"ds-worker-1", "ds-worker-2"} <= set(_released(s)):
-            break
-    assert "ds-worker-0" not in _released(s)
+    s = _launcher_waiting()
     s.cluster.store.delete(_secrets(), NAMESPACE, "ds-ssh", {})
     planted = _plant(s)
     failing = {"on": True}
@@ -477,14 +481,7 @@ def test_a_failing_secret_read_is_retried_every_few_seconds_not_every_cycle(stat
     """A namespace runtime whose reads of the job's Secret fail (a 503, APF's 429) asks again
     once a SECRET_RETRY and makes no Secret blind (review of issue 21, round 4: each cycle read
     it four times and tried to create it, a fresh key pair each time)."""
-    s = Scenario(DEEPSPEED)
-    if s.mode != "namespace":
-        pytest.skip("a job's own runtime watches its Secret")
-    _running_forever(s)
-    for _ in range(60):
-        s.tick()
-        if {"ds-worker-1", "ds-worker-2"} <= set(_released(s)):
-            break
+    s = _launcher_waiting()
     asked: list[tuple[str, float]] = []
     before = s.server.on_request
 
