@@ -159,26 +159,26 @@ class Ledger:
         d = dict(data)
         names = nameset.Budget(9 * nameset.MAX_NAMES)  # all nine name lists together (a tenant may edit them)
         return cls(
-            attempt=int(d.get("attempt", 1)),
+            attempt=_count(d.get("attempt", 1)),
             released=_names(d.get("released"), names),
             succeeded=_names(d.get("succeeded"), names),
             failed=_names(d.get("failed"), names),
             cleaned_up=bool(d.get("cleanedUp", False)),
-            restarts={str(k): int(v) for k, v in (d.get("restarts") or {}).items()},
-            replica_restarts=_ungrouped(d.get("replicaRestarts"), int, names),
-            backoff_count=int(d.get("backoffCount", 0)),
+            restarts={str(k): _count(v) for k, v in (d.get("restarts") or {}).items()},
+            replica_restarts=_ungrouped(d.get("replicaRestarts"), _count_key, names),
+            backoff_count=_count(d.get("backoffCount", 0)),
             not_before=_ungrouped(d.get("notBefore"), float, names),
-            levels=_ungrouped(d.get("levels"), int, names),
+            levels=_ungrouped(d.get("levels"), _count_key, names),
             incident_at=_float(d.get("incidentAt")),
             incident=_names(d.get("incident"), names),
             incident_ended=_float(d.get("incidentEnded")),
-            disruptions=int(d.get("disruptions", 0)),
+            disruptions=_count(d.get("disruptions", 0)),
             disrupted=_ungrouped(d.get("disrupted"), float, names),
             disrupted_end=_ungrouped(d.get("disruptedEnd"), float, names),
             settling=_ungrouped(d.get("settling"), float, names),
             gang_not_before=_float(d.get("gangNotBefore")),
             refused=_said(d.get("refused")),
-            refusals=int(d.get("refusals", 0)),
+            refusals=_count(d.get("refusals", 0)),
             start_time=_float(d.get("startTime")),
             started=d.get("started") is True,
             size=_int(d.get("size")),
@@ -238,6 +238,22 @@ def _said(value: Any) -> str | None:
     if value is not None and not isinstance(value, str):
         raise TypeError(f"expected a string, got {type(value).__name__}")
     return None if value is None else value[:SAID_CAP]
+
+
+def _count(value: Any) -> int:
+    """A counter as the runtime writes it: a JSON integer from 0 to int64's largest.  Anyone who
+    may update the status may write one, and pods carry the attempt and restart count as
+    annotations sized for int64 (compiler/render/size.py RUNTIME_POD_NOTES)."""
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**63:
+        raise ValueError(f"expected a count from 0 to 2**63-1, got {str(value)[:40]!r}")
+    return value
+
+
+def _count_key(value: Any) -> int:
+    """A counter kept as a JSON key (values grouped by count, _grouped): its digits."""
+    if not isinstance(value, str) or not value.isascii() or not value.isdigit() or len(value) > 19:
+        raise ValueError(f"expected a count from 0 to 2**63-1, got {str(value)[:40]!r}")
+    return _count(int(value))
 
 
 def _int(value: Any) -> int | None:

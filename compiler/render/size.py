@@ -61,7 +61,7 @@ class JobSize:
 
 
 # What the runtime adds to each pod it creates from a PodTemplate, at the longest values it
-# writes (runtime/decisions: the attempt and restart counters, kept as JSON integers, so int64 at
+# writes (runtime/decisions: the attempt and restart counters, JSON integers the ledger reads as int64 at
 # most; runtime/worker.py: the stop mark, and the SSH Secret's uid on release): room the
 # template's annotations must leave.
 RUNTIME_POD_NOTES = {keys.ATTEMPT: str(2**63 - 1), keys.RESTART_COUNT: str(2**63 - 1), keys.RESUMING: "false", keys.STOPPED: "true", keys.SSH_SECRET_UID: "00000000-0000-0000-0000-000000000000"}

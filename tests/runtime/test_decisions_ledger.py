@@ -197,3 +197,16 @@ def test_the_union_of_pod_names_holds_every_name_and_contains_each(many: list[tu
     union = nameset.PodNames.union(parts)
     assert set(union) == set().union(*(set(p) for p in parts))
     assert all(p <= union for p in [*parts, union, nameset.NO_NAMES])
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [{"attempt": int("9" * 4000)}, {"attempt": 1e30}, {"attempt": "5"}, {"attempt": -1}, {"attempt": True}, {"backoffCount": 2**63},
+     {"restarts": {"a-0": 2**64}}, {"replicaRestarts": {"9" * 400: ["a-0"]}}, {"levels": {"-1": ["a-0"]}}, {"levels": {"٣": ["a-0"]}}],
+)
+def test_a_count_past_int64_or_not_an_integer_is_unreadable(edit: dict) -> None:
+    """Counters are JSON integers from 0 to int64's largest, as the runtime writes them: pods
+    carry the attempt and restart count as annotations sized for that (RUNTIME_POD_NOTES), and
+    anyone who may update the status may write anything there (helper review of issue 21, round 4)."""
+    with pytest.raises(ValueError):
+        Ledger.from_dict({**Ledger().to_dict(), **edit})
