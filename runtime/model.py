@@ -106,7 +106,7 @@ class Ledger:
     resuming: bool = False
     observed_generation: int | None = None
     replica_failed: str | None = None  # message of the latest replica failure (ReplicaFailure condition)
-    ssh_secret: str | None = None  # uid of the `<job>-ssh` Secret the runtime created (proves nothing, sshkeys: it only makes a replacement's Event Normal)
+    ssh_secret: str | None = None  # uid of the `<job>-ssh` the runtime last trusted: proves nothing (sshkeys), it only makes a replacement's Event Normal
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form kept in status.runtime (sorted, compact, stable)."""

@@ -11,17 +11,20 @@ the namespace could make one first, and every pod would trust that person's key.
 ownerReference proves nothing (anyone may write one, with the record's uid, which anyone who
 reads the record knows), and nor does the record's status (`sshSecretUid`: anyone who may
 update the status may write it).  What proves a Secret is the runtime's own: the uid its
-create returned, or a pod of the job that a runtime released with it (after a restart, or a
-Lease handed between runtime processes), which carries its uid (SSH_SECRET_UID, written in the patch that removes the
-pod's gate; only those who may update pods can change it, and they may read Secrets by other
-means).  Pods released before pods carried it vouch by their age instead: a Secret made in an
-earlier second than one of them (creation times are the API server's, to the second).  A Secret no released
-pod vouches for is one nothing that runs was released with: with the record's controller
-ownerReference it is replaced (worker._replace_unproven_secret: deleted by its uid, made
-again), which covers a Secret planted with a forged reference, one swapped in while the
-runtime was away, and a runtime restarted between making it and releasing a pod; without
-one it is a ForeignSecret (deleting what someone else made is not the runtime's to do): an
-Event and a Stalled condition, and no pod is released until it is deleted.  A Secret the job
+create returned, or, when it carries the record's controller ownerReference, a pod of the job
+that a runtime released with it (after a restart, or a Lease handed between runtime
+processes), which carries its uid (SSH_SECRET_UID, written in the patch that removes the
+pod's gate; only those who may create or update pods can forge one, and they may mount the
+Secret anyway).  While no released pod carries one, pods released by an older runtime vouch
+by their age instead: a Secret made in an earlier second than one of them (creation times are
+the API server's, to the second).  A Secret with the record's ownerReference that this
+process did not make and no released pod vouches for is one nothing that runs was released
+with: it is replaced (worker._replace_unproven_secret: deleted by its uid, made again), which
+covers one planted with a forged reference, one swapped in while the runtime was away, and a
+runtime restarted between making it and releasing a pod.  One without the reference is a
+ForeignSecret (a Secret that does not claim to be the record's is not the runtime's to
+delete): an Event and a Stalled condition, and no pod is created or released until it is
+deleted; every other decision goes on.  A Secret the job
 names itself (flatjob.dev/ssh-secret) is the job author's choice, and used as it is.
 """
 
@@ -37,7 +40,8 @@ from .observe import seconds
 
 
 class ForeignSecret(RecordError):
-    """The job's own SSH Secret exists, but its record did not make it (the runtime refuses)."""
+    """The job's own `<job>-ssh` exists, lacks the record's ownerReference, and nothing proves the
+    runtime made it: no pod is created or released until it is deleted; every other decision goes on."""
 
     reason = "ForeignSecret"
 
@@ -77,7 +81,8 @@ def foreign_secret(name: str, secret: dict[str, Any] | None, record: dict[str, A
     uid = (secret.get("metadata") or {}).get("uid")
     if uid == trusted or (vouch and owned_by(secret, record)):
         return None
-    why = "no pod of the job was released with it, and an ownerReference to the record proves nothing: anyone may write one"
+    why = ("it lacks the record's controller ownerReference, which the runtime's own always has" if not owned_by(secret, record)
+           else "this runtime process did not make it and no pod of the job was released with it")
     return ForeignSecret(
         f"Secret {name} exists but was not created by this job's runtime ({why}): its key would let whoever made it into every pod "
         "of the job, so no pod is released; delete the Secret and the runtime makes a fresh key pair"

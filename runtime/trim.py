@@ -39,7 +39,7 @@ _OWNER = ("apiVersion", "kind", "name", "uid", "controller")
 # otherwise be 250 MiB of cache), so a cached pod is bounded whatever its maker put on it.
 _POD_LABELS = (keys.JOB_KIND, keys.JOB_NAME, keys.REPLICA_TYPE, keys.REPLICA_INDEX)
 _POD_NOTES = (keys.ATTEMPT, keys.RESTART_COUNT, keys.RESUMING, keys.SPEC_HASH, keys.STOPPED, keys.SSH_SECRET_UID)
-_NOTE_CAP = 256  # the runtime's own values are numbers, "true" and a digest
+_NOTE_CAP = 256  # the runtime's own values are numbers, "true", a digest and a uid
 CONTAINERS_CAP = 64  # container statuses, scheduling gates and conditions read per pod: a pod flatjob renders has fewer
 
 
@@ -232,7 +232,8 @@ def status_of(rec: Obj) -> Obj | None:
 
 
 def named(obj: Obj) -> Obj:
-    """Objects watched only for existence (the SSH Secret, the PodGroup): never their data."""
+    """Objects watched for existence and identity (the SSH Secret's uid, controller reference and
+    creation time prove it the runtime's; the PodGroup): never their data."""
     return {"metadata": meta(obj, labels=False, annotations=False)}
 
 

@@ -346,7 +346,7 @@ class JobWorker:
         """The cycle, with a ForeignSecret said: an Event (once), Stalled on the record while the
         job runs, and a look again after SECRET_TTL (a namespace runtime reads Secrets, never
         watches them).  The rest of the cycle goes on (deadlines, outcomes, clean-up): the
-        decisions release nothing meanwhile (World.secret_refused)."""
+        decisions create and release no pod meanwhile (World.secret_refused)."""
         if foreign is None:
             self.refused = None
             return cycle

@@ -68,7 +68,8 @@ def rbac_rules(plan: JobPlan) -> list[dict[str, Any]]:
     ]
     if plan.kind in SSH_KINDS and plan.ssh_secret:
         # Watched by name, so a deleted Secret is noticed and (when it is the job's own) made again.
-        # Deleted by name only to replace one no runtime is known to have made, before any pod mounts it (runtime/sshkeys.py).
+        # Deleted by name (a uid precondition) only to replace one with the record's ownerReference that
+        # no released pod of the job vouches for (runtime/sshkeys.py).
         rules += [_rule([""], ["secrets"], ["create"]), _rule([""], ["secrets"], ["delete", "list", "watch"], [plan.ssh_secret])]
     if render_tensorboard(plan):
         # Watched by name for status.tensorboard (is the TensorBoard ready?); never changed.

@@ -10,7 +10,7 @@ has.  Sizes are JSON's (what the API server gets; orjson measures ~10x faster th
 written, which is within a few percent of it), exact but for the few digits by which pods of
 one type differ (tests/test_render_size.py).  Each object's annotations are measured too, with
 what flatjob adds (the record's flatjob.dev/* notes, each pod's spec-hash) and, for a pod, room
-for the notes the runtime adds when it creates it (RUNTIME_POD_NOTES): the API server counts
+for the notes the runtime adds when it creates, releases or stops it (RUNTIME_POD_NOTES): the API server counts
 them all against one object's limit.  Lint and compile both check the same figures
 (pipeline.planned), before anything is rendered.
 """

@@ -59,7 +59,7 @@ class World:
 
     secret_exists: bool = True
     secret_known: bool = True  # False while the Secret could not be read: wait, never make one blind
-    secret_refused: str | None = None  # why the job's `<job>-ssh` is not its runtime's (sshkeys): no release
+    secret_refused: str | None = None  # why the job's `<job>-ssh` is not its runtime's (sshkeys): no pod created or released
     secret_is_ours: bool = True  # False when the user named an existing Secret
     podgroup_exists: bool = True
     tensorboard_ready: bool | None = None  # the TensorBoard Deployment's readiness, once observed

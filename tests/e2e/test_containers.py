@@ -1,9 +1,9 @@
 """Init containers, native sidecars and --only-training with real processes (no torch).
 
 Init containers run first, in order, each to completion; an init container with
-restartPolicy Always (a native sidecar) runs beside the training container and is stopped
-after it; a failing init container fails the pod; --only-training runs just the training
-container."""
+restartPolicy Always (a native sidecar) starts at its place among them, runs beside the
+training container and is stopped after it; a failing init container fails the pod;
+--only-training runs just the training container."""
 
 from __future__ import annotations
 

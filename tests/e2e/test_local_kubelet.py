@@ -3,7 +3,10 @@
 It binds a pod once its gate is gone and runs it with the pod's own annotations, writes
 Running and then the final status with exit codes (a kubelet's shape, read back as the
 runtime reads it); a deleted pod gets SIGTERM, its final status, and is removed; a pod it
-never ran is removed at once; on shutdown it stops every pod and starts no more.
+never ran is removed at once; on shutdown it stops every pod and starts no more.  Init
+containers run in the pod's order, a native sidecar started in its turn (one that cannot start
+holds the rest back); an init container failing after a sidecar started stops it and fails
+the pod; sidecars stop after the regular containers, last first, and restart with back-off.
 """
 
 from __future__ import annotations

@@ -5,7 +5,8 @@
 - the Secret: type kubernetes.io/ssh-auth, owned by the record (controller reference),
   immutable, with the keys sshd and ssh need;
 - which `<job>-ssh` the runtime trusts (decision tables): the uid its own create returned, else
-  a pod of the job released with it (its uid on the pod; by age for pods released before).
+  with the record's controller ownerReference, a pod of the job released with it (its uid on
+  the pod; by age only while no released pod carries a uid).
 """
 
 from __future__ import annotations

@@ -4,11 +4,14 @@ Over the real client and HTTP against the fake API server (tests/runtime/harness
 - a 38-byte edit of the record's status.runtime naming a million pods is refused as an
   InvalidRecord (an Event, Stalled), decoding at most the pods a job can have (before issue
   21 the runtime expanded it: 50 -> 622 MiB); repaired, the job goes on;
-- a `<job>-ssh` Secret someone else created first is refused (an Event and a Stalled
-  ForeignSecret condition) and no pod is released; deleted, the runtime makes its own key
-  pair and the job runs; after a restart only a pod released with its uid vouches for it, so
-  one swapped in meanwhile (even in the second the pods were released, the status edited to
-  name it) is replaced or refused, and the runtime's own survives restarts;
+- a `<job>-ssh` Secret someone else created first without the record's ownerReference is
+  refused (an Event and a Stalled ForeignSecret condition) and no pod is released; deleted,
+  the runtime makes its own key pair and the job runs; with a forged reference it is
+  replaced; after a restart only a pod released with its uid vouches for it, so one swapped in
+  meanwhile (even in the second the pods were released, the status edited to name it) is
+  replaced or refused, and the runtime's own survives restarts; one planted mid-run holds
+  back releases only; a namespace runtime's failed read releases nothing and is retried every
+  5 s;
 - PodTemplates carrying the job's labels but not its pods' names are never cached and never
   stall the job (before: one of them stalled it), whether they exist before the runtime
   starts or come while it runs; one of the job's own names, grown past what compile renders,
@@ -223,9 +226,11 @@ def test_someone_elses_ssh_secret_is_refused_and_no_pod_is_released(runtime_mode
 
 @fake_only
 def test_a_status_edit_naming_a_planted_secret_before_any_pod_ran_does_not_make_it_trusted(runtime_mode: str) -> None:
-    """status.runtime.sshSecretUid is read from a status anyone with status rights may write:
-    before a pod of the job ran, only the uid this process's own create returned is proof
-    (review of round 11: the planted key was mounted in every pod)."""
+    """status.runtime.sshSecretUid is read from a status anyone with status rights may write, so
+    it proves nothing: only the uid this process's own create returned, or one a released pod
+    carries (with the record's ownerReference), is proof; the planted Secret has no reference,
+    so it is refused and no pod is released (review of round 11: the planted key was mounted in
+    every pod)."""
     s = Scenario(DEEPSPEED)
     planted = {"apiVersion": "v1", "kind": "Secret", "type": "kubernetes.io/ssh-auth", "metadata": {"name": "ds-ssh", "namespace": NAMESPACE},
                "stringData": {"authorized_keys": "ssh-ed25519 AAAAattacker attacker\n", "ssh-privatekey": "x", "ssh-publickey": "x"}}
@@ -246,7 +251,7 @@ def test_a_status_edit_naming_a_planted_secret_before_any_pod_ran_does_not_make_
 def test_an_ssh_secret_with_a_forged_owner_reference_is_never_trusted(runtime_mode: str, forged: str) -> None:
     """An ownerReference proves nothing: anyone may write one, with the record's uid (which
     anyone who reads the record knows). Only the Secret whose uid the runtime's own create
-    returned, or one a released pod carries, is trusted. Planted first, before any pod ran, or
+    returned, or one a released pod carries and that has the record's ownerReference, is trusted. Planted first, before any pod ran, or
     after someone deleted the runtime's own: replaced with a fresh pair (no pod was released
     with it)."""
     s = Scenario(DEEPSPEED)
@@ -313,8 +318,8 @@ def _not_stalled(s: Scenario) -> None:
 def test_a_restarted_runtime_trusts_its_secret_by_the_pods_it_released_with_it(runtime_mode: str) -> None:
     """Each pod is released with the uid of the Secret the runtime trusted then (an annotation,
     in the patch that removes its gate): after a restart that pod vouches for the Secret, so the
-    job goes on, nothing replaced, nothing refused.  The Secret is immutable, so a later swap
-    never reaches the running pods."""
+    job goes on, nothing replaced, nothing refused.  The Secret is immutable (so a later swap
+    never reaches a running pod's kubelet; not exercised by the fake kubelet)."""
     s = Scenario(DEEPSPEED)
     _running_forever(s)
     s.run_until(lambda st: st.get("phase") == "Running", limit=120)
@@ -334,7 +339,8 @@ def test_a_restarted_runtime_trusts_its_secret_by_the_pods_it_released_with_it(r
 def test_a_secret_swapped_in_the_second_pods_were_released_is_never_trusted_after_a_restart(runtime_mode: str, owned: bool) -> None:
     """Someone who may replace Secrets and write the record's status swaps `<job>-ssh` in the
     very second the workers were released (creation times are to the second), names its uid in
-    status.runtime.sshSecretUid, and has the runtime restarted.  No pod was released with the
+    status.runtime.sshSecretUid (if a runtime that watches it has not already replaced it), and
+    has the runtime restarted.  No pod was released with the
     planted uid, so it is never trusted: with a forged ownerReference it is replaced with a
     fresh pair, without one it is refused; the launcher is never released with it (attacker
     of issue 21, round 4: a same-second swap passed a check by creation time)."""
@@ -434,10 +440,10 @@ def test_restarts_before_and_after_the_first_release_never_stall_the_job(runtime
 
 @fake_only
 def test_a_secret_its_owner_deleted_mid_run_is_made_again_and_survives_restarts(runtime_mode: str) -> None:
-    """Deleted by a person while the job runs, the Secret is made again (by a namespace runtime
-    when a release needs it); a restart before any pod was released with the new one replaces
-    it once more (Normal: nothing that runs has it), and the job never stalls (review of issue
-    21, round 4: it stalled after every restart)."""
+    """Deleted by a person while the job runs, the Secret is made again (by a per-job runtime at
+    once, by a namespace runtime at its next read); restarted twice with no pod released with
+    it, the job stays Running, never Stalled, and a Secret exists (review of issue 21, round 4:
+    it stalled after every restart)."""
     s = Scenario(DEEPSPEED)
     _running_forever(s)
     s.run_until(lambda st: st.get("phase") == "Running", limit=120)
@@ -456,7 +462,8 @@ def test_a_secret_its_owner_deleted_mid_run_is_made_again_and_survives_restarts(
 @pytest.mark.parametrize("owned", [True, False], ids=["forged-owner-reference", "no-owner-reference"])
 def test_a_secret_planted_mid_run_holds_back_releases_only(runtime_mode: str, owned: bool) -> None:
     """Swapped in while the job runs: with a forged ownerReference it is replaced, without one
-    it is refused (Stalled, no release), and either way the job goes on: its launcher's success
+    it is refused (Stalled, no release; checked where the runtime watches the Secret), and
+    either way the job goes on: its launcher's success
     ends it (review of issue 21, round 4: a refusal stopped every decision, so the job never
     finished and its workers ran for ever)."""
     s = Scenario(DEEPSPEED)
