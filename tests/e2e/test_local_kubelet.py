@@ -256,8 +256,8 @@ def test_init_containers_run_in_the_pods_order_with_a_sidecar_started_in_its_tur
         {"name": "fetch", "image": "busybox", "command": ["sh", "-c", f"for i in $(seq 50); do [ -e {flag} ] && echo side-seen && exit 0; sleep 0.1; done; exit 3"]},
     ]
     fake.create_pod(NS, body)
-    until(lambda: phase(fake, "p-0") == "Running")
-    assert [line for _, line in lines if line in ("side-seen", "main-up")] == ["side-seen", "main-up"]
+    until(lambda: phase(fake, "p-0") == "Running" and "main-up" in [line for _, line in lines])
+    assert [line for _, line in lines if line in ("side-seen", "main-up")] == ["side-seen", "main-up"]  # an init's output is read whole before the next starts
     fake.delete_pod(NS, "p-0", stored(fake, "p-0")["metadata"]["uid"])
     until(lambda: stored(fake, "p-0") is None)
 
@@ -272,7 +272,8 @@ def test_an_init_container_failing_after_a_sidecar_started_stops_the_sidecar_and
     fake.create_pod(NS, body)
     until(lambda: phase(fake, "p-0") == "Failed")
     assert pod_state(stored(fake, "p-0")).exit_code == 3
-    assert "side-term" in [line for _, line in lines] and "main-up" not in [line for _, line in lines]
+    until(lambda: "side-term" in [line for _, line in lines])  # the sidecar was told to stop (its output is read on a thread of its own)
+    assert "main-up" not in [line for _, line in lines]
 
 
 def test_a_sidecar_that_cannot_start_holds_the_regular_containers_back(world: Any, tmp_path: Path) -> None:
