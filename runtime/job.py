@@ -123,8 +123,8 @@ def _number(notes: Mapping[str, Any], key: str, name: str) -> int:
     return int(value)
 
 
-def _gated(pod: Mapping[str, Any]) -> bool:
-    """Whether a template's pod carries flatjob's release gate (trimmed templates say so)."""
+def gated(pod: Mapping[str, Any]) -> bool:
+    """Whether a pod, or a template's pod, carries flatjob's release gate (trimmed templates say so)."""
     if "gated" in pod:
         return bool(pod["gated"])
     spec = pod.get("spec")
@@ -151,7 +151,7 @@ def pod_spec(template: Mapping[str, Any], kind: str, job: str) -> PodSpecView:
     oversize = (template.get("template") or {}).get("oversize")
     if oversize:
         raise ValueError(f"PodTemplate {name}: its pod is {oversize:,} bytes, more than the {TEMPLATE_BYTES:,} flatjob renders; it was not written by flatjob compile")
-    if not _gated(template.get("template") or {}):
+    if not gated(template.get("template") or {}):
         raise ValueError(f"PodTemplate {name}: its pod has no {keys.RELEASE_GATE} scheduling gate, so it would run before its gang exists")
     seat = _number(notes, keys.SEAT, name) if keys.SEAT in notes else None
     container = notes.get(keys.TRAINING_CONTAINER)

@@ -35,7 +35,7 @@ from typing import Any
 
 from flatjob.compiler import keys
 
-from .job import RecordError
+from .job import RecordError, gated
 from .observe import seconds
 
 
@@ -58,18 +58,13 @@ def vouched(pods: Iterable[dict[str, Any]], record: dict[str, Any], secret: dict
     its uid, or, when none carries any (released by a runtime before pods carried it), one was
     made in a later second than the Secret."""
     meta = secret.get("metadata") or {}
-    released = [p for p in pods if owned_by(p, record) and not _gated(p)]
+    released = [p for p in pods if owned_by(p, record) and not gated(p)]
     marks = {((p.get("metadata") or {}).get("annotations") or {}).get(keys.SSH_SECRET_UID) for p in released} - {None}
     if marks:
         return meta.get("uid") in marks
     made = seconds(meta.get("creationTimestamp"))  # strictly older: one swapped in the pods' own second proves nothing
     stamps = [seconds((p.get("metadata") or {}).get("creationTimestamp")) for p in released]
     return made is not None and any(s is not None and made < s for s in stamps)
-
-
-def _gated(pod: dict[str, Any]) -> bool:
-    gates = (pod.get("spec") or {}).get("schedulingGates")
-    return isinstance(gates, list) and any(isinstance(g, dict) and g.get("name") == keys.RELEASE_GATE for g in gates)
 
 
 def foreign_secret(name: str, secret: dict[str, Any] | None, record: dict[str, Any], trusted: str | None, vouch: bool) -> ForeignSecret | None:

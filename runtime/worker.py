@@ -496,7 +496,7 @@ class JobWorker:
             {"op": "remove", "path": f"/spec/schedulingGates/{index}"},
         ]
         if self._release_secret is not None and isinstance(pod["metadata"].get("annotations"), dict):  # the runtime's pods always have some
-            ops.append({"op": "add", "path": "/metadata/annotations/" + keys.SSH_SECRET_UID.replace("~", "~0").replace("/", "~1"), "value": self._release_secret})
+            ops.append({"op": "add", "path": f"/metadata/annotations/{keys.SSH_SECRET_UID.replace('/', '~1')}", "value": self._release_secret})
         self.ctl.pods.written(action.name, lambda: self.ctl.cluster.patch(PODS, self.namespace, action.name, ops), trim.pod)
         self.ctl.metrics.inc("flatjob_releases_total")
 
