@@ -66,6 +66,11 @@ class World:
     refused: tuple[str, str] | None = None  # (pod, message): the API server refused to create it last cycle
     secret_uid: str | None = None  # the uid of the job's own `<job>-ssh` Secret, once trusted (kept in the ledger)
 
+    @property
+    def secret_ready(self) -> bool:
+        """A pod may be released: the job's SSH Secret exists and is trusted (or none is needed)."""
+        return self.secret_exists and self.secret_refused is None
+
 
 def _finish(led: Ledger, fd: FinishDecision, now: float) -> tuple[Ledger, tuple[tuple[str, str, str], ...]]:
     if fd.outcome is None:
@@ -128,7 +133,7 @@ def _run(job: JobView, pods: Mapping[str, PodState], led: Ledger, world: World, 
         return led, events, (), (), None, None
     sc = decide_scale(job, pods, led, now)
     led, events = sc.ledger, [*events, *sc.events]
-    rel = decide_release(job, pods, led, Deps(world.secret_exists and world.secret_refused is None, world.podgroup_exists, world.refused), now)
+    rel = decide_release(job, pods, led, Deps(world.secret_ready, world.podgroup_exists, world.refused), now)
     led, events = rel.ledger, [*events, *rel.events]
     if led.resuming and all_running(job, pods, led):
         led = led.evolve(resuming=False)
@@ -169,7 +174,7 @@ def _ensure(job: JobView, pods: Mapping[str, PodState], led: Ledger, creates: tu
         if pod.name in extra or (pod.attempt != led.attempt if led.outcome else _doomed(job, pod, led, wanted, settled)):
             actions.append(Action("delete", pod.name, pod.uid))
     actions.extend(Action("stop", name, pods[name].uid) for name in stops)  # after the outcome: end it, keep it (clean-up)
-    if led.outcome is None:
+    if led.outcome is None and world.secret_ready:  # a released pod's replacement waits for a trusted Secret, as its first release did
         for name in led.released:
             pod = pods.get(name)
             if pod is not None and pod.ours and pod.gated and not pod.deleting and pod.attempt == led.attempt:

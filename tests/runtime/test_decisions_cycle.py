@@ -121,6 +121,12 @@ CASES: dict[str, tuple[JobView, dict[str, PodState], Ledger, World, tuple[tuple[
     "finished-creates-and-releases-nothing": (PT, gated(PT, "j-worker-1"), FINISHED.evolve(released=("j-master-0",)), World(), deletes("j-master-0", "j-worker-0")),
     # --- what a gang waits for ----------------------------------------------------------------
     "ssh-secret-missing-is-created-first": (DS, {}, Ledger(), World(secret_exists=False), (("create-secret", "j-ssh"),)),
+    "ssh-secret-replaced-gated-released-pods-wait-for-the-new-one": (  # chaos: killed between the Secret's create and its first release
+        DS, gated(DS), running_ledger(DS, released=("j-worker-1", "j-worker-2")), World(secret_exists=False), (("create-secret", "j-ssh"),),
+    ),
+    "ssh-secret-refused-no-release-of-released-pods": (
+        DS, gated(DS), running_ledger(DS, released=("j-worker-1", "j-worker-2")), World(secret_refused="someone else's"), (),
+    ),
     "a-named-secret-is-waited-for": (DS, {}, Ledger(), World(secret_exists=False, secret_is_ours=False), ()),
     "podgroup-missing-nothing-created": (DS, {}, Ledger(), World(podgroup_exists=False), ()),
     "templates-out-of-step-nothing-created": (job_view(problem="waiting for the job's PodTemplates to match the record (2 present, 3 expected)"), {}, Ledger(), World(), ()),
