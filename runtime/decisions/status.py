@@ -185,6 +185,15 @@ def settled(job: JobView, pods: Mapping[str, PodState], ledger: Ledger) -> bool:
     return bool(ledger.failed) and bool(wanted) and all(_runs(n, pods, ledger) for n in wanted)
 
 
+def replacing(job: JobView, pods: Mapping[str, PodState], ledger: Ledger) -> str | None:
+    """Which disrupted pods are being replaced (not restarts: docs/runtime.md), until each
+    replacement runs, with how many of the job's pods run meanwhile."""
+    gone = sorted(n for n in ledger.disrupted if n not in ledger.disrupted_end and job.pod(n) is not None and not _runs(n, pods, ledger))
+    if ledger.outcome or not gone:
+        return None
+    return f"Replacing {_few(gone)} after a disruption (not counted as a restart); {_running_note(job, pods, ledger)}"
+
+
 def _conditions(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, wait: str | None, found: list[Trouble]) -> list[tuple[str, str, str, str]]:
     ph = phase(job, pods, ledger)
     steady = all_running(job, pods, ledger) and not found
@@ -200,6 +209,7 @@ def _conditions(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, wait
         wait, busy, restart = _summary(found), found[0].reason, None
     elif ph == "Unknown":
         wait = f"The phase of {', '.join(unknown_pods(pods, ledger))} is Unknown: the node does not report it."
+    note = replacing(job, pods, ledger) or (_running_note(job, pods, ledger) if ph == "Running" else None)  # better than the bare phase
     out = [
         ("Initialized", "True", "-", MSG_INITIALIZED) if ledger.start_time is not None or ledger.resuming else ("Initialized", "False", "Initializing", wait or "Waiting for the job's pods."),
         ("Running", "False", reason, message) if done else ("Running", "True", "-", restart or _running_note(job, pods, ledger)) if ph == "Running" and not found else ("Running", "Unknown" if ph == "Unknown" else "True" if ph == "Running" else "False", busy, restart or wait or ph),
@@ -209,8 +219,8 @@ def _conditions(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, wait
         ("Completed", "True", "Succeeded", message) if ledger.outcome == "Succeeded" else ("Completed", "False", reason if failed else "-", message if failed else "The job has not finished."),
         ("Failed", "True", reason, message) if failed else ("Failed", "False", ledger.outcome or "-", message if done else "The job has not failed."),
         ("Paused", "True", "Paused", MSG_PAUSED) if ledger.paused else ("Paused", "False", "-", "The job is not paused."),
-        ("Ready", "True", ph, message if done else MSG_RUNNING) if (ledger.outcome == "Succeeded" or (steady and not done)) else ("Ready", "True", ph, _running_note(job, pods, ledger)) if degraded and not done else ("Ready", "False", busy, message or restart or wait or ph),
-        ("Reconciling", "False", ph, _running_note(job, pods, ledger) if degraded and not done else ph) if (done or steady or degraded or ledger.paused) else ("Reconciling", "True", busy, restart or wait or f"The job is {ph.lower()}."),
+        ("Ready", "True", ph, message if done else MSG_RUNNING) if (ledger.outcome == "Succeeded" or (steady and not done)) else ("Ready", "True", ph, _running_note(job, pods, ledger)) if degraded and not done else ("Ready", "False", busy, message or restart or wait or note or ph),
+        ("Reconciling", "False", ph, _running_note(job, pods, ledger) if degraded and not done else ph) if (done or steady or degraded or ledger.paused) else ("Reconciling", "True", busy, restart or wait or note or f"The job is {ph.lower()}."),
         ("Stalled", "True", why, message) if failed else ("Stalled", "False", ph, "The job has not failed."),
     ]
     return out

@@ -138,7 +138,7 @@ def reason_message(state: str, ctype: str) -> tuple[str, str]:
         ("running", "Initialized", "-", MSG_INITIALIZED),
         ("running", "Running", "-", MSG_RUNNING),
         ("running", "Ready", "Running", MSG_RUNNING),
-        ("running-partly", "Reconciling", "Running", "The job is running."),
+        ("running-partly", "Reconciling", "Running", "2 of 3 pods are running."),
         ("paused", "Paused", "Paused", MSG_PAUSED),
         ("paused", "Running", "Paused", "paused"),
         ("succeeded", "Completed", "Succeeded", SUCCEEDED.message),
@@ -488,4 +488,5 @@ def test_a_group_restart_is_reconciling_while_the_new_gang_waits() -> None:
 def test_pods_partly_running_are_counted_not_all_running_normally() -> None:
     got = conditions(build("running-partly"))
     assert (got["Running"]["status"], got["Running"]["message"]) == ("True", "2 of 3 pods are running.")
-    assert (got["Reconciling"]["reason"], got["Reconciling"]["message"]) == ("Running", "The job is running.")
+    assert (got["Reconciling"]["reason"], got["Reconciling"]["message"]) == ("Running", "2 of 3 pods are running.")  # not the bare phase (review of issue 23)
+    assert (got["Ready"]["status"], got["Ready"]["message"]) == ("False", "2 of 3 pods are running.")

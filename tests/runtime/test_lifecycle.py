@@ -173,8 +173,20 @@ def test_lifecycle_preemption_replaces_the_victim() -> None:
     running(s, 3)
     old = uid(s, "sim-worker-1")
     s.kubelet.scheduler.preempt("sim-worker-1")
-    st = s.run_until(replaced(s, "sim-worker-1", old), limit=120)  # a new uid
+    said: set[tuple[str, str]] = set()
+
+    def watch(st: dict[str, Any]) -> bool:
+        ready = condition(st, "Ready")
+        if ready["status"] == "False":
+            said.add((ready["message"], condition(st, "Reconciling")["message"]))
+        return replaced(s, "sim-worker-1", old)(st)
+
+    st = s.run_until(watch, limit=120)  # a new uid
     assert (st["phase"], st["backoffCount"], restarts(st)) == ("Running", 0, {"master": 0, "worker": 0})
+    # While it stops and while it is replaced, the record names it: never the bare phase (review of issue 23).
+    replacing = "Replacing sim-worker-1 after a disruption (not counted as a restart); 2 of 3 pods are running."
+    assert (replacing, replacing) in said, said
+    assert all("sim-worker-1" in ready and "sim-worker-1" in reconciling for ready, reconciling in said), said
     assert condition(st, "ReplicaFailure")["status"] == "False"  # a disruption is not an error in a pod
     assert "PreemptionByScheduler: default-scheduler: preempting to accommodate a higher priority pod" in events(s, "Disrupted")[0]["message"]
 
