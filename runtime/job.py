@@ -243,6 +243,7 @@ def job_view(record: Mapping[str, Any], templates: Mapping[str, Any]) -> JobView
         target=target,
         min_nodes=min_nodes,
         ssh_secret=(notes.get(keys.SSH_SECRET) or f"{job.metadata.name}-ssh") if job.kind in SSH_KINDS else None,
+        ssh_secret_named=job.kind in SSH_KINDS and bool(notes.get(keys.SSH_SECRET)),
         podgroup=_labelled(own, keys.T9K_GROUP_NAME),
         gang=_in_gang(own),
         launcher_kind=_launcher(job),

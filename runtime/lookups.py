@@ -29,11 +29,13 @@ class NamedWatches:
     def __init__(self, make: Callable[[str], Informer]):
         self.make = make
         self.watches: dict[str, Informer] = {}
+        self._listed: set[str] = set()  # names whose watch has been listed: its first list may find none, which changes no cache
 
     def want(self, names: set[str]) -> None:
         """Watch exactly these names from now on."""
         for name in [n for n in self.watches if n not in names]:
             self.watches.pop(name).close()
+            self._listed.discard(name)
         for name in sorted(names - set(self.watches)):
             informer = self.make(name)
             informer.start()
@@ -53,7 +55,13 @@ class NamedWatches:
         return None
 
     def touched(self) -> set[str]:
-        return {n for n, i in self.watches.items() if i.drain()}
+        """The names whose object changed, and those whose watch was first listed since the last
+        call: a job that saw its Secret as not known yet (a failed first list) is looked at again
+        once the answer is in, even when the answer is "none" (review of issue 24: a per-job
+        runtime whose first Secret list failed once never made the Secret)."""
+        first = {n for n, i in self.watches.items() if i.synced and n not in self._listed}
+        self._listed |= first
+        return first | {n for n, i in self.watches.items() if i.drain()}
 
 
 class LabelWatch:

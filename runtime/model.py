@@ -322,6 +322,7 @@ class JobView:
     target: int | None = None  # elastic: nodes to run now (clamped expectedReplicas)
     min_nodes: int | None = None
     ssh_secret: str | None = None
+    ssh_secret_named: bool = False  # the job names its Secret (flatjob.dev/ssh-secret), even `<job>-ssh`: the author's, never made or replaced
     podgroup: bool = False
     gang: bool = False  # a gang scheduler places the pods (T9k PodGroup, Kueue pod group): release them together
     launcher_kind: str | None = None  # torchrun | deepspeed | colossalai | None (exit-code translation)

@@ -44,6 +44,22 @@ class ForeignSecret(RecordError):
     runtime made it: no pod is created or released until it is deleted; every other decision goes on."""
 
     reason = "ForeignSecret"
+    quiet = False  # said on the record (Stalled) and in an Event
+
+
+class SecretReplacing(ForeignSecret):
+    """An unproven `<job>-ssh` (module docstring) whose deletion was just asked for: creating and
+    releasing pods waits for its fresh replacement, quietly; every other decision goes on."""
+
+    reason = "SecretReplaced"
+    quiet = True
+
+
+class SecretNotReplaced(ForeignSecret):
+    """An unproven `<job>-ssh` that cannot be deleted (a webhook or RBAC refuses, or a finalizer
+    holds it): said on the record and in an Event, as a ForeignSecret is, till it goes."""
+
+    reason = "SecretNotReplaced"
 
 
 def owned_by(obj: dict[str, Any] | None, record: dict[str, Any]) -> bool:

@@ -42,7 +42,14 @@ from .lookups import SECRET_RETRY, SECRET_TTL
 from .model import GATE, JobView, Ledger
 from .observe import pod_state
 from .scope import JobKey
-from .sshkeys import ForeignSecret, foreign_secret, owned_by, vouched
+from .sshkeys import (
+    ForeignSecret,
+    SecretNotReplaced,
+    SecretReplacing,
+    foreign_secret,
+    owned_by,
+    vouched,
+)
 
 if TYPE_CHECKING:
     from .controller import Controller
@@ -176,9 +183,9 @@ class JobWorker:
             self._refuse(record, exc)
             return None
         world, self._refused = self._world(job), None
-        if self._replace_unproven_secret(job, world, record, ledger):
-            return None  # the next cycle makes a fresh key pair
-        foreign = self._foreign_secret(job, world, record, ledger)  # someone else's <job>-ssh: every pod would trust their key
+        # An unproven <job>-ssh is replaced, someone else's refused: either way creating and
+        # releasing pods waits, and every other decision goes on (outcomes, status, clean-up).
+        foreign = self._replace_unproven_secret(job, world, record, ledger) or self._foreign_secret(job, world, record, ledger)
         self._reported = None
         owner = uid_of(record)
         pods = {n: pod_state(o, (job.pod(n).container if job.pod(n) else None), owner) for n, o in self.ctl.pods.of(self.key).items()}
@@ -324,7 +331,7 @@ class JobWorker:
         return World(
             secret_exists=not job.ssh_secret or (secret_known and secret is not None),
             secret_known=not job.ssh_secret or secret_known,
-            secret_is_ours=job.ssh_secret is not None and job.ssh_secret == f"{job.name}-ssh",
+            secret_is_ours=job.ssh_secret is not None and not job.ssh_secret_named,
             podgroup_exists=not job.podgroup or (group_known and group is not None),
             refused=self._refused,
             tensorboard_ready=trim.ready(board) if board_known else None,
@@ -350,6 +357,8 @@ class JobWorker:
         if foreign is None:
             self.refused = None
             return cycle
+        if foreign.quiet:  # being replaced: the next cycle sees it gone
+            return replace(cycle, wake_at=now + SECRET_RETRY if cycle.wake_at is None else min(cycle.wake_at, now + SECRET_RETRY))
         why = str(foreign)
         if self.refused != why:
             log.error(why, extra={"job": self.name})
@@ -394,28 +403,38 @@ class JobWorker:
             raise RecordError(f"the status of {self.name} is not a mapping; restore it or delete the record's status")
         return status
 
-    def _replace_unproven_secret(self, job: JobView, world: World, record: Obj, ledger: Ledger) -> bool:
+    def _replace_unproven_secret(self, job: JobView, world: World, record: Obj, ledger: Ledger) -> ForeignSecret | None:
         """A `<job>-ssh` with the record's ownerReference that this process did not make and no
         pod of the job was released with (an earlier runtime's, between its create and a release;
         one planted with a forged reference, or swapped in while the runtime was away), while the
         job may still release pods: nothing that runs was released with it, so it is deleted
-        (only that object: a uid precondition) and the next cycle makes a fresh pair."""
+        (only that object: a uid precondition) and a later cycle makes a fresh pair.  Meanwhile
+        no pod is created or released (SecretReplacing); one that cannot go (a refusal, a
+        finalizer) is said on the record (SecretNotReplaced) and tried again after SECRET_TTL."""
         if not world.secret_is_ours or not job.ssh_secret or ledger.outcome is not None:
-            return False
+            return None
         known, secret = self.ctl.secrets.get(job.ssh_secret)
         uid = uid_of(secret) if known and secret is not None else None
         if not isinstance(uid, str) or uid == self._made_secret(job) or not owned_by(secret, record) or vouched(self.ctl.pods.of(self.key).values(), record, secret or {}):
-            return False
+            return None
+        waiting = SecretReplacing(f"Secret {job.ssh_secret} is being replaced with a fresh key pair")
+        if (secret or {}).get("metadata", {}).get("deletionTimestamp"):
+            self.ctl.secret_created(job.ssh_secret)  # read it again next time: gone, or still held
+            return SecretNotReplaced(f"Secret {job.ssh_secret} is being deleted but something holds it (a finalizer): no pod is created or "
+                                     "released until it is gone and the runtime has made a fresh key pair; remove its finalizers")
         if not self.ctl.leading():
-            self.dirty = True
-            return True  # the next holder decides: it may have just made this Secret
+            return waiting  # the next holder decides: it may have just made this Secret
         try:
             self.ctl.cluster.delete(SECRETS, self.namespace, job.ssh_secret, uid=uid)
         except NotFound:
             pass
         except ApiError as exc:
             self._fail("secret", exc)
-            return True
+            if isinstance(exc, (Forbidden, Invalid)):  # RBAC or a webhook: retrying at once will not change it
+                return SecretNotReplaced(f"Secret {job.ssh_secret} must be replaced (this runtime process did not make it and no pod of the job "
+                                         f"was released with it), but its deletion was refused ({_api_message(exc)[:300]}); no pod is created or released "
+                                         "until it is deleted")
+            return waiting
         self.ctl.secret_created(job.ssh_secret)  # read it again: gone
         if uid == ledger.ssh_secret:  # most likely made by an earlier runtime process of this job
             self._event("Normal", "SecretReplaced", f"Secret {job.ssh_secret} was made before this runtime process started, and no pod of the "
@@ -426,7 +445,7 @@ class JobWorker:
                         "with a fresh key pair")
         self._flush_events(record)
         self.dirty = True
-        return True
+        return waiting
 
     def _secret_uid(self, job: JobView, world: World) -> str | None:
         """The uid of the job's own `<job>-ssh` Secret, seen and trusted this cycle."""

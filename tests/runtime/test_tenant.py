@@ -513,6 +513,126 @@ def _secrets() -> Any:
     return kinds.by_key("secrets")
 
 
+def _finalize(s: Scenario) -> None:
+    """A finalizer on `ds-ssh`, as a tenant's controller (or anyone who may patch Secrets) adds."""
+    s.cluster.store.patch(_secrets(), NAMESPACE, "ds-ssh", "merge", {"metadata": {"finalizers": ["example.com/in-use-protection"]}})
+
+
+def _secret_deletes(s: Scenario) -> int:
+    return sum(1 for r in s.server.log if r.verb == "delete" and r.resource == "secrets" and "(runtime-" in r.agent)
+
+
+@fake_only
+def test_a_secret_to_replace_that_a_finalizer_holds_is_said_once_deleted_once_and_replaced_when_it_goes(runtime_mode: str) -> None:
+    """Restarted between the Secret's create and the first release (so the Secret must be
+    replaced) while a finalizer holds it: one delete, then the record says what holds the job
+    (Stalled, SecretNotReplaced) instead of a delete every cycle and a record saying nothing
+    (liveness review of issues 21/24: 399 deletes in 400 s, the job Pending for ever); once the
+    finalizer goes, a fresh pair is made and the job runs."""
+    s = Scenario(DEEPSPEED)
+    _running_forever(s)
+    s.run_until(lambda st: len(s.pods()) == 3, limit=30)
+    assert not _released(s)
+    first = _secret_uid(s)
+    _finalize(s)
+    s.controller = s.new_controller()
+    for _ in range(60):
+        s.tick()
+    stalled = _condition(s.status(), "Stalled")
+    assert (stalled["status"], stalled["reason"]) == ("True", "SecretNotReplaced") and "finalizer" in stalled["message"]
+    assert _secret_deletes(s) == 1 and _secret_uid(s) == first and not _released(s)
+    assert [e["type"] for e in _events(s, "SecretNotReplaced")] == ["Warning"]
+    s.cluster.store.patch(_secrets(), NAMESPACE, "ds-ssh", "merge", {"metadata": {"finalizers": None}})
+    s.run_until(lambda st: st.get("phase") == "Running", limit=120)
+    assert _secret_uid(s) not in (None, first) and set(_released(s).values()) == {_secret_uid(s)}
+    _not_stalled(s)
+
+
+def _swapped_mid_run(s: Scenario) -> str:
+    """Deleted by a person while the job runs, the Secret is made again; the runtime restarts
+    before it releases any pod with it, so the next process cannot prove it and replaces it."""
+    s.run_until(lambda st: st.get("phase") == "Running" and st["aggregate"]["running"] == 3, limit=120)
+    first = _secret_uid(s)
+    s.cluster.store.delete(_secrets(), NAMESPACE, "ds-ssh", {})
+    s.controller = s.new_controller()  # a namespace runtime reads the Secret when a cycle runs: a new process does at once
+    s.run_until(lambda st: _secret_uid(s) not in (None, first), limit=30)
+    return _secret_uid(s) or ""
+
+
+@fake_only
+@pytest.mark.parametrize("block", ["finalizer", "webhook"])
+def test_a_secret_to_replace_that_cannot_be_deleted_never_stops_the_jobs_other_decisions(runtime_mode: str, block: str) -> None:
+    """The replacement of an unproven Secret holds back creating and releasing pods only: the
+    launcher's success still ends the job (liveness review of issues 21/24: every cycle ended
+    at the Secret, before outcomes and the status, and the job said "All pods are running
+    normally." for ever). A refused delete (a policy webhook's 403) is said on the record."""
+    s = Scenario(DEEPSPEED)
+    s.kubelet.behaviors["ds-worker-0"] = lambda pod, env: (600.0, 0)
+    _running_forever(s, ("ds-worker-1", "ds-worker-2"))
+    second = _swapped_mid_run(s)
+    if block == "finalizer":
+        _finalize(s)
+    else:
+        before = s.server.on_request
+
+        def deny(verb: str, resource: str, namespace: str | None, name: str | None, agent: str = "") -> None:
+            before(verb, resource, namespace, name, agent)
+            if verb == "delete" and resource == "secrets" and "(runtime-" in agent:
+                raise ApiError('admission webhook "policy.example.com" denied the request: Secrets may not be deleted', status=403, reason="Forbidden")
+
+        s.server.on_request = deny
+    s.tick()
+    s.controller = s.new_controller()
+    for _ in range(30):
+        s.tick()
+    stalled = _condition(s.status(), "Stalled")
+    assert (stalled["status"], stalled["reason"]) == ("True", "SecretNotReplaced"), stalled
+    assert ("finalizer" if block == "finalizer" else "Secrets may not be deleted") in stalled["message"]
+    assert _secret_uid(s) == second and second not in _released(s).values()
+    st = s.run_until(lambda st: st.get("phase") in ("Succeeded", "Failed"), limit=900)
+    assert st["phase"] == "Succeeded"
+    assert _secret_deletes(s) <= (1 if block == "finalizer" else 900 / 30 + 2)  # once; a refused one at most once a SECRET_TTL
+
+
+@fake_only
+def test_a_per_job_runtime_whose_first_secret_list_fails_makes_the_secret_once_it_lists(runtime_mode: str) -> None:
+    """A per-job runtime's first list of its `<job>-ssh` fails once (a 500, a 429): the watch
+    lists again a second later and finds none, which changes no cache; the job is looked at
+    again all the same and its runtime makes the Secret (liveness review of issue 24: the job
+    stayed Pending, "waiting for the SSH Secret", for ever)."""
+    s = Scenario(DEEPSPEED)
+    if s.mode != "job":
+        pytest.skip("a namespace runtime reads its Secrets by name, retried after SECRET_RETRY")
+    _running_forever(s)
+    before, failed = s.server.on_request, []
+
+    def once(verb: str, resource: str, namespace: str | None, name: str | None, agent: str = "") -> None:
+        before(verb, resource, namespace, name, agent)
+        if verb == "list" and resource == "secrets" and "(runtime-" in agent and not failed:
+            failed.append(verb)
+            raise ApiError("etcdserver: request timed out", status=500)
+
+    s.server.on_request = once
+    s.run_until(lambda st: st.get("phase") == "Running" and st["aggregate"]["running"] == 3, limit=60)
+    assert failed and _secret_uid(s) is not None
+
+
+@fake_only
+def test_a_job_naming_its_own_secret_under_the_default_name_uses_it(runtime_mode: str) -> None:
+    """`flatjob.dev/ssh-secret: ds-ssh` names the author's own Secret, even under the default
+    name: used as it is, never refused, replaced or made (liveness review of issue 21: taken
+    for the runtime's own by its name, it was a ForeignSecret for ever)."""
+    s = Scenario(DEEPSPEED.replace("  name: ds\n", "  name: ds\n  annotations:\n    flatjob.dev/ssh-secret: ds-ssh\n", 1))
+    _running_forever(s)
+    for _ in range(5):
+        s.tick()
+    assert _secret_uid(s) is None and not s.pods()  # waited for, never made
+    mine = _plant(s, owned=False)
+    s.run_until(lambda st: st.get("phase") == "Running", limit=60)
+    assert _secret_uid(s) == mine and set(_released(s).values()) <= {mine, None}
+    _not_stalled(s)
+
+
 # --- PodTemplates ---------------------------------------------------------------------------------
 
 
