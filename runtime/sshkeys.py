@@ -21,11 +21,13 @@ the API server's, to the second).  A Secret with the record's ownerReference tha
 process did not make and no released pod vouches for is one nothing that runs was released
 with: it is replaced (worker._replace_unproven_secret: deleted by its uid, made again), which
 covers one planted with a forged reference, one swapped in while the runtime was away, and a
-runtime restarted between making it and releasing a pod.  One without the reference is a
+runtime restarted between making it and releasing a pod; meanwhile no pod is created or
+released (SecretReplacing), and one that cannot be deleted is said (SecretNotReplaced).  One without the reference is a
 ForeignSecret (a Secret that does not claim to be the record's is not the runtime's to
 delete): an Event and a Stalled condition, and no pod is created or released until it is
 deleted; every other decision goes on.  A Secret the job
-names itself (flatjob.dev/ssh-secret) is the job author's choice, and used as it is.
+names itself (flatjob.dev/ssh-secret, even under the default name) is the job author's
+choice, and used as it is.
 """
 
 from __future__ import annotations
