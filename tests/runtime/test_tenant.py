@@ -11,7 +11,9 @@ Over the real client and HTTP against the fake API server (tests/runtime/harness
   meanwhile (even in the second the pods were released, the status edited to name it) is
   replaced or refused, and the runtime's own survives restarts; one planted mid-run holds
   back releases only; a namespace runtime's failed read releases nothing and is retried every
-  5 s;
+  5 s; a replacement a finalizer or a webhook stops is said on the record (SecretNotReplaced),
+  deleted once, and never stops the job's other decisions; a per-job runtime whose first
+  Secret list failed makes the Secret once it lists; a job naming `<job>-ssh` itself has it used;
 - PodTemplates carrying the job's labels but not its pods' names are never cached and never
   stall the job (before: one of them stalled it), whether they exist before the runtime
   starts or come while it runs; one of the job's own names, grown past what compile renders,
