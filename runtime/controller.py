@@ -82,6 +82,15 @@ TENSORBOARD_LABELS = {keys.ROLE: "tensorboard"}
 __all__ = ["CONCURRENCY", "Controller", "VersionMismatch", "owner_reference"]
 
 
+def _landed(lease: Obj, identity: str, tried: str) -> bool:
+    """Whether a Lease is the write this process sent without an answer (a time-out after the API
+    server applied it): it names this runtime with the very renewTime it sent, to the
+    microsecond, which no one else knew (client-go renews on the name alone, which a forged
+    holderIdentity passes: lease.decide_lease)."""
+    spec = lease.get("spec") or {}
+    return isinstance(spec, dict) and spec.get("holderIdentity") == identity and spec.get("renewTime") == tried
+
+
 @dataclass
 class Controller:
     """Reconciles the job records of its scope (one job, or a whole namespace) and their pods."""
@@ -108,6 +117,7 @@ class Controller:
     wake_at: float | None = None
     _renewed_at: float | None = None  # last successful Lease renewal (None: not the leader)
     _lease_version: str | None = None  # the Lease's resourceVersion this process's last write returned
+    _lease_tried: str | None = None  # the renewTime of a Lease write whose answer never came (it may have landed)
     _lease_wake: float | None = None
     _lease_failures: int = 0  # Lease requests failed in a row (their back-off)
     _observed: Observed | None = None
@@ -526,6 +536,9 @@ class Controller:
         now = self._lease_clock()
         self._observed = observe(current, self._observed, now)
         mine = current is not None and self._lease_version is not None and (current.get("metadata") or {}).get("resourceVersion") == self._lease_version
+        if current is not None and not mine and self._lease_tried is not None and _landed(current, self.identity, self._lease_tried):
+            mine, self._lease_version = True, (current.get("metadata") or {}).get("resourceVersion")  # our write, its answer lost
+        self._lease_tried = None
         decision = decide_lease(current, self.identity, self._observed, now, holding=mine)
         if decision.action == "wait":
             self._renewed_at = None
@@ -540,6 +553,7 @@ class Controller:
             self._lease_wake = now + LEASE_RETRY
             return False
         except ApiError as exc:
+            self._lease_tried = body["spec"]["renewTime"]  # a time-out or a 5xx: the write may have landed all the same
             return self._lease_failed(exc, now)
         self._lease_version = (written.get("metadata") or {}).get("resourceVersion") if isinstance(written, dict) else None
         if self._renewed_at is None:

@@ -12,6 +12,7 @@
 
 from __future__ import annotations
 
+import copy
 import os
 import time
 from collections.abc import Iterator
@@ -20,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from flatjob.runtime.api import ApiError, NotFound
 from flatjob.runtime.lease import (
     LEASE_MAX,
     LEASE_SECONDS,
@@ -261,3 +263,50 @@ def test_a_slow_lease_get_dates_the_look_after_it_returns() -> None:
     assert c._observed is not None and c._observed.at == T0 + 20  # after the GET, not before
     now[0] = T0 + 20 + LEASE_SECONDS - 1  # the holder has not renewed, but its Lease is not out yet
     assert c._hold_lease() is False
+
+
+class _LostAnswerCluster:
+    """An API server that applies every Lease write; the first `lose` answers never arrive (504)."""
+
+    def __init__(self, lose: int) -> None:
+        self.lease: dict[str, Any] | None = None
+        self.lose, self.rv = lose, 0
+
+    def get(self, res: Any, namespace: str, name: str) -> dict[str, Any]:
+        if self.lease is None:
+            raise NotFound("leases", name)
+        return copy.deepcopy(self.lease)
+
+    def _write(self, res: Any, namespace: str, body: dict[str, Any]) -> dict[str, Any]:
+        self.rv += 1
+        self.lease = {**copy.deepcopy(body), "metadata": {**body["metadata"], "resourceVersion": str(self.rv)}}
+        if self.lose > 0:
+            self.lose -= 1
+            raise ApiError("the server was unable to return a response in the time allotted", status=504)
+        return copy.deepcopy(self.lease)
+
+    create = replace = _write
+
+
+@pytest.mark.parametrize("forged", [False, True], ids=["its-own-write", "a-forged-holder"])
+def test_a_lease_write_whose_answer_was_lost_is_known_by_its_renew_time(forged: bool) -> None:
+    """A renewal the API server applied but whose answer never came (a time-out) names this
+    runtime with the renewTime it sent: it renews on, instead of waiting out its own Lease for
+    30 s (liveness review of issue 24); a forged holderIdentity with any other renewTime is
+    still waited out."""
+    from flatjob.runtime.controller import LEASE_RETRY, Controller
+
+    now = [T0]
+    cluster = _LostAnswerCluster(lose=0)
+    c = Controller(cluster, "default", "PyTorchTrainingJob", "j", identity="me", clock=lambda: now[0], mono=lambda: now[0])  # type: ignore[arg-type]
+    assert c._hold_lease() is True  # acquired
+    cluster.lose = 1
+    now[0] += 5.0  # RENEW_EVERY: the renewal's answer is lost
+    assert c._hold_lease() is True  # still within the renew deadline
+    if forged:  # a tenant rewrites it naming this runtime, with another renewTime
+        assert cluster.lease is not None
+        cluster.lease["spec"]["renewTime"] = micro_time(now[0] - 1)
+        cluster.rv += 1
+        cluster.lease["metadata"]["resourceVersion"] = str(cluster.rv)
+    now[0] += LEASE_RETRY
+    assert c._hold_lease() is (not forged)
