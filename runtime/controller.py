@@ -85,8 +85,10 @@ __all__ = ["CONCURRENCY", "Controller", "VersionMismatch", "owner_reference"]
 def _landed(lease: Obj, identity: str, tried: str) -> bool:
     """Whether a Lease is the write this process sent without an answer (a time-out after the API
     server applied it): it names this runtime with the very renewTime it sent, to the
-    microsecond, which no one else knew (client-go renews on the name alone, which a forged
-    holderIdentity passes: lease.decide_lease)."""
+    microsecond (client-go renews on the name alone, which a forged holderIdentity passes:
+    lease.decide_lease).  Asked only within the renew deadline of the last renewal known to
+    have landed: no one may take the Lease over before then, so a replay of that renewTime by
+    someone who read it cannot make two runtimes lead (review of the lost-answer change)."""
     spec = lease.get("spec") or {}
     return isinstance(spec, dict) and spec.get("holderIdentity") == identity and spec.get("renewTime") == tried
 
@@ -536,7 +538,8 @@ class Controller:
         now = self._lease_clock()
         self._observed = observe(current, self._observed, now)
         mine = current is not None and self._lease_version is not None and (current.get("metadata") or {}).get("resourceVersion") == self._lease_version
-        if current is not None and not mine and self._lease_tried is not None and _landed(current, self.identity, self._lease_tried):
+        landed = self._lease_tried is not None and leading(self._renewed_at, now)  # past the deadline another may hold it, and anyone could have read that renewTime
+        if current is not None and not mine and landed and _landed(current, self.identity, self._lease_tried or ""):
             mine, self._lease_version = True, (current.get("metadata") or {}).get("resourceVersion")  # our write, its answer lost
         self._lease_tried = None
         decision = decide_lease(current, self.identity, self._observed, now, holding=mine)

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from flatjob.runtime.api import ApiError, NotFound
+from flatjob.runtime.api import ApiError, Conflict, NotFound
 from flatjob.runtime.lease import (
     LEASE_MAX,
     LEASE_SECONDS,
@@ -265,27 +265,53 @@ def test_a_slow_lease_get_dates_the_look_after_it_returns() -> None:
     assert c._hold_lease() is False
 
 
-class _LostAnswerCluster:
-    """An API server that applies every Lease write; the first `lose` answers never arrive (504)."""
 
-    def __init__(self, lose: int) -> None:
+class _Leases:
+    """The API server's Lease, shared by every runtime's connection to it."""
+
+    def __init__(self) -> None:
         self.lease: dict[str, Any] | None = None
-        self.lose, self.rv = lose, 0
+        self.rv = 0
 
-    def get(self, res: Any, namespace: str, name: str) -> dict[str, Any]:
-        if self.lease is None:
-            raise NotFound("leases", name)
-        return copy.deepcopy(self.lease)
-
-    def _write(self, res: Any, namespace: str, body: dict[str, Any]) -> dict[str, Any]:
+    def write(self, body: dict[str, Any]) -> dict[str, Any]:
         self.rv += 1
         self.lease = {**copy.deepcopy(body), "metadata": {**body["metadata"], "resourceVersion": str(self.rv)}}
+        return copy.deepcopy(self.lease)
+
+
+class _Connection:
+    """One runtime's connection: every write is applied, the next `lose` answers never arrive
+    (504, a time-out), and while `cut` nothing gets through (a partition)."""
+
+    def __init__(self, server: _Leases) -> None:
+        self.server, self.lose, self.cut = server, 0, False
+
+    def get(self, res: Any, namespace: str, name: str) -> dict[str, Any]:
+        if self.cut:
+            raise ApiError("connection refused", status=503)
+        if self.server.lease is None:
+            raise NotFound("leases", name)
+        return copy.deepcopy(self.server.lease)
+
+    def _write(self, res: Any, namespace: str, body: dict[str, Any]) -> dict[str, Any]:
+        if self.cut:
+            raise ApiError("connection refused", status=503)
+        current = self.server.lease
+        if current is not None and body["metadata"].get("resourceVersion") not in (None, current["metadata"]["resourceVersion"]):
+            raise Conflict("the object has been modified")
+        written = self.server.write(body)
         if self.lose > 0:
             self.lose -= 1
             raise ApiError("the server was unable to return a response in the time allotted", status=504)
-        return copy.deepcopy(self.lease)
+        return written
 
     create = replace = _write
+
+
+def _runtime(connection: _Connection, identity: str, now: list[float]) -> Any:
+    from flatjob.runtime.controller import Controller
+
+    return Controller(connection, "default", "PyTorchTrainingJob", "j", identity=identity, clock=lambda: now[0], mono=lambda: now[0])  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("forged", [False, True], ids=["its-own-write", "a-forged-holder"])
@@ -294,19 +320,56 @@ def test_a_lease_write_whose_answer_was_lost_is_known_by_its_renew_time(forged: 
     runtime with the renewTime it sent: it renews on, instead of waiting out its own Lease for
     30 s (liveness review of issue 24); a forged holderIdentity with any other renewTime is
     still waited out."""
-    from flatjob.runtime.controller import LEASE_RETRY, Controller
+    from flatjob.runtime.controller import LEASE_RETRY
 
-    now = [T0]
-    cluster = _LostAnswerCluster(lose=0)
-    c = Controller(cluster, "default", "PyTorchTrainingJob", "j", identity="me", clock=lambda: now[0], mono=lambda: now[0])  # type: ignore[arg-type]
+    now, server = [T0], _Leases()
+    connection = _Connection(server)
+    c = _runtime(connection, "me", now)
     assert c._hold_lease() is True  # acquired
-    cluster.lose = 1
+    connection.lose = 1
     now[0] += 5.0  # RENEW_EVERY: the renewal's answer is lost
     assert c._hold_lease() is True  # still within the renew deadline
     if forged:  # a tenant rewrites it naming this runtime, with another renewTime
-        assert cluster.lease is not None
-        cluster.lease["spec"]["renewTime"] = micro_time(now[0] - 1)
-        cluster.rv += 1
-        cluster.lease["metadata"]["resourceVersion"] = str(cluster.rv)
+        assert server.lease is not None
+        server.write({**server.lease, "spec": {**server.lease["spec"], "renewTime": micro_time(now[0] - 1)}})
     now[0] += LEASE_RETRY
     assert c._hold_lease() is (not forged)
+
+
+def test_a_replayed_renew_time_never_makes_two_runtimes_lead() -> None:
+    """A's renewal lands, its answer lost, then A is cut off; B takes the Lease over once it ran
+    out; a tenant who read A's landed write replays its holder and renewTime right after B
+    renews. A, back, must wait that out: its renew deadline has long passed, so the renewTime
+    proves nothing any more (review of the lost-answer change: both led for 1.75 s)."""
+    now, server = [T0], _Leases()
+    ca, cb = _Connection(server), _Connection(server)
+    a, b = _runtime(ca, "a", now), _runtime(cb, "b", now)
+    assert a._hold_lease() is True
+    now[0] += 1
+    assert b._hold_lease() is False
+    now[0] = T0 + 5
+    ca.lose = 1
+    assert a._hold_lease() is True  # the renewal lands; its answer is lost
+    seen = copy.deepcopy(server.lease)  # anyone who may get or watch Leases reads it
+    assert seen is not None and seen["spec"]["holderIdentity"] == "a"
+    ca.cut = True
+    while now[0] < T0 + 70:
+        now[0] += 1
+        a._hold_lease()
+        b._hold_lease()
+    assert not a.leading() and b.leading()  # b took over, properly, once the Lease ran out
+    renewed = server.rv
+    while server.rv == renewed:  # b's next renewal
+        now[0] += 0.25
+        b._hold_lease()
+    assert server.lease is not None
+    server.write({**server.lease, "spec": {**server.lease["spec"], "holderIdentity": "a", "renewTime": seen["spec"]["renewTime"]}})
+    ca.cut = False
+    both = []
+    for _ in range(40):  # 10 s, each polling as its loop does
+        now[0] += 0.25
+        a._hold_lease()
+        b._hold_lease()
+        if a.leading() and b.leading():
+            both.append(now[0] - T0)
+    assert not both, f"two runtimes lead at once, at T0+{both}"
