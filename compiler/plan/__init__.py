@@ -10,6 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from .. import keys
 from ..jobtypes import Typed
 from ..options import CompileOptions
 
@@ -84,6 +85,12 @@ class JobPlan:
     @property
     def namespace(self) -> str | None:
         return self.job.metadata.namespace or self.options.namespace
+
+    @property
+    def ssh_secret_named(self) -> bool:
+        """The job names its SSH Secret (flatjob.dev/ssh-secret), even `<job>-ssh`: the author's,
+        which the runtime only reads, never makes or replaces."""
+        return bool(self.ssh_secret) and bool(self.job.metadata.annotations.get(keys.SSH_SECRET))
 
 
 Planner = Callable[[Typed, CompileOptions], JobPlan]

@@ -66,10 +66,13 @@ def rbac_rules(plan: JobPlan) -> list[dict[str, Any]]:
         _rule(["coordination.k8s.io"], ["leases"], ["create"]),
         _rule(["coordination.k8s.io"], ["leases"], ["get", "update"], [runtime_name(job)]),
     ]
-    if plan.kind in SSH_KINDS and plan.ssh_secret:
-        # Watched by name, so a deleted Secret is noticed and (when it is the job's own) made again.
-        # Deleted by name (a uid precondition) only to replace one with the record's ownerReference that
-        # no released pod of the job vouches for (runtime/sshkeys.py).
+    if plan.kind in SSH_KINDS and plan.ssh_secret_named and plan.ssh_secret:
+        # The author's own Secret (flatjob.dev/ssh-secret): watched by name, never made or deleted.
+        rules.append(_rule([""], ["secrets"], ["list", "watch"], [plan.ssh_secret]))
+    elif plan.kind in SSH_KINDS and plan.ssh_secret:
+        # Watched by name, so a deleted Secret is noticed and made again. Deleted by name (a uid
+        # precondition) only to replace one with the record's ownerReference that no released pod
+        # of the job vouches for (runtime/sshkeys.py).
         rules += [_rule([""], ["secrets"], ["create"]), _rule([""], ["secrets"], ["delete", "list", "watch"], [plan.ssh_secret])]
     if render_tensorboard(plan):
         # Watched by name for status.tensorboard (is the TensorBoard ready?); never changed.
@@ -126,6 +129,7 @@ class RuntimeNeeds:
     namespace: str | None
     pods: int  # its pods (the elastic maximum)
     ssh_secret: str | None  # the Secret it reads (SSH kinds)
+    ssh_secret_named: bool  # the author's own (flatjob.dev/ssh-secret): read, never made or deleted
     tensorboard: bool
     podgroup: bool
     image: str
@@ -134,7 +138,7 @@ class RuntimeNeeds:
     @classmethod
     def of(cls, plan: JobPlan) -> RuntimeNeeds:
         secret = plan.ssh_secret if plan.kind in SSH_KINDS else None
-        return cls(plan.name, plan.kind, plan.namespace, len(plan.pods), secret, bool(render_tensorboard(plan)),
+        return cls(plan.name, plan.kind, plan.namespace, len(plan.pods), secret, bool(secret) and plan.ssh_secret_named, bool(render_tensorboard(plan)),
                    bool(plan.min_member and _uses_podgroup(plan)), plan.options.runtime_image, beyond_allowance(plan))
 
 
@@ -165,10 +169,14 @@ def namespace_rules(jobs: Iterable[RuntimeNeeds]) -> list[dict[str, Any]]:
         # Its own Deployment, read once to own the Lease: the Lease goes when the Deployment does.
         _rule(["apps"], ["deployments"], ["get"], [keys.NAMESPACE_RUNTIME]),
     ]
-    secrets = sorted({j.ssh_secret for j in jobs if j.ssh_secret})
-    if secrets:
-        # Read by name when a job needs its Secret (never a list or watch of every Secret).
-        rules += [_rule([""], ["secrets"], ["create"]), _rule([""], ["secrets"], ["delete", "get"], secrets)]
+    read = sorted({j.ssh_secret for j in jobs if j.ssh_secret})
+    own = sorted({j.ssh_secret for j in jobs if j.ssh_secret and not j.ssh_secret_named})
+    # Read by name when a job needs its Secret (never a list or watch of every Secret); the
+    # runtime's own made, and deleted by name (a uid precondition) to replace one no released pod
+    # vouches for; the ones a job names itself only read.
+    if own:
+        rules.append(_rule([""], ["secrets"], ["create"]))
+    rules += [_rule([""], ["secrets"], verbs, names) for verbs, names in ((["delete", "get"], own), (["get"], [n for n in read if n not in own])) if names]
     if any(j.tensorboard for j in jobs):
         rules.append(_rule(["apps"], ["deployments"], ["list", "watch"]))
     if any(j.podgroup for j in jobs):

@@ -451,7 +451,7 @@ def test_the_namespace_runtime_memory_limit_counts_what_it_caches_of_big_specs()
     dep = next(o for o in out if o["kind"] == "Deployment" and o["metadata"]["name"] == "flatjob")
     one = dep["spec"]["template"]["spec"]["containers"][0]["resources"]
     # the same job 20 times (names aside), as one compile of the folder would render it
-    needs = RuntimeNeeds("big00", "GenericJob", NAMESPACE, 1, None, False, False, "img", (int(one["requests"]["memory"][:-2]) - 48) * 2**20)
+    needs = RuntimeNeeds("big00", "GenericJob", NAMESPACE, 1, None, False, False, False, "img", (int(one["requests"]["memory"][:-2]) - 48) * 2**20)
     jobs = [RuntimeNeeds(f"big{i:02d}", *list(needs.__dict__.values())[1:]) for i in range(20)]
     limit = int(next(o for o in render_namespace_runtime(NAMESPACE, jobs) if o["kind"] == "Deployment")["spec"]["template"]["spec"]["containers"][0]["resources"]["limits"]["memory"][:-2])
     raw_r, raw_t = orjson.dumps(record), orjson.dumps(template)

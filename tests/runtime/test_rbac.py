@@ -53,16 +53,20 @@ def allowed(rules: list[dict[str, Any]], verb: str, group: str, resource: str, n
     return None
 
 
-def test_every_request_of_the_runtime_is_allowed_and_every_rule_is_used() -> None:
-    s = Scenario(JOB)
+@pytest.mark.parametrize("named", [None, "ds-ssh", "my-keys"], ids=["its-own-secret", "named-under-the-default-name", "named"])
+def test_every_request_of_the_runtime_is_allowed_and_every_rule_is_used(named: str | None) -> None:
+    """Exactly the verbs the runtime uses: with its own Secret, create and (to replace a planted
+    one) delete; with a Secret the job names (flatjob.dev/ssh-secret), even `<job>-ssh`, reads
+    only (review: the Role granted delete on the author's own Secret)."""
+    s = Scenario(JOB if named is None else JOB.replace("  name: ds\n", f"  name: ds\n  annotations:\n    flatjob.dev/ssh-secret: {named}\n", 1))
     role = next(o for o in s.manifests if o["kind"] == "Role")
     s.kubelet.behaviors["ds-worker-0"] = _launcher_fails_once
     for name in ("ds-worker-1", "ds-worker-2"):
         s.kubelet.behaviors[name] = until_deleted
     s.controller.close()
-    record = s.cluster.record(NAMESPACE, s.kind.lower() + "s", s.name)  # a Secret planted with a forged ownerReference: replaced (delete)
+    record = s.cluster.record(NAMESPACE, s.kind.lower() + "s", s.name)  # its own: a Secret planted with a forged ownerReference, replaced (delete)
     owner = {"apiVersion": record["apiVersion"], "kind": record["kind"], "name": s.name, "uid": record["metadata"]["uid"], "controller": True}
-    s.cluster.create_secret(NAMESPACE, {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": f"{s.name}-ssh", "namespace": NAMESPACE, "ownerReferences": [owner]},
+    s.cluster.create_secret(NAMESPACE, {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": named or f"{s.name}-ssh", "namespace": NAMESPACE, "ownerReferences": [] if named else [owner]},
                                         "stringData": {"authorized_keys": "ssh-ed25519 AAAAplanted x\n"}})
     s.controller = s.runtime("rbac")  # with its Lease
     s.controller.start()
