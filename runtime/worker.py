@@ -66,6 +66,9 @@ _wall = time.monotonic  # the budget's clock (tests make requests slow by moving
 # often: a 1000-pod restart changes them every cycle, and each write is a write token the
 # deletes, creates and releases need.  The ledger, the phase and the conditions go out at once.
 STATUS_EVERY = 0.5
+# An unproven SSH Secret's delete failing this many times in a row (a 5xx from a webhook that is
+# down, a time-out) is said on the record as a refused one is: it may never go.
+SECRET_FAILURES_SAID = 2
 OBSERVED = frozenset({"tasks", "aggregate", "selector"})
 
 
@@ -99,6 +102,7 @@ class JobWorker:
     _refused: tuple[str, str] | None = None  # a create the API server refused, for the next cycle
     _cycle_wake: float | None = None
     _failures: int = 0  # consecutive failed cycles or actions
+    _secret_failures: int = 0  # consecutive failed deletes of an unproven SSH Secret (SECRET_FAILURES_SAID)
     _retry_at: float | None = None
     _reported: str | None = None  # the last unexpected error reported as an Event
     _status_at: float = float("-inf")  # when this runtime last wrote the status
@@ -192,7 +196,7 @@ class JobWorker:
         now = self.ctl.clock()
         world = replace(world, secret_uid=None if foreign else self._secret_uid(job, world), secret_refused=str(foreign) if foreign else None)
         cycle = scale_backoff(reconcile(job, pods, ledger, world, status, now, self.ctl.settle), ledger, now, self.ctl.backoff_scale)
-        cycle = self._refusing_secret(cycle, foreign, record, now)
+        cycle = self._refusing_secret(cycle, foreign, record, status, now)
         self.cycles += 1
         if world.secret_is_ours and any(a.kind == "release" for a in cycle.actions) and not self._secret_still_ours(job, world, record, ledger):
             return None
@@ -349,7 +353,7 @@ class JobWorker:
         vouch = uid_of(secret) != made and vouched(self.ctl.pods.of(self.key).values(), record, secret)
         return foreign_secret(job.ssh_secret, secret, record, made, vouch)
 
-    def _refusing_secret(self, cycle: Cycle, foreign: ForeignSecret | None, record: Obj, now: float) -> Cycle:
+    def _refusing_secret(self, cycle: Cycle, foreign: ForeignSecret | None, record: Obj, written: dict[str, Any], now: float) -> Cycle:
         """The cycle, with a ForeignSecret said: an Event (once), Stalled on the record while the
         job runs, and a look again after SECRET_TTL (a namespace runtime reads Secrets, never
         watches them).  The rest of the cycle goes on (deadlines, outcomes, clean-up): the
@@ -365,7 +369,7 @@ class JobWorker:
             self._event("Warning", foreign.reason, why)
         self.refused = why
         wake = now + SECRET_TTL if cycle.wake_at is None else min(cycle.wake_at, now + SECRET_TTL)
-        status = cycle.status if cycle.ledger.outcome else refused_status(cycle.status, foreign.reason, why, _generation(record), now)
+        status = cycle.status if cycle.ledger.outcome else refused_status(cycle.status, foreign.reason, why, _generation(record), now, written)
         return replace(cycle, status=status, wake_at=wake)
 
     def _secret_still_ours(self, job: JobView, world: World, record: Obj, ledger: Ledger) -> bool:
@@ -417,7 +421,8 @@ class JobWorker:
         uid = uid_of(secret) if known and secret is not None else None
         if not isinstance(uid, str) or uid == self._made_secret(job) or not owned_by(secret, record) or vouched(self.ctl.pods.of(self.key).values(), record, secret or {}):
             return None
-        waiting = SecretReplacing(f"Secret {job.ssh_secret} is being replaced with a fresh key pair")
+        waiting = SecretReplacing(f"waiting for a fresh SSH Secret {job.ssh_secret}: the one there was made before this runtime process "
+                                  "started and no pod of the job was released with it, so it is being replaced")
         if (secret or {}).get("metadata", {}).get("deletionTimestamp"):
             self.ctl.secret_created(job.ssh_secret)  # read it again next time: gone, or still held
             return SecretNotReplaced(f"Secret {job.ssh_secret} is being deleted but something holds it (a finalizer): no pod is created or "
@@ -428,13 +433,19 @@ class JobWorker:
             self.ctl.cluster.delete(SECRETS, self.namespace, job.ssh_secret, uid=uid)
         except NotFound:
             pass
+        except Conflict:  # another object under the name now (the uid precondition): look again
+            self.ctl.secret_created(job.ssh_secret)
+            self.dirty = True
+            return waiting
         except ApiError as exc:
             self._fail("secret", exc)
-            if isinstance(exc, (Forbidden, Invalid)):  # RBAC or a webhook: retrying at once will not change it
+            self._secret_failures += 1
+            if isinstance(exc, (Forbidden, Invalid)) or self._secret_failures >= SECRET_FAILURES_SAID:  # RBAC, a webhook denying or down
                 return SecretNotReplaced(f"Secret {job.ssh_secret} must be replaced (this runtime process did not make it and no pod of the job "
                                          f"was released with it), but its deletion was refused ({_api_message(exc)[:300]}); no pod is created or released "
                                          "until it is deleted")
             return waiting
+        self._secret_failures = 0
         self.ctl.secret_created(job.ssh_secret)  # read it again: gone
         if uid == ledger.ssh_secret:  # most likely made by an earlier runtime process of this job
             self._event("Normal", "SecretReplaced", f"Secret {job.ssh_secret} was made before this runtime process started, and no pod of the "

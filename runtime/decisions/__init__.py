@@ -133,7 +133,7 @@ def _run(job: JobView, pods: Mapping[str, PodState], led: Ledger, world: World, 
         return led, events, (), (), None, None
     sc = decide_scale(job, pods, led, now)
     led, events = sc.ledger, [*events, *sc.events]
-    rel = decide_release(job, pods, led, Deps(world.secret_ready, world.podgroup_exists, world.refused), now)
+    rel = decide_release(job, pods, led, Deps(world.secret_ready, world.podgroup_exists, world.refused, world.secret_refused), now)
     led, events = rel.ledger, [*events, *rel.events]
     if led.resuming and all_running(job, pods, led):
         led = led.evolve(resuming=False)

@@ -15,11 +15,17 @@ from typing import Any
 from .status import rfc3339
 
 
-def refused_status(previous: Mapping[str, Any] | None, reason: str, message: str, generation: int | None, now: float) -> dict[str, Any]:
+def refused_status(previous: Mapping[str, Any] | None, reason: str, message: str, generation: int | None, now: float,
+                   written: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """`previous` with Stalled=True, Ready=False and Reconciling=False saying why (transition
-    times kept if unchanged)."""
+    times kept if unchanged from `written`, the status the record holds, else `previous`: a
+    cycle's fresh status says Stalled=False, and comparing with it would move the times, and
+    write the status, every cycle)."""
     status = dict(previous) if isinstance(previous, Mapping) else {}
-    old = {c.get("type"): c for c in status.get("conditions") or [] if isinstance(c, dict)}
+    conditions = status.get("conditions") or []
+    old = {c.get("type"): c for c in conditions if isinstance(c, dict)}
+    if isinstance(written, Mapping) and isinstance(written.get("conditions"), list):
+        old = {**old, **{c.get("type"): c for c in written["conditions"] if isinstance(c, dict) and c.get("type") in ("Stalled", "Ready", "Reconciling")}}
     wanted = {"Stalled": ("True", reason, message), "Ready": ("False", reason, message), "Reconciling": ("False", reason, message)}
     conditions = [c for c in old.values() if c.get("type") not in wanted]
     for ctype, (value, why, text) in wanted.items():

@@ -30,6 +30,7 @@ class Deps:
     secret_ready: bool = True
     podgroup_ready: bool = True
     refused: tuple[str, str] | None = None  # (pod, the API server's message): its create was refused
+    secret_wait: str | None = None  # why the Secret is not ready, when there is more to say than that it is missing
 
 
 @dataclass(frozen=True)
@@ -89,7 +90,7 @@ def decide_release(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, d
     if not pending:
         return ReleaseDecision(ledger, delete=stale)
     if not deps.secret_ready:
-        return ReleaseDecision(ledger, delete=stale, wait=f"waiting for the SSH Secret {job.ssh_secret}")
+        return ReleaseDecision(ledger, delete=stale, wait=deps.secret_wait or f"waiting for the SSH Secret {job.ssh_secret}")
     if not deps.podgroup_ready:
         return ReleaseDecision(ledger, delete=stale, wait=f"waiting for the PodGroup {job.name}")
     gang = not ledger.released

@@ -597,6 +597,51 @@ def test_a_secret_to_replace_that_cannot_be_deleted_never_stops_the_jobs_other_d
 
 
 @fake_only
+def test_a_secret_to_replace_whose_deletes_keep_failing_is_said_on_the_record(runtime_mode: str) -> None:
+    """A validating webhook that is down (failurePolicy: Fail) answers every delete with a 500:
+    after two failures in a row the record says the Secret cannot be replaced (Stalled,
+    SecretNotReplaced), as for a 403, not "waiting for the SSH Secret" for ever (review)."""
+    s = Scenario(DEEPSPEED)
+    _running_forever(s)
+    s.run_until(lambda st: len(s.pods()) == 3, limit=30)
+    first = _secret_uid(s)
+    before = s.server.on_request
+
+    def down(verb: str, resource: str, namespace: str | None, name: str | None, agent: str = "") -> None:
+        before(verb, resource, namespace, name, agent)
+        if verb == "delete" and resource == "secrets" and "(runtime-" in agent:
+            raise ApiError('Internal error occurred: failed calling webhook "policy.example.com": context deadline exceeded', status=500)
+
+    s.server.on_request = down
+    s.controller = s.new_controller()  # restarted between the Secret's create and the first release
+    for _ in range(120):
+        s.tick()
+    stalled = _condition(s.status(), "Stalled")
+    assert (stalled["status"], stalled["reason"]) == ("True", "SecretNotReplaced") and "failed calling webhook" in stalled["message"]
+    assert _secret_uid(s) == first and not _released(s)
+
+
+@fake_only
+def test_a_refusal_that_does_not_change_writes_the_status_once(runtime_mode: str) -> None:
+    """SecretNotReplaced while a finalizer holds the Secret is stable: its conditions keep their
+    transition times, so the status is not written again every cycle, each write waking the
+    next and spending the namespace's write budget (review: 120 writes in 120 s)."""
+    s = Scenario(DEEPSPEED)
+    _running_forever(s)
+    s.run_until(lambda st: len(s.pods()) == 3, limit=30)
+    _finalize(s)
+    s.controller = s.new_controller()
+    for _ in range(30):
+        s.tick()
+    assert _condition(s.status(), "Stalled")["reason"] == "SecretNotReplaced"
+    seen = len(s.server.log)
+    for _ in range(120):
+        s.tick()
+    writes = [r for r in s.server.log[seen:] if r.resource.endswith("/status") and "(runtime-" in r.agent and r.verb in ("update", "patch")]
+    assert len(writes) <= 1, f"{len(writes)} status writes in 120 s with nothing changing"
+
+
+@fake_only
 def test_a_per_job_runtime_whose_first_secret_list_fails_makes_the_secret_once_it_lists(runtime_mode: str) -> None:
     """A per-job runtime's first list of its `<job>-ssh` fails once (a 500, a 429): the watch
     lists again a second later and finds none, which changes no cache; the job is looked at
