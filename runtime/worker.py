@@ -103,6 +103,7 @@ class JobWorker:
     _cycle_wake: float | None = None
     _failures: int = 0  # consecutive failed cycles or actions
     _secret_failures: int = 0  # consecutive failed deletes of an unproven SSH Secret (SECRET_FAILURES_SAID)
+    _secret_retry: tuple[float, str, ForeignSecret] | None = None  # after a failed delete: when to try that uid again, and what to say till then
     _retry_at: float | None = None
     _reported: str | None = None  # the last unexpected error reported as an Event
     _status_at: float = float("-inf")  # when this runtime last wrote the status
@@ -262,10 +263,14 @@ class JobWorker:
         """Count a failure and retry after a capped, doubling, jittered back-off."""
         self._failures += 1
         self.dirty = True
-        self._retry_at = self.ctl.clock() + retry_delay(self._failures, ERROR_BACKOFF_CAP, self.ctl.rng, exc)
+        delay = retry_delay(self._failures, ERROR_BACKOFF_CAP, self.ctl.rng, exc)
+        self._retry_at = self.ctl.clock() + delay
+        self._log_failure(what, exc, delay)
+
+    def _log_failure(self, what: str, exc: Exception, retry_in: float) -> None:
         status = str(exc.status) if isinstance(exc, ApiError) else type(exc).__name__
         self.ctl.metrics.inc("flatjob_api_errors_total" if isinstance(exc, ApiError) else "flatjob_loop_errors_total", op=what, status=status)
-        log.warning(f"{what} failed", extra={"job": self.name, "error": f"{type(exc).__name__}: {exc}"[:500], "retry_in": self._retry_at - self.ctl.clock()})
+        log.warning(f"{what} failed", extra={"job": self.name, "error": f"{type(exc).__name__}: {exc}"[:500], "retry_in": retry_in})
 
     def _report(self, exc: Exception) -> None:
         """An Event and a Stalled condition for an unexpected failure (once per distinct error)."""
@@ -414,7 +419,7 @@ class JobWorker:
         job may still release pods: nothing that runs was released with it, so it is deleted
         (only that object: a uid precondition) and a later cycle makes a fresh pair.  Meanwhile
         no pod is created or released (SecretReplacing); one that cannot go (a refusal, a
-        finalizer) is said on the record (SecretNotReplaced) and tried again after SECRET_TTL."""
+        finalizer, a delete that keeps failing) is said on the record (SecretNotReplaced)."""
         if not world.secret_is_ours or not job.ssh_secret or ledger.outcome is not None:
             return None
         known, secret = self.ctl.secrets.get(job.ssh_secret)
@@ -429,24 +434,11 @@ class JobWorker:
                                      "released until it is gone and the runtime has made a fresh key pair; remove its finalizers")
         if not self.ctl.leading():
             return waiting  # the next holder decides: it may have just made this Secret
-        try:
-            self.ctl.cluster.delete(SECRETS, self.namespace, job.ssh_secret, uid=uid)
-        except NotFound:
-            pass
-        except Conflict:  # another object under the name now (the uid precondition): look again
-            self.ctl.secret_created(job.ssh_secret)
-            self.dirty = True
-            return waiting
-        except ApiError as exc:
-            self._fail("secret", exc)
-            self._secret_failures += 1
-            if isinstance(exc, (Forbidden, Invalid)) or self._secret_failures >= SECRET_FAILURES_SAID:  # RBAC, a webhook denying or down
-                return SecretNotReplaced(f"Secret {job.ssh_secret} must be replaced (this runtime process did not make it and no pod of the job "
-                                         f"was released with it), but its deletion was refused ({_api_message(exc)[:300]}); no pod is created or released "
-                                         "until it is deleted")
-            return waiting
-        self._secret_failures = 0
-        self.ctl.secret_created(job.ssh_secret)  # read it again: gone
+        if self._secret_retry is not None and self._secret_retry[1] == uid and self.ctl.clock() < self._secret_retry[0]:
+            return self._secret_retry[2]  # its delete failed: tried again after its own back-off, the job's other decisions going on
+        refusal = self._delete_secret(job.ssh_secret, uid, waiting)
+        if refusal is not None:
+            return refusal
         if uid == ledger.ssh_secret:  # most likely made by an earlier runtime process of this job
             self._event("Normal", "SecretReplaced", f"Secret {job.ssh_secret} was made before this runtime process started, and no pod of the "
                         "job was released with it, so it is replaced with a fresh key pair")
@@ -457,6 +449,32 @@ class JobWorker:
         self._flush_events(record)
         self.dirty = True
         return waiting
+
+    def _delete_secret(self, name: str, uid: str, waiting: ForeignSecret) -> ForeignSecret | None:
+        """Delete an unproven Secret by its uid: None once gone, else what the cycle says while it
+        is not. A failure is tried again after a back-off of its own (never the job's, which would
+        hold back its other decisions) and said on the record when it is refused or keeps failing."""
+        try:
+            self.ctl.cluster.delete(SECRETS, self.namespace, name, uid=uid)
+        except NotFound:
+            pass
+        except Conflict:  # another object under the name now (the uid precondition): look again
+            self.ctl.secret_created(name)
+            self.dirty = True
+            return waiting
+        except ApiError as exc:
+            self._secret_failures += 1
+            delay = retry_delay(self._secret_failures, ERROR_BACKOFF_CAP, self.ctl.rng, exc)
+            self._log_failure("secret", exc, delay)
+            said = isinstance(exc, (Forbidden, Invalid)) or self._secret_failures >= SECRET_FAILURES_SAID  # RBAC, a webhook denying or down
+            refusal = SecretNotReplaced(f"Secret {name} must be replaced (this runtime process did not make it and no pod of the job was "
+                                        f"released with it), but its deletion failed ({_api_message(exc)[:300]}); no pod is created or released "
+                                        "until it is deleted") if said else waiting
+            self._secret_retry = (self.ctl.clock() + delay, uid, refusal)
+            return refusal
+        self._secret_failures, self._secret_retry = 0, None
+        self.ctl.secret_created(name)  # read it again: gone
+        return None
 
     def _secret_uid(self, job: JobView, world: World) -> str | None:
         """The uid of the job's own `<job>-ssh` Secret, seen and trusted this cycle."""

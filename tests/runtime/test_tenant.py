@@ -591,8 +591,10 @@ def test_a_secret_to_replace_that_cannot_be_deleted_never_stops_the_jobs_other_d
     assert (stalled["status"], stalled["reason"]) == ("True", "SecretNotReplaced"), stalled
     assert ("finalizer" if block == "finalizer" else "Secrets may not be deleted") in stalled["message"]
     assert _secret_uid(s) == second and second not in _released(s).values()
+    s.run_until(lambda st: (s.pods().get("ds-worker-0") or {}).get("status", {}).get("phase") == "Succeeded", limit=900)
+    ended = s.now()
     st = s.run_until(lambda st: st.get("phase") in ("Succeeded", "Failed"), limit=900)
-    assert st["phase"] == "Succeeded"
+    assert st["phase"] == "Succeeded" and s.now() - ended <= 3  # never in the failed delete's back-off
     assert _secret_deletes(s) <= (1 if block == "finalizer" else 900 / 30 + 2)  # once; a refused one at most once a SECRET_TTL
 
 
