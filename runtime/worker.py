@@ -190,7 +190,7 @@ class JobWorker:
         world, self._refused = self._world(job), None
         # An unproven <job>-ssh is replaced, someone else's refused: either way creating and
         # releasing pods waits, and every other decision goes on (outcomes, status, clean-up).
-        foreign = self._replace_unproven_secret(job, world, record, ledger) or self._foreign_secret(job, world, record, ledger)
+        foreign = self._judge_secret(job, world, record, ledger)
         self._reported = None
         owner = uid_of(record)
         pods = {n: pod_state(o, (job.pod(n).container if job.pod(n) else None), owner) for n, o in self.ctl.pods.of(self.key).items()}
@@ -358,6 +358,18 @@ class JobWorker:
         vouch = uid_of(secret) != made and vouched(self.ctl.pods.of(self.key).values(), record, secret)
         return foreign_secret(job.ssh_secret, secret, record, made, vouch)
 
+    def _judge_secret(self, job: JobView, world: World, record: Obj, ledger: Ledger) -> ForeignSecret | None:
+        """The job's `<job>-ssh` when this process may not trust it: one with the record's
+        ownerReference is replaced (_replace_unproven_secret), any other refused."""
+        foreign = self._foreign_secret(job, world, record, ledger)
+        if foreign is None:
+            return None
+        _, secret = self.ctl.secrets.get(job.ssh_secret or "")  # what _foreign_secret just read
+        uid = uid_of(secret)
+        if secret is None or not isinstance(uid, str) or not owned_by(secret, record):
+            return foreign
+        return self._replace_unproven_secret(job, secret, uid, record, ledger)
+
     def _refusing_secret(self, cycle: Cycle, foreign: ForeignSecret | None, record: Obj, written: dict[str, Any], now: float) -> Cycle:
         """The cycle, with a ForeignSecret said: an Event (once), Stalled on the record while the
         job runs, and a look again after SECRET_TTL (a namespace runtime reads Secrets, never
@@ -412,7 +424,7 @@ class JobWorker:
             raise RecordError(f"the status of {self.name} is not a mapping; restore it or delete the record's status")
         return status
 
-    def _replace_unproven_secret(self, job: JobView, world: World, record: Obj, ledger: Ledger) -> ForeignSecret | None:
+    def _replace_unproven_secret(self, job: JobView, secret: Obj, uid: str, record: Obj, ledger: Ledger) -> ForeignSecret:
         """A `<job>-ssh` with the record's ownerReference that this process did not make and no
         pod of the job was released with (an earlier runtime's, between its create and a release;
         one planted with a forged reference, or swapped in while the runtime was away), while the
@@ -420,30 +432,25 @@ class JobWorker:
         (only that object: a uid precondition) and a later cycle makes a fresh pair.  Meanwhile
         no pod is created or released (SecretReplacing); one that cannot go (a refusal, a
         finalizer, a delete that keeps failing) is said on the record (SecretNotReplaced)."""
-        if not world.secret_is_ours or not job.ssh_secret or ledger.outcome is not None:
-            return None
-        known, secret = self.ctl.secrets.get(job.ssh_secret)
-        uid = uid_of(secret) if known and secret is not None else None
-        if not isinstance(uid, str) or uid == self._made_secret(job) or not owned_by(secret, record) or vouched(self.ctl.pods.of(self.key).values(), record, secret or {}):
-            return None
-        waiting = SecretReplacing(f"waiting for a fresh SSH Secret {job.ssh_secret}: the one there was made before this runtime process "
+        name = job.ssh_secret or ""
+        waiting = SecretReplacing(f"waiting for a fresh SSH Secret {name}: the one there was made before this runtime process "
                                   "started and no pod of the job was released with it, so it is being replaced")
-        if (secret or {}).get("metadata", {}).get("deletionTimestamp"):
-            self.ctl.secret_created(job.ssh_secret)  # read it again next time: gone, or still held
-            return SecretNotReplaced(f"Secret {job.ssh_secret} is being deleted but something holds it (a finalizer): no pod is created or "
+        if (secret.get("metadata") or {}).get("deletionTimestamp"):
+            self.ctl.secret_created(name)  # read it again next time: gone, or still held
+            return SecretNotReplaced(f"Secret {name} is being deleted but something holds it (a finalizer): no pod is created or "
                                      "released until it is gone and the runtime has made a fresh key pair; remove its finalizers")
         if not self.ctl.leading():
             return waiting  # the next holder decides: it may have just made this Secret
         if self._secret_retry is not None and self._secret_retry[1] == uid and self.ctl.clock() < self._secret_retry[0]:
             return self._secret_retry[2]  # its delete failed: tried again after its own back-off, the job's other decisions going on
-        refusal = self._delete_secret(job.ssh_secret, uid, waiting)
+        refusal = self._delete_secret(name, uid, waiting)
         if refusal is not None:
             return refusal
         if uid == ledger.ssh_secret:  # most likely made by an earlier runtime process of this job
-            self._event("Normal", "SecretReplaced", f"Secret {job.ssh_secret} was made before this runtime process started, and no pod of the "
+            self._event("Normal", "SecretReplaced", f"Secret {name} was made before this runtime process started, and no pod of the "
                         "job was released with it, so it is replaced with a fresh key pair")
         else:
-            self._event("Warning", "SecretReplaced", f"Secret {job.ssh_secret} has this job's ownerReference, but its runtime has no record of "
+            self._event("Warning", "SecretReplaced", f"Secret {name} has this job's ownerReference, but its runtime has no record of "
                         "creating it (anyone may write an ownerReference) and no pod of the job was released with it, so it is replaced "
                         "with a fresh key pair")
         self._flush_events(record)

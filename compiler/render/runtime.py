@@ -138,7 +138,7 @@ class RuntimeNeeds:
     @classmethod
     def of(cls, plan: JobPlan) -> RuntimeNeeds:
         secret = plan.ssh_secret if plan.kind in SSH_KINDS else None
-        return cls(plan.name, plan.kind, plan.namespace, len(plan.pods), secret, bool(secret) and plan.ssh_secret_named, bool(render_tensorboard(plan)),
+        return cls(plan.name, plan.kind, plan.namespace, len(plan.pods), secret, secret is not None and plan.ssh_secret_named, bool(render_tensorboard(plan)),
                    bool(plan.min_member and _uses_podgroup(plan)), plan.options.runtime_image, beyond_allowance(plan))
 
 

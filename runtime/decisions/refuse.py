@@ -22,8 +22,7 @@ def refused_status(previous: Mapping[str, Any] | None, reason: str, message: str
     cycle's fresh status says Stalled=False, and comparing with it would move the times, and
     write the status, every cycle)."""
     status = dict(previous) if isinstance(previous, Mapping) else {}
-    conditions = status.get("conditions") or []
-    old = {c.get("type"): c for c in conditions if isinstance(c, dict)}
+    old = {c.get("type"): c for c in status.get("conditions") or [] if isinstance(c, dict)}
     if isinstance(written, Mapping) and isinstance(written.get("conditions"), list):
         old = {**old, **{c.get("type"): c for c in written["conditions"] if isinstance(c, dict) and c.get("type") in ("Stalled", "Ready", "Reconciling")}}
     wanted = {"Stalled": ("True", reason, message), "Ready": ("False", reason, message), "Reconciling": ("False", reason, message)}

@@ -142,7 +142,7 @@ class Runner:
         self.cluster.listen(self._on_change)
         for job in self.jobs:
             secret = job.plan.ssh_secret
-            if secret and ((job.record.get("metadata") or {}).get("annotations") or {}).get(keys.SSH_SECRET):  # the job names its own Secret, which only a cluster has
+            if secret and job.plan.ssh_secret_named:  # the job names its own Secret, which only a cluster has
                 from ..sshkeys import ssh_secret
 
                 self.cluster.apply(ssh_secret(secret, job.namespace, job.record))
