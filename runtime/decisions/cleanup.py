@@ -4,8 +4,10 @@ The runtime is the only creator of the job's pods and creates none after the out
 what the policy deletes never comes back, and the choice is simply re-derived every cycle.
 Pods that never ran (still gated) go whatever the policy says: they hold quota and no log.
 Two failures end pods whatever the policy says (docs/architecture.md, "Clean-up"):
-- a deadline or restart-limit failure ends every unfinished pod: otherwise the deadline
-  would not stop anything;
+- a deadline ends every unfinished pod: otherwise it would not stop anything (T9k: "the system tries to
+  terminate it", API reference, activeDeadlineSeconds).  A restart-limit failure
+  does not: it is a failure like any other, and None keeps what still runs running, as T9k's
+  manuals say ("在训练结束后, 可能有些副本仍处于运行状态 … None: 不删除副本");
 - a ColossalAIJob failed by one of its workers ends the other unfinished workers: they hold
   GPUs for a `colossalai run` that can no longer finish.  The launcher is kept for its log,
   as cleanUpWorkers keeps it; its run ends when its ssh sessions to the workers close.
@@ -38,7 +40,7 @@ class CleanupDecision:
     stop: tuple[str, ...] = ()
 
 
-LIMIT_REASONS = ("DeadlineExceeded", "BackoffLimitExceeded")
+DEADLINE = "DeadlineExceeded"  # the only way of failing that ends what the policy keeps
 
 
 def _worker(job: JobView, name: str) -> bool:
@@ -60,7 +62,7 @@ def must_end(job: JobView, pod: PodState, ledger: Ledger) -> bool:
     """Whether the way the job failed ends this unfinished pod, whatever the policy keeps."""
     if pod.phase not in _UNFINISHED or ledger.outcome != "Failed":
         return False
-    if ledger.reason in LIMIT_REASONS:
+    if ledger.reason == DEADLINE:
         return True
     worker_failed = any(_worker(job, n) for n in ledger.failed)
     return job.scope == "none" and worker_failed and _worker(job, pod.name)

@@ -1,9 +1,10 @@
 """Clean-up after the finish: runtime.decisions.cleanup.decide_cleanup.
 
 - cleanUpPolicy All / Unfinished / None, and ColossalAI's cleanUpWorkers (Workers) x pod phase;
-- a deadline or restart-limit failure ends unfinished pods whatever the policy says: those
-  the policy keeps (None) are stopped and kept for their logs (a Pending pod a kubelet
-  admitted too: its init containers log), those no node admitted deleted;
+- a deadline ends unfinished pods whatever the policy says: those the policy keeps (None) are
+  stopped and kept for their logs (a Pending pod a kubelet admitted too: its init containers
+  log), those no node admitted deleted; a restart-limit failure follows the policy, as any
+  other failure (None keeps what runs running, T9k's manuals);
 - a ColossalAIJob failed by a worker ends its other unfinished workers, keeps the launcher;
 - GenericJob's default is None (T9k's API reference): a replica still running after the
   success rule was met keeps running, with its logs;
@@ -46,11 +47,13 @@ CASES = [
     ("Workers", "Succeeded", ("j-worker-0", "j-worker-1", "j-worker-2", "j-worker-3", "j-worker-4", "j-worker-5", "j-worker-6"), ()),
     ("All", "Failed", ("j-launcher", "j-worker-0", "j-worker-1", "j-worker-2", "j-worker-3", "j-worker-4", "j-worker-5", "j-worker-6"), ()),
     ("None", "Failed", ("j-worker-5",), ()),
-    # A deadline or restart limit must end what still runs; what the policy keeps (None) is
-    # stopped and kept for its log, also a Pending pod a kubelet admitted (its init containers
-    # log); one no node admitted yet (Pending, unbound) has no log and is deleted.
+    # A deadline must end what still runs; what the policy keeps (None) is stopped and kept for
+    # its log, also a Pending pod a kubelet admitted (its init containers log); one no node
+    # admitted yet (Pending, unbound) has no log and is deleted.  A restart limit is a failure
+    # like any other: None keeps everything, running (issue 20 review: T9k's None deletes nothing).
     ("None", "DeadlineExceeded", ("j-worker-0", "j-worker-5"), ("j-worker-1", "j-worker-4", "j-worker-6")),
-    ("None", "BackoffLimitExceeded", ("j-worker-0", "j-worker-5"), ("j-worker-1", "j-worker-4", "j-worker-6")),
+    ("None", "BackoffLimitExceeded", ("j-worker-5",), ()),
+    ("Unfinished", "BackoffLimitExceeded", ("j-worker-0", "j-worker-1", "j-worker-4", "j-worker-5", "j-worker-6"), ()),
     ("Workers", "DeadlineExceeded", ("j-worker-0", "j-worker-1", "j-worker-2", "j-worker-3", "j-worker-4", "j-worker-5", "j-worker-6"), ()),
     ("Unfinished", "DeadlineExceeded", ("j-worker-0", "j-worker-1", "j-worker-4", "j-worker-5", "j-worker-6"), ()),
     ("All", "BackoffLimitExceeded", ("j-launcher", "j-worker-0", "j-worker-1", "j-worker-2", "j-worker-3", "j-worker-4", "j-worker-5", "j-worker-6"), ()),
