@@ -9,8 +9,10 @@
 The message is T9k's (`<Kind> <job> has failed: <pod> failed with exit code N`, ucman
 deepspeedjob.md); the record's T9k conditions carry it with reason `Failed`, as every T9k
 example does.  The way it failed (BackoffLimitExceeded, DeadlineExceeded) is the ledger's
-reason, which the Stalled condition and the failure's Event carry, the Event with a note
-("restart limit 3 reached") after the message (docs/t9k-compatibility.md, status.conditions).
+reason, which the Stalled condition and the failure's Event carry, the Event with a note after
+the message: how the pod's end was read when that is more than its bare exit code ("exit code
+255 (effective 137)", an eviction, an init container) and the limit ("restart limit 3
+reached") (docs/t9k-compatibility.md, status.conditions).
 """
 
 from __future__ import annotations
@@ -64,15 +66,23 @@ def decide_success(job: JobView, ledger: Ledger) -> FinishDecision:
     return FinishDecision()
 
 
+def bare(fatal: Failure) -> str:
+    """What T9k's message says of the pod that failed: its container's own exit code, bare
+    (`failed with exit code 255`); how the policy read it ("effective 137", an eviction, an
+    init container) goes to the Event, so scripts parsing `exit code (\\d+)$` keep working."""
+    return f"failed with exit code {fatal.exit_code}" if fatal.exit_code is not None else fatal.reason
+
+
 def decide_failure(job: JobView, ledger: Ledger, fatal: Failure | None, exhausted: bool, now: float) -> FinishDecision:
     """Failed, by a fatal replica failure, a failure rule, an unreachable success, or the deadline."""
     kind = job.kind
     if fatal is not None:
-        head = f"{kind} {job.name} has failed: {fatal.name} {fatal.reason}"
+        head = f"{kind} {job.name} has failed: {fatal.name} {bare(fatal)}"
+        detail = f"{fatal.name} {fatal.reason}" if fatal.reason != bare(fatal) else ""
         if exhausted:
             limit = job.backoff_limit if job.backoff_limit is not None else job.rules[fatal.type].limit
-            return FinishDecision("Failed", "BackoffLimitExceeded", head, f"restart limit {limit} reached")
-        return FinishDecision("Failed", "Failed", head)
+            return FinishDecision("Failed", "BackoffLimitExceeded", head, "; ".join(filter(None, (detail, f"restart limit {limit} reached"))))
+        return FinishDecision("Failed", "Failed", head, detail)
     if job.deadline is not None and ledger.start_time is not None and now - ledger.start_time >= job.deadline:
         return FinishDecision("Failed", "DeadlineExceeded", f"{kind} {job.name} has failed: it was active longer than activeDeadlineSeconds ({job.deadline}s)")
     if job.decider == "rule":

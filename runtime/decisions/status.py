@@ -1,7 +1,8 @@
 """Build the record's status: T9k's JobStatus shape, plus kstatus conditions and the ledger.
 
 T9k condition types and messages (user manuals): Initialized, Running, ReplicaFailure (reason
-ErrorInPod, message `Pod[<pod>] exited with error code N`, ucman genericjob.md), Completed,
+ErrorInPod, message `Pod[<pod>] exited with error code N`, ucman genericjob.md; a failed
+DeepSpeedJob or ColossalAIJob's mirrors the job's failure, ucman deepspeedjob.md), Completed,
 Failed, Paused; a failed job's are reason `Failed` with T9k's message, however it failed
 (Stalled names the way: BackoffLimitExceeded, DeadlineExceeded, Failed).  Phase Unknown ("the
 controller cannot obtain the job's phase") while a released pod's node stopped reporting
@@ -34,6 +35,11 @@ MSG_RUNNING = "All pods are running normally."
 # it: the launcher kinds (UC colossalaijob.md, and mpijob.md for DeepSpeedJob's family) `Finished`,
 # the others (UC pytorchtrainingjob.md, tensorflowtrainingjob.md) '-' and the Running message.
 SUCCEEDED_REPLICAS = {"ColossalAIJob": ("Finished", "The job has finished successfully"), "DeepSpeedJob": ("Finished", "The job has finished successfully")}
+# ReplicaFailure of a failed job of a launcher kind mirrors the job's failure, as UC
+# deepspeedjob.md shows it (True, reason Failed, `DeepSpeedJob X has failed: X-worker-0 failed
+# with exit code 137`); the others name the pod (UC genericjob.md: ErrorInPod, `Pod[<pod>]
+# exited with error code N`).
+FAILED_MIRRORED = frozenset(SUCCEEDED_REPLICAS)
 MSG_NO_FAILURE = "No replica has failed."  # ReplicaFailure=False while a pod is in trouble: never "running normally"
 MSG_PAUSED = "All replicas are deleted or being deleted."
 REASON_REPLICA_FAILURE = "ErrorInPod"  # T9k's reason (ucman genericjob.md)
@@ -213,7 +219,8 @@ def _conditions(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, wait
     out = [
         ("Initialized", "True", "-", MSG_INITIALIZED) if ledger.start_time is not None or ledger.resuming else ("Initialized", "False", "Initializing", wait or "Waiting for the job's pods."),
         ("Running", "False", reason, message) if done else ("Running", "True", "-", restart or _running_note(job, pods, ledger)) if ph == "Running" and not found else ("Running", "Unknown" if ph == "Unknown" else "True" if ph == "Running" else "False", busy, restart or wait or ph),
-        ("ReplicaFailure", "True", REASON_REPLICA_FAILURE, ledger.replica_failed) if ledger.replica_failed
+        ("ReplicaFailure", "True", REASON_FAILED, message) if failed and job.kind in FAILED_MIRRORED
+        else ("ReplicaFailure", "True", REASON_REPLICA_FAILURE, ledger.replica_failed) if ledger.replica_failed
         else ("ReplicaFailure", "False", *SUCCEEDED_REPLICAS.get(job.kind, ("-", MSG_RUNNING))) if ledger.outcome == "Succeeded"
         else ("ReplicaFailure", "False", "-", MSG_RUNNING if steady else MSG_NO_FAILURE),
         ("Completed", "True", "Succeeded", message) if ledger.outcome == "Succeeded" else ("Completed", "False", reason if failed else "-", message if failed else "The job has not finished."),

@@ -9,6 +9,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -99,6 +100,17 @@ def test_decide_failure_by_rules(job: JobView, failed: tuple[str, ...], expected
         pytest.param(job_view("PyTorchTrainingJob", backoff_limit=0), failure("j-master-0", 137), True,
                      FinishDecision("Failed", "BackoffLimitExceeded", "PyTorchTrainingJob j has failed: j-master-0 failed with exit code 137", "restart limit 0 reached"),
                      id="backoff-limit-0"),
+        # The message keeps the pod's own exit code, bare; how the policy read it goes to the Event.
+        pytest.param(job_view("DeepSpeedJob"), replace(failure("j-worker-0", 137, reason="failed with exit code 255 (effective 137)"), exit_code=255), False,
+                     FinishDecision("Failed", "Failed", "DeepSpeedJob j has failed: j-worker-0 failed with exit code 255", "j-worker-0 failed with exit code 255 (effective 137)"),
+                     id="effective-code-bare"),
+        pytest.param(job_view("PyTorchTrainingJob"), replace(failure("j-master-0", 137, reason="was evicted by its node (disk; exit code 137)"), exit_code=137), True,
+                     FinishDecision("Failed", "BackoffLimitExceeded", "PyTorchTrainingJob j has failed: j-master-0 failed with exit code 137",
+                                    "j-master-0 was evicted by its node (disk; exit code 137); restart limit 3 reached"),
+                     id="eviction-bare-limit-noted"),
+        pytest.param(job_view("PyTorchTrainingJob"), failure("j-master-0", 137, reason="was lost (no exit code)"), False,
+                     FinishDecision("Failed", "Failed", "PyTorchTrainingJob j has failed: j-master-0 was lost (no exit code)"),
+                     id="no-exit-code"),
         pytest.param(job_view("GenericJob", rules={"worker": RestartRule("OnFailure", 2)}), failure("j-worker-0", 1), True,
                      FinishDecision("Failed", "BackoffLimitExceeded", "GenericJob j has failed: j-worker-0 failed with exit code 1", "restart limit 2 reached"),
                      id="type-limit"),

@@ -174,6 +174,23 @@ def test_replica_failure_of_a_job_that_succeeded_is_each_kinds_t9k_shape(kind: s
     assert (got["status"], got["reason"], got["message"]) == ("False", reason, message)
 
 
+@pytest.mark.parametrize(("kind", "reason", "message"), [
+    ("DeepSpeedJob", "Failed", FAILED_MSG),  # UC deepspeedjob.md: the job's failure, mirrored
+    ("ColossalAIJob", "Failed", FAILED_MSG),  # the launcher kinds' family, as on success
+    ("PyTorchTrainingJob", "ErrorInPod", REPLICA_MSG),
+    ("GenericJob", "ErrorInPod", REPLICA_MSG),  # UC genericjob.md: the pod, by name
+])
+def test_replica_failure_of_a_job_that_failed_is_each_kinds_t9k_shape(kind: str, reason: str, message: str) -> None:
+    """UC deepspeedjob.md's failed job has ReplicaFailure True, reason Failed and the job's own
+    message; UC genericjob.md's names the pod (review of issue 20, round 15)."""
+    job = job_view(kind)
+    for state in ("failed", "backoff-limit"):
+        pods, led, wait, _ = STATES[state]
+        led = led.evolve(replica_failed=REPLICA_MSG)
+        got = conditions(build_status(job, pods, led, None, NOW, wait))["ReplicaFailure"]
+        assert (got["status"], got["reason"], got["message"]) == ("True", reason, message)
+
+
 def test_t9k_messages() -> None:
     assert MSG_INITIALIZED == "The job has been initialized successfully."
     assert MSG_RUNNING == "All pods are running normally."

@@ -745,7 +745,9 @@ def test_lifecycle_an_init_containers_exit_1_is_permanent_under_exit_code() -> N
     s = Scenario(INIT)
     st = s.finished()
     assert st["phase"] == "Failed" and st["backoffCount"] == 0 and restarts(st) == {"master": 0, "worker": 0}
-    assert condition(st, "Failed")["message"] == "PyTorchTrainingJob sim has failed: sim-master-0 failed with exit code 1 in an init container (Init:Error)"
+    t9k = "PyTorchTrainingJob sim has failed: sim-master-0 failed with exit code 1"  # T9k's message, bare
+    assert condition(st, "Failed")["message"] == t9k
+    assert [e["message"] for e in events(s, "Failed")] == [f"{t9k}; sim-master-0 failed with exit code 1 in an init container (Init:Error)"]
 
 
 # --- many pods failing at once -------------------------------------------------------------------------

@@ -15,7 +15,7 @@ from flatjob.runtime.sim.apiserver import kinds
 from flatjob.runtime.sim.kubelet import until_deleted
 
 from .harness import NAMESPACE, REAL, Scenario
-from .test_scenarios import pytorch
+from .test_scenarios import events, pytorch
 
 pytestmark = pytest.mark.usefixtures("runtime_mode")  # each test in both runtime modes
 
@@ -192,6 +192,24 @@ def test_group_restart_counts_every_replica_it_restarts() -> None:
     st = s.finished()
     assert st["phase"] == "Succeeded"
     assert st["backoffCount"] == 1 and st["tasks"] == [{**st["tasks"][0], "type": "worker", "restartCount": 3}]
+
+
+@fake_only
+def test_a_failed_deepspeed_job_says_what_t9ks_says_and_the_event_how_it_was_read() -> None:
+    """UC deepspeedjob.md's failed job: every T9k condition (ReplicaFailure too) has reason
+    Failed and `DeepSpeedJob X has failed: X-worker-0 failed with exit code N`, N the pod's own
+    code, bare; that deepspeed's 255 (pdsh's lost connection) reads as a kill (137) for the restart policy is in
+    the Event (review of issue 20, round 15: the message ended "(effective 137)")."""
+    s = Scenario(DEEPSPEED.replace("restartPolicy: OnFailure", "restartPolicy: Never"))
+    s.kubelet.behaviors["ds-worker-0"] = lambda pod, env: (8.0, 255)
+    for name in ("ds-worker-1", "ds-worker-2"):
+        s.kubelet.behaviors[name] = until_deleted
+    st = s.finished()
+    t9k = "DeepSpeedJob ds has failed: ds-worker-0 failed with exit code 255"
+    got = {c["type"]: (c["status"], c["reason"], c["message"]) for c in st["conditions"]}
+    assert got["Failed"] == got["ReplicaFailure"] == ("True", "Failed", t9k)
+    assert got["Running"] == ("False", "Failed", t9k) and got["Completed"] == ("False", "Failed", t9k)
+    assert ("Failed", f"{t9k}; ds-worker-0 failed with exit code 255 (effective 137)") in events(s)
 
 
 TENSORBOARD = """
