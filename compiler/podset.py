@@ -86,10 +86,11 @@ def object_names(job: Any) -> Iterator[tuple[str, str, PathT]]:
     """(kind, name, field that makes it) of every PodTemplate (the pod is named as it) and Service
     the job renders (paused: would render)."""
     name = job.metadata.name
-    yield "Service", name, ("metadata", "name")
+    per_replica = isinstance(job, GenericJob) and job.spec.service is not None  # a Service named as each pod
+    if per_replica or not isinstance(job, GenericJob):  # a GenericJob without spec.service has none (T9k)
+        yield "Service", name, ("metadata", "name")
     if getattr(job.spec, "tensorboard_spec", None) is not None:
         yield "Service", tensorboard_name(name), ("spec", "tensorboardSpec")
-    per_replica = isinstance(job, GenericJob) and job.spec.service is not None  # a Service named as each pod
     counts = pod_counts(job)
     for g in groups(job):
         if isinstance(job, ColossalAIJob) and g.type == "launcher":

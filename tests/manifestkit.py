@@ -92,8 +92,8 @@ def name_problems(obj: dict[str, Any]) -> list[str]:
         out.append(f"{obj['kind']} name {meta['name']!r}")
     if obj["kind"] == "PodTemplate":
         for field in ("hostname", "subdomain"):
-            value = obj["template"]["spec"].get(field, "")
-            if len(value) > 63 or not DNS1123_LABEL.fullmatch(value):
+            value = obj["template"]["spec"].get(field)
+            if value is not None and (len(value) > 63 or not DNS1123_LABEL.fullmatch(value)):
                 out.append(f"{field} {value!r}")
     out += _label_problems(meta.get("labels", {}))
     template = obj.get("template") if obj["kind"] == "PodTemplate" else (obj.get("spec") or {}).get("template")

@@ -83,11 +83,17 @@ def test_manual_tf_config_hosts_resolve_to_their_replica(namespace: str | None) 
             assert resolve(host, namespace, objects) == [f"generic-example-worker-{rank}"]
 
 
-def test_no_service_no_replica_services() -> None:
+def test_no_service_no_services_and_no_subdomain() -> None:
+    """GenericJob `service`: "Optional: Defaults to empty and no service will be created" (T9k's
+    API reference): no Service at all, and no pod names a subdomain nothing governs (review of
+    issue 20, round 15: the job's own headless Service was rendered anyway)."""
     text = MANUAL.replace("  service:\n    ports:\n      - name: http\n        port: 2222\n", "").replace("$(service.worker[0].host):$(service.port[http])", "x")
     text = re.sub(r',"\$\(service[^"]*"', "", text)
     objects = compiled_objects(text)
-    assert [o["metadata"]["name"] for o in objects if o["kind"] == "Service"] == ["generic-example"]
+    assert [o["metadata"]["name"] for o in objects if o["kind"] == "Service"] == []
+    pods = pods_of(objects)
+    assert pods and all("subdomain" not in p["spec"] and p["spec"]["hostname"] == p["metadata"]["name"] for p in pods)
+    assert all("dnsConfig" not in p["spec"] for p in pods)
 
 
 @pytest.mark.parametrize("path", corpus_params([p for p in corpus_files() if "genericjob" in p.name]), ids=lambda p: p.stem)

@@ -59,6 +59,7 @@ class ServicePlan:
     name: str
     ports: tuple[dict[str, Any], ...] = ()
     per_replica: bool = False  # a headless Service named as each pod, so T9k's <job>-<type>-<rank> resolves
+    headless: bool = True  # the Service `<job>` and the pods' subdomain: not for a GenericJob without spec.service (T9k: "no service will be created")
 
 
 @dataclass(frozen=True)

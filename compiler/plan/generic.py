@@ -66,5 +66,5 @@ def plan_generic(job: GenericJob, options: CompileOptions) -> JobPlan:
         pods.append(replace(pod, template=template, patch=patch, drop_init_containers=drop, skip_init_on_resume=skip))
     ports = tuple(dict(p) for p in job.spec.service.ports) if job.spec.service is not None else ()
     _, gang = release_counts(job, len(pods))
-    per_replica = job.spec.service is not None  # T9k: every replica at <job>-<type>-<rank>
-    return JobPlan(job, options, ServicePlan(service, ports, per_replica), tuple(pods), min_member=gang, run_mode=run_mode_name(job.spec.run_mode))
+    per_replica = job.spec.service is not None  # T9k: every replica at <job>-<type>-<rank>; without it, no Service at all
+    return JobPlan(job, options, ServicePlan(service, ports, per_replica, headless=per_replica), tuple(pods), min_member=gang, run_mode=run_mode_name(job.spec.run_mode))

@@ -121,7 +121,7 @@ def spec_hash(pod: dict[str, Any]) -> str:
 
 def _dns_config(plan: JobPlan, template_dns: dict[str, Any] | None) -> dict[str, Any] | None:
     """Add <job>.<ns>.svc.<domain> to the DNS search so T9k's <job>-<type>-<rank> resolves."""
-    if not plan.namespace:
+    if not plan.namespace or not plan.service.headless:
         return template_dns
     dns = dict(template_dns or {})
     search = f"{plan.service.name}.{plan.namespace}.svc.{plan.options.cluster_domain}"
@@ -169,7 +169,8 @@ def render_pod(plan: JobPlan, pod: PodPlan, shared: _JobShared | None = None) ->
         spec["volumes"] = list(spec.get("volumes") or []) + list(pod.volumes)
     spec["restartPolicy"] = "Never"
     spec["hostname"] = pod.name
-    spec["subdomain"] = plan.service.name
+    if plan.service.headless:
+        spec["subdomain"] = plan.service.name
     spec["schedulingGates"] = [*(spec.get("schedulingGates") or []), {"name": keys.RELEASE_GATE}]
     dns = shared.dns_config(spec.get("dnsConfig"))
     if dns:

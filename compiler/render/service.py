@@ -1,6 +1,7 @@
 """The job's headless Services: stable DNS for every pod before it is ready.
 
-One Service `<job>` gives every pod `<pod>.<job>` (hostname + subdomain).  A GenericJob with
+One Service `<job>` gives every pod `<pod>.<job>` (hostname + subdomain); a GenericJob without
+spec.service gets none, as T9k creates none.  A GenericJob with
 spec.service also gets one headless Service per replica, named as the pod, so T9k's documented
 address `<job>-<type>-<rank>` resolves from any pod in the namespace (as Kubeflow's
 per-replica Services do); `$(service.<type>[<rank>].host)` expands to that name.
@@ -29,7 +30,11 @@ def replica_selector(plan: JobPlan, pod: PodPlan) -> dict[str, str]:
 
 
 def render_service(plan: JobPlan) -> list[dict[str, Any]]:
-    """The job's Service named after the job, then (GenericJob spec.service) one per replica."""
+    """The job's Service named after the job, then (GenericJob spec.service) one per replica;
+    none for a GenericJob without spec.service ("Defaults to empty and no service will be
+    created", T9k's API reference)."""
+    if not plan.service.headless:
+        return []
     out = [_headless(plan, plan.service.name, selector(plan), "service")]
     if plan.service.per_replica:
         out.extend(_headless(plan, pod.name, replica_selector(plan, pod), "replica-service") for pod in plan.pods)
