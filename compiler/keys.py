@@ -30,7 +30,6 @@ GENERICJOB = "genericjob"  # GenericJob pods: genericjob=<job>
 GENERICJOB_REPLICA = "genericjob-replica"  # GenericJob pods: <job>-<type>-<rank>
 T9K_GROUP_NAME = "scheduler.tensorstack.dev/group-name"
 T9K_QUEUE = "scheduler.tensorstack.dev/queue"
-T9K_ROLE = "scheduler.tensorstack.dev/role"
 
 # --- Kubernetes recommended labels ------------------------------------------------------
 # app.kubernetes.io/instance is deliberately not used: Argo CD's label tracking owns it.

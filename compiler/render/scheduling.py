@@ -50,7 +50,7 @@ def _t9k(plan: JobPlan, pod: PodPlan) -> PodScheduling:
     sched = plan.job.spec.scheduler
     if sched is None or sched.t9k_scheduler is None:
         return PodScheduling()
-    labels = {keys.T9K_GROUP_NAME: plan.name, keys.T9K_QUEUE: sched.t9k_scheduler.queue, keys.T9K_ROLE: pod.type}
+    labels = {keys.T9K_GROUP_NAME: plan.name, keys.T9K_QUEUE: sched.t9k_scheduler.queue}  # a T9k job's pods' (UM use-podgroup.md)
     return PodScheduling(labels=labels, spec={"schedulerName": T9K_SCHEDULER_NAME})
 
 
