@@ -105,6 +105,31 @@ def test_torchrun_command_line() -> None:
     assert "WORLD_SIZE" not in env(c0)  # torchrun sets it per process
 
 
+TEMPLATE_POLICIES = """
+apiVersion: batch.tensorstack.dev/v1beta1
+kind: DeepSpeedJob
+metadata: {name: ds}
+spec:
+  config: {slotsPerWorker: 1, run: {python: [train.py]}}
+  worker:
+    replicas: 2
+    restartPolicy: OnFailure
+    template:
+      spec:
+        restartPolicy: OnFailure
+        containers:
+          - {name: worker, image: "deepspeed:latest"}
+"""
+
+
+def test_every_pod_template_restart_policy_is_never_whatever_the_template_says() -> None:
+    """T9k's reference: "RestartPolicy in PodTemplateSpec will always be set to Never", also where
+    the template writes OnFailure (as T9k's own DeepSpeed examples do); the replica's policy
+    is the runtime's to apply."""
+    pods = [m for (kind, _), m in render(TEMPLATE_POLICIES).items() if kind == "Pod"]
+    assert len(pods) == 2 and {p["spec"]["restartPolicy"] for p in pods} == {"Never"}
+
+
 def test_runtime_env_from_annotations() -> None:
     e = env(container(render(PYTORCH)[("Pod", "job-worker-0")], "python"))
     assert e["FLATJOB_RESTART_COUNT"] == {"fieldRef": {"fieldPath": "metadata.annotations['flatjob.dev/restart-count']"}}
