@@ -1,8 +1,9 @@
 """Observe what the current attempt's released pods did: successes, failures, disruptions.
 
 A failure is a released pod that ended non-zero by itself.  A disruption is a released pod
-that something outside the training ended or is ending, or that never ran because its
-node's kubelet refused to admit it (a device plugin restarting, OutOfcpu): it carries the DisruptionTarget
+that something outside the training ended or is ending, that never ran because its
+node's kubelet refused to admit it (a device plugin restarting, OutOfcpu), or whose program
+its node lost (a node restart: exit 255, reason Unknown, LOST_PROGRAM): it carries the DisruptionTarget
 condition (the Eviction API of `kubectl drain`, the scheduler's preemption, taint eviction of
 a lost node, PodGC, the kubelet's node-pressure eviction), or it was deleted by someone else
 (`kubectl delete pod`, a namespace being deleted), or it vanished, or its name now holds a
@@ -47,6 +48,15 @@ CLOCK_SLACK = 5.0  # a kubelet's finishedAt (its node's clock, whole seconds) ag
 # node_lifecycle_controller.go monitorNodeHealth, then MarkPodsNotReady).  A peer whose
 # collective broke when the node went fails long before that.
 NODE_NOTICE = 55.0
+
+# A container's end its node, not its program, reported: containerd's CRI restore after a node
+# restart finds a container that was running with no task, exited 255, reason Unknown
+# (pkg/cri/server/restart.go loadContainer); a kubelet that cannot find a container it ran
+# says ContainerStatusUnknown, 137 (kubelet_pods.go convertToAPIContainerStatuses).
+LOST_PROGRAM = {
+    "Unknown": "was lost with its node: the container runtime found its program gone (a node restart)",
+    "ContainerStatusUnknown": "was lost with its node: its kubelet could not find its container",
+}
 
 DISRUPTION_WINDOW = 30.0  # seconds after a disruption in which a peer's failure is its doing
 REPLACEMENT_WAIT = 900.0  # seconds a disrupted pod's trouble lasts at most while its replacement does not run
@@ -247,6 +257,9 @@ def disrupted(pod: PodState | None, ledger: Ledger) -> str | None:
             return f"{what} ({pod.evicted.strip()})"
     if pod.rejected is not None:  # no program ran: nothing about the training is known
         return f"was rejected by its node before it ran ({pod.rejected})"
+    lost = LOST_PROGRAM.get(pod.reason or "") if pod.phase == "Failed" else None
+    if lost is not None:  # the node lost the program: its end says nothing about the training
+        return f"{lost} (exit code {pod.exit_code}, reason {pod.reason})"
     return None
 
 

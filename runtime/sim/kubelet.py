@@ -78,9 +78,11 @@ which run-local's kubelet shares.  What the kubelet does, with the source it fol
 - a lost node (`lose_node`): its kubelet writes nothing more; the controllers of nodes.py
   then mark its pods not ready and evict them, and PodGC removes them once the node is
   deleted (`delete_node`); `restore_node` brings the kubelet back, which finishes what was
-  asked meanwhile.
+  asked meanwhile (a partition healed); `reboot_node` brings it back without its containers:
+  each that was running reads exited 255, reason Unknown, as containerd's CRI restore
+  reports it, and the pod ends Failed (restartPolicy Never);
 Test controls: `behaviors`, `kill`, `evict`, `reject`, `unpullable`, nodes and their capacity
-(`add_node`), `lose_node`, `restore_node`, `delete_node`, `out_of_service`, and
+(`add_node`), `lose_node`, `restore_node`, `reboot_node`, `delete_node`, `out_of_service`, and
 `scheduler.preempt`.  Not emulated: probes, restarts of regular containers (every pod flatjob
 renders has restartPolicy Never), a sidecar restart's wait for the kubelet's next sync of the
 pod (here it starts as its back-off ends), volumes, preStop hooks, the CRI's own delays.
@@ -116,6 +118,7 @@ PULL_BACKOFF, PULL_BACKOFF_CAP = 10.0, 300.0
 # waiting CrashLoopBackOff only where ShouldContainerBeRestarted (container/helpers.go) says so
 # for the pod's restartPolicy, and never after an exit 0; else its exit stays its state.
 CRASH_LOOP_SHOWN = {"Always": True, "OnFailure": True, "Never": False}
+REBOOT_EXIT, REBOOT_REASON = 255, "Unknown"  # containerd's unknownExitCode, unknownExitReason
 HARD_EVICTION_GRACE = 1.0  # eviction_manager.go immediateEvictionGracePeriodSeconds
 DEFAULT_GRACE = 30  # terminationGracePeriodSeconds when the pod has none (the API's default)
 DEADLINE_MESSAGE = "Pod was active on the node longer than the specified deadline"
@@ -292,6 +295,23 @@ class FakeKubelet:
         self.nodes[name].kubelet_up = False
 
     def restore_node(self, name: str) -> None:
+        """The node's kubelet reports again, its containers still running (a partition healed)."""
+        self.nodes[name].kubelet_up = True
+
+    def reboot_node(self, name: str) -> None:
+        """The node comes back from a reboot (power, a kernel panic, a GPU reset): no container
+        survived.  containerd's CRI restore reports each one that was running as exited 255,
+        reason Unknown (containerd pkg/cri/server/restart.go loadContainer: unknownExitCode,
+        unknownExitReason); the kubelet starts no restartPolicy Never pod again
+        (kuberuntime_manager.go computePodActions), so getPhase ends it Failed."""
+        now = self.clock()
+        for pod in self.cluster.pods(self.namespace).values():
+            run = self.runs.get(pod["metadata"]["uid"])
+            if run is None or (pod.get("spec") or {}).get("nodeName") != name:
+                continue
+            for c in [*run.inits, *run.containers]:
+                if not c.ended(now):
+                    c.exit_at, c.code, c.reason = now, REBOOT_EXIT, REBOOT_REASON
         self.nodes[name].kubelet_up = True
 
     def delete_node(self, name: str) -> None:

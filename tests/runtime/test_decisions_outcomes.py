@@ -12,6 +12,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from flatjob.runtime import trim
@@ -62,6 +64,13 @@ OTHERS = "was deleted by someone else before it finished"
               ("DeletionByPodGC", "Failed", None, False),
               ("TerminationByKubelet", "Failed", 137, False),  # node-pressure eviction: the pod stays
           ]),
+        # the node lost the program: a reboot (containerd's CRI restore: 255, Unknown), a container its kubelet cannot find
+        pytest.param(replace(pod("j-worker-0", "Failed", exit=255, attempt=2), reason="Unknown"),
+                     "was lost with its node: the container runtime found its program gone (a node restart) (exit code 255, reason Unknown)",
+                     uid("j-worker-0"), id="node-rebooted-255-Unknown"),
+        pytest.param(replace(pod("j-worker-0", "Failed", exit=137, attempt=2), reason="ContainerStatusUnknown"),
+                     "was lost with its node: its kubelet could not find its container (exit code 137, reason ContainerStatusUnknown)",
+                     uid("j-worker-0"), id="container-status-unknown"),
     ],
 )
 def test_disruptions_are_never_successes_or_failures(observed_pod: PodState | None, reason: str, the_uid: str) -> None:

@@ -659,6 +659,31 @@ def test_lifecycle_a_lost_node_is_named_then_the_job_recovers_once_the_node_is_d
     assert st["backoffCount"] == 0 and st["runtime"]["disruptions"] == 1
 
 
+@pytest.mark.parametrize("policy", ["ExitCode", "OnFailure"])
+def test_lifecycle_a_node_that_reboots_replaces_its_pod_uncounted(policy: str) -> None:
+    """Virtual time.  worker-1's node loses power and comes back 2 minutes later, rebooted: no
+    container survived, containerd reports the program exited 255, reason Unknown, and the
+    kubelet fails the pod (restartPolicy Never).  That end is the node's, not the training's:
+    the pod is replaced at once and not counted, under ExitCode (where 255 is permanent) and
+    OnFailure alike (review 23, round 15: ExitCode left worker-1 failed for good, OnFailure
+    counted a restart)."""
+    s = Scenario(TWO_NODES.replace("restartPolicy: OnFailure", f"restartPolicy: {policy}"))
+    s.kubelet.nodes["fake-node-1"].allocatable = {"cpu": "2"}
+    s.kubelet.add_node("fake-node-2", {"cpu": "2"})
+    running(s, 3)
+    old = uid(s, "sim-worker-1")
+    s.kubelet.lose_node("fake-node-2")
+    s.run_until(lambda st: st["phase"] == "Unknown", limit=NODE_MONITOR_GRACE + 60)
+    s.settle(60)
+    s.kubelet.reboot_node("fake-node-2")
+    st = s.run_until(replaced(s, "sim-worker-1", old), limit=60)
+    st = s.run_until(lambda st: st.get("aggregate", {}).get("running") == 3, limit=60)
+    assert (st["phase"], st["backoffCount"], restarts(st)) == ("Running", 0, {"master": 0, "worker": 0})
+    (event,) = events(s, "Disrupted")
+    assert event["message"].startswith("sim-worker-1 was lost with its node: the container runtime found its program gone (a node restart) (exit code 255, reason Unknown)")
+    assert condition(st, "Ready")["status"] == "True" and condition(st, "Failed")["status"] == "False"
+
+
 def _lost(text: str) -> tuple[Scenario, str]:
     s = Scenario(text)
     s.kubelet.nodes["fake-node-1"].allocatable = {"cpu": "2"}
