@@ -131,6 +131,12 @@ def gated(pod: Mapping[str, Any]) -> bool:
     return isinstance(spec, Mapping) and any(isinstance(g, Mapping) and g.get("name") == keys.RELEASE_GATE for g in spec.get("schedulingGates") or [])
 
 
+def restart_policy(pod: Mapping[str, Any]) -> str | None:
+    """A template's pod's restartPolicy (trimmed templates keep it beside their spec's bytes)."""
+    spec = pod.get("spec")
+    return pod.get("restartPolicy") if "gated" in pod else spec.get("restartPolicy") if isinstance(spec, Mapping) else None
+
+
 def pod_spec(template: Mapping[str, Any], kind: str, job: str) -> PodSpecView:
     """One PodTemplate of job `job` (a `kind`) as the decisions see its pod (ValueError when it
     was edited out of shape)."""
@@ -153,6 +159,10 @@ def pod_spec(template: Mapping[str, Any], kind: str, job: str) -> PodSpecView:
         raise ValueError(f"PodTemplate {name}: its pod is {oversize:,} bytes, more than the {TEMPLATE_BYTES:,} flatjob renders; it was not written by flatjob compile")
     if not gated(template.get("template") or {}):
         raise ValueError(f"PodTemplate {name}: its pod has no {keys.RELEASE_GATE} scheduling gate, so it would run before its gang exists")
+    policy = restart_policy(template.get("template") or {})
+    if policy != "Never":  # the API server defaults an unset one to Always
+        raise ValueError(f"PodTemplate {name}: its pod's restartPolicy is {str(policy or 'Always')[:40]!r}, not 'Never', so its kubelet would restart the program in place, "
+                         "unseen by the job's restart policy, its limits and its status")
     seat = _number(notes, keys.SEAT, name) if keys.SEAT in notes else None
     container = notes.get(keys.TRAINING_CONTAINER)
     return PodSpecView(

@@ -239,17 +239,20 @@ def named(obj: Obj) -> Obj:
 
 def template(obj: Obj) -> Obj:
     """A PodTemplate: its metadata (labels, the compiler's annotations), its pod's labels and
-    annotations, and its pod spec kept as compact JSON bytes until a pod is created from it
+    annotations, whether its pod is gated and its restartPolicy (the runtime's shape checks,
+    job.pod_spec), and its pod spec kept as compact JSON bytes until a pod is created from it
     (a 5000-pod job's templates would otherwise be the runtime's largest cache)."""
     pod = _dict(obj.get("template"))
     pod_meta = _dict(pod.get("metadata"))
     kept = {k: pod_meta[k] for k in ("labels", "annotations") if k in pod_meta}
     spec = _dict(pod.get("spec"))
     gated = any(isinstance(g, dict) and g.get("name") == keys.RELEASE_GATE for g in _list(spec.get("schedulingGates")))
+    policy = spec.get("restartPolicy")
+    shape = {"metadata": kept, "gated": gated, "restartPolicy": policy[:40] if isinstance(policy, str) else None}
     body = _exact(nesting.dumps(spec, orjson.OPT_SORT_KEYS))
     if len(body) > TEMPLATE_BYTES:  # no template of flatjob's is this big: its size is kept, not it
-        return {"metadata": meta(obj), "template": {"metadata": kept, "gated": gated, "spec": None, "oversize": len(body)}}
-    return {"metadata": meta(obj), "template": {"metadata": kept, "gated": gated, "spec": body}}
+        return {"metadata": meta(obj), "template": {**shape, "spec": None, "oversize": len(body)}}
+    return {"metadata": meta(obj), "template": {**shape, "spec": body}}
 
 
 def pod_from_template(tpl: Obj, namespace: str, annotations: dict[str, str], owner: Obj) -> Obj:

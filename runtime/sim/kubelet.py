@@ -84,7 +84,8 @@ which run-local's kubelet shares.  What the kubelet does, with the source it fol
 Test controls: `behaviors`, `kill`, `evict`, `reject`, `unpullable`, nodes and their capacity
 (`add_node`), `lose_node`, `restore_node`, `reboot_node`, `delete_node`, `out_of_service`, and
 `scheduler.preempt`.  Not emulated: probes, restarts of regular containers (every pod flatjob
-renders has restartPolicy Never), a sidecar restart's wait for the kubelet's next sync of the
+renders has restartPolicy Never, and the runtime creates no pod from a PodTemplate whose pod's
+is not: job.pod_spec refuses it), a sidecar restart's wait for the kubelet's next sync of the
 pod (here it starts as its back-off ends), volumes, preStop hooks, the CRI's own delays.
 """
 

@@ -221,6 +221,12 @@ PROBLEMS = [
                  f"{SHAPE} no {keys.REPLICA_TYPE} label or {keys.SPEC_HASH} annotation", 0, id="type-missing"),
     pytest.param(lambda ts: ts["j-worker-1"]["template"]["spec"].pop("schedulingGates"),
                  f"{SHAPE} its pod has no {keys.RELEASE_GATE} scheduling gate, so it would run before its gang exists", 0, id="gate-removed"),
+    # A kubelet restarts an OnFailure or Always pod's program in place: the phase stays Running,
+    # the crash loop unseen by ExitCode, backoffLimit and the record (review 23, round 15).
+    *(pytest.param(lambda ts, p=p: ts["j-worker-1"]["template"]["spec"].update(restartPolicy=p) if p else ts["j-worker-1"]["template"]["spec"].pop("restartPolicy"),
+                   f"{SHAPE} its pod's restartPolicy is {p or 'Always'!r}, not 'Never', so its kubelet would restart the program in place, "
+                   "unseen by the job's restart policy, its limits and its status", 0, id=f"restart-policy-{p or 'unset'}")
+      for p in ("OnFailure", "Always", None)),
     pytest.param(lambda ts: ts["j-worker-1"]["template"]["metadata"]["labels"].pop(keys.JOB_NAME),
                  f"{SHAPE} its pod is not labelled {keys.JOB_NAME}=j, so the runtime could not watch it", 0, id="pod-job-label-removed"),
     pytest.param(lambda ts: ts["j-worker-1"]["template"]["metadata"]["labels"].update({keys.JOB_NAME: "other"}),
@@ -235,6 +241,21 @@ def test_podtemplates_out_of_step_with_the_record_are_a_problem(edit: Callable[[
     job = job_view(record, templates)
     assert job.problem == problem
     assert len(job.pods) == seen
+
+
+@pytest.mark.parametrize("policy", ["OnFailure", "Always", None, "Never"])
+def test_a_template_restart_policy_other_than_never_is_a_problem_also_as_cached(policy: str | None) -> None:
+    """The runtime's cache keeps a template's pod spec as bytes, its restartPolicy beside them."""
+    from flatjob.runtime import trim
+
+    record, templates = compiled(source("DeepSpeedJob"))
+    spec = templates["j-worker-1"]["template"]["spec"]
+    spec.pop("restartPolicy")
+    if policy is not None:
+        spec["restartPolicy"] = policy
+    job = job_view(record, {n: trim.template(t) for n, t in templates.items()})
+    assert (job.problem or "").startswith(f"{SHAPE} its pod's restartPolicy is {policy or 'Always'!r}") == (policy != "Never")
+    assert (job.problem is None) == (policy == "Never")
 
 
 def test_a_record_revision_ahead_of_its_templates_is_a_problem() -> None:
