@@ -587,6 +587,47 @@ CASES = [
         message="the pod's restartPolicy is always Never (as in T9k), so OnFailure here does nothing; restarts follow spec.worker.restartPolicy",
         hint="remove template.spec.restartPolicy",
     ),
+    # A probe kill under restartPolicy Never ends the replica, judged by the program's exit code
+    Case(
+        "liveness-probe-ends-the-replica",
+        """
+        apiVersion: batch.tensorstack.dev/v1beta1
+        kind: PyTorchTrainingJob
+        metadata: {name: job}
+        spec:
+          replicaSpecs:
+            - type: worker
+              replicas: 2
+              template:
+                spec:
+                  containers:
+                    - name: pytorch
+                      image: c
+                      livenessProbe: {exec: {command: [cat, /tmp/alive]}}
+        #             ^ FJ348
+        """,
+        message="a failed livenessProbe ends this replica for good (every pod's restartPolicy is Never): the kubelet stops the container and its exit code "
+        "decides as if the program had ended by itself, so one that exits 0 on SIGTERM counts as a success",
+        hint="catch a hung training inside the program (NCCL's timeout, a watchdog that exits non-zero) or with activeDeadlineSeconds",
+    ),
+    Case(
+        "valid-readiness-probe-ends-nothing",
+        """
+        apiVersion: batch.tensorstack.dev/v1beta1
+        kind: PyTorchTrainingJob
+        metadata: {name: job}
+        spec:
+          replicaSpecs:
+            - type: worker
+              replicas: 2
+              template:
+                spec:
+                  containers:
+                    - name: pytorch
+                      image: c
+                      readinessProbe: {exec: {command: [cat, /tmp/ready]}}
+        """,
+    ),
     Case(
         "pod-template-restart-policy-pytorch",
         """

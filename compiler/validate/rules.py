@@ -257,6 +257,29 @@ def template_restart_policy(job: Any, doc: Document) -> Iterator[Diagnostic]:
         )
 
 
+PROBES_THAT_KILL = ("livenessProbe", "startupProbe")  # a readinessProbe only marks the pod not Ready
+
+
+def probes_end_replicas(job: Any, doc: Document) -> Iterator[Diagnostic]:
+    """The kubelet kills a container whose liveness or startup probe fails (SIGTERM, then
+    SIGKILL after the grace; kuberuntime_manager.go computePodActions) and, the pod's
+    restartPolicy being Never, starts it no more: the replica ends there, judged by the
+    program's exit code as if it had ended by itself (a checkpoint and exit 0 reads as a
+    success), as under T9k; nothing in the pod's status tells the two apart, only a Killing
+    Event (review 23, round 15)."""
+    for g in groups(job):
+        spec = g.template.get("spec") if isinstance(g.template, dict) else None
+        items = spec.get("containers") if isinstance(spec, dict) else None
+        for i, c in enumerate(items if isinstance(items, list) else []):
+            for probe in (p for p in PROBES_THAT_KILL if isinstance(c, dict) and p in c):
+                yield doc.diagnostic(
+                    "FJ348", f"a failed {probe} ends this replica for good (every pod's restartPolicy is Never): the kubelet stops the container and "
+                    "its exit code decides as if the program had ended by itself, so one that exits 0 on SIGTERM counts as a success",
+                    (*g.template_path, "spec", "containers", i, probe), key=True, severity=Severity.WARNING,
+                    hint="catch a hung training inside the program (NCCL's timeout, a watchdog that exits non-zero) or with activeDeadlineSeconds",
+                )
+
+
 def container_images(job: Any, doc: Document) -> Iterator[Diagnostic]:
     """Every container needs an image: the API server requires it, the OpenAPI schema does not."""
     for g in groups(job):
@@ -690,7 +713,7 @@ def _balanced(value: str, start: int) -> str:
 
 # --- the table ---------------------------------------------------------------------------
 
-COMMON: tuple[Rule, ...] = (job_name, job_namespace, metadata_labels, flatjob_annotations, rendered_names, unique_types, run_mode, resume_specs, has_pods, has_containers, template_restart_policy, container_images, reserved_env, *apivalues.RULES, *podspec.RULES, *podshape.RULES, *podparts.RULES)
+COMMON: tuple[Rule, ...] = (job_name, job_namespace, metadata_labels, flatjob_annotations, rendered_names, unique_types, run_mode, resume_specs, has_pods, has_containers, template_restart_policy, probes_end_replicas, container_images, reserved_env, *apivalues.RULES, *podspec.RULES, *podshape.RULES, *podparts.RULES)
 RULES: dict[type, tuple[Rule, ...]] = {
     PyTorchTrainingJob: (*COMMON, elastic_range, elastic_needs_torchrun, torchrun_fields, tensorboard, *tensorboardpod.RULES),
     DeepSpeedJob: (*COMMON, elastic_range, deepspeed_run, deepspeed_other_args, reserved_paths, *launchers.DEEPSPEED_RULES),
