@@ -48,6 +48,24 @@ SHORT_LIVED = 1.0  # a stream the server ends sooner than this counts as a failu
 log = logging.getLogger("flatjob.runtime")
 
 
+
+def _revision(obj: Obj | None) -> int | None:
+    """An object's resourceVersion as etcd's revision, when it is one (decimal, as every
+    kube-apiserver's is); None for an opaque one, which is never compared."""
+    rv = ((obj or {}).get("metadata") or {}).get("resourceVersion")
+    return int(rv) if isinstance(rv, str) and 0 < len(rv) <= 20 and rv.isascii() and rv.isdigit() else None
+
+
+def _behind(cached: Obj | None, event: Obj) -> bool:
+    """Whether a watch event is older than the cached object: the runtime's own write put its
+    answer in the cache (`written`) before the watch delivered the events made before it, which
+    a watch delivers in resourceVersion order, never merged (apiserver cacher).  Applied, an
+    older event took the cache back: a released pod read gated again, a deleted one not
+    deleting, a DELETED of a pod's earlier incarnation dropped its successor (review 23,
+    round 15).  Compared as revisions, as the API server's watch cache does."""
+    have, got = _revision(cached), _revision(event)
+    return have is not None and got is not None and got < have
+
 @dataclass
 class Informer:
     """One watched collection, cached by object name."""
@@ -279,6 +297,8 @@ class Informer:
             return False
         name = meta.get("name")
         if not isinstance(name, str):
+            return False
+        if _behind(self.cache.get(name), obj):  # an event from before what the runtime's own write brought
             return False
         if etype == "DELETED":
             return self._forget(name)

@@ -242,3 +242,42 @@ def test_bookmarks_move_the_version_only() -> None:
     h.informer.start()
     changed = h.informer._apply("BOOKMARK", {"metadata": {"resourceVersion": "99"}})
     assert changed is False and h.informer.resource_version == "99" and h.names() == []
+
+
+def test_events_older_than_the_runtimes_own_write_never_take_the_cache_back() -> None:
+    """The runtime caches its write's answer (`written`) before the watch delivers the events
+    made before it, which may come in a later read: applied then, they took the cache back, a
+    released pod read gated again (review 23, round 15)."""
+    h = Harness()
+    h.informer.start()
+    older = h.cluster.create_pod(NS, pod_body("j-worker-0"))
+    h.cluster.set_pod_status(NS, "j-worker-0", {"phase": "Running", "message": "the runtime's write"})
+    answer = h.cluster.list_pods(NS, SELECTOR)[0][0]  # what the write's answer carries: the newest object
+    h.informer.written("j-worker-0", lambda: answer, lambda o: o)
+    assert h.informer._apply("ADDED", older) is False  # delivered after the answer: older, not applied
+    assert h.informer.get("j-worker-0")["status"].get("message") == "the runtime's write"
+    h.informer.poll()
+    h.cluster.set_pod_status(NS, "j-worker-0", {"phase": "Succeeded"})
+    assert h.informer.poll() is True and h.informer.get("j-worker-0")["status"]["phase"] == "Succeeded"
+
+
+def test_the_deletion_of_an_earlier_incarnation_never_drops_its_successor() -> None:
+    h = Harness()
+    h.informer.start()
+    h.cluster.create_pod(NS, pod_body("j-worker-0"))
+    assert h.informer.poll() is True
+    first = h.informer.get("j-worker-0")
+    h.cluster.delete_pod(NS, "j-worker-0", 0)
+    successor = h.cluster.create_pod(NS, pod_body("j-worker-0"))  # made before the DELETED was read
+    h.informer.written("j-worker-0", lambda: successor, lambda o: o)
+    gone = {**first, "metadata": {**first["metadata"], "resourceVersion": str(int(successor["metadata"]["resourceVersion"]) - 1)}}
+    assert h.informer._apply("DELETED", gone) is False
+    assert h.informer.get("j-worker-0")["metadata"]["uid"] == successor["metadata"]["uid"] != first["metadata"]["uid"]
+
+
+def test_an_opaque_resource_version_is_taken_as_it_comes() -> None:
+    h = Harness()
+    h.informer.start()
+    h.informer.store({"metadata": {"name": "j-worker-0", "resourceVersion": "abc"}})
+    h.informer._apply("MODIFIED", {"metadata": {"name": "j-worker-0", "resourceVersion": "1", "labels": {"x": "y"}}})
+    assert h.informer.get("j-worker-0")["metadata"]["labels"] == {"x": "y"}
