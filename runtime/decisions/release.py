@@ -10,7 +10,9 @@ gate is in the template), stamped with the attempt, and released once the whole 
   after their back-off and released one by one;
 - a create the API server refuses (403 over quota, an admission webhook) rolls the gang
   back: its gated pods are deleted, the record says why, and the gang is tried again after
-  a back-off of 10 s doubling to 5 min;
+  a back-off of 10 s doubling to 5 min; the first two refusals over quota in a row, most
+  often the quota controller not yet caught up with the pods that just went, after 3 s and 6 s
+  and without a Warning;
 - a gated pod made for another attempt or from an older template is deleted, never run.
 """
 
@@ -21,6 +23,10 @@ from dataclasses import dataclass, field
 
 from ..model import JobView, Ledger, PodSpecView, PodState
 from .restart import backoff
+
+EXCEEDED_QUOTA = "exceeded quota: "  # quota admission's refusal (resourcequota/controller.go CheckRequest)
+QUOTA_CATCHUP = 3.0  # seconds before a first refusal over quota is tried again, quietly (twice that after a second)
+QUIET_QUOTA_TRIES = 2  # refusals over quota in a row before one is said (a Warning, the usual back-off)
 
 
 @dataclass(frozen=True)
@@ -62,19 +68,27 @@ def _stale(job: JobView, pods: Mapping[str, PodState], ledger: Ledger) -> tuple[
 
 
 def _refused(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, refusal: tuple[str, str], now: float) -> ReleaseDecision:
-    """A pod the attempt needs was refused: roll the gang back (or delay the one pod), say why."""
+    """A pod the attempt needs was refused: roll the gang back (or delay the one pod), say why.
+
+    A refusal over quota is most often the quota controller behind the pods that just went
+    (admission charges a new pod at once, only the controller takes a charge off, once it has
+    seen the pod end or go: resource_quota_controller.go replenishment, seconds later on a
+    busy controller manager): the first two are tried again after 3 s and 6 s, with no
+    Warning; a third is said as any refusal is."""
     name, message = refusal
     count = ledger.refusals + 1
-    until = now + backoff(count)
+    quiet = count <= QUIET_QUOTA_TRIES and EXCEEDED_QUOTA in message
+    until = now + (QUOTA_CATCHUP * count if quiet else backoff(count))
     text = f"the API server refused pod {name}: {message}"
+    retry = f"retrying in {until - now:.0f} s" + (" (the quota controller may not have released the pods that just went)" if quiet else "")
     if not ledger.released:
         gang = tuple(n for n, p in sorted(pods.items()) if p.ours and p.gated and not p.deleting)
         led = ledger.evolve(refused=text, refusals=count, gang_not_before=until)
-        event = ("Warning", "GangRefused", f"{text}; deleted the {len(gang)} pod(s) created for this attempt, retrying in {until - now:.0f} s")
-        return ReleaseDecision(led, delete=gang, wait=f"{text}; retrying in {until - now:.0f} s", wake_at=until, events=(event,))
+        event = ("Warning", "GangRefused", f"{text}; deleted the {len(gang)} pod(s) created for this attempt, {retry}")
+        return ReleaseDecision(led, delete=gang, wait=f"{text}; {retry}", wake_at=until, events=() if quiet else (event,))
     led = ledger.evolve(refused=text, refusals=count, not_before={**ledger.not_before, name: until})
-    event = ("Warning", "PodRefused", f"{text}; retrying in {until - now:.0f} s")
-    return ReleaseDecision(led, wait=f"{text}; retrying in {until - now:.0f} s", wake_at=until, events=(event,))
+    event = ("Warning", "PodRefused", f"{text}; {retry}")
+    return ReleaseDecision(led, wait=f"{text}; {retry}", wake_at=until, events=() if quiet else (event,))
 
 
 def decide_release(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, deps: Deps, now: float) -> ReleaseDecision:

@@ -92,7 +92,8 @@ controller.go, pkg/quota/v1/evaluator/core/pods.go): every non-terminal pod is c
 requests and limits from creation, gated or not (KEP-5465, kubernetes/enhancements#5490);
 `count/pods` counts every pod; a create over a quota is 403 `pods "x" is forbidden: exceeded
 quota: q, requested: ..., used: ..., limited: ...`, one that omits a quota'd cpu/memory value
-403 `failed quota: q: must specify ...`; status.used is kept current (synchronously).
+403 `failed quota: q: must specify ...`; status.used grows in the create admission lets through
+and shrinks RELEASE_AFTER (5 s) after a pod ends or goes, when the quota controller has seen it.
 
 Custom resources (apiserver/customresources.py; k8s.io/apiextensions-apiserver): the CRDs of
 schemas/crds (and T9k's PodGroup, schema unknown, fields kept); numbers read back as
@@ -112,8 +113,8 @@ not named above (LimitRanger, PodSecurity...); server-side apply (apply patches 
 field-ownership conflicts; ResourceQuota scopes; foreground deletion (treated as background);
 most of ValidatePod (names, ports, volumes are not checked); conversion between API versions
 other than the two Event APIs; cluster-scoped kinds and namespaces (every namespace exists);
-deleteCollection; the watch cache's exact bookmark timing; the garbage collector's and quota
-controller's delays (both act at once).  In-process, `calls` counts reads and the writes that
+deleteCollection; the watch cache's exact bookmark timing; the garbage collector's delay (it
+acts at once).  In-process, `calls` counts reads and the writes that
 changed the cluster, and `crash_after` makes the N-th next write raise Crash, to kill a runtime
 at an arbitrary point in chaos tests.
 """

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..api import ApiError
+from .apiserver import quota
 from .apiserver.clock import stamp
 from .podstatus import disruption
 
@@ -121,6 +122,7 @@ class NodeControllers:
                 node.taints.append({"key": UNREACHABLE, "effect": "NoExecute", "timeAdded": now})
                 changed |= self._mark_not_ready(node, now)
         changed |= self._evict_tainted(now)
+        changed |= quota.catch_up(self.cluster.store)  # the quota controller, catching up with the pods that went
         if now >= self._gc_at:
             self._gc_at = now + PODGC_PERIOD
             changed |= self._collect(now)

@@ -43,6 +43,7 @@ DS = job_view("DeepSpeedJob", ssh_secret="j-ssh", wave1=())
 ELASTIC = job_view("PyTorchTrainingJob", types={"node": 4}, launcher_kind="torchrun", elastic=True, target=2)
 ALL = ("j-master-0", "j-worker-0", "j-worker-1")
 QUOTA = "exceeded quota: gpu, requested: nvidia.com/gpu=8, used: nvidia.com/gpu=16, limited: nvidia.com/gpu=16"
+DENIED = 'admission webhook "gpu-policy.example.com" denied the request: no GPUs for this team on weekends'
 
 
 def each(job: JobView, phase: str = "Running", **kw: Any) -> dict[str, PodState]:
@@ -173,8 +174,8 @@ def test_a_release_names_the_pod_it_saw_and_adds_nothing() -> None:
 # --- a refused create: the gang is rolled back, retried after a back-off, and the record says why
 
 def test_a_refused_gang_is_rolled_back_retried_and_reset_on_release() -> None:
-    refused = f"the API server refused pod j-worker-1: {QUOTA}"
-    first = cycle(PT, gated(PT, "j-worker-1"), Ledger(), World(refused=("j-worker-1", QUOTA)))
+    refused = f"the API server refused pod j-worker-1: {DENIED}"
+    first = cycle(PT, gated(PT, "j-worker-1"), Ledger(), World(refused=("j-worker-1", DENIED)))
     assert acts(first) == deletes("j-master-0", "j-worker-0")
     assert (first.ledger.refused, first.ledger.refusals, first.ledger.gang_not_before, first.wake_at) == (refused, 1, NOW + 10, NOW + 10)
     assert conditions(first.status)["Ready"]["message"] == f"{refused}; retrying in 10 s"
@@ -185,7 +186,7 @@ def test_a_refused_gang_is_rolled_back_retried_and_reset_on_release() -> None:
 
     again = cycle(PT, {}, first.ledger, now=NOW + 10)
     assert acts(again) == creates(*ALL)
-    second = cycle(PT, gated(PT, "j-worker-1"), again.ledger, World(refused=("j-worker-1", QUOTA)), now=NOW + 10)
+    second = cycle(PT, gated(PT, "j-worker-1"), again.ledger, World(refused=("j-worker-1", DENIED)), now=NOW + 10)
     assert (second.ledger.refusals, second.ledger.gang_not_before) == (2, NOW + 30)
 
     started = cycle(PT, gated(PT), second.ledger, now=NOW + 30)

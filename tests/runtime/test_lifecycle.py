@@ -99,6 +99,32 @@ def test_lifecycle_a_drained_worker_that_exits_1_under_exit_code_does_not_fail_t
     assert s.finished()["phase"] == "Succeeded"
 
 
+@pytest.mark.parametrize("kind", ["pytorch", "deepspeed"])
+def test_lifecycle_a_drain_under_a_quota_the_size_of_the_job_comes_back_without_a_false_alarm(kind: str) -> None:
+    """A quota that holds exactly the job's pods: the drained pod's charge is released only when
+    the quota controller has seen it go, so the replacement (a PyTorch pod; DeepSpeed's whole
+    gang as a new attempt) made at once is refused over quota.  That is tried again in 3 s with
+    no Warning, and the job runs again (review 23, round 15: a PodRefused Warning and 10 s)."""
+    from .test_gitops_quota import quota
+
+    if kind == "pytorch":
+        s, victim, count = Scenario(pytorch(master=LONG, worker=LONG, policy="ExitCode")), "sim-worker-1", 3
+    else:
+        s, victim, count = Scenario(DEEPSPEED), "ds-worker-1", 3
+        for name in ("ds-worker-0", "ds-worker-1", "ds-worker-2"):
+            s.kubelet.behaviors[name] = until_deleted
+    quota(s, pods=str(count))
+    running(s, count)
+    old = uid(s, victim)
+    s.cluster.evict_pod(NAMESPACE, victim)
+    st = s.run_until(lambda st: victim in s.pods() and uid(s, victim) != old and st.get("aggregate", {}).get("running") == count, limit=120)
+    assert st["backoffCount"] == 0 and st["runtime"]["disruptions"] == 1
+    assert events(s, "PodRefused") == events(s, "GangRefused") == []
+    if not REAL:
+        refused = [r for r in s.server.log if (r.verb, r.resource, r.code) == ("create", "pods", 403)]
+        assert refused, "the quota controller's lag refused no create: the case this pins did not happen"
+
+
 def _stopped(s: Scenario, name: str, old: str) -> bool:
     pod = s.pods().get(name)
     return pod is None or pod["metadata"]["uid"] != old or any("terminated" in (c.get("state") or {}) for c in pod["status"].get("containerStatuses") or [])

@@ -13,8 +13,13 @@
   `pods "<name>" is forbidden: exceeded quota: <quota>, requested: <k=v,...>, used: <...>,
   limited: <...>`, and one whose containers do not state a quota'd cpu or memory value with
   `failed quota: <quota>: must specify <resource> for: <containers>` (podEvaluator.Constraints);
-- `status.used` is what the quota controller computes, kept current synchronously here (the
-  real controller catches up within seconds: a terminal or deleted pod's charge is released).
+- `status.used` grows in the create that admission lets through (CheckRequest writes the quota
+  with the new usage before the pod is stored); it shrinks only when the quota controller
+  recalculates, which kube-controller-manager does once its pod informer has seen the pod end
+  or go (pkg/controller/resourcequota resource_quota_controller.go replenishment, then
+  syncResourceQuota): here RELEASE_AFTER seconds after the write that lowered the charge
+  (`catch_up`, run by the controllers' tick and before each admission), so a pod created at once
+  in its predecessor's place can still be refused.
 Scopes and scope selectors are not emulated: every quota covers every pod of its namespace.
 """
 
@@ -33,6 +38,7 @@ if TYPE_CHECKING:
     from .store import Store
 
 ResourceList = dict[str, Quantity]
+RELEASE_AFTER = 5.0  # seconds until the quota controller has released a terminal or deleted pod's charge (a busy controller manager)
 QUOTAS = "resourcequotas"
 _NATIVE_PREFIXES = ("kubernetes.io/", "requests.", "limits.")
 _CONSTRAINED = ("cpu", "memory", "requests.cpu", "requests.memory", "limits.cpu", "limits.memory")
@@ -145,6 +151,7 @@ def quotas(store: Store, namespace: str) -> list[Obj]:
 def admit(store: Store, pod: Obj) -> None:
     """Refuse a new pod that a quota of its namespace cannot hold (403), as CheckRequest does."""
     meta = pod["metadata"]
+    catch_up(store)
     found = quotas(store, meta.get("namespace", ""))
     if not found:
         return
@@ -184,13 +191,45 @@ def follow(store: Store, old: Obj | None, new: Obj | None) -> None:
     if not found:
         return
     now = store.clock()
-    if usage(old, now) == usage(new, now):
+    before, after = usage(old, now), usage(new, now)
+    if before == after:
         return
+    if all(k in before and after[k].value <= before[k].value for k in after) and len(after) <= len(before):
+        store.quota_due.setdefault(ns, now + RELEASE_AFTER)  # a charge released: the controller sees it later
+        return
+    if ns in store.quota_due:  # admission adds what the new pod asks to what the quota says, stale or not
+        _charge(store, ns, found, {k: v for k, v in after.items() if k not in before})
+        return
+    _recount(store, ns, found)
+
+
+def _charge(store: Store, ns: str, found: list[Obj], added: Mapping[str, Quantity]) -> None:
+    for q in found:
+        status = q.get("status") or {}
+        hard, used = status.get("hard") or {}, _list(status.get("used"))
+        now_used = {k: str(used[k] + added[k]) if k in added and k in used else str(added[k]) if k in added else str(used[k]) if k in used else "0" for k in hard}
+        if now_used != status.get("used"):
+            store.write_status_internal(QUOTAS, ns, q["metadata"]["name"], {"hard": hard, "used": now_used})
+
+
+def _recount(store: Store, ns: str, found: list[Obj]) -> None:
     for q in found:
         hard = (q.get("status") or {}).get("hard") or {}
         used = used_by(store, ns, hard)
         if used != (q.get("status") or {}).get("used"):
             store.write_status_internal(QUOTAS, ns, q["metadata"]["name"], {"hard": hard, "used": used})
+
+
+def catch_up(store: Store) -> bool:
+    """The quota controller's recalculation of the namespaces whose pods released a charge
+    RELEASE_AFTER ago or more; True when it ran."""
+    with store.lock:
+        now = store.clock()
+        due = [ns for ns, at in store.quota_due.items() if at <= now]
+        for ns in due:
+            del store.quota_due[ns]
+            _recount(store, ns, quotas(store, ns))
+    return bool(due)
 
 
 
