@@ -6,6 +6,8 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
+from .digits import INT64_MAX, bounded
+
 # The container that trains, per kind (T9k docs): the one with this name, else the first.
 TRAINING_CONTAINER = {"PyTorchTrainingJob": "python", "DeepSpeedJob": "worker", "ColossalAIJob": "worker", "GenericJob": None}
 
@@ -47,8 +49,8 @@ def accelerator_count(container: dict[str, Any]) -> int | None:
             v = values.get(name)
             if isinstance(v, int) and not isinstance(v, bool):
                 return v
-            if isinstance(v, str) and v.isascii() and v.isdigit():
-                return int(v)
+            if (count := bounded(v, 0, INT64_MAX)) is not None:
+                return count
     return None
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from ..digits import port
 from ..jobtypes import PyTorchTrainingJob
 from ..options import CompileOptions
 from ..podtemplate import accelerator_count, containers_of, literal_env
@@ -26,10 +27,8 @@ def master_port(first: PodPlan) -> int:
     """29500, unless the first pod's training container sets MASTER_PORT to a literal number."""
     if first.container is None:
         return DEFAULT_MASTER_PORT
-    value = literal_env(containers_of(first.template)[first.container], "MASTER_PORT")
-    if value is None or not (value.isascii() and value.isdigit()) or not 0 < int(value) < 65536:
-        return DEFAULT_MASTER_PORT
-    return int(value)
+    number = port(literal_env(containers_of(first.template)[first.container], "MASTER_PORT"))
+    return DEFAULT_MASTER_PORT if number is None else number
 
 
 def nproc(job: PyTorchTrainingJob, pod: PodPlan) -> str:

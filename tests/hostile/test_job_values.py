@@ -104,3 +104,24 @@ def test_a_job_without_namespace_and_its_twin_in_the_default_namespace_collide(b
     plugin = box.plugin(SOURCES="jobs")  # ARGOCD_APP_NAMESPACE=training: no collision there
     assert_clean_exit(plugin, 0)
     assert box.untouched()
+
+
+@pytest.mark.parametrize(
+    "container",
+    [
+        '              env: [{name: MASTER_PORT, value: "' + "9" * 4400 + '"}]\n',
+        '              env: [{name: MASTER_PORT, value: "²"}]\n',
+        '              resources: {limits: {nvidia.com/gpu: "' + "9" * 4400 + '"}}\n',
+    ],
+    ids=["master-port-4400-digits", "master-port-superscript", "gpus-4400-digits"],
+)
+def test_a_number_in_a_job_text_is_read_as_bounded_ascii_digits(box: Sandbox, container: str) -> None:
+    """Before issue 21 (found by the run-local fuzzing): `int()` of 4 400 digits ended lint and
+    compile of a PyTorch job in exit 3; a MASTER_PORT that is no port keeps 29500, a GPU count
+    beyond int64 keeps procPerNode `gpu` (compiler/digits.py)."""
+    text = _job(container, name="digits").replace("spec:\n  replicaSpecs:", "spec:\n  torchrunConfig: {enabled: true, procPerNode: gpu}\n  replicaSpecs:", 1)
+    text = text.replace("command: [python, train.py]", "command: [python]\n              args: [train.py]")
+    box.job(text=text)
+    for run_ in (box.flatjob("lint", "jobs"), box.compile()):
+        assert_clean_exit(run_, 0)
+    assert "29500" in (box.out / "digits" / "podtemplates.yaml").read_text()
