@@ -14,6 +14,8 @@ import socket
 from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any
 
+from flatjob.compiler.digits import port
+
 from .errors import Unsupported
 
 MAX_BLOCK = 254  # 127.0.1.x to 127.0.254.x
@@ -89,30 +91,31 @@ def place(jobs: Sequence[tuple[int, bool]], claim: Claim) -> list[tuple[int, Any
 # torch's TCPStore listens on every address of the machine (0.0.0.0 / ::), whichever address it
 # is given: on one machine two jobs with the same store port collide, where pods of a cluster
 # each have a network of their own.  The port is in the rendered command lines, scripts or env.
-STORE_PORT = re.compile(r"--(?:master[_-]port|rdzv[_-]endpoint[= ][^\s:]*:)[= ]?(\d+)")
+STORE_PORT = re.compile(r"--(?:master[_-]port|rdzv[_-]endpoint[= ][^\s:]*:)[= ]?([0-9]+)")
 
 
 def store_ports(pods: Iterable[Mapping[str, Any]], files: Mapping[str, str]) -> set[int]:
     """Ports a job's pods would host torch's store on: --master_port, the --rdzv_endpoint's
-    port, a literal MASTER_PORT, in its containers and its ConfigMap's scripts."""
+    port, a literal MASTER_PORT, in its containers and its ConfigMap's scripts; a value that
+    is no port (1..65535 in ASCII digits) binds nothing, so it shares nothing either."""
     texts = list(files.values())
-    ports = set()
+    found: list[int | None] = []
     for pod in pods:
         spec = pod.get("spec") or {}
         for c in (*(spec.get("initContainers") or []), *(spec.get("containers") or [])):
             texts.append(" ".join(map(str, (*(c.get("command") or []), *(c.get("args") or [])))))
-            ports.update(int(e["value"]) for e in c.get("env") or [] if e.get("name") == "MASTER_PORT" and str(e.get("value", "")).isdigit())
+            found += [port(e.get("value")) for e in c.get("env") or [] if e.get("name") == "MASTER_PORT"]
     for text in texts:
-        ports.update(int(p) for p in STORE_PORT.findall(text))
-    return ports
+        found += map(port, STORE_PORT.findall(text))
+    return {p for p in found if p is not None}
 
 
 def shared_ports(jobs: Mapping[str, set[int]]) -> list[str]:
     """A warning for each port more than one job (name -> its store ports) would bind."""
     users: dict[int, list[str]] = {}
     for name, ports in jobs.items():
-        for port in ports:
-            users.setdefault(port, []).append(name)
+        for number in ports:
+            users.setdefault(number, []).append(name)
     return [
         f"{', '.join(names[:-1])} and {names[-1]} {'both' if len(names) == 2 else 'all'} host torch's store on port {port}, "
         "which torch binds on every address of this machine: while one of them holds it, the others fail to start theirs "

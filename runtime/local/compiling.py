@@ -19,6 +19,7 @@ from typing import Any
 import yaml
 
 from flatjob.compiler import keys
+from flatjob.compiler.digits import INT32_MAX, bounded
 from flatjob.compiler.loader import Document
 from flatjob.compiler.options import CompileOptions
 from flatjob.compiler.pipeline import CompiledJob, compile_documents, emit_files, load
@@ -85,13 +86,14 @@ def pod_of(template: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def parse_replicas(items: Iterable[str]) -> dict[str, int]:
-    """--replicas-scale TYPE=N items as {type: n}."""
+    """--replicas-scale TYPE=N items as {type: n} (N: ASCII digits, within a replica count's int32)."""
     out: dict[str, int] = {}
     for item in items:
-        rtype, eq, count = item.partition("=")
-        if not eq or not rtype or not count.isdigit():
-            raise LocalError(f"--replicas-scale {item!r}: expected TYPE=N, e.g. worker=1")
-        out[rtype] = int(count)
+        rtype, eq, text = item.partition("=")
+        count = bounded(text, 0, INT32_MAX)
+        if not eq or not rtype or count is None:
+            raise LocalError(f"--replicas-scale {item[:80]!r}: expected TYPE=N with N from 0 to {INT32_MAX}, e.g. worker=1")
+        out[rtype] = count
     return out
 
 

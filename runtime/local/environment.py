@@ -19,15 +19,13 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
+from flatjob.compiler.digits import INT64_MAX
+from flatjob.compiler.kube.formats import quantity_value, show
+
 from ..sim.containers import expand
 from .errors import LocalError
 
 _FIELD = re.compile(r"metadata\.(annotations|labels)\['([^']*)'\]")
-_QUANTITY = re.compile(r"^([+-]?[0-9.]+(?:[eE][+-]?[0-9]+)?)([a-zA-Z]*)$")
-_SUFFIXES = {
-    "": 1, "m": Fraction(1, 1000), "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18,
-    "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60,
-}
 # Inherited variables a cluster pod would not have, which torchrun and DDP read as settings.
 DROPPED = frozenset({
     "MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "NODE_RANK",
@@ -84,12 +82,18 @@ def field_value(path: str, pod: PodFacts) -> str | None:
     }.get(path)
 
 
-def quantity(text: str) -> Fraction:
-    """A Kubernetes quantity ("500m", "2Gi", "1e3") as an exact number."""
-    m = _QUANTITY.match(str(text).strip())
-    if not m or m.group(2) not in _SUFFIXES:
-        raise ValueError(f"not a quantity: {text!r}")
-    return Fraction(m.group(1)) * _SUFFIXES[m.group(2)]
+def quantity(value: Any) -> Fraction:
+    """A Kubernetes quantity ("500m", "2Gi", "1e3", a JSON number) as the API server decodes it
+    (formats.quantity_value), exactly; LocalError beyond an int64, which no kubelet reads."""
+    exact = quantity_value(value)
+    if exact is None:
+        raise LocalError(f"{show(value)} is not a quantity")
+    if exact.copy_abs() > INT64_MAX:  # compared, never computed: 1e999999 is a million digits
+        raise LocalError(
+            f"quantity {show(value)} is more than a kubelet reads (an int64, at most {INT64_MAX}; a cluster's "
+            "downward API would give an overflowed number)"
+        )
+    return Fraction(exact)
 
 
 def _machine(resource: str) -> Fraction | None:
@@ -100,8 +104,14 @@ def _machine(resource: str) -> Fraction | None:
     return None
 
 
+# The kubelet computes a resourceFieldRef in int64 (pkg/api/v1/resource/helpers.go,
+# convertResourceCPUToString: MilliValue; the others: Value); beyond it the value overflows.
+_KUBELET_UNITS = {"cpu": 1000}
+
+
 def resource_value(ref: Mapping[str, Any], container: Mapping[str, Any]) -> str | None:
-    """A resourceFieldRef: the container's limit (else this machine's size), rounded up."""
+    """A resourceFieldRef: the container's limit (else this machine's size), rounded up;
+    LocalError for a value a kubelet cannot compute (it would give an overflowed number)."""
     section, _, resource = str(ref.get("resource", "")).partition(".")
     resources = container.get("resources") or {}
     declared = (resources.get(section) or {}).get(resource)
@@ -110,7 +120,13 @@ def resource_value(ref: Mapping[str, Any], container: Mapping[str, Any]) -> str 
     value = quantity(declared) if declared is not None else _machine(resource) if section == "limits" else Fraction(0)
     if value is None:
         return None
-    return str(math.ceil(value / quantity(ref.get("divisor") or "1")))
+    divisor = quantity(ref.get("divisor") or "1")
+    if value * _KUBELET_UNITS.get(resource, 1) > INT64_MAX or divisor <= 0:
+        raise LocalError(
+            f"{ref.get('resource')} of {show(declared)} over a divisor of {show(ref.get('divisor') or '1')} is beyond what "
+            f"a kubelet computes (an int64 of {'milli' if resource == 'cpu' else ''}units, at most {INT64_MAX})"
+        )
+    return str(math.ceil(value / divisor))
 
 
 def _reference(source: Mapping[str, Any]) -> tuple[str, Mapping[str, Any]] | None:
@@ -143,7 +159,10 @@ def _value_from(name: str, source: Mapping[str, Any], pod: PodFacts, container: 
     if source.get("fieldRef") is not None:
         value = field_value(str(source["fieldRef"].get("fieldPath", "")), pod)
     elif source.get("resourceFieldRef") is not None:
-        value = resource_value(source["resourceFieldRef"], container)
+        try:
+            value = resource_value(source["resourceFieldRef"], container)
+        except LocalError as exc:
+            return None, f"{name} ({exc}; pass --env {name}=VALUE)"
     if value is None:
         return None, f"{name} (valueFrom {dict(source)} is not available locally; pass --env {name}=VALUE)"
     return value, None

@@ -2,7 +2,8 @@
 
 Reads one JSON request per line on stdin ({"text": ..., "krm": ..., "overlay": ... or null}),
 runs `flatjob lint`, `flatjob compile` (with --overlay when an overlay.yaml is given),
-`flatjob krm` and the Argo CD plugin (OVERLAY likewise) in this process (as their console
+`flatjob krm`, the Argo CD plugin (OVERLAY likewise) and `flatjob run-local` (--overlay
+likewise) up to the moment it would start a process (localchecks.py) in this process (as their console
 entry points do, with SystemExit as the exit code), and answers one JSON line: the exit code
 of each and the end of anything that looks like a crash.  The parent starts it under
 resource limits (memory for the whole worker, CPU per request); a signal or a memory
@@ -46,6 +47,8 @@ def _run(call: Any, stdin: bytes = b"") -> tuple[int, str]:
 
 
 def serve() -> None:
+    from localchecks import checks_only
+
     from flatjob.compiler import cmp
     from flatjob.compiler.cli import main
 
@@ -69,6 +72,8 @@ def serve() -> None:
             "compile": _run(lambda args=with_overlay: main(["compile", "jobs", "-o", "rendered", *args])),
             "krm": _run(lambda: main(["krm"]), request["krm"].encode("utf-8", "surrogatepass")),
         }
+        with checks_only():
+            results["run-local"] = _run(lambda args=with_overlay: main(["run-local", "jobs", *args]))
         os.environ.update({"ARGOCD_ENV_SOURCES": "jobs", "ARGOCD_APP_NAMESPACE": "training"})
         if overlay is not None:
             os.environ["ARGOCD_ENV_OVERLAY"] = "overlay"

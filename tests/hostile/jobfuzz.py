@@ -4,7 +4,8 @@ The YAML fuzzing of test_fuzz.py rarely gets past the reader: its specs are not 
 strategies start from every example job (all kinds, both ColossalAI shapes) and replace values
 at random places (a list where a string belongs, `env: 1`, a mapping as an env name, huge or
 non-finite numbers, names with `=`, `$()`, control characters or no ASCII at all), delete
-fields, add unknown ones and repeat list items; overlays get random namespaces, labels,
+fields, add unknown ones and repeat list items, or give each container numbers as run-local
+reads them (numbered: MASTER_PORT, --master_port, a resourceFieldRef); overlays get random namespaces, labels,
 images and strategic-merge or JSON patches built the same way.  Used by test_fuzz.py in the
 suite (bounded) and by hand for longer runs:
 
@@ -32,6 +33,17 @@ STRINGS = [
     "gpu", "cpu", "auto", "0", "-1", "1e400", "500m", "2Gi", ".nan", "true", "worker", "master", "launcher", "python",
     "a" * 64, "a" * 300, "A" * 5000,
 ]
+# Numbers as text where run-local reads one (ports, quantities, a downward-API resource): Unicode
+# digits str.isdigit takes, more digits than int() converts, values past every bound (issue 21).
+NUMBER_TEXTS = [
+    "29500", "0", "65535", "65536", "²", "٣٠٠٠", "9" * 4400, "1e5000", "1e999999", "1e-999999", "9223372036854775807",
+    "9223372036854775808", "8Ei", "1e16", "500m", "-1", "1_0", " 1", "0x10",
+]
+FLAGS = [f"--master_port={n}" for n in NUMBER_TEXTS[:8]] + ["--rdzv_endpoint=h:" + "9" * 4400, "--master-port ²"]
+QUANTITIES = ["1e5000", "1e999999", "9223372036854775807", "9223372036854775808", "8Ei", "1e16", "500m", "2Gi", "1e-999999", 10**30]
+RESOURCES = ["limits.cpu", "limits.memory", "requests.cpu", "requests.memory", "limits.ephemeral-storage", "limits.nvidia.com/gpu"]
+DIVISORS = [None, "1", "1m", "1Mi", "1Gi", "1k", "1e-999999", "0", "²"]
+STRINGS += NUMBER_TEXTS[4:9] + FLAGS[:2]
 NUMBERS = [0, 1, -1, 2, 3, 63, 64, 1000, 10_001, 2**31, 2**63, 2**64, -(2**63) - 1, 1.5, -0.0, 1e300, math.inf, -math.inf, math.nan]
 OTHERS: list[Any] = [None, True, False, [], {}, [1], ["a", "b"], [{}], [None], {"a": 1}, {"name": {"a": 1}}, {"": ""}, {"$patch": "delete"}, [{"name": "x"}, {"name": "x"}]]
 KEYS = ["name", "value", "type", "replicas", "spec", "template", "env", "containers", "$patch", "<<", "", "unknown", "restartPolicy", "valueFrom", "metadata", "labels"]
@@ -134,9 +146,25 @@ def overlay(draw: st.DrawFn, doc: dict[str, Any]) -> dict[str, Any]:
 
 
 @st.composite
+def numbered(draw: st.DrawFn, doc: dict[str, Any]) -> dict[str, Any]:
+    """`doc` with what run-local reads as numbers drawn into each container: MASTER_PORT,
+    a store-port flag, a resource limit and a resourceFieldRef over it."""
+    doc = copy.deepcopy(doc)
+    lists = [_parent(doc, path)[path[-1]] for path in paths(doc) if path[-1] == "containers"]  # before any edit
+    for c in (c for cs in lists if isinstance(cs, list) for c in cs if isinstance(c, dict)):
+        resource = draw(st.sampled_from(RESOURCES))
+        section, _, name = resource.partition(".")
+        ref: dict[str, Any] = {"resource": resource, **({"divisor": d} if (d := draw(st.sampled_from(DIVISORS))) else {})}
+        c["env"] = [*(c.get("env") if isinstance(c.get("env"), list) else []), {"name": "MASTER_PORT", "value": draw(st.sampled_from(NUMBER_TEXTS))}, {"name": "V", "valueFrom": {"resourceFieldRef": ref}}]
+        c["resources"] = {section: {name: draw(st.sampled_from(QUANTITIES + NUMBER_TEXTS[:6]))}}
+        c["args"] = [*(c.get("args") if isinstance(c.get("args"), list) else []), draw(st.sampled_from(FLAGS))]
+    return doc
+
+
+@st.composite
 def cases(draw: st.DrawFn) -> tuple[str, str, str | None]:
     """(job file text, krm stdin, overlay.yaml text or None)."""
-    doc = draw(mutated())
+    doc = draw(st.one_of(mutated(), st.sampled_from(SEEDS).flatmap(numbered)))  # numbered seeds pass lint often
     text = dump(doc)
     krm = dump({"apiVersion": "config.kubernetes.io/v1", "kind": "ResourceList", "items": [doc], **({"functionConfig": {"kind": "ConfigMap", "data": draw(st.dictionaries(st.sampled_from(["namespace", "scheduler", "x"]), values, max_size=2))}} if draw(st.booleans()) else {})})
     over = dump(draw(overlay(draw(st.sampled_from(SEEDS))))) if draw(st.booleans()) else None
