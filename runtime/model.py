@@ -12,6 +12,7 @@ written as brace ranges (runtime.nameset) the ledger of a 5000-pod job stays sma
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from functools import cached_property
@@ -167,15 +168,15 @@ class Ledger:
             restarts={str(k): _count(v) for k, v in (d.get("restarts") or {}).items()},
             replica_restarts=_ungrouped(d.get("replicaRestarts"), _count_key, names),
             backoff_count=_count(d.get("backoffCount", 0)),
-            not_before=_ungrouped(d.get("notBefore"), float, names),
+            not_before=_ungrouped(d.get("notBefore"), _time, names),
             levels=_ungrouped(d.get("levels"), _count_key, names),
             incident_at=_float(d.get("incidentAt")),
             incident=_names(d.get("incident"), names),
             incident_ended=_float(d.get("incidentEnded")),
             disruptions=_count(d.get("disruptions", 0)),
-            disrupted=_ungrouped(d.get("disrupted"), float, names),
-            disrupted_end=_ungrouped(d.get("disruptedEnd"), float, names),
-            settling=_ungrouped(d.get("settling"), float, names),
+            disrupted=_ungrouped(d.get("disrupted"), _time, names),
+            disrupted_end=_ungrouped(d.get("disruptedEnd"), _time, names),
+            settling=_ungrouped(d.get("settling"), _time, names),
             gang_not_before=_float(d.get("gangNotBefore")),
             refused=_said(d.get("refused")),
             refusals=_count(d.get("refusals", 0)),
@@ -229,6 +230,8 @@ def _ungrouped(data: Any, kind: Any, budget: nameset.Budget | None = None) -> di
     return {name: kind(value) for value, names in data.items() for name in nameset.decode(names, budget)}
 
 
+TIME_TEXT = 32  # repr() of any float is shorter
+TIME_BOUND = 2.0**53  # seconds: past every date a clock gives, and every int below it is a float exactly
 SAID_CAP = 4096  # a message the ledger keeps, at most (the runtime writes one line; anyone may edit status)
 
 
@@ -275,8 +278,22 @@ def _uid(value: Any) -> str | None:
     return None if value is None else value[:64]
 
 
+def _time(value: Any) -> float:
+    """A time in seconds as the runtime writes it: a finite JSON number, or its repr as a
+    grouped map's key.  Anyone who may update the status may write one: float() takes "inf",
+    "nan" and "1e400", and a NaN written back is null, so startTime started over (issue 21)."""
+    if isinstance(value, bool) or not isinstance(value, int | float | str):
+        raise TypeError(f"expected a time in seconds, got {type(value).__name__}")
+    number = float(value) if isinstance(value, str) and value.isascii() and len(value) <= TIME_TEXT else value
+    if not isinstance(number, float) and not (isinstance(number, int) and abs(number) <= TIME_BOUND):
+        raise ValueError(f"expected a time in seconds, got {str(value)[:40]!r}")
+    if not math.isfinite(number) or abs(number) > TIME_BOUND:
+        raise ValueError(f"expected a finite time in seconds, got {str(value)[:40]!r}")
+    return float(number)
+
+
 def _float(value: Any) -> float | None:
-    return None if value is None else float(value)
+    return None if value is None else _time(value)
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,8 @@
 Over the real client and HTTP against the fake API server (tests/runtime/harness.py):
 - a 38-byte edit of the record's status.runtime naming a million pods is refused as an
   InvalidRecord (an Event, Stalled), decoding at most the pods a job can have (before issue
-  21 the runtime expanded it: 50 -> 622 MiB); repaired, the job goes on;
+  21 the runtime expanded it: 50 -> 622 MiB); repaired, the job goes on; so is a time that is
+  no finite number ("nan", "inf", "1e400": a NaN written back as null reset startTime);
 - a `<job>-ssh` Secret someone else created first without the record's ownerReference is
   refused (an Event and a Stalled ForeignSecret condition) and no pod is released; deleted,
   the runtime makes its own key pair and the job runs; with a forged reference it is
@@ -40,6 +41,7 @@ from flatjob.runtime.api import POD_TEMPLATES, ApiError
 from flatjob.runtime.job import job_view
 from flatjob.runtime.kube import PAGE_BYTES
 from flatjob.runtime.lookups import SECRET_RETRY
+from flatjob.runtime.model import Ledger
 from flatjob.runtime.trim import CONTAINERS_CAP, TEMPLATE_BYTES, pod, template
 
 from .harness import NAMESPACE, REAL, Scenario
@@ -91,6 +93,45 @@ def test_a_status_naming_a_million_pods_is_refused(runtime_mode: str) -> None:
     fixed["status"]["runtime"] = good["status"]["runtime"]
     s.cluster.replace_record_status(NAMESPACE, plural, fixed)
     assert s.run_until(lambda st: _condition(st, "Stalled")["status"] == "False", limit=60)["phase"] == "Running"
+
+
+TIMES = {  # ledger field -> how the runtime writes it (a number, or names grouped under its repr)
+    "startTime": lambda t: t, "finishedAt": lambda t: t, "incidentAt": lambda t: t, "incidentEnded": lambda t: t,
+    "gangNotBefore": lambda t: t, "notBefore": lambda t: {t: ["a-worker-0"]}, "settling": lambda t: {t: ["a-worker-0"]},
+    "disrupted": lambda t: {t: ["a-worker-0"]}, "disruptedEnd": lambda t: {t: ["a-worker-0"]},
+}
+
+
+@pytest.mark.parametrize("value", ["inf", "-inf", "nan", "1e400", float("nan"), float("inf"), 10**400, "١٢", "9" * 5000, True])
+@pytest.mark.parametrize("field", list(TIMES))
+def test_a_time_in_the_ledger_is_a_finite_number(field: str, value: Any) -> None:
+    """float() took "inf", "nan" and "1e400" from a status anyone may edit; a NaN written back
+    was null and started startTime over (issue 21): every time is refused unless finite."""
+    shaped = TIMES[field](str(value) if field in ("notBefore", "settling", "disrupted", "disruptedEnd") and not isinstance(value, str) else value)
+    with pytest.raises((TypeError, ValueError)):
+        Ledger.from_dict({field: shaped})
+    assert Ledger.from_dict({field: TIMES[field]("1700000000.25" if isinstance(shaped, dict) else 1700000000.25)})
+
+
+@fake_only
+def test_a_status_with_a_time_that_is_no_number_is_refused(runtime_mode: str) -> None:
+    s = Scenario(pytorch(master="sleep 400; exit 0", worker="sleep 400; exit 0"))
+    st = s.run_until(lambda st: st.get("phase") == "Running")
+    plural = s.kind.lower() + "s"
+    good = s.cluster.record(NAMESPACE, plural, s.name)
+    started = good["status"]["runtime"]["startTime"]
+    edited = copy.deepcopy(good)
+    edited["status"]["runtime"]["startTime"] = "nan"
+    s.cluster.replace_record_status(NAMESPACE, plural, edited)
+    for _ in range(5):
+        s.tick()
+    stalled = _condition(s.status(), "Stalled")
+    assert (stalled["status"], stalled["reason"]) == ("True", "InvalidRecord") and "finite time" in stalled["message"]
+    fixed = s.cluster.record(NAMESPACE, plural, s.name)
+    fixed["status"]["runtime"] = good["status"]["runtime"]
+    s.cluster.replace_record_status(NAMESPACE, plural, fixed)
+    st = s.run_until(lambda st: _condition(st, "Stalled")["status"] == "False", limit=60)
+    assert st["phase"] == "Running" and st["runtime"]["startTime"] == started
 
 
 def test_a_status_filled_with_junk_is_cached_as_its_size_and_written_over(runtime_mode: str) -> None:
