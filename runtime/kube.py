@@ -28,6 +28,7 @@ import urllib3
 from kubernetes import client, config
 
 from flatjob.compiler import keys
+from flatjob.compiler.digits import INT64_MAX, bounded
 from flatjob.compiler.version import __version__
 
 from . import nesting
@@ -90,9 +91,10 @@ def selector(labels: Mapping[str, str | None]) -> str:
 
 
 def retry_after(value: Any) -> float | None:
-    """An integer Retry-After header in seconds (client-go reads only that form), capped."""
-    text = str(value or "").strip()
-    return float(min(int(text), RETRY_AFTER_CAP)) if text.isdigit() else None
+    """An integer Retry-After header in seconds (client-go reads only that form, with
+    strconv.Atoi: ASCII digits that fit an int64; str.isdigit took "²", which int() refuses), capped."""
+    seconds = bounded(str(value or "").strip(), 0, INT64_MAX)
+    return None if seconds is None else float(min(seconds, RETRY_AFTER_CAP))
 
 
 def _status_error(status: int, body: bytes, after: float | None = None) -> ApiError:

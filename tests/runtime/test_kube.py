@@ -281,7 +281,7 @@ def test_past_a_page_too_large_the_pages_grow_back(server: Scripted) -> None:
     assert [int(parse_qs(urlparse(r[1]).query)["limit"][0]) for r in server.requests] == [250, 31, 3, 1, 8, 64, 250, 250, 250, 250]
 
 
-@pytest.mark.parametrize(("code", "header", "expected"), [(429, "7", 7.0), (503, "2", 2.0), (429, "Fri, 31 Dec 1999 23:59:59 GMT", None), (409, "5", None), (429, "99999", 300.0)])
+@pytest.mark.parametrize(("code", "header", "expected"), [(429, "7", 7.0), (503, "2", 2.0), (429, "Fri, 31 Dec 1999 23:59:59 GMT", None), (409, "5", None), (429, "99999", 300.0), (429, "²", None), (503, "9" * 5000, None)])
 def test_retry_after_goes_with_a_throttled_answer(server: Scripted, code: int, header: str, expected: float | None) -> None:
     """client-go honours an integer Retry-After on a 429 or 5xx answer (rest/with_retry.go)."""
     def answer(h: BaseHTTPRequestHandler, body: bytes) -> None:
