@@ -9,7 +9,7 @@ import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from .display import REORDERING, visible
+from .display import INVISIBLE, visible
 from .errors import CODES, Diagnostic, Severity
 from .version import __version__
 
@@ -32,9 +32,9 @@ def _one_line(text: str) -> str:
     return " ".join(text.splitlines()) if "\n" in text or "\r" in text else text
 
 
-# Controls (never tabs), and the line separators and bidi controls that reorder what is shown.
-_CONTROL = re.compile(f"[\x00-\x08\x0a-\x1f\x7f-\x9f{REORDERING}]")
-_CONTROL_BUT_BREAKS = re.compile(f"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f{REORDERING}]")
+# Controls (never tabs), and the separators and invisible characters (display.INVISIBLE).
+_CONTROL = re.compile(f"[\x00-\x08\x0a-\x1f\x7f-\x9f{INVISIBLE}]")
+_CONTROL_BUT_BREAKS = re.compile(f"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f{INVISIBLE}]")
 QUOTE_WIDTH = 160  # a longer source line is quoted as a window around the column
 MESSAGE_WIDTH = 500  # a longer message (one that embeds a huge value) is cut
 

@@ -28,6 +28,10 @@ from .kit import BOUNDED_CPU, JOB, MEASURED, Sandbox, assert_clean_exit, run, sc
 markdown_it = pytest.importorskip("markdown_it")
 
 HIDE = "x\r```\r<!--\r"
+# Characters that show nothing or move what is shown (display.INVISIBLE): a file `ok\u200b.yaml`
+# beside `ok.yaml`, or a mark that flips a name's direction, forges what the reader sees.
+FORGING = "\u200e\u200f\u061c\u200b\u200c\u200d\u2060\u2064\ufeff\u00ad\u034f\u115f\u3164\uffa0\ufe0f\U000e0041"
+FORGING_CLASS = re.compile(f"[{FORGING}]")
 EVIL_ENV = "prod\n::error file=x::forged\n::set-output name=ok::yes\n| forged | `row` | ✅ up to date |"
 
 
@@ -55,6 +59,7 @@ def _pull_request(box: Sandbox) -> None:
     for env in ("dev", "prod"):
         subprocess.run([*flatjob, "compile", "jobs", "--overlay", f"overlays/{env}", "-o", f"rendered/{env}"], cwd=box.repo, check=True, capture_output=True)
     (box.repo / "rendered" / "prod" / "notes.txt").write_bytes(HIDE.encode())
+    (box.repo / "rendered" / "prod" / f"ok{FORGING}.yaml").write_text(f"# {FORGING}\n")
     evil = box.repo / "overlays" / EVIL_ENV
     evil.mkdir(parents=True)
     (evil / "overlay.yaml").write_text("namespace: training-evil\n")
@@ -89,20 +94,24 @@ def test_a_pull_request_cannot_hide_its_changes_from_the_comment_or_forge_the_lo
         assert not line.startswith("##["), line
         assert not line.startswith("::") or re.match(r"::(error|warning) file=", line), line
     assert "::set-output" not in "\n".join(line for line in done.output.splitlines() if line.startswith("::"))
+    assert not FORGING_CLASS.search(text + summary.read_text(encoding="utf-8") + done.output), "an invisible character reached the comment or the log"
+    assert "ok\\u200e\\u200f\\u061c\\u200b" in text.replace("\\\\", "\\"), text[-3000:]  # the forged name, shown escaped
 
 
 @pytest.mark.parametrize("command", [("diff", "jobs", "-o", "rendered"), ("compile", "jobs", "-o", "rendered", "--check")])
 def test_diff_and_check_print_no_terminal_control_from_committed_files(box: Sandbox, command: tuple[str, ...]) -> None:
-    """Before: OSC 52 (clipboard) and cursor movement reached the terminal as they were committed."""
+    """Before: OSC 52 (clipboard) and cursor movement reached the terminal as they were committed;
+    until issue 21's last round, marks and zero-width characters too."""
     box.job()
     assert_clean_exit(box.compile(), 0)
     job = box.out / "ok" / "job.yaml"
-    job.write_bytes(job.read_bytes() + "# \x1b]52;c;ZWNobyBwd25lZA==\x07\x1b[2A\x1b[2K\rok\u009b31m\n".encode())
+    job.write_bytes(job.read_bytes() + f"# \x1b]52;c;ZWNobyBwd25lZA==\x07\x1b[2A\x1b[2K\rok\u009b31m\n# name: ok{FORGING}\n".encode())
     box.freeze()
     done = box.flatjob(*command)
     assert_clean_exit(done, 0, 1)
     assert not re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f]", done.stdout), repr(done.stdout[-500:])
     assert "\\x1b]52;c;ZWNobyBwd25lZA==\\x07\\x1b[2A\\x1b[2K\\x0dok\\x9b31m" in done.stdout
+    assert not FORGING_CLASS.search(done.output) and "name: ok\\u200e\\u200f\\u061c\\u200b" in done.stdout, done.stdout[-800:]
 
 
 def _compiled_claiming(tmp_path: Path, claimed: list[str]) -> None:
