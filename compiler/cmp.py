@@ -88,16 +88,25 @@ def repository_root(env: Mapping[str, str]) -> Path:
     return cwd
 
 
+def _outside(path: str, root: str) -> bool:
+    """Whether `path` lies outside `root`: by its text first, so nothing outside the repository
+    is looked at (whether /etc/shadow exists stays unsaid), then with its links resolved."""
+    written = os.path.normpath(os.path.join(os.path.realpath(os.getcwd()), path))
+    if os.path.commonpath([written, root]) != root:
+        return True
+    return os.path.commonpath([os.path.realpath(path), root]) != root
+
+
 def usage_problem(req: Request, env: Mapping[str, str]) -> str | None:
     """Why the request cannot run (exit 2), or None."""
     from .options import CompileOptions, SchedulerTarget
 
     root = os.path.realpath(repository_root(env))
     for p in (*req.sources, *req.overlays):
+        if _outside(p, root):  # before any look at whether it exists: that would tell what the repo-server holds
+            return f"{p} is outside the repository ({root}); sources and overlays must be inside it"
         if not os.path.exists(p):
             return f"not found (relative to {os.getcwd()}): {p}"
-        if os.path.commonpath([os.path.realpath(p), root]) != root:
-            return f"{p} is outside the repository ({root}); sources and overlays must be inside it"
     scheduler = req.options.get("scheduler", "auto")
     if scheduler not in get_args(SchedulerTarget):
         return f"{PREFIX}SCHEDULER={scheduler!r}; use one of {', '.join(get_args(SchedulerTarget))}"

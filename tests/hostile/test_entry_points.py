@@ -3,13 +3,17 @@
 Covers: krm given bytes that are not UTF-8, `items: 5`, `items: "abc"`, an item that is not
 a resource or a functionConfig that is not one answers with results and exit 1 (before: a
 crash, or wrong output and exit 0); the Argo CD plugin refuses sources outside the
-repository and option values that are not names (exit 2), and an Application whose sources
+repository, whether they exist or not (before issue 21's last round it said "not found" for
+a missing one, telling what exists on the repo-server), and option values that are not names (exit 2), and an Application whose sources
 hold no job (exit 1, unless ALLOW_EMPTY), with one line on stderr and never a traceback;
 `flatjob compile` of an empty folder over rendered jobs refuses to prune them (FJ703) unless
 --allow-empty (before: exit 0, and Flux's prune deleted every job).
 """
 
 from __future__ import annotations
+
+import os
+from pathlib import Path
 
 import pytest
 import yaml
@@ -48,11 +52,13 @@ def test_krm_reports_a_bad_resource_list_in_results(box: Sandbox, stdin: bytes, 
     [
         ({"SOURCES": "../outside"}, "is outside the repository"),
         ({"SOURCES": "/etc"}, "is outside the repository"),
+        ({"SOURCES": "/etc/flatjob-no-such-file"}, "is outside the repository"),  # before: "not found", so the answer told what exists there
+        ({"SOURCES": "../no-such-folder"}, "is outside the repository"),
         ({"SOURCES": "jobs", "OVERLAY": "../outside"}, "is outside the repository"),
         ({"SOURCES": "jobs", "NAMESPACE": "../x"}, "ARGOCD_ENV_NAMESPACE='../x' must consist of"),
         ({"SOURCES": "jobs", "CLUSTER_DOMAIN": "a b"}, "ARGOCD_ENV_CLUSTER_DOMAIN='a b' must consist of"),
     ],
-    ids=["parent", "absolute", "overlay", "namespace", "cluster-domain"],
+    ids=["parent", "absolute", "absolute-missing", "parent-missing", "overlay", "namespace", "cluster-domain"],
 )
 def test_plugin_usage_errors(box: Sandbox, settings: dict[str, str], message: str) -> None:
     box.job()
@@ -104,3 +110,23 @@ def test_krm_index_annotation_infinity_gives_a_resource_list(box: Sandbox, value
     r = box.flatjob("krm", stdin=resource_list(job))
     assert_clean_exit(r, 0, 1)  # exit 3 before, with nothing on stdout (review 21, round 10)
     assert "kind: ResourceList" in r.stdout
+
+
+def test_plugin_looks_at_nothing_outside_the_repository(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Containment is decided from the path's text before anything is looked up, so whether a
+    path outside exists never shapes the answer (hx7: /nonexistent said "not found", /etc/shadow
+    "outside the repository"); a link inside that leads out is refused the same way."""
+    from flatjob.compiler import cmp
+
+    repo = tmp_path / "repo"
+    (repo / "jobs").mkdir(parents=True)
+    (repo / "out").symlink_to(tmp_path / "elsewhere")
+    monkeypatch.chdir(repo)
+    looked: list[str] = []
+    real_exists = os.path.exists
+    monkeypatch.setattr(os.path, "exists", lambda p: looked.append(str(p)) or real_exists(p))
+    for source in ("/etc/shadow", "/etc/flatjob-no-such-file", "../x", "jobs/../../x", "out", "out/missing"):
+        problem = cmp.usage_problem(cmp.Request((source,)), {})
+        assert problem is not None and "is outside the repository" in problem, (source, problem)
+    assert looked == []
+    assert cmp.usage_problem(cmp.Request(("jobs",)), {}) is None and looked == ["jobs"]
