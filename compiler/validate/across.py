@@ -16,8 +16,10 @@ TensorBoard Deployment's `-tensorboard` is no Deployment's other suffix), or the
 name (the PodGroup, the record), which FJ315 covers.  tests/test_validate_across.py checks
 object_names against what is rendered.  Jobs without a namespace land in the run's default
 one (compile -n, the Argo CD plugin's): with it they are compared with the jobs that set that
-namespace (before issue 21 they were not, and job `x` rendered twice); without it, with each
-other only.
+namespace (before issue 21 they were not, and job `x` rendered twice); without it, with the
+jobs that set `default`, where applying them as they are puts them (as FJ345 has it; before
+issue 21's last round job `x` of `default` with type `a-worker` and job `x-a` without a
+namespace both rendered PodTemplate `x-a-worker-0` and lint said nothing).
 """
 
 from __future__ import annotations
@@ -29,6 +31,10 @@ from ..errors import Diagnostic
 from ..limits import DEFAULT as DEFAULT_LIMITS
 from ..loader import Document, PathT
 from ..podset import object_names, pod_counts
+
+# Where a job that sets no namespace lands when the run names none: applied as it is (kubectl
+# apply, a GitOps tool without a destination namespace), the API server's `default`.
+APPLIED_AS_IS = "default"
 
 
 def job_key(job: Any, default: str | None = None) -> str:
@@ -42,24 +48,26 @@ def check_across(jobs: Iterable[tuple[Document, Any]], namespace: str | None = N
     """Every finding across the jobs, in input order; later jobs are reported, not the first.
 
     `namespace` is where jobs that set none land (compile -n, the Argo CD plugin's
-    ARGOCD_APP_NAMESPACE): job `x` and job `x` of namespace `team` are one job under -n team.
+    ARGOCD_APP_NAMESPACE; without it APPLIED_AS_IS): job `x` and job `x` of namespace `team`
+    are one job under -n team, and job `x` and job `x` of `default` are one job without -n.
     """
     jobs = list(jobs)
-    found = duplicate_jobs(jobs, namespace) + run_size(jobs)
+    landing = namespace or APPLIED_AS_IS
+    found = duplicate_jobs(jobs, landing) + run_size(jobs)
     if not found:  # the objects of a job that is there twice, or of a run too big, are not compared
-        found += name_collisions(jobs, namespace)
+        found += name_collisions(jobs, landing)
     return found
 
 
 def duplicate_jobs(jobs: Iterable[tuple[Document, Any]], namespace: str | None = None) -> list[Diagnostic]:
     """FJ315 at the name of every job whose namespace and name an earlier job already has."""
-    seen: dict[str, Document] = {}
+    seen: dict[str, tuple[Document, Any]] = {}
     out: list[Diagnostic] = []
     for doc, job in jobs:
-        first = seen.setdefault(job_key(job, namespace), doc)
+        first, first_job = seen.setdefault(job_key(job, namespace), (doc, job))
         if first is not doc:
-            ns = job.metadata.namespace or namespace
-            where = f" in namespace {ns!r}" if ns else ""
+            said = job.metadata.namespace or first_job.metadata.namespace or (namespace if namespace != APPLIED_AS_IS else None)
+            where = f" in namespace {said!r}" if said else ""  # two jobs that set none: as before
             line = first.locate(("metadata", "name")).line
             at = f"at line {line}" if first.path == doc.path else f"in {first.path}:{line}"
             out.append(doc.diagnostic("FJ315", f"job {job.metadata.name!r}{where} is also defined {at}; names must be unique per namespace", ("metadata", "name"), hint="rename one of them"))

@@ -125,3 +125,23 @@ def test_a_number_in_a_job_text_is_read_as_bounded_ascii_digits(box: Sandbox, co
     for run_ in (box.flatjob("lint", "jobs"), box.compile()):
         assert_clean_exit(run_, 0)
     assert "29500" in (box.out / "digits" / "podtemplates.yaml").read_text()
+
+
+def test_a_job_without_namespace_is_compared_with_the_jobs_of_default_when_no_namespace_is_given(box: Sandbox) -> None:
+    """Applied as they are, jobs that set no namespace land in `default` (FJ345 says so of their
+    runtimes): job `x` of `default` with type `a-worker` and job `x-a` without one both render
+    PodTemplate `x-a-worker-0` (hx7: lint exit 0, and compile --runtime job wrote both); a
+    namespace-less twin of a job of `default` is the same job."""
+    box.job(file="a.yaml", text=JOB.format(name="x").replace("  name: x\n", "  name: x\n  namespace: default\n").replace("type: worker", "type: a-worker"))
+    box.job(file="b.yaml", text=JOB.format(name="x-a"))
+    box.freeze()
+    for run_ in (box.flatjob("lint", "jobs"), box.compile("--runtime", "job")):
+        assert_clean_exit(run_, 1)
+        assert ("b.yaml", 7, 13, "error", "FJ323") in run_.findings(), run_.output[-2000:]
+    assert_clean_exit(box.flatjob("lint", "-n", "team", "jobs"), 0)  # x-a lands in team: apart
+    box.job(file="b.yaml", text=JOB.format(name="x"))
+    box.freeze()
+    run_ = box.flatjob("lint", "jobs")
+    assert_clean_exit(run_, 1)
+    assert ("b.yaml", 4, 9, "error", "FJ315") in run_.findings() and "in namespace 'default'" in run_.output, run_.output[-2000:]
+    assert box.untouched()
