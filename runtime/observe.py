@@ -29,6 +29,7 @@ import time
 from typing import Any
 
 from flatjob.compiler import keys
+from flatjob.compiler.digits import INT64_MAX, bounded
 
 from .model import GATE, PodState
 
@@ -67,11 +68,9 @@ def _state_name(status: dict[str, Any]) -> str:
 
 
 def _int(text: Any) -> int | None:
-    """An annotation read as a number (None when absent or edited into something else)."""
-    try:
-        return int(text)
-    except (TypeError, ValueError):
-        return None
+    """An annotation read as a number in ASCII digits (None when absent or edited into anything
+    else: int() would read "٣" or " 1_0 " as numbers)."""
+    return bounded(text, 0, INT64_MAX)
 
 
 def seconds(text: Any) -> float | None:

@@ -17,7 +17,7 @@ from ..model import PodState
 
 RETRYABLE = frozenset({130, 137, 138, 143})  # SIGINT, SIGKILL, user "please restart", SIGTERM (T9k)
 LOST = 137  # a released pod that vanished or was evicted: the node or someone killed it
-_TORCHRUN_EXIT = re.compile(r"exitcode\s*:\s*(-?\d+)")
+_TORCHRUN_EXIT = re.compile(r"exitcode\s*:\s*(-?[0-9]{1,10})\b")  # ASCII, bounded: int() of the text never raises
 # torchrun's agent itself signalled (the kubelet's SIGTERM, `kill 1`): it stops its workers,
 # raises SignalException and exits 1 without a summary (torch/distributed/elastic/
 # multiprocessing/api.py _terminate_process_handler; agent/server/api.py "Received N death signal").

@@ -38,6 +38,8 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
+from flatjob.compiler.digits import INT32_MAX, bounded
+
 from ..api import ApiError
 from .apiserver import quantity
 from .apiserver.clock import stamp
@@ -222,7 +224,7 @@ class Scheduler:
             return Gang(name, self.groups.get(name, 1 << 30))
         if labels.get(KUEUE_GROUP) == name and labels.get(T9K_GROUP) is None:
             count = (member["metadata"].get("annotations") or {}).get(KUEUE_COUNT, "1")
-            return Gang(name, int(count) if str(count).isdigit() else 1)
+            return Gang(name, bounded(count, 1, INT32_MAX) or 1)
         try:
             group = self.cluster.get_podgroup(self.namespace, name)
         except ApiError:

@@ -298,3 +298,12 @@ def test_when_a_disruption_began_at_the_earliest(reason: str, grace: int | None,
 
     spec = {} if grace is None else {"terminationGracePeriodSeconds": grace}
     assert disruption_began({"reason": reason, "lastTransitionTime": "1970-01-01T00:01:40Z"}, spec) == began
+
+
+@pytest.mark.parametrize(("written", "read"), [("2", 2), ("\u0663", None), (" 1_0 ", None), ("-1", None), ("9" * 4400, None), (None, None)])
+def test_an_attempt_annotation_is_read_as_ascii_digits_or_not_at_all(written: str | None, read: int | None) -> None:
+    """int() reads "٣" and " 1_0 " as numbers and raises past 4 300 digits: a pod edited so is
+    not any attempt's (review of issue 21, round 4)."""
+    notes = {} if written is None else {"flatjob.dev/attempt": written}
+    obj = {"metadata": {"name": "j-worker-0", "uid": "u1", "annotations": notes}, "spec": {"containers": [{"name": "pytorch"}]}, "status": {"phase": "Running"}}
+    assert pod_state(obj, "pytorch").attempt == read
