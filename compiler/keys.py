@@ -72,6 +72,11 @@ TENSORBOARD = "flatjob.dev/tensorboard"  # on the record: the TensorBoard Deploy
 KUEUE_QUEUE_NAME = "kueue.x-k8s.io/queue-name"
 KUEUE_POD_GROUP_NAME = "kueue.x-k8s.io/pod-group-name"
 KUEUE_POD_GROUP_TOTAL_COUNT = "kueue.x-k8s.io/pod-group-total-count"
+# Kueue's webhook puts this finalizer on every pod it manages and takes it off a Failed pod only
+# once a replacement exists (kueue pkg/controller/jobs/pod: PodFinalizer, FindMatchingWorkloads):
+# with fixed pod names the replacement cannot exist first, so the runtime takes it off a pod of
+# its own that has ended and is being deleted (runtime/decisions, "unhold").
+KUEUE_FINALIZER = "kueue.x-k8s.io/managed"
 
 # --- A gang scheduler's group, as a pod names it: the runtime releases such a gang whole --
 # (a gang binds no member until minMember are ungated, so holding the launcher deadlocks it)

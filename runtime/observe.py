@@ -172,6 +172,7 @@ def pod_state(obj: dict[str, Any], container: str | None = None, owner_uid: str 
         phase=status.get("phase") or "Pending",
         gated=any(g.get("name") == GATE for g in spec.get("schedulingGates") or []),
         deleting=meta.get("deletionTimestamp") is not None,
+        finalizers=tuple(f for f in meta.get("finalizers") or () if isinstance(f, str)),
         delete_by=seconds(meta.get("deletionTimestamp")),
         ready=ready,
         exit_code=exit_code if isinstance(exit_code, int) else None,

@@ -78,6 +78,9 @@ def _pod_meta(obj: Obj) -> Obj:
     grace = m.get("deletionGracePeriodSeconds")
     if isinstance(grace, int) and not isinstance(grace, bool):  # when a deletion began: its date less this (observe)
         out["deletionGracePeriodSeconds"] = grace
+    held = [f[:_NOTE_CAP] for f in _list(m.get("finalizers"))[:CONTAINERS_CAP] if isinstance(f, str)]
+    if held:  # what keeps it after its deletion: Kueue's is taken off, any other named (decisions)
+        out["finalizers"] = held
     for key, wanted, cap in (("labels", _POD_LABELS, _NOTE_CAP), ("annotations", _POD_NOTES, _NOTE_CAP)):
         given = _dict(m.get(key))
         kept = {k: given[k][:cap] for k in wanted if isinstance(given.get(k), str)}

@@ -69,6 +69,16 @@ STATUS_EVERY = 0.5
 # An unproven SSH Secret's delete failing this many times in a row (a 5xx from a webhook that is
 # down, a time-out) is said on the record as a refused one is: it may never go.
 SECRET_FAILURES_SAID = 2
+CREATE_FAILURES_SAID = 2  # consecutive 5xx answers to pod creates before they are a refusal the record names
+
+
+def refusal(exc: ApiError, failures: int) -> bool:
+    """Whether a failed pod create is the API server refusing it, said on the record and backed off
+    as such: 403 (quota, RBAC, PodSecurity, a webhook's denial) and 400/422 at once; a 5xx (an
+    admission webhook with failurePolicy Fail that cannot be called answers 500 "failed calling
+    webhook": webhook/validating/dispatcher.go, apierrors.NewInternalError) once it repeats
+    (review 23, round 15: a webhook down for 20 minutes left the record silent)."""
+    return exc.status in (400, 403, 422) or (exc.status >= 500 and failures >= CREATE_FAILURES_SAID)
 OBSERVED = frozenset({"tasks", "aggregate", "selector"})
 
 
@@ -103,6 +113,7 @@ class JobWorker:
     _cycle_wake: float | None = None
     _failures: int = 0  # consecutive failed cycles or actions
     _secret_failures: int = 0  # consecutive failed deletes of an unproven SSH Secret (SECRET_FAILURES_SAID)
+    _create_failures: int = 0  # consecutive failed pod creates (refusal)
     _secret_retry: tuple[float, str, ForeignSecret] | None = None  # after a failed delete: when to try that uid again, and what to say till then
     _retry_at: float | None = None
     _reported: str | None = None  # the last unexpected error reported as an Event
@@ -521,6 +532,7 @@ class JobWorker:
                 "create": self._create,
                 "delete": self._delete,
                 "stop": self._stop,
+                "unhold": self._unhold,
                 "create-secret": self._create_secret,
             }[action.kind](action, record)
         except (NotFound, AlreadyExists):
@@ -563,11 +575,15 @@ class JobWorker:
         body = trim.pod_from_template(template, self.namespace, action.annotations, {**owner_reference(record), "controller": True})
         try:
             self.ctl.pods.written(action.name, lambda: self.ctl.cluster.create(PODS, self.namespace, body), trim.pod)
-        except (Forbidden, Invalid) as exc:  # quota, an admission webhook: the gang is rolled back next cycle
-            self._refused = (action.name, _api_message(exc))
+        except ApiError as exc:
+            self._create_failures += 1
+            if not refusal(exc, self._create_failures):
+                raise  # retried after the job's error back-off
+            self._refused = (action.name, _api_message(exc))  # the gang is rolled back next cycle, the record says why
             self.dirty = True
             self.ctl.metrics.inc("flatjob_api_errors_total", op="create", status=str(exc.status))
             return
+        self._create_failures = 0
 
     def _delete(self, action: Action, record: Obj) -> None:
         self.ctl.cluster.delete(PODS, self.namespace, action.name, action.uid)
@@ -587,6 +603,17 @@ class JobWorker:
             {"op": "add", "path": "/spec/activeDeadlineSeconds", "value": STOP_DEADLINE},
             {"op": "add", "path": f"/metadata/annotations/{keys.STOPPED.replace('/', '~1')}", "value": "true"},
         ]
+        self.ctl.pods.written(action.name, lambda: self.ctl.cluster.patch(PODS, self.namespace, action.name, ops), trim.pod)
+
+    def _unhold(self, action: Action, record: Obj) -> None:
+        """Take Kueue's finalizer off an ended pod of the job being deleted (decisions.held_by_kueue),
+        from exactly this incarnation and only if it is still there (a JSON patch with tests)."""
+        pod = self._pod(action.name)
+        held = list(((pod or {}).get("metadata") or {}).get("finalizers") or [])
+        if keys.KUEUE_FINALIZER not in held:
+            return
+        at = f"/metadata/finalizers/{held.index(keys.KUEUE_FINALIZER)}"
+        ops = [{"op": "test", "path": "/metadata/uid", "value": action.uid}, {"op": "test", "path": at, "value": keys.KUEUE_FINALIZER}, {"op": "remove", "path": at}]
         self.ctl.pods.written(action.name, lambda: self.ctl.cluster.patch(PODS, self.namespace, action.name, ops), trim.pod)
 
     def _create_secret(self, action: Action, record: Obj) -> None:

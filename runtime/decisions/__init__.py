@@ -35,7 +35,7 @@ ATTEMPT, RESTART_COUNT, RESUMING = keys.ATTEMPT, keys.RESTART_COUNT, keys.RESUMI
 class Action:
     """One change to make in the cluster; every action is idempotent."""
 
-    kind: str  # release | create | delete | stop | create-secret
+    kind: str  # release | create | delete | stop | unhold | create-secret
     name: str
     uid: str | None = None  # precondition for delete/release/stop: only this incarnation
     annotations: Mapping[str, str] = field(default_factory=dict)  # create: the runtime's own annotations
@@ -160,6 +160,14 @@ def _doomed(job: JobView, pod: PodState, led: Ledger, wanted: set[str], settled:
     )
 
 
+def held_by_kueue(pod: PodState) -> bool:
+    """A pod of the job's that has ended and is being deleted, kept by Kueue's finalizer, which
+    Kueue takes off a Failed pod only once its replacement exists (pod_controller.go
+    FindMatchingWorkloads): a replacement of the same name cannot exist first, so the runtime,
+    the pods' creating controller, takes it off (review 23, round 15: the job never ran again)."""
+    return pod.ours and pod.deleting and pod.terminal and keys.KUEUE_FINALIZER in pod.finalizers
+
+
 def _ensure(job: JobView, pods: Mapping[str, PodState], led: Ledger, creates: tuple[str, ...], deletes: tuple[str, ...], world: World, stops: tuple[str, ...] = ()) -> list[Action]:
     """Actions that bring the cluster in line with the ledger (re-derived every cycle)."""
     actions: list[Action] = []
@@ -174,6 +182,7 @@ def _ensure(job: JobView, pods: Mapping[str, PodState], led: Ledger, creates: tu
         if pod.name in extra or (pod.attempt != led.attempt if led.outcome else _doomed(job, pod, led, wanted, settled)):
             actions.append(Action("delete", pod.name, pod.uid))
     actions.extend(Action("stop", name, pods[name].uid) for name in stops)  # after the outcome: end it, keep it (clean-up)
+    actions.extend(Action("unhold", p.name, p.uid) for p in sorted(pods.values(), key=lambda p: p.name) if held_by_kueue(p))
     if led.outcome is None and world.secret_ready:  # a released pod's replacement waits for a trusted Secret, as its first release did
         for name in led.released:
             pod = pods.get(name)

@@ -87,8 +87,13 @@ def troubles(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, now: fl
         if not pod.ours or job.pod(name) is None:
             continue
         node = pod.node or "?"
-        overdue = pod.deleting and pod.delete_by is not None and now is not None and now >= pod.delete_by + DELETION_OVERDUE and not pod.terminal
-        if overdue and pod.node_lost_since is None:  # a node lost before the pod was ready clears no Ready: its deletion tells
+        overdue = pod.deleting and pod.delete_by is not None and now is not None and now >= pod.delete_by + DELETION_OVERDUE
+        held = [f for f in pod.finalizers if f != keys.KUEUE_FINALIZER]  # Kueue's the runtime takes off itself
+        if overdue and pod.terminal and held:  # ended, yet kept: someone's finalizer
+            out.append(Trouble(name, "DeletionStuck", (
+                f"pod {name} has ended and was deleted, but its finalizer(s) {', '.join(held)} keep it, so the job cannot replace "
+                f"it: ask their owner, or `kubectl patch pod {name} --type=json -p '[{{\"op\":\"remove\",\"path\":\"/metadata/finalizers\"}}]'`")))
+        elif overdue and not pod.terminal and pod.node_lost_since is None:  # a node lost before the pod was ready clears no Ready: its deletion tells
             out.append(Trouble(name, "DeletionStuck", (
                 f"pod {name} should have stopped by {rfc3339(pod.delete_by or 0)} but its deletion has not finished, so the job cannot "
                 f"replace it: if its node {node} is gone, `kubectl delete node {node}`; once you know its processes stopped, "

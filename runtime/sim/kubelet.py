@@ -279,6 +279,7 @@ class FakeKubelet:
     runs: dict[str, _Pod] = field(default_factory=dict)  # pod uid -> what its kubelet keeps
     rejects: dict[str, tuple[str, str]] = field(default_factory=dict)  # pod name -> (reason, message) of its next admission
     ips: dict[str, str] = field(default_factory=dict)  # uid -> pod IP
+    kueue: Any = None  # Kueue's plain-pod finalizer rules (kueue.KueuePods), where a scenario installs them
 
     def __post_init__(self) -> None:
         self.nodes: dict[str, Node] = {self.node: Node(self.node, self.host_ip, heartbeat=self.clock())}
@@ -370,6 +371,8 @@ class FakeKubelet:
         now = self.clock()
         changed = self.scheduler.tick()
         changed |= self.controllers.tick()
+        if self.kueue is not None:
+            changed |= self.kueue.tick()
         pods = sorted(self.cluster.pods(self.namespace).items())
         stored = {p["metadata"]["uid"] for _, p in pods}
         for uid in [u for u in self.runs if u not in stored]:

@@ -18,6 +18,7 @@ from typing import Any
 
 import pytest
 
+from flatjob.compiler import keys
 from flatjob.runtime.decisions.restart import BACKOFF_BASE, JITTER, SETTLE
 from flatjob.runtime.ratelimit import BURST
 from flatjob.runtime.sim.apiserver import kinds
@@ -1060,3 +1061,100 @@ def test_lifecycle_a_failed_init_container_after_a_sidecar_is_not_terminal_while
     # the failure is counted (restartPolicy OnFailure): a new master, the exit code named
     assert st["backoffCount"] >= 1 and restarts(st)["master"] >= 1 and uid(s, "sim-master-0") != first
     assert condition(st, "ReplicaFailure")["message"] == "Pod[sim-master-0] exited with error code 3"
+
+
+# --- what holds a pod or its replacement back: Kueue's finalizer, a webhook that is down -------------
+
+FOREVER = "sleep 100000; exit 0"
+
+
+def _kueue(text: str, name: str = "sim") -> str:
+    """The job under Kueue (flatjob.dev/scheduler: kueue): its pods form a Kueue pod group."""
+    return text.replace(f"metadata:\n  name: {name}\n", f"metadata:\n  name: {name}\n  annotations:\n    flatjob.dev/scheduler: kueue\n    flatjob.dev/kueue-queue: team-a\n", 1)
+
+
+def _with_kueue(text: str) -> Scenario:
+    from flatjob.runtime.sim.kueue import KueuePods
+
+    s = Scenario(text)
+    s.kubelet.kueue = KueuePods(s.cluster, NAMESPACE)
+    return s
+
+
+@pytest.mark.parametrize("how", ["failure", "drain"])
+def test_lifecycle_under_kueue_a_pod_held_by_its_finalizer_is_replaced(how: str) -> None:
+    """Kueue keeps a Failed pod of a group (its finalizer) until a replacement exists, and the
+    replacement has the same name, so it cannot exist first: the runtime, the pods' creating
+    controller, takes Kueue's finalizer off the ended pod it deletes (review 23, round 15: the
+    job never ran again, and the record said "Restarting" for ever)."""
+    s = _with_kueue(_kueue(pytorch(master=FOREVER, worker=FOREVER, policy="OnFailure")))
+    if how == "failure":
+        s.kubelet.behaviors["sim-worker-1"] = first_then(Program(20, 1), Program())
+    else:
+        s.kubelet.behaviors["sim-worker-1"] = lambda pod, env: Program(on_term=143)
+    running(s, 3)
+    assert keys.KUEUE_FINALIZER in s.pods()["sim-master-0"]["metadata"]["finalizers"]  # Kueue's webhook stand-in
+    old = uid(s, "sim-worker-1")
+    if how == "drain":
+        s.cluster.evict_pod(NAMESPACE, "sim-worker-1")
+    st = s.run_until(replaced(s, "sim-worker-1", old), limit=120)
+    assert (st["backoffCount"], restarts(st)) == ((1, {"master": 0, "worker": 1}) if how == "failure" else (0, {"master": 0, "worker": 0}))
+    st = s.run_until(lambda st: st.get("aggregate", {}).get("running") == 3, limit=60)
+    assert condition(st, "Ready")["status"] == "True"
+
+
+def test_lifecycle_under_kueue_a_deepspeed_group_restart_starts_its_next_attempt() -> None:
+    s = _with_kueue(_kueue(DEEPSPEED, "ds"))
+    s.kubelet.behaviors["ds-worker-0"] = lambda pod, env: Program(20, 0) if env.get("FLATJOB_ATTEMPT") == "2" else Program()
+    s.kubelet.behaviors["ds-worker-1"] = first_then(Program(30, 1), Program())
+    s.kubelet.behaviors["ds-worker-2"] = until_deleted
+    st = s.run_until(lambda st: st["runtime"]["attempt"] == 2 and st.get("aggregate", {}).get("running") == 3, limit=300)
+    assert st["backoffCount"] == 1
+    assert s.finished()["phase"] == "Succeeded"
+
+
+def test_lifecycle_a_pod_held_by_someone_elses_finalizer_is_named_with_what_to_do() -> None:
+    """A finalizer the runtime does not own (a policy controller's) keeps an ended pod it
+    deleted: the job cannot replace it, and the record says so, naming the finalizer."""
+    s = Scenario(pytorch(master=FOREVER, worker=FOREVER, policy="OnFailure"))
+    s.kubelet.behaviors["sim-worker-1"] = first_then(Program(20, 1), Program())
+    running(s, 3)
+    s.cluster.patch_pod(NAMESPACE, "sim-worker-1", {"metadata": {"finalizers": ["audit.example.com/keep"]}})
+    st = s.run_until(lambda st: condition(st, "Ready")["reason"] == "DeletionStuck", limit=200)
+    message = condition(st, "Ready")["message"]
+    assert message.startswith("pod sim-worker-1 has ended and was deleted, but its finalizer(s) audit.example.com/keep keep it")
+    assert "kubectl patch pod sim-worker-1 --type=json" in message
+    s.cluster.patch_pod(NAMESPACE, "sim-worker-1", [{"op": "replace", "path": "/metadata/finalizers", "value": []}])
+    st = s.run_until(lambda st: st.get("aggregate", {}).get("running") == 3, limit=120)
+    assert condition(st, "Ready")["status"] == "True"
+
+
+WEBHOOK_DOWN = ('Internal error occurred: failed calling webhook "validate.pods.policy.example.com": failed to call webhook: '
+                'Post "https://policy-webhook.policy-system.svc:443/validate?timeout=10s": context deadline exceeded')
+
+
+def test_lifecycle_a_webhook_that_is_down_is_named_on_the_record_and_the_pod_made_once_it_is_back() -> None:
+    """kube-apiserver answers a pod create whose webhook (failurePolicy Fail) cannot be called
+    with 500 "failed calling webhook" (webhook/validating/dispatcher.go; apierrors.NewInternalError):
+    the second such answer in a row is a refusal, said in the record and a Warning, backed off
+    10 s doubling (review 23, round 15: 20 minutes of "Restarting" and nothing about it)."""
+    from flatjob.runtime.api import ApiError
+
+    s = Scenario(pytorch(master=FOREVER, worker=FOREVER, policy="OnFailure"))
+    s.kubelet.behaviors["sim-worker-1"] = first_then(Program(20, 1), Program())
+    running(s, 3)
+    inner, down = s.server.on_request, [True]
+
+    def webhook(verb: str, resource: str, namespace: str | None, name: str | None, agent: str = "") -> None:
+        if inner is not None:
+            inner(verb, resource, namespace, name, agent)
+        if down[0] and verb == "create" and resource == "pods":
+            raise ApiError(WEBHOOK_DOWN, status=500)
+
+    s.server.on_request = webhook
+    st = s.run_until(lambda st: "failed calling webhook" in condition(st, "Ready")["message"], limit=300)
+    assert condition(st, "Ready")["message"].startswith(f"the API server refused pod sim-worker-1: {WEBHOOK_DOWN}; retrying in ")
+    assert any("failed calling webhook" in e["message"] for e in events(s, "PodRefused"))
+    down[0] = False
+    st = s.run_until(lambda st: st.get("aggregate", {}).get("running") == 3, limit=400)
+    assert condition(st, "Ready")["status"] == "True" and st["backoffCount"] == 1

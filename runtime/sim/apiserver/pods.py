@@ -171,6 +171,8 @@ class PodStrategy(Strategy):
             raise forbidden("", "pods", obj["metadata"].get("name", ""), refusal)
 
     def prepare_create(self, obj: Obj, ctx: Context) -> None:
+        for mutate in ctx.store.pod_mutators:  # mutating admission, before validation (Kueue's finalizer)
+            mutate(obj)
         spec = obj["spec"]
         status: Obj = {"phase": "Pending", "qosClass": defaults.qos_class(spec)}
         if spec.get("schedulingGates"):

@@ -124,6 +124,7 @@ class Store:
         self._sorted: dict[str, list[Key]] = {}  # resource key -> its keys sorted, until one comes or goes
         self.dependents: dict[str, set[Key]] = {}  # owner uid -> the keys of objects naming it
         self.terminating: set[str] = set()  # namespaces being deleted: nothing new is created in them
+        self.pod_mutators: list[Callable[[Obj], None]] = []  # mutating admission webhooks on pod creates (kueue.py)
         self.quota_due: dict[str, float] = {}  # namespace -> when the quota controller releases what its pods no longer use (quota.py)
 
     # --- bookkeeping ------------------------------------------------------------------------------
