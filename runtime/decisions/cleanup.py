@@ -2,7 +2,9 @@
 
 The runtime is the only creator of the job's pods and creates none after the outcome, so
 what the policy deletes never comes back, and the choice is simply re-derived every cycle.
-Pods that never ran (still gated) go whatever the policy says: they hold quota and no log.
+Pods that never ran go whatever the policy says: still gated, or released but admitted by no
+node yet (Pending, unbound); they hold quota and no log, and would start a replica of a job
+that has ended once a node had room (review of issue 20, round 15: kept under None).
 Two failures end pods whatever the policy says (docs/architecture.md, "Clean-up"):
 - a deadline ends every unfinished pod: otherwise it would not stop anything (T9k: "the system tries to
   terminate it", API reference, activeDeadlineSeconds).  A restart-limit failure
@@ -76,7 +78,7 @@ def decide_cleanup(job: JobView, pods: Mapping[str, PodState], ledger: Ledger) -
     for p in pods.values():
         if not p.ours or p.deleting:
             continue
-        if p.gated or _selected(job, p, job.cleanup) or (must_end(job, p, ledger) and p.phase == "Pending" and p.node is None):
+        if p.gated or _selected(job, p, job.cleanup) or (p.phase == "Pending" and p.node is None):  # no node admitted it: no log, and it would run a finished job
             delete.append(p.name)
         elif must_end(job, p, ledger) and not p.stopped:
             stop.append(p.name)

@@ -21,7 +21,7 @@ _TORCHRUN_EXIT = re.compile(r"exitcode\s*:\s*(-?[0-9]{1,10})\b")  # ASCII, bound
 # torchrun's agent itself signalled (the kubelet's SIGTERM, `kill 1`): it stops its workers,
 # raises SignalException and exits 1 without a summary (torch/distributed/elastic/
 # multiprocessing/api.py _terminate_process_handler; agent/server/api.py "Received N death signal").
-_TORCHRUN_SIGNAL = re.compile(r"SignalException: Process \d+ got signal: (\d{1,2})\b|Received (\d{1,2}) death signal")
+_TORCHRUN_SIGNAL = re.compile(r"SignalException: Process [0-9]+ got signal: ([0-9]{1,2})\b|Received ([0-9]{1,2}) death signal")
 _SIGNAL_EXITS = {256 - n: 128 + n for n in (2, 9, 10, 15)}  # sys.exit(-N) seen as 256-N
 SSH_LOST = 255  # ssh: the connection to the peer failed or was lost
 

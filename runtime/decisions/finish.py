@@ -70,7 +70,7 @@ def bare(fatal: Failure) -> str:
     """What T9k's message says of the pod that failed: its container's own exit code, bare
     (`failed with exit code 255`); how the policy read it ("effective 137", an eviction, an
     init container) goes to the Event, so scripts parsing `exit code (\\d+)$` keep working."""
-    return f"failed with exit code {fatal.exit_code}" if fatal.exit_code is not None else fatal.reason
+    return f"failed with exit code {fatal.exit_code}" if fatal.exit_code not in (None, 0) else fatal.reason
 
 
 def decide_failure(job: JobView, ledger: Ledger, fatal: Failure | None, exhausted: bool, now: float) -> FinishDecision:

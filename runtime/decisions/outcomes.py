@@ -97,7 +97,7 @@ class Disruption:
     peer: str | None = None  # a failure that was this pod's disruption's doing
     late: bool = False  # first seen once its pod had stopped (a kubelet's eviction): peers may have failed first
     since: float | None = None  # when the disruption began (its DisruptionTarget condition), if known
-    rejected: bool = False  # its node's kubelet refused it before it ran: replaced after the pod's back-off (a pinned node may refuse every time)
+    rejected: bool = False  # its node refused it before it ran, or lost its program (a reboot): replaced after the pod's back-off, as it may happen every time (a pinned node, a program that crashes its machine)
 
 
 @dataclass(frozen=True)
@@ -123,7 +123,8 @@ def observe(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, now: flo
         why = disrupted(pod, ledger)
         if why is not None:
             disruptions.append(Disruption(name, pod.uid if pod is not None else "", spec.type, why, late=pod is not None and pod.terminal,
-                                          since=pod.disrupted_since if pod is not None else None, rejected=pod is not None and pod.rejected is not None))
+                                          since=pod.disrupted_since if pod is not None else None,
+                                          rejected=pod is not None and (pod.rejected is not None or lost_program(pod) is not None)))
         elif pod is not None and pod.phase == "Succeeded":
             succeeded.append(name)
         elif pod is not None and pod.phase == "Failed":
@@ -198,6 +199,8 @@ def _began(pod: PodState | None) -> Began:
         return None, None
     if pod.disruption is not None:
         return pod.disrupted_since, pod.disruption_dated
+    if lost_program(pod) is not None:  # lost while it ran: after it started, by when its runtime said so
+        return pod.started_at, pod.finished_at
     return (pod.deletion_began, pod.deletion_began) if pod.deleting else (None, None)
 
 
@@ -257,10 +260,19 @@ def disrupted(pod: PodState | None, ledger: Ledger) -> str | None:
             return f"{what} ({pod.evicted.strip()})"
     if pod.rejected is not None:  # no program ran: nothing about the training is known
         return f"was rejected by its node before it ran ({pod.rejected})"
-    lost = LOST_PROGRAM.get(pod.reason or "") if pod.phase == "Failed" else None
+    lost = lost_program(pod)
     if lost is not None:  # the node lost the program: its end says nothing about the training
         return f"{lost} (exit code {pod.exit_code}, reason {pod.reason})"
     return None
+
+
+def lost_program(pod: PodState) -> str | None:
+    """Why a Failed pod's program was lost by its node (an init container's too: `Init:Unknown`),
+    or None; an eviction for the pod's own storage limit is the pod's doing, counted (a kill
+    there may read ContainerStatusUnknown)."""
+    if pod.phase != "Failed" or pod.evicted is not None:
+        return None
+    return LOST_PROGRAM.get((pod.reason or "").removeprefix("Init:"))
 
 
 def _launches(job: JobView, rank: int) -> bool:

@@ -113,9 +113,10 @@ def test_krm_index_annotation_infinity_gives_a_resource_list(box: Sandbox, value
 
 
 def test_plugin_looks_at_nothing_outside_the_repository(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Containment is decided from the path's text before anything is looked up, so whether a
-    path outside exists never shapes the answer (hx7: /nonexistent said "not found", /etc/shadow
-    "outside the repository"); a link inside that leads out is refused the same way."""
+    """Containment is decided (links resolved) before whether the path exists is asked, in the
+    same words either way, so whether a path outside exists never shapes the answer (hx7:
+    /nonexistent said "not found", /etc/shadow "outside the repository"); a link inside that
+    leads out is refused the same way; a path through a linked ancestor of the repository is in."""
     from flatjob.compiler import cmp
 
     repo = tmp_path / "repo"
@@ -130,3 +131,5 @@ def test_plugin_looks_at_nothing_outside_the_repository(tmp_path: Path, monkeypa
         assert problem is not None and "is outside the repository" in problem, (source, problem)
     assert looked == []
     assert cmp.usage_problem(cmp.Request(("jobs",)), {}) is None and looked == ["jobs"]
+    (tmp_path / "link").symlink_to(tmp_path)
+    assert cmp.usage_problem(cmp.Request((str(tmp_path / "link" / "repo" / "jobs"),)), {}) is None  # (review of round 4: refused)

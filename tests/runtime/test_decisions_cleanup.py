@@ -8,7 +8,8 @@
 - a ColossalAIJob failed by a worker ends its other unfinished workers, keeps the launcher;
 - GenericJob's default is None (T9k's API reference): a replica still running after the
   success rule was met keeps running, with its logs;
-- a pod that never ran (still gated) goes whatever the policy says: it holds quota, has no log;
+- a pod that never ran (still gated, or released but admitted by no node) goes whatever the
+  policy says: it holds quota, has no log, and would start a replica of a finished job;
 - the choice is re-derived every cycle (the runtime creates nothing after the outcome, so
   nothing comes back); pods already being deleted and pods not ours are left alone, and the
   cycle also deletes pods of other attempts.
@@ -43,16 +44,16 @@ JOB_TYPES = {"launcher": 1, "worker": 7}
 CASES = [
     ("All", "Succeeded", ("j-launcher", "j-worker-0", "j-worker-1", "j-worker-2", "j-worker-3", "j-worker-4", "j-worker-5", "j-worker-6"), ()),
     ("Unfinished", "Succeeded", ("j-worker-0", "j-worker-1", "j-worker-4", "j-worker-5", "j-worker-6"), ()),
-    ("None", "Succeeded", ("j-worker-5",), ()),
+    ("None", "Succeeded", ("j-worker-0", "j-worker-5"), ()),  # no node admitted j-worker-0: it goes
     ("Workers", "Succeeded", ("j-worker-0", "j-worker-1", "j-worker-2", "j-worker-3", "j-worker-4", "j-worker-5", "j-worker-6"), ()),
     ("All", "Failed", ("j-launcher", "j-worker-0", "j-worker-1", "j-worker-2", "j-worker-3", "j-worker-4", "j-worker-5", "j-worker-6"), ()),
-    ("None", "Failed", ("j-worker-5",), ()),
+    ("None", "Failed", ("j-worker-0", "j-worker-5"), ()),
     # A deadline must end what still runs; what the policy keeps (None) is stopped and kept for
     # its log, also a Pending pod a kubelet admitted (its init containers log); one no node
     # admitted yet (Pending, unbound) has no log and is deleted.  A restart limit is a failure
     # like any other: None keeps everything, running (issue 20 review: T9k's None deletes nothing).
     ("None", "DeadlineExceeded", ("j-worker-0", "j-worker-5"), ("j-worker-1", "j-worker-4", "j-worker-6")),
-    ("None", "BackoffLimitExceeded", ("j-worker-5",), ()),
+    ("None", "BackoffLimitExceeded", ("j-worker-0", "j-worker-5"), ()),
     ("Unfinished", "BackoffLimitExceeded", ("j-worker-0", "j-worker-1", "j-worker-4", "j-worker-5", "j-worker-6"), ()),
     ("Workers", "DeadlineExceeded", ("j-worker-0", "j-worker-1", "j-worker-2", "j-worker-3", "j-worker-4", "j-worker-5", "j-worker-6"), ()),
     ("Unfinished", "DeadlineExceeded", ("j-worker-0", "j-worker-1", "j-worker-4", "j-worker-5", "j-worker-6"), ()),
@@ -136,7 +137,7 @@ def test_nothing_present_still_marks_cleanup_done() -> None:
 COLOSSAL = [
     (("j-worker-3",), "None", ("j-worker-0", "j-worker-5"), ("j-worker-1", "j-worker-4", "j-worker-6")),  # unfinished workers end, kept; launcher kept running
     (("j-worker-3",), "Workers", ("j-worker-0", "j-worker-1", "j-worker-2", "j-worker-3", "j-worker-4", "j-worker-5", "j-worker-6"), ()),  # cleanUpWorkers: all workers
-    (("j-launcher",), "None", ("j-worker-5",), ()),  # the launcher decided: T9k's cleanUpWorkers false keeps the workers that ran
+    (("j-launcher",), "None", ("j-worker-0", "j-worker-5"), ()),  # the launcher decided: T9k's cleanUpWorkers false keeps the workers that ran (j-worker-0 never did)
 ]
 
 

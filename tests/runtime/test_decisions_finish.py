@@ -108,6 +108,9 @@ def test_decide_failure_by_rules(job: JobView, failed: tuple[str, ...], expected
                      FinishDecision("Failed", "BackoffLimitExceeded", "PyTorchTrainingJob j has failed: j-master-0 failed with exit code 137",
                                     "j-master-0 was evicted by its node (disk; exit code 137); restart limit 3 reached"),
                      id="eviction-bare-limit-noted"),
+        pytest.param(job_view("PyTorchTrainingJob"), replace(failure("j-master-0", 137, reason="was evicted by its node (disk; exit code 0)"), exit_code=0), False,
+                     FinishDecision("Failed", "Failed", "PyTorchTrainingJob j has failed: j-master-0 was evicted by its node (disk; exit code 0)"),
+                     id="failed-with-exit-0-says-how"),  # never "failed with exit code 0"
         pytest.param(job_view("PyTorchTrainingJob"), failure("j-master-0", 137, reason="was lost (no exit code)"), False,
                      FinishDecision("Failed", "Failed", "PyTorchTrainingJob j has failed: j-master-0 was lost (no exit code)"),
                      id="no-exit-code"),

@@ -307,3 +307,32 @@ def test_an_attempt_annotation_is_read_as_ascii_digits_or_not_at_all(written: st
     notes = {} if written is None else {"flatjob.dev/attempt": written}
     obj = {"metadata": {"name": "j-worker-0", "uid": "u1", "annotations": notes}, "spec": {"containers": [{"name": "pytorch"}]}, "status": {"phase": "Running"}}
     assert pod_state(obj, "pytorch").attempt == read
+
+
+@pytest.mark.parametrize(("reason", "evicted", "disruption"), [
+    ("Unknown", None, True),  # a node restart (containerd's CRI restore)
+    ("Init:Unknown", None, True),  # ... while an init container ran (review of round 15: not matched)
+    ("ContainerStatusUnknown", None, True),
+    ("ContainerStatusUnknown", "Pod ephemeral local storage usage exceeds the total limit of containers 1Gi.", False),  # its own storage limit: counted
+    ("Error", None, False),  # a program's own exit 255
+])
+def test_a_program_its_node_lost_is_a_disruption_that_waits_its_back_off(reason: str, evicted: str | None, disruption: bool) -> None:
+    """A lost program may be lost every time (a program that crashes its machine): it is replaced
+    uncounted but after the pod's back-off, as a node's refusal is (review of round 15)."""
+    job = job_view("PyTorchTrainingJob")
+    lost = replace(pod("j-worker-0", "Failed", exit=255, attempt=2), reason=reason, evicted=evicted)
+    out = observe(job, observed(pod("j-master-0", "Running", attempt=2), lost), Ledger(attempt=2, released=("j-master-0", "j-worker-0")))
+    assert (len(out.disruptions), len(out.failures)) == ((1, 0) if disruption else (0, 1))
+    assert all(d.rejected for d in out.disruptions)
+
+
+def test_a_rebooted_pod_excuses_only_peers_that_ran_while_it_did() -> None:
+    """Its trouble began after it started, and by when its runtime reported it: a peer that had
+    failed before it started fails on its own account (review of round 15: every peer was excused)."""
+    job = job_view("PyTorchTrainingJob")
+    lost = replace(pod("j-worker-0", "Failed", exit=255, attempt=2), reason="Unknown", started_at=3000.0, finished_at=4000.0)
+    early = replace(pod("j-worker-1", "Failed", exit=1, attempt=2), started_at=100.0, finished_at=1000.0)
+    during = replace(pod("j-master-0", "Failed", exit=1, attempt=2), started_at=100.0, finished_at=3500.0)
+    out = observe(job, observed(lost, early, during), Ledger(attempt=2, released=("j-master-0", "j-worker-0", "j-worker-1")))
+    assert [f.name for f in out.failures] == ["j-worker-1"]
+    assert sorted(d.name for d in out.disruptions) == ["j-master-0", "j-worker-0"]
