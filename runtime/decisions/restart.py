@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 
 from ..model import JobView, Ledger, PodState
 from .exitcodes import retryable
-from .outcomes import NODE_NOTICE, Disruption, Failure
+from .outcomes import CLOCK_SLACK, NODE_NOTICE, Disruption, Failure
 
 BACKOFF_BASE = 10.0  # seconds before the first restart is released
 BACKOFF_CAP = 300.0  # like kubelet's CrashLoopBackOff: 10 s doubling to 5 min
@@ -193,7 +193,7 @@ def _taken_back(job: JobView, ledger: Ledger, root: str, since: float | None, no
         return ledger, ()
     if since is None or at < since - notice - 1:  # began after the restart was counted: not its cause (1 s: RFC 3339 seconds)
         return ledger, ()
-    if notice and at > since + 1:  # counted after the node was marked: its peers were excused then, this one started later
+    if notice and at > since + CLOCK_SLACK:  # counted after the node was marked: its peers were excused then (the runtime's clock against the node controller's)
         return ledger, ()
     members = [n for n in ledger.incident if job.pod(n) is not None]
     restarts = dict(ledger.restarts)
@@ -226,7 +226,7 @@ def explained(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, now: f
         return ledger, ()
     counted = ledger.attempt - 1 if job.scope == "group" else ledger.attempt  # the attempt whose pods ran when it was counted
     for pod in sorted(pods.values(), key=lambda p: p.name):
-        if not pod.ours or pod.attempt != counted or (pod.started_at is not None and pod.started_at > ledger.incident_at + 1):
+        if not pod.ours or pod.attempt != counted or (pod.started_at is not None and pod.started_at > ledger.incident_at + CLOCK_SLACK):  # a kubelet's clock against the runtime's
             continue  # a pod that started after the restart never caused it
         if pod.node_lost_since is not None:
             led, events = _taken_back(job, ledger, pod.name, pod.node_lost_since, now, NODE_NOTICE)
