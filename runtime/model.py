@@ -56,6 +56,7 @@ class PodState:
     rejected: str | None = None  # its node's kubelet refused to admit it, so it never ran: "OutOfcpu: Node didn't have enough resource: cpu"
     stopped: bool = False  # the runtime stopped it after the outcome, keeping it (flatjob.dev/stopped)
     evicted: str | None = None  # the kubelet's message when it ended the pod itself (reason Evicted, or Terminated by a node shutdown)
+    other_gates: tuple[str, ...] = ()  # scheduling gates besides flatjob's (Kueue's kueue.x-k8s.io/admission until it admits the job)
     finalizers: tuple[str, ...] = ()  # what holds it after its deletion (Kueue's kueue.x-k8s.io/managed, a policy controller's)
 
     @property

@@ -171,6 +171,7 @@ def pod_state(obj: dict[str, Any], container: str | None = None, owner_uid: str 
         uid=meta.get("uid", ""),
         phase=status.get("phase") or "Pending",
         gated=any(g.get("name") == GATE for g in spec.get("schedulingGates") or []),
+        other_gates=tuple(str(g.get("name")) for g in spec.get("schedulingGates") or [] if isinstance(g, dict) and g.get("name") != GATE),
         deleting=meta.get("deletionTimestamp") is not None,
         finalizers=tuple(f for f in meta.get("finalizers") or () if isinstance(f, str)),
         delete_by=seconds(meta.get("deletionTimestamp")),

@@ -507,3 +507,23 @@ def test_pods_partly_running_are_counted_not_all_running_normally() -> None:
     assert (got["Running"]["status"], got["Running"]["message"]) == ("True", "2 of 3 pods are running.")
     assert (got["Reconciling"]["reason"], got["Reconciling"]["message"]) == ("Running", "2 of 3 pods are running.")  # not the bare phase (review of issue 23)
     assert (got["Ready"]["status"], got["Ready"]["message"]) == ("False", "2 of 3 pods are running.")
+
+
+def test_a_released_pod_held_by_someone_elses_scheduling_gate_is_named() -> None:
+    """Kueue gates every pod it manages (kueue.x-k8s.io/admission) until it admits the job:
+    once the runtime has removed its own gate, the record says what the pod still waits for
+    (review 23, round 15: nothing was said while a ClusterQueue had no room)."""
+    from dataclasses import replace
+
+    from flatjob.runtime.observe import pod_state
+
+    raw = {"metadata": {"name": "j-worker-0", "uid": "u1", "annotations": {"flatjob.dev/attempt": "1"}},
+           "spec": {"schedulingGates": [{"name": "kueue.x-k8s.io/admission"}], "containers": [{"name": "pytorch"}]},
+           "status": {"phase": "Pending"}}
+    held = pod_state(raw, "pytorch")
+    assert (held.gated, held.other_gates) == (False, ("kueue.x-k8s.io/admission",))
+    pods = observed(pod("j-master-0", "Running"), replace(pod("j-worker-0", gated=False), other_gates=held.other_gates), pod("j-worker-1", "Running"))
+    st = build_status(JOB, pods, Ledger(released=RELEASED, start_time=NOW), None, NOW, None)
+    ready = conditions(st)["Ready"]
+    assert (ready["status"], ready["reason"]) == ("False", "SchedulingGated")
+    assert ready["message"].startswith("pod j-worker-0 waits for its scheduling gate(s) kueue.x-k8s.io/admission to be removed")
