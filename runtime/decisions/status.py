@@ -119,15 +119,21 @@ def troubles(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, now: fl
             how = f"is being disrupted ({pod.disruption}{': ' + pod.disruption_message if pod.disruption_message else ''})" if pod.disruption else "is being deleted by someone else"
             out.append(Trouble(name, "Disrupted", f"pod {name} {how}; the job replaces it once it has stopped (not a restart)"))
         elif pod.phase == "Pending" and not pod.gated and not pod.deleting and pod.attempt == ledger.attempt:
-            if pod.other_gates:  # released by the runtime, held by someone else's gate
-                out.append(Trouble(name, "SchedulingGated", (
-                    f"pod {name} waits for its scheduling gate(s) {', '.join(pod.other_gates)} to be removed: a queue such as Kueue's "
-                    "removes its gate once it admits the job (see its Workload)")))
-            elif pod.unschedulable:
-                out.append(Trouble(name, "Unschedulable", f"pod {name} cannot be scheduled: {pod.unschedulable}"))
-            elif pod.waiting:
-                out.append(Trouble(name, pod.waiting.split(":", 1)[0], f"pod {name} cannot start: {pod.waiting}"))
+            out.extend(_pending(name, pod))
     return out
+
+
+def _pending(name: str, pod: PodState) -> list[Trouble]:
+    """What keeps a released pod Pending, when something does."""
+    if pod.other_gates:  # released by the runtime, held by someone else's gate
+        return [Trouble(name, "SchedulingGated", (
+            f"pod {name} waits for its scheduling gate(s) {', '.join(pod.other_gates)} to be removed: a queue such as Kueue's "
+            "removes its gate once it admits the job (see its Workload)"))]
+    if pod.unschedulable:
+        return [Trouble(name, "Unschedulable", f"pod {name} cannot be scheduled: {pod.unschedulable}")]
+    if pod.waiting:
+        return [Trouble(name, pod.waiting.split(":", 1)[0], f"pod {name} cannot start: {pod.waiting}")]
+    return []
 
 
 def _summary(found: list[Trouble]) -> str:
