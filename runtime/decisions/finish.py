@@ -77,8 +77,9 @@ def decide_failure(job: JobView, ledger: Ledger, fatal: Failure | None, exhauste
     """Failed, by a fatal replica failure, a failure rule, an unreachable success, or the deadline."""
     kind = job.kind
     if fatal is not None:
-        head = f"{kind} {job.name} has failed: {fatal.name} {bare(fatal)}"
-        detail = f"{fatal.name} {fatal.reason}" if fatal.reason != bare(fatal) else ""
+        said = bare(fatal)
+        head = f"{kind} {job.name} has failed: {fatal.name} {said}"
+        detail = f"{fatal.name} {fatal.reason}" if fatal.reason != said else ""
         if exhausted:
             limit = job.backoff_limit if job.backoff_limit is not None else job.rules[fatal.type].limit
             return FinishDecision("Failed", "BackoffLimitExceeded", head, "; ".join(filter(None, (detail, f"restart limit {limit} reached"))))

@@ -53,23 +53,21 @@ class KueuePods:
             group = (pod["metadata"].get("labels") or {}).get(keys.KUEUE_POD_GROUP_NAME)
             if group and keys.KUEUE_FINALIZER in (pod["metadata"].get("finalizers") or []):
                 groups.setdefault(group, []).append((name, pod))
+        uids = {(o.get("metadata") or {}).get("uid") for o in self.cluster.store.objects.values()} if groups else set()
         changed = False
         for members in groups.values():
-            changed |= any(self._release(name, pod) for name, pod in self._finalizable(members))
+            changed |= any(self._release(name, pod) for name, pod in self._finalizable(members, uids))
         return changed
 
-    def _finalizable(self, members: list[tuple[str, Obj]]) -> list[tuple[str, Obj]]:
+    def _finalizable(self, members: list[tuple[str, Obj]], uids: set[Any]) -> list[tuple[str, Obj]]:
         notes = members[0][1]["metadata"].get("annotations") or {}
         total = bounded(notes.get(keys.KUEUE_POD_GROUP_TOTAL_COUNT), 1, INT32_MAX) or 1
         owners = [(p["metadata"].get("ownerReferences") or [{}])[0].get("uid") for _, p in members]
-        if sum(1 for _, p in members if _phase(p) == "Succeeded") >= total or not all(self._owner_exists(u) for u in owners):
+        if sum(1 for _, p in members if _phase(p) == "Succeeded") >= total or not all(u is None or u in uids for u in owners):
             return members
         inactive = [(n, p) for n, p in members if _phase(p) == "Failed"]
         active = len(members) - len(inactive)
         return inactive[: max(0, min(len(inactive), len(inactive) + active - total))]
-
-    def _owner_exists(self, uid: str | None) -> bool:
-        return uid is None or any((o.get("metadata") or {}).get("uid") == uid for o in self.cluster.store.objects.values())
 
     def _release(self, name: str, pod: Obj) -> bool:
         rest = [f for f in pod["metadata"].get("finalizers") or [] if f != keys.KUEUE_FINALIZER]
