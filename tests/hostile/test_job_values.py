@@ -113,12 +113,16 @@ def test_a_job_without_namespace_and_its_twin_in_the_default_namespace_collide(b
         '              env: [{name: MASTER_PORT, value: "²"}]\n',
         '              resources: {limits: {nvidia.com/gpu: "' + "9" * 4400 + '"}}\n',
     ],
-    ids=["master-port-4400-digits", "master-port-superscript", "gpus-4400-digits"],
+    ids=["master-port-4400-digits", "master-port-superscript-guard", "gpus-4400-digits"],
 )
 def test_a_number_in_a_job_text_is_read_as_bounded_ascii_digits(box: Sandbox, container: str) -> None:
     """Before issue 21 (found by the run-local fuzzing): `int()` of 4 400 digits ended lint and
     compile of a PyTorch job in exit 3; a MASTER_PORT that is no port keeps 29500, a GPU count
-    beyond int64 keeps procPerNode `gpu` (compiler/digits.py)."""
+    beyond int64 keeps procPerNode `gpu` (compiler/digits.py).
+
+    The superscript case is a guard, not a witness: the compiler's old check (`isascii()`
+    before `isdigit()`) already refused "²"; it ended run-local in exit 3, and
+    tests/hostile/test_run_local.py's `port-superscript` fails with that fix reverted."""
     text = _job(container, name="digits").replace("spec:\n  replicaSpecs:", "spec:\n  torchrunConfig: {enabled: true, procPerNode: gpu}\n  replicaSpecs:", 1)
     text = text.replace("command: [python, train.py]", "command: [python]\n              args: [train.py]")
     box.job(text=text)
