@@ -122,6 +122,7 @@ def test_a_few_kb_asking_for_more_pods_than_a_run_renders_is_refused_before_plan
     assert box.untouched() and not box.out.exists()
 
 
+@pytest.mark.slow  # a stress run (a 10 000-pod job, 500 files): 17 s; the quick run keeps the budget's refusals
 def test_what_a_run_read_still_lets_real_runs_render(tmp_path: Path) -> None:
     """The bound by what a run read (limits.render_floor_bytes, render_per_input_byte; review 21
     r7 #2) refuses no real run: one job of limits.job_pods pods from a 1 KB file (DeepSpeed's
@@ -203,6 +204,7 @@ def test_krm_budget_is_the_compile_budget(tmp_path: Path, monkeypatch: pytest.Mo
     assert krm_says, f"krm renders what compile refuses ({compile_says[0]})"
 
 
+@pytest.mark.slow  # 5 300 replicas compiled twice: 10 s; the quick run keeps test_patches_that_apply_are_bounded_by_what_they_add
 def test_moving_an_env_value_into_an_overlay_does_not_change_the_budget(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The overlay files count as read: the same manifests get the same verdict whether a 12 KB
     env value is inline or comes from an overlay (review of round 8: refused from an overlay)."""
