@@ -77,6 +77,8 @@ KUEUE_POD_GROUP_TOTAL_COUNT = "kueue.x-k8s.io/pod-group-total-count"
 # with fixed pod names the replacement cannot exist first, so the runtime takes it off a pod of
 # its own that has ended and is being deleted (runtime/decisions, "unhold").
 KUEUE_FINALIZER = "kueue.x-k8s.io/managed"
+# ... and this scheduling gate, which it takes off once it admits the pod group (constants.go SchedulingGateName).
+KUEUE_ADMISSION_GATE = "kueue.x-k8s.io/admission"
 
 # --- A gang scheduler's group, as a pod names it: the runtime releases such a gang whole --
 # (a gang binds no member until minMember are ungated, so holding the launcher deadlocks it)

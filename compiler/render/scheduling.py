@@ -4,8 +4,10 @@ The target is chosen per job: the job's flatjob.dev/scheduler annotation, else t
 option --scheduler; `auto` means T9k Scheduler when spec.scheduler.t9kScheduler is set.
 - t9k:   a PodGroup (render.podgroup), pod labels group-name/queue/role, schedulerName t9k-scheduler;
 - kueue: Kueue's plain-pod group: the queue-name and pod-group-name labels and the
-         pod-group-total-count annotation on every pod; Kueue's admission gate, added by its
-         webhook, stacks with flatjob's release gate;
+         pod-group-total-count annotation on every pod (an elastic job's pods: the queue-name
+         label only, each pod admitted alone, since a group is admitted only once all of its
+         pods exist); Kueue's admission gate, added by its webhook, stacks with flatjob's
+         release gate;
 - default: nothing.
 """
 
@@ -55,11 +57,13 @@ def _t9k(plan: JobPlan, pod: PodPlan) -> PodScheduling:
 
 
 def _kueue(plan: JobPlan, pod: PodPlan) -> PodScheduling:
-    labels = {keys.KUEUE_POD_GROUP_NAME: plan.name}
+    """A pod group of every pod; an elastic job's pods each alone, since Kueue admits a group
+    only once its pod-group-total-count pods all exist, and an elastic job runs fewer."""
     queue = kueue_queue(plan)
-    if queue:
-        labels[keys.KUEUE_QUEUE_NAME] = queue
-    return PodScheduling(labels=labels, annotations={keys.KUEUE_POD_GROUP_TOTAL_COUNT: str(len(plan.pods))})
+    labels = {keys.KUEUE_QUEUE_NAME: queue} if queue else {}
+    if pod.seat is not None:
+        return PodScheduling(labels=labels)
+    return PodScheduling(labels={keys.KUEUE_POD_GROUP_NAME: plan.name, **labels}, annotations={keys.KUEUE_POD_GROUP_TOTAL_COUNT: str(len(plan.pods))})
 
 
 _BY_TARGET = {"t9k": _t9k, "kueue": _kueue, "default": lambda plan, pod: PodScheduling()}

@@ -279,7 +279,7 @@ class FakeKubelet:
     runs: dict[str, _Pod] = field(default_factory=dict)  # pod uid -> what its kubelet keeps
     rejects: dict[str, tuple[str, str]] = field(default_factory=dict)  # pod name -> (reason, message) of its next admission
     ips: dict[str, str] = field(default_factory=dict)  # uid -> pod IP
-    kueue: Any = None  # Kueue's plain-pod finalizer rules (kueue.KueuePods), where a scenario installs them
+    kueue: Any = None  # Kueue (kueue.KueuePods: its webhook, admission and finalizer), where a scenario installs it
 
     def __post_init__(self) -> None:
         self.nodes: dict[str, Node] = {self.node: Node(self.node, self.host_ip, heartbeat=self.clock())}

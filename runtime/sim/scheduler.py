@@ -13,9 +13,8 @@ Rules, each as kube-scheduler or a gang scheduler applies it:
   scheduler's FitError message, `0/N nodes are available: <count> <reason>, ... preemption:
   ...` (pkg/scheduler/framework/types.go FitError.Error); written again only when it changes;
 - a gang: pods of a T9k PodGroup (label scheduler.tensorstack.dev/group-name; spec.minMember
-  and roles[].minMember by label scheduler.tensorstack.dev/role) or of a Kueue pod group
-  (label kueue.x-k8s.io/pod-group-name, annotation kueue.x-k8s.io/pod-group-total-count), or
-  a group the pod template names itself, coscheduling's (label scheduling.x-k8s.io/pod-group)
+  and roles[].minMember by label scheduler.tensorstack.dev/role), or a group the pod template
+  names itself, coscheduling's (label scheduling.x-k8s.io/pod-group)
   or Volcano's (annotation scheduling.k8s.io/group-name), whose PodGroup's minMember a test
   gives in `groups` (their PodGroup objects are not served here; none: never binds) bind
   only when minMember of them are bound or can be placed now, all at once.  This is what
@@ -23,7 +22,8 @@ Rules, each as kube-scheduler or a gang scheduler applies it:
   waits until `len(assigned) >= minMember`, gated members count as siblings but are never
   assigned) and Volcano's gang plugin at allocation (pkg/scheduler/plugins/gang/gang.go,
   actions/allocate/allocate.go: nothing is committed unless JobReady, and scheduling-gated
-  tasks are skipped): a gang with a gated member never starts;
+  tasks are skipped): a gang with a gated member never starts.  A Kueue pod group is no gang
+  here: Kueue admits it whole (its gate, sim/kueue.py) and kube-scheduler binds each pod alone;
 - preemption (`preempt`): the DisruptionTarget condition `PreemptionByScheduler`, message
   "<scheduler>: preempting to accommodate a higher priority pod", then a graceful delete
   (pkg/scheduler/framework/preemption/preemption.go).
@@ -38,8 +38,6 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from flatjob.compiler.digits import INT32_MAX, bounded
-
 from ..api import ApiError
 from .apiserver import quantity
 from .apiserver.clock import stamp
@@ -47,7 +45,6 @@ from .nodes import Node, tolerations_of
 from .podstatus import disruption
 
 T9K_GROUP, T9K_ROLE = "scheduler.tensorstack.dev/group-name", "scheduler.tensorstack.dev/role"
-KUEUE_GROUP, KUEUE_COUNT = "kueue.x-k8s.io/pod-group-name", "kueue.x-k8s.io/pod-group-total-count"
 COSCHEDULING_GROUP = "scheduling.x-k8s.io/pod-group"  # scheduler-plugins apis/scheduling/v1alpha1 PodGroupLabel
 VOLCANO_GROUP = "scheduling.k8s.io/group-name"  # volcano apis scheduling/v1beta1 KubeGroupNameAnnotationKey
 
@@ -215,16 +212,13 @@ class Scheduler:
     # --- gangs ----------------------------------------------------------------------------------
     def _gang_name(self, pod: Obj) -> str | None:
         labels = pod["metadata"].get("labels") or {}
-        group = labels.get(T9K_GROUP) or labels.get(KUEUE_GROUP) or labels.get(COSCHEDULING_GROUP) or (pod["metadata"].get("annotations") or {}).get(VOLCANO_GROUP)
+        group = labels.get(T9K_GROUP) or labels.get(COSCHEDULING_GROUP) or (pod["metadata"].get("annotations") or {}).get(VOLCANO_GROUP)
         return None if group is None else str(group)
 
     def _gang(self, name: str, member: Obj) -> Gang:
         labels = member["metadata"].get("labels") or {}
-        if labels.get(T9K_GROUP) is None and labels.get(KUEUE_GROUP) is None:  # the template's own group
+        if labels.get(T9K_GROUP) is None:  # the template's own group
             return Gang(name, self.groups.get(name, 1 << 30))
-        if labels.get(KUEUE_GROUP) == name and labels.get(T9K_GROUP) is None:
-            count = (member["metadata"].get("annotations") or {}).get(KUEUE_COUNT, "1")
-            return Gang(name, bounded(count, 1, INT32_MAX) or 1)
         try:
             group = self.cluster.get_podgroup(self.namespace, name)
         except ApiError:

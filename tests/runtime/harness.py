@@ -116,6 +116,10 @@ class Scenario:
             self.server = FakeApiServer(self.cluster)
             self.server.on_request = self._on_request
             self.kubelet = FakeKubelet(self.cluster, NAMESPACE, self.clock)
+            if any(keys.KUEUE_QUEUE_NAME in (o["template"]["metadata"].get("labels") or {}) for o in self.manifests if o["kind"] == "PodTemplate"):
+                from flatjob.runtime.sim.kueue import KueuePods
+
+                self.kubelet.kueue = KueuePods(self.cluster, NAMESPACE)  # a job sent to Kueue runs where Kueue does
         self.tool = make_gitops(self.gitops, self.cluster, self.manifests) if self.gitops else None
         for obj in self.manifests:
             if obj["kind"] in ("PodTemplate", "PodGroup", "Deployment") or obj["apiVersion"] == keys.RECORD_API_VERSION:

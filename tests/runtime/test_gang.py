@@ -108,10 +108,13 @@ def test_gang_the_ssh_kinds_reach_succeeded_under_a_gang_scheduler(name: str) ->
     assert st["phase"] == "Succeeded" and st["backoffCount"] == 0
 
 
-@pytest.mark.parametrize("name", list(JOBS))  # every job that reaches Succeeded above
+@pytest.mark.parametrize("name", [n for n in JOBS if "kueue" not in n])  # every job above a gang scheduler binds
 def test_gang_holding_the_launcher_deadlocks_the_gang(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """What the runtime did before: the launcher waits for its workers' Ready, the gang
-    scheduler waits for the launcher to be ungated; nothing binds, and the scheduler says why."""
+    scheduler waits for the launcher to be ungated; nothing binds, and the scheduler says why.
+    Kueue is no gang at bind time: it admits a pod group once all its pods exist (the runtime
+    creates them all, gated), and kube-scheduler binds each alone, so the old release ran there
+    (test_gang_under_kueue_a_group_waits_for_admission_and_room_then_runs)."""
     by_wave = release._by_wave
 
     def old(job: Any, *args: Any) -> Any:
@@ -126,3 +129,53 @@ def test_gang_holding_the_launcher_deadlocks_the_gang(name: str, monkeypatch: py
     assert not any(p["spec"].get("nodeName") for p in pods.values())
     scheduled = [c for p in pods.values() for c in p["status"].get("conditions") or [] if c["type"] == "PodScheduled" and c.get("reason") == "Unschedulable"]
     assert scheduled and "of its pods are still scheduling-gated" in scheduled[0]["message"]
+
+
+def test_gang_under_kueue_a_group_waits_for_admission_and_room_then_runs() -> None:
+    """Kueue gates every pod it manages and admits the group only when all of its pods exist and
+    its ClusterQueue has room (runtime/sim/kueue.py): until then the record names Kueue's gate;
+    once room is made, every pod is ungated and the job runs to the end."""
+    s = _scenario("deepspeed-kueue")
+    s.kubelet.kueue.pods_quota = 2  # the group counts 3
+    def ready(st: dict[str, Any]) -> dict[str, Any]:
+        return next((c for c in st.get("conditions") or [] if c["type"] == "Ready"), {})
+
+    st = s.run_until(lambda st: ready(st).get("reason") == "SchedulingGated", limit=60)
+    assert ready(st)["message"].startswith("pod ds-worker-0 waits for its scheduling gate(s) kueue.x-k8s.io/admission to be removed")
+    pods = s.pods()
+    assert len(pods) == 3 and all(any(g["name"] == keys.KUEUE_ADMISSION_GATE for g in p["spec"]["schedulingGates"]) for p in pods.values())
+    assert not any(p["spec"].get("nodeName") for p in pods.values()) and st.get("phase") != "Running"
+    s.kubelet.kueue.pods_quota = 3
+    st = s.finished(limit=300)
+    assert st["phase"] == "Succeeded" and st["backoffCount"] == 0
+
+
+ELASTIC_KUEUE = f"""
+apiVersion: batch.tensorstack.dev/v1beta1
+kind: PyTorchTrainingJob
+metadata:
+  name: el
+{KUEUE}spec:
+  torchrunConfig: {{enabled: true, maxRestarts: 3, procPerNode: "1", rdzvBackend: c10d}}
+  elastic: {{enabled: true, minReplicas: 1, maxReplicas: 4, expectedReplicas: 2}}
+  replicaSpecs:
+    - type: node
+      replicas: 4
+      template:
+        spec:
+          containers:
+            - {{name: pytorch, image: "torch:1", args: [train.py]}}
+"""
+
+
+def test_gang_under_kueue_an_elastic_job_running_fewer_pods_than_its_maximum_is_admitted_pod_by_pod() -> None:
+    """Kueue admits a pod group only once pod-group-total-count of its pods exist; an elastic job
+    runs expectedReplicas of its maxReplicas, so as one group it was never admitted (every pod
+    gated for ever): its pods carry the queue label alone, each a Workload of its own."""
+    s = Scenario(ELASTIC_KUEUE)
+    templates = [m for m in s.manifests if m["kind"] == "PodTemplate"]
+    assert all(keys.KUEUE_POD_GROUP_NAME not in m["template"]["metadata"]["labels"] and keys.KUEUE_QUEUE_NAME in m["template"]["metadata"]["labels"] for m in templates)
+    for name in [m["metadata"]["name"] for m in templates]:
+        s.kubelet.behaviors[name] = until_deleted
+    st = s.run_until(lambda st: st.get("aggregate", {}).get("running") == 2, limit=120)
+    assert st["phase"] == "Running" and sorted(s.pods()) == ["el-node-0", "el-node-1"]

@@ -1074,10 +1074,8 @@ def _kueue(text: str, name: str = "sim") -> str:
 
 
 def _with_kueue(text: str) -> Scenario:
-    from flatjob.runtime.sim.kueue import KueuePods
-
     s = Scenario(text)
-    s.kubelet.kueue = KueuePods(s.cluster, NAMESPACE)
+    assert s.kubelet.kueue is not None  # the harness installs Kueue for a job sent to it
     return s
 
 
