@@ -36,6 +36,21 @@ def test_success_and_failure_are_reported_once() -> None:
     ]
 
 
+@pytest.mark.parametrize(("phase", "code"), [("Failed", 143), ("Failed", 137), ("Succeeded", 0)])
+def test_a_probe_kill_is_judged_by_the_programs_exit_code(phase: str, code: int) -> None:
+    """A liveness or startup probe's kill under the pod's restartPolicy Never leaves on the pod
+    only its phase and exit code (no DisruptionTarget; the kubelet's "Liveness probe failed" is
+    an Event): the replica ended as a program that ended by itself, a success when it exits 0
+    on SIGTERM, as T9k's controller, which reads the same pod status, judges it (FJ348)."""
+    job = job_view("PyTorchTrainingJob")
+    pods = observed(pod("j-master-0", "Running"), pod("j-worker-0", phase, exit=code))
+    out = observe(job, pods, Ledger(released=released_from(pods)))
+    assert out.disruptions == ()
+    assert (out.succeeded, [(f.name, f.code) for f in out.failures]) == (
+        (("j-worker-0",), []) if code == 0 else ((), [("j-worker-0", code)])
+    )
+
+
 REPLACED = "was replaced by a pod this attempt did not create"
 OTHERS = "was deleted by someone else before it finished"
 
