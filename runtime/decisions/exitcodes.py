@@ -48,7 +48,7 @@ def effective_exit_code(pod: PodState, launcher: str | None) -> int:
     """The exit code the restart policy should see for a finished or lost pod."""
     if pod.exit_code is None or pod.evicted is not None:
         return LOST  # evicted (whatever its program answered SIGTERM), preempted, deleted or node lost before it could finish
-    if pod.reason == "OOMKilled":
+    if (pod.reason or "").removeprefix("Init:") == "OOMKilled":  # an init container's too (observe.py names it Init:OOMKilled)
         return 137
     code = pod.exit_code
     if launcher == "torchrun" and code == 1:

@@ -135,7 +135,8 @@ def observe(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, now: flo
             if pod.evicted is not None:  # for its own storage limit: the pod's doing, counted as a Job counts it
                 what = f"was evicted by its node ({pod.evicted.strip()}; exit code {pod.exit_code})"
             if pod.reason and pod.reason.startswith("Init:"):
-                what = f"failed with exit code {pod.exit_code} in an init container ({pod.reason})"
+                effective = f" (effective {code})" if code != pod.exit_code else ""
+                what = f"failed with exit code {pod.exit_code}{effective} in an init container ({pod.reason})"
             cause = next(((n, w) for n, w, began in troubled if n != name and _coupled(pod, began)), None)
             if cause is not None:  # a peer of a disrupted pod: the disruption's doing, not the training's
                 disruptions.append(Disruption(name, pod.uid, spec.type, f"{what} while {cause[0]} {cause[1]}", peer=cause[0]))

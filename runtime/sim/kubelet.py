@@ -325,13 +325,15 @@ class FakeKubelet:
         self.nodes[name].taints.append({"key": OUT_OF_SERVICE, "effect": "NoExecute", "timeAdded": self.clock()})
 
     def kill(self, name: str, code: int = 137, reason: str | None = None) -> None:
-        """Make a running pod's containers exit now with `code` (reason OOMKilled, say)."""
+        """Make a running pod's containers exit now with `code` (reason OOMKilled, say); before
+        they started, its running init container (a native sidecar is left running)."""
         pod = self.cluster.pods(self.namespace)[name]
         run = self.runs.get(pod["metadata"]["uid"])
         if run is None:
             return
         now = self.clock()
-        for c in run.containers:
+        inits = (pod.get("spec") or {}).get("initContainers") or []
+        for c in run.containers or [c for c, spec in zip(run.inits, inits, strict=False) if not is_sidecar(spec)]:
             if not c.ended(now):
                 c.exit_at, c.code, c.reason = now, code, reason
         self._sync(name, pod, now)

@@ -155,6 +155,9 @@ EFFECTIVE_TABLE = [
      "run exits 1 for any failed node, and elsewhere 255 is the program's own exit(-1)"),
     ("exit-137-oomkilled", (137, "OOMKilled", None), (137, 137, 137, 137),
      "the kubelet OOM-killed the container: SIGKILL whatever the launcher"),
+    ("exit-1-init-oomkilled", (1, "Init:OOMKilled", None), (137, 137, 137, 137),
+     "an init container the OOM killer hit (observe.py's Init:<reason>; exit 1 where only a "
+     "child was killed: cgroup v1, or singleProcessOOMKill) is a kill as a regular container's is"),
     ("evicted-no-exit", (None, "Evicted", None), (LOST, LOST, LOST, LOST),
      "no container exit code (evicted, preempted, node lost): treated as killed, 137"),
 ]

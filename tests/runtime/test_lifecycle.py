@@ -802,6 +802,25 @@ def test_lifecycle_an_init_containers_exit_1_is_permanent_under_exit_code() -> N
     assert [e["message"] for e in events(s, "Failed")] == [f"{t9k}; sim-master-0 failed with exit code 1 in an init container (Init:Error)"]
 
 
+FETCH = INIT.replace("command: [sh, -c, 'exit 1']", "command: [sh, -c, 'sleep 30; exit 0']")
+
+
+def test_lifecycle_an_init_container_the_oom_killer_hit_is_a_kill_whatever_its_exit_code() -> None:
+    """The OOM killer ends a child of the master's init container (cgroup v1, or the kubelet's
+    singleProcessOOMKill): the container exits 1 with reason OOMKilled.  A regular container's
+    OOMKilled is 137 whatever its code; an init container's read as its bare 1 and failed the
+    job for good under ExitCode (review hx14).  Now it is a kill, retried and counted."""
+    assert FETCH != INIT
+    s = Scenario(FETCH)
+    s.run_until(lambda st: any("running" in (c.get("state") or {}) for c in s.pods().get("sim-master-0", {}).get("status", {}).get("initContainerStatuses") or []), limit=60)
+    old = uid(s, "sim-master-0")
+    s.kubelet.kill("sim-master-0", 1, "OOMKilled")
+    st = s.run_until(lambda st: st["phase"] == "Failed" or st["backoffCount"] == 1, limit=120)
+    assert (st["phase"], st["backoffCount"], restarts(st)) == ("Running", 1, {"master": 1, "worker": 0})
+    assert next(e["message"] for e in events(s, "Restarting")).startswith("sim-master-0 failed with exit code 1 (effective 137) in an init container (Init:OOMKilled)")
+    s.run_until(lambda st: "sim-master-0" in s.pods() and uid(s, "sim-master-0") != old, limit=60)
+
+
 # --- many pods failing at once -------------------------------------------------------------------------
 
 MASS = """
