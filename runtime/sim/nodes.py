@@ -17,7 +17,8 @@ pods is what kube-controller-manager writes, in the same order:
 - PodGC (pkg/controller/podgc/gc_controller.go, every 20 s): a pod bound to a node that no
   longer exists (quarantined by the first pass that finds it gone, and collected by the first
   pass 40 s after: 40-80 s after the deletion, discoverDeletedNodes) is patched to phase Failed with DisruptionTarget
-  `DeletionByPodGC` / "PodGC: node no longer exists", then force-deleted (grace 0); a
+  `DeletionByPodGC` / "PodGC: node no longer exists", then force-deleted (grace 0); a pod
+  already Succeeded or Failed is force-deleted without a patch (markFailedAndDeletePodWithCondition); a
   terminating pod on a node tainted `node.kubernetes.io/out-of-service` is patched to Failed
   and force-deleted without a condition.
 Not emulated: node-startup-grace-period, eviction rate limits and zone states, NoSchedule
@@ -190,13 +191,12 @@ class NodeControllers:
             self.cluster.delete_pod(self.namespace, name, pod["metadata"]["uid"], grace)
 
     def _fail_then_force_delete(self, name: str, pod: Obj, condition: Obj | None) -> None:
+        """markFailedAndDeletePodWithCondition: a pod not yet terminal is patched Failed (with the
+        condition, if any) first; a terminal one is only deleted, its status as its kubelet left it."""
         status = dict(pod.get("status") or {})
-        conditions = [c for c in status.get("conditions") or [] if c.get("type") != "DisruptionTarget" or condition is None]
-        if condition is not None:
-            conditions.append(condition)
         if status.get("phase") not in ("Succeeded", "Failed"):
-            status["phase"] = "Failed"
-        self._write(name, pod, {**status, "conditions": conditions}, manager="pod-garbage-collector")
+            conditions = [c for c in status.get("conditions") or [] if c.get("type") != "DisruptionTarget" or condition is None]
+            self._write(name, pod, {**status, "phase": "Failed", "conditions": [*conditions, *([condition] if condition else [])]}, manager="pod-garbage-collector")
         with contextlib.suppress(ApiError):
             self.cluster.delete_pod(self.namespace, name, pod["metadata"]["uid"], 0)
 

@@ -264,16 +264,23 @@ def test_a_running_pod_is_deleted_gracefully(cluster: FakeCluster) -> None:
     assert pod["metadata"]["deletionTimestamp"] is not None
     cluster.delete_pod(NS, "j-worker-0", None)  # again: nothing more happens
     assert [e for e, _ in watch.next_events()] == ["MODIFIED"]
-    cluster.set_pod_status(NS, "j-worker-0", {}, remove=True)  # the kubelet confirms
-    assert [e for e, _ in watch.next_events()] == ["DELETED"]
+    cluster.set_pod_status(NS, "j-worker-0", {}, remove=True)  # the kubelet confirms (grace 0): marked, then removed
+    events = watch.next_events()
+    assert [e for e, _ in events] == ["MODIFIED", "DELETED"]
+    assert events[1][1]["metadata"]["deletionGracePeriodSeconds"] == 0 and events[1][1]["metadata"]["deletionTimestamp"]
 
 
 @pytest.mark.parametrize("phase", ["Pending", "Succeeded", "Failed"])
 def test_a_pod_that_does_not_run_is_deleted_at_once(cluster: FakeCluster, phase: str) -> None:
     cluster.create_pod(NS, pod_body())
     cluster.set_pod_status(NS, "j-worker-0", {"phase": phase})
+    watch = cluster.watch_pods(NS, SELECTOR, str(cluster.rv))
     cluster.delete_pod(NS, "j-worker-0", None)
     assert cluster.pods() == {}
+    # registry/store.go Delete, "two phases": deletionTimestamp and grace 0 are written, then the
+    # object goes, so the DELETED event dates the deletion (a pod that ended before it is told apart)
+    (modified, marked), (deleted, last) = watch.next_events()
+    assert (modified, deleted) == ("MODIFIED", "DELETED") and last["metadata"]["deletionTimestamp"] == marked["metadata"]["deletionTimestamp"]
 
 
 # --- watches -------------------------------------------------------------------------------------------
@@ -288,7 +295,7 @@ def test_a_watch_returns_exactly_the_later_events(cluster: FakeCluster) -> None:
     cluster.set_pod_status(NS, "j-worker-0", {"phase": "Running"})
     cluster.delete_pod(NS, "j-worker-1", None)
     events = [(e, o["metadata"]["name"]) for e, o in watch.next_events()]
-    assert events == [("ADDED", "j-worker-1"), ("MODIFIED", "j-worker-0"), ("DELETED", "j-worker-1")]
+    assert events == [("ADDED", "j-worker-1"), ("MODIFIED", "j-worker-0"), ("MODIFIED", "j-worker-1"), ("DELETED", "j-worker-1")]  # a pod deleted at once: marked, then gone
     assert watch.next_events() == []
 
 

@@ -79,7 +79,7 @@ def test_a_watch_from_a_list_sees_exactly_the_later_changes(api, ns, server) -> 
     call(core(api).patch_namespaced_pod, "a", ns, {"metadata": {"labels": {"job": "gone"}}})  # leaves the selection
     call(core(api).patch_namespaced_pod, "other", ns, {"metadata": {"labels": {"job": "j"}}})  # enters it
     call(core(api).delete_namespaced_pod, "b", ns)
-    assert stream.wait(4) == [("ADDED", "b"), ("DELETED", "a"), ("ADDED", "other"), ("DELETED", "b")]
+    assert stream.wait(5) == [("ADDED", "b"), ("DELETED", "a"), ("ADDED", "other"), ("MODIFIED", "b"), ("DELETED", "b")]  # b, unscheduled: marked, then gone
     deleted_a = stream.events[1]["object"]
     assert deleted_a["metadata"]["labels"] == {"job": "j"}  # the previous state, at the event's resourceVersion
     assert stream.events[0]["object"]["kind"] == "Pod"

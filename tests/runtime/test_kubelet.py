@@ -206,7 +206,7 @@ def test_what_cannot_finish_runs_until_deleted(world: Any, command: list[str], c
     kubelet.tick()
     assert "p" not in cluster.pods()  # ...then the removal, in a later step
     events = watch.next_events()
-    assert [e for e, _ in events] == ["MODIFIED", "MODIFIED", "DELETED"]  # deletionTimestamp, the exit, gone
+    assert [e for e, _ in events] == ["MODIFIED", "MODIFIED", "MODIFIED", "DELETED"]  # deletionTimestamp, the exit, grace 0, gone
     stopped = pod_state(events[1][1], "main")
     assert (stopped.phase, stopped.exit_code) == ("Failed", code)
 
@@ -303,7 +303,7 @@ def test_a_deleted_pod_ends_terminal_and_goes_with_grace_0(world: Any) -> None:
     clock.now += 1
     kubelet.tick()
     events = watch.next_events()
-    assert [t for t, _ in events] == ["MODIFIED", "MODIFIED", "DELETED"]
+    assert [t for t, _ in events] == ["MODIFIED", "MODIFIED", "MODIFIED", "DELETED"]  # the kubelet's grace-0 delete writes, then removes
     terminated = events[1][1]["status"]["containerStatuses"][0]["state"]["terminated"]
     assert (events[1][1]["status"]["phase"], terminated["exitCode"], terminated["reason"]) == ("Failed", 143, "Error")
     assert "p" not in cluster.pods()

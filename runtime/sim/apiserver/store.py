@@ -487,21 +487,26 @@ class Store:
         period = res.strategy.grace_period(current, grace)
         if period:
             return self._mark(res, key, current, ctx.now + period, period, ctx, bump=True)
-        if meta.get("finalizers"):
+        if period == 0 or meta.get("finalizers"):  # a graceful kind deleted with grace 0 is marked too, then removed
             return self._mark(res, key, current, ctx.now, 0, ctx, bump=True)
         return self._remove(res, key, ctx)
 
     def _mark(self, res: Resource, key: Key, current: Obj, when: float, grace: int, ctx: Context, bump: bool) -> Obj:
-        """Set deletionTimestamp and deletionGracePeriodSeconds (graceful deletion, finalizers)."""
+        """Set deletionTimestamp and deletionGracePeriodSeconds (graceful deletion, finalizers);
+        with grace 0 and no finalizer, then remove it: two writes, MODIFIED then DELETED, whose
+        object carries the deletion's date (registry/store.go Delete: "The deletion operation
+        happens in two phases. 1. Update to set DeletionGracePeriodSeconds and DeletionTimestamp
+        2. Delete the object from storage", rest/delete.go BeforeDelete)."""
         new = clone(current)
         meta = new["metadata"]
         meta["deletionTimestamp"] = stamp(when)
         meta["deletionGracePeriodSeconds"] = grace
         if bump and meta.get("generation"):
             meta["generation"] += 1
+        marked = self._commit(res, key, current, _ordered(new), "MODIFIED", ctx)
         if grace == 0 and not meta.get("finalizers"):
             return self._remove(res, key, ctx)
-        return self._commit(res, key, current, _ordered(new), "MODIFIED", ctx)
+        return marked
 
     # --- what controllers do behind the API ---------------------------------------------------------
     def bind(self, namespace: str, name: str, node: str) -> None:
