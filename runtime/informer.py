@@ -45,8 +45,9 @@ REFUSED_NAMES = 4096  # names turned away that are remembered; past it any readm
 MAX_BACKOFF = 30.0
 SHORT_LIVED = 1.0  # a stream the server ends sooner than this counts as a failure, not a time-out
 
-log = logging.getLogger("flatjob.runtime")
+GONE_KEEP = 120.0  # seconds a deleted object's last state is kept for its job's next cycles
 
+log = logging.getLogger("flatjob.runtime")
 
 
 def _revision(obj: Obj | None) -> int | None:
@@ -107,6 +108,10 @@ class Informer:
     # job is unknown (a turned-away name admitted while its event was queued).  No cycle runs on
     # them (client-go's WaitForCacheSync): an absent pod would read as a vanished one.
     unread: set[Any] = field(default_factory=set)
+    # The last state of each object a DELETED event removed (the event carries it), by name, for
+    # GONE_KEEP seconds or until the name is stored again: a pod that ended and was deleted before
+    # a cycle saw it end (a completed pod drained or collected at once) is judged by it.
+    gone: dict[str, tuple[Obj, float]] = field(default_factory=dict)
     _lost: bool = False
 
     def gate(self, trim: Callable[[Obj], Obj]) -> Callable[[Obj], Obj]:
@@ -301,6 +306,7 @@ class Informer:
         if _behind(self.cache.get(name), obj):  # an event from before what the runtime's own write brought
             return False
         if etype == "DELETED":
+            self._bury(name, obj)
             return self._forget(name)
         if _SKIPPED in obj:  # a job this runtime does not serve
             key = obj[_SKIPPED]
@@ -340,6 +346,7 @@ class Informer:
     def store(self, obj: Obj) -> None:
         """Put an object in the cache (a watch event, or the runtime's own write's answer)."""
         name = obj["metadata"]["name"]
+        self.gone.pop(name, None)
         self._forget(name)  # marks it moved for a write that is out (`written`)
         self.cache[name] = obj
         if self.key_of is not None:
@@ -385,6 +392,19 @@ class Informer:
             key = self.key_of(obj)
             if key is not None:
                 self.by_key.setdefault(key, {})[name] = obj
+
+    def _bury(self, name: str, obj: Obj) -> None:
+        """Keep a DELETED event's object (its last state) for GONE_KEEP seconds."""
+        now = self.clock()
+        while self.gone and now - next(iter(self.gone.values()))[1] > GONE_KEEP:  # oldest first
+            del self.gone[next(iter(self.gone))]
+        self.gone.pop(name, None)
+        self.gone[name] = (obj, now)
+
+    def gone_of(self, key: Any) -> dict[str, Obj]:
+        """The last states of one job's objects that a DELETED event removed lately, by name."""
+        now = self.clock()
+        return {n: o for n, (o, at) in self.gone.items() if now - at <= GONE_KEEP and (self.key_of is None or self.key_of(o) == key)}
 
     def of(self, key: Any) -> dict[str, Obj]:
         """The objects of one job, by name (the whole cache when there is no index)."""

@@ -206,7 +206,8 @@ class JobWorker:
         owner = uid_of(record)
         pods = {n: pod_state(o, (job.pod(n).container if job.pod(n) else None), owner) for n, o in self.ctl.pods.of(self.key).items()}
         now = self.ctl.clock()
-        world = replace(world, secret_uid=None if foreign else self._secret_uid(job, world), secret_refused=str(foreign) if foreign else None)
+        ended = {n: pod_state(o, (job.pod(n).container if job.pod(n) else None), owner) for n, o in self.ctl.pods.gone_of(self.key).items() if n not in pods}
+        world = replace(world, secret_uid=None if foreign else self._secret_uid(job, world), secret_refused=str(foreign) if foreign else None, ended=ended)
         cycle = scale_backoff(reconcile(job, pods, ledger, world, status, now, self.ctl.settle), ledger, now, self.ctl.backoff_scale)
         cycle = self._refusing_secret(cycle, foreign, record, status, now)
         self.cycles += 1

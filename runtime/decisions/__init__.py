@@ -65,6 +65,7 @@ class World:
     tensorboard_ready: bool | None = None  # the TensorBoard Deployment's readiness, once observed
     refused: tuple[str, str] | None = None  # (pod, message): the API server refused to create it last cycle
     secret_uid: str | None = None  # the uid of the job's own `<job>-ssh` Secret, once trusted (kept in the ledger)
+    ended: Mapping[str, PodState] = field(default_factory=dict)  # pods deleted lately, as their DELETED event left them
 
     @property
     def secret_ready(self) -> bool:
@@ -111,7 +112,7 @@ def _run(job: JobView, pods: Mapping[str, PodState], led: Ledger, world: World, 
     if led.settling:
         led = led.evolve(settling={k: v for k, v in led.settling.items() if k in led.released_set})
     led = _seen_started(led, pods)
-    out = observe(job, pods, led, now)
+    out = observe(job, pods, led, now, world.ended)
     if out.succeeded:
         led = led.evolve(succeeded=led.succeeded + out.succeeded, released=led.without("released", out.succeeded))
     if not led.settling:  # a failure for good seen earlier decides first, once settled (restart.SETTLE)

@@ -36,7 +36,7 @@ or when the runtime saw it, and a failure ended CLOCK_SLACK before that is still
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..model import JobView, Ledger, PodState
 from .exitcodes import effective_exit_code
@@ -109,8 +109,9 @@ class Outcomes:
     disruptions: tuple[Disruption, ...] = ()  # incarnations newly disrupted, not yet replaced
 
 
-def observe(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, now: float | None = None) -> Outcomes:
-    """Compare the released pods with what is observed now."""
+def observe(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, now: float | None = None, ended: Mapping[str, PodState] | None = None) -> Outcomes:
+    """Compare the released pods with what is observed now; `ended`: pods deleted lately, as
+    their DELETED event left them (a pod that ended before its deletion is judged by its end)."""
     succeeded: list[str] = []
     failures: list[Failure] = []
     disruptions: list[Disruption] = []
@@ -120,6 +121,8 @@ def observe(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, now: flo
         if spec is None:
             continue
         pod = pods.get(name)
+        if pod is None:
+            pod = ended_before_deleted((ended or {}).get(name), ledger)
         why = disrupted(pod, ledger)
         if why is not None:
             disruptions.append(Disruption(name, pod.uid if pod is not None else "", spec.type, why, late=pod is not None and pod.terminal,
@@ -242,6 +245,24 @@ def _running_again(pod: PodState | None, ledger: Ledger) -> bool:
         pod is not None and pod.ours and pod.attempt == ledger.attempt and not pod.gated and pod.phase == "Running"
         and not pod.deleting and pod.disruption is None and pod.node_lost_since is None
     )
+
+
+def ended_before_deleted(pod: PodState | None, ledger: Ledger) -> PodState | None:
+    """A deleted pod of this attempt that had succeeded more than CLOCK_SLACK before the deletion
+    or its DisruptionTarget began, judged by its end: the deletion came too late to be why, and
+    a completed replica is never run again (a terminal pod is deleted at once, strategy.go
+    CheckGracefulDelete, so the watch brings its success and its deletion together: `kubectl
+    delete` or a drain of completed pods, PodGC's terminated-pod threshold or a deleted node,
+    which patches no terminal pod, gc_controller.go markFailedAndDeletePodWithCondition).  None
+    otherwise: a pod still running, or one that ended after SIGTERM, is a disruption
+    (docs/architecture.md §5).  A Failed one stays a disruption too: a failure for good settles
+    on its pod object (restart.SETTLE), which is gone."""
+    if pod is None or not pod.ours or pod.attempt != ledger.attempt or pod.phase != "Succeeded" or pod.finished_at is None:
+        return None
+    began = [t for t in (pod.deletion_began, pod.disrupted_since) if t is not None]
+    if not began or pod.finished_at + CLOCK_SLACK >= min(began):
+        return None
+    return replace(pod, deleting=False, disruption=None, disruption_message=None, disrupted_since=None, disruption_dated=None)
 
 
 def disrupted(pod: PodState | None, ledger: Ledger) -> str | None:

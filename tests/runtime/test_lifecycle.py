@@ -821,6 +821,40 @@ def test_lifecycle_an_init_container_the_oom_killer_hit_is_a_kill_whatever_its_e
     s.run_until(lambda st: "sim-master-0" in s.pods() and uid(s, "sim-master-0") != old, limit=60)
 
 
+def busy(s: Scenario, seconds: int) -> None:
+    """The runtime's cycles wait (a busy namespace runtime, a slow watch) while the cluster goes
+    on: its watch then brings every change of those seconds in one batch."""
+    for _ in range(seconds):
+        s.kubelet.tick()
+        s.clock.now += 1
+
+
+@pytest.mark.parametrize("how", ["delete", "evict"])
+def test_lifecycle_a_completed_worker_deleted_before_a_cycle_saw_it_succeed_is_not_run_again(how: str) -> None:
+    """A worker finishes (exit 0) while the master still runs; the runtime's cycles come late, and
+    8 s later someone deletes the completed pod (`kubectl delete` of completed pods; `kubectl
+    drain` evicts them too).  A terminal pod goes at once (strategy.go CheckGracefulDelete), so
+    the watch brings its success and its deletion together.  The DELETED event's object (ended
+    before the deletion began) decides: a success, not run again.  It used to read "deleted
+    before it finished" and ran the completed replica a second time (review hx14)."""
+    s = Scenario(pytorch(master="sleep 200; exit 0", worker="sleep 20; exit 0", policy="ExitCode"))
+    s.run_until(lambda st: s.pods().get("sim-worker-1", {}).get("status", {}).get("phase") == "Succeeded", limit=120)
+    busy(s, 8)
+    old = uid(s, "sim-worker-1")
+    if how == "delete":
+        s.cluster.delete_pod(NAMESPACE, "sim-worker-1", old)
+    else:
+        s.cluster.evict_pod(NAMESPACE, "sim-worker-1")
+    busy(s, 2)
+    s.settle(30)
+    st = s.status()
+    assert "sim-worker-1" not in s.pods() and events(s, "Disrupted") == []
+    assert (st["backoffCount"], restarts(st), st["runtime"].get("disruptions")) == (0, {"master": 0, "worker": 0}, None)
+    assert st["runtime"]["succeeded"] == "sim-worker-{0..1}" or st["runtime"]["succeeded"] == ["sim-worker-{0..1}"]
+    st = s.finished()
+    assert st["phase"] == "Succeeded" and s.starts[("sim-worker-1", "1", "0")] == 1
+
+
 # --- many pods failing at once -------------------------------------------------------------------------
 
 MASS = """

@@ -1,0 +1,80 @@
+"""Review hx14: where the kubelet stand-in and controllers were kinder than Kubernetes.
+
+Each scenario runs in virtual time with the real client over HTTP (harness.Scenario).  The
+findings that were fixed moved to test_lifecycle.py; what stays here shows the runtime's
+decision on the cases left as they are (docs in /var/tmp/hx14/REPORT.md of the review).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from .harness import NAMESPACE, REAL, Scenario
+from .test_lifecycle import events, restarts, uid
+from .test_scenarios import pytorch
+
+pytestmark = [pytest.mark.skipif(REAL, reason="drives the simulated kubelet"), pytest.mark.usefixtures("runtime_mode")]
+
+
+@pytest.mark.parametrize("how", ["delete", "evict"])
+def test_hx14_a_worker_deleted_in_the_cycle_it_succeeded_is_run_again(how: str) -> None:
+    """A worker finishes (exit 0) while the master still runs; in the same moment, before the
+    runtime's next cycle, someone deletes the completed pod (`kubectl delete pods
+    --field-selector=status.phase==Succeeded`, `kubectl drain`, which evicts completed pods
+    too; PodGC's terminated-pod threshold).  A terminal pod is deleted at once (strategy.go
+    CheckGracefulDelete: grace 0), so the watch brings MODIFIED(Succeeded) and DELETED
+    together.  The DELETED event carries the pod's final state (Succeeded, finished before
+    the deletion).  Deleted within CLOCK_SLACK (5 s) of its end, as here, the runtime cannot
+    tell a success from a program that exited 0 on SIGTERM across two clocks, so it still reads
+    "deleted before it finished" and runs the completed replica again: the limit of the fix
+    (test_lifecycle.py::*completed_worker_deleted_before_a_cycle_saw_it*, 8 s later)."""
+    s = Scenario(pytorch(master="sleep 200; exit 0", worker="sleep 20; exit 0", policy="ExitCode"))
+    s.run_until(lambda st: s.pods().get("sim-worker-1", {}).get("status", {}).get("phase") == "Succeeded", limit=120)
+    old = uid(s, "sim-worker-1")
+    if how == "delete":
+        s.cluster.delete_pod(NAMESPACE, "sim-worker-1", old)
+    else:
+        s.cluster.evict_pod(NAMESPACE, "sim-worker-1")
+    st = s.run_until(lambda st: "sim-worker-1" in s.pods(), limit=60)
+    assert uid(s, "sim-worker-1") != old  # a completed replica runs a second time
+    assert [e["message"] for e in events(s, "Disrupted")] == ["sim-worker-1 was deleted before it finished; replacing it (not a restart)"]
+    assert (st["backoffCount"], restarts(st)) == (0, {"master": 0, "worker": 0})
+    assert s.finished()["phase"] == "Succeeded"
+
+
+def test_hx14_a_completed_worker_deleted_after_the_runtime_saw_it_is_not_run_again() -> None:
+    """The same deletion a few seconds later, once a cycle has seen the pod Succeeded: the
+    ledger keeps it succeeded and nothing runs again (matches)."""
+    s = Scenario(pytorch(master="sleep 200; exit 0", worker="sleep 20; exit 0", policy="ExitCode"))
+    s.run_until(lambda st: "sim-worker-1" in st.get("runtime", {}).get("succeeded", "") or "sim-worker-{0..1}" in st.get("runtime", {}).get("succeeded", ""), limit=120)
+    old = uid(s, "sim-worker-1")
+    s.cluster.evict_pod(NAMESPACE, "sim-worker-1")
+    s.settle(60)
+    assert "sim-worker-1" not in s.pods() and events(s, "Disrupted") == []
+    assert s.starts[("sim-worker-1", "1", "0")] == 1 and old
+
+
+
+
+
+def test_hx14_a_failure_for_good_then_its_node_deleted_is_excused() -> None:
+    """The master exits 1 (permanent under ExitCode) and settles (restart.SETTLE, 60 s); 5 s
+    later its node is deleted (a cloud provider, a human removing a broken machine).  PodGC
+    deletes the Failed pod without a patch 40-60 s later (gc_controller.go
+    markFailedAndDeletePodWithCondition patches only pods not yet terminal; the stand-in used
+    to add DeletionByPodGC to it, fixed).  The failure came first, so by architecture.md §5
+    it should stay counted; the runtime reads the pod gone before the failure settled and
+    replaces it uncounted.  Shown as it is (not fixed: the settle lives on the pod object)."""
+    from .test_lifecycle import LONG, condition
+
+    s = Scenario(pytorch(master=LONG, worker=LONG, policy="ExitCode"))
+    s.run_until(lambda st: st.get("aggregate", {}).get("running") == 3)
+    s.tick(10)
+    s.kubelet.kill("sim-master-0", 1)
+    s.tick(5)
+    s.kubelet.delete_node(s.pods()["sim-master-0"]["spec"]["nodeName"])
+    st = s.run_until(lambda st: "sim-master-0" in st.get("runtime", {}).get("disrupted", {}).get(next(iter(st.get("runtime", {}).get("disrupted") or {"": ""})), ""), limit=120)
+    assert st["phase"] == "Running" and st["backoffCount"] == 0
+    assert condition(st, "Failed")["status"] == "False"
+    s.tick(120)
+    assert s.status()["phase"] != "Failed"  # the failure for good never decides
