@@ -46,6 +46,7 @@ MAX_BACKOFF = 30.0
 SHORT_LIVED = 1.0  # a stream the server ends sooner than this counts as a failure, not a time-out
 
 GONE_KEEP = 120.0  # seconds a deleted object's last state is kept for its job's next cycles
+GONE_CAP = 4096  # last states kept at most, the oldest dropped first: a tenant deleting pods in bulk grows nothing beyond
 
 log = logging.getLogger("flatjob.runtime")
 
@@ -394,11 +395,13 @@ class Informer:
                 self.by_key.setdefault(key, {})[name] = obj
 
     def _bury(self, name: str, obj: Obj) -> None:
-        """Keep a DELETED event's object (its last state) for GONE_KEEP seconds."""
+        """Keep a DELETED event's object (its last state) for GONE_KEEP seconds, GONE_CAP at most."""
         now = self.clock()
-        while self.gone and now - next(iter(self.gone.values()))[1] > GONE_KEEP:  # oldest first
-            del self.gone[next(iter(self.gone))]
+        if name not in self.cache:  # never admitted (a stub, a name turned away): nothing to judge by
+            return
         self.gone.pop(name, None)
+        while self.gone and (len(self.gone) >= GONE_CAP or now - next(iter(self.gone.values()))[1] > GONE_KEEP):  # oldest first
+            del self.gone[next(iter(self.gone))]
         self.gone[name] = (obj, now)
 
     def gone_of(self, key: Any) -> dict[str, Obj]:

@@ -111,6 +111,7 @@ def _run(job: JobView, pods: Mapping[str, PodState], led: Ledger, world: World, 
     # started another attempt leaves nothing to decide (a stale entry would hold success back).
     if led.settling:
         led = led.evolve(settling={k: v for k, v in led.settling.items() if k in led.released_set})
+        pods = {**settling_ended(world.ended, led), **pods}
     led = _seen_started(led, pods)
     out = observe(job, pods, led, now, world.ended)
     if out.succeeded:
@@ -143,6 +144,16 @@ def _run(job: JobView, pods: Mapping[str, PodState], led: Ledger, world: World, 
         end = led.start_time + job.deadline
         wake = end if wake is None else min(wake, end)
     return led, events, rel.create, rel.delete, rel.wait, wake
+
+
+def settling_ended(ended: Mapping[str, PodState], led: Ledger) -> dict[str, PodState]:
+    """Pods whose failure for good is settling (restart.SETTLE) but which were deleted meanwhile
+    (a deleted node's PodGC, a human), as their DELETED event left them: still the failure's
+    evidence, and their name still taken, so the settle decides by the failure and nothing
+    replaces the pod first (review hx14: its node deleted 5 s after a master's exit 1, the
+    job ran on as if the master had been disrupted)."""
+    return {n: replace(p, deleting=True) for n, p in ended.items()
+            if n in led.settling and p.ours and p.attempt == led.attempt and p.phase == "Failed"}
 
 
 def _doomed(job: JobView, pod: PodState, led: Ledger, wanted: set[str], settled: set[str]) -> bool:

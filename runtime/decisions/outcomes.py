@@ -123,6 +123,8 @@ def observe(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, now: flo
         pod = pods.get(name)
         if pod is None:
             pod = ended_before_deleted((ended or {}).get(name), ledger)
+        elif pod.terminal and (pod.deleting or pod.disruption is not None):
+            pod = ended_before_deleted(pod, ledger) or pod
         why = disrupted(pod, ledger)
         if why is not None:
             disruptions.append(Disruption(name, pod.uid if pod is not None else "", spec.type, why, late=pod is not None and pod.terminal,
@@ -248,16 +250,16 @@ def _running_again(pod: PodState | None, ledger: Ledger) -> bool:
 
 
 def ended_before_deleted(pod: PodState | None, ledger: Ledger) -> PodState | None:
-    """A deleted pod of this attempt that had succeeded more than CLOCK_SLACK before the deletion
-    or its DisruptionTarget began, judged by its end: the deletion came too late to be why, and
-    a completed replica is never run again (a terminal pod is deleted at once, strategy.go
-    CheckGracefulDelete, so the watch brings its success and its deletion together: `kubectl
-    delete` or a drain of completed pods, PodGC's terminated-pod threshold or a deleted node,
-    which patches no terminal pod, gc_controller.go markFailedAndDeletePodWithCondition).  None
-    otherwise: a pod still running, or one that ended after SIGTERM, is a disruption
-    (docs/architecture.md §5).  A Failed one stays a disruption too: a failure for good settles
-    on its pod object (restart.SETTLE), which is gone."""
-    if pod is None or not pod.ours or pod.attempt != ledger.attempt or pod.phase != "Succeeded" or pod.finished_at is None:
+    """A deleted (or disrupted) pod of this attempt that had ended more than CLOCK_SLACK before
+    the deletion or its DisruptionTarget began, judged by its end: the deletion came too late to
+    be why.  A completed replica is never run again (a terminal pod is deleted at once,
+    strategy.go CheckGracefulDelete, so the watch brings its success and its deletion together:
+    `kubectl delete` or a drain of completed pods, PodGC's terminated-pod threshold or a deleted
+    node, which patches no terminal pod, gc_controller.go markFailedAndDeletePodWithCondition),
+    and a failure stays the failure it was (a failure for good settling, restart.SETTLE, whose
+    pod goes meanwhile: decisions.settling_ended keeps its last state).  None otherwise: a pod
+    still running, or one that ended after SIGTERM, is a disruption (docs/architecture.md §5)."""
+    if pod is None or not pod.ours or pod.attempt != ledger.attempt or pod.phase not in ("Succeeded", "Failed") or pod.finished_at is None:
         return None
     began = [t for t in (pod.deletion_began, pod.disrupted_since) if t is not None]
     if not began or pod.finished_at + CLOCK_SLACK >= min(began):

@@ -281,3 +281,28 @@ def test_an_opaque_resource_version_is_taken_as_it_comes() -> None:
     h.informer.store({"metadata": {"name": "j-worker-0", "resourceVersion": "abc"}})
     h.informer._apply("MODIFIED", {"metadata": {"name": "j-worker-0", "resourceVersion": "1", "labels": {"x": "y"}}})
     assert h.informer.get("j-worker-0")["metadata"]["labels"] == {"x": "y"}
+
+
+def test_a_deleted_objects_last_state_is_kept_a_while_for_cached_names_only_and_bounded() -> None:
+    """The DELETED event's object judges a pod that ended before its deletion (outcomes.
+    ended_before_deleted): kept GONE_KEEP seconds, only for names the cache held (a stub or a
+    name turned away leaves nothing), and at most GONE_CAP, oldest first (a tenant deleting
+    pods in bulk grows nothing beyond)."""
+    from flatjob.runtime import informer as mod
+
+    now = [0.0]
+    inf = mod.Informer(lambda: ([], "1"), lambda rv: iter(()), clock=lambda: now[0])
+
+    def pod(name: str, rv: int) -> dict[str, Any]:
+        return {"metadata": {"name": name, "resourceVersion": str(rv), "labels": {}}}
+
+    inf.store(pod("a", 1))
+    inf._apply("DELETED", pod("a", 2))
+    inf._apply("DELETED", pod("never-cached", 3))
+    assert set(inf.gone_of(None)) == {"a"}
+    now[0] = mod.GONE_KEEP + 1
+    assert inf.gone_of(None) == {}
+    for i in range(mod.GONE_CAP + 10):
+        inf.store(pod(f"p{i}", 10 + 2 * i))
+        inf._apply("DELETED", pod(f"p{i}", 11 + 2 * i))
+    assert len(inf.gone) == mod.GONE_CAP and "p0" not in inf.gone and f"p{mod.GONE_CAP + 9}" in inf.gone
