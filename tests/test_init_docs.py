@@ -47,7 +47,7 @@ def test_every_command_works_as_written(tmp_path: Path) -> None:
     done = subprocess.run(["bash", "-c", script], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=180, check=False)
     assert done.returncode == 0, f"stdout:\n{done.stdout}\nstderr:\n{done.stderr}"
     assert done.stdout.strip() == "6"  # prod: hello-ddp's master and 3 workers, resnet's 2 nodes
-    assert "rendered/prod: up to date (2 jobs)" in done.stderr
+    assert "rendered/prod: up to date (2 job(s))" in done.stderr
     repo = tmp_path / "training"
     log = subprocess.run(["git", "-C", str(repo), "log", "--oneline"], capture_output=True, text=True, check=True).stdout
     assert "Training jobs" in log

@@ -218,7 +218,7 @@ def compile_command(sources: tuple[str, ...], out: str, overlays: tuple[str, ...
             elif s.foreign:
                 _print([_foreign(root)])
             elif changes.empty:
-                click.echo(f"{root}: up to date ({len(result.jobs)} jobs)", err=True)
+                click.echo(f"{root}: up to date ({len(result.jobs)} job(s))", err=True)
                 return
             sys.stdout.write(unified_diff(changes, DIFF_LINES))
             click.echo(f"{root}: stale: {len(changes.write)} file(s) to write, {len(changes.delete)} to delete; run `flatjob compile` and commit", err=True)
