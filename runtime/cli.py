@@ -34,7 +34,7 @@ def missing_runtime_extra() -> str | None:
     missing = [m for m in RUNTIME_EXTRA if importlib.util.find_spec(m) is None]
     if not missing:
         return None
-    return f"it runs the job's own runtime, which needs {' and '.join(missing)}: {RUNTIME_INSTALL}"
+    return f"flatjob's runtime needs {' and '.join(missing)} (the runtime extra): {RUNTIME_INSTALL}"
 
 
 def run_loop(controller: Any, stop: threading.Event, notify: threading.Event, health: Any, wall: Any = lambda seconds: seconds) -> None:

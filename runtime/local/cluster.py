@@ -35,7 +35,7 @@ class LocalCluster:
             from ..controller import CONCURRENCY, Controller
             from ..kube import KubeCluster
         except ImportError as exc:  # the kubernetes client: the runtime extra
-            raise Unsupported(f"run-local runs the job's own runtime, which needs the kubernetes client ({exc}): {RUNTIME_INSTALL}") from None
+            raise Unsupported(f"run-local runs the jobs' namespace runtime, which needs the kubernetes client ({exc}): {RUNTIME_INSTALL}") from None
         from ..sim.cluster import FakeCluster
         from ..sim.server import FakeApiServer
 
