@@ -3,7 +3,7 @@
 Pins the convention in docs/architecture.md §5: request = 48 MiB + 1 MiB per 50 pods (the
 elastic maximum counts) + what the pods' specs hold beyond 8 KiB each (x3 a pod, x4 a type), limit = twice the
 request, never under 128 MiB; a namespace runtime adds 1 MiB per 10 jobs it serves beyond the
-first, and the request is rounded up to 16 MiB (500 jobs of 4 pods: 137 MiB, 144 MiB requested;
+first, rounded up to a multiple of 16 MiB (500 jobs of 4 pods: 137 MiB, 144 MiB requested;
 bench/runtime.py --jobs 500 --pods-per-job 4 measured 87-90 MiB resident, README "Performance").
 """
 
