@@ -1,7 +1,7 @@
 """Commands the runtime package contributes to `flatjob` (entry-point group flatjob.commands).
 
-`flatjob runtime` is the entry point of the runtime image: it runs one job's controller
-until SIGTERM.  Importing this module is cheap; the kubernetes client is imported only
+`flatjob runtime` is the entry point of the runtime image: it runs the controller of every
+job of its namespace (or of one job, --kind and --name) until SIGTERM.  Importing this module is cheap; the kubernetes client is imported only
 when the command runs.
 """
 
@@ -61,6 +61,21 @@ def run_loop(controller: Any, stop: threading.Event, notify: threading.Event, he
         notify.wait(timeout)
 
 
+def _cluster(identity: str) -> Any:
+    """The API server to serve, from the pod's service account or else the kubeconfig. Neither
+    (the command started outside a cluster, KUBECONFIG naming nothing) is the user's to fix,
+    so it is said as such, not as an internal error of flatjob."""
+    from .kube import KubeCluster, NoClusterConfig
+
+    try:
+        return KubeCluster(identity=identity)
+    except NoClusterConfig as exc:
+        raise click.ClickException(
+            f"no cluster to serve: not in a pod (no service account) and no usable kubeconfig ({exc}); the runtime runs in the"
+            " Deployment `flatjob compile` renders (runtime.yaml), or by hand with KUBECONFIG naming a cluster"
+        ) from None
+
+
 @click.command("runtime")
 @click.option("--kind", default=None, type=click.Choice(["GenericJob", "PyTorchTrainingJob", "DeepSpeedJob", "ColossalAIJob"]), help="Kind of the one job to serve (with --name); without both, every job of the namespace.")
 @click.option("--name", default=None, help="Name of the one job to serve (with --kind).")
@@ -86,12 +101,11 @@ def runtime_command(kind: str | None, name: str | None, namespace: str, identity
         raise click.UsageError(missing)
     from . import logs
     from .controller import Controller
-    from .kube import KubeCluster
     from .server import Health, serve
 
     logs.setup(log_level)
     identity = identity or os.uname().nodename
-    cluster = KubeCluster(identity=identity)  # the pod's name in the API server's audit log
+    cluster = _cluster(identity)  # the pod's name in the API server's audit log
     controller = Controller(cluster, namespace, kind, name, identity=identity, concurrency=concurrency, notify=cluster.notify, mono=time.monotonic)
     deadline = 2 * cluster.timeouts.watch_read  # one missed bookmark and a reconnect, then /healthz fails
     health = Health(lambda: controller.healthy(deadline))

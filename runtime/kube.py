@@ -256,13 +256,20 @@ class HttpWatch:
                 getattr(self._resp, stop, lambda: None)()
 
 
+class NoClusterConfig(Exception):
+    """Neither a pod's service account nor a usable kubeconfig: the user's to fix, not a bug."""
+
+
 def load_configuration() -> client.Configuration:
     """In-cluster config when running in a pod, else the kubeconfig (KUBECONFIG)."""
     configuration = client.Configuration()
     try:
         config.load_incluster_config(client_configuration=configuration)
     except config.ConfigException:
-        config.load_kube_config(client_configuration=configuration)
+        try:
+            config.load_kube_config(client_configuration=configuration)
+        except config.ConfigException as exc:
+            raise NoClusterConfig(str(exc)) from None
     return configuration
 
 

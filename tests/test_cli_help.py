@@ -8,6 +8,8 @@ command's format list matches the report formats; --version.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from lintkit import run_cli
 
@@ -99,3 +101,19 @@ def test_run_local_without_the_runtime_extra_says_both_ways_to_install_it() -> N
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False, cwd=Path(__file__).resolve().parents[1])
     assert done.returncode == 2, done.stderr
     assert "pip install 'flatjob[runtime]'" in done.stderr and "pip install -e '.[runtime]'" in done.stderr
+
+
+def test_the_runtime_outside_a_cluster_without_a_kubeconfig_says_so_not_an_internal_error(tmp_path: Path) -> None:
+    """`flatjob runtime` started by hand where there is neither a service account nor a
+    kubeconfig is the user's to fix: exit 1 with what is missing, never 'a bug in flatjob'."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KUBERNETES_")}
+    env.update(HOME=str(tmp_path), KUBECONFIG=str(tmp_path / "absent"))
+    code = "import sys; sys.argv = ['flatjob', 'runtime']; from flatjob.compiler.cli import entry; entry()"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False, env=env)
+    assert done.returncode == 1, done.stderr
+    assert "no cluster to serve" in done.stderr and "KUBECONFIG" in done.stderr
+    assert "internal error" not in done.stderr and "Traceback" not in done.stderr
