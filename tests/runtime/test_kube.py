@@ -36,7 +36,15 @@ from flatjob.runtime.api import (
     Unreachable,
     record_resource,
 )
-from flatjob.runtime.kube import LIST_RESTARTS, PAGE_BYTES, KubeCluster, Timeouts, path
+from flatjob.runtime.kube import (
+    LIST_RESTARTS,
+    PAGE_BYTES,
+    KubeCluster,
+    NoClusterConfig,
+    Timeouts,
+    load_configuration,
+    path,
+)
 
 Handler = Callable[[BaseHTTPRequestHandler, bytes], None]
 
@@ -364,3 +372,13 @@ def test_a_watch_refused_by_the_server_is_its_status(server: Scripted) -> None:
     server.answer = lambda h, body: send(h, 403, status(403, "Forbidden", "pods is forbidden"))
     with pytest.raises(Forbidden):
         server.cluster().watch(PODS, "ns", "1")
+
+
+def test_no_service_account_and_no_kubeconfig_is_no_cluster_config(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
+    """Outside a pod, with KUBECONFIG naming nothing: the user's to fix (`flatjob runtime`
+    says so, exit 1), not the client's ConfigException escaping as an internal error."""
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    monkeypatch.setenv("KUBECONFIG", str(tmp_path / "absent"))
+    monkeypatch.setenv("HOME", str(tmp_path))
+    with pytest.raises(NoClusterConfig):
+        load_configuration()
