@@ -125,16 +125,18 @@ class Runner:
         errors: list[str] = []
         warnings: list[str] = []
         for m in self.members:
-            found, said = preflight(list(m.job.pods), m.shown.training, self.settings.options)
+            found, said = preflight(list(m.job.pods), m.shown.training, self.settings.options)  # each names its pod
             errors += found
             warnings += said
-            if m.job.kind in SSH_KINDS:
-                errors += ssh_preflight(m.job.kind, m.job.plan.job.spec.ssh.sshd_path, self.settings.options.base_env)
+            if m.job.kind in SSH_KINDS:  # the machine's: with several jobs, say whose
+                missing = ssh_preflight(m.job.kind, m.job.plan.job.spec.ssh.sshd_path, self.settings.options.base_env)
+                errors += [f"{m.job.name}: {e}" if self.several else e for e in missing]
         warnings += shared_ports({m.job.name: store_ports(m.job.pods, m.job.files) for m in self.members})
         for w in dict.fromkeys(warnings):
             self.screen.note(f"warning: {w}")
         if errors:
-            raise EnvError(f"cannot run {'these jobs' if self.several else 'this job'} here:\n  " + "\n  ".join(dict.fromkeys(errors)))
+            hint = "\n(to run the others: --job NAME runs one job of PATH, or run a folder without these)" if self.several else ""
+            raise EnvError(f"cannot run {'these jobs' if self.several else 'this job'} here:\n  " + "\n  ".join(dict.fromkeys(errors)) + hint)
 
     def _start(self) -> None:
         """The API server with the jobs' objects, the kubelet, then the runtime."""

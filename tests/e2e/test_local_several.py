@@ -221,3 +221,32 @@ def test_cli_prints_a_spec_that_does_not_compile_as_lint_does(tmp_path: Path) ->
     lines = result.output.splitlines()
     assert lines[0].startswith(f"{job}:6:7: error: missing required field 'template'") and lines[0].endswith("[FJ203]"), lines[:3]
     assert any(line.startswith(f"{job}:8:7: error: unknown field 'templat'") for line in lines)
+
+
+def test_cli_names_the_job_of_each_problem_and_how_to_run_the_others(tmp_path: Path) -> None:
+    """A folder whose one job cannot run here (env from a Secret nothing supplies): every
+    problem names its job, and the message says how to run the rest; exit 2, nothing ran."""
+    from click.testing import CliRunner
+
+    from flatjob.runtime.cli import run_local_command
+
+    secret = generic("b").replace("command: [sh, -c, 'true']", "command: [sh, -c, 'true']\n" + " " * 14
+                                  + "env: [{name: TOKEN, valueFrom: {secretKeyRef: {name: s, key: k}}}]")
+    path = folder(tmp_path, a=generic("a"), b=secret)
+    result = CliRunner().invoke(run_local_command, [path])
+    assert result.exit_code == 2, result.output
+    assert "b-worker-0/main: cannot resolve" in result.output and "--job NAME" in result.output
+
+
+def test_cli_names_the_ssh_job_whose_tools_are_missing(tmp_path: Path) -> None:
+    """The SSH kinds' machine checks (root, sshd, launchers on PATH) are the job's, not a pod's:
+    beside other jobs, each such line names its job."""
+    from click.testing import CliRunner
+
+    from flatjob.runtime.cli import run_local_command
+
+    shutil.copy(ROOT / "examples" / "local" / "deepspeed-cpu.yaml", tmp_path / "ds.yaml")
+    path = folder(tmp_path, a=generic("a"))
+    result = CliRunner(env={"PATH": str(tmp_path)}).invoke(run_local_command, [path])
+    assert result.exit_code == 2, result.output
+    assert "deepspeed-cpu: " in result.output and "not found on PATH" in result.output, result.output
