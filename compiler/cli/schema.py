@@ -59,5 +59,7 @@ def schema_command(out: str, check: bool) -> None:
     if check:
         for rel in stale:
             click.echo(f"{root / rel}: stale; run `flatjob schema -o {out}`", err=True)
+        if not stale:  # as `compile --check` says it: silence read like nothing was checked
+            click.echo(f"{root}: up to date ({len(files)} schema files)", err=True)
         sys.exit(1 if stale else 0)
     click.echo(f"{len(stale)} of {len(files)} schema files updated in {root}", err=True)
