@@ -94,6 +94,8 @@ def cli() -> None:
       flatjob compile jobs/ -o rendered/  write manifests for Argo CD or Flux to sync
       flatjob compile jobs/ -o rendered/ --check   fail in CI when rendered/ is stale
       flatjob explain PyTorchTrainingJob.spec.torchrunConfig
+      flatjob run-local job.yaml          smoke-test a job with local processes (runtime extra)
+      flatjob init --gitops argocd repo/  scaffold a GitOps repository (or --gitops flux)
 
     Docs: docs/ in the repository; every diagnostic code is listed in docs/diagnostics.md.
     """
