@@ -146,17 +146,23 @@ def test_namespace_a_job_failing_in_a_loop_does_not_hold_up_the_others() -> None
 
 
 def test_namespace_a_job_moves_between_modes_by_a_commit_and_its_pods_run_on() -> None:
-    text = JOB.format(name="mover", script="sleep 3000; exit 0")
+    """Each move: while the old runtime still runs, a worker finishes (exit 0, no restart under
+    OnFailure), a change its status must show; the old runtime, which no longer serves the
+    record, writes nothing about it, and the new one shows it. The pods are never restarted."""
+    text = JOB.format(name="mover", script="sleep 3000; exit 0").replace("replicas: 2", "replicas: 3")
     s = namespace_scenario(text)
-    st = s.run_until(lambda st: st.get("aggregate", {}).get("running") == 2, limit=60)
+    st = s.run_until(lambda st: st.get("aggregate", {}).get("running") == 3, limit=60)
     uids = {n: p["metadata"]["uid"] for n, p in s.pods().items()}
-    for mode, scope in (("job", ("GenericJob", "mover")), ("namespace", (None, None))):
+    for done, (mode, scope) in enumerate((("job", ("GenericJob", "mover")), ("namespace", (None, None))), start=1):
         s.options = CompileOptions(namespace=NAMESPACE, runtime=mode)  # type: ignore[arg-type]
         s.update_spec(text)  # the commit: the record's mode and the runtime objects change
         record = s.cluster.record(NAMESPACE, "genericjobs", "mover")
         assert record["metadata"]["annotations"][keys.RUNTIME_MODE] == mode
         assert any(o["kind"] == "Deployment" and o["metadata"]["name"] == ("mover-runtime" if mode == "job" else "flatjob") for o in compile_text(text, s.options))
         old, writes = s.controller, len(s.cluster.log)
+        s.sync()
+        old.step()
+        s.kubelet.kill(f"mover-worker-{3 - done}", 0)  # news the served record's status would show
         for _ in range(5):  # the old runtime, not yet pruned, sees the record's new mode and lets it be
             s.sync()
             old.step()
@@ -169,6 +175,7 @@ def test_namespace_a_job_moves_between_modes_by_a_commit_and_its_pods_run_on() -
             s.tick()
         st = s.status()
         assert st["phase"] == "Running" and st["backoffCount"] == 0 and st["runtime"]["attempt"] == 1
+        assert st["aggregate"]["succeeded"] == done, mode  # the new runtime shows what the old one left alone
         assert {n: p["metadata"]["uid"] for n, p in s.pods().items()} == uids, mode  # the same pods, never restarted
         assert scope == (s.controller.kind, s.controller.name)
 
