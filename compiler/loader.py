@@ -15,13 +15,18 @@ from typing import Any
 import yaml
 
 from .errors import Diagnostic
-from .keys import T9K_GROUP
+from .keys import GENERATED_HEADER, T9K_GROUP
 from .limits import Budget
 from .reading import YAML_SUFFIXES, find_inputs, read_text
 from .source import Mark, Source
 from .yamldata import LimitHit, PathT, documents
 
 T9K_KINDS = ("GenericJob", "PyTorchTrainingJob", "DeepSpeedJob", "ColossalAIJob")
+
+NO_JOB = "no T9k job in this file (expected apiVersion batch.tensorstack.dev/v1beta1 and a job kind)"
+# A newcomer's first try is often the rendered record beside the source (hx16).
+NO_JOB_RENDERED = ("no T9k job in this file: it is flatjob's rendered output (its first line says so); "
+                   "lint the job spec it was compiled from")
 
 
 @dataclass
@@ -211,7 +216,7 @@ def load_paths(paths: Iterable[str], budget: Budget | None = None) -> Loaded:
             loaded.diagnostics.append(
                 Diagnostic(
                     "FJ102",
-                    "no T9k job in this file (expected apiVersion batch.tensorstack.dev/v1beta1 and a job kind)",
+                    NO_JOB_RENDERED if text.startswith(GENERATED_HEADER) else NO_JOB,
                     str(file),
                     1,
                     1,
