@@ -178,7 +178,7 @@ def compile_local(path: str, overlays: tuple[str, ...] = (), replicas: Mapping[s
         held = "; ".join(f"{ns}: {', '.join(names)}" for ns, names in namespaces.items())
         raise Unsupported(
             f"{path} holds jobs of {len(namespaces)} namespaces ({held}): run-local runs one namespace's jobs, "
-            "under that namespace's runtime; run each namespace's folder on its own, or choose a job with --job"
+            "under that namespace's runtime; choose one job with --job NAMESPACE/NAME, or name a file or folder whose jobs share a namespace"
         )
     for c in compiled:
         if c.plan.run_mode == "pause":

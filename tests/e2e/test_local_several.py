@@ -203,7 +203,7 @@ def test_cli_refuses_jobs_of_several_namespaces_with_exit_2(tmp_path: Path) -> N
     path = folder(tmp_path, a=generic("a", namespace="team"), b=generic("b"))
     result = CliRunner().invoke(run_local_command, [path])
     assert result.exit_code == 2
-    assert "holds jobs of 2 namespaces (default: b; team: a)" in result.output
+    assert "holds jobs of 2 namespaces (default: b; team: a)" in result.output and "--job NAMESPACE/NAME" in result.output
 
 
 def test_cli_prints_a_spec_that_does_not_compile_as_lint_does(tmp_path: Path) -> None:
