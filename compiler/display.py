@@ -32,6 +32,7 @@ INVISIBLE = (  # a character class's body
 # Lone surrogates: a file name's bytes that are not UTF-8 arrive as U+DC80-U+DCFF (Python's
 # surrogateescape) and are written back as those raw bytes, 0x9b (an 8-bit CSI) among them.
 _SURROGATES = "\ud800-\udfff"
+_SURROGATE_RUN = re.compile(f"[{_SURROGATES}]")
 _UNSAFE = re.compile(f"[\x00-\x1f\x7f-\x9f{INVISIBLE}{_SURROGATES}]")
 _UNSAFE_BUT_TABS = re.compile(f"[\x00-\x08\x0a-\x1f\x7f-\x9f{INVISIBLE}{_SURROGATES}]")
 _MARKDOWN = re.compile(r"""([\\`*_{}\[\]()<>#+\-.!|~"'&:=$^@%;/,?])""")  # CommonMark escapes any ASCII punctuation
@@ -44,6 +45,14 @@ def _escape(m: re.Match[str]) -> str:
     if code < 0x100:
         return f"\\x{code:02x}"
     return f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
+
+
+def unicode_text(text: str) -> str:
+    """`text` with every lone surrogate (a file name's byte that is not UTF-8) written as its
+    `\\xNN` escape: what JSON, SARIF or a message may carry to a UTF-8 stream.  Written back
+    raw, such a byte is an 8-bit CSI on a terminal and invalid UTF-8 in a JSON document, and a
+    strict UTF-8 stream (a UTF-8 locale's stdout, a file opened with encoding="utf-8") refuses it."""
+    return _SURROGATE_RUN.sub(_escape, text) if _SURROGATE_RUN.search(text) else text
 
 
 def visible(text: str, tabs: bool = True) -> str:

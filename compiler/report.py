@@ -9,7 +9,7 @@ import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from .display import INVISIBLE, visible
+from .display import INVISIBLE, unicode_text, visible
 from .errors import CODES, Diagnostic, Severity
 from .version import __version__
 
@@ -40,13 +40,15 @@ MESSAGE_WIDTH = 500  # a longer message (one that embeds a huge value) is cut
 
 
 def _printable(text: str) -> str:
-    """Text safe for a terminal or a CI log: control characters (never tabs) become U+FFFD."""
+    """Text safe for a terminal or a CI log: control characters (never tabs) become U+FFFD, and
+    a file name's bytes that are not UTF-8 (a message may name another file) `\\xNN`."""
+    text = unicode_text(text)
     return _CONTROL.sub("\ufffd", text) if _CONTROL.search(text) else text
 
 
 def _message(text: str, breaks: bool = False) -> str:
     """Printable text of at most MESSAGE_WIDTH characters, on one line unless `breaks`."""
-    text = _CONTROL_BUT_BREAKS.sub("\ufffd", text) if breaks else _printable(_one_line(text))
+    text = _CONTROL_BUT_BREAKS.sub("\ufffd", unicode_text(text)) if breaks else _printable(_one_line(text))
     return text if len(text) <= MESSAGE_WIDTH else text[: MESSAGE_WIDTH - 1] + "\u2026"
 
 
@@ -106,15 +108,15 @@ def format_json(diags: Sequence[Diagnostic], jobs: int = 0, files: int = 0) -> s
     """A stable JSON document for scripts."""
     items = [
         {
-            "path": d.path,
+            "path": unicode_text(d.path),  # a file's name is anyone's: its bytes that are not UTF-8 as `\\xNN`
             "line": d.line,
             "column": d.col,
             "severity": d.severity.value,
             "code": d.code,
             "name": CODES[d.code].name,
-            "message": d.message,
-            "hint": d.hint,
-            "field": d.field,
+            "message": unicode_text(d.message),
+            "hint": unicode_text(d.hint) if d.hint else d.hint,
+            "field": unicode_text(d.field) if isinstance(d.field, str) else d.field,
         }
         for d in _sorted(diags)
     ]
@@ -166,8 +168,8 @@ def format_sarif(diags: Sequence[Diagnostic]) -> str:
     results = []
     for d in _sorted(diags):
         region = {"startLine": d.line, "startColumn": d.col} if d.line else {}
-        location = {"physicalLocation": {"artifactLocation": {"uri": _uri(d.path)}, **({"region": region} if region else {})}}
-        text = d.message + (f" ({d.hint})" if d.hint else "")
+        location = {"physicalLocation": {"artifactLocation": {"uri": unicode_text(_uri(d.path))}, **({"region": region} if region else {})}}
+        text = unicode_text(d.message + (f" ({d.hint})" if d.hint else ""))
         results.append({"ruleId": d.code, "level": "error" if d.is_error else "warning", "message": {"text": text}, "locations": [location]})
     doc = {
         "$schema": "https://json.schemastore.org/sarif-2.1.0.json",

@@ -10,7 +10,9 @@ internal error.
 
 from __future__ import annotations
 
+import json
 import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -27,6 +29,8 @@ from .kit import (
     assert_clean_exit,
     flatjob,
     resource_list,
+    run,
+    script,
 )
 
 CPU_BUDGET = BOUNDED_CPU  # seconds of CPU per run, start-up included
@@ -237,6 +241,32 @@ def test_a_file_name_that_is_not_utf8_is_shown_escaped(box: Sandbox) -> None:
     run_ = box.flatjob("lint", "jobs")
     assert_clean_exit(run_, 1)
     assert "a\\x9b31mred\\x9b0m.yaml:2:7: error:" in run_.output and "\ufffd" not in run_.output, run_.output
+
+
+# hx13: a name's bytes that are not UTF-8 also reach the output where a message names another
+#    file (FJ315 "also defined in ...") and in JSON's and SARIF's path: written back raw (an 8-bit
+#    CSI on a terminal, invalid UTF-8 in the JSON), or, on a strict UTF-8 stream (a UTF-8 locale's
+#    stdout; flatjob-ci's --sarif file), an internal error (exit 3).
+@pytest.mark.parametrize("strict", [False, True], ids=["c-utf8", "strict-utf8"])
+@pytest.mark.parametrize("fmt", ["text", "json", "github", "sarif"])
+def test_a_name_that_is_not_utf8_is_escaped_in_every_format_and_message(box: Sandbox, fmt: str, strict: bool) -> None:
+    with open(os.path.join(os.fsencode(box.jobs), b"a\x9b31m\xff.yaml"), "wb") as f:
+        f.write(JOB.format(name="x").encode())
+    box.job(file="b.yaml", text=JOB.format(name="x"))
+    env = {"PYTHONIOENCODING": "utf-8:strict"} if strict else None
+    run_ = run([sys.executable, "-m", "flatjob.compiler.cli", "lint", "--format", fmt, "jobs"], box.repo, env=env)
+    assert_clean_exit(run_, 1)
+    assert "FJ315" in run_.output and "a\\x9b31m\\xff.yaml" in run_.output.replace("\\\\", "\\"), run_.output[-2000:]
+    assert "\ufffd" not in run_.output and "\x9b" not in run_.output, run_.output[-2000:]  # no raw byte (decoded as U+FFFD)
+
+
+def test_flatjob_ci_writes_sarif_for_a_name_that_is_not_utf8(box: Sandbox) -> None:
+    with open(os.path.join(os.fsencode(box.jobs), b"c\x9b31m.yaml"), "wb") as f:
+        f.write(b"apiVersion: batch.tensorstack.dev/v1beta1\nkind: PyTorchJob\n")
+    sarif = box.tmp / "flatjob.sarif"
+    done = run([script("flatjob-ci"), "--jobs", "jobs", "--overlays", "overlays", "--rendered", "rendered", "--sarif", str(sarif)], box.repo)
+    assert_clean_exit(done, 1)
+    assert "c\\x9b31m.yaml" in json.loads(sarif.read_bytes())["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
 
 
 def test_a_file_too_big_for_the_run_is_reported_where_reading_stopped(tmp_path: Path) -> None:
