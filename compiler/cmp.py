@@ -96,16 +96,26 @@ def _outside(path: str, root: str) -> bool:
     return os.path.commonpath([os.path.realpath(path), root]) != root
 
 
+def _hidden(path: str, root: str) -> bool:
+    """Whether `path`, its links resolved, lies in a hidden folder of `root` (.git: the
+    checkout's config and credentials), where no walk and no followed link ever reads (hx13:
+    SOURCES=.git/config quoted its token line in FJ100)."""
+    return any(part.startswith(".") and part not in (".", "..") for part in Path(os.path.relpath(os.path.realpath(path), root)).parts)
+
+
 def usage_problem(req: Request, env: Mapping[str, str]) -> str | None:
     """Why the request cannot run (exit 2), or None."""
+    from .display import visible
     from .options import CompileOptions, SchedulerTarget
 
     root = os.path.realpath(repository_root(env))
     for p in (*req.sources, *req.overlays):
         if _outside(p, root):  # before any look at whether it exists: that would tell what the repo-server holds
-            return f"{p} is outside the repository ({root}); sources and overlays must be inside it"
+            return f"{visible(p)} is outside the repository ({visible(root)}); sources and overlays must be inside it"
+        if _hidden(p, root):
+            return f"{visible(p)} is in a hidden folder of the repository; sources and overlays must be outside hidden folders"
         if not os.path.exists(p):
-            return f"not found (relative to {os.getcwd()}): {p}"
+            return f"not found (relative to {visible(os.getcwd())}): {visible(p)}"
     scheduler = req.options.get("scheduler", "auto")
     if scheduler not in get_args(SchedulerTarget):
         return f"{PREFIX}SCHEDULER={scheduler!r}; use one of {', '.join(get_args(SchedulerTarget))}"

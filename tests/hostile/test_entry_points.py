@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from .kit import JOB, SECRET, Sandbox, assert_clean_exit, resource_list
+from .kit import JOB, SECRET, TOKEN, Sandbox, assert_clean_exit, resource_list
 
 RL = "apiVersion: config.kubernetes.io/v1\nkind: ResourceList\n"
 
@@ -57,8 +57,14 @@ def test_krm_reports_a_bad_resource_list_in_results(box: Sandbox, stdin: bytes, 
         ({"SOURCES": "jobs", "OVERLAY": "../outside"}, "is outside the repository"),
         ({"SOURCES": "jobs", "NAMESPACE": "../x"}, "ARGOCD_ENV_NAMESPACE='../x' must consist of"),
         ({"SOURCES": "jobs", "CLUSTER_DOMAIN": "a b"}, "ARGOCD_ENV_CLUSTER_DOMAIN='a b' must consist of"),
+        # hx13: a file of the checkout's .git named as a source was read, and its FJ100 quoted the
+        # token line of .git/config; a missing source's name printed its escape sequences raw
+        ({"SOURCES": ".git/config"}, "is in a hidden folder of the repository"),
+        ({"SOURCES": "jobs", "OVERLAY": ".git"}, "is in a hidden folder of the repository"),
+        ({"SOURCES": "jobs/../.git/config"}, "is in a hidden folder of the repository"),
+        ({"SOURCES": "\x1b]52;c;aGk=\x07"}, "not found (relative to"),
     ],
-    ids=["parent", "absolute", "absolute-missing", "parent-missing", "overlay", "namespace", "cluster-domain"],
+    ids=["parent", "absolute", "absolute-missing", "parent-missing", "overlay", "namespace", "cluster-domain", "git-config", "git-overlay", "git-config-dotdot", "escapes"],
 )
 def test_plugin_usage_errors(box: Sandbox, settings: dict[str, str], message: str) -> None:
     box.job()
@@ -66,7 +72,7 @@ def test_plugin_usage_errors(box: Sandbox, settings: dict[str, str], message: st
     run_ = box.plugin(**settings)
     assert_clean_exit(run_, 2)
     assert run_.stdout == "" and message in run_.stderr and len(run_.stderr.splitlines()) == 1
-    assert SECRET not in run_.output and box.untouched()
+    assert SECRET not in run_.output and TOKEN not in run_.output and "\x1b" not in run_.output and box.untouched()
 
 
 def test_plugin_refuses_to_generate_nothing(box: Sandbox) -> None:
