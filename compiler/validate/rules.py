@@ -17,6 +17,8 @@ from ..jobtypes import ColossalAIJob, DeepSpeedJob, GenericJob, PyTorchTrainingJ
 from ..limits import DEFAULT as DEFAULT_LIMITS
 from ..loader import Document, PathT, format_path
 from ..plan import deepspeed as deepspeed_plan
+from ..plan import scripts as scripts_plan
+from ..plan import ssh as ssh_plan
 from ..plan.common import elastic_of, resume_entries
 from ..podset import object_names, pod_counts, pod_total
 from ..podtemplate import containers_of, training_index
@@ -27,8 +29,18 @@ from .suggest import did_you_mean
 
 Rule = Callable[[Any, Document], Iterable[Diagnostic]]
 
-DEEPSPEED_RESERVED = ("/t9k/hostfile", "/root/.deepspeed_env")
-_RESERVED_USE = {"/t9k/hostfile": "the DeepSpeed hostfile", "/root/.deepspeed_env": "the DeepSpeed env file"}
+DEEPSPEED_RESERVED = ("/root/.deepspeed_env",)
+# What flatjob mounts in an SSH kind's pods (plan/ssh.volume_mounts, the ssh folder aside): a
+# volume of the job at one of them is a second mount at the path, which the API server refuses
+# ("must be unique"), or, written otherwise (`/flatjob/`), hides flatjob's scripts (hx13).
+_RESERVED_USE = {
+    scripts_plan.CONFIG_DIR: "its scripts (the job's ConfigMap)",
+    scripts_plan.HOSTFILE: "the hostfile",
+    "/root/.deepspeed_env": "the DeepSpeed env file",
+}
+# sshd splits AuthorizedKeysFile (where the keys in ssh.authMountPath are found) at whitespace and
+# expands % tokens and ${VAR} in it: an absolute path of plain characters is found as written.
+SSH_DIR = re.compile(r"/[A-Za-z0-9_@+=:,./-]*")
 DEEPSPEED_CONFLICTS = {
     "--no_local_rank": "set spec.config.localRank: false instead",
     "--autotuning": "set spec.config.autotune instead",
@@ -482,16 +494,36 @@ def deepspeed_other_args(job: DeepSpeedJob, doc: Document) -> Iterator[Diagnosti
                 )
 
 
+def _mounted(path: str) -> str:
+    return path.rstrip("/") or "/"
+
+
+def ssh_folder(job: Any, doc: Document) -> Iterator[Diagnostic]:
+    """ssh.authMountPath: a path sshd finds as written, and none of flatjob's other mounts;
+    ssh.sshdPath: absolute."""
+    path = job.spec.ssh.auth_mount_path
+    where = ("spec", "ssh", "authMountPath")
+    if not SSH_DIR.fullmatch(path):
+        yield doc.diagnostic(
+            "FJ204", f"ssh.authMountPath {path!r}: sshd reads the keys from an absolute path of plain characters only (it splits its AuthorizedKeysFile at spaces and expands % and ${{}} in it)",
+            where, hint="use an absolute path of letters, digits and _@+=:,./-, such as /root/.ssh",
+        )
+    elif _mounted(path) in _RESERVED_USE and _mounted(path) != "/root/.deepspeed_env":
+        yield doc.diagnostic("FJ309", f"ssh.authMountPath {path} is reserved: flatjob mounts {_RESERVED_USE[_mounted(path)]} there", where, hint="mount the SSH keys somewhere else, such as /root/.ssh")
+    if not job.spec.ssh.sshd_path.startswith("/"):  # sshd re-executes itself by the path it was started with
+        yield doc.diagnostic("FJ204", f"ssh.sshdPath {job.spec.ssh.sshd_path!r}: sshd refuses to start from a relative path", ("spec", "ssh", "sshdPath"), hint="use sshd's absolute path in the image, such as /usr/sbin/sshd")
+
+
 def reserved_paths(job: Any, doc: Document) -> Iterator[Diagnostic]:
-    ssh = job.spec.ssh.auth_mount_path.rstrip("/")
-    reserved = (ssh, *DEEPSPEED_RESERVED) if isinstance(job, DeepSpeedJob) else (ssh,)
+    ssh = _mounted(job.spec.ssh.auth_mount_path)
+    reserved = {_mounted(m["mountPath"]) for m in ssh_plan.volume_mounts(ssh)} | (set(DEEPSPEED_RESERVED) if isinstance(job, DeepSpeedJob) else set())
     for g in groups(job):
         for ci, c in enumerate(containers_of(g.template)):
             mounts = c.get("volumeMounts")
             for mi, m in enumerate(mounts if isinstance(mounts, list) else []):
                 path = m.get("mountPath") if isinstance(m, dict) else None
-                if isinstance(path, str) and path.rstrip("/") in reserved:
-                    what = _RESERVED_USE.get(path.rstrip("/"), "the SSH keys")
+                if isinstance(path, str) and _mounted(path) in reserved:
+                    what = "the SSH keys" if _mounted(path) == ssh else _RESERVED_USE[_mounted(path)]
                     yield doc.diagnostic(
                         "FJ309", f"{path} is reserved: flatjob puts {what} there",
                         (*g.template_path, "spec", "containers", ci, "volumeMounts", mi, "mountPath"),
@@ -745,8 +777,8 @@ def _balanced(value: str, start: int) -> str:
 COMMON: tuple[Rule, ...] = (job_name, job_namespace, metadata_labels, flatjob_annotations, rendered_names, unique_types, run_mode, resume_specs, has_pods, has_containers, template_restart_policy, probes_end_replicas, container_images, reserved_env, *apivalues.RULES, *podspec.RULES, *podshape.RULES, *podparts.RULES)
 RULES: dict[type, tuple[Rule, ...]] = {
     PyTorchTrainingJob: (*COMMON, elastic_range, elastic_needs_torchrun, torchrun_fields, exit_code_of_the_program, tensorboard, *tensorboardpod.RULES),
-    DeepSpeedJob: (*COMMON, elastic_range, deepspeed_run, deepspeed_other_args, exit_code_of_the_program, reserved_paths, *launchers.DEEPSPEED_RULES),
-    ColossalAIJob: (colossalai_shape, *COMMON, colossalai_worker_container, colossalai_extra_args, colossalai_restart_policy, reserved_paths, *launchers.COLOSSALAI_RULES),
+    DeepSpeedJob: (*COMMON, elastic_range, deepspeed_run, deepspeed_other_args, exit_code_of_the_program, ssh_folder, reserved_paths, *launchers.DEEPSPEED_RULES),
+    ColossalAIJob: (colossalai_shape, *COMMON, colossalai_worker_container, colossalai_extra_args, colossalai_restart_policy, ssh_folder, reserved_paths, *launchers.COLOSSALAI_RULES),
     GenericJob: (*COMMON, finish_rules, references),
 }
 

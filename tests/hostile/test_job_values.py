@@ -32,6 +32,49 @@ def _job(extra_container: str = "", spec_extra: str = "", name: str = "bad", kin
     return text.replace("spec:\n  replicaSpecs:", "spec:\n" + spec_extra + "  replicaSpecs:", 1)
 
 
+_DS = """\
+apiVersion: batch.tensorstack.dev/v1beta1
+kind: DeepSpeedJob
+metadata:
+  name: bad
+spec:
+  ssh: {authMountPath: /root/.ssh, sshdPath: /usr/sbin/sshd}
+  config:
+    slotsPerWorker: 1
+    run:
+      python: [train.py]
+  worker:
+    replicas: 2
+    template:
+      spec:
+        containers:
+          - name: worker
+            image: deepspeed:latest
+            volumeMounts:
+              - name: d
+                mountPath: MOUNT
+        volumes: [{name: d, emptyDir: {}}]
+"""
+_CAI = """\
+apiVersion: batch.tensorstack.dev/v1beta1
+kind: ColossalAIJob
+metadata:
+  name: bad
+spec:
+  ssh: {authMountPath: /root/.ssh}
+  launcher: {image: "hpcaitech/colossalai:0.3.0"}
+  worker:
+    replicas: 2
+    command: [train.py]
+    template:
+      spec:
+        containers:
+          - name: worker
+            image: hpcaitech/colossalai:0.3.0
+            volumeMounts: [{name: d, mountPath: MOUNT}]
+        volumes: [{name: d, emptyDir: {}}]
+"""
+
 CASES = {
     # name: (job text, (line, col, code) expected)
     "nan-cpu": (_job("              resources: {limits: {cpu: .nan}}\n"), (15, 41, "FJ204")),
@@ -49,6 +92,16 @@ CASES = {
     "annotations-at-the-limit-on-the-record": (JOB.format(name="bad").replace("  name: bad\n", "  name: bad\n  annotations: {a: " + "x" * (256 * 1024 - 1) + "}\n"), (5, 3, "FJ313")),
     "annotations-at-the-limit-on-the-pods": (JOB.format(name="bad").replace("      template:\n", "      template:\n        metadata: {annotations: {a: " + "x" * (256 * 1024 - 1) + "}}\n"), (10, 20, "FJ313")),
     "container-name": (_job().replace("- name: python", "- name: Python_1"), (12, 21, "FJ404")),
+    # hx13: what flatjob mounts in an SSH kind's pods, mounted again by the job (a second mount
+    # at the path: the API server refuses it; `/flatjob/`: flatjob's scripts hidden), and an ssh
+    # folder sshd would read otherwise than written (split at a space, % expanded)
+    "deepspeed-volume-at-flatjobs-scripts": (_DS.replace("MOUNT", "/flatjob"), (20, 28, "FJ309")),
+    "deepspeed-volume-at-flatjobs-scripts-slash": (_DS.replace("MOUNT", "/flatjob/"), (20, 28, "FJ309")),
+    "colossalai-volume-at-the-hostfile": (_CAI.replace("MOUNT", "/t9k/hostfile"), (16, 49, "FJ309")),
+    "colossalai-ssh-folder-at-flatjobs-scripts": (_CAI.replace("/root/.ssh", "/flatjob").replace("MOUNT", "/data"), (6, 24, "FJ309")),
+    "deepspeed-ssh-folder-with-a-space": (_DS.replace("/root/.ssh", "/root/my keys").replace("MOUNT", "/data"), (6, 24, "FJ204")),
+    "deepspeed-ssh-folder-with-a-token": (_DS.replace("/root/.ssh", "/keys/%u").replace("MOUNT", "/data"), (6, 24, "FJ204")),
+    "deepspeed-relative-sshd": (_DS.replace("sshdPath: /usr/sbin/sshd", "sshdPath: sshd").replace("MOUNT", "/data"), (6, 46, "FJ204")),
     "tensorboard-service-name": (_job(spec_extra="  tensorboardSpec:\n    image: tensorflow/tensorflow:2.14.0\n    trainingLogFilesets: [t9k://pvc/logs/x]\n", name="a" * 55).replace("type: worker", "type: w"), (6, 3, "FJ305")),
 }
 
