@@ -58,7 +58,7 @@ _TABLE = [
     Code("FJ306", "unknown-replica-type", "A runMode entry names a replica type the job does not have."),
     Code("FJ307", "run-mode-conflict", "Debug and pause mode are both enabled."),
     Code("FJ308", "proc-per-node", "procPerNode must be a positive integer, 'gpu', 'cpu' or 'auto'."),
-    Code("FJ309", "reserved-path", "A volume (or the SSH keys) is mounted over a path flatjob reserves (scripts, hostfile, ssh keys, env file)."),
+    Code("FJ309", "reserved-path", "A volume (or the SSH keys) is mounted over a path flatjob reserves (scripts, hostfile, ssh keys, env file), or takes a volume name flatjob gives its own."),
     Code("FJ310", "missing-container", "The pod template lacks a container the job kind requires."),
     Code("FJ311", "conflicting-args", "A launcher argument conflicts with a typed config field."),
     Code("FJ312", "shape-conflict", "ColossalAIJob mixes the launcher/worker and torchConfig/replicaSpecs shapes."),

@@ -514,6 +514,24 @@ def ssh_folder(job: Any, doc: Document) -> Iterator[Diagnostic]:
         yield doc.diagnostic("FJ204", f"ssh.sshdPath {job.spec.ssh.sshd_path!r}: sshd refuses to start from a relative path", ("spec", "ssh", "sshdPath"), hint="use sshd's absolute path in the image, such as /usr/sbin/sshd")
 
 
+# The volumes flatjob adds to an SSH kind's pods (plan/ssh.volumes): a job's volume of the same
+# name is a second one, which the API server refuses ("Duplicate value"; hx13).
+RESERVED_VOLUMES = {ssh_plan.CONFIG_VOLUME: "its scripts and the hostfile (the job's ConfigMap)", ssh_plan.SSH_VOLUME: "the SSH keys"}
+
+
+def reserved_volumes(job: Any, doc: Document) -> Iterator[Diagnostic]:
+    for g in groups(job):
+        spec = g.template.get("spec") if g.template is not None else None
+        volumes = spec.get("volumes") if isinstance(spec, dict) else None
+        for vi, v in enumerate(volumes if isinstance(volumes, list) else []):
+            name = v.get("name") if isinstance(v, dict) else None
+            if isinstance(name, str) and name in RESERVED_VOLUMES:
+                yield doc.diagnostic(
+                    "FJ309", f"volume name {name} is reserved: flatjob adds a volume of that name for {RESERVED_VOLUMES[name]}",
+                    (*g.template_path, "spec", "volumes", vi, "name"), hint="name the volume otherwise (and its volumeMounts)",
+                )
+
+
 def reserved_paths(job: Any, doc: Document) -> Iterator[Diagnostic]:
     ssh = _mounted(job.spec.ssh.auth_mount_path)
     reserved = {_mounted(m["mountPath"]) for m in ssh_plan.volume_mounts(ssh)} | (set(DEEPSPEED_RESERVED) if isinstance(job, DeepSpeedJob) else set())
@@ -777,8 +795,8 @@ def _balanced(value: str, start: int) -> str:
 COMMON: tuple[Rule, ...] = (job_name, job_namespace, metadata_labels, flatjob_annotations, rendered_names, unique_types, run_mode, resume_specs, has_pods, has_containers, template_restart_policy, probes_end_replicas, container_images, reserved_env, *apivalues.RULES, *podspec.RULES, *podshape.RULES, *podparts.RULES)
 RULES: dict[type, tuple[Rule, ...]] = {
     PyTorchTrainingJob: (*COMMON, elastic_range, elastic_needs_torchrun, torchrun_fields, exit_code_of_the_program, tensorboard, *tensorboardpod.RULES),
-    DeepSpeedJob: (*COMMON, elastic_range, deepspeed_run, deepspeed_other_args, exit_code_of_the_program, ssh_folder, reserved_paths, *launchers.DEEPSPEED_RULES),
-    ColossalAIJob: (colossalai_shape, *COMMON, colossalai_worker_container, colossalai_extra_args, colossalai_restart_policy, ssh_folder, reserved_paths, *launchers.COLOSSALAI_RULES),
+    DeepSpeedJob: (*COMMON, elastic_range, deepspeed_run, deepspeed_other_args, exit_code_of_the_program, ssh_folder, reserved_paths, reserved_volumes, *launchers.DEEPSPEED_RULES),
+    ColossalAIJob: (colossalai_shape, *COMMON, colossalai_worker_container, colossalai_extra_args, colossalai_restart_policy, ssh_folder, reserved_paths, reserved_volumes, *launchers.COLOSSALAI_RULES),
     GenericJob: (*COMMON, finish_rules, references),
 }
 
