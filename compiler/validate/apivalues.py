@@ -79,6 +79,19 @@ def _reserved(doc: Document, meta: Any, where: PathT) -> Iterator[Diagnostic]:
                 )
 
 
+def _reserved_gates(doc: Document, spec: dict[str, Any], where: PathT) -> Iterator[Diagnostic]:
+    """flatjob.dev/ scheduling gates: flatjob adds its release gate to every pod template, so the
+    same one again is a duplicate the API server refuses, and the runtime's release removes one
+    of the two only (hx13)."""
+    for i, gate in enumerate(_items(spec.get("schedulingGates"))):
+        name = gate.get("name") if isinstance(gate, dict) else None
+        if isinstance(name, str) and name.startswith(RESERVED_PREFIX):
+            yield doc.diagnostic(
+                "FJ204", f"scheduling gate {name}: {RESERVED_PREFIX} gates are flatjob's own; it gates every pod itself until the runtime releases the gang",
+                (*where, "schedulingGates", i, "name"), hint="remove it, or use a gate of your own domain",
+            )
+
+
 def spec_numbers(doc: Document, spec: dict[str, Any], base: PathT) -> Iterator[Diagnostic]:
     """Ports, the deadline and quantities in one pod spec."""
     deadline = spec.get("activeDeadlineSeconds")
@@ -95,11 +108,13 @@ def spec_numbers(doc: Document, spec: dict[str, Any], base: PathT) -> Iterator[D
 
 
 def pod_templates(job: Any, doc: Document) -> Iterator[Diagnostic]:
-    """Reserved keys and spec_numbers in every pod template."""
+    """Reserved keys and gates, and spec_numbers, in every pod template."""
     for g in groups(job):
         template = g.template if isinstance(g.template, dict) else {}
+        spec = template.get("spec") if isinstance(template.get("spec"), dict) else {}
         yield from _reserved(doc, template.get("metadata"), (*g.template_path, "metadata"))
-        yield from spec_numbers(doc, template.get("spec") if isinstance(template.get("spec"), dict) else {}, (*g.template_path, "spec"))
+        yield from _reserved_gates(doc, spec, (*g.template_path, "spec"))
+        yield from spec_numbers(doc, spec, (*g.template_path, "spec"))
 
 
 # ServicePort fields ValidateService checks by format: (field, rule).  The job's Service and each

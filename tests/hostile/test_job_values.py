@@ -100,6 +100,7 @@ CASES = {
     "colossalai-volume-at-the-hostfile": (_CAI.replace("MOUNT", "/t9k/hostfile"), (16, 49, "FJ309")),
     "colossalai-ssh-folder-at-flatjobs-scripts": (_CAI.replace("/root/.ssh", "/flatjob").replace("MOUNT", "/data"), (6, 24, "FJ309")),
     "deepspeed-volume-named-like-flatjobs": (_DS.replace("MOUNT", "/data").replace("{name: d, emptyDir", "{name: flatjob-config, emptyDir").replace("- name: d\n", "- name: flatjob-config\n"), (21, 26, "FJ309")),
+    "flatjobs-own-scheduling-gate": (JOB.format(name="bad").replace("      template:\n        spec:\n", "      template:\n        spec:\n          schedulingGates: [{name: flatjob.dev/release}]\n"), (11, 36, "FJ204")),
     "deepspeed-ssh-folder-with-a-space": (_DS.replace("/root/.ssh", "/root/my keys").replace("MOUNT", "/data"), (6, 24, "FJ204")),
     "deepspeed-ssh-folder-with-a-token": (_DS.replace("/root/.ssh", "/keys/%u").replace("MOUNT", "/data"), (6, 24, "FJ204")),
     "deepspeed-relative-sshd": (_DS.replace("sshdPath: /usr/sbin/sshd", "sshdPath: sshd").replace("MOUNT", "/data"), (6, 46, "FJ204")),
