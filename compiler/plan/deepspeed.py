@@ -27,8 +27,9 @@ def _flag_names(args: list[str]) -> set[str]:
     return {a.split("=", 1)[0] for a in args if a.startswith("-")}
 
 
-# DeepSpeed's add_export strips a value and wraps it in double quotes it does not escape.
-UNQUOTABLE = '*[\\"\\$\\`\\\\]* | *"$nl"* | [[:space:]]* | *[[:space:]]'
+# DeepSpeed's add_export strips a value and wraps it in double quotes it does not escape, and
+# pdsh replaces %h, %u, %n and %% in the command (src/common/pipecmd.c; hx13).
+UNQUOTABLE = f'*[\\"\\$\\`\\\\]* | *"$nl"* | [[:space:]]* | *[[:space:]] | {scripts.PDSH_FORMATS[0]}'
 
 
 def run_program(cfg: DeepSpeedConfig) -> tuple[str, list[str]]:
@@ -124,7 +125,7 @@ def launch_script(job: DeepSpeedJob, pod: PodPlan, master_addr: str) -> str:
             + scripts.drop_unquotable("deepspeed", UNQUOTABLE, "every node has them from its own pod", LAUNCHER_ENV)
             + scripts.unset_prefixed(LAUNCHER_ENV_PREFIXES)
             + ENV_FILES_CHECK
-            + scripts.plain_directory("deepspeed")
+            + scripts.plain_directory("deepspeed", scripts.PDSH_FORMATS)
             + "# deepspeed, its flags from spec.config. --master_addr is worker-0's DNS name (else the\n"
             "# runner ssh-es in for `hostname -I`). A child (&, wait), so the traps see SIGTERM.\n"
         )

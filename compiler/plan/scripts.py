@@ -50,17 +50,20 @@ def header(auth_mount_path: str) -> str:
 
 
 PLAIN_DIR = "A-Za-z0-9_@%+=:,./-"  # the characters a path may hold to be pasted into a shell as one word (validate.launchers.PLAIN_WORD)
+# What pdsh replaces in the command it runs (validate.launchers.PDSH_FORMAT): a `case` pattern, and its words.
+PDSH_FORMATS = ("*%[hun%]*", "%h, %u, %n or %%, which pdsh rewrites")
 
 
-def plain_directory(launcher: str) -> str:
+def plain_directory(launcher: str, rewritten: tuple[str, str] | None = None) -> str:
     """Stop when the working directory, as the kernel resolves it, is not a plain word: the
     launcher pastes `cd <it>` into every node's shell unquoted, and lint sees only the
-    workingDir's text, not the links on the way (review of round 14: a link to `d;touch x`)."""
+    workingDir's text, not the links on the way (review of round 14: a link to `d;touch x`).
+    `rewritten`: directories the launcher itself would change (pdsh's %h), as a `case` pattern and in words."""
     return (
         f"# {launcher} pastes `cd <this directory>` (resolved) into every node's shell, unquoted.\n"
         'case "$(pwd -P)" in\n'
-        f"  *[!{PLAIN_DIR}]*)\n"
-        f'    echo "flatjob: the working directory (links resolved) holds characters {launcher} would paste into every node\'s shell as syntax; use a directory of letters, digits and {PLAIN_DIR[9:]} only" >&2\n'
+        f"  *[!{PLAIN_DIR}]*{' | ' + rewritten[0] if rewritten else ''})\n"
+        f'    echo "flatjob: the working directory (links resolved) holds characters {launcher} would paste into every node\'s shell as syntax{", or " + rewritten[1] if rewritten else ""}; use a directory of letters, digits and {PLAIN_DIR[9:]} only" >&2\n'
         "    exit 1 ;;\n"
         "esac\n"
     )

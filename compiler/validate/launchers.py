@@ -42,6 +42,11 @@ DEEPSPEED_VALUE_FLAGS = ("-H", "--hostfile", "-i", "--include", "-e", "--exclude
                          "--autotuning", "--bind_core_list", "--ssh_port", "--venv_script", "--log_level")
 # A word every POSIX shell (and bash) leaves exactly as it is (DeepSpeed's own "safe" set).
 PLAIN_WORD = re.compile(r"[A-Za-z0-9_@%+=:,./-]+")
+# pdsh replaces %h, %u, %n and %% in every word of the ssh command it runs, the node's command
+# included (src/common/pipecmd.c, pipecmd_format_arg): through deepspeed, a word holding one of
+# them reaches the node changed (`run_%h` as `run_<host>`; hx13).  Any other `%` stays.
+PDSH_FORMAT = re.compile(r"%[hun%]")
+PDSH_FORMATS = "pdsh replaces %h, %u, %n and %% in the command every node runs"
 # Inside double quotes these still act: $ expands, ` runs, \ escapes.
 IN_DOUBLE_QUOTES = re.compile(r'[$`\\]')
 DROPPED_BY_PDSH = {
@@ -66,7 +71,9 @@ def _flag(arg: str) -> str:
 
 
 def _pdsh_changes(arg: str) -> str | None:
-    """How the node's shell would change a script argument deepspeed passes through pdsh."""
+    """How pdsh or the node's shell would change a script argument deepspeed passes through pdsh."""
+    if PDSH_FORMAT.search(arg):
+        return PDSH_FORMATS
     if " " in arg:
         found = IN_DOUBLE_QUOTES.search(arg)
         return f"{found.group()!r} would act inside the double quotes deepspeed puts around it" if found else None
@@ -79,6 +86,8 @@ def _pdsh_changes(arg: str) -> str | None:
 
 def _script_changes(arg: str) -> str | None:
     """How the node's shell would change the script word, which deepspeed pastes as it is."""
+    if PDSH_FORMAT.search(arg):
+        return PDSH_FORMATS
     return None if PLAIN_WORD.fullmatch(arg) else "deepspeed puts the script unquoted into the command, whose shell would split, expand or run it"
 
 
@@ -154,10 +163,10 @@ def deepspeed_flags(job: DeepSpeedJob, doc: Document) -> Iterator[Diagnostic]:
         if pasted is None:
             continue
         value, at = flag_value(args, i)
-        if value is not None and not PLAIN_WORD.fullmatch(value):
+        if value is not None and (not PLAIN_WORD.fullmatch(value) or PDSH_FORMAT.search(value)):
             yield doc.diagnostic(
-                "FJ340", f"deepspeed puts the value of {pasted} ({value!r}) unquoted into every node's command, whose shell would split or run it",
-                ("spec", "config", "otherArgs", at), hint="use a plain word (letters, digits, _@%+=:,./-)",
+                "FJ340", f"deepspeed puts the value of {pasted} ({value!r}) unquoted into every node's command, whose shell would split or run it" + (f", and {PDSH_FORMATS}" if PDSH_FORMAT.search(value) else ""),
+                ("spec", "config", "otherArgs", at), hint="use a plain word (letters, digits, _@%+=:,./-, no %h, %u, %n or %%)",
             )
 
 
@@ -252,9 +261,10 @@ SHELL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # accelerator's export_envs): names starting so; `colossalai run` exports every name.
 DEEPSPEED_EXPORTS = ("MLFLOW", "PYTHON", "MV2", "UCX", "NCCL", "BKCL", "XPU", "XMLIR", "LD_LIBRARY", "PATH", "NEUWARE_HOME", "CNCL", "ASCEND", "HCCL", "BCCL", "BIREN", "SUPA")
 _PASTED = {
-    "DeepSpeedJob": "deepspeed runs `cd {dir}; export NAME=...` unquoted on every node",
+    "DeepSpeedJob": "deepspeed runs `cd {dir}; export NAME=...` unquoted on every node (through pdsh, which replaces %h, %u, %n and %% in it)",
     "ColossalAIJob": "colossalai run runs `cd {dir} && export NAME=\"...\"` unquoted on every node",
 }
+_FORMATS = {"DeepSpeedJob": PDSH_FORMAT, "ColossalAIJob": None}  # what the launcher itself rewrites
 
 
 Launching = tuple[PathT, Any, PathT, list[Any]]  # workingDir's path and value, env's path and list
@@ -310,10 +320,11 @@ def launcher_shell(job: Any, doc: Document) -> Iterator[Diagnostic]:
         return
     wd_path, wd, env_path, env = found
     how = _PASTED[job.kind]
-    if isinstance(wd, str) and not PLAIN_WORD.fullmatch(wd):
+    formats = _FORMATS[job.kind]
+    if isinstance(wd, str) and (not PLAIN_WORD.fullmatch(wd) or (formats is not None and formats.search(wd))):
         yield doc.diagnostic(
-            "FJ340", f"workingDir {wd!r}: {how.format(dir=wd)}, so the node's shell would split or run it", wd_path,
-            hint="use a directory whose path holds only letters, digits and _@%+=:,./-",
+            "FJ340", f"workingDir {wd!r}: {how.format(dir=wd)}, so the node's shell would split or run it, or land elsewhere", wd_path,
+            hint="use a directory whose path holds only letters, digits and _@%+=:,./- (and for deepspeed no %h, %u, %n or %%)",
         )
     exported = (lambda n: n.startswith(DEEPSPEED_EXPORTS)) if job.kind == "DeepSpeedJob" else (lambda n: True)
     for i, e in enumerate(env):

@@ -100,6 +100,9 @@ CASES = {
     "colossalai-volume-at-the-hostfile": (_CAI.replace("MOUNT", "/t9k/hostfile"), (16, 49, "FJ309")),
     "colossalai-ssh-folder-at-flatjobs-scripts": (_CAI.replace("/root/.ssh", "/flatjob").replace("MOUNT", "/data"), (6, 24, "FJ309")),
     "deepspeed-volume-named-like-flatjobs": (_DS.replace("MOUNT", "/data").replace("{name: d, emptyDir", "{name: flatjob-config, emptyDir").replace("- name: d\n", "- name: flatjob-config\n"), (21, 26, "FJ309")),
+    # hx13: pdsh replaces %h, %u, %n and %% in the command deepspeed has every node run
+    "deepspeed-argument-pdsh-rewrites": (_DS.replace("MOUNT", "/data").replace("python: [train.py]", "python: [train.py, --out=run_%h]"), (10, 26, "FJ340")),
+    "deepspeed-working-dir-pdsh-rewrites": (_DS.replace("MOUNT", "/data").replace("            image: deepspeed:latest\n", "            image: deepspeed:latest\n            workingDir: /w/%n\n"), (18, 25, "FJ340")),
     "flatjobs-own-scheduling-gate": (JOB.format(name="bad").replace("      template:\n        spec:\n", "      template:\n        spec:\n          schedulingGates: [{name: flatjob.dev/release}]\n"), (11, 36, "FJ204")),
     "deepspeed-ssh-folder-with-a-space": (_DS.replace("/root/.ssh", "/root/my keys").replace("MOUNT", "/data"), (6, 24, "FJ204")),
     "deepspeed-ssh-folder-with-a-token": (_DS.replace("/root/.ssh", "/keys/%u").replace("MOUNT", "/data"), (6, 24, "FJ204")),
