@@ -463,15 +463,19 @@ def test_a_deepspeed_env_file_deepspeed_could_not_quote_stops_the_launch(tmp_pat
     run = s.run()
     assert run.code == 1 and not run.of("deepspeed")
     assert "line(s) 2 :" in run.stderr and "pwned" not in run.stderr
+    (folder / ".deepspeed_env").write_text("GOOD=1\nNCCL_X=50%n\nOK=50%\nNCCL_Y=$(id)\n", encoding="utf-8")  # pdsh makes %n the node's rank (hx13)
+    run = s.run()
+    assert run.code == 1 and not run.of("deepspeed") and "line(s) 2 4 :" in run.stderr, run.stderr
     (folder / ".deepspeed_env").write_text("GOOD=1\nNCCL_DEBUG = INFO\n", encoding="utf-8")  # what deepspeed can quote runs
     assert s.run().code == 0
 
 
-def test_a_working_directory_whose_resolved_path_is_shell_syntax_stops_the_launch(tmp_path: Path, bin_dir: Path) -> None:
+@pytest.mark.parametrize("name", ["d;touch${IFS}x", "run_%h"])  # pdsh would cd to run_<host> (hx13)
+def test_a_working_directory_whose_resolved_path_is_shell_syntax_stops_the_launch(tmp_path: Path, bin_dir: Path, name: str) -> None:
     """deepspeed pastes `cd <os.getcwd()>` (links resolved) into every node's shell: lint sees
     the workingDir's text only, launch.sh the directory itself."""
     s = launch(tmp_path, bin_dir, PY)
-    hostile = s.root / "d;touch${IFS}x"
+    hostile = s.root / name
     hostile.mkdir()
     s.cwd.rmdir()
     s.cwd.symlink_to(hostile)

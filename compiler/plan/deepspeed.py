@@ -76,7 +76,7 @@ LAUNCHER_ENV_PREFIXES = ("PDSH_",)  # and any pdsh may read in a later version
 
 # deepspeed also reads ~/.deepspeed_env and ./.deepspeed_env (runner.py DEEPSPEED_ENVIRONMENT_PATHS)
 # and pastes each `K=V` line into every node's command as `export K="V"`, unescaped: a line that
-# is not a shell name and a value free of $ ` " \ stops the launch (only line numbers are
+# is not a shell name and a value free of $ ` " \ (and of pdsh's %h, %u, %n, %%) stops the launch (only line numbers are
 # printed: values may be secrets).
 ENV_FILES_CHECK = r"""for flatjob_env_file in "${HOME:-/root}/.deepspeed_env" ./.deepspeed_env; do
   [ -f "$flatjob_env_file" ] || continue
@@ -84,9 +84,9 @@ ENV_FILES_CHECK = r"""for flatjob_env_file in "${HOME:-/root}/.deepspeed_env" ./
     echo "flatjob: $flatjob_env_file holds a carriage return, where deepspeed would split a line grep reads as one; remove it" >&2
     exit 1
   fi
-  flatjob_bad=$(grep -nvE '^[[:space:]]*[A-Za-z_][A-Za-z0-9_]*[[:space:]]*=[^$`"\\]*$' "$flatjob_env_file" | cut -d: -f1 | tr '\n' ' ')
+  flatjob_bad=$( (grep -nvE '^[[:space:]]*[A-Za-z_][A-Za-z0-9_]*[[:space:]]*=[^$`"\\]*$' "$flatjob_env_file"; grep -nE '%[hun%]' "$flatjob_env_file") | cut -d: -f1 | sort -nu | tr '\n' ' ')
   if [ -n "$flatjob_bad" ]; then
-    echo "flatjob: $flatjob_env_file, line(s) $flatjob_bad: deepspeed would paste them into every node's shell unquoted (a name that is no shell name, or a value with \$, \`, \" or \\); fix or remove them" >&2
+    echo "flatjob: $flatjob_env_file, line(s) $flatjob_bad: deepspeed would paste them into every node's shell unquoted (a name that is no shell name, or a value with \$, \`, \" or \\), or pdsh would rewrite them (%h, %u, %n, %%); fix or remove them" >&2
     exit 1
   fi
 done
