@@ -173,11 +173,14 @@ def _doomed(job: JobView, pod: PodState, led: Ledger, wanted: set[str], settled:
 
 
 def held_by_kueue(pod: PodState) -> bool:
-    """A pod of the job's that has ended and is being deleted, kept by Kueue's finalizer, which
-    Kueue takes off a Failed pod only once its replacement exists (pod_controller.go
-    FindMatchingWorkloads): a replacement of the same name cannot exist first, so the runtime,
-    the pods' creating controller, takes it off (review 23, round 15: the job never ran again)."""
-    return pod.ours and pod.deleting and pod.terminal and keys.KUEUE_FINALIZER in pod.finalizers
+    """A pod of the job's that has ended, or never reached a node, and is being deleted, kept by
+    Kueue's finalizer, which Kueue takes off such a pod of a group only once its replacement
+    exists (pod_controller.go FindMatchingWorkloads: a deleted unbound pod is inactive, as a
+    Failed one, isPodRunnableOrSucceeded; "workload is not deleted if all of the pods in the
+    group are deleted" keeps them): a replacement of the same name cannot exist first, so the
+    runtime, the pods' creating controller, takes it off (review 23, round 15: the job never ran
+    again; review hx18: a job paused while Kueue still queued it, every pod gated, never resumed)."""
+    return pod.ours and pod.deleting and (pod.terminal or pod.node is None) and keys.KUEUE_FINALIZER in pod.finalizers
 
 
 def _ensure(job: JobView, pods: Mapping[str, PodState], led: Ledger, creates: tuple[str, ...], deletes: tuple[str, ...], world: World, stops: tuple[str, ...] = ()) -> list[Action]:

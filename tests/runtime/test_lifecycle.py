@@ -1164,6 +1164,32 @@ def test_lifecycle_under_kueue_a_deepspeed_group_restart_starts_its_next_attempt
     assert s.finished()["phase"] == "Succeeded"
 
 
+@pytest.mark.parametrize("admitted", [True, False])
+def test_lifecycle_under_kueue_a_paused_job_resumes(admitted: bool) -> None:
+    """Paused while Kueue still queues it (its ClusterQueue has no room: every pod gated, none
+    on a node), the job's pods are deleted, and Kueue keeps a deleted pod that never reached a
+    node as it keeps a Failed one, until a replacement exists (pod_controller.go
+    isPodRunnableOrSucceeded, FindMatchingWorkloads; its test "workload is not deleted if all
+    of the pods in the group are deleted" leaves their finalizers): the runtime takes the
+    finalizer off, or the names stay taken and the job never resumes (review hx18)."""
+    job = _kueue(pytorch(master=FOREVER, worker=FOREVER))
+    pause = "spec:\n  runMode:\n    pause:\n      enabled: {}\n  runPolicy:"
+    s = _with_kueue(job)
+    if admitted:
+        running(s, 3)
+    else:
+        s.kubelet.kueue.pods_quota = 2  # the group counts 3
+        s.run_until(lambda st: len(s.pods()) == 3, limit=60)
+        s.tick(10)
+        assert not any(p["spec"].get("nodeName") for p in s.pods().values())
+    s.update_spec(job.replace("spec:\n  runPolicy:", pause.format("true")))
+    s.run_until(lambda st: st.get("phase") == "Paused" and not s.pods(), limit=120)
+    s.kubelet.kueue.pods_quota = None
+    s.update_spec(job.replace("spec:\n  runPolicy:", pause.format("false")))
+    st = s.run_until(lambda st: st.get("aggregate", {}).get("running") == 3, limit=200)
+    assert st["phase"] == "Running" and st["backoffCount"] == 0
+
+
 def test_lifecycle_a_pod_held_by_someone_elses_finalizer_is_named_with_what_to_do() -> None:
     """A finalizer the runtime does not own (a policy controller's) keeps an ended pod it
     deleted: the job cannot replace it, and the record says so, naming the finalizer."""
