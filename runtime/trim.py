@@ -34,6 +34,11 @@ _DETAILED = 8  # containers whose messages are kept; the others' states and reas
 TERMINATION_CAP = 4096  # the kubelet's own cap on a container's termination message (its end is kept)
 _TOLERATION = ("key", "operator", "value", "effect", "tolerationSeconds")
 _OWNER = ("apiVersion", "kind", "name", "uid", "controller")
+# The API server bounds no field of an ownerReference but the object (validateOwnerReference
+# only asks that each be non-empty): a pod whose maker wrote a 1 MiB name there was cached
+# whole.  A group/version is at most 253 + 1 + 63 characters, a name 253, a uid a UUID; a
+# longer value is left out, never cut (a uid cut to the record's length could equal it).
+_OWNER_CAP = 320
 # A pod's labels and annotations the decisions read; a pod's other metadata is anyone's who may
 # create pods (1 000 junk pods with the job's labels and 256 KiB of annotations each would
 # otherwise be 250 MiB of cache), so a cached pod is bounded whatever its maker put on it.
@@ -67,8 +72,14 @@ def meta(obj: Obj, *, labels: bool = True, annotations: bool = True) -> Obj:
     # one an object; anyone may write any number of others).
     controller = next((r for r in map(_dict, _list(m.get("ownerReferences"))) if r.get("controller") is True), None)
     if controller is not None:
-        out["ownerReferences"] = [{k: controller[k] for k in _OWNER if k in controller}]
+        out["ownerReferences"] = [{k: controller[k] for k in _OWNER if k in controller and _owner_field(controller[k])}]
     return out
+
+
+def _owner_field(value: Any) -> bool:
+    """An ownerReference value worth keeping: `controller`'s boolean, or a string of a length
+    some object's apiVersion, kind, name or uid can have."""
+    return isinstance(value, bool) or (isinstance(value, str) and len(value) <= _OWNER_CAP)
 
 
 def _pod_meta(obj: Obj) -> Obj:

@@ -821,6 +821,23 @@ def test_a_pod_is_cached_as_what_the_decisions_read_whatever_its_maker_put_on_it
     assert len(kept["spec"]["schedulingGates"]) == len(kept["status"]["containerStatuses"]) == CONTAINERS_CAP
 
 
+@pytest.mark.parametrize("field", ["name", "apiVersion", "kind", "uid"])
+def test_a_controller_reference_of_any_length_is_cached_bounded_and_never_cut_into_ownership(field: str) -> None:
+    """The API server bounds no field of an ownerReference (validateOwnerReference asks only
+    that each is non-empty): a pod with 1 MiB in its controller reference's name was cached
+    whole, the 1 MiB each (attacker of issue 21, round 5: 20 such pods, 24 MiB).  A value
+    longer than any object's is left out, not cut: a uid cut to the record's length would be it."""
+    uid = "0b6f1c1e-2a3b-4c5d-8e9f-0a1b2c3d4e5f"
+    owner = {"apiVersion": "batch.tensorstack.dev/v1beta1", "kind": "PyTorchTrainingJob", "name": "j", "uid": uid, "controller": True}
+    owner[field] = (uid if field == "uid" else owner[field]) + "x" * (1 << 20)
+    kept = pod({"metadata": {"name": "j-worker-0", "labels": {keys.JOB_NAME: "j"}, "ownerReferences": [owner]}, "spec": {}, "status": {}})
+    assert len(orjson.dumps(kept)) < 4096
+    assert (kept["metadata"]["ownerReferences"][0].get("uid") == uid) == (field != "uid")
+    from flatjob.runtime.observe import pod_state
+
+    assert pod_state(kept, owner_uid=uid).ours == (field != "uid")
+
+
 @fake_only
 def test_pods_with_the_jobs_labels_and_its_records_uid_never_stall_it(runtime_mode: str) -> None:
     s = Scenario(pytorch(master="sleep 60; exit 0", worker="sleep 60; exit 0"))
