@@ -41,7 +41,7 @@ from .job import RecordError, job_view
 from .lookups import SECRET_RETRY, SECRET_TTL
 from .model import GATE, JobView, Ledger
 from .observe import pod_state
-from .scope import JobKey
+from .scope import JobKey, job_key
 from .sshkeys import (
     ForeignSecret,
     SecretNotReplaced,
@@ -576,6 +576,13 @@ class JobWorker:
         body = trim.pod_from_template(template, self.namespace, action.annotations, {**owner_reference(record), "controller": True})
         try:
             self.ctl.pods.written(action.name, lambda: self.ctl.cluster.create(PODS, self.namespace, body), trim.pod)
+        except AlreadyExists:
+            taken = self._name_taken(action.name)
+            if taken is None:
+                raise  # the job's own, which the watch has not brought yet
+            self._refused = (action.name, taken)  # a refusal: backed off, the record says why
+            self.dirty = True
+            return
         except ApiError as exc:
             self._create_failures += 1
             if not refusal(exc, self._create_failures):
@@ -585,6 +592,22 @@ class JobWorker:
             self.ctl.metrics.inc("flatjob_api_errors_total", op="create", status=str(exc.status))
             return
         self._create_failures = 0
+
+    def _name_taken(self, name: str) -> str | None:
+        """Why a pod's name is taken by one outside this job's view (the runtime watches its pods
+        by the job's labels): someone made it without them, or took them off the job's own.  None
+        when the pod there is the job's (its create raced the watch) or is gone already.  Read
+        by a list on its name, trimmed (the runtime's Role has no get on pods)."""
+        try:
+            items, _ = self.ctl.cluster.list(PODS, self.namespace, fields={"metadata.name": name}, trim=trim.pod)
+        except ApiError:
+            return None
+        there = next((p for p in items if (p.get("metadata") or {}).get("name") == name), None)
+        if there is None or job_key(there) == self.key:
+            return None
+        kind, job = self.key
+        return (f"pod {name} already exists without this job's labels ({keys.JOB_KIND}={kind}, {keys.JOB_NAME}={job}): someone made it, "
+                "or took them off the job's own, so the runtime neither sees nor replaces it; delete it or give it back its labels")
 
     def _delete(self, action: Action, record: Obj) -> None:
         self.ctl.cluster.delete(PODS, self.namespace, action.name, action.uid)

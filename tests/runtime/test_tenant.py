@@ -852,6 +852,67 @@ def test_pods_with_the_jobs_labels_and_its_records_uid_never_stall_it(runtime_mo
     assert s.finished()["phase"] == "Succeeded"
 
 
+def _pod_creates(s: Scenario) -> list[str]:
+    """The runtime's pod creates from now on, answered or not."""
+    seen: list[str] = []
+    before = s.server.on_request
+
+    def note(verb: str, resource: str, namespace: str | None, name: str | None, agent: str = "") -> None:
+        if verb == "create" and resource == "pods" and "(runtime-" in agent:
+            seen.append(verb)
+        before(verb, resource, namespace, name, agent)
+
+    s.server.on_request = note
+    return seen
+
+
+@fake_only
+def test_a_pod_name_taken_by_a_pod_without_the_jobs_labels_is_said_and_backed_off(runtime_mode: str) -> None:
+    """A pod named as one of the job's, made before the runtime without the job's labels: the
+    runtime watches its pods by those labels, so it never saw it, and created it again every
+    cycle (409, "someone got there first: fine"), 123 creates in 120 s, the record saying
+    'waiting for 1 of 3 pod(s) to exist' for ever.  It is a refusal now: the record names the
+    pod and what to do, creates back off, and the squatter is never touched."""
+    s = Scenario(pytorch(master="sleep 60; exit 0", worker="sleep 60; exit 0"))
+    squatter = s.cluster.create_pod(NAMESPACE, {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "sim-worker-0"},
+                                                "spec": {"containers": [{"name": "x", "image": "busybox"}]}})
+    creates = _pod_creates(s)
+    for _ in range(120):
+        s.tick()
+    st = s.status()
+    assert "sim-worker-0 already exists without this job's labels" in st["runtime"]["refused"]
+    assert "already exists without this job's labels" in _condition(st, "Ready")["message"]
+    assert len(creates) <= 20 and _events(s, "GangRefused")
+    there = s.pods()["sim-worker-0"]
+    assert there["metadata"]["uid"] == squatter["metadata"]["uid"] and not there["metadata"].get("ownerReferences")
+    s.cluster.store.delete(_pods(), NAMESPACE, "sim-worker-0", {"gracePeriodSeconds": 0})
+    assert s.finished(limit=600)["phase"] == "Succeeded"
+
+
+@fake_only
+def test_a_running_pod_whose_job_labels_someone_took_off_is_said_not_replaced_for_ever(runtime_mode: str) -> None:
+    """`kubectl label pod sim-worker-0 flatjob.dev/job-name-`: the pods watch sends DELETED (it
+    left the selector) and the runtime replaced it after a disruption, a create the name refused
+    every cycle.  The record says the name is taken and why; the pod itself is left alone."""
+    s = Scenario(pytorch(master="sleep 400; exit 0", worker="sleep 400; exit 0"))
+    s.run_until(lambda st: st.get("phase") == "Running")
+    uid = s.pods()["sim-worker-0"]["metadata"]["uid"]
+    s.cluster.patch_pod(NAMESPACE, "sim-worker-0", {"metadata": {"labels": {keys.JOB_NAME: None}}})
+    creates = _pod_creates(s)
+    for _ in range(60):
+        s.tick()
+    st = s.status()
+    assert "sim-worker-0 already exists without this job's labels" in st["runtime"]["refused"] and _events(s, "PodRefused")
+    assert len(creates) <= 10
+    assert s.pods()["sim-worker-0"]["metadata"]["uid"] == uid
+
+
+def _pods() -> Any:
+    from flatjob.runtime.sim.apiserver import kinds
+
+    return kinds.by_key("pods")
+
+
 def test_the_status_a_job_of_many_types_writes_fits_its_own_budget() -> None:
     """A GenericJob of 500 one-replica types, every pod failed: what the runtime itself writes
     is within what trim.record keeps (else each cycle would read the status again)."""
