@@ -12,6 +12,8 @@ write in its namespace can make:
 - junk-pods: the same with Pods (--junk-mib MiB each, 200 KiB of it annotations: the API
   server allows 256 KiB), carrying the job's labels and a forged controller ownerReference
   to its record, so the runtime must read them;
+- junk-owners: the same Pods with their bulk in their controller ownerReference's name instead
+  (the API server bounds no field of an ownerReference), the uid the record's;
 - junk-statuses: four jobs whose records' status.runtime someone fills with 1.3 MB of small
   objects (~31 MiB each, parsed).
 It reports, per case, the runtime's peak RSS (VmHWM) against the memory limit compile gives it
@@ -140,7 +142,21 @@ def case_junk_templates(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         bench.close()
 
 
-def case_junk_pods(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
+def owner_pod(i: int, mib: float, owner: dict[str, Any]) -> dict[str, Any]:
+    """A pod with the job's labels whose controller reference names the record by its uid, with
+    --junk-mib MiB in the reference's name (cached whole before hx19)."""
+    pod = junk_pod(i, 0, owner)
+    pod["metadata"].pop("annotations")
+    pod["metadata"]["name"] = f"junk-owner-{i}"
+    pod["metadata"]["ownerReferences"] = [{**owner, "name": "n" * int(mib * 1024 * 1024)}]
+    return pod
+
+
+def case_junk_owners(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
+    return case_junk_pods(args, tmp, owner_pod)
+
+
+def case_junk_pods(args: argparse.Namespace, tmp: Path, make: Any = junk_pod) -> dict[str, Any]:
     manifests = compile_job(args)
     bench = Bench(manifests, tmp, args.runtime)
     try:
@@ -150,7 +166,7 @@ def case_junk_pods(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         meta = record["metadata"]
         owner = {"apiVersion": record["apiVersion"], "kind": record["kind"], "name": meta["name"], "uid": meta["uid"], "controller": True}
         for i in range(2 * args.junk):  # while it watches: every one is a watch event it reads
-            bench.cluster.apply(junk_pod(i, args.junk_mib, owner))
+            bench.cluster.apply(make(i, args.junk_mib, owner))
             bench.sample()
         watch(bench, args.settle)
         return outcome(bench, n)
@@ -201,10 +217,12 @@ def main() -> None:
     parser.add_argument("--settle", type=float, default=5.0, help="seconds to watch after each hostile change")
     parser.add_argument("--runtime", choices=("namespace", "job"), default="namespace", help="the namespace's runtime, or the job's own")
     parser.add_argument("--json", action="store_true")
+    parser.add_argument("--cases", default="status_edit,junk_templates,junk_pods,junk_owners,junk_statuses", help="which cases, comma-separated")
     args = parser.parse_args()
     out: dict[str, Any] = {"command": f"python bench/hostile_runtime.py {' '.join(sys.argv[1:])}".rstrip()}
-    cases = (("status_edit", case_status_edit), ("junk_templates", case_junk_templates), ("junk_pods", case_junk_pods), ("junk_statuses", case_junk_statuses))
-    for name, case in cases:
+    cases = (("status_edit", case_status_edit), ("junk_templates", case_junk_templates), ("junk_pods", case_junk_pods), ("junk_owners", case_junk_owners),
+             ("junk_statuses", case_junk_statuses))
+    for name, case in [c for c in cases if c[0] in args.cases.split(",")]:
         with tempfile.TemporaryDirectory() as tmp:
             try:
                 out[name] = case(args, Path(tmp))
