@@ -83,7 +83,6 @@ _TABLE = [
     Code("FJ346", "reserved-env", "An environment variable flatjob's scripts or the launcher read as their own configuration (FLATJOB_*, DS_ENV_FILE, PDSH_SSH_ARGS...)."),
     Code("FJ347", "ssh-resume-command", "A resumeSpec gives a DeepSpeedJob or ColossalAIJob pod that runs sshd or the launcher a command or args: on resume they run instead of it."),
     Code("FJ348", "probe-ends-replica", "A livenessProbe or startupProbe on a job's container: every pod's restartPolicy is Never, so a failed probe ends the replica and its exit code decides."),
-    Code("FJ349", "exit-code-of-the-program", "restartPolicy ExitCode behind a launcher (torchrun, deepspeed): flatjob reads the program's exit code where the launcher's hides it; T9k reads the pod's."),
     # Kubernetes pod template (strict schema of the pinned version)
     Code("FJ400", "k8s-unknown-field", "A field the pinned Kubernetes version does not know."),
     Code("FJ401", "k8s-wrong-type", "A Kubernetes field of the wrong type."),

@@ -399,21 +399,6 @@ CASES = [
         """),
         message="torchrun mode ignores the container's command (T9k): 'train.py' is not run, only args are",
     ),
-    # ExitCode behind a launcher: flatjob judges the program's code, T9k the pod's (a ≠ row)
-    Case(
-        "exit-code-behind-torchrun",
-        edit(pytorch("torchrunConfig: {enabled: true}"), "replicas: 2", "replicas: 2\n      restartPolicy: ExitCode"),
-        also=((10, 22, "FJ349"),),
-        message="under ExitCode flatjob judges the program's exit code where torchrun hides it: torchrun exits 1 when a worker is killed, and the signal "
-        "in its failure summary decides (-9: 137, restarted); T9k judges the pod's own code and does not restart it",
-        hint="to restart on any failure, use OnFailure",
-    ),
-    Case(
-        "exit-code-behind-deepspeed",
-        edit(deepspeed(), "replicas: 2", "replicas: 2\n    restartPolicy: ExitCode"),
-        also=((9, 20, "FJ349"),),
-        message="deepspeed exits 255 when pdsh loses its ssh connection to a peer whose pod died, read as 137 (restarted)",
-    ),
     Case("valid-exit-code-without-a-launcher", edit(pytorch(), "replicas: 2", "replicas: 2\n      restartPolicy: ExitCode")),
     *(
         Case(f"valid-torchrun-command-{i}", pytorch("torchrunConfig: {enabled: true}", f"command: {command}"))

@@ -292,35 +292,6 @@ def probes_end_replicas(job: Any, doc: Document) -> Iterator[Diagnostic]:
                 )
 
 
-# What a launcher's own exit code hides, and what flatjob reads instead (runtime/decisions/exitcodes.py).
-LAUNCHER_EXITS = {
-    "torchrun": "torchrun exits 1 when a worker is killed, and the signal in its failure summary decides (-9: 137, restarted)",
-    "deepspeed": "deepspeed exits 255 when pdsh loses its ssh connection to a peer whose pod died, read as 137 (restarted)",
-}
-
-
-def exit_code_of_the_program(job: Any, doc: Document) -> Iterator[Diagnostic]:
-    """restartPolicy ExitCode where a launcher stands between the program and the pod: T9k's
-    list (130, 137, 138, 143; UM pytorchtrainingjob.md) is applied to the code the program's
-    failure means, not to the launcher's 1 or 255, so such a replica is restarted where T9k's
-    controller, reading the pod's code, fails the job (docs/t9k-compatibility.md, a ≠ row)."""
-    if isinstance(job, DeepSpeedJob):
-        places = [(("spec", "worker", "restartPolicy"), job.spec.worker.restart_policy)] if job.spec.worker is not None else []
-        launcher = "deepspeed"
-    elif isinstance(job, PyTorchTrainingJob) and job.spec.torchrun_config is not None and job.spec.torchrun_config.enabled:
-        places = [(("spec", "replicaSpecs", i, "restartPolicy"), r.restart_policy) for i, r in enumerate(job.spec.replica_specs)]
-        launcher = "torchrun"
-    else:
-        return
-    for path, policy in places:
-        if policy == "ExitCode":
-            yield doc.diagnostic(
-                "FJ349", f"under ExitCode flatjob judges the program's exit code where {launcher} hides it: {LAUNCHER_EXITS[launcher]}; "
-                "T9k judges the pod's own code and does not restart it",
-                path, severity=Severity.WARNING, hint="to restart on any failure, use OnFailure",
-            )
-
-
 def container_images(job: Any, doc: Document) -> Iterator[Diagnostic]:
     """Every container needs an image: the API server requires it, the OpenAPI schema does not."""
     for g in groups(job):
@@ -794,8 +765,8 @@ def _balanced(value: str, start: int) -> str:
 
 COMMON: tuple[Rule, ...] = (job_name, job_namespace, metadata_labels, flatjob_annotations, rendered_names, unique_types, run_mode, resume_specs, has_pods, has_containers, template_restart_policy, probes_end_replicas, container_images, reserved_env, *apivalues.RULES, *podspec.RULES, *podshape.RULES, *podparts.RULES)
 RULES: dict[type, tuple[Rule, ...]] = {
-    PyTorchTrainingJob: (*COMMON, elastic_range, elastic_needs_torchrun, torchrun_fields, exit_code_of_the_program, tensorboard, *tensorboardpod.RULES),
-    DeepSpeedJob: (*COMMON, elastic_range, deepspeed_run, deepspeed_other_args, exit_code_of_the_program, ssh_folder, reserved_paths, reserved_volumes, *launchers.DEEPSPEED_RULES),
+    PyTorchTrainingJob: (*COMMON, elastic_range, elastic_needs_torchrun, torchrun_fields, tensorboard, *tensorboardpod.RULES),
+    DeepSpeedJob: (*COMMON, elastic_range, deepspeed_run, deepspeed_other_args, ssh_folder, reserved_paths, reserved_volumes, *launchers.DEEPSPEED_RULES),
     ColossalAIJob: (colossalai_shape, *COMMON, colossalai_worker_container, colossalai_extra_args, colossalai_restart_policy, ssh_folder, reserved_paths, reserved_volumes, *launchers.COLOSSALAI_RULES),
     GenericJob: (*COMMON, finish_rules, references),
 }
