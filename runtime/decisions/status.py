@@ -210,7 +210,7 @@ def replacing(job: JobView, pods: Mapping[str, PodState], ledger: Ledger) -> str
     """Which disrupted pods are being replaced (not restarts: docs/runtime.md), until each
     replacement runs, with how many of the job's pods run meanwhile."""
     gone = sorted(n for n in ledger.disrupted if n not in ledger.disrupted_end and job.pod(n) is not None and not _runs(n, pods, ledger))
-    if ledger.outcome or not gone:
+    if ledger.outcome or ledger.refused or not gone:  # a replacement the API server refuses says why instead
         return None
     return f"Replacing {_few(gone)} after a disruption (not counted as a restart); {_running_note(job, pods, ledger)}"
 
@@ -230,7 +230,7 @@ def _conditions(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, wait
         wait, busy, restart = _summary(found), found[0].reason, None
     elif ph == "Unknown":
         wait = f"The phase of {', '.join(unknown_pods(pods, ledger))} is Unknown: the node does not report it."
-    note = replacing(job, pods, ledger) or (_running_note(job, pods, ledger) if ph == "Running" else None)  # better than the bare phase
+    note = replacing(job, pods, ledger) or ledger.refused or (_running_note(job, pods, ledger) if ph == "Running" else None)  # better than the bare phase
     out = [
         ("Initialized", "True", "-", MSG_INITIALIZED) if ledger.start_time is not None or ledger.resuming else ("Initialized", "False", "Initializing", wait or "Waiting for the job's pods."),
         ("Running", "False", reason, message) if done else ("Running", "True", "-", restart or _running_note(job, pods, ledger)) if ph == "Running" and not found else ("Running", "Unknown" if ph == "Unknown" else "True" if ph == "Running" else "False", busy, restart or wait or ph),

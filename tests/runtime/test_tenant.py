@@ -903,6 +903,8 @@ def test_a_running_pod_whose_job_labels_someone_took_off_is_said_not_replaced_fo
         s.tick()
     st = s.status()
     assert "sim-worker-0 already exists without this job's labels" in st["runtime"]["refused"] and _events(s, "PodRefused")
+    ready = next(c for c in st["conditions"] if c["type"] == "Ready")
+    assert "already exists without this job's labels" in ready["message"] and "Replacing" not in ready["message"], ready
     assert len(creates) <= 10
     assert s.pods()["sim-worker-0"]["metadata"]["uid"] == uid
 
