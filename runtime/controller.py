@@ -160,8 +160,8 @@ class Controller:
             self.tensorboards = NamedWatches(lambda n: self._named(DEPLOYMENTS, n, trim.deployment))
         else:
             self.secrets = SecretProbe(self.cluster, self.namespace, SECRETS, trim.named, self.clock)
-            self.podgroups = LabelWatch(self._informer("podgroups", PODGROUPS, labels=PODGROUP_LABELS, trim_fn=trim.named, key_of=_name))
-            self.tensorboards = LabelWatch(self._informer("tensorboards", DEPLOYMENTS, labels=TENSORBOARD_LABELS, trim_fn=trim.deployment, key_of=_name))
+            self.podgroups = self._label_watch("podgroups", PODGROUPS, PODGROUP_LABELS, trim.named)
+            self.tensorboards = self._label_watch("tensorboards", DEPLOYMENTS, TENSORBOARD_LABELS, trim.deployment)
 
     def _not_served(self, key: JobKey) -> bool:
         """Whether the job's record is here and another runtime's (another mode)."""
@@ -183,6 +183,11 @@ class Controller:
             seed=self.identity,
         )
         return informer
+
+    def _label_watch(self, what: str, res: Any, labels: dict[str, str | None], trim_fn: Callable[[Obj], Obj]) -> LabelWatch:
+        """A namespace-wide watch by label that caches only the names served jobs want."""
+        informer = self._informer(what, res, labels=labels, trim_fn=trim_fn, key_of=_name)
+        return LabelWatch(informer, lambda name: self.cluster.list(res, self.namespace, labels=labels, fields={"metadata.name": name}, trim=informer.gate(trim_fn)))  # type: ignore[no-any-return]
 
     def _named(self, res: Any, name: str, trim_fn: Callable[[Obj], Obj]) -> Informer:
         """An informer on one object, by name (per-job mode)."""

@@ -18,6 +18,7 @@ from typing import Any
 
 from .api import ApiError, Cluster, NotFound, Obj, Resource
 from .informer import Informer
+from .nameset import PodNames
 
 SECRET_TTL = 30.0  # seconds a namespace runtime trusts what it read of a Secret
 SECRET_RETRY = 5.0  # seconds before a Secret that could not be read is read again
@@ -65,19 +66,29 @@ class NamedWatches:
 
 
 class LabelWatch:
-    """One informer for the namespace, by label (namespace mode)."""
+    """One informer for the namespace, by label (namespace mode), caching only the names served
+    jobs want: anyone may label objects as a job's, and the cache must stay bounded whatever is
+    in the namespace (review hx19); a name wanted after its object was turned away is read
+    again by name (`fetch_one`)."""
 
-    def __init__(self, informer: Informer):
+    def __init__(self, informer: Informer, fetch_one: Callable[[str], tuple[list[Obj], str]]):
         self.informer = informer
+        self.fetch_one = fetch_one
         self.started = False
 
     def want(self, names: set[str]) -> None:
-        if names and not self.started:
+        """Cache exactly these names from now on (the informer starts with the first)."""
+        if not names and not self.started:
+            return
+        missing = self.informer.readmit(PodNames.of({}, names))
+        if not self.started:
             self.started = True
             self.informer.start()
+        for name in sorted(missing):
+            self.informer.refill(name, lambda name=name: self.fetch_one(name), frozenset({name}))
 
     def get(self, name: str) -> tuple[bool, Obj | None]:
-        if not self.informer.synced:
+        if not self.informer.ready_for(name):
             return False, None
         return True, self.informer.get(name)
 

@@ -931,3 +931,48 @@ def test_the_status_a_job_of_many_types_writes_fits_its_own_budget() -> None:
     c = cycle(job, lost, running_ledger(job))
     spec = {"replicaSpecs": [{"type": t, "replicas": 1} for t in types]}
     assert len(json.dumps(c.status, separators=(",", ":")).encode()) <= status_bytes(spec)
+
+
+def test_podgroups_and_deployments_with_a_jobs_labels_are_cached_only_when_a_served_job_names_them() -> None:
+    """The namespace runtime watches PodGroups and TensorBoard Deployments once for the namespace,
+    by label (one LabelWatch each); anyone may label objects so, and it cached them all (review
+    hx19): it now caches only the names its served jobs want.  A job whose PodGroup existed before its record is
+    read by name once the record names it, and runs."""
+    from .test_namespace import namespace_scenario
+
+    t9k = "  scheduler:\n    t9kScheduler:\n      queue: default\n"
+    s = namespace_scenario(pytorch(master="sleep 300; exit 0", worker="sleep 300; exit 0").replace("spec:\n", "spec:\n" + t9k, 1))
+    group = next(m for m in s.manifests if m["kind"] == "PodGroup")
+    s.run_until(lambda st: st.get("aggregate", {}).get("running") == 3, limit=120)
+    for i in range(50):
+        junk = copy.deepcopy(group)
+        junk["metadata"] = {**junk["metadata"], "name": f"junk-{i}"}
+        junk["metadata"].pop("ownerReferences", None)
+        junk["spec"]["junk"] = "x" * 10_000
+        s.cluster.apply(junk)
+    s.tick(5)
+    assert sorted(s.controller.podgroups.informer.cache) == [group["metadata"]["name"]]
+    late = copy.deepcopy(group)
+    late["metadata"] = {**late["metadata"], "name": "late"}
+    s.cluster.apply(late)  # turned away: no job names it yet
+    s.tick(2)
+    assert "late" not in s.controller.podgroups.informer.cache
+    for obj in compile_late():
+        s.cluster.apply(obj)
+    for _ in range(60):
+        s.tick()
+        if s.cluster.record(NAMESPACE, "pytorchtrainingjobs", "late").get("status", {}).get("aggregate", {}).get("running") == 3:
+            break
+    assert "late" in s.controller.podgroups.informer.cache  # read by name once its record named it
+    assert s.cluster.record(NAMESPACE, "pytorchtrainingjobs", "late")["status"]["aggregate"]["running"] == 3
+
+
+def compile_late() -> list[dict[str, Any]]:
+    """Job `late`'s record and PodTemplates (its PodGroup is applied first by the test)."""
+    from flatjob.compiler.options import CompileOptions
+
+    from .harness import compile_text
+
+    t9k = "  scheduler:\n    t9kScheduler:\n      queue: default\n"
+    text = pytorch(master="sleep 300; exit 0", worker="sleep 300; exit 0").replace("spec:\n", "spec:\n" + t9k, 1).replace("name: sim\n", "name: late\n", 1)
+    return [o for o in compile_text(text, CompileOptions(namespace=NAMESPACE, runtime="namespace")) if o["kind"] == "PodTemplate" or o["apiVersion"] == keys.RECORD_API_VERSION]
