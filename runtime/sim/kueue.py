@@ -90,8 +90,8 @@ class KueuePods:
     # --- admission ------------------------------------------------------------------------------
     def _admit(self, group: str, members: list[tuple[str, Obj]]) -> bool:
         total = _total(members)
-        if group in self.admitted and _finished(members, total):
-            del self.admitted[group]
+        if _finished(members, total):  # its Workload finished: its quota goes, and it is never admitted again
+            self.admitted.pop(group, None)
             return False
         if group not in self.admitted:
             active = sum(1 for _, p in members if _active(p))
