@@ -322,3 +322,34 @@ def test_typegen_refuses_features_it_cannot_mirror(name: str) -> None:
 def test_typegen_keeps_characters_beyond_the_bmp_whole() -> None:
     assert typegen.q("😀 x") == '"😀 x"'
     assert eval(typegen.q('a"b\\c\n')) == 'a"b\\c\n'
+
+
+def _int_bounds(annotation: Any, metadata: tuple[Any, ...] = ()) -> list[tuple[Any, Any]]:
+    """(ge, le) of every int an annotation reads, None where a bound is missing."""
+    import typing
+
+    import annotated_types
+    from pydantic.fields import FieldInfo
+
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin is typing.Annotated:
+        return _int_bounds(args[0], (*metadata, *args[1:]))
+    if annotation is int:
+        flat = [m for x in metadata for m in (x.metadata if isinstance(x, FieldInfo) else [x])]
+        ge = next((m.ge for m in flat if isinstance(m, annotated_types.Ge)), None)
+        le = next((m.le for m in flat if isinstance(m, annotated_types.Le)), None)
+        return [(ge, le)]
+    return [b for a in args for b in _int_bounds(a, metadata if origin in (typing.Union, type(int | None)) else ())]
+
+
+def test_every_integer_of_a_t9k_type_is_bounded() -> None:
+    """hx17: `slotsPerWorker: 9223372036854775808` passed lint; every int a T9k model reads is
+    an int32 (or an int64) in T9k's CRD and the launchers, so each has both bounds."""
+    unbounded = [
+        f"{model.__name__}.{name}"
+        for model in typegen.closure(MODELS.values())
+        for name, info in model.model_fields.items()
+        for ge, le in _int_bounds(info.annotation, tuple(info.metadata))
+        if ge is None or le is None or le > 2**63 - 1 or ge < -(2**63)
+    ]
+    assert not unbounded, f"integer fields without both bounds: {unbounded}"

@@ -6,7 +6,7 @@ fails when this file is stale.
 
 from __future__ import annotations
 
-from .base import ANY, BOOL, INT, STR, DictOf, Either, Field, Int, ListOf, Nested, OneOf, Opt, Typed
+from .base import ANY, BOOL, STR, DictOf, Either, Field, Int, ListOf, Nested, OneOf, Opt, Typed
 
 
 class ObjectMeta(Typed):
@@ -27,7 +27,7 @@ class ReplicaRestartPolicy(Typed):
     __slots__ = ("limit", "policy")
     FIELDS = (
         Field("policy", "policy", OneOf("Never", "OnFailure", "Always"), "OnFailure"),
-        Field("limit", "limit", Int(ge=0), 0),
+        Field("limit", "limit", Int(ge=0, le=2147483647), 0),
     )
 
 
@@ -37,7 +37,7 @@ class GenericReplicaSpec(Typed):
     __slots__ = ("replicas", "restart_policy", "template", "type")
     FIELDS = (
         Field("type", "type", STR),
-        Field("replicas", "replicas", Int(ge=0), 1),
+        Field("replicas", "replicas", Int(ge=0, le=2147483647), 1),
         Field("restart_policy", "restartPolicy", Nested(ReplicaRestartPolicy), factory=ReplicaRestartPolicy),
         Field("template", "template", DictOf(ANY)),
     )
@@ -130,8 +130,8 @@ class GenericJobSpec(Typed):
     __slots__ = ("clean_up_policy", "failure_rules", "replica_specs", "run_mode", "scheduler", "service", "success_rules")
     FIELDS = (
         Field("replica_specs", "replicaSpecs", ListOf(Nested(GenericReplicaSpec), min_length=1)),
-        Field("success_rules", "successRules", ListOf(DictOf(ListOf(Either(INT, STR)))), factory=list),
-        Field("failure_rules", "failureRules", ListOf(DictOf(ListOf(Either(INT, STR)))), factory=list),
+        Field("success_rules", "successRules", ListOf(DictOf(ListOf(Either(Int(ge=-2147483648, le=2147483647), STR)))), factory=list),
+        Field("failure_rules", "failureRules", ListOf(DictOf(ListOf(Either(Int(ge=-2147483648, le=2147483647), STR)))), factory=list),
         Field("service", "service", Opt(Nested(ServiceOption)), None),
         Field("clean_up_policy", "cleanUpPolicy", OneOf("All", "Unfinished", "None"), "None"),
         Field("run_mode", "runMode", Opt(Nested(RunMode)), None),
@@ -158,9 +158,9 @@ class PyTorchReplicaSpec(Typed):
     __slots__ = ("replicas", "restart_policy", "scaling_weight", "template", "type")
     FIELDS = (
         Field("type", "type", STR),
-        Field("replicas", "replicas", Int(ge=0), 1),
+        Field("replicas", "replicas", Int(ge=0, le=2147483647), 1),
         Field("restart_policy", "restartPolicy", OneOf("Never", "OnFailure", "Always", "ExitCode"), "Never"),
-        Field("scaling_weight", "scalingWeight", Opt(Int(ge=0)), None),
+        Field("scaling_weight", "scalingWeight", Opt(Int(ge=0, le=2147483647)), None),
         Field("template", "template", DictOf(ANY)),
     )
 
@@ -171,11 +171,11 @@ class TorchrunConfig(Typed):
     __slots__ = ("enabled", "extra_options", "max_restarts", "min_nodes", "proc_per_node", "rdzv_backend")
     FIELDS = (
         Field("enabled", "enabled", BOOL, False),
-        Field("max_restarts", "maxRestarts", Int(ge=0), 0),
+        Field("max_restarts", "maxRestarts", Int(ge=0, le=2147483647), 0),
         Field("proc_per_node", "procPerNode", STR, "1"),
         Field("rdzv_backend", "rdzvBackend", OneOf("c10d", "etcd", "etcd-v2"), "c10d"),
         Field("extra_options", "extraOptions", ListOf(STR), factory=list),
-        Field("min_nodes", "minNodes", Opt(INT), None, exclude=True),
+        Field("min_nodes", "minNodes", Opt(Int(ge=-2147483648, le=2147483647)), None, exclude=True),
     )
 
 
@@ -185,9 +185,9 @@ class ElasticConfig(Typed):
     __slots__ = ("enabled", "expected_replicas", "max_replicas", "min_replicas")
     FIELDS = (
         Field("enabled", "enabled", BOOL, False),
-        Field("min_replicas", "minReplicas", Opt(Int(ge=1)), None),
-        Field("max_replicas", "maxReplicas", Opt(Int(ge=1)), None),
-        Field("expected_replicas", "expectedReplicas", Opt(Int(ge=1)), None),
+        Field("min_replicas", "minReplicas", Opt(Int(ge=1, le=2147483647)), None),
+        Field("max_replicas", "maxReplicas", Opt(Int(ge=1, le=2147483647)), None),
+        Field("expected_replicas", "expectedReplicas", Opt(Int(ge=1, le=2147483647)), None),
     )
 
 
@@ -277,8 +277,8 @@ class RunPolicy(Typed):
 
     __slots__ = ("active_deadline_seconds", "backoff_limit", "clean_up_policy")
     FIELDS = (
-        Field("active_deadline_seconds", "activeDeadlineSeconds", Opt(Int(ge=1)), None),
-        Field("backoff_limit", "backoffLimit", Int(ge=0), 3),
+        Field("active_deadline_seconds", "activeDeadlineSeconds", Opt(Int(ge=1, le=9223372036854775807)), None),
+        Field("backoff_limit", "backoffLimit", Int(ge=0, le=2147483647), 3),
         Field("clean_up_policy", "cleanUpPolicy", OneOf("All", "Unfinished", "None"), "Unfinished"),
     )
 
@@ -316,7 +316,7 @@ class DeepSpeedWorker(Typed):
 
     __slots__ = ("replicas", "restart_policy", "template")
     FIELDS = (
-        Field("replicas", "replicas", Int(ge=0), 1),
+        Field("replicas", "replicas", Int(ge=0, le=2147483647), 1),
         Field("restart_policy", "restartPolicy", OneOf("Never", "OnFailure", "Always", "ExitCode"), "OnFailure"),
         Field("template", "template", DictOf(ANY)),
     )
@@ -339,7 +339,7 @@ class DeepSpeedConfig(Typed):
     __slots__ = ("autotune", "custom_command", "local_rank", "other_args", "run", "slots_per_worker")
     FIELDS = (
         Field("run", "run", Opt(Nested(RunType)), None),
-        Field("slots_per_worker", "slotsPerWorker", Int(ge=1), 1),
+        Field("slots_per_worker", "slotsPerWorker", Int(ge=1, le=2147483647), 1),
         Field("local_rank", "localRank", BOOL, True),
         Field("autotune", "autotune", OneOf("none", "tune", "run"), "none"),
         Field("other_args", "otherArgs", ListOf(STR), factory=list),
@@ -403,8 +403,8 @@ class ColossalAIWorker(Typed):
 
     __slots__ = ("command", "proc_per_worker", "replicas", "template", "torch_args")
     FIELDS = (
-        Field("replicas", "replicas", Int(ge=0), 1),
-        Field("proc_per_worker", "procPerWorker", Int(ge=1), 1),
+        Field("replicas", "replicas", Int(ge=0, le=2147483647), 1),
+        Field("proc_per_worker", "procPerWorker", Int(ge=1, le=2147483647), 1),
         Field("command", "command", ListOf(STR)),
         Field("torch_args", "torchArgs", ListOf(STR), factory=list),
         Field("template", "template", DictOf(ANY)),
@@ -416,7 +416,7 @@ class TorchConfig(Typed):
 
     __slots__ = ("extra_args", "proc_per_worker", "script")
     FIELDS = (
-        Field("proc_per_worker", "procPerWorker", Int(ge=1), 1),
+        Field("proc_per_worker", "procPerWorker", Int(ge=1, le=2147483647), 1),
         Field("script", "script", ListOf(STR)),
         Field("extra_args", "extraArgs", ListOf(STR), factory=list),
     )
@@ -428,7 +428,7 @@ class ColossalAIReplicaSpec(Typed):
     __slots__ = ("replicas", "restart_policy", "template", "type")
     FIELDS = (
         Field("type", "type", OneOf("launcher", "worker")),
-        Field("replicas", "replicas", Int(ge=0), 1),
+        Field("replicas", "replicas", Int(ge=0, le=2147483647), 1),
         Field("restart_policy", "restartPolicy", Opt(Nested(ReplicaRestartPolicy)), None),
         Field("template", "template", DictOf(ANY)),
     )

@@ -7,6 +7,8 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 from pydantic.alias_generators import to_camel
 
+from ..digits import INT32_MAX, INT64_MAX
+
 
 class T9kModel(BaseModel):
     """A T9k API type: unknown fields are errors and no value is coerced.
@@ -47,5 +49,12 @@ EnvVar = kube("io.k8s.api.core.v1.EnvVar", "envvar-v1.json")
 Resources = kube("io.k8s.api.core.v1.ResourceRequirements", "resourcerequirements-v1.json")
 ServicePort = kube("io.k8s.api.core.v1.ServicePort", "serviceport-v1.json")
 
-NonNegInt = Annotated[int, Field(ge=0)]
-PosInt = Annotated[int, Field(ge=1)]
+# Every integer of a T9k type is bounded here, once: T9k's CRD and the launchers hold replicas,
+# slots, processes, restarts and limits in a Go int32 (activeDeadlineSeconds: an int64, as in
+# a Kubernetes Job), so `slotsPerWorker: 9223372036854775808` is refused at its line, not by
+# the API server or as a launcher's overflow (hx17).  tests/test_jobtypes.py checks that no
+# model field reads an unbounded int.
+Int32 = Annotated[int, Field(ge=-INT32_MAX - 1, le=INT32_MAX)]
+NonNegInt = Annotated[int, Field(ge=0, le=INT32_MAX)]
+PosInt = Annotated[int, Field(ge=1, le=INT32_MAX)]
+PosInt64 = Annotated[int, Field(ge=1, le=INT64_MAX)]

@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
-from .base import NonNegInt, PosInt, Resources, T9kModel
+from .base import NonNegInt, PosInt, PosInt64, Resources, T9kModel
 
 
 class ObjectMeta(T9kModel):
@@ -96,7 +96,7 @@ class ElasticConfig(T9kModel):
 class RunPolicy(T9kModel):
     """Run policy of PyTorchTrainingJob and DeepSpeedJob."""
 
-    active_deadline_seconds: PosInt | None = Field(None, description="Seconds from job start after which the job fails.")
+    active_deadline_seconds: PosInt64 | None = Field(None, description="Seconds from job start after which the job fails.")
     backoff_limit: NonNegInt = Field(3, description="Restarts allowed, summed over all replicas, before the job fails (a DeepSpeed group restart counts once).")
     clean_up_policy: Literal["All", "Unfinished", "None"] = Field(
         "Unfinished", description="Pods deleted after the job finishes: All, Unfinished (still running) or None. T9k documents no default here; flatjob frees the GPUs of pods still running."

@@ -6,12 +6,12 @@ from typing import Literal
 
 from pydantic import Field
 
-from .base import NonNegInt, PodTemplate, ServicePort, T9kModel
+from .base import Int32, NonNegInt, PodTemplate, ServicePort, T9kModel
 from .common import ReplicaRestartPolicy, RunMode, SchedulePolicy, T9kJob
 
 # A finish rule maps a replica type to ranks of that type: {"worker": [0, 1]}.
 # Ranks are IntOrString in T9k's API; strings must hold a decimal rank.
-FinishRule = dict[str, list[int | str]]
+FinishRule = dict[str, list[Int32 | str]]
 
 
 class GenericReplicaSpec(T9kModel):

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field
 
-from .base import NonNegInt, PodTemplate, T9kModel
+from .base import Int32, NonNegInt, PodTemplate, T9kModel
 from .common import (
     ElasticConfig,
     RestartPolicyName,
@@ -38,7 +38,7 @@ class TorchrunConfig(T9kModel):
     proc_per_node: str = Field("1", description="torchrun --nproc-per-node: a number; 'gpu' (the replica's GPU count); 'cpu' or 'auto' (passed on to torchrun).")
     rdzv_backend: Literal["c10d", "etcd", "etcd-v2"] = Field("c10d", description="Rendezvous backend: c10d (built in), etcd or etcd-v2 (user-provided).")
     extra_options: list[str] = Field(default_factory=list, description="More torchrun options, placed before the script.")
-    min_nodes: int | None = Field(None, description="Deprecated and ignored (shown in one T9k example); use spec.elastic.", exclude=True)
+    min_nodes: Int32 | None = Field(None, description="Deprecated and ignored (shown in one T9k example); use spec.elastic.", exclude=True)
 
 
 class PyTorchTrainingJobSpec(T9kModel):

@@ -9,6 +9,7 @@ The pydantic models stay the one place a field is declared; this writes their pl
 from __future__ import annotations
 
 import json
+import re
 import sys
 import types
 import typing
@@ -33,8 +34,11 @@ fails when this file is stale.
 
 from __future__ import annotations
 
-from .base import ANY, BOOL, INT, STR, DictOf, Either, Field, Int, ListOf, Nested, OneOf, Opt, Typed
+from .base import {imports}
 '''
+# What the generated module may import from jobtypes.base; only those its classes use are
+# imported (once every int is bounded, none reads a bare INT).
+_BASE_NAMES = ("ANY", "BOOL", "INT", "STR", "DictOf", "Either", "Field", "Int", "ListOf", "Nested", "OneOf", "Opt", "Typed")
 _SCALARS = {str: "STR", bool: "BOOL", int: "INT", Any: "ANY"}
 
 
@@ -182,7 +186,8 @@ def source() -> str:
     body = "\n\n".join(class_source(m) for m in models)
     kinds = "".join(f"    {q(k)}: {m.__name__},\n" for k, m in MODELS.items())
     all_names = "".join(f"    {q(n)},\n" for n in ["KINDS", *names])
-    return f"{HEADER}\n\n{body}\n\nKINDS: dict[str, type[Typed]] = {{\n{kinds}}}\n\n__all__ = [\n{all_names}]\n"
+    used = ", ".join(n for n in _BASE_NAMES if n in ("Field", "Typed") or re.search(rf"\b{n}\b", body))
+    return f"{HEADER.format(imports=used)}\n\n{body}\n\nKINDS: dict[str, type[Typed]] = {{\n{kinds}}}\n\n__all__ = [\n{all_names}]\n"
 
 
 def main(argv: list[str]) -> int:

@@ -12,6 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from ..digits import INT32_MAX, INT64_MAX
 from ..errors import Diagnostic
 from ..loader import Document, PathT
 from ..models import MODELS, T9kModel
@@ -116,10 +117,18 @@ def _message(err: dict[str, Any], doc: Document, model: type[BaseModel], path: P
     if kind in ("greater_than_equal", "greater_than", "less_than_equal", "less_than"):
         sign = {"greater_than_equal": ">=", "greater_than": ">", "less_than_equal": "<=", "less_than": "<"}[kind]
         bound = next(iter(ctx.values()), "?")
-        return doc.diagnostic("FJ204", f"{_fmt(path)}: must be {sign} {bound}, got {value}", path)
+        return doc.diagnostic("FJ204", f"{_fmt(path)}: must be {sign} {bound}{_WIDTHS.get(bound, '')}, got {value}", path)
     if kind == "too_short":
         return doc.diagnostic("FJ204", f"{_fmt(path)}: must have at least {ctx.get('min_length', 1)} item(s)", path)
     return doc.diagnostic("FJ204", f"{_fmt(path)}: {err.get('msg', 'invalid value')}", path)
+
+
+# Why a bound is what it is, for the bounds every integer of a T9k type has (models/base.py).
+_WIDTHS = {
+    INT32_MAX: " (the largest int32: T9k's CRD and the launchers hold it in 32 bits)",
+    -INT32_MAX - 1: " (the smallest int32: T9k's CRD holds it in 32 bits)",
+    INT64_MAX: " (the largest int64, as Kubernetes holds a deadline)",
+}
 
 
 def _fmt(path: PathT) -> str:

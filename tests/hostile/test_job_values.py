@@ -107,6 +107,10 @@ CASES = {
     "deepspeed-ssh-folder-with-a-space": (_DS.replace("/root/.ssh", "/root/my keys").replace("MOUNT", "/data"), (6, 24, "FJ204")),
     "deepspeed-ssh-folder-with-a-token": (_DS.replace("/root/.ssh", "/keys/%u").replace("MOUNT", "/data"), (6, 24, "FJ204")),
     "deepspeed-relative-sshd": (_DS.replace("sshdPath: /usr/sbin/sshd", "sshdPath: sshd").replace("MOUNT", "/data"), (6, 46, "FJ204")),
+    # hx17: every integer of a T9k type is an int32 (activeDeadlineSeconds an int64) in T9k's CRD
+    # and the launchers; 2**63 passed lint
+    "deepspeed-slots-beyond-int32": (_DS.replace("slotsPerWorker: 1", "slotsPerWorker: 9223372036854775808").replace("MOUNT", "/data"), (8, 21, "FJ204")),
+    "deadline-beyond-int64": (JOB.format(name="bad").replace("spec:\n  replicaSpecs:", "spec:\n  runPolicy: {activeDeadlineSeconds: 9223372036854775808}\n  replicaSpecs:", 1), (6, 38, "FJ204")),
     "tensorboard-service-name": (_job(spec_extra="  tensorboardSpec:\n    image: tensorflow/tensorflow:2.14.0\n    trainingLogFilesets: [t9k://pvc/logs/x]\n", name="a" * 55).replace("type: worker", "type: w"), (6, 3, "FJ305")),
 }
 
