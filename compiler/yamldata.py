@@ -101,6 +101,10 @@ _ENDS = (MappingEndEvent, SequenceEndEvent)
 Pair = tuple[str, Mark, int, int]  # a merged key, its mark, and its value's event range
 
 
+def _two_merges(first: Mark) -> str:
+    return f"duplicate merge key '<<' (first at line {first.line}); YAML readers disagree on which merge wins; merge a list instead: <<: [*first, *second]"
+
+
 class LimitHit(Exception):
     """A reading limit was crossed: the file is not read further."""
 
@@ -462,6 +466,9 @@ class _Builder:
                 self._open_collection(event, index, top)
             return
         if _is_merge_key(key_event):
+            if top.merge_mark is not None:
+                self._duplicate_merge(top, _mark(key_event))
+                return
             top.key, top.merge_mark = _MERGE, self._origin(_mark(event))
             return
         text, mark = key_event.value, _mark(key_event)
@@ -475,6 +482,13 @@ class _Builder:
     def _duplicate(self, top: _Frame, text: str, mark: Mark) -> None:
         first = top.explicit[text]
         self._problem("FJ101", f"duplicate key {_shown(text)!r} (first defined at line {first.line}); Kubernetes rejects duplicate keys", mark)
+        top.key = _DISCARD
+
+    def _duplicate_merge(self, top: _Frame, mark: Mark) -> None:
+        """A second `<<` in one mapping: a duplicate key like any other (YAML keys are unique),
+        and one readers resolve apart (go-yaml v2, kubectl's: the last merge wins; go-yaml v3
+        refuses it; flatjob's first-wins would be a third reading), so it is reported, not merged."""
+        self._problem("FJ101", _two_merges(top.merge_mark or mark), mark)
         top.key = _DISCARD
 
     def _merge_value(self, top: _Frame, event: Event, index: int) -> None:
@@ -557,6 +571,7 @@ class _Builder:
         own: list[Pair] = []
         merged: list[Pair] = []
         events = self.events
+        first_merge: Mark | None = None
         i = start + 1
         while i < end - 1:
             key_end = self._end_of(i)
@@ -565,7 +580,10 @@ class _Builder:
             if key.__class__ is AliasEvent:
                 anchor = self.anchors.get(key.anchor)
                 key = events[anchor.start] if anchor is not None and anchor.end >= 0 else key
-            if _is_merge_key(key):
+            if _is_merge_key(key) and first_merge is not None:  # an inline merge source is never built: checked here
+                self._problem("FJ101", _two_merges(first_merge), _mark(key))
+            elif _is_merge_key(key):
+                first_merge = _mark(key)
                 merged.extend(self._merge_pairs_of(key_end, value_end, depth + 1))
             elif key.__class__ is ScalarEvent:
                 own.append((key.value, _mark(key), key_end, value_end))
@@ -670,6 +688,8 @@ def documents(source: Source, budget: Budget) -> Iterator[tuple[Any, dict[PathT,
                 raise builder._limit(what, _mark(start))
             budget.documents -= 1
             builder.begin()
+            if start.version is not None and tuple(start.version) != (1, 1):
+                builder._problem("FJ104", _version_problem(start.version), _directive_mark(source.text, start))
             data = builder.build()
             # Each problem once: an alias built twice meets its anchor's problems twice.
             yield data, builder.value_marks, builder.key_marks, unique(builder.problems)
@@ -702,6 +722,29 @@ def _directive_past(text: str, limit: int) -> Mark | None:
         if n > limit:
             return Mark(len(re.findall(_BREAK, text[: match.end() - 1])) + 1, 1)
     return None
+
+
+def _version_problem(version: tuple[int, int]) -> str:
+    """Why a `%YAML` directive other than 1.1 is refused (docs/architecture.md, YAML version)."""
+    return (
+        f"%YAML {version[0]}.{version[1]}: flatjob reads YAML 1.1, as kubectl does (its go-yaml v2 refuses any other"
+        " version: 'found incompatible YAML document'), and a 1.2 reader would read yes/no/on/off and 017 otherwise;"
+        " remove the directive"
+    )
+
+
+def _directive_mark(text: str, start: Event) -> Mark:
+    """The line of the last `%YAML` directive before a document's start (libyaml marks the `---`)."""
+    end = start.start_mark.index
+    found = None
+    for match in _VERSION_DIRECTIVE.finditer(text, 0, end):
+        found = match
+    if found is None:
+        return _mark(start)
+    return Mark(len(re.findall(_BREAK, text[: found.start()])) + 1, 1)
+
+
+_VERSION_DIRECTIVE = re.compile(r"(?:\A|(?<=[\r\n\x85\u2028\u2029]))%YAML[ \t]")
 
 
 def _too_deep(exc: yaml.MarkedYAMLError) -> bool:

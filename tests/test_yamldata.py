@@ -58,11 +58,22 @@ def test_merges_as_go_applies_them() -> None:
         ("a: &x 1\nb: &x 2\n", [(2, 4, "FJ100")]),
         ("? [k]\n: v\nb: 1\n", [(1, 3, "FJ104")]),
         ("a: 1\na: 2\n", [(2, 1, "FJ101")]),
+        # hx17: go-yaml v2 (kubectl) lets the last of two merges win, go-yaml v3 refuses them
+        ("a: &a {x: 1}\nb: &b {x: 2}\nc:\n  <<: *a\n  <<: *b\n", [(5, 3, "FJ101")]),
+        ("a: &a {x: 1}\nc: {<<: *a, !!merge <<: {x: 2}}\n", [(2, 13, "FJ101")]),
+        ("a: &a {x: 1}\nc: {<<: {<<: *a, <<: {x: 2}}}\n", [(2, 18, "FJ101")]),
+        # hx17: kubectl's go-yaml v2 refuses every %YAML but 1.1 ('found incompatible YAML document')
+        ("%YAML 1.2\n---\na: yes\n", [(1, 1, "FJ104")]),
+        ("a: 1\n...\n%YAML 1.2\n---\nb: on\n", [(3, 1, "FJ104")]),
     ],
-    ids=["recursive-alias", "recursive-merge", "merge-of-a-scalar", "local-tag-on-map", "set", "omap", "empty-int", "empty-float", "undefined-alias", "anchor-twice", "complex-key", "duplicate-key"],
+    ids=["recursive-alias", "recursive-merge", "merge-of-a-scalar", "local-tag-on-map", "set", "omap", "empty-int", "empty-float", "undefined-alias", "anchor-twice", "complex-key", "duplicate-key", "two-merge-keys", "two-merge-keys-one-tagged", "two-merge-keys-in-an-inline-source", "yaml-1.2", "yaml-1.2-second-document"],
 )
 def test_what_kubernetes_cannot_hold_is_a_diagnostic(text: str, found: list[tuple[int, int, str]]) -> None:
     assert one(text)[1] == found
+
+
+def test_a_yaml_1_1_directive_is_what_flatjob_reads() -> None:
+    assert one("%YAML 1.1\n---\na: yes\n") == ({"a": True}, [])
 
 
 SMALL = Limits(file_bytes=200, run_bytes=300, file_nodes=40, run_nodes=60, depth=5)
