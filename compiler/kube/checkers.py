@@ -232,6 +232,33 @@ def _named(then: Check | None, what: str, rule: str) -> Check:
     return check
 
 
+# What Go's JSON decoding (sigs.k8s.io/json, the API server's) stores for a null item of a list
+# of scalars: a null leaves the element at its zero value.  The schema says ["string", "null"]
+# for `command`, `args`, `capabilities.add`... so the type check alone passes `[python, ~]`.
+_ZERO = {"string": '""', "integer": "0", "number": "0", "boolean": "false"}
+
+
+def _null_item(items: dict[str, Any]) -> str | None:
+    """The message for a null item of a list of scalars (None: a null item is refused otherwise,
+    or the items are objects, which the trimmed schema already makes non-null)."""
+    types = [t for t in _type_list(items) if t != "null"]
+    if "$ref" in items or len(types) != 1 or types[0] not in _ZERO:
+        return None
+    return f"expected {types[0]}, got null: the API server would store {_ZERO[types[0]]} in its place, not what this file shows"
+
+
+def _refuse_null(then: Check, message: str) -> Check:
+    """Refuse a null item (hx17: `command: [python, ~]` rendered null, and ran `python ""`)."""
+
+    def check(value: Any, path: Path, out: list[Violation]) -> None:
+        if value is None:
+            out.append(Violation(path, WRONG_TYPE, message))
+        else:
+            then(value, path, out)
+
+    return check
+
+
 class SchemaCompiler:
     """Turns definitions of one trimmed schema into checks, compiling each at most once."""
 
@@ -345,6 +372,9 @@ class SchemaCompiler:
     def _array(self, schema: dict[str, Any], types: tuple[str, ...], title: str) -> Check:
         """Build a check for an array: every item, then unique list-map keys."""
         items = self.node(schema["items"], title) or _accept
+        null_item = _null_item(schema["items"])
+        if null_item is not None:
+            items = _refuse_null(items, null_item)
         keys = tuple(schema.get("x-kubernetes-list-map-keys", ()))
         if schema.get("x-kubernetes-list-type") != "map":
             keys = ()

@@ -7,8 +7,8 @@ Run by a maintainer when the pinned Kubernetes version changes:
 
 The output keeps only the definitions reachable from `ROOTS`, drops descriptions, turns
 enumerations that Kubernetes states only in prose into `enum`, and makes null handling
-explicit (null is accepted for optional fields, rejected for required ones and for object
-list items). It is a draft-07 JSON Schema, so `jsonschema` can run it too; validator.py
+explicit (null is accepted for optional fields, rejected for required ones and for list
+items). It is a draft-07 JSON Schema, so `jsonschema` can run it too; validator.py
 compiles it into check functions. Same source bytes in, same output bytes out.
 """
 
@@ -234,11 +234,19 @@ class _Trimmer:
         return out
 
     def _item(self, items: dict[str, Any]) -> dict[str, Any]:
-        """Trim array items; items that are objects may not be null."""
+        """Trim array items; items may not be null: an object item is refused, and a scalar one
+        (`command: [python, ~]`) the API server's JSON decoding stores as its zero value ("", 0),
+        so the cluster would get other text than the file shows (hx17)."""
         ref = items.get("$ref")
         if ref and "object" in _types(self.definitions[ref.rsplit("/", 1)[-1]]):
             return _non_null(self.definitions, ref)
-        return self.node(items)
+        out = self.node(items)
+        types = [t for t in _types(out) if t != "null"]
+        if not ref and types and len(types) < len(_types(out)):
+            out["type"] = types[0] if len(types) == 1 else types
+            if "enum" in out:
+                out["enum"] = [v for v in out["enum"] if v is not None]
+        return out
 
     def definition(self, name: str) -> dict[str, Any]:
         """Trim one definition, including its properties' prose enums and key defaults."""

@@ -111,6 +111,9 @@ CASES = {
     # and the launchers; 2**63 passed lint
     "deepspeed-slots-beyond-int32": (_DS.replace("slotsPerWorker: 1", "slotsPerWorker: 9223372036854775808").replace("MOUNT", "/data"), (8, 21, "FJ204")),
     "deadline-beyond-int64": (JOB.format(name="bad").replace("spec:\n  replicaSpecs:", "spec:\n  runPolicy: {activeDeadlineSeconds: 9223372036854775808}\n  replicaSpecs:", 1), (6, 38, "FJ204")),
+    # hx17: a null item of a list of scalars, which the API server stores as "" or 0
+    "command-with-a-null-item": (JOB.format(name="bad").replace("[python, train.py]", "[python, ~]"), (14, 33, "FJ401")),
+    "supplemental-group-null": (JOB.format(name="bad").replace("      template:\n        spec:\n", "      template:\n        spec:\n          securityContext: {supplementalGroups: [1000, null]}\n"), (11, 56, "FJ401")),
     "tensorboard-service-name": (_job(spec_extra="  tensorboardSpec:\n    image: tensorflow/tensorflow:2.14.0\n    trainingLogFilesets: [t9k://pvc/logs/x]\n", name="a" * 55).replace("type: worker", "type: w"), (6, 3, "FJ305")),
 }
 
