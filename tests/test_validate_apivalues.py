@@ -199,3 +199,28 @@ def test_a_value_the_api_server_refuses_is_found_at_lint(tmp_path: Path, text: s
         assert not found, [(d.code, d.message) for d in found]
     else:
         assert [d.code for d in found] == [code] and words in found[0].message, [(d.code, d.message) for d in found]
+
+
+# hx17: the reference grammar the kubelet parses images with (distribution/reference
+# ParseNormalizedNamed); an image it refuses ends in InvalidImageName, never pulled.
+_SHA = "sha256:" + "0" * 64
+
+
+@pytest.mark.parametrize("image", [
+    "ubuntu", "pytorch/pytorch:2.4.0", "localhost:5000/a/b:1", "[::1]:5000/x", "Registry.example.com/a",
+    "My-Registry/x", f"a@{_SHA}", f"a:b@{_SHA}", "a__b", "a--b.c_d", "t9kpublic/deepspeed:0.9.2-cu118",
+])
+def test_an_image_the_kubelet_parses_passes(image: str) -> None:
+    from flatjob.compiler.validate.names import image_pull_problem
+
+    assert image_pull_problem(image) is None
+
+
+@pytest.mark.parametrize("image", [
+    "py torch", "pytorch/PyTorch", "a:b:c", "a@sha256:abc", "a@md5:" + "0" * 32, "0" * 64, "a/", "a:", "a\n",
+    "a@sha256:" + "A" * 64, "a:ü", "a" * 256, "a/b:" + "t" * 129, "-a", "a_", "a/_b",
+])
+def test_an_image_the_kubelet_cannot_parse_is_refused(image: str) -> None:
+    from flatjob.compiler.validate.names import image_pull_problem
+
+    assert image_pull_problem(image)

@@ -42,9 +42,59 @@ def dns1123_subdomain(name: str) -> str | None:
 
 
 def image_reference(ref: str) -> str | None:
-    """Why `ref` cannot be a container image reference (whitespace, control characters), or None."""
+    """Why `ref` cannot be a container image reference (whitespace, control characters, or what
+    the kubelet cannot parse), or None."""
     if not ref or len(ref) > 4096 or any(ch.isspace() or ord(ch) < 32 or ord(ch) == 127 for ch in ref):
         return "must be an image reference without spaces or control characters, e.g. ghcr.io/flatjob/flatjob:0.1.0"
+    why = image_pull_problem(ref)
+    return f"{why}, e.g. ghcr.io/flatjob/flatjob:0.1.0" if why else None
+
+
+# The image reference grammar of distribution/reference (regexp.go, v0.6.0), which the kubelet
+# parses every image with (pkg/util/parsers.ParseImageName -> ParseNormalizedNamed); an image
+# it refuses leaves the pod in InvalidImageName, never pulled.  Go's \w is ASCII, so is ours.
+_ALNUM = r"[a-z0-9]+"
+_SEPARATOR = r"(?:[._]|__|[-]+)"
+_PATH_COMPONENT = rf"{_ALNUM}(?:{_SEPARATOR}{_ALNUM})*"
+_DOMAIN_COMPONENT = r"(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])"
+_HOST = rf"(?:{_DOMAIN_COMPONENT}(?:\.{_DOMAIN_COMPONENT})*|\[(?:[a-fA-F0-9:]+)\])"
+_DOMAIN_AND_PORT = rf"{_HOST}(?::[0-9]+)?"
+_TAG = r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}"
+_DIGEST = r"[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9A-Fa-f]{32,}"
+_REFERENCE = re.compile(rf"(?:(?P<domain>{_DOMAIN_AND_PORT})/)?(?P<path>{_PATH_COMPONENT}(?:/{_PATH_COMPONENT})*)(?::{_TAG})?(?:@(?P<digest>{_DIGEST}))?", re.ASCII)
+_IDENTIFIER = re.compile(r"[a-f0-9]{64}")
+# go-digest's algorithms (sha256, sha384, sha512; others are unavailable) and their hex lengths
+_DIGESTS = {"sha256": 64, "sha384": 96, "sha512": 128}
+_REPOSITORY_MAX = 255  # RepositoryNameTotalLengthMax
+
+
+def _docker_split(ref: str) -> tuple[str, str]:
+    """distribution/reference splitDockerDomain: (domain, the rest), docker.io when none."""
+    first, slash, rest = ref.partition("/")
+    if not slash:
+        return "docker.io", "library/" + ref
+    if first == "localhost" or "." in first or ":" in first or first.lower() != first:
+        return first, rest
+    return "docker.io", ref
+
+
+def image_pull_problem(ref: str) -> str | None:
+    """Why the kubelet cannot parse `ref` as an image reference (ParseNormalizedNamed), or None."""
+    if _IDENTIFIER.fullmatch(ref):
+        return "is a 64-digit image ID, not a reference the kubelet can pull"
+    domain, rest = _docker_split(ref)
+    if rest.partition(":")[0].lower() != rest.partition(":")[0]:
+        return "has a repository name that is not lower-case"
+    match = _REFERENCE.fullmatch(f"{domain}/{rest}")
+    if match is None:
+        return "is not an image reference ([registry/]repository[:tag][@digest]: lower-case name parts, a tag of letters, digits, '_', '.' and '-')"
+    if len(match["path"]) > _REPOSITORY_MAX:
+        return f"has a repository name longer than {_REPOSITORY_MAX} characters"
+    digest = match["digest"]
+    if digest is not None:
+        algorithm, _, hexdigits = digest.partition(":")
+        if _DIGESTS.get(algorithm) != len(hexdigits) or hexdigits.lower() != hexdigits:
+            return f"has a digest that is not sha256, sha384 or sha512 in lower-case hex of their length ({', '.join(f'{k}: {v}' for k, v in _DIGESTS.items())})"
     return None
 
 

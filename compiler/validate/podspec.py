@@ -8,7 +8,7 @@ create (review 21, round 3, 29 such inputs).  One table names each field and its
 - ConfigMap and Secret keys are `[-._a-zA-Z0-9]+` (IsConfigMapKey), an envFrom prefix an
   env name (IsEnvVarName);
 - nodeSelector and toleration keys are qualified names, nodeSelector values label values;
-- an image has no leading or trailing space (validateContainerCommon); an env fieldRef names a
+- an image has no leading or trailing space (validateContainerCommon), and is a reference the kubelet can parse (distribution/reference); an env fieldRef names a
   field the downward API gives an env value; a probe's port name is an IANA service name; a
   host alias an IP; a sysctl a sysctl name; a node affinity key a qualified name;
 - a subPath is relative and has no `..` (validateLocalDescendingPath);
@@ -126,6 +126,15 @@ DOWNWARD_ITEMS = (("volumes", "*", "downwardAPI", "items", "*"), ("volumes", "*"
 
 NAME, VALUE = "FJ305", "FJ204"  # a name the API server refuses; any other value it refuses
 # (path from the pod spec, '*' for each item, CONTAINERS for both container lists; rule; what it is; code)
+def image_problem(image: str) -> str | None:
+    """What the API server refuses (validateContainerCommon: leading or trailing whitespace), then
+    what the kubelet cannot parse (hx17: `py torch` passed lint and ended in InvalidImageName)."""
+    if image != image.strip():
+        return "must not have leading or trailing spaces"
+    why = names.image_pull_problem(image) if image else None  # no image at all: container_images
+    return f"{why}: the kubelet cannot parse it (distribution/reference), so the pod would stay in InvalidImageName" if why else None
+
+
 def _label_if_set(value: str) -> str | None:
     """A DNS-1123 label; "" is unset (ValidatePodSpec validates it only when len > 0)."""
     return names.dns1123_label(value) if value else None
@@ -142,7 +151,7 @@ FIELDS: tuple[tuple[tuple[str, ...], Callable[[str], str | None], str, str], ...
     *(((CONTAINERS, "*", "env", "*", "valueFrom", ref, "key"), _config_key, f"{ref}.key", VALUE) for ref in ("configMapKeyRef", "secretKeyRef")),
     *(((CONTAINERS, "*", "envFrom", "*", ref, "name"), _name, f"envFrom {ref}.name", NAME) for ref in ("configMapRef", "secretRef")),
     ((CONTAINERS, "*", "envFrom", "*", "prefix"), _env_prefix, "envFrom prefix", VALUE),
-    ((CONTAINERS, "*", "image"), lambda i: "must not have leading or trailing spaces" if i != i.strip() else None, "image", VALUE),
+    ((CONTAINERS, "*", "image"), image_problem, "image", VALUE),
     ((CONTAINERS, "*", "volumeMounts", "*", "subPath"), _descending, "subPath", VALUE),
     ((CONTAINERS, "*", "env", "*", "valueFrom", "fieldRef", "fieldPath"), _field_path, "fieldPath", VALUE),
     *(((CONTAINERS, "*", probe, how, "port"), names.iana_svc_name, f"{probe} port name", VALUE) for probe in _PROBES for how in ("httpGet", "tcpSocket")),

@@ -639,6 +639,14 @@ def colossalai_restart_policy(job: ColossalAIJob, doc: Document) -> Iterator[Dia
             )
 
 
+def colossalai_launcher_image(job: ColossalAIJob, doc: Document) -> Iterator[Diagnostic]:
+    """The launcher's image is a T9k field, not a template's: checked as a container's (hx17)."""
+    launcher = job.spec.launcher
+    why = podspec.image_problem(launcher.image) if launcher is not None and launcher.image else None
+    if why:
+        yield doc.diagnostic("FJ204", f"image {launcher.image!r} {why}", ("spec", "launcher", "image"))
+
+
 # --- GenericJob --------------------------------------------------------------------------
 
 
@@ -767,7 +775,7 @@ COMMON: tuple[Rule, ...] = (job_name, job_namespace, metadata_labels, flatjob_an
 RULES: dict[type, tuple[Rule, ...]] = {
     PyTorchTrainingJob: (*COMMON, elastic_range, elastic_needs_torchrun, torchrun_fields, tensorboard, *tensorboardpod.RULES),
     DeepSpeedJob: (*COMMON, elastic_range, deepspeed_run, deepspeed_other_args, ssh_folder, reserved_paths, reserved_volumes, *launchers.DEEPSPEED_RULES),
-    ColossalAIJob: (colossalai_shape, *COMMON, colossalai_worker_container, colossalai_extra_args, colossalai_restart_policy, ssh_folder, reserved_paths, reserved_volumes, *launchers.COLOSSALAI_RULES),
+    ColossalAIJob: (colossalai_shape, *COMMON, colossalai_worker_container, colossalai_extra_args, colossalai_restart_policy, colossalai_launcher_image, ssh_folder, reserved_paths, reserved_volumes, *launchers.COLOSSALAI_RULES),
     GenericJob: (*COMMON, finish_rules, references),
 }
 

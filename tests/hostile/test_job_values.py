@@ -114,6 +114,9 @@ CASES = {
     # hx17: a null item of a list of scalars, which the API server stores as "" or 0
     "command-with-a-null-item": (JOB.format(name="bad").replace("[python, train.py]", "[python, ~]"), (14, 33, "FJ401")),
     "supplemental-group-null": (JOB.format(name="bad").replace("      template:\n        spec:\n", "      template:\n        spec:\n          securityContext: {supplementalGroups: [1000, null]}\n"), (11, 56, "FJ401")),
+    # hx17: an image the kubelet cannot parse (distribution/reference) ends in InvalidImageName
+    "image-with-an-inner-space": (JOB.format(name="bad").replace("image: pytorch/pytorch:2.4.0", "image: \"py torch:2.4.0\""), (13, 22, "FJ204")),
+    "colossalai-launcher-image-upper-case": (_CAI.replace('launcher: {image: "hpcaitech/colossalai:0.3.0"}', 'launcher: {image: "hpcaitech/ColossalAI:0.3.0"}').replace("MOUNT", "/data"), (7, 21, "FJ204")),
     "tensorboard-service-name": (_job(spec_extra="  tensorboardSpec:\n    image: tensorflow/tensorflow:2.14.0\n    trainingLogFilesets: [t9k://pvc/logs/x]\n", name="a" * 55).replace("type: worker", "type: w"), (6, 3, "FJ305")),
 }
 
