@@ -17,7 +17,7 @@ from propertykit import examples
 # Property tests draw the same examples on every run, so a run's verdict and its time do not
 # depend on luck (one random draw took a test from 3 s to 51 s). To search afresh locally:
 #   HYPOTHESIS_PROFILE=random python -m pytest tests/test_render_size.py
-# A property without settings of its own draws hypothesis's 100 examples in CI and a quarter of
+# A property without settings of its own draws hypothesis's 100 examples in CI and an eighth of
 # them in the README's quick run, as those with settings do (propertykit.examples).
 settings.register_profile("flatjob", derandomize=True, database=None, max_examples=examples(100))
 settings.register_profile("random", derandomize=False, max_examples=examples(100))

@@ -1,4 +1,4 @@
-"""How many examples a property test draws: a quarter in the README's quick run, all of them
+"""How many examples a property test draws: an eighth in the README's quick run, all of them
 where FLATJOB_EXAMPLES=all (.ci/run sets it), so a newcomer's verdict comes in minutes while
 CI searches as widely as before. Every property and fuzz test states its full count here."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 
-QUICK_SHARE = 4  # the quick run draws 1/QUICK_SHARE of each test's examples (at least one)
+QUICK_SHARE = 8  # the quick run draws 1/QUICK_SHARE of each test's examples (at least one)
 FULL = os.environ.get("FLATJOB_EXAMPLES", "") == "all"
 
 
