@@ -399,6 +399,15 @@ CASES = [
         """),
         message="torchrun mode ignores the container's command (T9k): 'train.py' is not run, only args are",
     ),
+    Case(
+        "torchrun-drops-a-null-in-command",  # said as YAML writes it ('null'), not as Python prints it ('None')
+        pytorch("torchrunConfig: {enabled: true}", """
+                  command: [python, ~]
+        #                  ^ FJ316
+        """),
+        also=((16, 33, "FJ401"),),
+        message="torchrun mode ignores the container's command (T9k): 'null' is not run, only args are",
+    ),
     Case("valid-exit-code-without-a-launcher", edit(pytorch(), "replicas: 2", "replicas: 2\n      restartPolicy: ExitCode")),
     *(
         Case(f"valid-torchrun-command-{i}", pytorch("torchrunConfig: {enabled: true}", f"command: {command}"))

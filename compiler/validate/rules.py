@@ -6,6 +6,7 @@ rules that apply to it, so adding a rule is one function plus one table entry.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -377,7 +378,7 @@ def torchrun_fields(job: PyTorchTrainingJob, doc: Document) -> Iterator[Diagnost
             )
         elif isinstance(command, list) and (dropped := _dropped_by_torchrun(command)):
             yield doc.diagnostic(
-                "FJ316", f"torchrun mode ignores the container's command (T9k): {' '.join(map(str, dropped))!r} is not run, only args are",
+                "FJ316", f"torchrun mode ignores the container's command (T9k): {' '.join(w if isinstance(w, str) else json.dumps(w) for w in dropped)!r} is not run, only args are",
                 (*path, "command"), severity=Severity.WARNING, hint="move it into args, e.g. command: [python], args: [train.py, ...]",
             )
     if tr.rdzv_backend != "c10d" and not _flags_given(tr.extra_options, "--rdzv_endpoint"):
