@@ -597,11 +597,10 @@ class JobWorker:
         """Why a pod's name is taken by one outside this job's view (the runtime watches its pods
         by the job's labels): someone made it without them, or took them off the job's own.  None
         when the pod there is the job's (its create raced the watch) or is gone already.  Read
-        by a list on its name, trimmed (the runtime's Role has no get on pods)."""
-        try:
-            items, _ = self.ctl.cluster.list(PODS, self.namespace, fields={"metadata.name": name}, trim=trim.pod)
-        except ApiError:
-            return None
+        by a list on its name, trimmed (the runtime's Role has no get on pods).  A failed list
+        is raised, an API error backed off as any: swallowed with the 409, the pod was created
+        again every cycle (review hx20)."""
+        items, _ = self.ctl.cluster.list(PODS, self.namespace, fields={"metadata.name": name}, trim=trim.pod)
         there = next((p for p in items if (p.get("metadata") or {}).get("name") == name), None)
         if there is None or job_key(there) == self.key:
             return None

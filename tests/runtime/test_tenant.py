@@ -976,3 +976,28 @@ def compile_late() -> list[dict[str, Any]]:
     t9k = "  scheduler:\n    t9kScheduler:\n      queue: default\n"
     text = pytorch(master="sleep 300; exit 0", worker="sleep 300; exit 0").replace("spec:\n", "spec:\n" + t9k, 1).replace("name: sim\n", "name: late\n", 1)
     return [o for o in compile_text(text, CompileOptions(namespace=NAMESPACE, runtime="namespace")) if o["kind"] == "PodTemplate" or o["apiVersion"] == keys.RECORD_API_VERSION]
+
+
+@fake_only
+def test_a_taken_pod_name_whose_look_up_fails_is_backed_off_not_created_every_cycle(runtime_mode: str) -> None:
+    """A create answered AlreadyExists is followed by a list of the pod by name; when that list
+    fails (503, 429, a time-out) the 409 was swallowed as 'someone got there first: fine', no
+    back-off, no error counted, no log: the runtime created (and listed) again every cycle, as
+    before the refusal existed (review hx20).  A failed look-up is an API error, backed off."""
+    s = Scenario(pytorch(master="sleep 60; exit 0", worker="sleep 60; exit 0"))
+    s.cluster.create_pod(NAMESPACE, {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "sim-worker-0"},
+                                     "spec": {"containers": [{"name": "x", "image": "busybox"}]}})
+    s.tick()
+    creates = _pod_creates(s)
+    before = s.server.on_request
+
+    def hook(verb: str, resource: str, namespace: str | None, name: str | None, agent: str = "") -> None:
+        if before is not None:
+            before(verb, resource, namespace, name, agent)
+        if resource == "pods" and verb == "list" and "(runtime-" in agent:
+            raise ApiError("the server is currently unable to handle the request", status=503)
+
+    s.server.on_request = hook
+    for _ in range(120):
+        s.tick()
+    assert len(creates) <= 20, f"{len(creates)} creates in 120 ticks"
