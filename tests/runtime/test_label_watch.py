@@ -1,4 +1,4 @@
-"""Review hx20: defects found in the runtime's recent changes, each pinned by a test."""
+"""The namespace runtime's LabelWatch caches only the names its served jobs want (runtime/lookups.py): a name wanted while a list is out is read again, never "known, absent" (review hx20)."""
 
 from __future__ import annotations
 
