@@ -77,12 +77,12 @@ class KueuePods:
                 groups[f"{SINGLE}{pod['metadata']['uid']}"] = [(name, pod)]  # a plain pod is a Workload of its own
         for gone in [g for g in self.admitted if g not in groups]:
             del self.admitted[gone]  # its pods are all gone, and the Workload with them
-        held = any(keys.KUEUE_FINALIZER in (p["metadata"].get("finalizers") or []) for m in groups.values() for _, p in m)
+        held = any(_held(p) for m in groups.values() for _, p in m)
         uids = {(o.get("metadata") or {}).get("uid") for o in self.cluster.store.objects.values()} if held else set()
         changed = False
         for group, members in groups.items():
             changed |= self._admit(group, members)
-            held_members = [(n, p) for n, p in members if keys.KUEUE_FINALIZER in (p["metadata"].get("finalizers") or [])]
+            held_members = [(n, p) for n, p in members if _held(p)]
             if held_members:
                 changed |= any([self._release(name, pod) for name, pod in self._finalizable(held_members, uids)])
         return changed
@@ -144,6 +144,10 @@ def _active(pod: Obj) -> bool:
     """isPodRunnableOrSucceeded: not Failed, and not deleted before a node took it."""
     deleted_unbound = pod["metadata"].get("deletionTimestamp") and not (pod.get("spec") or {}).get("nodeName")
     return not deleted_unbound and _phase(pod) != "Failed"
+
+
+def _held(pod: Obj) -> bool:
+    return keys.KUEUE_FINALIZER in (pod["metadata"].get("finalizers") or [])
 
 
 def _gated(pod: Obj) -> bool:
