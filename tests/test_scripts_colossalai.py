@@ -279,3 +279,64 @@ def test_a_working_directory_whose_resolved_path_is_shell_syntax_stops_the_launc
     s.cwd.symlink_to(hostile)
     run = s.run()
     assert run.code == 1 and not run.of("colossalai"), run.stderr
+
+
+def launch_scripts(kind: str, sshd: str, ssh: dict[str, str]) -> dict[str, str]:
+    """The launching pod's scripts of either SSH kind, with spec.ssh set to `ssh` (+ sshdPath)."""
+    if kind == "deepspeed":
+        job = deepspeed_job({"run": {"python": ["t.py"]}}, sshd=sshd)
+    else:
+        job = colossalai_job(new_shape(["t.py"], []), sshd=sshd)
+    job["spec"]["ssh"] = {**job["spec"]["ssh"], **ssh}
+    return compile_job(job).data
+
+
+@pytest.mark.parametrize("kind", ["deepspeed", "colossalai"])
+def test_keys_mounted_elsewhere_are_linked_into_home_ssh_for_the_clients(tmp_path: Path, bin_dir: Path, kind: str) -> None:
+    """ssh.authMountPath is "the directory where SSH keys are mounted" (T9k), and the launching
+    pod's ssh clients (OpenSSH under deepspeed's pdsh, colossalai's fabric) read ~/.ssh only: a
+    job with `authMountPath: /etc/keys` failed with "not reachable via ssh" / "No authentication
+    methods available" (the same jobs run whole under run-local in tests/e2e)."""
+    s = Scripts(tmp_path, launch_scripts(kind, str(bin_dir / "sshd"), {"authMountPath": "/etc/keys"}), bin_dir)
+    s.ssh_dir.mkdir()
+    for f in ("config", "id_ed25519", "id_ed25519.pub", "authorized_keys"):
+        (s.ssh_dir / f).write_text(f, encoding="utf-8")
+    home = tmp_path / "home"
+    run = s.run(env={"HOME": str(home), "STUB_EXEC_MKDIR": '["/bin/mkdir"]'})
+    assert run.code == 0, run.stderr
+    assert {p.name: p.resolve() for p in (home / ".ssh").iterdir()} == {
+        f: (s.ssh_dir / f).resolve() for f in ("config", "id_ed25519", "id_ed25519.pub")
+    }
+    assert (home / ".ssh").stat().st_mode & 0o077 == 0
+    assert run.of(kind)  # and the launch went on
+
+
+@pytest.mark.parametrize("kind", ["deepspeed", "colossalai"])
+def test_a_home_ssh_that_cannot_hold_the_links_stops_the_launch_saying_why(tmp_path: Path, bin_dir: Path, kind: str) -> None:
+    s = Scripts(tmp_path, launch_scripts(kind, str(bin_dir / "sshd"), {"authMountPath": "/etc/keys"}), bin_dir)
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / ".ssh").write_text("a file, not a folder", encoding="utf-8")
+    run = s.run(env={"HOME": str(home), "STUB_EXEC_MKDIR": '["/bin/mkdir"]'})
+    assert run.code == 1 and not run.of(kind)
+    assert f"flatjob: cannot create {home}/.ssh for the ssh clients' key and config (in {s.ssh_dir})" in run.stderr
+
+
+@pytest.mark.parametrize("kind", ["deepspeed", "colossalai"])
+def test_the_default_key_mount_renders_no_link_step(kind: str) -> None:
+    """/root/.ssh, T9k's default, is where the clients look: nothing to link (golden files unchanged)."""
+    for ssh in ({}, {"authMountPath": "/root/.ssh/"}):
+        assert ".ssh/$f" not in launch_scripts(kind, "/usr/sbin/sshd", ssh)["launch.sh"]
+
+
+@pytest.mark.parametrize("kind", ["deepspeed", "colossalai"])
+def test_a_home_whose_ssh_is_the_mount_is_left_alone(tmp_path: Path, bin_dir: Path, kind: str) -> None:
+    """run-local's pods: HOME's .ssh is the key mount itself; nothing is written into it."""
+    s = Scripts(tmp_path, launch_scripts(kind, str(bin_dir / "sshd"), {"authMountPath": "/etc/keys"}), bin_dir)
+    s.ssh_dir.mkdir()
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / ".ssh").symlink_to(s.ssh_dir)
+    run = s.run(env={"HOME": str(home), "STUB_EXEC_MKDIR": '["/bin/mkdir"]'})
+    assert run.code == 0, run.stderr
+    assert list(s.ssh_dir.iterdir()) == []

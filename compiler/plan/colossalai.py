@@ -104,6 +104,7 @@ def launch_script(job: ColossalAIJob, master_addr: str, worker_env: list[str]) -
             f"# ColossalAIJob {job.metadata.name}: the launcher runs `colossalai run`, which starts torchrun\n"
             "# on every host in the hostfile over ssh, in this container's working directory.\n",
             scripts.traps(),
+            scripts.client_keys(job.spec.ssh.auth_mount_path),
             scripts.wait_for_peers(),
             "# colossalai run exports this whole environment to the workers, over their own, in double\n"
             "# quotes it does not escape: leave out per-pod values, the names the worker template sets\n"

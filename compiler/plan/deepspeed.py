@@ -107,6 +107,7 @@ def launch_script(job: DeepSpeedJob, pod: PodPlan, master_addr: str) -> str:
         f"# DeepSpeedJob {job.metadata.name}: worker-0 runs deepspeed, which starts the training\n"
         "# processes on every host in the hostfile (this one included) over ssh (pdsh).\n",
         scripts.traps(),
+        scripts.client_keys(job.spec.ssh.auth_mount_path),
         sshd.setup(job.spec.ssh.sshd_path, foreground=False, forward_all=ssh.forward_env(job)),
         scripts.wait_for_peers(e.min_replicas if e is not None else None, watch_sshd=True),
     ]

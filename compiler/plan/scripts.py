@@ -49,6 +49,30 @@ def header(auth_mount_path: str) -> str:
     )
 
 
+DEFAULT_SSH_DIR = "/root/.ssh"  # T9k's default ssh.authMountPath: root's ~/.ssh, where ssh clients look
+
+
+def client_keys(auth_mount_path: str) -> str:
+    """Link the client config and the key pair into ~/.ssh when ssh.authMountPath put them
+    elsewhere: the launching pod's ssh clients (OpenSSH under deepspeed and pdsh, colossalai's
+    fabric and paramiko) read ~/.ssh only, so a job with `authMountPath: /etc/keys` failed with
+    "not reachable via ssh" (T9k: "the directory where SSH keys are mounted", nothing more).
+    Nothing is rendered for the default; at run time nothing is done where ~/.ssh is the mount."""
+    if (auth_mount_path.rstrip("/") or "/") == DEFAULT_SSH_DIR:
+        return ""
+    return (
+        "# spec.ssh.authMountPath is not ~/.ssh, the only place the ssh clients look (OpenSSH under\n"
+        "# deepspeed and pdsh, colossalai's fabric): link the client config and the key pair there.\n"
+        'flatjob_home=${HOME:-/root}\n'
+        'if ! [ "$FLATJOB_SSH_DIR" -ef "$flatjob_home/.ssh" ]; then\n'
+        '  (umask 077 && mkdir -p "$flatjob_home/.ssh") || { echo "flatjob: cannot create $flatjob_home/.ssh for the ssh clients\' key and config (in $FLATJOB_SSH_DIR)" >&2; exit 1; }\n'
+        "  for f in config id_ed25519 id_ed25519.pub; do\n"
+        '    ln -sf "$FLATJOB_SSH_DIR/$f" "$flatjob_home/.ssh/$f" || { echo "flatjob: cannot link $flatjob_home/.ssh/$f to $FLATJOB_SSH_DIR/$f: the ssh clients would find no key" >&2; exit 1; }\n'
+        "  done\n"
+        "fi\n"
+    )
+
+
 PLAIN_DIR = "A-Za-z0-9_@%+=:,./-"  # the characters a path may hold to be pasted into a shell as one word (validate.launchers.PLAIN_WORD)
 # What pdsh replaces in the command it runs (validate.launchers.PDSH_FORMAT): a `case` pattern, and its words.
 PDSH_FORMATS = ("*%[hun%]*", "%h, %u, %n or %%, which pdsh rewrites")

@@ -7,7 +7,7 @@ The pods run the rendered scripts unchanged; what a cluster gives an SSH pod is 
 | the key Secret, projected at ssh.authMountPath | the Secret as the API server holds it (the runtime created it, runtime/sshkeys.py), laid out as the kubelet lays out a projected volume: a 1777 folder, a timestamped folder holding each item at its mode, `..data` and one symlink per item (kubernetes#61049); sshd's StrictModes refuses it exactly as in a cluster |
 | the image's /etc/ssh | FLATJOB_SSH_ROOT: `ssh-keygen -A` finds the run's host keys under the pod's folder; FLATJOB_SSHD_CONFIG: the pod's own sshd_config, which only places sshd (ListenAddress, HostKey, PidFile): every other option is the rendered command line's |
 | port 22 on the pod's IP | port 22 on the pod's loopback address (so run-local needs root) |
-| ~/.ssh for ssh clients | OpenSSH reads the passwd home, not $HOME: an `ssh` first on the pod's PATH runs the real one with `-F`/`-i` of the mount; fabric (paramiko) reads $HOME, the pod's folder with `.ssh` = the mount |
+| ~/.ssh for ssh clients | OpenSSH reads the passwd home, not $HOME: an `ssh` first on the pod's PATH runs the real one with `-F`/`-i` of the pod's `~/.ssh`; fabric (paramiko) reads $HOME, the pod's folder, whose `.ssh` is the mount (or, with another ssh.authMountPath, where the launch script links the keys) |
 | /run/flatjob-pod-env, /tmp/flatjob-hostfile, /tmp | FLATJOB_POD_ENV, FLATJOB_RUN_HOSTFILE, TMPDIR in the pod's folder |
 
 Processes behind ssh sessions carry their pod's FLATJOB_LOCAL_MARK (session.sh loads the
@@ -266,15 +266,19 @@ class SshRun:
             "FLATJOB_RUN_HOSTFILE": str(root / "run-hostfile"),
             "TMPDIR": str(tmp),
         }
-        if volume is not None and self.mount_path.rstrip("/") == os.path.join(pwd.getpwuid(os.getuid()).pw_dir, ".ssh"):
-            env.update(self._clients(root, mount))
+        if volume is not None:
+            env.update(self._clients(root, mount, self.mount_path.rstrip("/") == os.path.join(pwd.getpwuid(os.getuid()).pw_dir, ".ssh")))
         return env
 
-    def _clients(self, root: Path, mount: Path) -> dict[str, str]:
-        """ssh clients find the mount as their ~/.ssh (the job mounts its keys there)."""
+    def _clients(self, root: Path, mount: Path, at_home: bool) -> dict[str, str]:
+        """ssh clients find the keys in the pod's own ~/.ssh: the mount itself where the job
+        mounts its keys there (`at_home`), else an empty home, where the launch script links
+        them (scripts.client_keys), as in a cluster, and never into this machine's ~/.ssh."""
         home = root / "home"
         home.mkdir()
-        (home / ".ssh").symlink_to(mount)
+        if at_home:
+            (home / ".ssh").symlink_to(mount)
+        dot_ssh = home / ".ssh"
         real = shutil.which("ssh", path=self.base_path) or "/usr/bin/ssh"
         bin_dir = root / "bin"
         bin_dir.mkdir()
@@ -283,7 +287,7 @@ class SshRun:
             "#!/bin/sh\n"
             "# flatjob run-local: the pod's ssh client config and key, mounted at ~/.ssh in a cluster\n"
             "# (OpenSSH reads the passwd entry's home, not $HOME).\n"
-            f"exec {shlex.quote(real)} -F {shlex.quote(str(mount / 'config'))} -i {shlex.quote(str(mount / 'id_ed25519'))} \"$@\"\n",
+            f"exec {shlex.quote(real)} -F {shlex.quote(str(dot_ssh / 'config'))} -i {shlex.quote(str(dot_ssh / 'id_ed25519'))} \"$@\"\n",
             encoding="utf-8",
         )
         shim.chmod(0o755)

@@ -81,6 +81,12 @@ def test_the_example_prints_every_ranks_all_reduce(tmp_path: Path, tag: str) -> 
     check_example(tmp_path, tag, "colossalai-cpu", "{{torchConfig: {{extraArgs: [--master_port={port}]}}}}")
 
 
+def test_keys_mounted_outside_home_ssh_still_reach_the_ssh_clients(tmp_path: Path, tag: str) -> None:
+    """ssh.authMountPath elsewhere than ~/.ssh: the launch links the keys where the clients look
+    (it failed, "No authentication methods available")."""
+    check_example(tmp_path, tag, "colossalai-cpu", "{{torchConfig: {{extraArgs: [--master_port={port}]}}, ssh: {{authMountPath: /etc/flatjob-keys}}}}")
+
+
 def test_arguments_and_the_workers_env_arrive_whole_on_every_rank(tmp_path: Path, tag: str) -> None:
     out = tmp_path / "out"
     out.mkdir()

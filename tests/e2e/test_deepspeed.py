@@ -75,6 +75,12 @@ def test_the_example_prints_every_ranks_all_reduce(tmp_path: Path, tag: str) -> 
     check_example(tmp_path, tag, "deepspeed-cpu", "{{config: {{otherArgs: [--master_port={port}]}}}}")
 
 
+def test_keys_mounted_outside_home_ssh_still_reach_the_ssh_clients(tmp_path: Path, tag: str) -> None:
+    """ssh.authMountPath elsewhere than ~/.ssh: the launch links the keys where the clients look
+    (it failed, "not reachable via ssh")."""
+    check_example(tmp_path, tag, "deepspeed-cpu", "{{config: {{otherArgs: [--master_port={port}]}}, ssh: {{authMountPath: /etc/flatjob-keys}}}}")
+
+
 def test_a_killed_rank_restarts_the_group_and_attempt_2_has_every_value(tmp_path: Path, tag: str) -> None:
     out = tmp_path / "out"
     out.mkdir()
