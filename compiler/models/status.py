@@ -48,13 +48,13 @@ class TaskStatus(T9kModel):
 class Aggregate(T9kModel):
     """Number of replicas in each state."""
 
-    creating: int = 0
-    pending: int = 0
-    running: int = 0
-    succeeded: int = 0
-    failed: int = 0
-    unknown: int = 0
-    deleted: int = 0
+    creating: int = Field(0, description="Replicas whose pod is being created (T9k's Creating).")
+    pending: int = Field(0, description="Replicas whose pod is Pending.")
+    running: int = Field(0, description="Replicas whose pod is Running.")
+    succeeded: int = Field(0, description="Replicas whose pod Succeeded.")
+    failed: int = Field(0, description="Replicas whose pod Failed.")
+    unknown: int = Field(0, description="Replicas whose pod's state is Unknown (its node does not report).")
+    deleted: int = Field(0, description="Replicas whose pod is deleted or being deleted (T9k's Deleted).")
 
 
 class JobCondition(T9kModel):
@@ -81,7 +81,7 @@ class DependentReference(T9kModel):
 class DependentStatus(T9kModel):
     """T9k's DependentStatus of an object the job has (the TensorBoard)."""
 
-    name: str | None = None
+    name: str | None = Field(None, description="Name of the dependent object (unset: see dependent.name).")
     dependent: DependentReference | None = Field(None, description="Which object.")
     ready: bool | None = Field(None, description="Whether it is ready (false while not observed).")
     reason: str | None = Field(None, description="DependentReady, DependentNotReady or DependentUnknown (not observed yet).")

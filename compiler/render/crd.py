@@ -115,9 +115,9 @@ def crd(kind: str) -> dict[str, Any]:
                 "type": "object",
                 "description": f"A {kind} compiled by flatjob: the canonical T9k spec and its status, kept by flatjob's runtime.",
                 "properties": {
-                    "apiVersion": {"type": "string"},
-                    "kind": {"type": "string"},
-                    "metadata": {"type": "object"},
+                    "apiVersion": {"type": "string", "description": "The versioned schema of this object: flatjob.dev/v1beta1."},
+                    "kind": {"type": "string", "description": f"The REST resource this object represents: {kind}."},
+                    "metadata": {"type": "object", "description": "Standard object metadata."},
                     "spec": spec_schema(kind),
                     "status": status_schema(),
                 },
