@@ -312,6 +312,18 @@ def test_keys_mounted_elsewhere_are_linked_into_home_ssh_for_the_clients(tmp_pat
 
 
 @pytest.mark.parametrize("kind", ["deepspeed", "colossalai"])
+def test_every_pods_sshd_script_links_keys_mounted_elsewhere_too(tmp_path: Path, bin_dir: Path, kind: str) -> None:
+    """Debug mode runs sshd.sh in every pod, and the user runs deepspeed or ssh there by hand."""
+    s = Scripts(tmp_path, launch_scripts(kind, str(bin_dir / "sshd"), {"authMountPath": "/etc/keys"}), bin_dir)
+    s.ssh_dir.mkdir()
+    home = tmp_path / "home"
+    run = s.run("sshd.sh", env={"HOME": str(home), "STUB_EXEC_MKDIR": '["/bin/mkdir"]'})
+    assert run.code == 0, run.stderr
+    assert sorted(p.name for p in (home / ".ssh").iterdir()) == ["config", "id_ed25519", "id_ed25519.pub"]
+    assert run.of("sshd")
+
+
+@pytest.mark.parametrize("kind", ["deepspeed", "colossalai"])
 def test_a_home_ssh_that_cannot_hold_the_links_stops_the_launch_saying_why(tmp_path: Path, bin_dir: Path, kind: str) -> None:
     s = Scripts(tmp_path, launch_scripts(kind, str(bin_dir / "sshd"), {"authMountPath": "/etc/keys"}), bin_dir)
     home = tmp_path / "home"
@@ -326,7 +338,8 @@ def test_a_home_ssh_that_cannot_hold_the_links_stops_the_launch_saying_why(tmp_p
 def test_the_default_key_mount_renders_no_link_step(kind: str) -> None:
     """/root/.ssh, T9k's default, is where the clients look: nothing to link (golden files unchanged)."""
     for ssh in ({}, {"authMountPath": "/root/.ssh/"}):
-        assert ".ssh/$f" not in launch_scripts(kind, "/usr/sbin/sshd", ssh)["launch.sh"]
+        data = launch_scripts(kind, "/usr/sbin/sshd", ssh)
+        assert ".ssh/$f" not in data["launch.sh"] + data["sshd.sh"]
 
 
 @pytest.mark.parametrize("kind", ["deepspeed", "colossalai"])

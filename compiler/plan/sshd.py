@@ -88,8 +88,10 @@ def setup(sshd_path: str, *, foreground: bool, forward_all: bool = True) -> str:
 
 
 def script(sshd_path: str, auth_mount_path: str, forward_all: bool = True) -> str:
-    """sshd.sh, a worker's command: sshd in the foreground."""
-    return scripts.header(auth_mount_path) + setup(sshd_path, foreground=True, forward_all=forward_all)
+    """sshd.sh, a worker's command: sshd in the foreground.  The keys are linked for the ssh
+    clients here too (a mount elsewhere than ~/.ssh): in debug mode every pod runs this, and a
+    user who runs deepspeed or ssh by hand in a pod needs them where the clients look."""
+    return scripts.header(auth_mount_path) + scripts.client_keys(auth_mount_path) + setup(sshd_path, foreground=True, forward_all=forward_all)
 
 
 SESSION_SH = """#!/bin/sh
