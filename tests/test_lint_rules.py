@@ -621,6 +621,44 @@ CASES = [
         hint="catch a hung training inside the program (NCCL's timeout, a watchdog that exits non-zero) or with activeDeadlineSeconds",
     ),
     Case(
+        "service-target-port-is-not-where-peers-connect",
+        """
+        apiVersion: batch.tensorstack.dev/v1beta1
+        kind: GenericJob
+        metadata: {name: job}
+        spec:
+          service:
+            ports:
+              - {name: http, port: 80, targetPort: 8080}
+        #                                          ^ FJ350
+          replicaSpecs:
+            - type: worker
+              template:
+                spec:
+                  containers: [{name: c, image: i, command: [serve, --port=8080]}]
+        """,
+        message="targetPort 8080 is not where peers connect: the replica Services are headless (their names resolve to the pod's IP, with no port "
+        "translation), so <job>-<type>-<rank>:$(service.port[http]) reaches port 80 of the pod",
+        hint="give port the port the program listens on, and leave targetPort out",
+    ),
+    Case(
+        "valid-service-target-port-equal-to-port",
+        """
+        apiVersion: batch.tensorstack.dev/v1beta1
+        kind: GenericJob
+        metadata: {name: job}
+        spec:
+          service:
+            ports:
+              - {name: http, port: 2222, targetPort: 2222}
+          replicaSpecs:
+            - type: worker
+              template:
+                spec:
+                  containers: [{name: c, image: i, command: [serve]}]
+        """,
+    ),
+    Case(
         "valid-readiness-probe-ends-nothing",
         """
         apiVersion: batch.tensorstack.dev/v1beta1

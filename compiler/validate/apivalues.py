@@ -22,7 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from ..errors import Diagnostic
+from ..errors import Diagnostic, Severity
 from ..loader import Document, PathT
 from . import names
 from .groups import groups
@@ -144,6 +144,13 @@ def service_ports(job: Any, doc: Document) -> Iterator[Diagnostic]:
             why = rule(data.get(field))
             if why:
                 yield doc.diagnostic("FJ204", f"{field} {data[field]!r} {why}", (*where, field))
+        target = data.get("targetPort")
+        if target not in (None, 0, "") and target != data.get("port") and isinstance(data.get("port"), int):
+            yield doc.diagnostic(
+                "FJ350", f"targetPort {target!r} is not where peers connect: the replica Services are headless (their names resolve to the pod's IP, with no port "
+                f"translation), so <job>-<type>-<rank>:$(service.port[{data.get('name') or '...'}]) reaches port {data['port']} of the pod",
+                (*where, "targetPort"), severity=Severity.WARNING, hint="give port the port the program listens on, and leave targetPort out",
+            )
         if len(ports) > 1 and not data.get("name"):
             yield doc.diagnostic("FJ204", "a Service port must be named when the Service has more than one", where, key=True, hint="add name: <port name>")
         for what, key in SERVICE_PORT_UNIQUE:
