@@ -63,6 +63,9 @@ RANK = "flatjob.dev/rank"  # global rank in replicaSpec order (rank 0 decides Py
 WAVE = "flatjob.dev/wave"  # 0: released with the gang; 1: after every wave-0 pod is Ready (launchers)
 SEAT = "flatjob.dev/seat"  # elastic jobs: seat order (the first N seats run)
 TRAINING_CONTAINER = "flatjob.dev/training-container"  # whose exit code counts
+# kubectl's own: the container `kubectl logs`, `exec` and `attach` pick when none is named
+# (kubectl/pkg/cmd/util/podcmd); without it they take the first and say so.
+KUBECTL_DEFAULT_CONTAINER = "kubectl.kubernetes.io/default-container"
 # On the record: "<count>:<digest of the pod names>", so the runtime acts only once the
 # PodTemplates it sees are the set this revision of the record renders.
 POD_TEMPLATES = "flatjob.dev/pod-templates"

@@ -91,6 +91,34 @@ def test_plain_mode_env_for_worker_only_jobs() -> None:
     assert "env" not in container(m[("Pod", "job-worker-0")], "sidecar")  # only the training container
 
 
+def test_kubectl_logs_follows_the_training_container_where_it_is_not_the_first() -> None:
+    """T9k's manuals follow a job with `kubectl logs $POD -f` (POD: status.tasks[0].replicas[0].name,
+    UM lane-detection.md, start-llm-finetuning.md), which reads the training log: kubectl takes
+    the container its default-container annotation names, else the first (the sidecar here)."""
+    key = "kubectl.kubernetes.io/default-container"
+    m = render(PYTORCH)
+    assert {m[("Pod", f"job-worker-{i}")]["metadata"]["annotations"][key] for i in (0, 1)} == {"python"}
+    first = render(PYTORCH.replace("            - {name: sidecar, image: busybox}\n", ""))
+    assert key not in first[("Pod", "job-worker-0")]["metadata"]["annotations"]  # the first: nothing to say
+    ds = render("""
+        apiVersion: batch.tensorstack.dev/v1beta1
+        kind: DeepSpeedJob
+        metadata: {name: ds}
+        spec:
+          config: {run: {python: [t.py]}}
+          worker:
+            replicas: 1
+            template:
+              spec:
+                containers:
+                  - {name: log-shipper, image: fluent-bit}
+                  - {name: worker, image: ds}
+        """)
+    assert ds[("Pod", "ds-worker-0")]["metadata"]["annotations"][key] == "worker"
+    own = render(PYTORCH.replace("      template:\n        spec:", "      template:\n        metadata: {annotations: {kubectl.kubernetes.io/default-container: sidecar}}\n        spec:"))
+    assert own[("Pod", "job-worker-0")]["metadata"]["annotations"][key] == "sidecar"  # the template's own choice stays
+
+
 def test_torchrun_command_line() -> None:
     spec = PYTORCH.replace("spec:\n  replicaSpecs:", "spec:\n  torchrunConfig: {enabled: true, procPerNode: gpu, maxRestarts: 2, extraOptions: [--monitor_interval=5]}\n  replicaSpecs:")
     m = render(spec)

@@ -184,6 +184,8 @@ def render_pod(plan: JobPlan, pod: PodPlan, shared: _JobShared | None = None) ->
         "spec": spec,
     }
     annotations = {**(tmeta.get("annotations") or {}), **sched.annotations}
+    if pod.container:  # the training container is not the first: T9k's `kubectl logs $POD -f` (UM examples) follows it
+        annotations.setdefault(keys.KUBECTL_DEFAULT_CONTAINER, spec["containers"][pod.container].get("name"))
     annotations[keys.SPEC_HASH] = spec_hash(manifest)
     manifest["metadata"]["annotations"] = annotations
     return manifest
