@@ -621,6 +621,42 @@ CASES = [
         hint="catch a hung training inside the program (NCCL's timeout, a watchdog that exits non-zero) or with activeDeadlineSeconds",
     ),
     Case(
+        "deepspeed-slots-per-worker-unset-with-several-gpus",
+        """
+        apiVersion: batch.tensorstack.dev/v1beta1
+        kind: DeepSpeedJob
+        metadata: {name: job}
+        spec:
+          config:
+        # ^ FJ351
+            run: {python: [t.py]}
+          worker:
+            replicas: 2
+            template:
+              spec:
+                containers: [{name: worker, image: i, resources: {limits: {nvidia.com/gpu: 8}}}]
+        """,
+        message="config.slotsPerWorker is not set, so every worker runs 1 training process (hostfile slots=1) while its container asks for 8 GPUs: 7 of them stay idle",
+        hint="set config.slotsPerWorker: 8 (T9k: usually each replica's GPU count)",
+    ),
+    Case(
+        "valid-deepspeed-slots-per-worker-set-below-the-gpus",
+        """
+        apiVersion: batch.tensorstack.dev/v1beta1
+        kind: DeepSpeedJob
+        metadata: {name: job}
+        spec:
+          config:
+            slotsPerWorker: 1
+            run: {python: [t.py]}
+          worker:
+            replicas: 2
+            template:
+              spec:
+                containers: [{name: worker, image: i, resources: {limits: {nvidia.com/gpu: 8}}}]
+        """,
+    ),
+    Case(
         "service-target-port-is-not-where-peers-connect",
         """
         apiVersion: batch.tensorstack.dev/v1beta1

@@ -22,7 +22,7 @@ from ..plan import scripts as scripts_plan
 from ..plan import ssh as ssh_plan
 from ..plan.common import elastic_of, resume_entries
 from ..podset import object_names, pod_counts, pod_total
-from ..podtemplate import containers_of, training_index
+from ..podtemplate import accelerator_count, containers_of, training_index
 from ..substitution import Context, RefError, distinct_refs, is_ours, iter_refs, resolve
 from . import apivalues, launchers, names, podparts, podshape, podspec, tensorboardpod
 from .groups import groups
@@ -451,6 +451,24 @@ def deepspeed_run(job: DeepSpeedJob, doc: Document) -> Iterator[Diagnostic]:
             yield doc.diagnostic("FJ300", f"config.run.{name} is empty; give the program and its args", (*base, "run", name))
 
 
+def deepspeed_slots(job: DeepSpeedJob, doc: Document) -> Iterator[Diagnostic]:
+    """slotsPerWorker unset (1 process a worker) where the training container asks for more
+    GPUs: T9k "normally" sets it to each replica's GPU count (UM deepspeedjob.md) and gives no
+    default, and every multi-GPU DeepSpeedJob of T9k's examples sets it."""
+    config = (doc.data.get("spec") or {}).get("config") if isinstance(doc.data, dict) and isinstance(doc.data.get("spec"), dict) else None
+    if isinstance(config, dict) and "slotsPerWorker" in config:
+        return
+    template = job.spec.worker.template
+    index = training_index(job.kind, template)
+    gpus = accelerator_count(containers_of(template)[index]) if index is not None else None
+    if gpus is not None and gpus > 1:
+        yield doc.diagnostic(
+            "FJ351", f"config.slotsPerWorker is not set, so every worker runs 1 training process (hostfile slots=1) while its container asks for {gpus} GPUs: {gpus - 1} of them stay idle",
+            ("spec", "config") if isinstance(config, dict) else ("spec",), key=True, severity=Severity.WARNING,
+            hint=f"set config.slotsPerWorker: {gpus} (T9k: usually each replica's GPU count)",
+        )
+
+
 def deepspeed_other_args(job: DeepSpeedJob, doc: Document) -> Iterator[Diagnostic]:
     args = job.spec.config.other_args
     for i, arg in enumerate(args):
@@ -775,7 +793,7 @@ def _balanced(value: str, start: int) -> str:
 COMMON: tuple[Rule, ...] = (job_name, job_namespace, metadata_labels, flatjob_annotations, rendered_names, unique_types, run_mode, resume_specs, has_pods, has_containers, template_restart_policy, probes_end_replicas, container_images, reserved_env, *apivalues.RULES, *podspec.RULES, *podshape.RULES, *podparts.RULES)
 RULES: dict[type, tuple[Rule, ...]] = {
     PyTorchTrainingJob: (*COMMON, elastic_range, elastic_needs_torchrun, torchrun_fields, tensorboard, *tensorboardpod.RULES),
-    DeepSpeedJob: (*COMMON, elastic_range, deepspeed_run, deepspeed_other_args, ssh_folder, reserved_paths, reserved_volumes, *launchers.DEEPSPEED_RULES),
+    DeepSpeedJob: (*COMMON, elastic_range, deepspeed_run, deepspeed_slots, deepspeed_other_args, ssh_folder, reserved_paths, reserved_volumes, *launchers.DEEPSPEED_RULES),
     ColossalAIJob: (colossalai_shape, *COMMON, colossalai_worker_container, colossalai_extra_args, colossalai_restart_policy, colossalai_launcher_image, ssh_folder, reserved_paths, reserved_volumes, *launchers.COLOSSALAI_RULES),
     GenericJob: (*COMMON, finish_rules, references),
 }
