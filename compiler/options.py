@@ -41,7 +41,7 @@ class CompileOptions:
         why = {
             "namespace": names.dns1123_label(self.namespace) if self.namespace is not None else None,
             "cluster_domain": names.dns1123_subdomain(self.cluster_domain),
-            "kueue_queue": names.dns1123_subdomain(self.kueue_queue) if self.kueue_queue is not None else None,
+            "kueue_queue": names.kueue_queue(self.kueue_queue) if self.kueue_queue is not None else None,
             "runtime_image": names.image_reference(self.runtime_image),
             "runtime": None if self.runtime in RUNTIME_MODES else f"is not one of {', '.join(RUNTIME_MODES)}",
         }

@@ -41,6 +41,12 @@ def dns1123_subdomain(name: str) -> str | None:
     return None
 
 
+def kueue_queue(name: str) -> str | None:
+    """Why `name` cannot name a Kueue LocalQueue in a pod's `kueue.x-k8s.io/queue-name` label, or
+    None: an object name (a DNS-1123 subdomain) that is also a label value (at most 63 characters)."""
+    return dns1123_subdomain(name) or (f"is {len(name)} characters long; a label value holds at most {MAX_LABEL}" if len(name) > MAX_LABEL else None)
+
+
 def image_reference(ref: str) -> str | None:
     """Why `ref` cannot be a container image reference (whitespace, control characters, or what
     the kubelet cannot parse), or None."""

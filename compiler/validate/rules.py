@@ -212,6 +212,9 @@ def flatjob_annotations(job: Any, doc: Document) -> Iterator[Diagnostic]:
         sched = getattr(job.spec, "scheduler", None)
         if not notes.get("flatjob.dev/kueue-queue") and not (sched is not None and sched.t9k_scheduler is not None):
             yield doc.diagnostic("FJ203", "the kueue scheduler target needs a queue: set flatjob.dev/kueue-queue or spec.scheduler.t9kScheduler.queue", (*base, "flatjob.dev/scheduler"))
+    queue = notes.get("flatjob.dev/kueue-queue")
+    if queue and names.kueue_queue(queue):  # "" is unset: the option or the T9k queue names it
+        yield doc.diagnostic("FJ313", f"flatjob.dev/kueue-queue: {queue!r} becomes the label kueue.x-k8s.io/queue-name, naming a LocalQueue: it {names.kueue_queue(queue)}", (*base, "flatjob.dev/kueue-queue"))
     secret = notes.get("flatjob.dev/ssh-secret")
     if secret is not None and names.dns1123_label(secret):
         yield doc.diagnostic("FJ313", f"flatjob.dev/ssh-secret: {secret!r} {names.dns1123_label(secret)}", (*base, "flatjob.dev/ssh-secret"))

@@ -117,6 +117,11 @@ CASES = {
     # hx17: an image the kubelet cannot parse (distribution/reference) ends in InvalidImageName
     "image-with-an-inner-space": (JOB.format(name="bad").replace("image: pytorch/pytorch:2.4.0", "image: \"py torch:2.4.0\""), (13, 22, "FJ204")),
     "colossalai-launcher-image-upper-case": (_CAI.replace('launcher: {image: "hpcaitech/colossalai:0.3.0"}', 'launcher: {image: "hpcaitech/ColossalAI:0.3.0"}').replace("MOUNT", "/data"), (7, 21, "FJ204")),
+    # hx22: the Kueue LocalQueue a job names becomes the kueue.x-k8s.io/queue-name label of every
+    # pod: a value no label holds (64 characters, a DNS subdomain still; or '-x-') passed lint
+    # and compile, and the API server refused every PodTemplate
+    "kueue-queue-64-characters": (JOB.format(name="bad").replace("  name: bad\n", "  name: bad\n  annotations: {flatjob.dev/scheduler: kueue, flatjob.dev/kueue-queue: " + "q" * 64 + "}\n"), (5, 72, "FJ313")),
+    "kueue-queue-not-a-name": (JOB.format(name="bad").replace("  name: bad\n", "  name: bad\n  annotations: {flatjob.dev/scheduler: kueue, flatjob.dev/kueue-queue: \"-x-\"}\n"), (5, 72, "FJ313")),
     "tensorboard-service-name": (_job(spec_extra="  tensorboardSpec:\n    image: tensorflow/tensorflow:2.14.0\n    trainingLogFilesets: [t9k://pvc/logs/x]\n", name="a" * 55).replace("type: worker", "type: w"), (6, 3, "FJ305")),
 }
 
