@@ -6,7 +6,8 @@ runtime's pod create (review 21, round 4):
 - one-of groups: a volume has at most one source (validateVolumeSource; none is an emptyDir,
   SetDefaults_Volume), a probe or lifecycle
   hook exactly one handler (validateHandler), an env var a value or a valueFrom with exactly
-  one reference (validateEnvVarValueFrom);
+  one reference (validateEnvVarValueFrom), an envFrom item exactly one of configMapRef and
+  secretRef (ValidateEnvFrom);
 - references: a volumeMount or volumeDevice names a volume of the pod (validateVolumeMounts);
 - combinations: no readiness, liveness or startup probe on an init container (a sidecar, one
   with restartPolicy Always, may have them), no ephemeral containers in a template,
@@ -38,6 +39,7 @@ VOLUME_SOURCES = frozenset({
 PROBE_HANDLERS = ("exec", "httpGet", "tcpSocket", "grpc")
 HOOK_HANDLERS = ("exec", "httpGet", "tcpSocket", "sleep")
 ENV_REFS = ("fieldRef", "resourceFieldRef", "configMapKeyRef", "secretKeyRef")
+ENV_FROM_REFS = ("configMapRef", "secretRef")  # ValidateEnvFrom: exactly one
 PROBES = ("livenessProbe", "readinessProbe", "startupProbe")
 
 
@@ -91,6 +93,9 @@ def _handlers(doc: Document, spec: dict[str, Any], base: PathT) -> Iterator[Diag
                 yield doc.diagnostic(VALUE, f"env {show(e.get('name'))} has both value and valueFrom", (*where, "valueFrom"), key=True)
             elif isinstance(e.get("valueFrom"), dict):
                 yield from _exactly_one(doc, e["valueFrom"], ENV_REFS, f"env {show(e.get('name'))} valueFrom", (*where, "valueFrom"))
+        for j, e in enumerate(_list(c.get("envFrom"))):
+            if isinstance(e, dict):
+                yield from _exactly_one(doc, e, ENV_FROM_REFS, "an envFrom item", (*path, "envFrom", j))
 
 
 def _combinations(doc: Document, spec: dict[str, Any], base: PathT) -> Iterator[Diagnostic]:

@@ -68,8 +68,20 @@ _SUBSCRIPT = re.compile(r"metadata\.(labels|annotations)\['[^']+'\]")
 _SYSCTL = re.compile(r"([a-z0-9]([-_a-z0-9]*[a-z0-9])?[./])*[a-z0-9]([-_a-z0-9]*[a-z0-9])?")
 
 
+def _subscript(path: str) -> str | None:
+    """Why the key of `metadata.labels['<key>']` or `metadata.annotations['<key>']` is refused
+    (validateObjectFieldSelector: a qualified name, an annotation's lower-cased), or None; the
+    caller has matched _SUBSCRIPT."""
+    field, key = path.split("['", 1)
+    key = key[:-2]
+    why = names.qualified_key(key.lower() if field == "metadata.annotations" else key)
+    return f"names the key {key!r}, whose {why}" if why else None
+
+
 def _field_path(path: str) -> str | None:
-    return None if path in FIELD_PATHS or _SUBSCRIPT.fullmatch(path) else f"is no field an env value can come from ({', '.join(sorted(FIELD_PATHS))}, or metadata.labels['...'])"
+    if _SUBSCRIPT.fullmatch(path):
+        return _subscript(path)
+    return None if path in FIELD_PATHS else f"is no field an env value can come from ({', '.join(sorted(FIELD_PATHS))}, or metadata.labels['...'])"
 
 
 def _ip(text: str) -> str | None:
@@ -109,7 +121,9 @@ def _host_path(path: str) -> str | None:
 
 def _volume_field_path(path: str) -> str | None:
     """validVolumeDownwardAPIFieldPathExpressions: a file can hold only these (no IPs, no node name)."""
-    return None if path in VOLUME_FIELD_PATHS or _SUBSCRIPT.fullmatch(path) else f"is no field a downwardAPI volume file can hold ({', '.join(sorted(VOLUME_FIELD_PATHS))}, or metadata.labels['...'])"
+    if _SUBSCRIPT.fullmatch(path):
+        return _subscript(path)
+    return None if path in VOLUME_FIELD_PATHS else f"is no field a downwardAPI volume file can hold ({', '.join(sorted(VOLUME_FIELD_PATHS))}, or metadata.labels['...'])"
 
 
 def _resource_field(resource: str) -> str | None:

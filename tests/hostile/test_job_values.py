@@ -122,6 +122,12 @@ CASES = {
     # and compile, and the API server refused every PodTemplate
     "kueue-queue-64-characters": (JOB.format(name="bad").replace("  name: bad\n", "  name: bad\n  annotations: {flatjob.dev/scheduler: kueue, flatjob.dev/kueue-queue: " + "q" * 64 + "}\n"), (5, 72, "FJ313")),
     "kueue-queue-not-a-name": (JOB.format(name="bad").replace("  name: bad\n", "  name: bad\n  annotations: {flatjob.dev/scheduler: kueue, flatjob.dev/kueue-queue: \"-x-\"}\n"), (5, 72, "FJ313")),
+    # hx22: shapes the API server refuses that lint passed: an envFrom item with no source
+    # (ValidateEnvFrom), a label or annotation key no object can have in a fieldRef's subscript
+    # (validateObjectFieldSelector), in env and in a downwardAPI volume
+    "env-from-without-a-source": (_job("              envFrom: [{prefix: A}]\n"), (15, 25, "FJ204")),
+    "field-ref-annotation-key-with-a-space": (_job("              env: [{name: A, valueFrom: {fieldRef: {fieldPath: \"metadata.annotations['a b']\"}}}]\n"), (15, 65, "FJ204")),
+    "downward-volume-label-key-too-long": (_job(volumes="            - {name: d, downwardAPI: {items: [{path: l, fieldRef: {fieldPath: \"metadata.labels['" + "k" * 64 + "']\"}}]}}\n"), (16, 79, "FJ204")),
     "tensorboard-service-name": (_job(spec_extra="  tensorboardSpec:\n    image: tensorflow/tensorflow:2.14.0\n    trainingLogFilesets: [t9k://pvc/logs/x]\n", name="a" * 55).replace("type: worker", "type: w"), (6, 3, "FJ305")),
 }
 
