@@ -96,9 +96,17 @@ def _remove(parent: Node, token: str) -> Any:
         if token not in parent.value:
             raise PatchError(f"{token!r} does not exist, so it cannot be removed")
         return {k: v for k, v in parent.value.items() if k != token}
-    items = list(parent.value)
+    items = _items(parent, token, "remove")
     del items[_index(token, len(items), insert=False)]
     return items
+
+
+def _items(parent: Node, token: str, verb: str) -> list[Any]:
+    """A copy of the list the pointer's last token indexes; a scalar holds no field (list() of a
+    string made its characters items, of a number raised TypeError: exit 3, hx22)."""
+    if not isinstance(parent.value, list):
+        raise PatchError(f"cannot {verb} {token!r} of a {type(parent.value).__name__}: it holds no fields")
+    return list(parent.value)
 
 
 def _replace(value: Node) -> Change:
@@ -107,7 +115,7 @@ def _replace(value: Node) -> Change:
             if token not in parent.value:
                 raise PatchError(f"{token!r} does not exist; use op: add to create it")
             return {**parent.value, token: replace(value, key_mark=parent.value[token].key_mark)}
-        items = list(parent.value)
+        items = _items(parent, token, "replace")
         items[_index(token, len(items), insert=False)] = value
         return items
 

@@ -41,6 +41,12 @@ JSON_OPS = {
     # a list index of more than 4 300 digits: int() refuses it (sys.int_info.str_digits_check_threshold)
     "5000-digit-index": '{op: replace, path: "/spec/replicaSpecs/' + "9" * 5000 + '", value: 3}',
     # `from` on an op that does not read it (RFC 6902 ignores it), not a string
+    # hx22: a last token under a scalar: remove and replace copied the parent with list(), so a
+    # number raised TypeError and a string became a list of its characters (exit 3 either way)
+    "remove-under-a-number": "{op: remove, path: /spec/replicaSpecs/0/replicas/-}",
+    "remove-under-a-string": "{op: remove, path: /spec/replicaSpecs/0/type/0}",
+    "replace-under-a-string": "{op: replace, path: /metadata/name/0, value: x}",
+    "replace-under-null": "{op: replace, path: /spec/replicaSpecs/0/template/metadata/0, value: x}",
 }
 # `from` on an op that does not read it, not a string: RFC 6902 ignores it (exit 3 before)
 IGNORED_FROM = {
@@ -91,7 +97,8 @@ def test_target_expression_re_cannot_compile_is_a_diagnostic(box: Sandbox, name:
         assert any(f[:2] == ("overlay.yaml", 2) and f[3:] == ("error", "FJ602") for f in r.findings()), r.output[-2000:]
 
 
-_TOKENS = st.sampled_from(["spec", "replicaSpecs", "0", "1", "-", "template", "metadata", "labels", "\u00b2", "\u0661", "00", "~1", ""])
+# "replicas", "type", "name": fields that hold a scalar, so a pointer can go on below one (hx22)
+_TOKENS = st.sampled_from(["spec", "replicaSpecs", "0", "1", "-", "template", "metadata", "labels", "replicas", "type", "name", "\u00b2", "\u0661", "00", "~1", ""])
 _POINTER = st.lists(_TOKENS, max_size=5).map(lambda t: "/" + "/".join(t) if t else "")
 _SCALAR = st.one_of(st.none(), st.booleans(), st.integers(-5, 5), st.sampled_from(["a", "/spec"]), _POINTER)
 _OP = st.fixed_dictionaries(
