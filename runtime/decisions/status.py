@@ -47,9 +47,15 @@ REASON_FAILED = "Failed"  # T9k's reason of a failed job's conditions, however i
 DELETION_OVERDUE = 60.0  # seconds past a pod's deletionTimestamp before its unfinished deletion is named
 
 
+# The last second RFC 3339 (and so metav1.Time) can write: 9999-12-31T23:59:59Z.
+LAST_SECOND = 253_402_300_799
+
+
 def rfc3339(ts: float) -> str:
-    """UTC seconds as Kubernetes writes times."""
-    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ts))
+    """UTC seconds as Kubernetes writes times, clamped to what it can write: a time computed
+    from a pod's values (a toleration of 2^63-1 s past a lost node) is no time gmtime takes,
+    and its OverflowError failed the job's every reconcile (hx22)."""
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(min(max(ts, 0.0), LAST_SECOND) if ts == ts else 0.0))
 
 
 def _replica_phase(name: str, pod: PodState | None, ledger: Ledger, wanted: set[str]) -> str:

@@ -92,7 +92,7 @@ def toleration_seconds(pod: Obj, taint: Obj) -> float | None:
     if not matching:
         return 0.0
     seconds = [float(t["tolerationSeconds"]) for t in matching if t.get("tolerationSeconds") is not None]
-    if not seconds:
+    if not seconds or min(seconds) >= float(2**63 - 1):  # the int64 maximum is its "never" too
         return None
     return max(min(seconds), 0.0)
 

@@ -223,6 +223,8 @@ UNREACHABLE = "node.kubernetes.io/unreachable"
     pytest.param([{"key": UNREACHABLE, "operator": "Equal", "value": "x"}], 0.0, id="a-value-the-taint-lacks"),
     pytest.param([{"key": UNREACHABLE, "effect": "NoExecute", "tolerationSeconds": -5}], 0.0, id="negative-is-at-once"),
     pytest.param("junk", 0.0, id="not-a-list"),
+    # getMinTolerationTime starts from the int64 maximum and reads it back as "never" (hx22)
+    pytest.param([{"key": UNREACHABLE, "effect": "NoExecute", "tolerationSeconds": 2**63 - 1}], None, id="int64-max-is-forever"),
 ])
 def test_how_long_a_pod_stays_on_an_unreachable_node(tolerations: object, grace: float | None) -> None:
     """taint_eviction.go getMinTolerationTime over the tolerations that match the unreachable

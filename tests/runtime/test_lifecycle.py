@@ -762,6 +762,18 @@ def test_lifecycle_a_lost_nodes_eviction_time_is_the_pods_own_toleration() -> No
     assert (st["phase"], st["backoffCount"], restarts(st)) == ("Unknown", 0, {"master": 0, "worker": 0})
 
 
+def test_lifecycle_a_toleration_past_any_time_kubernetes_writes_is_said_not_a_reconcile_error() -> None:
+    """hx22: a toleration of 10^15 s (the API server takes any int64) put the eviction time past
+    what gmtime takes, and its OverflowError failed every reconcile of the job (ReconcileError,
+    no decision made) once the node was lost; the time is said as the last one RFC 3339 writes."""
+    s, _ = _lost(TWO_NODES.replace("          containers:", (
+        "          tolerations: [{key: node.kubernetes.io/unreachable, operator: Exists, effect: NoExecute, tolerationSeconds: 1000000000000000}]\n"
+        "          containers:")))
+    st = s.run_until(lambda st: condition(st, "Ready")["reason"] in ("NodeLost", "ReconcileError"), limit=NODE_MONITOR_GRACE + 60)
+    assert condition(st, "Ready")["reason"] == "NodeLost", condition(st, "Ready")
+    assert "runs out (1000000000000000 s, about 9999-12-31T23:59:59Z)" in condition(st, "Ready")["message"]
+
+
 def test_lifecycle_a_node_that_comes_back_finishes_what_was_asked_meanwhile() -> None:
     s = Scenario(TWO_NODES)
     s.kubelet.nodes["fake-node-1"].allocatable = {"cpu": "2"}
