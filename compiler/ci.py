@@ -488,7 +488,7 @@ def check(jobs: Sequence[str], envs: Sequence[Environment], base: str | None = N
     from .journal import session
     from .lint import lint_paths
     from .outdir import LinkFound, NotAFile
-    from .output import unified_diff
+    from .output import RIVAL_MESSAGE, unified_diff
     from .overlay import load_overlays
     from .pipeline import compile_paths, no_overlay
 
@@ -515,6 +515,9 @@ def check(jobs: Sequence[str], envs: Sequence[Environment], base: str | None = N
             if unfinished:  # a journal (a killed compile's, or one committed): stale until a compile clears it
                 run.compile.append(Diagnostic("FJ700", "holds a compile's journal (.flatjob-journal.json): run `flatjob compile` and commit the result", env.out.as_posix()))
                 rep.errors += 1
+            if changes.rivals:  # kustomize refuses the folder, whatever flatjob's files hold
+                run.compile += [Diagnostic("FJ701", RIVAL_MESSAGE, (env.out / rel).as_posix()) for rel in changes.rivals]
+                rep.errors += len(changes.rivals)
             if changes.links or changes.blocked:  # never read (or print) what a link points at
                 run.compile += [Diagnostic("FJ702", "is a symbolic link (or not a plain file or folder); flatjob never reads through it", (env.out / rel).as_posix()) for rel in (*changes.links, *changes.blocked)]
                 rep.errors += len(changes.links) + len(changes.blocked)

@@ -35,6 +35,9 @@ from .render import JOB_FILES
 from .render.kustomization import KUSTOMIZATION
 
 META_FILE = "flatjob-meta.json"
+# The names kustomize also takes for a folder's kustomization (konfig.RecognizedKustomizationFileNames).
+RIVAL_KUSTOMIZATIONS = ("kustomization.yml", "Kustomization")
+RIVAL_MESSAGE = f"a second kustomization file beside flatjob's {KUSTOMIZATION}: kustomize (kubectl apply -k, Argo CD, Flux) refuses the folder (\"Found multiple kustomization files\")"
 # Names earlier versions wrote and this one no longer does: still flatjob's, so an upgrade
 # prunes them (pods.yaml held gated Pods before git held PodTemplates; architecture §4).
 RETIRED_NAMES = frozenset({"pods.yaml"})
@@ -67,6 +70,7 @@ class TreeChanges:
     links: list[str] = field(default_factory=list)  # links where a file is read, written or deleted
     blocked: list[str] = field(default_factory=list)  # a folder where a file belongs, or a file where a folder does
     kept: list[str] = field(default_factory=list)  # claimed by the metadata, but not flatjob's: not deleted
+    rivals: list[str] = field(default_factory=list)  # another kustomization file beside one flatjob writes
     old: dict[str, str | None] = field(default_factory=dict)  # what the changed files hold now, for the diff
 
     @property
@@ -141,6 +145,12 @@ def plan_changes(d: SafeDir, desired: dict[str, str]) -> TreeChanges:
             changes.conflicts.append(rel)
         changes.write[rel] = text
         changes.old[rel] = current
+    # kustomize reads one kustomization file a folder and refuses a folder holding two ("Found
+    # multiple kustomization files"): one added beside flatjob's stops every sync of the folder
+    # while the files flatjob writes are all up to date (hx22).
+    for rel in sorted(rel for rel in desired if rel.rpartition("/")[2] == KUSTOMIZATION):
+        folder = rel.rpartition("/")[0]
+        changes.rivals += [f"{folder}/{name}" if folder else name for name in RIVAL_KUSTOMIZATIONS if d.listed(f"{folder}/{name}" if folder else name)]
     # A hostile metadata file may claim 300 000 names: those outside the root's listing are
     # dropped first (a set lookup each), then those flatjob never writes (owned(): never a
     # link, a file or a folder deeper than a job's is walked for them), then the rest are

@@ -156,7 +156,15 @@ def _plan(s: Session, result: Any, root: Path) -> TreeChanges:
     changes = s.plan(result.tree(root))
     if changes.links or changes.blocked:
         _stop([*(_link(root, rel) for rel in changes.links), *(_blocked(root, rel) for rel in changes.blocked)], "flatjob: nothing was written.")
+    if changes.rivals:
+        _stop([_rival(root, rel) for rel in changes.rivals], "flatjob: nothing was written; remove those files.")
     return changes
+
+
+def _rival(root: Path, rel: str) -> Diagnostic:
+    from ..output import RIVAL_MESSAGE
+
+    return _at(root, rel, "FJ701", RIVAL_MESSAGE)
 
 
 @contextmanager

@@ -211,3 +211,21 @@ def test_schema_out_with_a_link_or_a_binary_file_is_a_diagnostic_not_an_internal
     (out / "jobs").mkdir()
     (out / "jobs" / "genericjob.json").write_bytes(b"\xff\xfe")
     assert_clean_exit(box.flatjob("schema", "-o", "schemas", "--check"), 1)
+
+
+@pytest.mark.parametrize("where", ["Kustomization", "alpha/kustomization.yml"])
+def test_a_second_kustomization_file_beside_flatjobs_is_an_error_everywhere(box: Sandbox, where: str) -> None:
+    """hx22: a pull request adds `Kustomization` (or `kustomization.yml`) beside a
+    kustomization.yaml flatjob writes.  kustomize refuses such a folder ("Found multiple
+    kustomization files"), so every sync of the environment stopped, while `compile --check`,
+    `diff` and the CI check said "up to date" (flatjob's own files were)."""
+    compiled(box)
+    (box.out / where).write_text("resources: [evil.yaml]\n", encoding="utf-8")
+    box.freeze()
+    expected = f"rendered/{where}: error: a second kustomization file beside flatjob's kustomization.yaml"
+    for run_ in (box.compile("--check"), box.flatjob("diff", "jobs", "-o", "rendered"), box.compile(), box.compile("--force")):
+        assert_clean_exit(run_, 1)
+        assert expected in run_.output and "[FJ701]" in run_.output, run_.output[-2000:]
+    ci = run([script("flatjob-ci"), "--jobs", "jobs", "--rendered", "rendered", "--overlays", "no-overlays"], box.repo)
+    assert ci.code == 1 and "FJ701" in ci.output, ci.output[-2000:]
+    assert box.untouched()
