@@ -218,12 +218,42 @@ def transform(text: str) -> Outcome:
     for folder, docs in namespace_runtimes(compiled.jobs).items():
         last = max((j for j in compiled.jobs if runtime_folder(j, compiled.jobs) == folder), key=lambda j: by_label[j.source].index)
         generated[by_label[last.source].index].extend(_generated(by_label[last.source].file, folder, {RUNTIME_FILE: docs}))
+    outcome.results.extend(_collisions(inputs, generated))
+    if outcome.failed:
+        return outcome
     new_items: list[Any] = []
     for index in range(len(inputs)):
         new_items.extend(generated.get(index, [Kept(index)]))
     new_items.extend(generated.get(-1, []))  # a job given as the functionConfig (generator form)
     outcome.items = new_items
     return outcome
+
+
+def _identity(obj: Any) -> tuple[str, str, str, str] | None:
+    """What kustomize and the API server tell objects apart by: group, kind, namespace, name."""
+    meta = obj.get("metadata") if isinstance(obj, dict) else None
+    name = meta.get("name") if isinstance(meta, dict) else None
+    if not isinstance(name, str) or not isinstance(obj.get("kind"), str) or not isinstance(obj.get("apiVersion"), str):
+        return None
+    namespace = meta.get("namespace")
+    return obj["apiVersion"].rpartition("/")[0], obj["kind"], namespace if isinstance(namespace, str) else "", name
+
+
+def _collisions(inputs: list[Any], generated: dict[int, list[dict[str, Any]]]) -> list[dict[str, Any]]:
+    """An item passed through that is an object a job renders (a Service or PodTemplate of its
+    name): kustomize refuses two resources of one id and the API server keeps one, so the
+    output would not apply (hx22: such an item and the job's own went out side by side, exit 0)."""
+    made = {key: index for index, docs in generated.items() for doc in docs if (key := _identity(doc)) is not None}
+    out = []
+    for index, obj in enumerate(inputs):
+        key = _identity(obj) if index not in generated else None
+        if key is not None and key in made:
+            ann = _annotations(obj)
+            file = ann.get(PATH, ann.get(LEGACY_PATH))
+            item = Item(index, obj, file if isinstance(file, str) else None, _int(ann.get(INDEX, ann.get(LEGACY_INDEX))))
+            job = "the functionConfig" if made[key] < 0 else f"items[{made[key]}]"
+            out.append(result(f"{key[1]} {key[3]!r} is also rendered by the job of {job}: the output would hold two objects of one name [FJ323]", item=item, tags={"code": "FJ323", "name": "name-collision"}))
+    return out
 
 
 def _resource_list(text: str) -> tuple[Outcome, Document | None]:

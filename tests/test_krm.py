@@ -101,6 +101,23 @@ def test_problems_are_results_with_references() -> None:
     }
 
 
+@pytest.mark.parametrize("kind, name", [("Service", "ddp"), ("PodTemplate", "ddp-worker-0"), ("ServiceAccount", "flatjob")])
+def test_an_item_passed_through_that_a_job_also_renders_is_an_error(kind: str, name: str) -> None:
+    """hx22: an item of the list that is one of the objects a job renders (its Service, a pod's
+    PodTemplate, the namespace runtime's ServiceAccount) went out beside the job's own, exit 0:
+    kustomize refuses two resources of one id, and applied, one would replace the other."""
+    mine = f"apiVersion: v1\nkind: {kind}\nmetadata:\n  name: {name}\n  annotations:\n    internal.config.kubernetes.io/path: mine.yaml\n"
+    out, status = run(resource_list(job_item(), mine))
+    assert status == 1
+    parsed = parse(out)
+    assert [i["metadata"]["name"] for i in parsed["items"]] == ["ddp", name]  # unchanged
+    (problem,) = parsed["results"]
+    assert problem["resourceRef"] == {"apiVersion": "v1", "kind": kind, "name": name} and problem["file"] == {"path": "mine.yaml"}
+    assert problem["tags"]["code"] == "FJ323" and "also rendered by the job of items[0]" in problem["message"]
+    other = mine.replace(f"name: {name}\n", f"name: {name}\n  namespace: elsewhere\n")  # another namespace: no collision
+    assert run(resource_list(job_item(), other))[1] == 0
+
+
 def test_a_large_failing_input_gets_its_items_back_as_data_without_comments() -> None:
     """Past PLAIN_WRITE_BYTES a failing run writes the items back with PyYAML (kpt and kustomize
     discard a failing function's items; ruamel's round trip of a 1 MiB value cost 0.65 s)."""
