@@ -11,16 +11,19 @@ from typing import Any
 
 import prockit
 import pytest
-from hypothesis import settings
+from hypothesis import HealthCheck, settings
 from propertykit import examples
 
 # Property tests draw the same examples on every run, so a run's verdict and its time do not
 # depend on luck (one random draw took a test from 3 s to 51 s). To search afresh locally:
 #   HYPOTHESIS_PROFILE=random python -m pytest tests/test_render_size.py
 # A property without settings of its own draws hypothesis's 100 examples in CI and an eighth of
-# them in the README's quick run, as those with settings do (propertykit.examples).
-settings.register_profile("flatjob", derandomize=True, database=None, max_examples=examples(100))
-settings.register_profile("random", derandomize=False, max_examples=examples(100))
+# them in the README's quick run, as those with settings do (propertykit.examples). No example
+# has a deadline and none is judged too slow: a verdict never depends on the machine's load
+# (a 200-name ledger example took over hypothesis's 200 ms at load 11 and failed the run).
+_UNTIMED = {"deadline": None, "suppress_health_check": [HealthCheck.too_slow]}
+settings.register_profile("flatjob", derandomize=True, database=None, max_examples=examples(100), **_UNTIMED)
+settings.register_profile("random", derandomize=False, max_examples=examples(100), **_UNTIMED)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "flatjob"))
 
 ROOT = Path(__file__).resolve().parents[1]
