@@ -348,10 +348,13 @@ class FakeCluster:
                 if not pod["metadata"].get("deletionTimestamp"):
                     self.delete_pod(namespace, name, None)
 
-    def evict_pod(self, namespace: str, name: str) -> None:
+    def evict_pod(self, namespace: str, name: str, delete_refused: bool = False) -> None:
         """The Eviction API (pods/eviction; `kubectl drain`): the DisruptionTarget condition
         `EvictionByEvictionAPI`, then a graceful delete (pkg/registry/core/pod/storage/
-        eviction.go addConditionAndDeletePod).  No PodDisruptionBudget is emulated."""
+        eviction.go addConditionAndDeletePod: the condition is its own update, the delete a
+        second request).  `delete_refused`: that delete fails (a validating webhook on pod
+        DELETE, a conflict) and the pod runs on with the condition, until the disruption
+        controller finds it stale (disruption.py).  No PodDisruptionBudget is emulated."""
         from .podstatus import disruption
 
         with self.store.lock:
@@ -360,4 +363,5 @@ class FakeCluster:
             others = [c for c in status.get("conditions") or [] if c.get("type") != "DisruptionTarget"]
             condition = disruption("EvictionByEvictionAPI", "Eviction API: evicting", self.clock())
             self.set_pod_status(namespace, name, {**status, "conditions": [*others, condition]}, manager="kube-apiserver")
-            self.delete_pod(namespace, name, pod["metadata"]["uid"])
+            if not delete_refused:
+                self.delete_pod(namespace, name, pod["metadata"]["uid"])

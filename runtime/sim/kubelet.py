@@ -1,8 +1,9 @@
 """The kubelet stand-in of the scenario tests: pods on virtual time, in a real kubelet's order.
 
 `FakeKubelet` drives a small simulated cluster: nodes (nodes.py), the scheduler's binding
-(scheduler.py), the node lifecycle, taint eviction and PodGC controllers (nodes.py), and a
-kubelet on each node.  Containers run their Program (containers.py): a busybox `sh -c` runs
+(scheduler.py), the node lifecycle, taint eviction and PodGC controllers (nodes.py), the
+disruption controller's reset of stale DisruptionTargets (disruption.py), and a kubelet on
+each node.  Containers run their Program (containers.py): a busybox `sh -c` runs
 for real (as PID 1, a shell without a `trap` ignores SIGTERM and ends by SIGKILL when the grace
 period is over, as the kernel drops signals PID 1 has no handler for), a scenario gives other
 pods a behaviour.  Every status is built by podstatus.py,
@@ -96,6 +97,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..api import ApiError
+from . import disruption as disruption_controller
 from .apiserver.clock import parse_time
 from .cluster import FakeCluster
 from .containers import (
@@ -375,6 +377,7 @@ class FakeKubelet:
         changed |= self.controllers.tick()
         if self.kueue is not None:
             changed |= self.kueue.tick()
+        changed |= disruption_controller.reset_stale(self.cluster, self.namespace, now)
         pods = sorted(self.cluster.pods(self.namespace).items())
         stored = {p["metadata"]["uid"] for _, p in pods}
         for uid in [u for u in self.runs if u not in stored]:
