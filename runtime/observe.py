@@ -4,7 +4,11 @@ Besides phase and exit codes, a pod tells how it is doing through conditions wri
 others than its kubelet, and the decisions read them:
 - DisruptionTarget (the Eviction API, the scheduler's preemption, taint eviction, PodGC, the
   kubelet's node-pressure eviction; pkg/apis/core/types.go): the pod is being disrupted, its
-  end says nothing about the training;
+  end says nothing about the training; but only on a pod being deleted or ended: the
+  disrupters write it and delete in two requests, and a pod whose delete failed (a webhook on
+  pod DELETE, a conflict) runs on with it until the disruption controller sets it False
+  (pkg/controller/disruption/disruption.go nonTerminatingPodHasStaleDisruptionCondition; the
+  kubelet's own is sent only with the terminal phase, status_manager.go mergePodStatus);
 - Ready=False while ContainersReady stays True on a running pod: only the node lifecycle
   controller clears Ready alone (MarkPodsNotReady, which keeps the condition's reason), so its
   node stopped reporting; but not with reason ReadinessGatesNotReady, which the kubelet
@@ -167,6 +171,8 @@ def pod_state(obj: dict[str, Any], container: str | None = None, owner_uid: str 
     conditions = _conditions(status)
     ready = conditions.get("Ready", {}).get("status") == "True"
     disruption = conditions.get("DisruptionTarget") if conditions.get("DisruptionTarget", {}).get("status") == "True" else None
+    if disruption is not None and meta.get("deletionTimestamp") is None and status.get("phase") not in ("Succeeded", "Failed"):
+        disruption = None  # written, but its delete failed (stale until the disruption controller resets it): the pod runs on
     lost = (not ready and status.get("phase") == "Running" and conditions.get("ContainersReady", {}).get("status") == "True" and "Ready" in conditions
             and conditions["Ready"].get("reason") != GATES_NOT_READY)
     scheduled = conditions.get("PodScheduled", {})

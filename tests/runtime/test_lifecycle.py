@@ -182,6 +182,28 @@ def test_lifecycle_a_drained_pod_still_stopping_is_named_and_nothing_says_runnin
     assert condition(s.status(), "Ready")["message"] == "All pods are running normally."
 
 
+def test_lifecycle_an_eviction_whose_delete_was_refused_leaves_the_pod_running() -> None:
+    """The Eviction API writes DisruptionTarget in one request and deletes in the next
+    (eviction.go addConditionAndDeletePod); a validating webhook on pod DELETE refuses the
+    delete, so the pod runs on with the condition and no deletionTimestamp, and the disruption
+    controller sets it False 2 min later (disruption.go syncStalePodDisruption).  No disruption
+    happened: the runtime must not delete the pod itself (it did: "replacing it", then its own
+    delete killed a healthy worker the cluster had left running; review hx21)."""
+    s = Scenario(pytorch(master="sleep 400; exit 0", worker=LONG, policy="OnFailure"))
+    running(s, 3)
+    old = uid(s, "sim-worker-1")
+    s.cluster.evict_pod(NAMESPACE, "sim-worker-1", delete_refused=True)
+    s.settle(30)
+    pod = s.pods()["sim-worker-1"]
+    assert (pod["metadata"]["uid"], pod["metadata"].get("deletionTimestamp"), pod["status"]["phase"]) == (old, None, "Running")
+    s.settle(120)  # the disruption controller: stale after 2 min
+    assert next(c for c in s.pods()["sim-worker-1"]["status"]["conditions"] if c["type"] == "DisruptionTarget")["status"] == "False"
+    st = s.finished()
+    assert (st["phase"], st["backoffCount"], restarts(st), st["runtime"].get("disruptions", 0)) == ("Succeeded", 0, {"master": 0, "worker": 0}, 0)
+    assert uid(s, "sim-worker-1") == old and events(s, "Disrupted") == []
+    assert s.starts[("sim-worker-1", "1", "0")] == 1
+
+
 def test_lifecycle_kubectl_delete_pod_is_replaced_uncounted_whatever_the_policy() -> None:
     """A deletion without DisruptionTarget: restartPolicy Never would not restart a failure,
     but the pod did not fail, someone deleted it."""
