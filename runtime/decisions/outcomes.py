@@ -134,14 +134,11 @@ def observe(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, now: flo
             succeeded.append(name)
         elif pod is not None and pod.phase == "Failed":
             code = effective_exit_code(pod, job.launcher_kind if _launches(job, spec.rank) else None)
-            what = f"failed with exit code {code}" if pod.exit_code is not None else f"was lost ({pod.reason or 'no exit code'})"
-            if pod.exit_code is not None and code != pod.exit_code:
-                what = f"failed with exit code {pod.exit_code} (effective {code})"
-            if pod.evicted is not None:  # for its own storage limit: the pod's doing, counted as a Job counts it
-                what = f"was evicted by its node ({pod.evicted.strip()}; exit code {pod.exit_code})"
-            if pod.reason and pod.reason.startswith("Init:"):
-                effective = f" (effective {code})" if code != pod.exit_code else ""
-                what = f"failed with exit code {pod.exit_code}{effective} in an init container ({pod.reason})"
+            what = _failed_how(pod, code)
+            own = _own_loss(pod, ledger)
+            if own is not None:
+                disruptions.append(Disruption(name, pod.uid, spec.type, f"{what} while its node was not reporting", since=own))
+                continue
             cause = next(((n, w) for n, w, began in troubled if n != name and _coupled(pod, began)), None)
             if cause is not None:  # a peer of a disrupted pod: the disruption's doing, not the training's
                 disruptions.append(Disruption(name, pod.uid, spec.type, f"{what} while {cause[0]} {cause[1]}", peer=cause[0]))
@@ -214,12 +211,16 @@ def disruption_end(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, n
     """The ledger with the moment each disrupted pod's replacement was first seen running (or
     the pod no longer wanted: its peers' DISRUPTION_WINDOW runs from then), and entries whose
     window has passed, or that date from the future (a status edit), dropped."""
+    ledger = note_lost(pods, ledger, now)
     if not ledger.disrupted:
         return ledger
     wanted = {p.name for p in job.wanted()} - ledger.settled
     keep: dict[str, float] = {}
     ended: dict[str, float] = {}
     for name, since in ledger.disrupted.items():
+        if _still_lost(pods.get(name), ledger):  # its trouble lasts while it is marked
+            keep[name] = since
+            continue
         end = ledger.disrupted_end.get(name)
         if since > now or (end is not None and now - end > DISRUPTION_WINDOW):
             continue
@@ -232,6 +233,47 @@ def disruption_end(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, n
     if keep == ledger.disrupted and ended == ledger.disrupted_end:
         return ledger
     return ledger.evolve(disrupted=keep, disrupted_end=ended)
+
+
+def _failed_how(pod: PodState, code: int) -> str:
+    """How a failed pod ended, in words, given its effective exit code."""
+    what = f"failed with exit code {code}" if pod.exit_code is not None else f"was lost ({pod.reason or 'no exit code'})"
+    if pod.exit_code is not None and code != pod.exit_code:
+        what = f"failed with exit code {pod.exit_code} (effective {code})"
+    if pod.evicted is not None:  # for its own storage limit: the pod's doing, counted as a Job counts it
+        what = f"was evicted by its node ({pod.evicted.strip()}; exit code {pod.exit_code})"
+    if pod.reason and pod.reason.startswith("Init:"):
+        effective = f" (effective {code})" if code != pod.exit_code else ""
+        what = f"failed with exit code {pod.exit_code}{effective} in an init container ({pod.reason})"
+    return what
+
+
+def _own_loss(pod: PodState, ledger: Ledger) -> float | None:
+    """When the loss of a failed pod's own node began, at the earliest, if the pod was running
+    then and ended after (its node's mark, noted by note_lost, less NODE_NOTICE); None when its
+    end is its own (a replacement started after the mark: CLOCK_SLACK for its node's clock)."""
+    mark = ledger.disrupted.get(pod.name)
+    if mark is None or pod.started_at is None or pod.started_at + CLOCK_SLACK > mark or not _coupled(pod, (mark - NODE_NOTICE, mark)):
+        return None
+    return mark - NODE_NOTICE
+
+
+def _still_lost(pod: PodState | None, ledger: Ledger) -> bool:
+    """A released pod of this attempt whose node is marked as not reporting (observe.py)."""
+    return pod is not None and pod.node_lost_since is not None and pod.ours and pod.attempt == ledger.attempt and pod.name in ledger.released_set
+
+
+def note_lost(pods: Mapping[str, PodState], ledger: Ledger, now: float) -> Ledger:
+    """The ledger with each released pod whose node is marked as not reporting noted in
+    `disrupted` (since the mark, never after now): its kubelet reports what its program did
+    meanwhile only once the node is back (a partition healed: status_manager.go sends its
+    cached status then), and an end that came while the node was cut off is the loss's doing,
+    as a peer's is (`observe`); its replacement, started after, fails on its own account."""
+    lost = {name: min(pod.node_lost_since, now) for name, pod in pods.items()
+            if name not in ledger.disrupted and _still_lost(pod, ledger) and pod.node_lost_since is not None}
+    if not lost:
+        return ledger
+    return ledger.evolve(disrupted={**ledger.disrupted, **lost}, disrupted_end={k: v for k, v in ledger.disrupted_end.items() if k not in lost})
 
 
 def _ended(ledger: Ledger, name: str, since: float, now: float) -> float | None:

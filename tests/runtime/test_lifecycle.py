@@ -796,6 +796,36 @@ def test_lifecycle_a_toleration_past_any_time_kubernetes_writes_is_said_not_a_re
     assert "runs out (1000000000000000 s, about 9999-12-31T23:59:59Z)" in condition(st, "Ready")["message"]
 
 
+@pytest.mark.parametrize("master_too", [False, True])
+def test_lifecycle_a_failure_while_its_own_node_was_cut_off_is_the_losses_doing(master_too: bool) -> None:
+    """A partition cuts fake-node-2 off for 200 s, less than taint eviction's 300 s: worker-1's
+    collective times out 120 s in and its program exits 1, which its kubelet reports only once
+    the node is back (status_manager.go sends its cached status then).  The node was marked
+    not ready 50 s in, so the exit came while the pod was known lost: the loss's doing, as the
+    master's failure beside it is.  It was counted, and under ExitCode ended the job (review hx21)."""
+    s = Scenario(pytorch(master="sleep 2000; exit 0", worker="sleep 3000; exit 0", policy="ExitCode").replace(
+        "command: [sh, -c,", "resources: {requests: {cpu: '1'}}\n              command: [sh, -c,"))
+    s.kubelet.nodes["fake-node-1"].allocatable = {"cpu": "2"}
+    s.kubelet.add_node("fake-node-2", {"cpu": "2"})
+    running(s, 3)
+    old = uid(s, "sim-worker-1")
+    assert s.pods()["sim-worker-1"]["spec"]["nodeName"] == "fake-node-2"
+    s.kubelet.lose_node("fake-node-2")
+    cut = s.clock.now
+    s.kubelet.runs[old].containers[0].exits(cut + 120, 1)  # NCCL's timeout, unseen while the node is cut off
+    s.run_until(lambda st: condition(st, "Ready")["reason"] == "NodeLost", limit=NODE_MONITOR_GRACE + 15)
+    s.settle(cut + 120 - s.clock.now)
+    if master_too:
+        s.kubelet.kill("sim-master-0", 1)  # its side of the same collective
+    s.settle(cut + 200 - s.clock.now)
+    s.kubelet.restore_node("fake-node-2")
+    st = s.run_until(replaced(s, "sim-worker-1", old), limit=120)
+    assert (st["phase"], st["backoffCount"], restarts(st)) == ("Running", 0, {"master": 0, "worker": 0}), [e["message"] for e in events(s, "Restarting")]
+    assert any(e["message"].endswith("sim-worker-1 failed with exit code 1 while its node was not reporting; replacing it (not a restart)") for e in events(s, "Disrupted"))
+    s.settle(SETTLE + 5)
+    assert s.status()["phase"] == "Running"
+
+
 def test_lifecycle_a_node_that_comes_back_finishes_what_was_asked_meanwhile() -> None:
     s = Scenario(TWO_NODES)
     s.kubelet.nodes["fake-node-1"].allocatable = {"cpu": "2"}
