@@ -10,6 +10,13 @@ pods a behaviour.  Every status is built by podstatus.py,
 which run-local's kubelet shares.  What the kubelet does, with the source it follows:
 - admission: a pod bound to a node whose kubelet runs gets startTime, hostIP, podIP and its
   containers waiting `ContainerCreating` (pkg/kubelet/kubelet_pods.go generateAPIPodStatus);
+- volumes: a pod one of whose volumes cannot be mounted (`unmountable`: a ConfigMap or Secret
+  that does not exist, a PVC still attached to another node) waits before any image is pulled,
+  its containers waiting `ContainerCreating` (`PodInitializing` with init containers), and its
+  status says nothing more: the kubelet's SyncPod waits WaitForAttachAndMount's 2m3s, fails
+  with "unmounted volumes=[...]" in a FailedMount Event alone, and tries again at the next sync
+  (kubelet.go SyncPod, volumemanager/volume_manager.go podAttachAndMountTimeout,
+  kubelet_pods.go convertToAPIContainerStatuses' default waiting reasons);
 - images: an image that cannot be pulled leaves its container waiting `ErrImagePull`, then
   `ImagePullBackOff` with `Back-off pulling image "<image>": ErrImagePull: <error>` (the 1.32
   wording, #127918), retried after 10 s doubling to 300 s (pkg/kubelet/images); the pod stays
@@ -82,7 +89,7 @@ which run-local's kubelet shares.  What the kubelet does, with the source it fol
   asked meanwhile (a partition healed); `reboot_node` brings it back without its containers:
   each that was running reads exited 255, reason Unknown, as containerd's CRI restore
   reports it, and the pod ends Failed (restartPolicy Never);
-Test controls: `behaviors`, `kill`, `evict`, `reject`, `unpullable`, nodes and their capacity
+Test controls: `behaviors`, `kill`, `evict`, `reject`, `unpullable`, `unmountable`, nodes and their capacity
 (`add_node`), `lose_node`, `restore_node`, `reboot_node`, `delete_node`, `out_of_service`, and
 `scheduler.preempt`.  Not emulated: probes, restarts of regular containers (every pod flatjob
 renders has restartPolicy Never, and the runtime creates no pod from a PodTemplate whose pod's
@@ -278,6 +285,7 @@ class FakeKubelet:
     # f(pod, env) -> Program (or the older (seconds, exit code or None for "until stopped")).
     behaviors: dict[str, Behaviour] = field(default_factory=dict)
     unpullable: set[str] = field(default_factory=set)  # images as written in the spec
+    unmountable: set[str] = field(default_factory=set)  # pod names whose volumes cannot be mounted
     runs: dict[str, _Pod] = field(default_factory=dict)  # pod uid -> what its kubelet keeps
     rejects: dict[str, tuple[str, str]] = field(default_factory=dict)  # pod name -> (reason, message) of its next admission
     ips: dict[str, str] = field(default_factory=dict)  # uid -> pod IP
@@ -439,6 +447,8 @@ class FakeKubelet:
     def _advance(self, pod: Obj, run: _Pod, now: float) -> None:
         spec = pod.get("spec") or {}
         inits, regular = spec.get("initContainers") or [], spec.get("containers") or []
+        if run.stage == "pull" and run.term_at is None and pod["metadata"]["name"] in self.unmountable:
+            return  # WaitForAttachAndMount: no container is created, no image pulled, until its volumes are there
         if run.stage == "pull" and run.term_at is None:
             missing = next((c.get("image", "") for c in [*inits, *regular] if c.get("image", "") in self.unpullable), None)
             if missing is not None:
