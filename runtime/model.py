@@ -52,6 +52,7 @@ class PodState:
     node_lost_since: float | None = None  # Ready cleared by the node controller alone (its node stopped reporting)
     unreachable_grace: float | None = 300.0  # how long taint eviction leaves it on an unreachable node (None: forever)
     waiting: str | None = None  # why a container cannot start: "ImagePullBackOff: Back-off pulling image ..."
+    creating_since: float | None = None  # status.startTime while its node's kubelet still creates every container (volumes, images)
     unschedulable: str | None = None  # the scheduler's message while no node fits
     rejected: str | None = None  # its node's kubelet refused to admit it, so it never ran: "OutOfcpu: Node didn't have enough resource: cpu"
     stopped: bool = False  # the runtime stopped it after the outcome, keeping it (flatjob.dev/stopped)

@@ -19,7 +19,9 @@ others than its kubelet, and the decisions read them:
   resource: ...") or shut its node down ("Pod was terminated in response to imminent node
   shutdown.", nodeshutdown_manager_linux.go);
 - PodScheduled=False/Unschedulable (the scheduler's message) and a container waiting for a
-  reason that needs a human (ErrImagePull, ImagePullBackOff, ...): why it does not start.
+  reason that needs a human (ErrImagePull, ImagePullBackOff, ...): why it does not start;
+  a bound pod none of whose containers was created yet: since when (a volume it cannot mount
+  says so only in Events).
 A failed init container's exit code is the pod's exit code (the regular ones never ran).
 A pod its node's kubelet refused to admit (a device plugin's UnexpectedAdmissionError,
 OutOfcpu, NodeAffinity) is Failed with "Pod was rejected: ..." and no container status: it
@@ -50,6 +52,7 @@ GATES_NOT_READY = "ReadinessGatesNotReady"  # Ready=False the kubelet writes for
 # The reasons of a pod the kubelet itself ended: an eviction (eviction_manager.go Reason) and a
 # graceful node shutdown (nodeshutdown_manager_linux.go nodeShutdownReason).
 KUBELET_KILLS = frozenset({"Evicted", "Terminated"})
+CREATING = frozenset({"ContainerCreating", "PodInitializing"})  # the kubelet's waiting reasons before a container is created
 STUCK = frozenset({"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull", "CreateContainerConfigError", "CreateContainerError", "RunContainerError", "CrashLoopBackOff"})
 
 
@@ -209,10 +212,26 @@ def pod_state(obj: dict[str, Any], container: str | None = None, owner_uid: str 
         unreachable_grace=unreachable_grace(spec),
         waiting=_waiting([s for s in status.get("initContainerStatuses") or [] if isinstance(s, dict)], " (init container {})") or _waiting(statuses)
         if status.get("phase", "Pending") == "Pending" else None,
+        creating_since=_creating_since(spec, status),
         unschedulable=scheduled.get("message") or "no node fits" if scheduled.get("status") == "False" and scheduled.get("reason") == "Unschedulable" else None,
         rejected=_rejected(status, exit_code),
         evicted=(status.get("message") or str(status["reason"])) if status.get("reason") in KUBELET_KILLS and status.get("phase") == "Failed" else None,
     )
+
+
+def _creating_since(spec: dict[str, Any], status: dict[str, Any]) -> float | None:
+    """status.startTime of a bound Pending pod none of whose containers was created yet: every
+    one waits ContainerCreating or PodInitializing, the kubelet's defaults while it mounts the
+    pod's volumes and pulls its images (kubelet_pods.go convertToAPIContainerStatuses).  A
+    volume that cannot be mounted (a ConfigMap or Secret that does not exist, a PVC attached to
+    another node: Multi-Attach) keeps it so with nothing in the status; only Events say why
+    (volumemanager WaitForAttachAndMount, FailedMount, FailedAttachVolume)."""
+    if status.get("phase", "Pending") != "Pending" or not spec.get("nodeName"):
+        return None
+    every = [s for key in ("initContainerStatuses", "containerStatuses") for s in status.get(key) or [] if isinstance(s, dict)]
+    if not every or any(((s.get("state") or {}).get("waiting") or {}).get("reason") not in CREATING for s in every):
+        return None
+    return seconds(status.get("startTime"))
 
 
 def _deletion_began(meta: dict[str, Any]) -> float | None:

@@ -168,8 +168,9 @@ def pod(obj: Obj) -> Obj:
     skip = sidecars(spec)  # a sidecar's kill code is not why the pod failed
     failed_init = [c for c in inits if c["state"].get("terminated", {}).get("exitCode") not in (None, 0) and c.get("name") not in skip]
     stuck_init = [c for c in inits if c["state"].get("waiting", {}).get("reason") in STUCK]
-    if failed_init or stuck_init:  # why a pod failed or waits before its containers start (kubectl's Init:Error, Init:ImagePullBackOff)
-        out["status"]["initContainerStatuses"] = failed_init[:1] + stuck_init[:1]
+    created = [c for c in inits if "waiting" not in c["state"] and c not in failed_init][:1]  # the pod's containers are being created (observe._creating_since)
+    if failed_init or stuck_init or created:  # why a pod failed or waits before its containers start (kubectl's Init:Error, Init:ImagePullBackOff)
+        out["status"]["initContainerStatuses"] = failed_init[:1] + stuck_init[:1] + created
     return out
 
 

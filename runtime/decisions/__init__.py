@@ -26,7 +26,7 @@ from .outcomes import disruption_end, observe
 from .pause import decide_pause
 from .release import Deps, decide_release
 from .restart import SETTLE, decide_restart, explained, restart_completed
-from .status import DELETION_OVERDUE, all_running, build_status
+from .status import CREATING_OVERDUE, DELETION_OVERDUE, all_running, build_status
 
 ATTEMPT, RESTART_COUNT, RESUMING = keys.ATTEMPT, keys.RESTART_COUNT, keys.RESUMING
 
@@ -225,7 +225,8 @@ def reconcile(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, world:
         led, deletes, stops = cd.ledger, cd.delete, cd.stop
     led = led.evolve(observed_generation=job.generation)
     overdue = [t for p in pods.values() if p.ours and p.delete_by is not None and (t := p.delete_by + DELETION_OVERDUE) > now]
-    wake = min((t for t in (wake, *overdue) if t is not None), default=None)  # a deletion that may not finish is named then
+    overdue += [t for p in pods.values() if p.ours and p.creating_since is not None and (t := p.creating_since + CREATING_OVERDUE) > now]
+    wake = min((t for t in (wake, *overdue) if t is not None), default=None)  # a deletion that may not finish, a pod not created, is named then
     status = build_status(job, pods, led, previous_status, now, wait, world.tensorboard_ready)
     before = (previous_status or {}).get("phase")
     if before != status["phase"]:

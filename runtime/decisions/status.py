@@ -45,6 +45,10 @@ MSG_PAUSED = "All replicas are deleted or being deleted."
 REASON_REPLICA_FAILURE = "ErrorInPod"  # T9k's reason (ucman genericjob.md)
 REASON_FAILED = "Failed"  # T9k's reason of a failed job's conditions, however it failed (UM, ucman examples)
 DELETION_OVERDUE = 60.0  # seconds past a pod's deletionTimestamp before its unfinished deletion is named
+# Seconds a bound pod may wait for its containers to be created before it is named: the
+# kubelet's podAttachAndMountTimeout (2m3s, pkg/kubelet/volumemanager/volume_manager.go), after
+# which it has given up its first wait for the pod's volumes and said why in an Event.
+CREATING_OVERDUE = 123.0
 
 
 # The last second RFC 3339 (and so metav1.Time) can write: 9999-12-31T23:59:59Z.
@@ -82,7 +86,7 @@ class Trouble:
     """A pod that is not doing what the job needs, and why, for the record's readers."""
 
     pod: str
-    reason: str  # NodeLost | DeletionStuck | Disrupted | SchedulingGated | Unschedulable | ImagePullBackOff, ErrImagePull and other waiting reasons
+    reason: str  # NodeLost | DeletionStuck | Disrupted | SchedulingGated | Unschedulable | ContainerCreating | ImagePullBackOff, ErrImagePull and other waiting reasons
     message: str
 
 
@@ -125,11 +129,11 @@ def troubles(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, now: fl
             how = f"is being disrupted ({pod.disruption}{': ' + pod.disruption_message if pod.disruption_message else ''})" if pod.disruption else "is being deleted by someone else"
             out.append(Trouble(name, "Disrupted", f"pod {name} {how}; the job replaces it once it has stopped (not a restart)"))
         elif pod.phase == "Pending" and not pod.gated and not pod.deleting and pod.attempt == ledger.attempt:
-            out.extend(_pending(name, pod))
+            out.extend(_pending(name, pod, now))
     return out
 
 
-def _pending(name: str, pod: PodState) -> list[Trouble]:
+def _pending(name: str, pod: PodState, now: float | None = None) -> list[Trouble]:
     """What keeps a released pod Pending, when something does."""
     if pod.other_gates:  # released by the runtime, held by someone else's gate
         return [Trouble(name, "SchedulingGated", (
@@ -139,6 +143,11 @@ def _pending(name: str, pod: PodState) -> list[Trouble]:
         return [Trouble(name, "Unschedulable", f"pod {name} cannot be scheduled: {pod.unschedulable}")]
     if pod.waiting:
         return [Trouble(name, pod.waiting.split(":", 1)[0], f"pod {name} cannot start: {pod.waiting}")]
+    if pod.creating_since is not None and now is not None and now >= pod.creating_since + CREATING_OVERDUE:
+        return [Trouble(name, "ContainerCreating", (
+            f"pod {name} has waited on node {pod.node or '?'} since {rfc3339(pod.creating_since)} for its containers to be created: "
+            f"a volume it mounts may be missing (a ConfigMap, a Secret, a PersistentVolumeClaim) or attached to another node "
+            f"(Multi-Attach), or its image is still being pulled; its Events say which: `kubectl describe pod {name}`"))]
     return []
 
 

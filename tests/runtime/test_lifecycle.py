@@ -1014,6 +1014,37 @@ def test_lifecycle_a_node_lost_before_its_pod_was_ready_is_named_once_its_deleti
     assert (st["phase"], st["backoffCount"], restarts(st)) == ("Pending", 0, {"master": 0, "worker": 0})  # no pod got past its init container
 
 
+def test_lifecycle_a_pod_whose_volume_cannot_be_mounted_is_named_after_the_kubelets_wait() -> None:
+    """A volume that cannot be mounted (a ConfigMap the template names that does not exist, a
+    PVC still attached to a lost node: Multi-Attach) keeps the pod Pending, its containers
+    waiting ContainerCreating, and says why only in Events (volumemanager WaitForAttachAndMount,
+    FailedMount).  The record said nothing: the job read Pending with no reason for as long as
+    it lasted (review hx21).  It is named once the kubelet's own wait (2m3s) is over."""
+    s = Scenario(pytorch(master=LONG, worker=LONG))
+    s.kubelet.unmountable.add("sim-worker-1")
+    st = s.run_until(lambda st: condition(st, "Ready")["reason"] == "ContainerCreating", limit=200)
+    created = s.pods()["sim-worker-1"]["status"]["startTime"]
+    message = condition(st, "Ready")["message"]
+    assert message.startswith(f"pod sim-worker-1 has waited on node fake-node-1 since {created} for its containers to be created: a volume it mounts may be missing")
+    assert message.endswith("`kubectl describe pod sim-worker-1`")
+    entry = next(r for t in st["tasks"] for r in t["replicas"] if r["name"] == "sim-worker-1")
+    assert (entry["phase"], entry["reason"]) == ("Pending", "ContainerCreating")
+    assert (st["backoffCount"], restarts(st)) == (0, {"master": 0, "worker": 0})
+    s.kubelet.unmountable.clear()  # the ConfigMap is applied: the next sync mounts it
+    st = s.run_until(lambda st: st.get("aggregate", {}).get("running") == 3, limit=120)
+    assert condition(st, "Ready")["message"] == "All pods are running normally."
+
+
+def test_lifecycle_a_long_init_container_is_not_a_pod_that_cannot_be_created() -> None:
+    """The regular containers of a pod in its init container wait PodInitializing too; the init
+    container's own status, running, tells it from a volume that cannot be mounted."""
+    s = Scenario(SLOW_INIT)
+    s.settle(300)
+    st = s.status()
+    assert all(c["reason"] != "ContainerCreating" for c in st["conditions"]), st["conditions"]
+    assert st["phase"] == "Pending"
+
+
 def test_lifecycle_an_unschedulable_pod_says_why() -> None:
     s = Scenario(TWO_NODES.replace("cpu: '1'", "cpu: '4'"))
     s.kubelet.nodes["fake-node-1"].allocatable = {"cpu": "2"}
