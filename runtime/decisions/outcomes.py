@@ -270,7 +270,8 @@ def note_lost(pods: Mapping[str, PodState], ledger: Ledger, now: float) -> Ledge
     cached status then), and an end that came while the node was cut off is the loss's doing,
     as a peer's is (`observe`); its replacement, started after, fails on its own account."""
     lost = {name: min(pod.node_lost_since, now) for name, pod in pods.items()
-            if name not in ledger.disrupted and _still_lost(pod, ledger) and pod.node_lost_since is not None}
+            if _still_lost(pod, ledger) and pod.node_lost_since is not None
+            and (name not in ledger.disrupted or ledger.disrupted[name] < (pod.started_at or 0.0))}  # (an entry of an earlier incarnation's)
     if not lost:
         return ledger
     return ledger.evolve(disrupted={**ledger.disrupted, **lost}, disrupted_end={k: v for k, v in ledger.disrupted_end.items() if k not in lost})
