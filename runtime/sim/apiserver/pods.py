@@ -125,7 +125,18 @@ def validate_update(new: Obj, old: Obj) -> list[FieldError]:
 
 
 def validate_create(pod: Obj) -> list[FieldError]:
-    """The parts of ValidatePodCreate a stand-in can check without Go types."""
+    """The parts of ValidatePodCreate a stand-in can check without Go types: the spec's, then
+    a nodeName beside scheduling gates, which only a pod's create refuses (a PodTemplate
+    holds both: ValidatePodTemplate validates the spec alone)."""
+    errs = validate_spec(pod)
+    spec = pod.get("spec") or {}
+    if spec.get("nodeName") and spec.get("schedulingGates"):
+        errs.append(forbidden_field("spec.nodeName", "cannot be set until all schedulingGates have been cleared"))
+    return errs
+
+
+def validate_spec(pod: Obj) -> list[FieldError]:
+    """The parts of ValidatePodSpec a stand-in can check without Go types (a pod's, a template's)."""
     spec = pod.get("spec") or {}
     errs: list[FieldError] = []
     containers = spec.get("containers") or []
@@ -145,9 +156,6 @@ def validate_create(pod: Obj) -> list[FieldError]:
     policy = spec.get("restartPolicy")
     if policy not in ("Always", "OnFailure", "Never"):
         errs.append(not_supported("spec.restartPolicy", policy, ["Always", "OnFailure", "Never"]))
-    gates = [g.get("name") for g in spec.get("schedulingGates") or []]
-    if spec.get("nodeName") and gates:
-        errs.append(forbidden_field("spec.nodeName", "cannot be set until all schedulingGates have been cleared"))
     return errs
 
 

@@ -32,7 +32,7 @@ class PodTemplateStrategy(Strategy):
         defaults.pod_spec(template.setdefault("spec", {}))
 
     def validate_create(self, obj: Obj) -> list[FieldError]:
-        errs = pods.validate_create({"spec": obj["template"]["spec"]})
+        errs = pods.validate_spec({"spec": obj["template"]["spec"]})  # ValidatePodTemplateSpec: no pod-create rule (nodeName beside gates)
         return [FieldError(e.type, "template." + e.field, e.value, e.detail, e.shown) for e in errs]
 
     def validate_update(self, obj: Obj, old: Obj) -> list[FieldError]:
