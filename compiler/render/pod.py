@@ -172,6 +172,7 @@ def render_pod(plan: JobPlan, pod: PodPlan, shared: _JobShared | None = None) ->
     if plan.service.headless:
         spec["subdomain"] = plan.service.name
     spec["schedulingGates"] = [*(spec.get("schedulingGates") or []), {"name": keys.RELEASE_GATE}]
+    _pin_by_affinity(spec)
     dns = shared.dns_config(spec.get("dnsConfig"))
     if dns:
         spec["dnsConfig"] = dns
@@ -189,6 +190,27 @@ def render_pod(plan: JobPlan, pod: PodPlan, shared: _JobShared | None = None) ->
     annotations[keys.SPEC_HASH] = spec_hash(manifest)
     manifest["metadata"]["annotations"] = annotations
     return manifest
+
+
+def _pin_by_affinity(spec: dict[str, Any]) -> None:
+    """A template's nodeName as the node affinity that means the same node: kube-apiserver
+    refuses to create a pod with a nodeName and scheduling gates ("spec.nodeName: Forbidden:
+    cannot be set until all schedulingGates have been cleared", pkg/apis/core/validation
+    ValidatePodCreate), and every pod flatjob renders is gated.  The scheduler then binds the
+    released pod to that node, as it binds a DaemonSet's (pkg/controller/daemon/util
+    ReplaceDaemonSetPodNodeNameNodeAffinity: matchFields metadata.name, the node's name, not a
+    label).  Each required term the template has must match the node as well; an empty term,
+    which matches no node, stays so; none: the node alone."""
+    node = spec.pop("nodeName", None)
+    if not node or not isinstance(node, str):
+        return
+    pin = {"key": "metadata.name", "operator": "In", "values": [node]}
+    affinity = dict(spec.get("affinity") or {})
+    node_affinity = dict(affinity.get("nodeAffinity") or {})
+    required = dict(node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution") or {})
+    terms = [t for t in required.get("nodeSelectorTerms") or [] if isinstance(t, dict)]
+    terms = [{**t, "matchFields": [*(t.get("matchFields") or []), pin]} if t.get("matchExpressions") or t.get("matchFields") else t for t in terms] or [{"matchFields": [pin]}]
+    spec["affinity"] = {**affinity, "nodeAffinity": {**node_affinity, "requiredDuringSchedulingIgnoredDuringExecution": {**required, "nodeSelectorTerms": terms}}}
 
 
 def _runtime_facts(pod: PodPlan) -> dict[str, str]:

@@ -27,8 +27,12 @@ Rules, each as kube-scheduler or a gang scheduler applies it:
 - preemption (`preempt`): the DisruptionTarget condition `PreemptionByScheduler`, message
   "<scheduler>: preempting to accommodate a higher priority pod", then a graceful delete
   (pkg/scheduler/framework/preemption/preemption.go).
-Not emulated: scores and spreading (the first fitting node in name order wins), affinity
-other than nodeSelector, priorities and the queue's order, ports, volumes, permit timeouts.
+- the required node affinity (NodeAffinity plugin, k8s.io/component-helpers/scheduling/corev1/
+  nodeaffinity): its terms ORed, each term's requirements ANDed, an empty term matching no
+  node; matchExpressions on the node's labels (In, NotIn, Exists, DoesNotExist, Gt, Lt),
+  matchFields on `metadata.name` (In, NotIn), as a DaemonSet's pods and a pinned template's are;
+Not emulated: scores and spreading (the first fitting node in name order wins), preferred
+and pod (anti-)affinity, priorities and the queue's order, ports, volumes, permit timeouts.
 """
 
 from __future__ import annotations
@@ -152,7 +156,7 @@ class Scheduler:
         if node.ready != "True":
             return "node(s) were not ready"
         selector = (pod.get("spec") or {}).get("nodeSelector") or {}
-        if any(node.labels.get(k) != v for k, v in selector.items()):
+        if any(node.labels.get(k) != v for k, v in selector.items()) or not _affinity_matches(pod, node):
             return "node(s) didn't match Pod's node affinity/selector"
         if node.allocatable is not None:
             for key, value in sorted(wants.items()):
@@ -260,3 +264,37 @@ class Scheduler:
         condition = disruption("PreemptionByScheduler", f"{self.name}: preempting to accommodate a higher priority pod", self.clock())
         self.cluster.set_pod_status(self.namespace, name, {**status, "conditions": [*others, condition]}, manager=self.name, uid=pod["metadata"]["uid"])
         self.cluster.delete_pod(self.namespace, name, pod["metadata"]["uid"])
+
+
+def _requirement(r: Obj, value: str | None) -> bool:
+    """One NodeSelectorRequirement against the node's value for its key (None: absent)."""
+    op, values = r.get("operator"), [str(v) for v in r.get("values") or []]
+    if op == "In":
+        return value is not None and value in values
+    if op == "NotIn":
+        return value is None or value not in values
+    if op == "Exists":
+        return value is not None
+    if op == "DoesNotExist":
+        return value is None
+    if op in ("Gt", "Lt") and value is not None and len(values) == 1:
+        try:
+            have, bound = int(value), int(values[0])
+        except ValueError:
+            return False
+        return have > bound if op == "Gt" else have < bound
+    return False
+
+
+def _affinity_matches(pod: Obj, node: Node) -> bool:
+    """requiredDuringSchedulingIgnoredDuringExecution: any term whose every requirement holds."""
+    required = ((((pod.get("spec") or {}).get("affinity") or {}).get("nodeAffinity") or {}).get("requiredDuringSchedulingIgnoredDuringExecution") or {})
+    terms = required.get("nodeSelectorTerms")
+    if not terms:
+        return True
+    fields = {"metadata.name": node.name}
+    return any(
+        (t.get("matchExpressions") or t.get("matchFields"))
+        and all(_requirement(r, node.labels.get(r.get("key", ""))) for r in t.get("matchExpressions") or [])
+        and all(_requirement(r, fields.get(r.get("key", ""))) for r in t.get("matchFields") or [])
+        for t in terms if isinstance(t, dict))

@@ -1045,6 +1045,21 @@ def test_lifecycle_a_long_init_container_is_not_a_pod_that_cannot_be_created() -
     assert st["phase"] == "Pending"
 
 
+def test_lifecycle_a_template_pinned_to_a_node_by_node_name_runs_there() -> None:
+    """T9k's ColossalAIJob tutorial pins its workers with `nodeName: sm02`.  kube-apiserver
+    refuses to create a pod with a nodeName and scheduling gates (validation.go
+    ValidatePodCreate: "spec.nodeName: Forbidden: cannot be set until all schedulingGates have
+    been cleared"), though it stores such a PodTemplate (ValidatePodTemplate checks the spec
+    alone), so every pod of the job was refused and it never ran (review hx21).  The pin is
+    rendered as the node affinity the DaemonSet controller uses for the same reason."""
+    s = Scenario(pytorch(master=LONG, worker=LONG).replace(
+        "      template:\n        spec:\n          containers:", "      template:\n        spec:\n          nodeName: fake-node-2\n          containers:"))
+    s.kubelet.add_node("fake-node-2")
+    st = running(s, 3)
+    assert {p["spec"]["nodeName"] for p in s.pods().values()} == {"fake-node-2"}
+    assert (st["phase"], st["backoffCount"]) == ("Running", 0) and events(s, "PodRefused") == []
+
+
 def test_lifecycle_an_unschedulable_pod_says_why() -> None:
     s = Scenario(TWO_NODES.replace("cpu: '1'", "cpu: '4'"))
     s.kubelet.nodes["fake-node-1"].allocatable = {"cpu": "2"}
