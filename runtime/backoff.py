@@ -22,9 +22,9 @@ def seeded(identity: str) -> random.Random:
     return random.Random(identity)
 
 
-def retry_delay(failures: int, cap: float, rng: random.Random, error: BaseException | None = None) -> float:
-    """Seconds before the next try after `failures` failures in a row: 1 s doubling to `cap`,
+def retry_delay(failures: int, cap: float, rng: random.Random, error: BaseException | None = None, base: float = 1.0) -> float:
+    """Seconds before the next try after `failures` failures in a row: `base` (1 s) doubling to `cap`,
     plus up to JITTER of it, and at least the Retry-After the server sent with `error`."""
-    delay = min(2.0 ** max(failures - 1, 0), cap) * (1.0 + JITTER * rng.random())
+    delay = min(base * 2.0 ** max(failures - 1, 0), cap) * (1.0 + JITTER * rng.random())
     after = getattr(error, "retry_after", None) if isinstance(error, ApiError) else None
     return max(delay, float(after)) if after else delay

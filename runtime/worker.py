@@ -70,6 +70,12 @@ STATUS_EVERY = 0.5
 # down, a time-out) is said on the record as a refused one is: it may never go.
 SECRET_FAILURES_SAID = 2
 CREATE_FAILURES_SAID = 2  # consecutive 5xx answers to pod creates before they are a refusal the record names
+# A write refused as stale (409: a resourceVersion or uid precondition) is decided again from the
+# newer object after a back-off of its own, from this many seconds doubling to ERROR_BACKOFF_CAP
+# (client-go's per-item rate limiter, 5 ms to 1000 s): a conflict that clears costs nothing, one
+# that never clears (someone rewriting the record in a loop, a webhook answering 409) is no longer
+# retried at the write budget's rate, out of every job's budget (review hx24).
+STALE_BACKOFF = 0.005
 
 
 def refusal(exc: ApiError, failures: int) -> bool:
@@ -114,6 +120,7 @@ class JobWorker:
     _failures: int = 0  # consecutive failed cycles or actions
     _secret_failures: int = 0  # consecutive failed deletes of an unproven SSH Secret (SECRET_FAILURES_SAID)
     _create_failures: int = 0  # consecutive failed pod creates (refusal)
+    _stale: int = 0  # consecutive cycles whose writes were refused as stale (STALE_BACKOFF)
     _secret_retry: tuple[float, str, ForeignSecret] | None = None  # after a failed delete: when to try that uid again, and what to say till then
     _retry_at: float | None = None
     _reported: str | None = None  # the last unexpected error reported as an Event
@@ -158,11 +165,14 @@ class JobWorker:
         self.dirty = False
         self._retry_at = self._status_wake = None  # each cycle sets again what it still waits for
         self._writes = 0
+        stale = self._stale
         started, cpu, turns, requests = time.perf_counter(), time.thread_time(), self.ctl.lock.waited(), self.ctl.lock.requests()
         try:
             cycle = self._reconcile()
             if self._retry_at is None:
                 self._failures = 0
+            if self._stale == stale:
+                self._stale = 0  # no write of this cycle was refused as stale
             return cycle
         except Exception as exc:  # a bug or input nobody expected: report, back off, retry
             self._fail("cycle", exc)
@@ -270,6 +280,13 @@ class JobWorker:
             return True
         self.dirty = True
         return False
+
+    def _stale_write(self, what: str, exc: ApiError) -> None:
+        """A write refused as stale: decided again, from the newer object, after STALE_BACKOFF doubling."""
+        self._stale += 1
+        self.dirty = True
+        self.ctl.metrics.inc("flatjob_api_errors_total", op=what, status=str(exc.status))
+        self._retry_at = self.ctl.clock() + retry_delay(self._stale, ERROR_BACKOFF_CAP, self.ctl.rng, exc, base=STALE_BACKOFF)
 
     def _fail(self, what: str, exc: Exception) -> None:
         """Count a failure and retry after a capped, doubling, jittered back-off."""
@@ -512,9 +529,8 @@ class JobWorker:
         body = {"apiVersion": record["apiVersion"], "kind": record["kind"], "metadata": copy.deepcopy(record["metadata"]), "status": status}
         try:
             ctl.records[self.kind].written(self.name, lambda: ctl.cluster.replace(self.record_res, self.namespace, body, sub="status"), trim.record)
-        except Conflict:
-            ctl.metrics.inc("flatjob_api_errors_total", op="status", status="409")
-            self.dirty = True
+        except Conflict as exc:
+            self._stale_write("status", exc)
             return False  # someone else wrote; the watch brings the new version, then we decide again
         except ApiError as exc:
             self._fail("status", exc)
@@ -539,8 +555,8 @@ class JobWorker:
         except (NotFound, AlreadyExists):
             pass  # someone (a GitOps tool, the kubelet) got there first: fine
         except (Conflict, Invalid) as exc:
-            self.dirty = True  # our view was stale; the next cycle sees the new state
             log.info("stale action", extra={"action": action.kind, "pod": action.name, "error": str(exc)})
+            self._stale_write(action.kind, exc)  # our view was stale; the next cycle sees the new state
         except Exception as exc:  # an API error, an unreachable server, a bug: retried after back-off
             if isinstance(exc, Forbidden):
                 self._report(exc)  # RBAC or a webhook will not change by retrying: say so on the record

@@ -34,6 +34,7 @@ import yaml
 
 from flatjob.compiler import keys
 from flatjob.compiler.options import CompileOptions
+from flatjob.runtime.api import Conflict
 from flatjob.runtime.lookups import SECRET_TTL
 from flatjob.runtime.sim.apiserver import kinds
 from flatjob.runtime.trim import spec_of
@@ -841,3 +842,33 @@ def test_the_keys_of_deleted_unserved_records_are_forgotten() -> None:
     assert records == {"a"}
     left = {k for k in s.controller.pods.skipped | s.controller.templates.skipped if k[1] not in records}
     assert not left, f"{len(left)} keys of deleted records still kept"
+
+
+# --- review hx24: fairness when one job's writes never succeed ----------------------------------
+
+def test_a_status_write_that_always_conflicts_is_backed_off_not_retried_at_the_write_budgets_rate(runtime_mode: str) -> None:
+    """Someone rewrites a record in a loop, or a webhook answers its status writes 409: the job
+    was dirty after each conflict and ran again at the loop's next turn, with no back-off; on the
+    cycle threads a cycle's end wakes the loop, so it wrote ~85 times a second, for ever, out of
+    the namespace's shared write budget (review hx24).  Conflicts in a row now back off from
+    5 ms doubling to 30 s (client-go's per-item rate limiter): ~13 writes in 30 s, not ~600."""
+    s = Scenario(JOB.format(name="bad", script="sleep 3000; exit 0"))
+    s.run_until(lambda st: st.get("aggregate", {}).get("running") == 2, limit=60)
+    conflicts = [0]
+
+    def rewritten(verb: str, resource: str, namespace: Any, name: Any, agent: str = "") -> None:
+        if "(runtime-" in agent and resource == "genericjobs.flatjob.dev/status":
+            conflicts[0] += 1
+            raise Conflict("the object has been modified; please apply your changes to the latest version and try again")
+
+    s.server.on_request = rewritten
+    s.kubelet.kill("bad-worker-0", 0)  # news the status must show
+    for _ in range(600):  # 30 virtual seconds of turns, each as a cycle's end or a watch event makes one
+        s.sync()
+        s.controller.step()
+        s.clock.now += 0.05
+    assert 8 <= conflicts[0] <= 15, conflicts[0]
+    s.server.on_request = s._on_request
+    for _ in range(40):  # the conflicts end: written within the back-off
+        s.tick()
+    assert s.status()["aggregate"]["succeeded"] == 1
