@@ -75,6 +75,8 @@ LEASE_RETRY = 2.0  # seconds between Lease attempts while renewing fails (client
 DRAIN_BUDGET = 5.0  # wall seconds one step runs cycles; the rest stay queued for the next turn (watch events, health)
 STOP_WAIT = 5.0  # wall seconds a shutdown waits for the cycles in flight before it hands the Lease over
 DEPLOYMENT_RECHECK = 300.0  # the namespace runtime's Deployment was not found (run-local, a hand-made one): looked for again after this
+# Namespace mode: the Lease is renewed on a cycle thread under this key (no job's: kinds are never empty).
+LEASE_KEY = ("", "lease")
 # Namespace mode: PodGroups and TensorBoard Deployments are watched once, by these labels.
 PODGROUP_LABELS = {"app.kubernetes.io/component": "podgroup", "app.kubernetes.io/managed-by": "flatjob"}
 TENSORBOARD_LABELS = {keys.ROLE: "tensorboard"}
@@ -482,7 +484,7 @@ class Controller:
                 times.append(now + max(unstuck - time.monotonic(), 0.0))
             # One in flight wakes the loop when done; a queued one is `waiting` above (its own past timer would spin the loop).
             times += [w.wake_at(now) for k, w in self.workers.items() if k not in busy and k not in self.queue]
-        if self.use_lease and self._lease_wake is not None:
+        if self.use_lease and self._lease_wake is not None and LEASE_KEY not in busy:  # one in flight wakes the loop when done
             times.append(self._lease_wake - self._lease_clock() + now)  # on the loop's clock
         times += [i.due_at(now) for i in self.informers()]
         times = [t for t in times if t is not None]
@@ -523,7 +525,29 @@ class Controller:
         return self._deployment
 
     def _hold_lease(self) -> bool:
-        """Acquire or renew the Lease when due; True while this runtime may act."""
+        """Acquire or renew the Lease when due; True while this runtime may act.  With cycle
+        threads, on one of them, as client-go's renew loop runs in a goroutine of its own: on the
+        loop's thread, a Lease request that hangs (a half-open connection waits out the read
+        time-out; a slow etcd) took in no watch event and started no cycle meanwhile, so every
+        job's status waited for it (review hx24); the leader acts on within the renew deadline."""
+        pool = self.pool
+        if pool is None or not self.use_lease:
+            return self._renew_lease()
+        if LEASE_KEY not in pool.busy and self._stop_by is None and self._lease_due():
+            pool.submit(LEASE_KEY, self._renew_lease)  # its end wakes the loop (_cycle_done)
+            if self.turn_wait > 0:  # tests on a virtual clock: its answer within the step, as every cycle's
+                pool.wait(self.turn_wait)
+        return self.leading()
+
+    def _lease_due(self) -> bool:
+        """Whether _renew_lease would send a request now."""
+        now = self._lease_clock()
+        if self._renewed_at is not None and now - self._renewed_at < RENEW_EVERY:
+            return False
+        return self._lease_wake is None or now >= self._lease_wake
+
+    def _renew_lease(self) -> bool:
+        """_hold_lease's work, on the caller's thread."""
         if not self.use_lease:
             return True
         now = self._lease_clock()

@@ -872,3 +872,58 @@ def test_a_status_write_that_always_conflicts_is_backed_off_not_retried_at_the_w
     for _ in range(40):  # the conflicts end: written within the back-off
         s.tick()
     assert s.status()["aggregate"]["succeeded"] == 1
+
+
+def test_a_lease_request_that_hangs_holds_no_jobs_status() -> None:
+    """The Lease was renewed on the loop's own thread: while its GET or PUT waited on the API
+    server (a half-open connection: the 30 s read time-out; a slow etcd), the loop took in no
+    watch event and started no cycle, so every job's status waited for the Lease (review hx24).
+    The renewal now runs on a cycle thread, as client-go's renew loop has a goroutine of its
+    own: the leader acts on meanwhile, within the renew deadline of its last renewal."""
+    import threading
+
+    s = namespace_scenario(JOB.format(name="a", script="sleep 3000; exit 0") + "---" + JOB.format(name="b", script="sleep 3000; exit 0"), threads=True)
+    s.run_until(lambda st: all(x.get("aggregate", {}).get("running") == 2 for x in statuses(s).values()), limit=60)
+    s.controller.close()
+    s.generation += 1
+    c = s.controller = s.runtime(f"runtime-{s.generation}", use_lease=True, turn_wait=0.0)
+    c.start()
+    let_go, answered, hanging = threading.Event(), threading.Event(), threading.Event()  # the Lease GET hangs until the test lets it go
+
+    def slow_lease(verb: str, resource: str, namespace: Any, name: Any, agent: str = "") -> None:
+        if hanging.is_set() and "(runtime-" in agent and resource.startswith("leases") and verb == "get":
+            let_go.wait(10)
+
+    get = c.cluster.get
+
+    def get_lease(res: Any, *args: Any, **kw: Any) -> Any:
+        try:
+            return get(res, *args, **kw)
+        finally:
+            if hanging.is_set() and res.plural == "leases":
+                answered.set()  # the runtime has its answer, or gave up on it (its read time-out, 5 s here)
+
+    c.cluster.get = get_lease  # type: ignore[method-assign]
+
+    s.server.on_request = slow_lease
+    for _ in range(500):  # leading, and every job's cycle done once (no Lease request hangs yet)
+        s.sync()
+        c.step()
+        c.pool.wait(0.01)
+        if c.leading() and all(w.cycles for w in c.workers.values()) and not c.pool.busy:
+            break
+    assert c.leading()
+    s.clock.now += 6  # the Lease is due for renewal: its GET hangs
+    hanging.set()
+    s.kubelet.kill("b-worker-1", 0)  # news b's status must show
+    try:
+        for _ in range(500):
+            s.sync(limit=30)
+            c.step()
+            c.pool.wait(0.01, since=c.pool.ended)
+            if statuses(s)["b"]["aggregate"]["succeeded"] == 1:
+                break
+        assert statuses(s)["b"]["aggregate"]["succeeded"] == 1
+        assert not answered.is_set(), "b's status waited for the Lease"
+    finally:
+        let_go.set()
