@@ -531,8 +531,8 @@ class Controller:
         time-out; a slow etcd) took in no watch event and started no cycle meanwhile, so every
         job's status waited for it (review hx24); the leader acts on within the renew deadline."""
         pool = self.pool
-        if pool is None or not self.use_lease:
-            return self._renew_lease()
+        if pool is None or not self.use_lease or (LEASE_KEY not in pool.busy and len(pool.busy) >= pool.cap):
+            return self._renew_lease()  # one job, or as many cycles in flight as threads may be (the cap): never queued behind them
         if LEASE_KEY not in pool.busy and self._stop_by is None and self._lease_due():
             pool.submit(LEASE_KEY, self._renew_lease)  # its end wakes the loop (_cycle_done)
             if self.turn_wait > 0:  # tests on a virtual clock: its answer within the step, as every cycle's
