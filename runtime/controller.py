@@ -239,6 +239,13 @@ class Controller:
         for lookup, names in ((self.secrets, {s for s, _, _ in wanted}), (self.podgroups, {g for _, g, _ in wanted}), (self.tensorboards, {t for _, _, t in wanted})):
             lookup.want({n for n in names if n})
 
+    def _forget_secrets(self, uid: str | None) -> None:
+        """The Secrets this process made for a record that is gone: no cycle of it asks again, and
+        a namespace runtime serving sweeps of SSH jobs kept one entry per job it ever served
+        (review hx24).  Kept while the record is only served by another runtime (it may come back)."""
+        for made in [m for m in self.made_secrets if m[1] == uid]:
+            del self.made_secrets[made]
+
     def secret_created(self, name: str) -> None:
         if isinstance(self.secrets, SecretProbe):
             self.secrets.forget(name)
@@ -360,8 +367,11 @@ class Controller:
             if record is None or not self.scope.serves(record):
                 del self.workers[key]  # gone, or served by another runtime: so is what we kept of it (and its wake times)
                 self.queue.pop(key, None)
+                if record is None:
+                    self._forget_secrets(worker.uid)
                 continue
             if worker.uid != uid_of(record):  # replaced under the same name (kubectl replace --force): a new job
+                self._forget_secrets(worker.uid)
                 worker = self.workers[key] = JobWorker(self, key)
                 self.queue[key] = None
             if key not in busy and worker.due(now):  # one in flight says when it is due once it is done

@@ -927,3 +927,25 @@ def test_a_lease_request_that_hangs_holds_no_jobs_status() -> None:
         assert not answered.is_set(), "b's status waited for the Lease"
     finally:
         let_go.set()
+
+
+def test_the_ssh_secrets_a_runtime_made_are_forgotten_with_their_records(runtime_mode: str) -> None:
+    """A runtime remembers the uid of each `<job>-ssh` it made, the proof that the Secret is its
+    own (sshkeys); nothing forgot them, so a namespace runtime serving sweeps of SSH jobs (each
+    created, run and deleted) grew by one entry per job it ever served, for the life of its pod
+    (review hx24).  A record gone, or replaced under its name (a new uid), takes its entry along."""
+    from flatjob.runtime.sim.kubelet import until_deleted
+
+    s = Scenario(DEEPSPEED)
+    for name in ("ds-worker-0", "ds-worker-1", "ds-worker-2"):
+        s.kubelet.behaviors[name] = until_deleted
+    s.run_until(lambda st: st.get("aggregate", {}).get("running") == 3, limit=120)
+    record = next(o for o in compile_text(DEEPSPEED, s.options) if o["apiVersion"] == keys.RECORD_API_VERSION)
+    for _ in range(3):  # the job deleted and run again, as a nightly sweep does
+        s.cluster.delete_record(NAMESPACE, "deepspeedjobs", "ds")
+        for _ in range(40):  # its pods and its Secret go with it (garbage collection)
+            s.tick()
+        s.cluster.apply(copy.deepcopy(record))
+        s.run_until(lambda st: st.get("aggregate", {}).get("running") == 3, limit=120)
+    uid = s.cluster.record(NAMESPACE, "deepspeedjobs", "ds")["metadata"]["uid"]
+    assert [u for _, u in s.controller.made_secrets] == [uid]
