@@ -232,9 +232,12 @@ def replacing(job: JobView, pods: Mapping[str, PodState], ledger: Ledger) -> str
 
 def _conditions(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, wait: str | None, found: list[Trouble]) -> list[tuple[str, str, str, str]]:
     ph = phase(job, pods, ledger)
-    steady = all_running(job, pods, ledger) and not found
+    # PodTemplates out of step with the record (job.problem): the pods in view are not all the
+    # job's, and nothing is judged till they are whole; never steady (review hx24: a template
+    # deleted under a running job left it Ready while its pod failed unreplaced).
+    steady = all_running(job, pods, ledger) and not found and not job.problem
     restart = restarting(job, ledger)
-    degraded = not steady and not found and not restart and ph == "Running" and settled(job, pods, ledger)
+    degraded = not steady and not found and not restart and ph == "Running" and settled(job, pods, ledger) and not job.problem
     busy = "Restarting" if restart else ph  # Ready and Reconciling's reason while not steady
     failed = ledger.outcome == "Failed"
     done = ledger.outcome is not None

@@ -949,3 +949,20 @@ def test_the_ssh_secrets_a_runtime_made_are_forgotten_with_their_records(runtime
         s.run_until(lambda st: st.get("aggregate", {}).get("running") == 3, limit=120)
     uid = s.cluster.record(NAMESPACE, "deepspeedjobs", "ds")["metadata"]["uid"]
     assert [u for _, u in s.controller.made_secrets] == [uid]
+
+
+def test_a_running_job_that_lost_a_pod_template_is_not_ready_and_says_why(runtime_mode: str) -> None:
+    """A PodTemplate deleted under a running job (a prune of a commit that lacks it for a while,
+    `kubectl delete podtemplate`): the runtime rightly judges nothing on a partial view of the
+    pods, but the status went on saying Ready, "All pods are running normally", while the pod
+    whose template went failed and nothing replaced it (review hx24).  Not steady: Ready=False,
+    and Ready and Reconciling name the templates it waits for."""
+    s = Scenario(JOB.format(name="lost", script="sleep 3000; exit 0"))
+    s.run_until(lambda st: st.get("aggregate", {}).get("running") == 2, limit=60)
+    s.cluster.store.delete(kinds.by_key("podtemplates"), NAMESPACE, "lost-worker-1")
+    s.kubelet.kill("lost-worker-1", 3)
+    for _ in range(10):
+        s.tick()
+    conditions = {c["type"]: c for c in s.status()["conditions"]}
+    assert conditions["Ready"]["status"] == "False" and conditions["Reconciling"]["status"] == "True"
+    assert "waiting for the job's PodTemplates to match the record (1 present, 2 expected)" in conditions["Ready"]["message"]
