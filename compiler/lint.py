@@ -33,7 +33,7 @@ def lint_paths(paths: Iterable[str], namespace: str | None = None) -> LintResult
     """Check every T9k job under `paths` (files or folders); `namespace` is where jobs that set
     none will land (compile's -n), for the checks across jobs."""
     loaded = load_paths(paths)
-    result = LintResult(diagnostics=list(loaded.diagnostics), files=len(loaded.files))
+    result = LintResult(diagnostics=list(loaded.diagnostics) + loaded.no_job_folders, files=len(loaded.files))
     for doc in loaded.jobs:
         v = validate_document(doc)
         result.validated.append(v)

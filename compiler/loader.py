@@ -27,6 +27,11 @@ NO_JOB = "no T9k job in this file (expected apiVersion batch.tensorstack.dev/v1b
 # A newcomer's first try is often the rendered record beside the source (hx16).
 NO_JOB_RENDERED = ("no T9k job in this file: it is flatjob's rendered output (its first line says so); "
                    "lint the job spec it was compiled from")
+# A folder named on the command line that yields no job: lint's "0 jobs checked" would pass a
+# wrong folder, a folder of Helm values or a Kubeflow PyTorchJob (issue 25).
+NO_JOB_FOLDER = ("no T9k job in folder {folder} ({files} YAML file(s) read, none with apiVersion "
+                 "batch.tensorstack.dev/v1beta1 and a job kind)")
+NO_YAML_FOLDER = "no T9k job in folder {folder}: it holds no *.yaml or *.yml file"
 
 
 @dataclass
@@ -174,6 +179,70 @@ def _looks_like_t9k_kind(kind: str) -> bool:
     return any(folded == k.lower() for k in T9K_KINDS)
 
 
+def no_job_hint(doc: Document) -> str:
+    """What a document that is not a T9k job is, and the T9k kind it was likely meant as."""
+    data = doc.data
+    if not isinstance(data, dict) or not ("kind" in data or "apiVersion" in data):
+        what = "a Helm values file?" if Path(doc.path).name.startswith("values") else "plain data, not a Kubernetes object"
+        return f"this file has no apiVersion or kind ({what}); a job starts with apiVersion: batch.tensorstack.dev/v1beta1"
+    kind, api = data.get("kind"), data.get("apiVersion")
+    named = f"a {kind}" if isinstance(kind, str) else "an object"
+    if isinstance(api, str):
+        named += f" of {api}"
+    near = _near_kind(kind) if isinstance(kind, str) else None
+    if near:
+        return f"this file holds {named}; did you mean apiVersion: batch.tensorstack.dev/v1beta1, kind: {near}?"
+    return (f"this file holds {named}; flatjob reads GenericJob, PyTorchTrainingJob, DeepSpeedJob and "
+            "ColossalAIJob of batch.tensorstack.dev/v1beta1")
+
+
+def _near_kind(kind: str) -> str | None:
+    """The T9k kind a foreign one is likely meant as (Kubeflow's PyTorchJob: PyTorchTrainingJob)."""
+    import difflib
+
+    folded = {k.lower(): k for k in T9K_KINDS}
+    close = difflib.get_close_matches(kind.lower(), list(folded), n=1, cutoff=0.6)
+    return folded[close[0]] if close else None
+
+
+def _hint_for(docs: list[Document]) -> str | None:
+    """no_job_hint for a file's first document that holds something (an empty file: none)."""
+    first = next((d for d in docs if d.data is not None), None)
+    return no_job_hint(first) if first is not None else None
+
+
+@dataclass
+class _Folder:
+    """What the walk of one folder named on the command line found, for FJ102 when it holds no job."""
+
+    path: str
+    files: int = 0
+    jobs: int = 0
+    errors: bool = False
+    first: Document | None = None  # its first document that holds something and is not a job
+
+    def diagnostic(self) -> Diagnostic | None:
+        if self.jobs or self.errors:
+            return None
+        if not self.files:
+            return Diagnostic("FJ102", NO_YAML_FOLDER.format(folder=self.path), self.path,
+                              hint="job specs are YAML files; check the folder's name")
+        message = NO_JOB_FOLDER.format(folder=self.path, files=self.files)
+        if self.first is None:
+            return Diagnostic("FJ102", message, self.path, hint="its YAML files are empty")
+        has_kind = isinstance(self.first.data, dict) and "kind" in self.first.data
+        mark = self.first.locate(("kind",)) if has_kind else Mark(1, 1)
+        return self.first.diagnostic_at("FJ102", message, mark, hint=no_job_hint(self.first))
+
+
+def _folder_of(folders: list[_Folder], file: Path) -> _Folder | None:
+    """The named folder a walked file was found in."""
+    for folder in reversed(folders):
+        if file.is_relative_to(folder.path):
+            return folder
+    return None
+
+
 @dataclass
 class Loaded:
     """The job documents found under some paths, plus what went wrong reading them."""
@@ -181,17 +250,23 @@ class Loaded:
     jobs: list[Document] = field(default_factory=list)
     diagnostics: list[Diagnostic] = field(default_factory=list)
     files: list[tuple[Path, str]] = field(default_factory=list)  # every file read, with its text if it holds a job
+    # A folder named on the command line that holds no job (FJ102): lint reports it; compile has
+    # FJ703 for the case that matters to it, and --allow-empty.
+    no_job_folders: list[Diagnostic] = field(default_factory=list)
 
 
 def load_paths(paths: Iterable[str], budget: Budget | None = None) -> Loaded:
     """Load every T9k job document under `paths`; other YAML in a scanned folder is skipped."""
     loaded = Loaded()
     budget = budget or Budget()
+    paths = list(paths)
+    folders = [_Folder(raw) for raw in paths if Path(raw).is_dir()]
     for found in find_inputs(paths):
         if isinstance(found, Diagnostic):
             loaded.diagnostics.append(found)
             continue
         file, explicit = found.path, found.explicit
+        folder = None if explicit else _folder_of(folders, file)
         budget.files -= 1
         if budget.files < 0:
             loaded.diagnostics.append(Diagnostic(
@@ -203,12 +278,20 @@ def load_paths(paths: Iterable[str], budget: Budget | None = None) -> Loaded:
         if problem is not None:
             if explicit or problem.message != "is a directory":
                 loaded.diagnostics.append(problem)
+                if folder is not None:
+                    folder.errors = True
             continue
         assert text is not None
         docs, problems = parse(text, str(file), budget)
         loaded.diagnostics.extend(problems)
         jobs = [d for d in docs if is_job_candidate(d.data)]
         loaded.jobs.extend(jobs)
+        if folder is not None:
+            folder.files += 1
+            folder.jobs += len(jobs)
+            folder.errors = folder.errors or any(p.is_error for p in problems)
+            if folder.first is None and not jobs:
+                folder.first = next((d for d in docs if d.data is not None), None)
         # Only a file that holds jobs is an input of the output (its digest); the text of any
         # other is let go at once: fifteen 4 MiB files of junk must not stay in memory together.
         loaded.files.append((file, text if jobs else ""))
@@ -221,8 +304,11 @@ def load_paths(paths: Iterable[str], budget: Budget | None = None) -> Loaded:
                     1,
                     1,
                     source_line=Source(str(file), text).line(1),
+                    hint=None if text.startswith(GENERATED_HEADER) else _hint_for(docs),
                 )
             )
+    if not any(d.is_error for d in loaded.diagnostics):  # else those are the thing to fix first
+        loaded.no_job_folders = [d for d in (f.diagnostic() for f in folders) if d is not None]
     return loaded
 
 

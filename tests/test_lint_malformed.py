@@ -29,6 +29,8 @@ from lintkit import (
     write,
 )
 
+from flatjob.compiler.lint import lint_paths
+
 CASES = [
     # --- YAML and input (FJ100-FJ104) ------------------------------------------------------
     Case(
@@ -322,6 +324,68 @@ def test_folder_skips_yaml_that_is_not_a_job(tmp_path: Path) -> None:
     result = run_cli("lint", str(tmp_path))
     assert (result.exit_code, result.stdout) == (0, "")
     assert "(1 job in 3 files checked)" in result.stderr
+
+
+def test_an_empty_folder_is_not_a_passing_lint(tmp_path: Path) -> None:
+    """A wrong or empty folder named on the command line: an error, not '0 jobs checked' (issue 25)."""
+    (tmp_path / "jobs").mkdir()
+    (tmp_path / "jobs" / "README.md").write_text("not yaml\n")
+    result = run_cli("lint", str(tmp_path / "jobs"))
+    assert result.exit_code == 1
+    assert (
+        f"{tmp_path / 'jobs'}: error: no T9k job in folder {tmp_path / 'jobs'}: it holds no *.yaml or *.yml file [FJ102]"
+        in result.stdout
+    )
+
+
+def test_a_folder_of_non_job_yaml_names_what_it_holds(tmp_path: Path) -> None:
+    """A folder of a kustomization.yaml and Helm values only: FJ102 at the first document, with
+    what it is; the caret at its kind."""
+    write(
+        tmp_path,
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [job.yaml]\n",
+        "kustomization.yaml",
+    )
+    write(tmp_path, "replicaCount: 2\nimage: {repository: pytorch/pytorch}\n", "values.yaml")
+    result = run_cli("lint", str(tmp_path))
+    assert result.exit_code == 1
+    assert result.stdout == (
+        f"{tmp_path / 'kustomization.yaml'}:2:7: error: no T9k job in folder {tmp_path} (2 YAML file(s) read, "
+        "none with apiVersion batch.tensorstack.dev/v1beta1 and a job kind) [FJ102]\n"
+        " 2 | kind: Kustomization\n"
+        "   |       ^ this file holds a Kustomization of kustomize.config.k8s.io/v1beta1; flatjob reads GenericJob, "
+        "PyTorchTrainingJob, DeepSpeedJob and ColossalAIJob of batch.tensorstack.dev/v1beta1\n"
+    )
+    (tmp_path / "kustomization.yaml").unlink()
+    result = run_cli("lint", str(tmp_path))
+    assert "this file has no apiVersion or kind (a Helm values file?)" in result.stdout
+
+
+def test_a_kubeflow_pytorchjob_is_pointed_at_its_t9k_kind(tmp_path: Path) -> None:
+    """Kubeflow's PyTorchJob is a newcomer's first try: named or found in a folder, the hint
+    names the T9k kind and apiVersion."""
+    write(
+        tmp_path,
+        "apiVersion: kubeflow.org/v1\nkind: PyTorchJob\nmetadata: {name: mnist}\n",
+        "mnist.yaml",
+    )
+    hint = "this file holds a PyTorchJob of kubeflow.org/v1; did you mean apiVersion: batch.tensorstack.dev/v1beta1, kind: PyTorchTrainingJob?"
+    folder = run_cli("lint", str(tmp_path))
+    assert folder.exit_code == 1
+    assert f"{tmp_path / 'mnist.yaml'}:2:7: error: no T9k job in folder" in folder.stdout
+    assert hint in folder.stdout
+    named = lint_paths([str(tmp_path / "mnist.yaml")]).diagnostics
+    assert [(d.line, d.col, d.code, d.hint) for d in named] == [(1, 1, "FJ102", hint)]
+
+
+def test_a_folder_with_a_job_still_skips_other_yaml_and_empty_folders_compile(
+    tmp_path: Path,
+) -> None:
+    """Only a folder with no job at all is FJ102, and only in lint: compile of an empty folder
+    into a fresh output still writes the empty kustomization (FJ703 guards rendered jobs)."""
+    (tmp_path / "empty").mkdir()
+    result = run_cli("compile", str(tmp_path / "empty"), "-o", str(tmp_path / "out"))
+    assert result.exit_code == 0
 
 
 def test_folder_still_reports_syntax_errors(tmp_path: Path) -> None:

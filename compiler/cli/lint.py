@@ -32,7 +32,7 @@ def lint(paths: tuple[str, ...], fmt: str, quiet: bool, namespace: str | None) -
 
     PATHS are files or folders. Folders are searched for *.yaml/*.yml files and every
     document with apiVersion batch.tensorstack.dev/... is checked; other YAML is skipped.
-    A file named explicitly must hold a job.
+    A file named explicitly must hold a job, and a folder at least one.
 
     Each finding is `path:line:col: error|warning: message [CODE]`, followed by the line
     and a caret, with a "did you mean" where a near name exists. docs/diagnostics.md
