@@ -19,6 +19,7 @@ from .keys import GENERATED_HEADER, T9K_GROUP
 from .limits import Budget
 from .reading import YAML_SUFFIXES, find_inputs, read_text
 from .source import Mark, Source
+from .syntaxhint import syntax_hint
 from .yamldata import LimitHit, PathT, documents
 
 T9K_KINDS = ("GenericJob", "PyTorchTrainingJob", "DeepSpeedJob", "ColossalAIJob")
@@ -129,9 +130,10 @@ def parse(text: str, path: str = "<input>", budget: Budget | None = None) -> tup
         mark = exc.problem_mark or exc.context_mark
         line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
         what = exc.problem or "invalid YAML"
+        hint = syntax_hint(what, line, source.line)
         if exc.context:
             what = f"{exc.context}: {what}"
-        problems.append(Diagnostic("FJ100", f"YAML syntax error: {what}", path, line, col, source_line=source.line(line)))
+        problems.append(Diagnostic("FJ100", f"YAML syntax error: {what}", path, line, col, hint=hint, source_line=source.line(line)))
     except yaml.reader.ReaderError as exc:  # a character YAML forbids: an offset, no mark
         position = exc.position
         if yaml.__with_libyaml__:  # libyaml counts UTF-8 bytes, marks count characters

@@ -326,6 +326,51 @@ def test_folder_skips_yaml_that_is_not_a_job(tmp_path: Path) -> None:
     assert "(1 job in 3 files checked)" in result.stderr
 
 
+JOB_LINES = [
+    "apiVersion: batch.tensorstack.dev/v1beta1",
+    "kind: PyTorchTrainingJob",
+    "metadata: {name: resnet}",
+    "spec:",
+    "  replicaSpecs:",
+    "    - type: worker",
+    "      replicas: 2",
+    "      template:",
+    "        spec:",
+    "          containers:",
+    "            - name: python",
+    "              image: pytorch/pytorch:2.4.0",
+]
+
+
+def _one_line(tmp_path: Path, line_no: int, text: str) -> tuple[int, int, str, str | None]:
+    lines = list(JOB_LINES)
+    lines[line_no - 1] = text
+    (diag,) = lint_text(tmp_path, "\n".join(lines) + "\n")
+    return diag.line, diag.col, diag.code, diag.hint
+
+
+@pytest.mark.parametrize(
+    ("line_no", "text", "found"),
+    [
+        (7, "     replicas: 2", (7, 6, "FJ100", "check the indentation: this line starts at column 6, the key on line 6 at column 7; keys of one mapping start in one column")),
+        (7, "        replicas: 2", (7, 17, "FJ100", "check the indentation: this line starts at column 9, the key on line 6 at column 7; keys of one mapping start in one column")),
+        (12, "            image: pytorch/pytorch:2.4.0", (12, 13, "FJ100", "check the indentation: this line starts at column 13, under the '- ' of line 11; a key of that list item starts at column 15, a new item with '- '")),
+        (7, "\treplicas: 2", (7, 1, "FJ100", "YAML indents with spaces only: replace the tab(s) at the start of this line with spaces")),
+    ],
+    ids=["key-under-indented", "key-over-indented", "key-at-the-dash", "tab"],
+)
+def test_an_indentation_mistake_says_which_columns(tmp_path: Path, line_no: int, text: str, found: tuple[int, int, str, str]) -> None:
+    """libyaml says what it expected ("did not find expected '-' indicator"); the hint says what
+    to change: the columns of this line and the key above it, or the tab (issue 25)."""
+    assert _one_line(tmp_path, line_no, text) == found
+
+
+def test_windows_line_endings_and_a_bom_are_a_job(tmp_path: Path) -> None:
+    """A job saved on Windows (CRLF, a BOM) lints as the same job."""
+    text = ("\ufeff" + "\r\n".join(JOB_LINES) + "\r\n").encode()
+    assert lint_text(tmp_path, text) == []
+
+
 def test_an_empty_folder_is_not_a_passing_lint(tmp_path: Path) -> None:
     """A wrong or empty folder named on the command line: an error, not '0 jobs checked' (issue 25)."""
     (tmp_path / "jobs").mkdir()
