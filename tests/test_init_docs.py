@@ -53,3 +53,27 @@ def test_every_command_works_as_written(tmp_path: Path) -> None:
     assert "Training jobs" in log
     tracked = subprocess.run(["git", "-C", str(repo), "ls-files"], capture_output=True, text=True, check=True).stdout.split()
     assert "rendered/prod/training-prod/resnet/podtemplates.yaml" in tracked and "gitops/argocd/prod.yaml" in tracked
+
+
+def test_a_stale_check_prints_the_compile_that_fixes_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """"From then on a change is: edit jobs/, run the two flatjob compile commands": a newcomer
+    who forgot one is told by --check the command itself, as typed less --check (options that
+    change the output included), and that command brings the folder up to date. "run `flatjob
+    compile`" alone, as before, was a usage error when run as written (issue 25)."""
+    from click.testing import CliRunner
+
+    from flatjob.compiler.cli import cli
+
+    monkeypatch.chdir(tmp_path)
+    run = CliRunner().invoke
+    assert run(cli, ["init", "--gitops", "none", "--repo-url", "https://example.com/t.git"]).exit_code == 0
+    job = tmp_path / "jobs" / "hello-ddp.yaml"
+    job.write_text(job.read_text().replace("replicas: 3", "replicas: 2"))
+    check = ["compile", "jobs/", "--overlay", "overlays/prod", "-o", "rendered/prod", "--runtime", "job", "--check"]
+    stale = run(cli, check)
+    assert stale.exit_code == 1
+    last = stale.stderr.strip().splitlines()[-1]
+    fix = "flatjob compile jobs/ --overlay overlays/prod -o rendered/prod --runtime job"
+    assert last.endswith(f"; run and commit: {fix}"), last
+    assert run(cli, fix.split()[1:]).exit_code == 0
+    assert run(cli, check).exit_code == 0

@@ -194,6 +194,33 @@ def _overlay(overlays: tuple[str, ...]) -> Any:
     return load_overlays(overlays)
 
 
+# compile's options as `--check` names them in the command that brings OUT up to date, with
+# the value each has when not given.
+_FIX_OPTIONS = (
+    ("namespace", "-n", None),
+    ("cluster_domain", "--cluster-domain", "cluster.local"),
+    ("scheduler", "--scheduler", "auto"),
+    ("kueue_queue", "--kueue-queue", None),
+    ("runtime", "--runtime", "namespace"),
+    ("runtime_image", "--runtime-image", None),
+)
+
+
+def fix_command(sources: tuple[str, ...], overlays: tuple[str, ...], out: str, opts: dict[str, Any]) -> str:
+    """The compile that brings OUT up to date, as the user typed it less --check: a newcomer told
+    to "run `flatjob compile`" runs it bare and gets a usage error (issue 25)."""
+    import shlex
+
+    words = ["flatjob", "compile", *sources]
+    for overlay in overlays:
+        words += ["--overlay", overlay]
+    words += ["-o", out]
+    for name, flag, default in _FIX_OPTIONS:
+        if opts.get(name, default) != default:
+            words += [flag, str(opts[name])]
+    return shlex.join(words)
+
+
 @click.command("compile")
 @_options
 @click.option("--check", is_flag=True, help="Write nothing; print a diff and exit 1 when the output folder is stale.")
@@ -214,6 +241,7 @@ def compile_command(sources: tuple[str, ...], out: str, overlays: tuple[str, ...
     \b
     Exit status: 0 written (or up to date), 1 errors (or stale with --check), 2 usage error.
     """
+    from ..display import log_line
     from ..output import DIFF_LINES, unified_diff
 
     result = _compile(sources, overlays, _build_options(**opts))
@@ -229,7 +257,8 @@ def compile_command(sources: tuple[str, ...], out: str, overlays: tuple[str, ...
                 click.echo(f"{root}: up to date ({len(result.jobs)} job(s))", err=True)
                 return
             sys.stdout.write(unified_diff(changes, DIFF_LINES))
-            click.echo(f"{root}: stale: {len(changes.write)} file(s) to write, {len(changes.delete)} to delete; run `flatjob compile` and commit", err=True)
+            fix = log_line(fix_command(sources, overlays, out, opts))
+            click.echo(f"{root}: stale: {len(changes.write)} file(s) to write, {len(changes.delete)} to delete; run and commit: {fix}", err=True)
             sys.exit(1)
         if changes.conflicts and not force:
             _stop([_at(root, rel, "FJ701", "exists and was not written by flatjob") for rel in changes.conflicts], "flatjob: refusing to overwrite; move those files or pass --force. Nothing was written.")
