@@ -9,6 +9,7 @@ healthy as git wants it.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from . import keys
@@ -36,13 +37,29 @@ def health_check_exprs() -> list[dict[str, str]]:
     return [{"apiVersion": keys.RECORD_API_VERSION, "kind": kind, **HEALTH_EXPRS} for kind in RECORD_KINDS]
 
 
+# git's scp-like address, user@host:path: what `git clone` of an SSH remote leaves as origin.
+_SCP_LIKE = re.compile(r"(?P<user>[^@/:]+@)?(?P<host>[^@/:]{2,}):(?!//)(?P<path>.+)")
+FLUX_URL = re.compile(r"(http|https|ssh)://.*")
+
+
+def flux_url(url: str) -> str:
+    """The URL as a GitRepository takes it: Flux's CRD admits only http(s):// and ssh:// URLs
+    (`^(http|https|ssh)://.*$`, source-controller GitRepositorySpec.URL), so git's scp-like
+    origin git@github.com:org/repo.git, which Argo CD takes as it is, becomes
+    ssh://git@github.com/org/repo.git; anything else is left as written."""
+    if "://" in url:
+        return url
+    m = _SCP_LIKE.fullmatch(url)
+    return f"ssh://{m['user'] or ''}{m['host']}/{m['path'].lstrip('/')}" if m else url
+
+
 def git_repository(name: str, url: str, branch: str = "main") -> dict[str, Any]:
     """The source Flux watches."""
     return {
         "apiVersion": "source.toolkit.fluxcd.io/v1",
         "kind": "GitRepository",
         "metadata": {"name": name, "namespace": "flux-system"},
-        "spec": {"interval": "1m", "url": url, "ref": {"branch": branch}},
+        "spec": {"interval": "1m", "url": flux_url(url), "ref": {"branch": branch}},
     }
 
 

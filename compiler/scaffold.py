@@ -298,7 +298,8 @@ def _argocd(repo_url: str) -> dict[str, str]:
 
 
 def _flux(repo_url: str) -> dict[str, str]:
-    files = {"gitops/flux/gitrepository.yaml": yaml_file(FLUX_SOURCE_HEADER, flux.git_repository("training", repo_url))}
+    header = FLUX_SOURCE_HEADER if repo_url == REPO_PLACEHOLDER else FLUX_SOURCE_HEADER.replace("Replace REPO_URL (and the branch)", "Check the branch")
+    files = {"gitops/flux/gitrepository.yaml": yaml_file(header, flux.git_repository("training", repo_url))}
     for env in ENVIRONMENTS:
         files[f"gitops/flux/{env}.yaml"] = yaml_file(FLUX_KS_HEADER, flux.kustomization(f"training-{env}", "training", f"rendered/{env}"))
         files[f"gitops/flux/namespace-{env}.yaml"] = yaml_file(

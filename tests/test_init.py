@@ -153,3 +153,36 @@ def test_the_repository_url_is_written_without_credentials(given: str, written: 
     from flatjob.compiler.cli.init import without_credentials
 
     assert without_credentials(given) == written
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_flux_takes_an_ssh_origin_in_the_form_its_crd_admits(tmp_path: Path) -> None:
+    """A clone over SSH has origin git@host:org/repo.git, which Argo CD takes but Flux's
+    GitRepository CRD refuses (url must match ^(http|https|ssh)://.*$): the Flux scaffold writes
+    ssh://git@host/org/repo.git, and no 'Replace REPO_URL' once the URL is filled in (issue 25)."""
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    subprocess.run(["git", "-C", str(tmp_path), "remote", "add", "origin", "git@github.com:example/training.git"], check=True)
+    assert invoke("init", "--gitops", "flux", str(tmp_path)).exit_code == 0  # type: ignore[attr-defined]
+    text = (tmp_path / "gitops" / "flux" / "gitrepository.yaml").read_text(encoding="utf-8")
+    assert yaml.safe_load(text)["spec"]["url"] == "ssh://git@github.com/example/training.git"
+    assert "REPO_URL" not in text
+    assert invoke("init", "--gitops", "argocd", "--force", str(tmp_path)).exit_code == 0  # type: ignore[attr-defined]
+    app = yaml.safe_load((tmp_path / "gitops" / "argocd" / "dev.yaml").read_text(encoding="utf-8"))
+    assert app["spec"]["source"]["repoURL"] == "git@github.com:example/training.git"  # Argo CD takes it as is
+
+
+@pytest.mark.parametrize(("given", "written"), [
+    ("git@github.com:o/r.git", "ssh://git@github.com/o/r.git"),
+    ("git@host:/srv/r.git", "ssh://git@host/srv/r.git"),
+    ("https://github.com/o/r.git", "https://github.com/o/r.git"),
+    ("ssh://git@github.com/o/r.git", "ssh://git@github.com/o/r.git"),
+    ("REPO_URL", "REPO_URL"),
+])
+def test_flux_url(given: str, written: str) -> None:
+    assert flux.flux_url(given) == written
+
+
+def test_flux_init_warns_of_a_url_flux_refuses(tmp_path: Path) -> None:
+    result = invoke("init", "--gitops", "flux", "--repo-url", "/srv/git/r.git", str(tmp_path))
+    assert result.exit_code == 0  # type: ignore[attr-defined]
+    assert "Flux's GitRepository takes only http(s):// and ssh:// URLs, not /srv/git/r.git" in result.output  # type: ignore[attr-defined]

@@ -73,6 +73,18 @@ def _rendered(files: dict[str, str], root: Path) -> dict[str, dict[str, str]]:
     return trees
 
 
+def _url_note(gitops: str, url: str) -> str | None:
+    """What the user must still do about the repository URL written into gitops/."""
+    from ..flux import FLUX_URL, flux_url
+    from ..scaffold import REPO_PLACEHOLDER
+
+    if url == REPO_PLACEHOLDER:
+        return f"Replace {REPO_PLACEHOLDER} under gitops/ with the repository's URL (or rerun with --repo-url --force)."
+    if gitops == "flux" and not FLUX_URL.fullmatch(flux_url(url)):
+        return f"Flux's GitRepository takes only http(s):// and ssh:// URLs, not {url}: edit gitops/flux/gitrepository.yaml (or rerun with --repo-url --force)."
+    return None
+
+
 @click.command("init", short_help="Scaffold a repo: jobs, overlays, rendered/, CI, GitOps.")
 @click.argument("folder", default=".", type=click.Path(file_okay=False))
 @click.option("--gitops", type=click.Choice(GITOPS_CHOICES), default="argocd", show_default=True, help="Which GitOps tool's objects to write under gitops/.")
@@ -136,5 +148,6 @@ def init_command(folder: str, gitops: str, repo_url: str | None, force: bool) ->
         with session(root / "rendered" / env, write=True) as s:
             s.apply(s.plan(tree))
     click.echo(f"{root}: wrote {len(files)} files and rendered/{{{','.join(trees)}}}; see README.md", err=True)
-    if url == REPO_PLACEHOLDER:
-        click.echo(f"Replace {REPO_PLACEHOLDER} under gitops/ with the repository's URL (or rerun with --repo-url --force).", err=True)
+    note = _url_note(gitops, url)
+    if note:
+        click.echo(note, err=True)
