@@ -68,7 +68,9 @@ def test_a_stale_check_prints_the_compile_that_fixes_it(tmp_path: Path, monkeypa
     run = CliRunner().invoke
     assert run(cli, ["init", "--gitops", "none", "--repo-url", "https://example.com/t.git"]).exit_code == 0
     job = tmp_path / "jobs" / "hello-ddp.yaml"
-    job.write_text(job.read_text().replace("replicas: 3", "replicas: 2"))
+    text = job.read_text()
+    assert "print('rank'" in text
+    job.write_text(text.replace("print('rank'", "print('RANK'"))
     check = ["compile", "jobs/", "--overlay", "overlays/prod", "-o", "rendered/prod", "--runtime", "job", "--check"]
     stale = run(cli, check)
     assert stale.exit_code == 1
