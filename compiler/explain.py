@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import types
 import typing
 from typing import Any
@@ -87,6 +88,9 @@ def _fields(model: type[BaseModel]) -> dict[str, Any]:
     return {info.alias or name: info for name, info in model.model_fields.items() if not info.exclude}
 
 
+_INDEX = re.compile(r"\[[^\]]*\]")
+
+
 def explain(target: str) -> str:
     """Explain `Kind` or `Kind.field.path` (case-insensitive kind, wire field names)."""
     kind_text, _, rest = target.partition(".")
@@ -98,11 +102,15 @@ def explain(target: str) -> str:
     model: type[BaseModel] | None = MODELS[kind]
     info = None
     walked: list[str] = []
-    for part in [p for p in rest.split(".") if p]:
+    # lint names fields with their list indices (spec.replicaSpecs[0].template): explain takes
+    # the path as lint prints it, as kubectl explain takes none
+    parts = [p for p in _INDEX.sub("", rest).split(".") if p]
+    for at, part in enumerate(parts):
         if part.startswith("template") and walked and "template" in walked[-1:]:
             break
         if model is None:
-            raise ExplainError(f"{'.'.join([kind, *walked])} has no fields; it is a Kubernetes object: see `kubectl explain pod.spec`")
+            pod = ".".join(["pod", *parts[at:]]) if walked[-1:] == ["template"] else "pod.spec"
+            raise ExplainError(f"{'.'.join([kind, *walked])} has no fields; it is a Kubernetes object: see `kubectl explain {pod}`")
         fields = _fields(model)
         if part not in fields:
             hint = did_you_mean(part, fields)

@@ -151,6 +151,20 @@ def test_explain_leaf_shows_default() -> None:
     assert "Default: '1'." in result.stdout
 
 
+def test_explain_takes_a_field_path_as_lint_prints_it() -> None:
+    """lint names a field with its list indices (spec.replicaSpecs[0].type, the json `field`);
+    pasted into explain it is that field, not 'replicaSpecs[0] does not exist' (issue 25)."""
+    result = run_cli("explain", "PyTorchTrainingJob.spec.replicaSpecs[0].type")
+    assert result.exit_code == 0
+    assert "FIELD:    type <string>" in result.stdout
+
+
+def test_explain_inside_a_pod_template_names_the_kubectl_explain_path() -> None:
+    result = run_cli("explain", "PyTorchTrainingJob.spec.replicaSpecs[1].template.spec.containers")
+    assert result.exit_code == 1
+    assert "see `kubectl explain pod.spec.containers`" in result.output
+
+
 def test_explain_pod_template_points_at_kubectl() -> None:
     result = run_cli("explain", "PyTorchTrainingJob.spec.replicaSpecs.template")
     assert result.exit_code == 0
