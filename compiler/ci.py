@@ -529,7 +529,7 @@ def check(jobs: Sequence[str], envs: Sequence[Environment], base: str | None = N
     return run
 
 
-@click.command()
+@click.command(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.option("--jobs", "jobs", multiple=True, default=["jobs"], show_default=True, help="Job spec folders or files (repeatable).")
 @click.option("--overlays", default="overlays", show_default=True, type=click.Path(), help="Folder whose sub-folders with overlay.yaml are environments.")
 @click.option("--rendered", default="rendered", show_default=True, type=click.Path(), help="Rendered output root (one sub-folder per environment).")
@@ -538,7 +538,20 @@ def check(jobs: Sequence[str], envs: Sequence[Environment], base: str | None = N
 @click.option("--comment", type=click.Path(dir_okay=False), default=None, help="Write the report here, for a PR comment.")
 @click.option("--sarif", type=click.Path(dir_okay=False), default=None, help="Write lint and compile findings as SARIF here.")
 def main(jobs: tuple[str, ...], overlays: str, rendered: str, base: str | None, summary: str | None, comment: str | None, sarif: str | None) -> None:
-    """Lint, compile --check every environment and report; annotations go to stdout."""
+    """Lint, compile --check every environment and report, as flatjob's GitHub Action does.
+
+    Annotations (`::error file=...`) go to stdout and a status line per environment to stderr;
+    the report (a table of environments, the rendered diff against --base, the command that
+    brings a stale environment up to date) goes to the --summary and --comment files. On a
+    laptop, in the repository:
+
+    \b
+      flatjob-ci --base main --summary report.md
+
+    \b
+    Exit status: 0 lint clean and every environment up to date, 1 lint errors or a stale
+    environment, 2 usage error.
+    """
     from .report import format_github, format_sarif
 
     missing = [j for j in jobs if not Path(j).exists()]

@@ -117,3 +117,17 @@ def test_the_runtime_outside_a_cluster_without_a_kubeconfig_says_so_not_an_inter
     assert done.returncode == 1, done.stderr
     assert "no cluster to serve" in done.stderr and "KUBECONFIG" in done.stderr
     assert "internal error" not in done.stderr and "Traceback" not in done.stderr
+
+
+def test_flatjob_ci_help_as_flatjob_s() -> None:
+    """flatjob-ci takes -h as flatjob does, and says where its report goes and its exit status
+    (run locally, it printed status lines only, and -h was 'No such option', issue 25)."""
+    from click.testing import CliRunner
+
+    from flatjob.compiler.ci import main
+
+    for flag in ("-h", "--help"):
+        result = CliRunner().invoke(main, [flag], prog_name="flatjob-ci")
+        assert result.exit_code == 0, result.output
+        assert "flatjob-ci --base main --summary report.md" in result.output
+        assert "Exit status: 0 lint clean and every environment up to date" in result.output
