@@ -192,6 +192,8 @@ def no_job_hint(doc: Document) -> str:
     if isinstance(api, str):
         named += f" of {api}"
     near = _near_kind(kind) if isinstance(kind, str) else None
+    if near and near.lower() == kind.lower():  # a T9k kind of another group: only the group is wrong
+        return f"this file holds {named}; did you mean apiVersion: batch.tensorstack.dev/v1beta1?"
     if near:
         return f"this file holds {named}; did you mean apiVersion: batch.tensorstack.dev/v1beta1, kind: {near}?"
     return (f"this file holds {named}; flatjob reads GenericJob, PyTorchTrainingJob, DeepSpeedJob and "

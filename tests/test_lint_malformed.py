@@ -421,6 +421,9 @@ def test_a_kubeflow_pytorchjob_is_pointed_at_its_t9k_kind(tmp_path: Path) -> Non
     assert hint in folder.stdout
     named = lint_paths([str(tmp_path / "mnist.yaml")]).diagnostics
     assert [(d.line, d.col, d.code, d.hint) for d in named] == [(1, 1, "FJ102", hint)]
+    write(tmp_path, "apiVersion: kubeflow.org/v1\nkind: PyTorchTrainingJob\nmetadata: {name: mnist}\n", "mnist.yaml")
+    (only_group,) = lint_paths([str(tmp_path / "mnist.yaml")]).diagnostics
+    assert only_group.hint == "this file holds a PyTorchTrainingJob of kubeflow.org/v1; did you mean apiVersion: batch.tensorstack.dev/v1beta1?"
 
 
 def test_a_folder_with_a_job_still_skips_other_yaml_and_empty_folders_compile(
