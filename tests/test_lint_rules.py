@@ -197,8 +197,17 @@ CASES = [
         pytorch(name="Train_Job"),
         also=((4, 9, "FJ305"),),
         message="job name 'Train_Job' must consist of lower-case letters",
+        hint="did you mean 'train-job'?",
     ),
-    Case("job-name-starts-with-digit", pytorch(name="1job"), also=((4, 9, "FJ305"),)),
+    Case("job-name-starts-with-digit", pytorch(name="1job"), also=((4, 9, "FJ305"),), message="job name '1job'", hint="did you mean 'job'?"),
+    Case(
+        # the job name is valid, so the type is at fault: not "shorten" (issue 25)
+        "replica-type-in-upper-case",
+        edit(pytorch(), "type: worker", "type: Worker"),
+        also=((8, 13, "FJ305"),),
+        message="pod name 'job-Worker-1' must consist of lower-case letters",
+        hint="pod names are <job>-<type>-<index>: write the type in lower-case letters, digits and '-'; did you mean 'worker'?",
+    ),
     Case(
         # `job--w-0` is a valid pod name, but the type labels every pod (review 21, round 3)
         "replica-type-not-a-label-value",

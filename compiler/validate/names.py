@@ -23,6 +23,15 @@ def dns1035_label(name: str) -> str | None:
     return None
 
 
+def label_suggestion(name: str, *, letter_first: bool = False) -> str | None:
+    """The DNS label a newcomer's name most likely meant (ResNet_50: resnet-50), or None when
+    nothing near is one: lower case, '_', '.' and spaces as '-', no '-' at either end."""
+    fixed = re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")[:MAX_LABEL].rstrip("-")
+    if letter_first:
+        fixed = fixed.lstrip("-0123456789")
+    return fixed if fixed and fixed != name else None
+
+
 def dns1123_label(name: str) -> str | None:
     """Why `name` is not a DNS-1123 label (pod hostnames), or None if it is."""
     if len(name) > MAX_LABEL:

@@ -76,7 +76,8 @@ def _decimal(text: str) -> bool:
 def job_name(job: Any, doc: Document) -> Iterator[Diagnostic]:
     why = names.dns1035_label(job.metadata.name)
     if why:
-        yield doc.diagnostic("FJ305", f"job name {job.metadata.name!r} {why}", ("metadata", "name"))
+        near = names.label_suggestion(job.metadata.name, letter_first=True)
+        yield doc.diagnostic("FJ305", f"job name {job.metadata.name!r} {why}", ("metadata", "name"), hint=f"did you mean {near!r}?" if near else None)
 
 
 def job_namespace(job: Any, doc: Document) -> Iterator[Diagnostic]:
@@ -143,6 +144,16 @@ _NAME_HINTS = {
 }
 
 
+def _name_hint(kind: str, why: str, job_name: str, name: str) -> str:
+    """How to fix a derived name: shorten it when too long; else (a valid job name, so the replica
+    type is at fault: 'Worker') the type the user likely meant, not "shorten" (issue 25)."""
+    if kind != "PodTemplate" or len(name) > names.MAX_LABEL:
+        return _NAME_HINTS[kind]
+    kind_type = name[len(job_name) + 1 : name.rfind("-")]
+    near = names.label_suggestion(kind_type)
+    return "pod names are <job>-<type>-<index>: write the type in lower-case letters, digits and '-'" + (f"; did you mean {near!r}?" if near else "")
+
+
 def rendered_names(job: Any, doc: Document) -> Iterator[Diagnostic]:
     """FJ305 where a name flatjob derives (pods, Services) is not one the API server accepts;
     the longest name of each field is checked, once."""
@@ -157,7 +168,7 @@ def rendered_names(job: Any, doc: Document) -> Iterator[Diagnostic]:
         why = rule(name)
         if why:
             where = path if tuple(path) in doc.value_marks or tuple(path) in doc.key_marks else ("metadata", "name")
-            yield doc.diagnostic("FJ305", f"{what} {name!r} {why}", where, key=where == ("spec", "tensorboardSpec"), hint=_NAME_HINTS[kind])
+            yield doc.diagnostic("FJ305", f"{what} {name!r} {why}", where, key=where == ("spec", "tensorboardSpec"), hint=_name_hint(kind, why, job.metadata.name, name))
 
 
 def unique_types(job: Any, doc: Document) -> Iterator[Diagnostic]:
