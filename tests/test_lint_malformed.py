@@ -166,6 +166,16 @@ CASES = [
         #                           ^ FJ202
         """),
         message="spec.runPolicy.backoffLimit: expected an integer, got a string ('3')",
+        hint="write it without quotes: 3",  # a newcomer quotes numbers as in env values (issue 25)
+    ),
+    Case(
+        "wrong-type-quoted-bool",
+        pytorch("""
+          torchrunConfig: {enabled: "true"}
+        #                           ^ FJ202
+        """),
+        message="spec.torchrunConfig.enabled: expected a boolean (true or false), got a string ('true')",
+        hint="write it without quotes: true",
     ),
     Case(
         "wrong-type-int-for-string",

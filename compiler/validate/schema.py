@@ -6,6 +6,7 @@ takes ~100 ms to import and build, and is what explains a mistake.
 
 from __future__ import annotations
 
+import re
 import types
 import typing
 from typing import Any
@@ -80,6 +81,19 @@ def _trim(data: Any, loc: tuple[Any, ...]) -> tuple[PathT, str | int | None]:
     return tuple(path), None
 
 
+_UNQUOTED = {
+    "int_type": re.compile(r"[-+]?[0-9]+"),
+    "float_type": re.compile(r"[-+]?[0-9]+(\.[0-9]*)?([eE][-+]?[0-9]+)?"),
+    "bool_type": re.compile(r"true|false"),
+}
+
+
+def _unquoted_fits(kind: str, value: str) -> bool:
+    """Whether a quoted value is what the field takes once unquoted ("2" for an integer)."""
+    pattern = _UNQUOTED.get(kind)
+    return pattern is not None and pattern.fullmatch(value) is not None
+
+
 def _value_at(data: Any, path: PathT) -> Any:
     for part in path:
         data = data[part]
@@ -108,6 +122,8 @@ def _message(err: dict[str, Any], doc: Document, model: type[BaseModel], path: P
             hint = f"write it as a list: [{value}]"
         elif kind == "string_type" and isinstance(value, (int, float)) and not isinstance(value, bool):
             hint = f"quote it: \"{value}\""
+        elif isinstance(value, str) and _unquoted_fits(kind, value):  # replicas: "2"
+            hint = f"write it without quotes: {value}"
         return doc.diagnostic("FJ202", f"{_fmt(path)}: expected {TYPE_WORDS[kind]}, got {describe(value)}", path, hint=hint)
     if kind == "literal_error":
         expected = ctx.get("expected", "")
