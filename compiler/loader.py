@@ -33,6 +33,7 @@ NO_JOB_RENDERED = ("no T9k job in this file: it is flatjob's rendered output (it
 NO_JOB_FOLDER = ("no T9k job in folder {folder} ({files} YAML file(s) read, none with apiVersion "
                  "batch.tensorstack.dev/v1beta1 and a job kind)")
 NO_YAML_FOLDER = "no T9k job in folder {folder}: it holds no *.yaml or *.yml file"
+RENDERED_FOLDER_HINT = "this is flatjob's rendered output (its first line says so); lint the job specs it was compiled from"
 
 
 @dataclass
@@ -224,6 +225,7 @@ class _Folder:
     jobs: int = 0
     errors: bool = False
     first: Document | None = None  # its first document that holds something and is not a job
+    rendered: bool = False  # that document's file is flatjob's output (GENERATED_HEADER)
 
     def diagnostic(self) -> Diagnostic | None:
         if self.jobs or self.errors:
@@ -236,7 +238,7 @@ class _Folder:
             return Diagnostic("FJ102", message, self.path, hint="its YAML files are empty")
         has_kind = isinstance(self.first.data, dict) and "kind" in self.first.data
         mark = self.first.locate(("kind",)) if has_kind else Mark(1, 1)
-        return self.first.diagnostic_at("FJ102", message, mark, hint=no_job_hint(self.first))
+        return self.first.diagnostic_at("FJ102", message, mark, hint=RENDERED_FOLDER_HINT if self.rendered else no_job_hint(self.first))
 
 
 def _folder_of(folders: list[_Folder], file: Path) -> _Folder | None:
@@ -296,6 +298,7 @@ def load_paths(paths: Iterable[str], budget: Budget | None = None) -> Loaded:
             folder.errors = folder.errors or any(p.is_error for p in problems)
             if folder.first is None and not jobs:
                 folder.first = next((d for d in docs if d.data is not None), None)
+                folder.rendered = text.startswith(GENERATED_HEADER)
         # Only a file that holds jobs is an input of the output (its digest); the text of any
         # other is let go at once: fifteen 4 MiB files of junk must not stay in memory together.
         loaded.files.append((file, text if jobs else ""))

@@ -416,6 +416,16 @@ def test_a_folder_of_non_job_yaml_names_what_it_holds(tmp_path: Path) -> None:
     assert "this file has no apiVersion or kind (a Helm values file?)" in result.stdout
 
 
+def test_a_rendered_folder_is_named_as_such(tmp_path: Path) -> None:
+    """A newcomer's first lint is often of rendered/ (hx16 for a file): the folder's FJ102 says
+    it is flatjob's output, not 'this file holds a Kustomization'."""
+    write(tmp_path, pytorch(), "job.yaml")
+    assert run_cli("compile", str(tmp_path / "job.yaml"), "-o", str(tmp_path / "rendered")).exit_code == 0
+    result = run_cli("lint", str(tmp_path / "rendered"))
+    assert result.exit_code == 1
+    assert "^ this is flatjob's rendered output (its first line says so); lint the job specs it was compiled from" in result.stdout
+
+
 def test_a_kubeflow_pytorchjob_is_pointed_at_its_t9k_kind(tmp_path: Path) -> None:
     """Kubeflow's PyTorchJob is a newcomer's first try: named or found in a folder, the hint
     names the T9k kind and apiVersion."""
