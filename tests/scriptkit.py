@@ -277,6 +277,7 @@ class Scripts:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             stdin=subprocess.DEVNULL,
+            start_new_session=True,  # its own process group, which finish() ends whole, as a pod's end would
         )
 
     def finish(self, proc: subprocess.Popen[str], started: float | None = None) -> Run:
@@ -291,7 +292,12 @@ class Scripts:
             proc.kill()
         finally:
             calls = self.calls()
-            for c in calls:  # they hold the script's output pipes open
+            # What is left of the script's processes holds its output pipes open: end the whole
+            # group, since a stub the script started just before it ended (a background sshd under
+            # load) may not have logged its call yet, and killing by the log alone missed it.
+            with contextlib.suppress(OSError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            for c in calls:
                 with contextlib.suppress(OSError):
                     os.kill(c.pid, signal.SIGKILL)
         out, err = proc.communicate(timeout=20)
