@@ -445,3 +445,25 @@ def test_elastic_deepspeed_starts_and_rescales_as_a_new_attempt() -> None:
     st = s.run_until(lambda st: st["runtime"]["attempt"] == 2 and st.get("aggregate", {}).get("running") == 2, limit=300)
     assert st["backoffCount"] == 0 and st["runtime"]["size"] == 2
     assert sorted(n for n, p in s.pods().items() if p.get("status", {}).get("phase") == "Running") == ["ds-worker-0", "ds-worker-1"]
+
+
+@fake_only
+def test_a_cycle_judges_a_pod_again_only_when_its_object_changed() -> None:
+    """The worker keeps each pod's decision view with the cached object it was made from (the
+    informer replaces an object whole on every change): a cycle over unchanged pods reuses the
+    views, a changed pod is judged from its new object (a 1000-pod job's cycles spent most of
+    their CPU remaking every view while the write budget's tokens ran on)."""
+    s = Scenario(pytorch(master="sleep 300; exit 0", worker="sleep 300; exit 0"))
+    s.run_until(lambda st: (st.get("aggregate") or {}).get("running") == 3)
+    worker = next(iter(s.controller.workers.values()))
+    before = {n: kept[3] for n, kept in worker._states.items()}
+    assert sorted(before) == ["sim-master-0", "sim-worker-0", "sim-worker-1"]
+    worker.reconcile()
+    assert all(worker._states[n][3] is before[n] for n in before)  # nothing changed: the same views
+    s.kubelet.kill("sim-worker-1", 1)
+    s.sync()
+    worker.reconcile()
+    assert worker._states["sim-worker-1"][3].phase == "Failed" and worker._states["sim-worker-1"][3].exit_code == 1
+    assert worker._states["sim-master-0"][3] is before["sim-master-0"]
+    st = s.run_until(lambda st: (st.get("aggregate") or {}).get("running") == 3 and st.get("backoffCount") == 1)
+    assert st["phase"] == "Running"
