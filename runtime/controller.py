@@ -126,6 +126,7 @@ class Controller:
     _lease_failures: int = 0  # Lease requests failed in a row (their back-off)
     _observed: Observed | None = None
     _throttled_until: float | None = None  # the write bucket was empty: act again then
+    _deciding: float = 0.0  # seconds the last cycle took to decide (token: wake that much before a burst is due)
     _stop_by: float | None = None  # shutting down: the cycles in flight are waited for until then (wall clock)
     _deployment: Obj | None = None  # the namespace runtime's own Deployment, as an ownerReference (its Lease goes with it)
     _deployment_next: float = 0.0  # when to look for it again
@@ -473,11 +474,21 @@ class Controller:
         return worker.last_cycle if worker is not None else None
 
     def token(self) -> bool:
-        """A write token, or (the bucket is empty) a note to act again once a burst is due."""
+        """A write token, or (the bucket is empty) a note to act again once a burst is due:
+        early by what the last cycle took to decide (at most a burst's refill), so that the
+        burst is there when the next cycle's writes begin. Woken when the bucket is full, a
+        cycle's deciding ran while the full bucket dropped its tokens: a 1000-pod restart under
+        load wrote 55 a second where the budget is 80, with no gain in manners (the bucket caps
+        every second at rate + burst whenever it is asked)."""
         if self.bucket.take():
             return True
-        self._throttled_until = self.bucket.ready_at(self.bucket.burst)  # a whole burst per turn, not one write
+        lead = min(self._deciding, self.bucket.burst / self.bucket.rate)
+        self._throttled_until = self.bucket.ready_at(self.bucket.burst) - lead  # a whole burst per turn, not one write
         return False
+
+    def decided(self, seconds: float) -> None:
+        """A cycle took this long (the controller's clock) from its start to its first write."""
+        self._deciding = max(seconds, 0.0)
 
     def _set_wake(self) -> None:
         """The next time the loop must run although no watch event arrives: without the Lease
