@@ -4,8 +4,10 @@ client-go blocks each request until its bucket has a token (rest/config.go: 5 re
 bursts of 10, by default).  The runtime does not block: its loop asks for a token before
 each write, and when the bucket is empty it stops acting and looks again once a token is
 due.  Its actions are re-derived from the ledger and the pods every cycle, so stopping
-half-way loses nothing.  It comes back once the bucket is full again, so that each cycle's
-one status write carries a whole burst of actions, not one.  The rate is sized so that a 1000-pod job that failed at once
+half-way loses nothing.  It comes back so that the bucket is full again when the next
+cycle's writes begin (early by what the last cycle took to decide: a full bucket drops the
+tokens that come while a cycle decides), so that each cycle's one status write carries a
+whole burst of actions, not one.  The rate is sized so that a 1000-pod job that failed at once
 (1000 deletes, creates and releases) runs again within a minute, while no second carries
 more than RATE + BURST writes.
 """

@@ -130,7 +130,9 @@ def decide_release(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, d
     release = _by_wave(job, wanted, usable, pods, ledger)
     if not release:
         return ReleaseDecision(ledger, create=create, delete=stale, wait="waiting for the workers' sshd to be ready" if usable else None, wake_at=wake)
-    not_before = {k: v for k, v in ledger.not_before.items() if k not in {p.name for p in release}}
+    names = [p.name for p in release]
+    gone = set(names)  # once, not per entry: a 1000-pod release with 1000 back-offs pending
+    not_before = {k: v for k, v in ledger.not_before.items() if k not in gone}
     waiting = bool(not_before) and ledger.refused is not None  # a refused pod still backs off: keep its count
     led = ledger.evolve(
         released=(*ledger.released, *(p.name for p in release)),
@@ -141,7 +143,6 @@ def decide_release(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, d
         refused=ledger.refused if waiting else None,
         refusals=ledger.refusals if waiting else 0,
     )
-    names = [p.name for p in release]
     events = (("Normal", "Released", f"released {len(names)} pod(s): {', '.join(names[:5])}{' ...' if len(names) > 5 else ''}"),)
     return ReleaseDecision(led, tuple(names), create, stale, None, wake, events)
 
