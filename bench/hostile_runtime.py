@@ -125,21 +125,48 @@ def case_status_edit(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         bench.close()
 
 
-def case_junk_templates(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
+def case_junk_templates(args: argparse.Namespace, tmp: Path, make: Any = junk_template) -> dict[str, Any]:
     manifests = compile_job(args)
-    manifests += [junk_template(i, args.junk_mib) for i in range(args.junk)]
+    manifests += [make(i, args.junk_mib) for i in range(args.junk)]
     bench = Bench(manifests, tmp, args.runtime)
     try:
         n = args.pods
-        bench.pods = [p for p in bench.pods if not p.startswith("junk-")]
+        bench.pods = [p for p in bench.pods if not p.startswith(("junk-", "dense-"))]
         bench.until(lambda: running(bench, n), 300, "every pod Running despite the junk")
         for i in range(args.junk, 2 * args.junk):  # and more while it runs (watch events)
-            bench.cluster.apply(junk_template(i, args.junk_mib))
+            bench.cluster.apply(make(i, args.junk_mib))
             bench.sample()
         watch(bench, args.settle)
         return outcome(bench, n)
     finally:
         bench.close()
+
+
+DENSE = 100_000  # env items `{"name":"a"}`: 1.3 MB of JSON that is ~20 MiB parsed
+
+
+def dense_template(i: int, mib: float) -> dict[str, Any]:
+    """A junk PodTemplate whose bulk is many small values, not one string."""
+    t = junk_template(i, 0)
+    t["metadata"]["name"] = f"dense-{i}"
+    t["template"]["spec"]["containers"][0]["env"] = [{"name": "a"}] * DENSE
+    return t
+
+
+def dense_pod(i: int, mib: float, owner: dict[str, Any]) -> dict[str, Any]:
+    pod = junk_pod(i, 0, owner)
+    pod["metadata"].pop("annotations")
+    pod["metadata"]["name"] = f"dense-pod-{i}"
+    pod["spec"]["containers"][0]["env"] = [{"name": "a"}] * DENSE
+    return pod
+
+
+def case_dense_pods(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
+    return case_junk_pods(args, tmp, dense_pod)
+
+
+def case_dense_templates(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
+    return case_junk_templates(args, tmp, dense_template)
 
 
 def owner_pod(i: int, mib: float, owner: dict[str, Any]) -> dict[str, Any]:
@@ -221,7 +248,7 @@ def main() -> None:
     args = parser.parse_args()
     out: dict[str, Any] = {"command": f"python bench/hostile_runtime.py {' '.join(sys.argv[1:])}".rstrip()}
     cases = (("status_edit", case_status_edit), ("junk_templates", case_junk_templates), ("junk_pods", case_junk_pods), ("junk_owners", case_junk_owners),
-             ("junk_statuses", case_junk_statuses))
+             ("junk_statuses", case_junk_statuses), ("dense_templates", case_dense_templates), ("dense_pods", case_dense_pods))
     for name, case in [c for c in cases if c[0] in args.cases.split(",")]:
         with tempfile.TemporaryDirectory() as tmp:
             try:

@@ -50,6 +50,12 @@ from .backoff import seeded
 _ERRORS: dict[int, type[ApiError]] = {403: Forbidden, 404: NotFound, 409: Conflict, 410: Expired, 413: TooLarge, 422: Invalid}
 PAGE = 250  # objects per list page: bounds the memory one response takes before trimming
 PAGE_BYTES = 4 * 1024 * 1024  # ... and so does this (a page over it is asked for again in smaller pages)
+# ... and this, since bytes alone do not bound what a page costs parsed: 1.3 MB of `{"name":"a"}`
+# env items, which a PodTemplate or pod anyone may make can hold, is ~21 MiB of Python objects
+# (a 4 MiB page of them, ~60 MiB: 100 junk PodTemplates took the runtime to 178 MiB of its 128),
+# where a page of 250 compiled pods is ~150 000 values. A page over it is asked for again in
+# smaller pages, down to one object, which is parsed whatever it holds (etcd bounds it).
+PAGE_VALUES = 250_000
 LIST_RESTARTS = 2  # a list whose continue token expired is started again at most this often
 BACKLOG = 2048  # events a watch may hold before its reader waits (TCP then pushes back)
 USER_AGENT = f"flatjob-runtime/{__version__}"
@@ -57,7 +63,14 @@ RETRY_AFTER_CAP = 300  # seconds: a longer Retry-After is taken as this
 
 
 class PageTooLarge(ApiError):
-    """A list page larger than PAGE_BYTES (not parsed)."""
+    """A list page larger than PAGE_BYTES, or of more than PAGE_VALUES values (not parsed)."""
+
+
+def json_values(raw: bytes) -> int:
+    """At least the number of values json.loads makes Python objects of (each object, array,
+    member and item begins with or follows a `{`, `[`, `,` or `:`; those inside strings are
+    counted too), counted in C without parsing."""
+    return raw.count(b"{") + raw.count(b"[") + raw.count(b",") + raw.count(b":")
 
 
 @dataclass(frozen=True)
@@ -155,8 +168,8 @@ class Transport:
             raise _status_error(resp.status, raw, retry_after(resp.headers.get("Retry-After")))
         return resp
 
-    def call(self, method: str, url_path: str, query: Mapping[str, Any] | None = None, body: Any = None, content_type: str = "application/json", max_bytes: int | None = None) -> Any:
-        """One request and its decoded JSON answer (PageTooLarge past `max_bytes`, unparsed)."""
+    def call(self, method: str, url_path: str, query: Mapping[str, Any] | None = None, body: Any = None, content_type: str = "application/json", max_bytes: int | None = None, max_values: int | None = None) -> Any:
+        """One request and its decoded JSON answer (PageTooLarge past `max_bytes` or `max_values`, unparsed)."""
         resp = self.open(method, url_path, query, body, content_type)
         raw = b""
         try:
@@ -169,6 +182,8 @@ class Transport:
             resp.release_conn()
         if max_bytes is not None and len(raw) > max_bytes:
             raise PageTooLarge(f"{method} {url_path}: more than {max_bytes} bytes", 0, "PageTooLarge")
+        if max_values is not None and json_values(raw) > max_values:
+            raise PageTooLarge(f"{method} {url_path}: more than {max_values} JSON values", 0, "PageTooLarge")
         try:
             return nesting.loads(raw) if raw else None
         except ValueError as exc:
@@ -292,8 +307,9 @@ class KubeCluster:
         items: list[Obj] = []
         restarts = 0
         while True:
-            try:  # a page is parsed only under PAGE_BYTES: anyone may fill the namespace with 1 MB objects
-                data = self.http.call("GET", path(res, namespace), query, max_bytes=PAGE_BYTES)
+            try:  # a page is parsed only under PAGE_BYTES and PAGE_VALUES: anyone may fill the namespace with 1 MB objects
+                values = PAGE_VALUES if query["limit"] > 1 else None  # one object is parsed whatever it holds
+                data = self.http.call("GET", path(res, namespace), query, max_bytes=PAGE_BYTES, max_values=values)
             except PageTooLarge:
                 if query["limit"] == 1:
                     raise

@@ -39,9 +39,11 @@ from flatjob.runtime.api import (
 from flatjob.runtime.kube import (
     LIST_RESTARTS,
     PAGE_BYTES,
+    PAGE_VALUES,
     KubeCluster,
     NoClusterConfig,
     Timeouts,
+    json_values,
     load_configuration,
     path,
 )
@@ -287,6 +289,29 @@ def test_past_a_page_too_large_the_pages_grow_back(server: Scripted) -> None:
     items, _ = server.cluster().list(PODS, "ns")
     assert [i["metadata"]["name"] for i in items] == [f"o{i}" for i in range(1001)]
     assert [int(parse_qs(urlparse(r[1]).query)["limit"][0]) for r in server.requests] == [250, 31, 3, 1, 8, 64, 250, 250, 250, 250]
+
+
+def test_a_page_of_many_small_values_is_asked_for_in_smaller_pages_and_one_object_is_parsed_whatever_it_holds(server: Scripted) -> None:
+    """Bytes alone do not bound what a page costs parsed: 1.3 MB of `{"name":"a"}` is ~21 MiB of
+    Python objects, and a 4 MiB page of PodTemplates holding them took the runtime to 178 MiB of
+    its 128 (hx22). A page of more than PAGE_VALUES values is read again in smaller pages, down
+    to one object, which is parsed (etcd bounds it)."""
+    def values(i: int) -> list[int]:  # item 0 alone holds more than a page may
+        return [0] * (PAGE_VALUES + 10 if i == 0 else PAGE_VALUES // 2)
+
+    def answer(h: BaseHTTPRequestHandler, body: bytes) -> None:
+        q = parse_qs(urlparse(h.path).query)
+        at, limit = int(q.get("continue", ["0"])[0]), int(q["limit"][0])
+        end = min(at + limit, 6)
+        items = [{"metadata": {"name": f"o{i}"}, "v": values(i)} for i in range(at, end)]
+        send(h, 200, {"metadata": {"resourceVersion": "5", **({"continue": str(end)} if end < 6 else {})}, "items": items})
+
+    server.answer = answer
+    items, _ = server.cluster().list(PODS, "ns", trim=lambda o: {"metadata": o["metadata"]})
+    assert [i["metadata"]["name"] for i in items] == [f"o{i}" for i in range(6)]
+    limits = [int(parse_qs(urlparse(r[1]).query)["limit"][0]) for r in server.requests]
+    assert limits == [250, 31, 3, 1, 8, 1, 8, 1, 8, 1, 8, 1, 8]  # no page of two such objects is parsed
+    assert json_values(b'{"a":[1,{"b":"c,d"}],"e":[]}') >= 7
 
 
 @pytest.mark.parametrize(("code", "header", "expected"), [(429, "7", 7.0), (503, "2", 2.0), (429, "Fri, 31 Dec 1999 23:59:59 GMT", None), (409, "5", None), (429, "99999", 300.0), (429, "²", None), (503, "9" * 5000, None)])
