@@ -21,6 +21,7 @@ LEASE_SECONDS = 30  # another runtime takes over this long after the record last
 LEASE_MAX = 2 * LEASE_SECONDS  # a Lease claiming longer is believed this long: it is no flatjob runtime's
 RENEW_DEADLINE = 15.0  # a leader that could not renew for this long stops acting
 RENEW_EVERY = 5.0  # a leader renews this often
+INT32_MAX = 2**31 - 1  # leaseTransitions is an int32: the API server refuses a write past it
 
 
 def micro_time(ts: float) -> str:
@@ -110,8 +111,7 @@ def lease_body(name: str, namespace: str, identity: str, now: float, current: di
     spec.update({"holderIdentity": identity, "leaseDurationSeconds": LEASE_SECONDS, "renewTime": micro_time(now)})
     if taking_over:
         spec["acquireTime"] = micro_time(now)
-        transitions = spec.get("leaseTransitions")
-        spec["leaseTransitions"] = (transitions if isinstance(transitions, int) else 0) + (1 if current else 0)
+        spec["leaseTransitions"] = _transitions(spec.get("leaseTransitions"), counted=current is not None)
     meta: dict[str, Any] = {"name": name, "namespace": namespace}
     if current:
         meta["resourceVersion"] = (current.get("metadata") or {}).get("resourceVersion")
@@ -120,6 +120,14 @@ def lease_body(name: str, namespace: str, identity: str, now: float, current: di
     if owner is not None and owner.get("uid") and "ownerReferences" not in meta:
         meta["ownerReferences"] = [owner]
     return {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": meta, "spec": spec}
+
+
+def _transitions(found: Any, counted: bool) -> int:
+    """The take-over count to write: one more than the Lease's, at most INT32_MAX (anyone who may
+    write Leases may set 2^31-1: one more was refused, and no runtime ever held the Lease again,
+    hx22); 0 for what no Lease the API server stores holds."""
+    known = found if isinstance(found, int) and not isinstance(found, bool) and 0 <= found <= INT32_MAX else 0
+    return min(known + counted, INT32_MAX)
 
 
 def released_body(current: dict[str, Any], now: float) -> dict[str, Any]:

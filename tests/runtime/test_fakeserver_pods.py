@@ -57,6 +57,16 @@ def test_a_bad_quantity_or_an_int_field_given_a_float_is_400(server, ns) -> None
     assert (code, got["reason"]) == (400, "BadRequest") and "cannot unmarshal number 30.0" in got["message"]
 
 
+def test_an_integer_past_its_go_types_range_is_400(server, ns) -> None:  # noqa: F811
+    """encoding/json refuses 2^31 for an int32 (a Lease's leaseTransitions, a container port)."""
+    body = pod("p", gates=())
+    body["spec"]["containers"][0]["ports"] = [{"containerPort": 2**31}]
+    code, got, _ = raw(server, "POST", f"/api/v1/namespaces/{ns}/pods", body)
+    assert (code, got["reason"]) == (400, "BadRequest") and "cannot unmarshal number 2147483648" in got["message"] and "int32" in got["message"]
+    lease = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": "l"}, "spec": {"leaseTransitions": 2**31 - 1}}
+    assert raw(server, "POST", f"/apis/coordination.k8s.io/v1/namespaces/{ns}/leases", lease)[0] == 201
+
+
 def test_unknown_fields_are_dropped_with_a_warning_or_refused_when_strict(server, ns) -> None:  # noqa: F811
     body = pod("p", gates=())
     body["spec"]["containers"][0]["colour"] = "blue"

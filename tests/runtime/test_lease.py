@@ -373,3 +373,12 @@ def test_a_replayed_renew_time_never_makes_two_runtimes_lead() -> None:
         if a.leading() and b.leading():
             both.append(now[0] - T0)
     assert not both, f"two runtimes lead at once, at T0+{both}"
+
+
+@pytest.mark.parametrize(("found", "written"), [(2, 3), (2**31 - 2, 2**31 - 1), (2**31 - 1, 2**31 - 1), (2**40, 1), (-3, 1), ("7", 1), (True, 1), (None, 1)])
+def test_a_take_over_counts_a_transition_within_an_int32(found: Any, written: int) -> None:
+    """The API server refuses a leaseTransitions past 2^31-1 (an int32): a tenant's Lease at that
+    count made every take-over fail (hx22)."""
+    current = lease("other")
+    current["spec"]["leaseTransitions"] = found
+    assert lease_body("j-runtime", "ns", "me", T0, current)["spec"]["leaseTransitions"] == written

@@ -40,6 +40,7 @@ from flatjob.runtime import nameset
 from flatjob.runtime.api import POD_TEMPLATES, ApiError
 from flatjob.runtime.job import job_view
 from flatjob.runtime.kube import PAGE_BYTES
+from flatjob.runtime.lease import LEASE_MAX
 from flatjob.runtime.lookups import SECRET_RETRY
 from flatjob.runtime.model import Ledger
 from flatjob.runtime.trim import CONTAINERS_CAP, TEMPLATE_BYTES, pod, template
@@ -1001,3 +1002,29 @@ def test_a_taken_pod_name_whose_look_up_fails_is_backed_off_not_created_every_cy
     for _ in range(120):
         s.tick()
     assert len(creates) <= 20, f"{len(creates)} creates in 120 ticks"
+
+
+# --- the Lease ----------------------------------------------------------------------------------
+
+
+@fake_only
+def test_a_lease_whose_transitions_cannot_grow_is_taken_over_all_the_same() -> None:
+    """leaseTransitions is an int32: a tenant's Lease (a holder nobody runs) at 2^31-1 made every
+    take-over write 2^31, which the API server refuses (400), so no runtime held the Lease again
+    and no job of the namespace had another cycle (hx22). The count stays at its maximum."""
+    s = Scenario(pytorch(master="sleep 400; exit 0", worker="sleep 400; exit 0"))
+    now = [1000.0]
+    first = s.runtime("first", use_lease=True, mono=lambda: now[0])
+    assert first._hold_lease()
+    name = first.scope.lease
+    lease = s.cluster.get_lease(NAMESPACE, name)
+    lease["spec"].update(holderIdentity="nobody-runs-me", leaseTransitions=2**31 - 1)
+    s.cluster.replace_lease(NAMESPACE, lease)
+    first.close()
+    nxt = s.runtime("next", use_lease=True, mono=lambda: now[0])
+    assert not nxt._hold_lease()  # a holder's Lease, seen now: waited out
+    now[0] += LEASE_MAX + 1
+    assert nxt._hold_lease(), "the runtime never took the Lease over"
+    spec = s.cluster.get_lease(NAMESPACE, name)["spec"]
+    assert (spec["holderIdentity"], spec["leaseTransitions"]) == ("next", 2**31 - 1)
+    nxt.close()

@@ -5,7 +5,8 @@ A request body for a built-in kind (Pod, Secret, Lease) goes through the typed J
 - unknown fields are dropped, each with a `Warning: 299 - "unknown field ..."` response header
   (fieldValidation=Warn, the default) or refused with 400 (fieldValidation=Strict);
 - a JSON value of the wrong type is a 400 BadRequest (`cannot unmarshal ...`), and an integer
-  field refuses a float (`1.0` is not an int32 to Go's encoding/json);
+  field refuses a float (`1.0` is not an int32 to Go's encoding/json) and a number past its
+  Go type's range (2^31 for an int32);
 - a resource.Quantity is parsed and stored in canonical form (quantity.py), so `cpu: 1.0` reads
   back `"1"`.
 The field types come from the OpenAPI definitions of Kubernetes 1.32 that the compiler's
@@ -23,6 +24,9 @@ from .status import bad_request
 
 QUANTITY = "io.k8s.apimachinery.pkg.api.resource.Quantity"
 INT_OR_STRING = "io.k8s.apimachinery.pkg.util.intstr.IntOrString"
+# encoding/json refuses a number out of its Go integer's range (`cannot unmarshal number
+# 2147483648 into Go struct field ... of type int32`), as it refuses a float.
+_INT_BOUND = {"int32": 2**31}  # int64 and the rest: 2**63
 _GO_TYPES = {"string": "string", "integer": "int64", "boolean": "bool", "number": "float64", "object": "object", "array": "array"}
 
 
@@ -64,7 +68,7 @@ class _Decoder:
             if not isinstance(value, list):
                 raise self._fail(path, value, "array")
             return [self.value(v, schema.get("items"), path) for v in value]
-        if "integer" in types and (isinstance(value, bool) or not isinstance(value, int)):
+        if "integer" in types and (isinstance(value, bool) or not isinstance(value, int) or not -_INT_BOUND.get(fmt, 2**63) <= value < _INT_BOUND.get(fmt, 2**63)):
             raise self._fail(path, value, fmt or "int64")
         if "boolean" in types and not isinstance(value, bool):
             raise self._fail(path, value, "bool")
