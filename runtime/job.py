@@ -219,6 +219,23 @@ def _in_gang(templates: Mapping[str, Any]) -> bool:
     return False
 
 
+def _ssh_secret(kind: str, name: str, notes: Mapping[str, Any], own: Mapping[str, Any]) -> tuple[str | None, bool]:
+    """The SSH Secret the job's pods mount, and whether it is the author's own
+    (flatjob.dev/ssh-secret): read off the job's PodTemplates, which decide what a pod mounts.
+    The record's annotation is anyone's who may update the record: naming `<job>-ssh` there made
+    the runtime release pods on a Secret someone else made, never refused (hx22). Until a
+    template is there, the record's word (no pod is created or released without one)."""
+    if kind not in SSH_KINDS:
+        return None, False
+    default = f"{name}-ssh"
+    if not own:
+        named = notes.get(keys.SSH_SECRET)
+        return (named if isinstance(named, str) and named else default), bool(named)
+    facts = (((t.get("metadata") or {}).get("annotations") or {}).get(keys.SSH_SECRET) for t in own.values())
+    names = sorted({n for n in facts if isinstance(n, str) and n})
+    return (names[0], True) if names else (default, False)
+
+
 def job_view(record: Mapping[str, Any], templates: Mapping[str, Any]) -> JobView:
     """Everything the decisions need from a record and its PodTemplates."""
     job, dropped = _typed(record)
@@ -235,6 +252,7 @@ def job_view(record: Mapping[str, Any], templates: Mapping[str, Any]) -> JobView
         target = max(e.min_replicas or 1, min(want, e.max_replicas))
     run_policy = getattr(job.spec, "run_policy", None)
     generic = job.kind == "GenericJob"
+    ssh = _ssh_secret(job.kind, job.metadata.name, notes, own)
     return JobView(
         kind=job.kind,
         name=job.metadata.name,
@@ -252,8 +270,8 @@ def job_view(record: Mapping[str, Any], templates: Mapping[str, Any]) -> JobView
         run_mode=notes.get(keys.RUN_MODE) or "immediate",
         target=target,
         min_nodes=min_nodes,
-        ssh_secret=(notes.get(keys.SSH_SECRET) or f"{job.metadata.name}-ssh") if job.kind in SSH_KINDS else None,
-        ssh_secret_named=job.kind in SSH_KINDS and bool(notes.get(keys.SSH_SECRET)),
+        ssh_secret=ssh[0],
+        ssh_secret_named=ssh[1],
         podgroup=_labelled(own, keys.T9K_GROUP_NAME),
         gang=_in_gang(own),
         launcher_kind=_launcher(job),

@@ -213,9 +213,13 @@ def _pin_by_affinity(spec: dict[str, Any]) -> None:
     spec["affinity"] = {**affinity, "nodeAffinity": {**node_affinity, "requiredDuringSchedulingIgnoredDuringExecution": {**required, "nodeSelectorTerms": terms}}}
 
 
-def _runtime_facts(pod: PodPlan) -> dict[str, str]:
-    """What the runtime reads off a PodTemplate besides the pod (see compiler.keys)."""
+def _runtime_facts(plan: JobPlan, pod: PodPlan) -> dict[str, str]:
+    """What the runtime reads off a PodTemplate besides the pod (see compiler.keys); the
+    author's own SSH Secret among them, since the record's annotation is anyone's who may
+    update the record (the runtime would take a Secret it did not make for the job's)."""
     facts = {keys.RANK: str(pod.rank), keys.WAVE: str(pod.wave)}
+    if plan.ssh_secret_named and plan.ssh_secret:
+        facts[keys.SSH_SECRET] = plan.ssh_secret
     if pod.seat is not None:
         facts[keys.SEAT] = str(pod.seat)
     container = _container_name(pod)
@@ -238,7 +242,7 @@ def render_pod_template(plan: JobPlan, pod: PodPlan, shared: _JobShared | None =
     return {
         "apiVersion": "v1",
         "kind": "PodTemplate",
-        "metadata": metadata(plan, pod.name, dict(meta["labels"]), _runtime_facts(pod)),
+        "metadata": metadata(plan, pod.name, dict(meta["labels"]), _runtime_facts(plan, pod)),
         "template": {"metadata": {"labels": meta["labels"], "annotations": meta["annotations"]}, "spec": body["spec"]},
     }
 

@@ -269,6 +269,28 @@ def test_someone_elses_ssh_secret_is_refused_and_no_pod_is_released(runtime_mode
 
 
 @fake_only
+@pytest.mark.parametrize("named", ["ds-ssh", "someone-elses"])
+def test_a_record_annotation_naming_a_secret_never_makes_a_planted_one_trusted(runtime_mode: str, named: str) -> None:
+    """flatjob.dev/ssh-secret on the record is anyone's who may update the record: a tenant who
+    planted `ds-ssh` and named it (or any Secret) there had every pod released on their key,
+    never refused (hx22). Whether the author named a Secret is read off the PodTemplates, which
+    decide what the pods mount."""
+    s = Scenario(DEEPSPEED)
+    planted = _plant(s, owned=False)
+    plural = s.kind.lower() + "s"
+    record = s.cluster.record(NAMESPACE, plural, s.name)
+    record["metadata"].setdefault("annotations", {})[keys.SSH_SECRET] = named
+    s.cluster.apply_record(NAMESPACE, plural, record)
+    if named != "ds-ssh":
+        s.cluster.create_secret(NAMESPACE, {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": named, "namespace": NAMESPACE}})
+    for _ in range(10):
+        s.tick()
+    assert _secret_uid(s) == planted and not _released(s)  # none released on the planted key
+    stalled = _condition(s.status(), "Stalled")
+    assert (stalled["status"], stalled["reason"]) == ("True", "ForeignSecret")
+
+
+@fake_only
 def test_a_status_edit_naming_a_planted_secret_before_any_pod_ran_does_not_make_it_trusted(runtime_mode: str) -> None:
     """status.runtime.sshSecretUid is read from a status anyone with status rights may write, so
     it proves nothing: only the uid this process's own create returned, or one a released pod
