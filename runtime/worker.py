@@ -708,6 +708,9 @@ class JobWorker:
                 self._write_event(write, now)
             except NotFound:
                 self.recorder.lost(write)  # the Event expired (TTL): created again next time
+            except Invalid:  # someone rewrote it without the fields the patch replaces (422): so is it
+                self.recorder.lost(write)
+                self.ctl.metrics.inc("flatjob_api_errors_total", op="event", status="422")
             except ApiError as exc:
                 self.ctl.metrics.inc("flatjob_api_errors_total", op="event", status=str(exc.status))
                 self.recorder.done(write, now)  # an Event is not worth retrying: the count moves on

@@ -1050,3 +1050,25 @@ def test_a_lease_whose_transitions_cannot_grow_is_taken_over_all_the_same() -> N
     spec = s.cluster.get_lease(NAMESPACE, name)["spec"]
     assert (spec["holderIdentity"], spec["leaseTransitions"]) == ("next", 2**31 - 1)
     nxt.close()
+
+
+# --- Events -------------------------------------------------------------------------------------
+
+
+@fake_only
+def test_an_event_someone_made_unpatchable_is_written_anew() -> None:
+    """The runtime patches its Event's count, lastTimestamp and message (JSON patch `replace`); an
+    Event someone rewrote without them refuses the patch (422), and every later occurrence of its
+    reason was dropped for the runtime's life (hx22). It is created again instead, as one that
+    expired is."""
+    s = Scenario(pytorch(master="sleep 400; exit 0", worker="sleep 2; exit 1", policy="OnFailure", limit=9))
+    s.run_until(lambda st: bool(_events(s, "Restarting")), limit=120)
+    (first,) = _events(s, "Restarting")
+    meta = first["metadata"]
+    for field in ("count", "lastTimestamp"):
+        first.pop(field, None)
+    from flatjob.runtime.sim.apiserver import kinds
+    from flatjob.runtime.sim.cluster import IN_PROCESS
+
+    s.cluster.store.update(kinds.by_key("events"), NAMESPACE, meta["name"], first, "", IN_PROCESS)
+    s.run_until(lambda st: sum(e.get("count") or 0 for e in _events(s, "Restarting")) >= 2, limit=300)
