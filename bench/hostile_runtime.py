@@ -16,6 +16,9 @@ write in its namespace can make:
   (the API server bounds no field of an ownerReference), the uid the record's;
 - junk-statuses: four jobs whose records' status.runtime someone fills with 1.3 MB of small
   objects (~31 MiB each, parsed).
+- dense-templates, dense-pods: the junk templates and pods again, their bulk 100 000 env items
+  `{"name":"a"}` (1.3 MB of JSON, ~21 MiB parsed) instead of one string: bytes alone do not
+  bound what a list page costs parsed (hx22: 178 MiB at the runtime's first list).
 It reports, per case, the runtime's peak RSS (VmHWM) against the memory limit compile gives it
 (compiler/render/runtime.py), and what the runtime made of it (the record's Stalled condition,
 its Events, whether every pod still runs).  Before issue 21: 622 MiB for the status edit, and
