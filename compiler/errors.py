@@ -35,7 +35,7 @@ _TABLE = [
     # Input and YAML
     Code("FJ100", "yaml-syntax", "The file is not valid YAML."),
     Code("FJ101", "duplicate-key", "A mapping has the same key twice."),
-    Code("FJ102", "no-job", "A file or folder named on the command line holds no T9k job."),
+    Code("FJ102", "no-job", "A file or folder named on the command line holds no T9k job, or a document of a T9k job kind has another apiVersion."),
     Code("FJ103", "unreadable", "A path cannot be read (missing, a directory where a file is expected, not UTF-8)."),
     Code("FJ104", "yaml-unsupported", "A YAML feature Kubernetes does not accept (complex keys, unknown tags, recursive aliases, a %YAML version other than 1.1)."),
     Code("FJ105", "input-limit", "An input is larger than flatjob reads or renders: file size, YAML nodes (aliases and merges counted), nesting depth, documents, pods, rendered bytes."),

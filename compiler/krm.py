@@ -23,7 +23,7 @@ from typing import Any, get_args
 
 from . import emit
 from .errors import Diagnostic
-from .loader import Document, Loaded, PathT, Source, is_job_candidate, parse
+from .loader import Document, Loaded, PathT, Source, foreign_group_job, is_job_candidate, parse
 from .options import SchedulerTarget
 
 API_VERSIONS = ("config.kubernetes.io/v1", "config.kubernetes.io/v1beta1")
@@ -205,6 +205,7 @@ def transform(text: str) -> Outcome:
     kw, found = options_from(config)
     outcome.results.extend(found)
     items, subdocs = _job_items(rl, inputs, config)
+    outcome.results.extend(_foreign_group_jobs(inputs))
     if outcome.failed:
         return outcome
     compiled = compile_documents(Loaded(jobs=subdocs), CompileOptions(**kw))
@@ -248,9 +249,7 @@ def _collisions(inputs: list[Any], generated: dict[int, list[dict[str, Any]]]) -
     for index, obj in enumerate(inputs):
         key = _identity(obj) if index not in generated else None
         if key is not None and key in made:
-            ann = _annotations(obj)
-            file = ann.get(PATH, ann.get(LEGACY_PATH))
-            item = Item(index, obj, file if isinstance(file, str) else None, _int(ann.get(INDEX, ann.get(LEGACY_INDEX))))
+            item = _passed_item(index, obj)
             job = "the functionConfig" if made[key] < 0 else f"items[{made[key]}]"
             out.append(result(f"{key[1]} {key[3]!r} is also rendered by the job of {job}: the output would hold two objects of one name [FJ323]", item=item, tags={"code": "FJ323", "name": "name-collision"}))
     return out
@@ -298,6 +297,25 @@ def _job_items(rl: Document, items: list[Any], config: Any) -> tuple[list[Item],
         found.append(item)
         subdocs.append(_sub_document(rl, values.get(path, {}), keys.get(path, {}), _strip(obj), f"items[{index}]"))
     return found, subdocs
+
+
+def _passed_item(index: int, obj: dict[str, Any]) -> Item:
+    """An item that is passed through, as an Item, for a result about it."""
+    ann = _annotations(obj)
+    file = ann.get(PATH, ann.get(LEGACY_PATH))
+    return Item(index, obj, file if isinstance(file, str) else None, _int(ann.get(INDEX, ann.get(LEGACY_INDEX))))
+
+
+def _foreign_group_jobs(items: list[Any]) -> list[dict[str, Any]]:
+    """FJ102 for an item of a T9k job kind under another API group, as lint and compile say it
+    of a file (loader.foreign_group_job): passed through, the job would vanish unsaid."""
+    out = []
+    for index, obj in enumerate(items):
+        found = foreign_group_job(obj)
+        if found is not None:
+            item = _passed_item(index, obj)
+            out.append(_diagnostic_result(Diagnostic("FJ102", found[0], f"items[{index}]", hint=found[1], field="apiVersion"), item))
+    return out
 
 
 # A failing run's items are written back without ruamel's round trip past this size: kpt and

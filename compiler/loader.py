@@ -7,6 +7,7 @@ ties them together: documents, and which of them are T9k jobs.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,7 +16,7 @@ from typing import Any
 import yaml
 
 from .errors import Diagnostic
-from .keys import GENERATED_HEADER, T9K_GROUP
+from .keys import GENERATED_HEADER, RECORD_GROUP, T9K_GROUP
 from .limits import Budget
 from .reading import YAML_SUFFIXES, find_inputs, read_text
 from .source import Mark, Source
@@ -33,6 +34,9 @@ NO_JOB_RENDERED = ("no T9k job in this file: it is flatjob's rendered output (it
 NO_JOB_FOLDER = ("no T9k job in folder {folder} ({files} YAML file(s) read, none with apiVersion "
                  "batch.tensorstack.dev/v1beta1 and a job kind)")
 NO_YAML_FOLDER = "no T9k job in folder {folder}: it holds no *.yaml or *.yml file"
+# A T9k job kind under another API group (a job copied from elsewhere, a Kubeflow apiVersion
+# kept): not a job to read, but skipping it would drop the job from lint and compile unsaid.
+FOREIGN_GROUP_JOB = "{kind} of apiVersion {api} is not a T9k job, so flatjob would leave it out (T9k's jobs are batch.tensorstack.dev/v1beta1)"
 RENDERED_FOLDER_HINT = "this is flatjob's rendered output (its first line says so); lint the job specs it was compiled from"
 
 
@@ -170,6 +174,36 @@ def is_job_candidate(data: Any) -> bool:
     return api is None and kind_is_t9k
 
 
+def foreign_group_job(data: Any) -> tuple[str, str] | None:
+    """FJ102's message and hint for a T9k job kind under another API group, else None.
+
+    A document of another kind beside the jobs (a ConfigMap, a Kubeflow PyTorchJob) is kept
+    out silently; a T9k kind name is almost surely a job whose apiVersion is wrong. flatjob's
+    own records (flatjob.dev, in its rendered output) are not.
+    """
+    if not isinstance(data, dict) or is_job_candidate(data) or "apiVersion" not in data:
+        return None
+    kind, api = data.get("kind"), data["apiVersion"]
+    if not isinstance(kind, str) or not _looks_like_t9k_kind(kind):
+        return None
+    if isinstance(api, str) and api.split("/", 1)[0] == RECORD_GROUP:
+        return None
+    canonical = next(k for k in T9K_KINDS if k.lower() == kind.lower())
+    hint = "did you mean apiVersion: batch.tensorstack.dev/v1beta1" + (f", kind: {canonical}?" if canonical != kind else "?")
+    shown = api if isinstance(api, str) and api else json.dumps(api, default=str)
+    return FOREIGN_GROUP_JOB.format(kind=kind, api=shown), hint
+
+
+def _foreign_group_jobs(docs: list[Document]) -> list[Diagnostic]:
+    """FJ102 at the apiVersion of every document of a file that is a T9k kind of another group."""
+    out = []
+    for doc in docs:
+        found = foreign_group_job(doc.data)
+        if found is not None:
+            out.append(doc.diagnostic("FJ102", found[0], ("apiVersion",), hint=found[1]))
+    return out
+
+
 def _near_group(group: str) -> bool:
     """Whether an API group is a likely misspelling of T9k's (not flatjob's own records)."""
     import difflib
@@ -193,8 +227,6 @@ def no_job_hint(doc: Document) -> str:
     if isinstance(api, str):
         named += f" of {api}"
     near = _near_kind(kind) if isinstance(kind, str) else None
-    if near and near.lower() == kind.lower():  # a T9k kind of another group: only the group is wrong
-        return f"this file holds {named}; did you mean apiVersion: batch.tensorstack.dev/v1beta1?"
     if near:
         return f"this file holds {named}; did you mean apiVersion: batch.tensorstack.dev/v1beta1, kind: {near}?"
     return (f"this file holds {named}; flatjob reads GenericJob, PyTorchTrainingJob, DeepSpeedJob and "
@@ -289,6 +321,7 @@ def load_paths(paths: Iterable[str], budget: Budget | None = None) -> Loaded:
             continue
         assert text is not None
         docs, problems = parse(text, str(file), budget)
+        problems += _foreign_group_jobs(docs)
         loaded.diagnostics.extend(problems)
         jobs = [d for d in docs if is_job_candidate(d.data)]
         loaded.jobs.extend(jobs)
@@ -319,4 +352,4 @@ def load_paths(paths: Iterable[str], budget: Budget | None = None) -> Loaded:
     return loaded
 
 
-__all__ = ["YAML_SUFFIXES", "Document", "Loaded", "Mark", "PathT", "Source", "format_path", "is_job_candidate", "load_paths", "parse", "read_source"]
+__all__ = ["YAML_SUFFIXES", "Document", "Loaded", "Mark", "PathT", "Source", "foreign_group_job", "format_path", "is_job_candidate", "load_paths", "parse", "read_source"]

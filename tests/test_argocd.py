@@ -261,6 +261,19 @@ def test_generate_errors_go_to_stderr(tmp_path: Path) -> None:
     assert missing.returncode == 2 and missing.stdout == "" and "overlays/staging" in missing.stderr
 
 
+def test_generate_refuses_a_t9k_kind_of_another_group(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A job copied with another apiVersion beside the good one: Argo CD would sync the folder
+    without it, unsaid; generate fails with lint's FJ102 instead (in-process: this checkout's code)."""
+    from flatjob.compiler import cmp
+
+    app = repo(tmp_path)
+    write(app, {"jobs/copied.yaml": "apiVersion: kubeflow.org/v1\nkind: PyTorchTrainingJob\nmetadata: {name: copied}\n"})
+    monkeypatch.chdir(app)
+    out, err, status = cmp.generate(argocd_env(SOURCES="jobs"))
+    assert status == 1 and out == ""
+    assert "jobs/copied.yaml:1:13: error: PyTorchTrainingJob of apiVersion kubeflow.org/v1 is not a T9k job" in err
+
+
 def test_discover_finds_folders_with_jobs(tmp_path: Path) -> None:
     app = repo(tmp_path)
     write(tmp_path / "other", {"deploy.yaml": "apiVersion: apps/v1\nkind: Deployment\n"})

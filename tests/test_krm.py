@@ -101,6 +101,24 @@ def test_problems_are_results_with_references() -> None:
     }
 
 
+def test_an_item_of_a_t9k_kind_under_another_group_is_fj102() -> None:
+    """As lint and compile say of a file (loader.foreign_group_job): passed through, the job a
+    newcomer copied with another apiVersion would vanish from the output unsaid. A Kubeflow
+    PyTorchJob beside the jobs is not one of ours and still passes."""
+    copied = "apiVersion: kubeflow.org/v1\nkind: GenericJob\nmetadata:\n  name: copied\n  annotations:\n    internal.config.kubernetes.io/path: copied.yaml\n"
+    out, status = run(resource_list(job_item(), copied))
+    assert status == 1
+    parsed = parse(out)
+    assert [i["metadata"]["name"] for i in parsed["items"]] == ["ddp", "copied"]  # unchanged
+    (problem,) = parsed["results"]
+    assert problem["resourceRef"] == {"apiVersion": "kubeflow.org/v1", "kind": "GenericJob", "name": "copied"}
+    assert problem["file"] == {"path": "copied.yaml"} and problem["field"] == {"path": "apiVersion"}
+    assert problem["tags"] == {"code": "FJ102", "name": "no-job"}
+    assert "did you mean apiVersion: batch.tensorstack.dev/v1beta1?" in problem["message"]
+    kubeflow = copied.replace("kind: GenericJob", "kind: PyTorchJob")
+    assert run(resource_list(job_item(), kubeflow))[1] == 0
+
+
 @pytest.mark.parametrize("kind, name", [("Service", "ddp"), ("PodTemplate", "ddp-worker-0"), ("ServiceAccount", "flatjob")])
 def test_an_item_passed_through_that_a_job_also_renders_is_an_error(kind: str, name: str) -> None:
     """hx22: an item of the list that is one of the objects a job renders (its Service, a pod's

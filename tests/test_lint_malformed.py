@@ -442,8 +442,50 @@ def test_a_kubeflow_pytorchjob_is_pointed_at_its_t9k_kind(tmp_path: Path) -> Non
     named = lint_paths([str(tmp_path / "mnist.yaml")]).diagnostics
     assert [(d.line, d.col, d.code, d.hint) for d in named] == [(1, 1, "FJ102", hint)]
     write(tmp_path, "apiVersion: kubeflow.org/v1\nkind: PyTorchTrainingJob\nmetadata: {name: mnist}\n", "mnist.yaml")
-    (only_group,) = lint_paths([str(tmp_path / "mnist.yaml")]).diagnostics
-    assert only_group.hint == "this file holds a PyTorchTrainingJob of kubeflow.org/v1; did you mean apiVersion: batch.tensorstack.dev/v1beta1?"
+    (only_group,) = lint_paths([str(tmp_path / "mnist.yaml")]).diagnostics  # FJ102 at the apiVersion
+    assert (only_group.line, only_group.col, only_group.code) == (1, 13, "FJ102")
+    assert only_group.hint == "did you mean apiVersion: batch.tensorstack.dev/v1beta1?"
+
+
+FOREIGN_GROUPS = ["kubeflow.org/v1", "batch/v1", "3", "''"]
+
+
+@pytest.mark.parametrize("api", FOREIGN_GROUPS, ids=["kubeflow", "batch", "number", "empty"])
+def test_a_t9k_kind_of_another_group_beside_jobs_is_fj102_at_its_apiversion(tmp_path: Path, api: str) -> None:
+    """A job copied from elsewhere (kind GenericJob, apiVersion kubeflow.org/v1) in a folder of
+    good jobs was skipped silently ("1 job checked"), gone from lint and compile unsaid. A T9k
+    kind name under another group is a mistake: FJ102 at its apiVersion, in lint and compile."""
+    write(tmp_path, pytorch(name="good"), "good.yaml")
+    write(tmp_path, f"apiVersion: {api}\nkind: DeepSpeedJob\nmetadata: {{name: copied}}\n", "copied.yaml")
+    hint = "did you mean apiVersion: batch.tensorstack.dev/v1beta1?"
+    found = [d for d in lint_paths([str(tmp_path)]).diagnostics if d.is_error]
+    assert [(d.path, d.line, d.col, d.code, d.hint) for d in found] == [(str(tmp_path / "copied.yaml"), 1, 13, "FJ102", hint)]
+    assert "DeepSpeedJob of apiVersion" in found[0].message and "is not a T9k job" in found[0].message
+    compiled = run_cli("compile", str(tmp_path), "-o", str(tmp_path / "out"))
+    assert compiled.exit_code == 1 and f"{tmp_path / 'copied.yaml'}:1:13: error:" in compiled.output
+    assert not (tmp_path / "out").exists()
+
+
+def test_a_t9k_kind_of_another_group_in_a_jobs_own_file_is_fj102(tmp_path: Path) -> None:
+    """The same as a second document of a file that holds a job (the file is not 'without a
+    job', so nothing else said it); a misspelt kind's case is named in the hint too."""
+    text = pytorch(name="good") + "---\napiVersion: batch/v1\nkind: genericjob\nmetadata: {name: copied}\n"
+    lines = text.splitlines()
+    found = [d for d in lint_text(tmp_path, text) if d.is_error]
+    assert [(d.line, d.col, d.code) for d in found] == [(lines.index("apiVersion: batch/v1") + 1, 13, "FJ102")]
+    assert found[0].hint == "did you mean apiVersion: batch.tensorstack.dev/v1beta1, kind: GenericJob?"
+
+
+def test_other_kinds_and_flatjobs_records_beside_jobs_are_still_skipped(tmp_path: Path) -> None:
+    """A Kubeflow PyTorchJob, a ConfigMap or flatjob's own record (flatjob.dev, a T9k kind) kept
+    beside the jobs are not jobs and not mistakes: skipped silently, as docs/diagnostics.md says."""
+    write(tmp_path, pytorch(name="good"), "good.yaml")
+    write(tmp_path, "apiVersion: kubeflow.org/v1\nkind: PyTorchJob\nmetadata: {name: kf}\n", "kubeflow.yaml")
+    write(tmp_path, "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: cm}\n", "cm.yaml")
+    write(tmp_path, "apiVersion: flatjob.dev/v1beta1\nkind: PyTorchTrainingJob\nmetadata: {name: rec}\n", "record.yaml")
+    result = run_cli("lint", str(tmp_path))
+    assert result.exit_code == 0, result.output
+    assert "(1 job in 4 files checked)" in result.output
 
 
 def test_a_folder_with_a_job_still_skips_other_yaml_and_empty_folders_compile(
