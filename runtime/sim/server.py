@@ -283,15 +283,17 @@ class _Handler(BaseHTTPRequestHandler):
         watch = store.watch(res, ns, _one(query, "labelSelector"), _one(query, "fieldSelector"), _one(query, "resourceVersion"), bookmarks, _flag(query, "sendInitialEvents"))
         seconds = float(_one(query, "timeoutSeconds") or api.default_watch_seconds)
         stream = _Stream(watch, self.connection, bookmarks, frozen=api.half_open_new)
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Cache-Control", "no-cache, private")
-        self.send_header("Transfer-Encoding", "chunked")
-        self.end_headers()
-        self.wfile.flush()
-        self.close_connection = True
+        # Counted open before its headers go out: a client that has its answer may drop or
+        # freeze the watch at once (drop_watches, half_open_watches), and must find it there.
         api._open(stream)
         try:
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Cache-Control", "no-cache, private")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            self.wfile.flush()
+            self.close_connection = True
             self._stream(stream, time.monotonic() + seconds)
         except OSError:
             pass
