@@ -122,7 +122,9 @@ def test_kubernetes_watch_raises_410_for_an_expired_resource_version(api, ns, se
 def test_the_server_ends_a_watch_after_timeout_seconds(api, ns) -> None:  # noqa: F811
     started = time.monotonic()
     events = list(kwatch.Watch().stream(core(api).list_namespaced_pod, ns, timeout_seconds=1))
-    assert events == [] and 0.9 < time.monotonic() - started < 3
+    # Ended by its own second, not the server's default (DEFAULT_WATCH_SECONDS, 30 min): the upper
+    # bound leaves a busy machine any delay short of that, the lower one is the server's own clock.
+    assert events == [] and 0.9 < time.monotonic() - started < 60
 
 
 def test_bookmarks_carry_only_the_resource_version(api, ns, server) -> None:  # noqa: F811
