@@ -29,11 +29,12 @@ class LintResult:
         return any(d.is_error for d in self.diagnostics)
 
 
-def lint_paths(paths: Iterable[str], namespace: str | None = None) -> LintResult:
+def lint_paths(paths: Iterable[str], namespace: str | None = None, allow_empty: bool = False) -> LintResult:
     """Check every T9k job under `paths` (files or folders); `namespace` is where jobs that set
-    none will land (compile's -n), for the checks across jobs."""
+    none will land (compile's -n), for the checks across jobs; `allow_empty` passes a folder
+    that holds no job (a repository whose last job was removed), as compile's --allow-empty."""
     loaded = load_paths(paths)
-    result = LintResult(diagnostics=list(loaded.diagnostics) + loaded.no_job_folders, files=len(loaded.files))
+    result = LintResult(diagnostics=list(loaded.diagnostics) + ([] if allow_empty else loaded.no_job_folders), files=len(loaded.files))
     for doc in loaded.jobs:
         v = validate_document(doc)
         result.validated.append(v)

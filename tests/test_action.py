@@ -149,6 +149,25 @@ def test_check_step_reports_stale_output(tmp_path: Path) -> None:
     assert "+    env: prod" in summary and "`flatjob compile jobs --overlay overlays/prod -o rendered/prod`" in summary
 
 
+def test_check_step_passes_a_repository_whose_last_job_was_removed(tmp_path: Path) -> None:
+    """Removing the last job is a reviewable change: lint does not refuse the empty jobs folder
+    (FJ102), and each environment's check says its rendered jobs are stale until a compile
+    --allow-empty prunes them, then up to date (review hx26: FJ102 failed CI with no way out)."""
+    repo = user_repo(tmp_path)
+    (repo / "jobs" / "ddp.yaml").unlink()
+    done, outputs = run_check_step(repo, tmp_path)
+    assert done.stdout == "" and outputs["status"] == "1"
+    summary = (tmp_path / "runner" / "summary.md").read_text(encoding="utf-8")
+    assert "Lint: 0 error(s), 0 warning(s) in 0 job(s)." in summary
+    assert "| dev | `rendered/dev` | ❌ stale:" in summary
+    for env in ("dev", "prod"):
+        subprocess.run([str(BIN / "flatjob"), "compile", "jobs", "--overlay", f"overlays/{env}", "-o", f"rendered/{env}", "--allow-empty"], cwd=repo, check=True, capture_output=True)
+    done, outputs = run_check_step(repo, tmp_path)
+    assert (done.stdout, outputs["status"]) == ("", "0"), done.stderr
+    summary = (tmp_path / "runner" / "summary.md").read_text(encoding="utf-8")
+    assert "| dev | `rendered/dev` | ✅ up to date |" in summary and "| prod | `rendered/prod` | ✅ up to date |" in summary
+
+
 FAKE_GH = """\
 #!/bin/sh
 echo "$*" >> "$GH_LOG"

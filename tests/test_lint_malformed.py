@@ -393,6 +393,14 @@ def test_an_empty_folder_is_not_a_passing_lint(tmp_path: Path) -> None:
     )
 
 
+def test_allow_empty_passes_a_folder_whose_last_job_was_removed(tmp_path: Path) -> None:
+    """--allow-empty, as compile's: a repository may remove its last job (review hx26)."""
+    (tmp_path / "jobs").mkdir()
+    result = run_cli("lint", "--allow-empty", str(tmp_path / "jobs"))
+    assert result.exit_code == 0, result.stdout
+    assert "FJ102" not in result.stdout
+
+
 def test_a_folder_of_non_job_yaml_names_what_it_holds(tmp_path: Path) -> None:
     """A folder of a kustomization.yaml and Helm values only: FJ102 at the first document, with
     what it is; the caret at its kind."""

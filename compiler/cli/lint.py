@@ -27,12 +27,14 @@ FORMAT_NAMES = ("github", "json", "sarif", "text")
 )
 @click.option("-q", "--quiet", is_flag=True, help="Print findings only, no summary line on stderr.")
 @click.option("-n", "--namespace", default=None, help="Namespace for jobs that set none, as compile's -n (two jobs that land in one namespace must differ).")
-def lint(paths: tuple[str, ...], fmt: str, quiet: bool, namespace: str | None) -> None:
+@click.option("--allow-empty", is_flag=True, help="Pass a folder that holds no job (a repository whose last job was removed), as compile's --allow-empty.")
+def lint(paths: tuple[str, ...], fmt: str, quiet: bool, namespace: str | None, allow_empty: bool) -> None:
     """Check T9k job specs: fields, cross-field rules and pod templates (Kubernetes 1.32, strict).
 
     PATHS are files or folders. Folders are searched for *.yaml/*.yml files and every
     document with apiVersion batch.tensorstack.dev/... is checked; other YAML is skipped.
-    A file named explicitly must hold a job, and a folder at least one.
+    A file named explicitly must hold a job, and a folder at least one (--allow-empty
+    lets a folder hold none).
 
     Each finding is `path:line:col: error|warning: message [CODE]`, followed by the line
     and a caret, with a "did you mean" where a near name exists. docs/diagnostics.md
@@ -54,7 +56,7 @@ def lint(paths: tuple[str, ...], fmt: str, quiet: bool, namespace: str | None) -
     why = CompileOptions(namespace=namespace).problems().get("namespace")
     if why:
         raise click.BadParameter(f"{namespace!r} {why}", param_hint="--namespace")
-    result = lint_paths(paths, namespace)
+    result = lint_paths(paths, namespace, allow_empty)
     if fmt == "text":
         sys.stdout.write(format_text(result.diagnostics, color=use_color(sys.stdout.isatty())))
     elif fmt == "json":
