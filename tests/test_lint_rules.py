@@ -687,6 +687,16 @@ CASES = [
         hint="give port the port the program listens on, and leave targetPort out",
     ),
     Case(
+        # The API server decodes a null as absent (a nil pointer): one source (review hx26).
+        "valid-env-from-with-a-null-beside-its-source",
+        generic(container="envFrom: [{configMapRef: null, secretRef: {name: s}}]"),
+    ),
+    Case(
+        # A job that picks another scheduler never makes the queue a label (review hx26).
+        "valid-kueue-queue-of-a-job-that-picks-another-scheduler",
+        edit(pytorch(), "  name: job\n", "  name: job\n  annotations: {flatjob.dev/scheduler: default, flatjob.dev/kueue-queue: Team_Queue}\n"),
+    ),
+    Case(
         "valid-service-target-port-equal-to-port",
         """
         apiVersion: batch.tensorstack.dev/v1beta1

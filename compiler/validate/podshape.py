@@ -52,7 +52,7 @@ def _list(value: Any) -> list[Any]:
 
 
 def _exactly_one(doc: Document, given: dict[str, Any], choices: Any, what: str, at: PathT, needed: bool = True) -> Iterator[Diagnostic]:
-    found = [k for k in given if k in choices]
+    found = [k for k in given if k in choices and given[k] is not None]  # a null is absent, as Go's JSON decoding leaves a nil pointer
     if not found and needed:
         yield doc.diagnostic(VALUE, f"{what} must have one of: {', '.join(sorted(choices)) if len(choices) < 8 else 'a volume source (emptyDir, configMap, secret, persistentVolumeClaim, ...)'}", at, key=True)
     elif len(found) > 1:

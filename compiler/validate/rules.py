@@ -224,7 +224,10 @@ def flatjob_annotations(job: Any, doc: Document) -> Iterator[Diagnostic]:
         if not notes.get("flatjob.dev/kueue-queue") and not (sched is not None and sched.t9k_scheduler is not None):
             yield doc.diagnostic("FJ203", "the kueue scheduler target needs a queue: set flatjob.dev/kueue-queue or spec.scheduler.t9kScheduler.queue", (*base, "flatjob.dev/scheduler"))
     queue = notes.get("flatjob.dev/kueue-queue")
-    if queue and names.kueue_queue(queue):  # "" is unset: the option or the T9k queue names it
+    # Checked where it may become the label: Kueue chosen here, or no choice here (compile's
+    # --scheduler decides, which lint cannot see); a job that picks another target never uses it.
+    kueue_possible = notes.get("flatjob.dev/scheduler") in (None, "kueue")
+    if queue and kueue_possible and names.kueue_queue(queue):  # "" is unset: the option or the T9k queue names it
         yield doc.diagnostic("FJ313", f"flatjob.dev/kueue-queue: {queue!r} becomes the label kueue.x-k8s.io/queue-name, naming a LocalQueue: it {names.kueue_queue(queue)}", (*base, "flatjob.dev/kueue-queue"))
     secret = notes.get("flatjob.dev/ssh-secret")
     if secret is not None and names.dns1123_label(secret):
