@@ -21,6 +21,19 @@ def test_a_node_name_alone_becomes_one_term() -> None:
     assert "nodeName" not in spec and _required(spec) == [{"matchFields": [PIN]}]
 
 
+def test_a_pinned_pod_tolerates_every_no_schedule_taint_as_its_kubelet_admits_it() -> None:
+    """With a nodeName the scheduler is skipped and the kubelet checks NoExecute taints only, so
+    T9k's pod ran on a cordoned or NoSchedule-tainted node (a GPU node's, often): so does
+    flatjob's; a template's own tolerations stay, the added one once (review hx26)."""
+    own = {"key": "gpu", "operator": "Exists", "effect": "NoExecute"}
+    spec: dict[str, Any] = {"nodeName": "sm02", "tolerations": [own]}
+    _pin_by_affinity(spec)
+    assert spec["tolerations"] == [own, {"operator": "Exists", "effect": "NoSchedule"}]
+    again: dict[str, Any] = {"nodeName": "sm02", "tolerations": [{"operator": "Exists", "effect": "NoSchedule"}]}
+    _pin_by_affinity(again)
+    assert again["tolerations"] == [{"operator": "Exists", "effect": "NoSchedule"}]
+
+
 def test_each_required_term_must_match_the_node_too_and_an_empty_term_still_matches_none() -> None:
     gpu = {"matchExpressions": [{"key": "gpu", "operator": "Exists"}]}
     spec: dict[str, Any] = {

@@ -192,6 +192,9 @@ def render_pod(plan: JobPlan, pod: PodPlan, shared: _JobShared | None = None) ->
     return manifest
 
 
+NO_SCHEDULE_ANY = {"operator": "Exists", "effect": "NoSchedule"}  # tolerates every NoSchedule taint, a cordon's included
+
+
 def _pin_by_affinity(spec: dict[str, Any]) -> None:
     """A template's nodeName as the node affinity that means the same node: kube-apiserver
     refuses to create a pod with a nodeName and scheduling gates ("spec.nodeName: Forbidden:
@@ -200,7 +203,10 @@ def _pin_by_affinity(spec: dict[str, Any]) -> None:
     released pod to that node, as it binds a DaemonSet's (pkg/controller/daemon/util
     ReplaceDaemonSetPodNodeNameNodeAffinity: matchFields metadata.name, the node's name, not a
     label).  Each required term the template has must match the node as well; an empty term,
-    which matches no node, stays so; none: the node alone."""
+    which matches no node, stays so; none: the node alone.  A pod given a nodeName skips the
+    scheduler, and its kubelet admits it past every NoSchedule taint and a cordon (it checks
+    NoExecute taints only: pkg/kubelet/lifecycle/predicate.go), so the pod tolerates every
+    NoSchedule taint, as the DaemonSet controller adds node.kubernetes.io/unschedulable's."""
     node = spec.pop("nodeName", None)
     if not node or not isinstance(node, str):
         return
@@ -211,6 +217,9 @@ def _pin_by_affinity(spec: dict[str, Any]) -> None:
     terms = [t for t in required.get("nodeSelectorTerms") or [] if isinstance(t, dict)]
     terms = [{**t, "matchFields": [*(t.get("matchFields") or []), pin]} if t.get("matchExpressions") or t.get("matchFields") else t for t in terms] or [{"matchFields": [pin]}]
     spec["affinity"] = {**affinity, "nodeAffinity": {**node_affinity, "requiredDuringSchedulingIgnoredDuringExecution": {**required, "nodeSelectorTerms": terms}}}
+    tolerations = list(spec.get("tolerations") or [])
+    if NO_SCHEDULE_ANY not in tolerations:
+        spec["tolerations"] = [*tolerations, NO_SCHEDULE_ANY]
 
 
 def _runtime_facts(plan: JobPlan, pod: PodPlan) -> dict[str, str]:
