@@ -17,11 +17,14 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
+from flatjob.compiler.digits import (
+    INT32_MAX,  # leaseTransitions is an int32: the API server refuses a write past it
+)
+
 LEASE_SECONDS = 30  # another runtime takes over this long after the record last changed
 LEASE_MAX = 2 * LEASE_SECONDS  # a Lease claiming longer is believed this long: it is no flatjob runtime's
 RENEW_DEADLINE = 15.0  # a leader that could not renew for this long stops acting
 RENEW_EVERY = 5.0  # a leader renews this often
-INT32_MAX = 2**31 - 1  # leaseTransitions is an int32: the API server refuses a write past it
 
 
 def micro_time(ts: float) -> str:

@@ -129,9 +129,6 @@ def _waiting(statuses: list[dict[str, Any]], which: str = "") -> str | None:
     return None
 
 
-_INT64_MAX = float(2**63 - 1)
-
-
 def tolerates_unreachable(t: Any) -> bool:
     """Whether a toleration matches the unreachable NoExecute taint (core/v1
     Toleration.ToleratesTaint: an empty key with Exists matches every key, an empty effect
@@ -155,7 +152,7 @@ def unreachable_grace(spec: dict[str, Any]) -> float | None:
     seconds = [float(t["tolerationSeconds"]) for t in matching if isinstance(t.get("tolerationSeconds"), int | float) and not isinstance(t.get("tolerationSeconds"), bool)]
     # getMinTolerationTime's "never" is the int64 maximum (its starting minimum), so 2^63-1
     # tolerates for ever too
-    return max(min(seconds), 0.0) if seconds and min(seconds) < _INT64_MAX else None
+    return max(min(seconds), 0.0) if seconds and min(seconds) < INT64_MAX else None
 
 
 def pod_state(obj: dict[str, Any], container: str | None = None, owner_uid: str | None = None) -> PodState:

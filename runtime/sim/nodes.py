@@ -32,6 +32,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from flatjob.compiler.digits import INT64_MAX
+
 from ..api import ApiError
 from .apiserver import quota
 from .apiserver.clock import stamp
@@ -92,7 +94,7 @@ def toleration_seconds(pod: Obj, taint: Obj) -> float | None:
     if not matching:
         return 0.0
     seconds = [float(t["tolerationSeconds"]) for t in matching if t.get("tolerationSeconds") is not None]
-    if not seconds or min(seconds) >= float(2**63 - 1):  # the int64 maximum is its "never" too
+    if not seconds or min(seconds) >= INT64_MAX:  # the int64 maximum is its "never" too
         return None
     return max(min(seconds), 0.0)
 
