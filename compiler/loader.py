@@ -235,11 +235,9 @@ def no_job_hint(doc: Document) -> str:
 
 def _near_kind(kind: str) -> str | None:
     """The T9k kind a foreign one is likely meant as (Kubeflow's PyTorchJob: PyTorchTrainingJob)."""
-    import difflib
+    from .validate.suggest import closest
 
-    folded = {k.lower(): k for k in T9K_KINDS}
-    close = difflib.get_close_matches(kind.lower(), list(folded), n=1, cutoff=0.6)
-    return folded[close[0]] if close else None
+    return closest(kind, T9K_KINDS)
 
 
 def _hint_for(docs: list[Document]) -> str | None:

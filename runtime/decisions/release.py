@@ -135,7 +135,7 @@ def decide_release(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, d
     not_before = {k: v for k, v in ledger.not_before.items() if k not in gone}
     waiting = bool(not_before) and ledger.refused is not None  # a refused pod still backs off: keep its count
     led = ledger.evolve(
-        released=(*ledger.released, *(p.name for p in release)),
+        released=(*ledger.released, *names),
         start_time=ledger.start_time if ledger.start_time is not None else now,
         size=job.target if gang else ledger.size,
         not_before=not_before,
