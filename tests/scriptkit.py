@@ -244,6 +244,7 @@ class Scripts:
         self.run_hostfile = root / "run-hostfile"
         self.pod_env = root / "pod-env"
         self.ssh_dir = root / "ssh"
+        self.passwd_home = root / "passwd-home"  # OpenSSH's home (the scripts link keys there)
         self.sshd_config = root / "sshd_config"
         self.tmp = root / "tmp"
         self.tmp.mkdir(exist_ok=True)
@@ -257,6 +258,7 @@ class Scripts:
             "FLATJOB_HOSTFILE": str(self.hostfile),
             "FLATJOB_RUN_HOSTFILE": str(self.run_hostfile),
             "FLATJOB_SSH_DIR": str(self.ssh_dir),
+            "FLATJOB_SSH_HOME": str(self.passwd_home),  # never this machine's /root/.ssh
             "FLATJOB_SSHD_CONFIG": str(self.sshd_config),
             "FLATJOB_POD_ENV": str(self.pod_env),
             "TMPDIR": str(self.tmp),

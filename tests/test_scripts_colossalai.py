@@ -18,14 +18,17 @@ The same scripts run with the real sshd and `colossalai run` in tests/e2e/test_c
 
 from __future__ import annotations
 
+import shlex
 import signal
 import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
+from manifestkit import pods_of
 from scriptkit import (
     HOSTILE,
+    Compiled,
     Scripts,
     colossalai_job,
     compile_job,
@@ -281,22 +284,29 @@ def test_a_working_directory_whose_resolved_path_is_shell_syntax_stops_the_launc
     assert run.code == 1 and not run.of("colossalai"), run.stderr
 
 
-def launch_scripts(kind: str, sshd: str, ssh: dict[str, str]) -> dict[str, str]:
-    """The launching pod's scripts of either SSH kind, with spec.ssh set to `ssh` (+ sshdPath)."""
+def launch_job(kind: str, sshd: str, ssh: dict[str, str]) -> Compiled:
+    """A job of either SSH kind, with spec.ssh set to `ssh` (+ sshdPath), compiled."""
     if kind == "deepspeed":
         job = deepspeed_job({"run": {"python": ["t.py"]}}, sshd=sshd)
     else:
         job = colossalai_job(new_shape(["t.py"], []), sshd=sshd)
     job["spec"]["ssh"] = {**job["spec"]["ssh"], **ssh}
-    return compile_job(job).data
+    return compile_job(job)
+
+
+def launch_scripts(kind: str, sshd: str, ssh: dict[str, str]) -> dict[str, str]:
+    """The launching pod's scripts of either SSH kind, with spec.ssh set to `ssh` (+ sshdPath)."""
+    return launch_job(kind, sshd, ssh).data
 
 
 @pytest.mark.parametrize("kind", ["deepspeed", "colossalai"])
 def test_keys_mounted_elsewhere_are_linked_into_home_ssh_for_the_clients(tmp_path: Path, bin_dir: Path, kind: str) -> None:
     """ssh.authMountPath is "the directory where SSH keys are mounted" (T9k), and the launching
-    pod's ssh clients (OpenSSH under deepspeed's pdsh, colossalai's fabric) read ~/.ssh only: a
-    job with `authMountPath: /etc/keys` failed with "not reachable via ssh" / "No authentication
-    methods available" (the same jobs run whole under run-local in tests/e2e)."""
+    pod's ssh clients read ~/.ssh only: a job with `authMountPath: /etc/keys` failed with "not
+    reachable via ssh" / "No authentication methods available" (the same jobs run whole under
+    run-local in tests/e2e).  Which ~ depends on the client: OpenSSH (deepspeed's pdsh) reads the
+    passwd entry's home, fabric (colossalai) $HOME; with HOME=/workspace in the container's env
+    they differ, and both get the links (issue 20)."""
     s = Scripts(tmp_path, launch_scripts(kind, str(bin_dir / "sshd"), {"authMountPath": "/etc/keys"}), bin_dir)
     s.ssh_dir.mkdir()
     for f in ("config", "id_ed25519", "id_ed25519.pub", "authorized_keys"):
@@ -304,11 +314,33 @@ def test_keys_mounted_elsewhere_are_linked_into_home_ssh_for_the_clients(tmp_pat
     home = tmp_path / "home"
     run = s.run(env={"HOME": str(home), "STUB_EXEC_MKDIR": '["/bin/mkdir"]'})
     assert run.code == 0, run.stderr
-    assert {p.name: p.resolve() for p in (home / ".ssh").iterdir()} == {
-        f: (s.ssh_dir / f).resolve() for f in ("config", "id_ed25519", "id_ed25519.pub")
-    }
-    assert (home / ".ssh").stat().st_mode & 0o077 == 0
+    for where in (home, s.passwd_home):
+        assert {p.name: p.resolve() for p in (where / ".ssh").iterdir()} == {
+            f: (s.ssh_dir / f).resolve() for f in ("config", "id_ed25519", "id_ed25519.pub")
+        }
+        assert (where / ".ssh").stat().st_mode & 0o077 == 0
     assert run.of(kind)  # and the launch went on
+
+
+@pytest.mark.parametrize("kind", ["deepspeed", "colossalai"])
+def test_the_passwd_home_is_the_users_own_in_a_pod(tmp_path: Path, bin_dir: Path, kind: str) -> None:
+    """In a pod FLATJOB_SSH_HOME is empty (rendered so: an envFrom cannot point it elsewhere),
+    and the home OpenSSH reads is the passwd entry's, asked of Python; a user without one gets
+    a clear stop, as OpenSSH itself would refuse to run ("No user exists for uid")."""
+    compiled = launch_job(kind, str(bin_dir / "sshd"), {"authMountPath": "/etc/keys"})
+    s = Scripts(tmp_path, compiled.data, bin_dir)
+    s.ssh_dir.mkdir()
+    fake = tmp_path / "python"
+    fake.write_text(f"#!/bin/sh\nprintf '%s\\n' {shlex.quote(str(tmp_path / 'from-passwd'))}\n", encoding="utf-8")
+    fake.chmod(0o755)
+    run = s.run(env={"FLATJOB_SSH_HOME": "", "FLATJOB_PYTHON": str(fake), "STUB_EXEC_MKDIR": '["/bin/mkdir"]'})
+    assert sorted(p.name for p in (tmp_path / "from-passwd" / ".ssh").iterdir()) == ["config", "id_ed25519", "id_ed25519.pub"], run.stderr
+    run = s.run(env={"FLATJOB_SSH_HOME": "", "FLATJOB_PYTHON": "false"})
+    assert run.code == 1 and not run.of(kind)
+    assert "has no passwd entry, so OpenSSH has no home to read the ssh key from" in run.stderr
+    for pod in pods_of(compiled.objects):
+        for c in pod["spec"]["containers"]:
+            assert {"name": "FLATJOB_SSH_HOME", "value": ""} in c["env"]
 
 
 @pytest.mark.parametrize("kind", ["deepspeed", "colossalai"])
@@ -331,7 +363,7 @@ def test_a_home_ssh_that_cannot_hold_the_links_stops_the_launch_saying_why(tmp_p
     (home / ".ssh").write_text("a file, not a folder", encoding="utf-8")
     run = s.run(env={"HOME": str(home), "STUB_EXEC_MKDIR": '["/bin/mkdir"]'})
     assert run.code == 1 and not run.of(kind)
-    assert f"flatjob: cannot create {home}/.ssh for the ssh clients' key and config (in {s.ssh_dir})" in run.stderr
+    assert f"flatjob: cannot create {home}/.ssh, where fabric and paramiko ($HOME) read the ssh key and config (spec.ssh.authMountPath: {s.ssh_dir})" in run.stderr
 
 
 @pytest.mark.parametrize("kind", ["deepspeed", "colossalai"])

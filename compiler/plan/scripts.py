@@ -52,24 +52,43 @@ def header(auth_mount_path: str) -> str:
 DEFAULT_SSH_DIR = "/root/.ssh"  # T9k's default ssh.authMountPath: root's ~/.ssh, where ssh clients look
 
 
+# The passwd entry's home of the user the script runs as: OpenSSH's `~`, whatever $HOME says.
+PASSWD_HOME_PY = "import os, pwd; print(pwd.getpwuid(os.getuid()).pw_dir)"
+
+
 def client_keys(auth_mount_path: str) -> str:
-    """Link the client config and the key pair into ~/.ssh when ssh.authMountPath put them
-    elsewhere: the launching pod's ssh clients (OpenSSH under deepspeed and pdsh, colossalai's
-    fabric and paramiko) read ~/.ssh only, so a job with `authMountPath: /etc/keys` failed with
-    "not reachable via ssh" (T9k: "the directory where SSH keys are mounted", nothing more).
-    Nothing is rendered for the default; at run time nothing is done where ~/.ssh is the mount."""
+    """Link the client config and the key pair into the .ssh of both homes the launching pod's
+    ssh clients read when ssh.authMountPath put them elsewhere: OpenSSH (deepspeed's pdsh and
+    its ssh check, a user's own ssh) reads the passwd entry's home and never $HOME; colossalai's
+    fabric (paramiko) reads $HOME.  A job with `authMountPath: /etc/keys` failed with "not
+    reachable via ssh" (T9k: "the directory where SSH keys are mounted", nothing more), and,
+    once linked into $HOME only, failed again when the container's env set HOME=/workspace
+    (issue 20).  Nothing is rendered for the default; at run time nothing is done where a
+    home's .ssh is the mount.  The homes are data (quoted words), never shell source; one
+    that cannot hold the links stops the script at once, naming it."""
     if (auth_mount_path.rstrip("/") or "/") == DEFAULT_SSH_DIR:
         return ""
     return (
-        "# spec.ssh.authMountPath is not ~/.ssh, the only place the ssh clients look (OpenSSH under\n"
-        "# deepspeed and pdsh, colossalai's fabric): link the client config and the key pair there.\n"
-        'flatjob_home=${HOME:-/root}\n'
-        'if ! [ "$FLATJOB_SSH_DIR" -ef "$flatjob_home/.ssh" ]; then\n'
-        '  (umask 077 && mkdir -p "$flatjob_home/.ssh") || { echo "flatjob: cannot create $flatjob_home/.ssh for the ssh clients\' key and config (in $FLATJOB_SSH_DIR)" >&2; exit 1; }\n'
+        "# spec.ssh.authMountPath is not ~/.ssh, where the ssh clients look: link the client config\n"
+        "# and the key pair into the .ssh of both homes they read. OpenSSH (deepspeed's pdsh and its\n"
+        "# ssh check) reads the passwd entry's home, whatever $HOME says; colossalai's fabric reads\n"
+        "# $HOME, which the container's env may set elsewhere (HOME=/workspace).\n"
+        "# (FLATJOB_SSH_HOME: run-local's stand-in for the passwd entry's home.)\n"
+        "flatjob_link_keys() {\n"
+        '  [ "$FLATJOB_SSH_DIR" -ef "$1/.ssh" ] && return 0\n'
+        '  (umask 077 && mkdir -p "$1/.ssh") || { echo "flatjob: cannot create $1/.ssh, where $2 the ssh key and config (spec.ssh.authMountPath: $FLATJOB_SSH_DIR)" >&2; exit 1; }\n'
         "  for f in config id_ed25519 id_ed25519.pub; do\n"
-        '    ln -sf "$FLATJOB_SSH_DIR/$f" "$flatjob_home/.ssh/$f" || { echo "flatjob: cannot link $flatjob_home/.ssh/$f to $FLATJOB_SSH_DIR/$f: the ssh clients would find no key" >&2; exit 1; }\n'
+        '    ln -sf "$FLATJOB_SSH_DIR/$f" "$1/.ssh/$f" || { echo "flatjob: cannot link $1/.ssh/$f to $FLATJOB_SSH_DIR/$f: $2 no key there" >&2; exit 1; }\n'
         "  done\n"
+        "}\n"
+        'if [ -n "${FLATJOB_SSH_HOME:-}" ]; then\n'
+        "  flatjob_passwd_home=$FLATJOB_SSH_HOME\n"
+        f'elif ! flatjob_passwd_home=$("$FLATJOB_PYTHON" -c {shlex.quote(PASSWD_HOME_PY)}); then\n'
+        '  echo "flatjob: uid $(id -u) has no passwd entry, so OpenSSH has no home to read the ssh key from" >&2\n'
+        "  exit 1\n"
         "fi\n"
+        'flatjob_link_keys "$flatjob_passwd_home" "OpenSSH (the passwd entry\'s home) reads"\n'
+        'flatjob_link_keys "${HOME:-$flatjob_passwd_home}" "fabric and paramiko (\\$HOME) read"\n'
     )
 
 

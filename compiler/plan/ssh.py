@@ -75,6 +75,8 @@ def script_env(auth_mount_path: str) -> tuple[dict[str, str], ...]:
         ("FLATJOB_PYTHON", "python3"), ("FLATJOB_RUN_HOSTFILE", scripts.RUN_HOSTFILE), ("FLATJOB_SSH_DIR", auth_mount_path.rstrip("/") or "/"),
         ("FLATJOB_SSH_ROOT", ""), ("FLATJOB_SSHD_CONFIG", scripts.SSHD_CONFIG), ("FLATJOB_POD_ENV", scripts.POD_ENV),
     )
+    if scripts.client_keys(auth_mount_path):  # the passwd home is looked up in the pod (run-local's stand-in aside)
+        values += (("FLATJOB_SSH_HOME", ""),)
     return tuple({"name": name, "value": value} for name, value in values)
 
 

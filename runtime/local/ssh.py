@@ -7,7 +7,7 @@ The pods run the rendered scripts unchanged; what a cluster gives an SSH pod is 
 | the key Secret, projected at ssh.authMountPath | the Secret as the API server holds it (the runtime created it, runtime/sshkeys.py), laid out as the kubelet lays out a projected volume: a 1777 folder, a timestamped folder holding each item at its mode, `..data` and one symlink per item (kubernetes#61049); sshd's StrictModes refuses it exactly as in a cluster |
 | the image's /etc/ssh | FLATJOB_SSH_ROOT: `ssh-keygen -A` finds the run's host keys under the pod's folder; FLATJOB_SSHD_CONFIG: the pod's own sshd_config, which only places sshd (ListenAddress, HostKey, PidFile): every other option is the rendered command line's |
 | port 22 on the pod's IP | port 22 on the pod's loopback address (so run-local needs root) |
-| ~/.ssh for ssh clients | OpenSSH reads the passwd home, not $HOME: an `ssh` first on the pod's PATH runs the real one with `-F`/`-i` of the pod's `~/.ssh`; fabric (paramiko) reads $HOME, the pod's folder, whose `.ssh` is the mount (or, with another ssh.authMountPath, where the launch script links the keys) |
+| ~/.ssh for ssh clients | OpenSSH reads the passwd home, not $HOME: an `ssh` first on the pod's PATH runs the real one with `-F`/`-i` of the pod's `~/.ssh` (FLATJOB_SSH_HOME, the pod's home folder, where the scripts link keys mounted elsewhere); fabric (paramiko) reads $HOME, the pod's folder unless the job's env sets another, whose `.ssh` is the mount (or, with another ssh.authMountPath, where the launch script links the keys) |
 | /run/flatjob-pod-env, /tmp/flatjob-hostfile, /tmp | FLATJOB_POD_ENV, FLATJOB_RUN_HOSTFILE, TMPDIR in the pod's folder |
 
 Processes behind ssh sessions carry their pod's FLATJOB_LOCAL_MARK (session.sh loads the
@@ -291,7 +291,9 @@ class SshRun:
             encoding="utf-8",
         )
         shim.chmod(0o755)
-        return {"HOME": str(home), "PATH": f"{bin_dir}{os.pathsep}{self.base_path}"}
+        # FLATJOB_SSH_HOME: the home the launch script links the keys into for OpenSSH (in a
+        # cluster the passwd entry's), whatever HOME the job's env sets (issue 20).
+        return {"HOME": str(home), "FLATJOB_SSH_HOME": str(home), "PATH": f"{bin_dir}{os.pathsep}{self.base_path}"}
 
 
 def prepare(folder: Path, configmap: Mapping[str, str], mount_path: str, base_path: str) -> SshRun:

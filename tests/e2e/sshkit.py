@@ -115,6 +115,11 @@ def run_example(tmp: Path, tag: str, name: str, spec_patch: str) -> tuple[subpro
     return done, f"exit {done.returncode} after {time.monotonic() - started:.0f}s\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
 
 
+def spec_patch(value: dict[str, Any]) -> str:
+    """`value` as a spec patch for run_example: flow YAML (JSON), where "{port}" is the only field."""
+    return json.dumps(value).replace("{", "{{").replace("}", "}}").replace("{{port}}", "{port}")
+
+
 def results(out: Path, pattern: str) -> list[dict[str, Any]]:
     """What tests/e2e/scripts/ranks.py recorded."""
     return [json.loads(p.read_text()) for p in sorted(out.glob(pattern))]

@@ -32,6 +32,8 @@ from .sshkit import (
     need,
     pod_env,
     results,
+    run_example,
+    spec_patch,
     sshd_left,
 )
 
@@ -79,6 +81,28 @@ def test_keys_mounted_outside_home_ssh_still_reach_the_ssh_clients(tmp_path: Pat
     """ssh.authMountPath elsewhere than ~/.ssh: the launch links the keys where the clients look
     (it failed, "not reachable via ssh")."""
     check_example(tmp_path, tag, "deepspeed-cpu", "{{config: {{otherArgs: [--master_port={port}]}}, ssh: {{authMountPath: /etc/flatjob-keys}}}}")
+
+
+def test_keys_mounted_elsewhere_reach_pdsh_whatever_home_the_container_sets(tmp_path: Path, tag: str) -> None:
+    """A container env HOME=/workspace beside a custom authMountPath: the keys were linked into
+    $HOME/.ssh only, but OpenSSH (pdsh's, and deepspeed's ssh check) reads the passwd entry's
+    home, so the launch failed "not reachable via ssh" (issue 20)."""
+    home = tmp_path / "workspace"  # not there yet: the link step makes it, as root would in a pod
+    worker = {"template": {"spec": {"containers": [{"name": "worker", "env": [{"name": "HOME", "value": str(home)}]}]}}}
+    check_example(tmp_path, tag, "deepspeed-cpu", spec_patch({"config": {"otherArgs": ["--master_port={port}"]}, "ssh": {"authMountPath": "/etc/flatjob-keys"}, "worker": worker}))
+    assert sorted(p.name for p in (home / ".ssh").iterdir()) == ["config", "id_ed25519", "id_ed25519.pub"]  # where fabric and paramiko look
+
+
+def test_a_home_that_cannot_hold_the_keys_fails_the_job_saying_why(tmp_path: Path, tag: str) -> None:
+    """HOME under a file (no folder can be made there, even by root): every pod stops at once
+    naming the folder, and the job fails; no pod waits out the peer timeout."""
+    (tmp_path / "a-file").write_text("not a folder", encoding="utf-8")
+    home = tmp_path / "a-file" / "home"
+    worker = {"restartPolicy": "Never", "template": {"spec": {"containers": [{"name": "worker", "env": [{"name": "HOME", "value": str(home)}]}]}}}
+    done, why = run_example(tmp_path, tag, "deepspeed-cpu", spec_patch({"ssh": {"authMountPath": "/etc/flatjob-keys"}, "worker": worker}))
+    assert done.returncode != 0, why
+    assert f"flatjob: cannot create {home}/.ssh" in done.stdout + done.stderr, why
+    assert not sshd_left(tmp_path)
 
 
 def test_a_killed_rank_restarts_the_group_and_attempt_2_has_every_value(tmp_path: Path, tag: str) -> None:
