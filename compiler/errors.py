@@ -85,6 +85,7 @@ _TABLE = [
     Code("FJ348", "probe-ends-replica", "A livenessProbe or startupProbe on a job's container: every pod's restartPolicy is Never, so a failed probe ends the replica and its exit code decides."),
     Code("FJ350", "service-port-unmapped", "A GenericJob service port whose targetPort differs from its port: the replica Services are headless, so peers reach the pod on `port`, never on targetPort."),
     Code("FJ351", "slots-below-gpus", "A DeepSpeedJob without config.slotsPerWorker (1 process a worker) whose training container asks for more than one GPU."),
+    Code("FJ352", "ssh-home-mounted", "A volume of a DeepSpeedJob or ColossalAIJob pod over the ~/.ssh folder where the keys of a custom ssh.authMountPath are linked for the ssh clients."),
     # Kubernetes pod template (strict schema of the pinned version)
     Code("FJ400", "k8s-unknown-field", "A field the pinned Kubernetes version does not know."),
     Code("FJ401", "k8s-wrong-type", "A Kubernetes field of the wrong type."),

@@ -818,6 +818,101 @@ CASES = [
               template: {spec: {restartPolicy: Never, containers: [{name: w, image: c}]}}
         """,
     ),
+    Case(
+        "ssh-home-mounted-read-only-beside-a-custom-auth-mount-path",
+        """
+        apiVersion: batch.tensorstack.dev/v1beta1
+        kind: DeepSpeedJob
+        metadata: {name: job}
+        spec:
+          ssh: {authMountPath: /etc/keys}
+          config: {slotsPerWorker: 1, run: {python: [t.py]}}
+          worker:
+            replicas: 2
+            template:
+              spec:
+                volumes: [{name: mine, secret: {secretName: my-ssh}}]
+                containers:
+                  - name: worker
+                    image: i
+                    volumeMounts: [{name: mine, mountPath: /root/.ssh}]
+        #                                                  ^ FJ352
+        """,
+        message="volume mine at /root/.ssh: the pod's script links the SSH client config and key of ssh.authMountPath /etc/keys into /root/.ssh, where OpenSSH (pdsh, a user's ssh) reads it whatever $HOME says, but this volume is read-only there: the links cannot be made and every pod stops at start",
+        hint="mount the volume elsewhere, or the SSH keys at /root/.ssh (ssh.authMountPath: /root/.ssh)",
+    ),
+    Case(
+        "ssh-home-mounted-writable-under-the-containers-home",
+        """
+        apiVersion: batch.tensorstack.dev/v1beta1
+        kind: ColossalAIJob
+        metadata: {name: job}
+        spec:
+          ssh: {authMountPath: /etc/keys}
+          torchConfig: {script: [t.py]}
+          replicaSpecs:
+            - type: worker
+              replicas: 2
+              template:
+                spec:
+                  volumes: [{name: home, persistentVolumeClaim: {claimName: home}}]
+                  containers:
+                    - name: worker
+                      image: i
+                      env: [{name: HOME, value: /workspace}]
+                      volumeMounts: [{name: home, mountPath: /workspace/.ssh/}]
+        #                                                    ^ FJ352
+        """,
+        message="volume home at /workspace/.ssh/: the pod's script links the SSH client config and key of ssh.authMountPath /etc/keys into /workspace/.ssh, where fabric and paramiko read it ($HOME): they replace this volume's own config, id_ed25519, id_ed25519.pub",
+    ),
+    Case(
+        "ssh-home-mounted-at-a-linked-file-or-a-read-only-home",
+        """
+        apiVersion: batch.tensorstack.dev/v1beta1
+        kind: DeepSpeedJob
+        metadata: {name: job}
+        spec:
+          ssh: {authMountPath: /etc/keys}
+          config: {slotsPerWorker: 1, run: {python: [t.py]}}
+          worker:
+            template:
+              spec:
+                volumes: [{name: cfg, configMap: {name: c}}, {name: ws, emptyDir: {}}]
+                containers:
+                  - name: sidecar
+                    image: i
+                    volumeMounts: [{name: cfg, mountPath: /root/.ssh}]
+                  - name: worker
+                    image: i
+                    env: [{name: HOME, value: /ws}]
+                    volumeMounts:
+                      - {name: cfg, mountPath: /root/.ssh/config, subPath: config}
+        #                                      ^ FJ352
+                      - {name: ws, mountPath: /ws, readOnly: true}
+        #                                     ^ FJ352
+        """,
+        message="and a mounted file cannot be replaced by a link: every pod stops at start",
+    ),
+    Case(
+        "valid-ssh-home-mounts-with-the-default-auth-mount-path-or-elsewhere",
+        """
+        apiVersion: batch.tensorstack.dev/v1beta1
+        kind: DeepSpeedJob
+        metadata: {name: job}
+        spec:
+          ssh: {authMountPath: /etc/keys}
+          config: {slotsPerWorker: 1, run: {python: [t.py]}}
+          worker:
+            template:
+              spec:
+                volumes: [{name: ws, secret: {secretName: s}}]
+                containers:
+                  - name: worker
+                    image: i
+                    env: [{name: HOME, value: /ws}]
+                    volumeMounts: [{name: ws, mountPath: /ws/.ssh/known_hosts, subPath: known_hosts}, {name: ws, mountPath: /root/.sshx}]
+        """,
+    ),
 ]
 
 

@@ -22,7 +22,7 @@ from ..plan import scripts as scripts_plan
 from ..plan import ssh as ssh_plan
 from ..plan.common import elastic_of, resume_entries
 from ..podset import object_names, pod_counts, pod_total
-from ..podtemplate import accelerator_count, containers_of, training_index
+from ..podtemplate import accelerator_count, containers_of, launch_index, training_index
 from ..substitution import Context, RefError, distinct_refs, is_ours, iter_refs, resolve
 from . import apivalues, launchers, names, podparts, podshape, podspec, tensorboardpod
 from .groups import groups
@@ -556,6 +556,80 @@ def reserved_paths(job: Any, doc: Document) -> Iterator[Diagnostic]:
                     )
 
 
+# What the scripts of a job whose ssh.authMountPath is not /root/.ssh link into the .ssh of the
+# homes the ssh clients read (plan/scripts.client_keys): root's passwd home, which OpenSSH reads
+# (pods of the SSH kinds run as root, FJ342), and $HOME, which fabric reads.
+PASSWD_HOME = "/root"
+LINKED_KEYS = ("config", "id_ed25519", "id_ed25519.pub")
+# Volume sources the kubelet always mounts read-only, whatever the mount's readOnly says.
+READ_ONLY_SOURCES = ("secret", "configMap", "projected", "downwardAPI")
+
+
+def _homes(container: dict[str, Any]) -> list[tuple[str, str]]:
+    """The homes whose .ssh the scripts link the keys into, with who reads each: root's passwd
+    home, and the container's own HOME where its env gives a literal absolute one."""
+    found = [(PASSWD_HOME, "OpenSSH (pdsh, a user's ssh) reads it whatever $HOME says")]
+    env = container.get("env")
+    for e in env if isinstance(env, list) else []:
+        if isinstance(e, dict) and e.get("name") == "HOME":
+            value = e.get("value")
+            found = found[:1]  # the last entry of a name is the one the container gets
+            if isinstance(value, str) and value.startswith("/") and "$(" not in value and _mounted(value) != PASSWD_HOME:
+                found.append((_mounted(value), "fabric and paramiko read it ($HOME)"))
+    return found
+
+
+def _read_only(mount: dict[str, Any], volumes: dict[str, Any]) -> bool:
+    volume = volumes.get(mount.get("name"))
+    return mount.get("readOnly") is True or (isinstance(volume, dict) and any(volume.get(k) is not None for k in READ_ONLY_SOURCES))
+
+
+def ssh_home_mounts(job: Any, doc: Document) -> Iterator[Diagnostic]:
+    """FJ352: a volume of the job over the .ssh folder where the scripts link the keys of a
+    custom ssh.authMountPath (or over a home, read-only).  Read-only (a Secret, a ConfigMap,
+    `readOnly: true`), or at one of the linked files, the link cannot be made and the pod stops
+    at start: an error.  Writable (a PVC, an emptyDir), the links replace the volume's own files
+    of those names: a warning."""
+    auth = _mounted(job.spec.ssh.auth_mount_path)
+    if not scripts_plan.client_keys(auth):
+        return
+    for g in groups(job):
+        index = launch_index(job.kind, g.type, g.template)
+        spec = g.template.get("spec") if g.template is not None else None
+        if index is None or not isinstance(spec, dict):
+            continue
+        container = containers_of(g.template)[index]
+        volumes = {v.get("name"): v for v in spec.get("volumes") or [] if isinstance(v, dict)} if isinstance(spec.get("volumes"), list) else {}
+        mounts = container.get("volumeMounts")
+        for mi, m in enumerate(mounts if isinstance(mounts, list) else []):
+            path = m.get("mountPath") if isinstance(m, dict) else None
+            if not isinstance(path, str) or not path.startswith("/"):
+                continue
+            where = (*g.template_path, "spec", "containers", index, "volumeMounts", mi, "mountPath")
+            for home, reader in _homes(container):
+                dot = f"{home.rstrip('/')}/.ssh"
+                found = _ssh_home_mount(_mounted(path), home, dot, _read_only(m, volumes), reader, auth)
+                if found is not None:
+                    message, severity = found
+                    yield doc.diagnostic("FJ352", f"volume {m.get('name')} at {path}: {message}", where, severity=severity,
+                                         hint=f"mount the volume elsewhere, or the SSH keys at {dot} (ssh.authMountPath: {dot})")
+                    break
+
+
+def _ssh_home_mount(path: str, home: str, dot: str, read_only: bool, reader: str, auth: str) -> tuple[str, Severity] | None:
+    """What a mount at `path` does to the links into `dot` (None: nothing)."""
+    links = f"the pod's script links the SSH client config and key of ssh.authMountPath {auth} into {dot}, where {reader}"
+    if path == dot and read_only:
+        return f"{links}, but this volume is read-only there: the links cannot be made and every pod stops at start", Severity.ERROR
+    if path == dot:
+        return f"{links}: they replace this volume's own {', '.join(LINKED_KEYS)}", Severity.WARNING
+    if path in {f"{dot}/{f}" for f in LINKED_KEYS}:
+        return f"{links}, and a mounted file cannot be replaced by a link: every pod stops at start", Severity.ERROR
+    if path == home and read_only:
+        return f"{links}, but this read-only volume is that home: {dot} cannot be made and every pod stops at start", Severity.ERROR
+    return None
+
+
 # Environment variables that are configuration, not data, for what runs the job: flatjob's own
 # scripts (FLATJOB_*: where sshd's ForceCommand, the kept environment and the hostfile are),
 # and, in a DeepSpeedJob, deepspeed's and pdsh's (an env file of `export` lines it pastes into
@@ -810,8 +884,8 @@ def _balanced(value: str, start: int) -> str:
 COMMON: tuple[Rule, ...] = (job_name, job_namespace, metadata_labels, flatjob_annotations, rendered_names, unique_types, run_mode, resume_specs, has_pods, has_containers, template_restart_policy, probes_end_replicas, container_images, reserved_env, *apivalues.RULES, *podspec.RULES, *podshape.RULES, *podparts.RULES)
 RULES: dict[type, tuple[Rule, ...]] = {
     PyTorchTrainingJob: (*COMMON, elastic_range, elastic_needs_torchrun, torchrun_fields, tensorboard, *tensorboardpod.RULES),
-    DeepSpeedJob: (*COMMON, elastic_range, deepspeed_run, deepspeed_slots, deepspeed_other_args, ssh_folder, reserved_paths, reserved_volumes, *launchers.DEEPSPEED_RULES),
-    ColossalAIJob: (colossalai_shape, *COMMON, colossalai_worker_container, colossalai_extra_args, colossalai_restart_policy, colossalai_launcher_image, ssh_folder, reserved_paths, reserved_volumes, *launchers.COLOSSALAI_RULES),
+    DeepSpeedJob: (*COMMON, elastic_range, deepspeed_run, deepspeed_slots, deepspeed_other_args, ssh_folder, reserved_paths, reserved_volumes, ssh_home_mounts, *launchers.DEEPSPEED_RULES),
+    ColossalAIJob: (colossalai_shape, *COMMON, colossalai_worker_container, colossalai_extra_args, colossalai_restart_policy, colossalai_launcher_image, ssh_folder, reserved_paths, reserved_volumes, ssh_home_mounts, *launchers.COLOSSALAI_RULES),
     GenericJob: (*COMMON, finish_rules, references),
 }
 
