@@ -239,6 +239,22 @@ def test_deepspeed_hostfile_paths_and_command() -> None:
     assert "StrictHostKeyChecking no" in data["ssh_config"] and "UserKnownHostsFile /dev/null" in data["ssh_config"]
 
 
+def test_deepspeed_spec_ssh_is_flatjobs_own_and_works_as_on_a_colossalai_job() -> None:
+    """T9k's DeepSpeedJob has no spec.ssh (DeepSpeedJobSpec in user-manuals' and ucman's API
+    references and in the older user-docs one; its keys are at /root/.ssh, which a job must not
+    mount over: UM deepspeedjob.md).  flatjob accepts ColossalAIJob's SSHConfig there and applies
+    it the same way (docs/t9k-compatibility.md); without it a DeepSpeedJob is T9k's
+    (test_deepspeed_hostfile_paths_and_command: /root/.ssh, /usr/sbin/sshd)."""
+    ssh = "  ssh: {authMountPath: /etc/keys, sshdPath: /opt/bin/sshd}\n"
+    ds = render(DEEPSPEED.replace("spec:\n", "spec:\n" + ssh, 1))
+    cai = render(COLOSSAL.replace("spec:\n", "spec:\n" + ssh, 1))
+    for m, pod in ((ds, "ds-worker-1"), (cai, "cai-worker-1")):
+        mounts = {v["mountPath"]: v["name"] for v in container(m[("Pod", pod)])["volumeMounts"]}
+        assert mounts["/etc/keys"] == "flatjob-ssh" and "/root/.ssh" not in mounts
+    assert ds[("ConfigMap", "ds-config")]["data"]["sshd.sh"] == cai[("ConfigMap", "cai-config")]["data"]["sshd.sh"]
+    assert "exec /opt/bin/sshd -D" in ds[("ConfigMap", "ds-config")]["data"]["sshd.sh"]
+
+
 COLOSSAL = """
 apiVersion: batch.tensorstack.dev/v1beta1
 kind: ColossalAIJob
