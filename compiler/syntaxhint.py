@@ -4,11 +4,18 @@ line indented off its mapping's column, named with the columns involved (issue 2
 libyaml's own words ("did not find expected '-' indicator", "mapping values are not allowed in
 this context", "found character that cannot start any token") say what the parser expected, not
 what to change. Pure functions of the problem and the source's lines.
+
+The column a misplaced line is compared with is its mapping's, found as YAML nests: the nearest
+line above that starts a mapping key (or a list item) at the same or a smaller indentation,
+skipping blank lines, comments and the contents of block scalars (`|`, `>`), whatever their
+own indentation (issue 22: the nearest line alone named a key three levels deeper).
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
+from dataclasses import dataclass
 
 TAB_HINT = "YAML indents with spaces only: replace the tab(s) at the start of this line with spaces"
 TAB_ELSEWHERE_HINT = "YAML does not take a tab here: replace the tab(s) on this line with spaces"
@@ -21,6 +28,24 @@ INDENT_PROBLEMS = (
     "expected <block end>",
 )
 
+# A block line: its indentation, its list markers ("- ", "- - "), then the rest.
+_LINE = re.compile(r"(?P<indent> *)(?P<dashes>(?:-(?: +|$))*)(?P<rest>.*)$")
+# A mapping key at the start of the rest: quoted, or plain up to the first ": " (or ":" at the end).
+_KEY = re.compile(r"""(?:"(?:[^"\\]|\\.)*"|'(?:[^']|'')*'|[^\s#'"\[\]{},&*!|>%@`-][^#]*?|-[^\s#][^#]*?)\s*:(?:\s|$)""")
+# A block scalar's header as a key's or an item's value: `|`, `>-`, `|2 # comment`, `!!str |`.
+_BLOCK_SCALAR = re.compile(r"\s*(?:[!&]\S*\s+)*[|>][0-9+-]*\s*(?:#.*)?$")
+_DOCUMENT_MARKER = re.compile(r"(?:---|\.\.\.)(?:\s|$)")
+
+
+@dataclass(frozen=True)
+class Level:
+    """A line that opens a level of the block structure: a mapping key, a list item, or both."""
+
+    line: int
+    start: int  # 1-based column of its first character (the key, or the item's '-')
+    key: int | None  # 1-based column of its key, None for an item without one (`- a`)
+    item: bool  # it starts with '- '
+
 
 def syntax_hint(problem: str, line_no: int, line_of: Callable[[int], str | None]) -> str | None:
     """A hint for the syntax error `problem` at 1-based line `line_no`; line_of(n) is line n's text."""
@@ -32,31 +57,101 @@ def syntax_hint(problem: str, line_no: int, line_of: Callable[[int], str | None]
         return TAB_ELSEWHERE_HINT
     if not any(p in problem for p in INDENT_PROBLEMS) or not text.strip():
         return None
-    above = _line_above(line_no, line_of)
-    if above is None:
-        return None
-    n, above_text = above
+    here = _level(line_no, text)
+    levels, block = _levels_above(line_no, line_of)
     col = len(indent) + 1
-    start = len(above_text) - len(above_text.lstrip(" ")) + 1
-    item = above_text.lstrip(" ").startswith("- ")
-    key = start + 2 if item else start
-    if col == key:
-        return None  # lined up with the key above: the cause is elsewhere
-    if item and col == start:
+    if block is not None and block.column is not None and block.parent < len(indent) < block.column - 1:
         return (
-            f"check the indentation: this line starts at column {col}, under the '- ' of line {n}; "
-            f"a key of that list item starts at column {key}, a new item with '- '"
+            f"check the indentation: this line starts at column {col}, left of the block scalar of line {block.line}, "
+            f"whose lines start at column {block.column}; a block scalar's lines start in one column"
+        )
+    ref = next((lv for lv in reversed(levels) if lv.start <= col and (lv.key is not None or (here is not None and here.item and lv.item))), None)
+    if ref is None:
+        return None
+    if here is not None and here.item and ref.item:
+        if col == ref.start:
+            return None  # lined up with the list above: the cause is elsewhere
+        return (
+            f"check the indentation: this line's '- ' is at column {col}, line {ref.line}'s at column {ref.start}; "
+            "items of one list start in one column"
+        )
+    if ref.key is None or col == ref.key:
+        return None  # lined up with the key above: the cause is elsewhere
+    if ref.item and col == ref.start:
+        return (
+            f"check the indentation: this line starts at column {col}, under the '- ' of line {ref.line}; "
+            f"a key of that list item starts at column {ref.key}, a new item with '- '"
+        )
+    deeper = min((lv for lv in levels if lv.line > ref.line and lv.start > col), key=lambda lv: (lv.start, lv.line), default=None)
+    if col > ref.key and deeper is not None:
+        return (
+            f"check the indentation: this line starts at column {col}, a column no key above starts at: the key on line {ref.line} "
+            f"is at column {ref.key}, line {deeper.line}'s at column {deeper.start}; keys of one mapping start in one column"
         )
     return (
-        f"check the indentation: this line starts at column {col}, the key on line {n} at column {key}; "
+        f"check the indentation: this line starts at column {col}, the key on line {ref.line} at column {ref.key}; "
         "keys of one mapping start in one column"
     )
 
 
-def _line_above(line_no: int, line_of: Callable[[int], str | None]) -> tuple[int, str] | None:
-    """The nearest line above that holds YAML (not blank, not only a comment)."""
-    for n in range(line_no - 1, max(0, line_no - 50), -1):
+def _level(n: int, text: str) -> Level | None:
+    """The level line `n` opens, or None (a flow or scalar continuation line)."""
+    return _parse(n, text)[0]
+
+
+def _parse(n: int, text: str) -> tuple[Level | None, int | None]:
+    """The level line `n` opens, and, where its value is a block scalar's header, the
+    indentation the scalar's lines must exceed."""
+    m = _LINE.match(text)
+    if m is None:
+        return None, None
+    indent, dashes, rest = len(m["indent"]), m["dashes"], m["rest"]
+    key = _KEY.match(rest)
+    level = Level(n, indent + 1, indent + len(dashes) + 1 if key else None, bool(dashes)) if key or dashes else None
+    if not _BLOCK_SCALAR.match(rest[key.end():] if key else rest):
+        return level, None
+    return level, indent + len(dashes) if key else indent + dashes.rstrip().rfind("-")
+
+
+@dataclass(frozen=True)
+class Block:
+    """An open block scalar: its header's line, the indentation its lines must exceed, and the
+    column its first line set (None until one is seen)."""
+
+    line: int
+    parent: int
+    column: int | None = None
+
+
+def _levels_above(line_no: int, line_of: Callable[[int], str | None]) -> tuple[list[Level], Block | None]:
+    """The levels opened on the lines of this document above `line_no`, top down, and the block
+    scalar still open at `line_no`: blank lines, comments and block scalars' contents skipped (a
+    block scalar holds the lines after its header that are blank or indented as its first one)."""
+    levels: list[Level] = []
+    block: Block | None = None
+    for n in range(1, line_no):
         text = line_of(n)
-        if text is not None and text.strip() and not text.lstrip().startswith("#"):
-            return n, text
-    return None
+        if text is None:
+            break
+        stripped = text.lstrip(" ")
+        spaces = len(text) - len(stripped)
+        if block is not None:
+            if not stripped.strip():
+                continue
+            if block.column is None and spaces > block.parent:
+                block = Block(block.line, block.parent, spaces + 1)
+                continue
+            if block.column is not None and spaces + 1 >= block.column:
+                continue
+            block = None
+        if not stripped.strip() or stripped.startswith("#"):
+            continue
+        if _DOCUMENT_MARKER.match(text):
+            levels = []  # a new document: nothing above it is its parent
+            continue
+        level, parent = _parse(n, text)
+        if level is not None:
+            levels.append(level)
+        if parent is not None:
+            block = Block(n, parent)
+    return levels, block

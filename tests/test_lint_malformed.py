@@ -375,6 +375,57 @@ def test_an_indentation_mistake_says_which_columns(tmp_path: Path, line_no: int,
     assert _one_line(tmp_path, line_no, text) == found
 
 
+# Whole files with one indentation mistake each: (the lines, the line of the finding, its hint).
+# The column the hint compares with is the mapping's, found as YAML nests, not the nearest line's.
+INDENT_CASES = {
+    "key-one-space-too-far-under-a-list-item": (
+        ["spec:", "  replicaSpecs:", "    - type: worker", "       replicas: 2"],
+        4, "check the indentation: this line starts at column 8, the key on line 3 at column 7; keys of one mapping start in one column",
+    ),
+    "tab": (
+        ["spec:", "  replicaSpecs:", "    - type: worker", "\treplicas: 2"],
+        4, "YAML indents with spaces only: replace the tab(s) at the start of this line with spaces",
+    ),
+    "dedent-to-a-level-that-exists-nowhere": (
+        ["spec:", "  replicaSpecs:", "    - type: worker", "      template:", "        spec:", "          containers: []", "   replicas: 2"],
+        7, "check the indentation: this line starts at column 4, a column no key above starts at: the key on line 2 is at column 3, line 3's at column 5; keys of one mapping start in one column",
+    ),
+    "sibling-of-a-key-whose-value-nests-deeper": (
+        ["spec:", "  replicaSpecs:", "    - type: worker", "      template:", "        spec:", "          containers: []", "       replicas: 2"],
+        7, "check the indentation: this line starts at column 8, a column no key above starts at: the key on line 4 is at column 7, line 5's at column 9; keys of one mapping start in one column",
+    ),
+    "past-a-block-scalar-comments-and-blank-lines": (
+        ["spec:", "  replicaSpecs:", "    - type: worker", "      template:", "        spec:", "          containers:", "            - name: a",
+         "              command:", "                - sh", "                - -c", "                - |", "                  echo hi",
+         "                      # not a comment: the script's", "", "              # a comment", "             image: x"],
+        16, "check the indentation: this line starts at column 14, the key on line 7 at column 15; keys of one mapping start in one column",
+    ),
+    "left-of-a-block-scalars-lines": (
+        ["spec:", "  script: |", "      a: b", "     c"],
+        4, "check the indentation: this line starts at column 6, left of the block scalar of line 2, whose lines start at column 7; a block scalar's lines start in one column",
+    ),
+    "list-item-off-its-list": (
+        ["spec:", "  containers:", "    - name: a", "      image: x", "     - name: b"],
+        5, "check the indentation: this line's '- ' is at column 6, line 3's at column 5; items of one list start in one column",
+    ),
+    "in-the-second-document": (
+        ["a:", "  b:", "    c: 1", "---", "d: 1", "  e: 2"],
+        6, "check the indentation: this line starts at column 3, the key on line 5 at column 1; keys of one mapping start in one column",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(INDENT_CASES))
+def test_an_indentation_hint_names_the_mappings_column(tmp_path: Path, case: str) -> None:
+    """The hint compares the misplaced line with its sibling or parent: the nearest line above at
+    the same or a smaller indentation that starts a key (or a list item), past blank lines,
+    comments and block scalars' lines (issue 22: it compared with the nearest line only, which
+    named a key nested deeper, or a line of a script)."""
+    lines, line_no, hint = INDENT_CASES[case]
+    (diag,) = lint_text(tmp_path, "\n".join(lines) + "\n")
+    assert (diag.code, diag.line, diag.hint) == ("FJ100", line_no, hint)
+
+
 def test_windows_line_endings_and_a_bom_are_a_job(tmp_path: Path) -> None:
     """A job saved on Windows (CRLF, a BOM) lints as the same job."""
     text = ("\ufeff" + "\r\n".join(JOB_LINES) + "\r\n").encode()
