@@ -115,7 +115,7 @@ def observe(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, now: flo
     succeeded: list[str] = []
     failures: list[Failure] = []
     disruptions: list[Disruption] = []
-    troubled = _troubled(pods, ledger, now)
+    troubled = _troubled(pods, ledger, now, ended)
     for name in ledger.released:
         spec = job.pod(name)
         if spec is None:
@@ -125,7 +125,7 @@ def observe(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, now: flo
             pod = ended_before_deleted((ended or {}).get(name), ledger)
         elif pod.terminal and (pod.deleting or pod.disruption is not None):
             pod = ended_before_deleted(pod, ledger) or pod
-        why = disrupted(pod, ledger)
+        why = _why(name, pod, pods, ledger, ended)
         if why is not None:
             disruptions.append(Disruption(name, pod.uid if pod is not None else "", spec.type, why, late=pod is not None and pod.terminal,
                                           since=pod.disrupted_since if pod is not None else None,
@@ -160,14 +160,14 @@ def _coupled(pod: PodState, began: Began, slack: float = CLOCK_SLACK) -> bool:
     return pod.started_at is not None and pod.started_at <= latest + slack and ended_after  # (startedAt is its node's clock too)
 
 
-def _troubled(pods: Mapping[str, PodState], ledger: Ledger, now: float | None) -> list[tuple[str, str, Began]]:
+def _troubled(pods: Mapping[str, PodState], ledger: Ledger, now: float | None, ended: Mapping[str, PodState] | None = None) -> list[tuple[str, str, Began]]:
     """(pod, why, began) for each pod of the attempt in trouble now, and each disrupted pod
     until its replacement runs and DISRUPTION_WINDOW after; only pods running when it began,
     and ending after, are its peers (`_coupled`)."""
     out: list[tuple[str, str, Began]] = []
     for name in ledger.released:  # seen disrupted this cycle
         pod = pods.get(name)
-        why = disrupted(pod, ledger)
+        why = _why(name, pod, pods, ledger, ended)
         if why is not None:
             out.append((name, why, _began(pod)))
     seen = {name for name, *_ in out}
@@ -308,6 +308,21 @@ def ended_before_deleted(pod: PodState | None, ledger: Ledger) -> PodState | Non
     if not began or pod.finished_at + CLOCK_SLACK >= min(began):
         return None
     return replace(pod, deleting=False, disruption=None, disruption_message=None, disrupted_since=None, disruption_dated=None)
+
+
+# A released pod that is gone with no DELETED event the informer still holds (GONE_KEEP): it was
+# deleted while the runtime's watch was down (a relist shows only what exists) or before this
+# process started.  Its end was never seen, so nothing says it succeeded or failed: a disruption,
+# replaced (architecture.md §5, "A pod whose end was never seen"; flatjob has no finalizer).
+NEVER_SEEN = "is gone and its end was never seen (deleted while the runtime was not watching)"
+
+
+def _why(name: str, pod: PodState | None, pods: Mapping[str, PodState], ledger: Ledger, ended: Mapping[str, PodState] | None) -> str | None:
+    """`disrupted`, told apart for a pod that is gone: one whose deletion was seen (its DELETED
+    event, ended too late before it to be judged by its end) from one that just vanished."""
+    if pod is None and name not in pods and name not in (ended or {}):
+        return NEVER_SEEN
+    return disrupted(pod, ledger)
 
 
 def disrupted(pod: PodState | None, ledger: Ledger) -> str | None:

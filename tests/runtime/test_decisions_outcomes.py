@@ -52,13 +52,14 @@ def test_a_probe_kill_is_judged_by_the_programs_exit_code(phase: str, code: int)
 
 
 REPLACED = "was replaced by a pod this attempt did not create"
+NEVER_SEEN = "is gone and its end was never seen (deleted while the runtime was not watching)"
 OTHERS = "was deleted by someone else before it finished"
 
 
 @pytest.mark.parametrize(
     ("observed_pod", "reason", "the_uid"),
     [
-        pytest.param(None, "was deleted before it finished", "", id="vanished"),
+        pytest.param(None, NEVER_SEEN, "", id="vanished"),  # no DELETED event held: deleted while the watch was down
         pytest.param(pod("j-worker-0", "Running", attempt=1), REPLACED, uid("j-worker-0"), id="held-by-the-previous-attempt"),
         pytest.param(pod("j-worker-0", attempt=3), REPLACED, uid("j-worker-0"), id="held-by-a-later-attempt"),
         pytest.param(pod("j-worker-0", "Running", attempt=None), REPLACED, uid("j-worker-0"), id="held-by-a-pod-without-attempt"),
@@ -96,6 +97,22 @@ def test_disruptions_are_never_successes_or_failures(observed_pod: PodState | No
     assert (out.succeeded, out.failures) == ((), ())
     (d,) = out.disruptions
     assert (d.name, d.uid, d.reason) == ("j-worker-0", the_uid, reason)
+
+
+@pytest.mark.parametrize(("ended", "reason"), [
+    pytest.param(False, NEVER_SEEN, id="gone-unseen"),  # a relist after the watch was down: nothing held
+    pytest.param(True, "was deleted before it finished", id="deleted-as-it-ended"),  # its DELETED held, ended within CLOCK_SLACK of the deletion
+])
+def test_a_gone_pod_says_whether_its_deletion_was_seen(ended: bool, reason: str) -> None:
+    """A pod gone from the cache is a disruption either way; the words say whether the runtime
+    saw it deleted (the informer holds its DELETED event's object) or never saw its end."""
+    job = job_view("PyTorchTrainingJob")
+    pods = observed(pod("j-master-0", "Running", attempt=2))
+    last = replace(pod("j-worker-0", "Succeeded", exit=0, attempt=2, deleting=True), finished_at=NOW - 2, deletion_began=NOW)
+    led = Ledger(attempt=2, released=("j-master-0", "j-worker-0"))
+    out = observe(job, pods, led, NOW, {"j-worker-0": last} if ended else {})
+    (d,) = out.disruptions
+    assert (d.name, d.uid, d.reason, out.succeeded) == ("j-worker-0", "", reason, ())
 
 
 def _init_failed_behind_a_sidecar() -> dict:

@@ -82,3 +82,40 @@ def test_lifecycle_a_failure_for_good_then_its_node_deleted_stays_counted() -> N
     st = s.run_until(lambda st: st.get("phase") in ("Failed", "Succeeded"), limit=300)
     assert st.get("phase") == "Failed" and condition(st, "Failed")["status"] == "True", st.get("runtime")
     assert events(s, "Disrupted") == []
+
+
+def test_lifecycle_a_completed_pod_deleted_while_the_watch_was_down_is_replaced_as_never_seen_to_end() -> None:
+    """The limit flatjob accepts instead of a finalizer (docs/architecture.md §5, "A pod whose
+    end was never seen"): a worker finishes (exit 0) and is deleted while the runtime's watch is
+    down (an API server outage); the watch's history is compacted meanwhile, so the runtime
+    relists and the pod is just gone: no DELETED event, no final state.  Nothing says it
+    succeeded, so it is a disruption: replaced (a new uid), run a second time, never a failure,
+    and the Event says why in those words, not that it was deleted before it finished."""
+    from .test_lifecycle import busy, condition
+
+    s = Scenario(pytorch(master="sleep 200; exit 0", worker="sleep 20; exit 0", policy="ExitCode"))
+    s.run_until(lambda st: st.get("aggregate", {}).get("running") == 3, limit=60)
+    old = uid(s, "sim-worker-1")
+    with s.server.outage():
+        for _ in range(40):
+            busy(s, 1)
+            if s.pods()["sim-worker-1"]["status"].get("phase") == "Succeeded":
+                break
+        assert s.pods()["sim-worker-1"]["status"]["phase"] == "Succeeded"
+        busy(s, 8)
+        s.cluster.delete_pod(NAMESPACE, "sim-worker-1", old)  # a terminal pod goes at once
+        assert "sim-worker-1" not in s.pods()
+        s.cluster.compact()  # the watch cannot resume: a relist, which shows nothing of the deletion
+    said: set[str] = set()
+
+    def watch(st: dict) -> bool:
+        said.add(condition(st, "Ready")["message"])
+        return "sim-worker-1" in s.pods() and uid(s, "sim-worker-1") != old and s.pods()["sim-worker-1"]["status"].get("phase") == "Running"
+
+    st = s.run_until(watch, limit=120)
+    assert (st["phase"], st["backoffCount"], restarts(st), st["runtime"]["disruptions"]) == ("Running", 0, {"master": 0, "worker": 0}, 1)
+    assert [e["message"] for e in events(s, "Disrupted")] == [
+        "sim-worker-1 is gone and its end was never seen (deleted while the runtime was not watching); replacing it (not a restart)"]
+    assert "Replacing sim-worker-1 after a disruption (not counted as a restart); 1 of 2 pods are running." in said, said  # worker-0 has succeeded
+    st = s.finished()
+    assert st["phase"] == "Succeeded" and s.starts[("sim-worker-1", "1", "0")] == 2  # the completed replica ran again
