@@ -39,7 +39,7 @@ from .processes import PodLaunch, kill_marked
 from .ssh import SSH_KINDS, SshRun, secret_data
 from .ssh import preflight as ssh_preflight
 from .ssh import prepare as ssh_prepare
-from .table import RuntimeLog, Screen, Section, Seen, Shown, quiet_note, quiet_note_due
+from .table import RuntimeLog, Screen, Section, Seen, Shown, event_note, quiet_note, quiet_note_due
 
 EXIT_SUCCEEDED, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 EXIT_SIGNAL = {signal.SIGINT: 130, signal.SIGTERM: 143}
@@ -86,6 +86,7 @@ class Runner:
         self.several = len(self.jobs) > 1  # notes then name their job
         self.inbox: queue.Queue[tuple[str, Any, Any]] = queue.Queue()
         self.seen = Seen()
+        self.event_counts: dict[str, int] = {}  # each runtime Event's count as last noted (event_note)
         self.started = clock()
         self.signals = 0
         self.stopping = False  # in _stop: a signal kills every process at once
@@ -201,9 +202,10 @@ class Runner:
         if change.key == "pods":
             self.seen.apply(change.type, obj)
         elif change.key == "events":
-            if change.type == "ADDED":
+            note = event_note(change.type, obj, self.event_counts)
+            if note is not None:
                 job = f"{(obj.get('involvedObject') or {}).get('name')}: " if self.several else ""
-                self.screen.note(f"{job}{obj.get('reason')}: {obj.get('message')}")
+                self.screen.note(f"{job}{note}")
         elif change.type != "DELETED":
             m = self.by_record.get((change.key, (obj.get("metadata") or {}).get("name")))
             if m is not None:

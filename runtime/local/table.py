@@ -18,6 +18,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
+from ..events import COMBINED
 from ..model import Ledger
 from ..trim import pod as trim_pod
 
@@ -163,6 +164,23 @@ def quiet_note(sections: Sequence[Section], quiet: float) -> str:
     job waiting for a hung peer looked like a hung run-local)."""
     jobs = " | ".join(f"{head} ({'; '.join(change_line(r).removeprefix('flatjob: ') for r in table)})" for head, table in sections)
     return f"nothing new for {quiet:.0f}s: {jobs or 'no job status yet'}. Ctrl-C stops the run; --timeout SECONDS ends one by itself"
+
+
+def event_note(etype: str, event: Obj, counts: dict[str, int]) -> str | None:
+    """The note for a watch event on one of the runtime's Events, or None.  The runtime writes a
+    repeat of a reason within 10 s as a patch of the Event's count and message (runtime/events.py,
+    as client-go's recorder does), so a second pod's restart in one incident arrives as a
+    MODIFIED Event: shown too, with how many occurrences it adds, or the table said a pod failed
+    and came back with no word of why.  `counts`: each Event's count as last shown."""
+    name = (event.get("metadata") or {}).get("name") or ""
+    count = event.get("count") if isinstance(event.get("count"), int) else 1
+    if etype == "DELETED" or (etype == "MODIFIED" and count <= counts.get(name, 0)):
+        return None
+    new = count - counts.get(name, 0) if etype == "MODIFIED" else count
+    counts[name] = count
+    message = str(event.get("message") or "").removeprefix(COMBINED)
+    more = f" (and {new - 1} more like it)" if new > 1 else ""
+    return f"{event.get('reason')}: {message}{more}"
 
 
 def change_line(row: Row) -> str:

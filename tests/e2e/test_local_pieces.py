@@ -34,6 +34,7 @@ from flatjob.runtime.local.table import (
     Screen,
     Seen,
     change_line,
+    event_note,
     quiet_note,
     quiet_note_due,
     rows,
@@ -268,6 +269,21 @@ def test_a_failed_init_container_fails_the_pod_with_its_exit_code() -> None:
     assert (initialized["status"], initialized["message"]) == ("False", "containers with incomplete status: [init later]")  # generate.go
     assert Ended((Exited("python", 0, "Completed"),), sidecars=(Exited("side", 143, "Error"),)).phase == "Succeeded"  # a sidecar's code does not count
     assert Ended((), error="bug").phase == "Failed"
+
+
+def test_a_repeat_of_an_events_reason_is_noted_from_its_patch() -> None:
+    """Two workers fail within 10 s: the runtime creates the Restarting Event for the first and
+    patches its count and message for the second (runtime/events.py).  Only the creation was
+    noted, so run-local showed the second worker fail and come back with no word of why."""
+    counts: dict[str, int] = {}
+    first = {"metadata": {"name": "sig.1"}, "reason": "Restarting", "count": 1, "message": "sig-worker-0 failed with exit code 143; restarting it (restart 1)"}
+    assert event_note("ADDED", first, counts) == "Restarting: sig-worker-0 failed with exit code 143; restarting it (restart 1)"
+    second = {**first, "count": 2, "message": "(combined from similar events): sig-worker-1 failed with exit code 137; restarting it (restart 1)"}
+    assert event_note("MODIFIED", second, counts) == "Restarting: sig-worker-1 failed with exit code 137; restarting it (restart 1)"
+    assert event_note("MODIFIED", second, counts) is None  # a write that adds no occurrence (a relabel, a resync)
+    third = {**second, "count": 5}  # three held back in one window: the latest message, and how many more
+    assert event_note("MODIFIED", third, counts) == "Restarting: sig-worker-1 failed with exit code 137; restarting it (restart 1) (and 2 more like it)"
+    assert event_note("DELETED", third, counts) is None
 
 
 def test_table_rows_and_plain_lines() -> None:
