@@ -114,11 +114,13 @@ class _Handler(BaseHTTPRequestHandler):
         """Quiet: the request log is `FakeApiServer.log`."""
 
     # --- answering -------------------------------------------------------------------------------
-    def _send(self, code: int, body: Obj | str, warnings: list[str] = ()) -> None:  # type: ignore[assignment]
+    def _send(self, code: int, body: Obj | str, warnings: list[str] = (), retry_after: float | None = None) -> None:  # type: ignore[assignment]
         data = body.encode() if isinstance(body, str) else compact_json(body)
         self.send_response(code)
         self.send_header("Content-Type", "text/plain; charset=utf-8" if isinstance(body, str) else "application/json")
         self.send_header("Cache-Control", "no-cache, private")
+        if retry_after is not None:  # APF and max-in-flight's 429 (filters/maxinflight.go tooManyRequests), a 5xx's ServerTimeout: seconds
+            self.send_header("Retry-After", str(int(retry_after)))
         for w in warnings:
             self.send_header("Warning", "299 - " + json.dumps(w))
         self.send_header("Content-Length", str(len(data)))
@@ -127,7 +129,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _error(self, exc: ApiError) -> int:
         body = status.body_of(exc)
-        self._send(body["code"], body)
+        self._send(body["code"], body, retry_after=exc.retry_after)
         return body["code"]
 
     def _read(self) -> None:

@@ -13,6 +13,7 @@ its new uid, and where it cannot be, the record's words for what a human must do
 from __future__ import annotations
 
 import copy
+from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
@@ -705,7 +706,7 @@ def test_lifecycle_a_lost_node_is_named_then_the_job_recovers_once_the_node_is_d
     assert s.clock.now - deleted_at <= bound, s.clock.now - deleted_at
     assert s.pods()["sim-worker-1"]["spec"]["nodeName"] == "fake-node-3"
     st = s.run_until(lambda st: st["phase"] == "Running" and condition(st, "Ready")["status"] == "True", limit=30)
-    assert st["backoffCount"] == 0 and st["runtime"]["disruptions"] == 1
+    assert (st["backoffCount"], restarts(st), st["runtime"]["disruptions"]) == (0, {"master": 0, "worker": 0}, 1)
 
 
 @pytest.mark.parametrize("policy", ["ExitCode", "OnFailure"])
@@ -961,6 +962,51 @@ def test_lifecycle_forty_pods_failing_together_are_one_incident_and_run_again_wi
     assert len(restarting) == 1 and restarting[0]["count"] == 40  # one Event, counted, not forty
 
 
+def test_lifecycle_forty_pods_failing_together_under_a_throttling_api_server_wait_out_its_retry_after() -> None:
+    """Client manners (issue 23, case 6): the same NCCL abort while the API server throttles
+    (429 Too Many Requests with Retry-After, as max-in-flight and APF answer,
+    filters/maxinflight.go tooManyRequests).  The runtime sends no pod create before the
+    Retry-After is over, never more writes in a second than its write budget's burst, one
+    Restarting Event counted forty times, and the job still runs again: every pod a new uid, one
+    incident, nothing lost."""
+    from flatjob.runtime.api import ApiError
+
+    s = Scenario(MASS)
+    running(s, 40)
+    before = {name: pod["metadata"]["uid"] for name, pod in s.pods().items()}
+    writes: list[tuple[float, str, str]] = []  # (virtual time, verb, resource) of each runtime write that reached the server
+    throttled: list[float] = []  # when a create was answered 429
+    inner = s.server.on_request
+
+    def throttle(verb: str, resource: str, namespace: str | None, name: str | None, agent: str = "") -> None:
+        inner(verb, resource, namespace, name, agent)
+        if "(runtime-" not in agent or verb not in ("create", "update", "patch", "delete"):
+            return
+        if resource == "pods" and verb == "create" and len(throttled) < 3:
+            throttled.append(s.clock.now)
+            raise ApiError("Too many requests, please try again later.", 429, "TooManyRequests", retry_after=RETRY_AFTER)
+        writes.append((s.clock.now, verb, resource))
+
+    s.server.on_request = throttle
+    s.run_until(lambda st: st["backoffCount"] == 1, limit=60)
+    st = s.run_until(lambda st: st.get("aggregate", {}).get("running") == 40, limit=180)
+    assert len(throttled) == 3, throttled
+    tried = sorted([*throttled, *(at for at, verb, resource in writes if (verb, resource) == ("create", "pods"))])
+    for at in throttled:  # Retry-After honoured: the next create is tried once it is over, not after 1 s
+        assert min(later for later in tried if later > at) >= at + RETRY_AFTER, (at, tried[:8])
+    per_second = Counter(int(at) for at, _, _ in writes)
+    assert max(per_second.values()) <= BURST, per_second.most_common(3)
+    assert (st["phase"], st["backoffCount"], restarts(st)) == ("Running", 1, {"worker": 40})
+    assert all(s.pods()[name]["metadata"]["uid"] != was for name, was in before.items())  # every pod a new one
+    assert condition(st, "ReplicaFailure")["message"].endswith("exited with error code 1")
+    (restarting,) = events(s, "Restarting")
+    assert restarting["count"] == 40
+    assert s.finished()["phase"] == "Succeeded"
+
+
+RETRY_AFTER = 5
+
+
 # --- pods that cannot start ------------------------------------------------------------------------------
 
 def test_lifecycle_an_image_that_cannot_be_pulled_is_named_until_it_can() -> None:
@@ -973,6 +1019,7 @@ def test_lifecycle_an_image_that_cannot_be_pulled_is_named_until_it_can() -> Non
     entry = st["tasks"][0]["replicas"][0]
     assert (entry["phase"], entry["reason"]) == ("Pending", "ImagePullBackOff")
     assert condition(st, "Reconciling")["status"] == "True"
+    assert (st["phase"], st["backoffCount"], restarts(st)) == ("Running", 0, {"master": 0, "worker": 0})  # the workers run; the master waits, never counted
     s.kubelet.unpullable.clear()  # the image is pushed: the next pull (within 5 min) succeeds
     st = s.run_until(lambda st: st.get("aggregate", {}).get("running") == 3, limit=400)
     assert condition(st, "Ready")["status"] == "True"
@@ -1080,6 +1127,47 @@ def test_lifecycle_a_namespace_being_deleted_counts_no_restart() -> None:
     st = s.status()
     assert st["backoffCount"] == 0 and restarts(st) == {"master": 0, "worker": 0} and st["phase"] != "Failed"
     assert "because it is being terminated" in condition(st, "Ready")["message"]
+
+
+def test_lifecycle_a_drain_seen_by_a_relist_whose_continue_token_expired_is_not_missed(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 23, case 7: a relist whose continue token expired between pages (kube-apiserver's
+    410 "The provided continue parameter is too old", etcd compacted meanwhile) never fell back
+    to a full list, and the record stayed stale while saying Ready.  Here worker-1 is drained
+    while the API server is away; back, the runtime must relist (its watch's history is gone), in
+    pages of two, and the history is compacted again between its first and second page.  The
+    list starts over (client-go's pager, FullListIfExpired), the drain is seen, the pod replaced."""
+    from flatjob.runtime import kube
+
+    monkeypatch.setattr(kube, "PAGE", 2)  # three pods: two pages
+    s = Scenario(pytorch(master=LONG, worker=LONG, policy="ExitCode"))
+    running(s, 3)
+    old = uid(s, "sim-worker-1")
+    pages: list[float] = []  # the runtime's pod list requests after the outage
+    inner = s.server.on_request
+
+    def expire(verb: str, resource: str, namespace: str | None, name: str | None, agent: str = "") -> None:
+        inner(verb, resource, namespace, name, agent)
+        if "(runtime-" in agent and (verb, resource) == ("list", "pods"):
+            pages.append(s.clock.now)
+            if len(pages) == 2:  # the second page's token is now too old
+                s.cluster.compact()
+
+    with s.server.outage():
+        s.cluster.evict_pod(NAMESPACE, "sim-worker-1")
+        busy(s, 3)  # SIGTERM sent; sh as PID 1 ignores it, so the pod stops at its grace period's end
+        s.cluster.compact()  # the watches cannot resume: a relist
+        s.server.on_request = expire
+    said: set[str] = set()
+
+    def watch(st: dict[str, Any]) -> bool:
+        said.add(condition(st, "Ready")["message"])
+        return replaced(s, "sim-worker-1", old)(st)
+
+    st = s.run_until(watch, limit=120)
+    assert len(pages) >= 4, pages  # page 1, page 2 refused (410), then the list again from the start
+    assert "pod sim-worker-1 is being disrupted (EvictionByEvictionAPI: Eviction API: evicting); the job replaces it once it has stopped (not a restart)" in said, said
+    assert (st["phase"], st["backoffCount"], restarts(st)) == ("Running", 0, {"master": 0, "worker": 0})
+    assert [e["message"] for e in events(s, "Disrupted")] == ["sim-worker-1 was disrupted (EvictionByEvictionAPI: Eviction API: evicting); replacing it (not a restart)"]
 
 
 def test_lifecycle_a_record_field_a_newer_crd_adds_does_not_stall_the_job() -> None:
