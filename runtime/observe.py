@@ -37,6 +37,7 @@ from typing import Any
 from flatjob.compiler import keys
 from flatjob.compiler.digits import INT64_MAX, bounded
 
+from .decisions.outcomes import CLOCK_SLACK
 from .model import GATE, PodState
 
 _STATE_NAMES = ("running", "waiting", "terminated")
@@ -203,8 +204,8 @@ def pod_state(obj: dict[str, Any], container: str | None = None, owner_uid: str 
         deletion_began=_deletion_began(meta),
         disruption=str(disruption.get("reason") or "DisruptionTarget") if disruption else None,
         disruption_message=disruption.get("message") if disruption else None,
-        disrupted_since=disruption_began(disruption, spec) if disruption else None,
-        disruption_dated=seconds(disruption.get("lastTransitionTime")) if disruption else None,
+        disrupted_since=_not_before(disruption_began(disruption, spec), disruption, meta) if disruption else None,
+        disruption_dated=_not_before(seconds(disruption.get("lastTransitionTime")), disruption, meta) if disruption else None,
         node_lost_since=(seconds(conditions["Ready"].get("lastTransitionTime")) or 0.0) if lost else None,
         unreachable_grace=unreachable_grace(spec),
         waiting=_waiting([s for s in status.get("initContainerStatuses") or [] if isinstance(s, dict)], " (init container {})") or _waiting(statuses)
@@ -250,6 +251,21 @@ def disruption_began(condition: dict[str, Any], spec: dict[str, Any]) -> float |
         return at
     grace = spec.get("terminationGracePeriodSeconds")
     return at - (float(grace) if isinstance(grace, int) and not isinstance(grace, bool) and grace >= 0 else 30.0)
+
+
+def _not_before(at: float | None, condition: dict[str, Any], meta: dict[str, Any]) -> float | None:
+    """A disrupter's DisruptionTarget dated no earlier than the deletion it comes with.  The
+    Eviction API, preemption and taint eviction write it and delete in the next request, but
+    each keeps the lastTransitionTime of a True condition already there (apipod.
+    UpdatePodCondition, pkg/api/v1/pod/util.go): one an earlier disruption left when its delete
+    was refused, which the pod ran on with for up to 2 min (disruption.go).  That one disrupted
+    nothing: this disruption began with its deletion.  Dated by the old one, a peer's failure in
+    between was excused as its doing (a master's exit 1 under ExitCode no longer failed the
+    job).  The kubelet's own (TerminationByKubelet) comes with no deletion: it keeps its date."""
+    began = _deletion_began(meta)
+    if at is None or began is None or condition.get("reason") in RESTAMPED:
+        return at
+    return began if began > at + CLOCK_SLACK else at  # (two components' clocks)
 
 
 def _rejected(status: dict[str, Any], exit_code: Any) -> str | None:

@@ -355,13 +355,12 @@ class FakeCluster:
         second request).  `delete_refused`: that delete fails (a validating webhook on pod
         DELETE, a conflict) and the pod runs on with the condition, until the disruption
         controller finds it stale (disruption.py).  No PodDisruptionBudget is emulated."""
-        from .podstatus import disruption
+        from .podstatus import disruption, update_condition
 
         with self.store.lock:
             pod = self.store.get(kinds.by_key("pods"), namespace, name)
             status = pod.get("status") or {}
-            others = [c for c in status.get("conditions") or [] if c.get("type") != "DisruptionTarget"]
             condition = disruption("EvictionByEvictionAPI", "Eviction API: evicting", self.clock())
-            self.set_pod_status(namespace, name, {**status, "conditions": [*others, condition]}, manager="kube-apiserver")
+            self.set_pod_status(namespace, name, {**status, "conditions": update_condition(list(status.get("conditions") or []), condition)}, manager="kube-apiserver")
             if not delete_refused:
                 self.delete_pod(namespace, name, pod["metadata"]["uid"])

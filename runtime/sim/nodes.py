@@ -37,7 +37,7 @@ from flatjob.compiler.digits import INT64_MAX
 from ..api import ApiError
 from .apiserver import quota
 from .apiserver.clock import stamp
-from .podstatus import disruption
+from .podstatus import disruption, update_condition
 
 NODE_MONITOR_GRACE = 50.0  # seconds without a kubelet status before the node is Unknown (1.32)
 PODGC_PERIOD = 20.0  # gcCheckPeriod
@@ -187,8 +187,7 @@ class NodeControllers:
 
     def _condition_then_delete(self, name: str, pod: Obj, condition: Obj, grace: int | None) -> None:
         status = pod.get("status") or {}
-        others = [c for c in status.get("conditions") or [] if c.get("type") != "DisruptionTarget"]
-        self._write(name, pod, {**status, "conditions": [*others, condition]}, manager="taint-eviction-controller")
+        self._write(name, pod, {**status, "conditions": update_condition(list(status.get("conditions") or []), condition)}, manager="taint-eviction-controller")
         with contextlib.suppress(ApiError):
             self.cluster.delete_pod(self.namespace, name, pod["metadata"]["uid"], grace)
 
@@ -197,8 +196,8 @@ class NodeControllers:
         condition, if any) first; a terminal one is only deleted, its status as its kubelet left it."""
         status = dict(pod.get("status") or {})
         if status.get("phase") not in ("Succeeded", "Failed"):
-            conditions = [c for c in status.get("conditions") or [] if c.get("type") != "DisruptionTarget" or condition is None]
-            self._write(name, pod, {**status, "phase": "Failed", "conditions": [*conditions, *([condition] if condition else [])]}, manager="pod-garbage-collector")
+            conditions = list(status.get("conditions") or [])
+            self._write(name, pod, {**status, "phase": "Failed", "conditions": update_condition(conditions, condition) if condition else conditions}, manager="pod-garbage-collector")
         with contextlib.suppress(ApiError):
             self.cluster.delete_pod(self.namespace, name, pod["metadata"]["uid"], 0)
 

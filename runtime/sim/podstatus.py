@@ -241,8 +241,9 @@ def _conditions(pod: Obj, look: PodLook, at: str, statuses: dict[str, Obj]) -> l
         why = {} if reason is None else {"reason": reason, **({"message": message} if message else {})}
         out.append({"type": ctype, "status": status, **why, "lastProbeTime": None, "lastTransitionTime": when})
     others = [c for c in stored if c.get("type") not in KUBELET_CONDITIONS]
-    extra = [c for c in look.conditions if c.get("type") not in {o.get("type") for o in others}]
-    return [*out, *others, *extra]
+    for c in look.conditions:  # the kubelet's DisruptionTarget replaces a stored one (mergePodStatus ReplaceOrAppendPodCondition)
+        others = update_condition(others, c)
+    return [*out, *others]
 
 
 def _gates_unmet(pod: Obj, conditions: dict[Any, Obj]) -> str | None:
@@ -323,6 +324,25 @@ def rejected(pod: Obj, reason: str, message: str, now: float) -> Obj:
     return out
 
 
+def update_condition(conditions: list[Obj], condition: Obj) -> list[Obj]:
+    """The conditions with `condition` in place of the one of its type, or appended: as every
+    writer of DisruptionTarget does (apipod.UpdatePodCondition, pkg/api/v1/pod/util.go, for the
+    Eviction API, the scheduler's preemption, taint eviction and PodGC; the kubelet's
+    status_manager.go updateLastTransitionTime in mergePodStatus), the old one's
+    lastTransitionTime stays when its status is the same: a second disruption of a pod still
+    carrying the True condition an earlier one left (an eviction whose delete was refused, for
+    up to 2 min) keeps that earlier time, with the new reason and message."""
+    out, found = [], False
+    for c in conditions:
+        if c.get("type") != condition.get("type"):
+            out.append(c)
+            continue
+        found = True
+        same = c.get("status") == condition.get("status") and c.get("lastTransitionTime")
+        out.append({**condition, "lastTransitionTime": c["lastTransitionTime"]} if same else condition)
+    return out if found else [*out, condition]
+
+
 def disruption(reason: str, message: str, now: float) -> Obj:
     """The DisruptionTarget condition (pkg/apis/core/types.go DisruptionTarget; reasons:
     EvictionByEvictionAPI, PreemptionByScheduler, DeletionByTaintManager, DeletionByPodGC,
@@ -330,4 +350,4 @@ def disruption(reason: str, message: str, now: float) -> Obj:
     return {"type": "DisruptionTarget", "status": "True", "reason": reason, "message": message, "lastProbeTime": None, "lastTransitionTime": stamp(now)}
 
 
-__all__ = ["ContainerLook", "Ended", "Exited", "PodLook", "disruption", "ended", "full_image", "is_sidecar", "rejected", "running", "status"]
+__all__ = ["ContainerLook", "Ended", "Exited", "PodLook", "disruption", "ended", "full_image", "is_sidecar", "rejected", "running", "status", "update_condition"]

@@ -46,7 +46,7 @@ from ..api import ApiError
 from .apiserver import quantity
 from .apiserver.clock import stamp
 from .nodes import Node, tolerations_of
-from .podstatus import disruption
+from .podstatus import disruption, update_condition
 
 T9K_GROUP, T9K_ROLE = "scheduler.tensorstack.dev/group-name", "scheduler.tensorstack.dev/role"
 COSCHEDULING_GROUP = "scheduling.x-k8s.io/pod-group"  # scheduler-plugins apis/scheduling/v1alpha1 PodGroupLabel
@@ -260,9 +260,9 @@ class Scheduler:
         """Evict a running pod for a higher-priority one: DisruptionTarget, then delete."""
         pod = self.cluster.pods(self.namespace)[name]
         status = pod.get("status") or {}
-        others = [c for c in status.get("conditions") or [] if c.get("type") != "DisruptionTarget"]
         condition = disruption("PreemptionByScheduler", f"{self.name}: preempting to accommodate a higher priority pod", self.clock())
-        self.cluster.set_pod_status(self.namespace, name, {**status, "conditions": [*others, condition]}, manager=self.name, uid=pod["metadata"]["uid"])
+        conditions = update_condition(list(status.get("conditions") or []), condition)  # preemption.go PrepareCandidate: apipod.UpdatePodCondition
+        self.cluster.set_pod_status(self.namespace, name, {**status, "conditions": conditions}, manager=self.name, uid=pod["metadata"]["uid"])
         self.cluster.delete_pod(self.namespace, name, pod["metadata"]["uid"])
 
 

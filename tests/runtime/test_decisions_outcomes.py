@@ -227,6 +227,31 @@ def test_how_long_a_program_ran_counts_from_its_container_not_its_pod() -> None:
     assert pod_state(obj, "main").started_at == seconds("2026-01-01T00:00:00Z")  # a kubelet that did not say: the pod's
 
 
+@pytest.mark.parametrize(("reason", "dated", "deleted", "since"), [
+    pytest.param("EvictionByEvictionAPI", "00:01:00", "00:01:30", 60, id="written-with-its-delete"),
+    pytest.param("EvictionByEvictionAPI", "00:00:00", "00:01:30", 60, id="reused-from-a-refused-eviction"),
+    pytest.param("DeletionByTaintManager", "00:00:00", "00:01:30", 60, id="taint-eviction-reusing-it"),
+    pytest.param("PreemptionByScheduler", "00:00:58", "00:01:30", 58, id="two-clocks-within-the-slack"),
+    pytest.param("TerminationByKubelet", "00:01:00", None, 30, id="the-kubelets-own-less-its-grace"),
+])
+def test_a_disruption_is_dated_no_earlier_than_its_deletion(reason: str, dated: str, deleted: str | None, since: float) -> None:
+    """Every writer of DisruptionTarget keeps the lastTransitionTime of a True one already there
+    (apipod.UpdatePodCondition): a disruption after an eviction whose delete was refused reads
+    the refused one's date.  A disrupter's condition comes with its deletion, so the disruption
+    began then (deletionTimestamp less its grace), give or take CLOCK_SLACK."""
+    from flatjob.runtime.observe import pod_state, seconds
+
+    base = seconds("2026-01-01T00:00:00Z")
+    meta: dict = {"name": "p", "uid": "u"}
+    if deleted is not None:
+        meta.update(deletionTimestamp=f"2026-01-01T{deleted}Z", deletionGracePeriodSeconds=30)
+    condition = {"type": "DisruptionTarget", "status": "True", "reason": reason, "lastTransitionTime": f"2026-01-01T{dated}Z"}
+    obj = {"metadata": meta, "spec": {"terminationGracePeriodSeconds": 30},
+           "status": {"phase": "Failed" if deleted is None else "Running", "conditions": [condition]}}
+    state = pod_state(obj, "main")
+    assert state.disrupted_since == base + since
+
+
 UNREACHABLE = "node.kubernetes.io/unreachable"
 
 

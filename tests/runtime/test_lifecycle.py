@@ -21,6 +21,7 @@ import pytest
 
 from flatjob.compiler import keys
 from flatjob.runtime.decisions.restart import BACKOFF_BASE, JITTER, SETTLE
+from flatjob.runtime.observe import seconds
 from flatjob.runtime.ratelimit import BURST
 from flatjob.runtime.sim.apiserver import kinds
 from flatjob.runtime.sim.containers import Program, until_deleted
@@ -1208,6 +1209,37 @@ def test_lifecycle_a_final_failure_is_not_excused_by_a_drain_that_began_after_it
     st = s.run_until(lambda st: st["phase"] == "Failed" or s.clock.now > failed_at + SETTLE + 30, limit=SETTLE + 60)
     assert not any("sim-master-0 failed with exit code 1 while" in e["message"] for e in events(s, "Disrupted"))
     assert (st["phase"], st["runtime"].get("disruptions"), restarts(st)) == ("Failed", 1, {"master": 0, "worker": 0})
+    assert condition(st, "Failed")["message"] == "PyTorchTrainingJob sim has failed: sim-master-0 failed with exit code 1"
+
+
+@pytest.mark.parametrize("how", ["drain", "preempt"])
+def test_lifecycle_a_disruption_reusing_a_stale_disruption_target_is_dated_by_its_deletion(how: str) -> None:
+    """A drain of worker-1 whose delete was refused (a webhook on pod DELETE) leaves it running
+    with DisruptionTarget=True (for 2 min, disruption.go); the master then exits 1 on its own
+    (permanent under ExitCode) and settles; 30 s later worker-1 is drained again, or preempted,
+    and goes.  That writer keeps the old condition's lastTransitionTime, since its status is
+    still True (apipod.UpdatePodCondition), so the condition dates the disruption 60 s back,
+    before the master's failure, which it would then excuse.  It began with the deletion
+    (deletionTimestamp less its grace): the master's failure came first, and the job fails as
+    it would without the stale condition."""
+    s = Scenario(pytorch(master=LONG, worker=LONG, policy="ExitCode"))
+    running(s, 3)
+    s.cluster.evict_pod(NAMESPACE, "sim-worker-1", delete_refused=True)
+    refused_at = s.clock.now
+    s.tick(30)
+    s.kubelet.kill("sim-master-0", 1)
+    failed_at = s.clock.now
+    s.tick(30)
+    assert s.status()["phase"] == "Running"  # settling
+    if how == "drain":
+        s.cluster.evict_pod(NAMESPACE, "sim-worker-1")
+    else:
+        s.kubelet.scheduler.preempt("sim-worker-1")
+    target = next(c for c in s.pods()["sim-worker-1"]["status"]["conditions"] if c["type"] == "DisruptionTarget")
+    assert seconds(target["lastTransitionTime"]) == refused_at  # reused: the new reason, the old time
+    st = s.run_until(lambda st: st["phase"] == "Failed" or s.clock.now > failed_at + SETTLE + 30, limit=SETTLE + 60)
+    assert not any("sim-master-0 failed with exit code 1 while" in e["message"] for e in events(s, "Disrupted"))
+    assert (st["phase"], st["backoffCount"], restarts(st)) == ("Failed", 0, {"master": 0, "worker": 0})
     assert condition(st, "Failed")["message"] == "PyTorchTrainingJob sim has failed: sim-master-0 failed with exit code 1"
 
 
