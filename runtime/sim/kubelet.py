@@ -89,8 +89,12 @@ which run-local's kubelet shares.  What the kubelet does, with the source it fol
   asked meanwhile (a partition healed); `reboot_node` brings it back without its containers:
   each that was running reads exited 255, reason Unknown, as containerd's CRI restore
   reports it, and the pod ends Failed (restartPolicy Never);
+- an unhealthy PLEG (`pleg_unhealthy`): the kubelet posts its node Ready=False and syncs no
+  pod (kubelet.go syncLoop, "Skipping pod synchronization"; pkg/kubelet/pleg/generic.go
+  Healthy), so its pods stay Running and Ready, their programs run on unreported, and a
+  deletion is not acted on until it relists again (`pleg_unhealthy(name, healthy=True)`);
 Test controls: `behaviors`, `kill`, `evict`, `reject`, `unpullable`, `unmountable`, nodes and their capacity
-(`add_node`), `lose_node`, `restore_node`, `reboot_node`, `delete_node`, `out_of_service`, and
+(`add_node`), `lose_node`, `restore_node`, `reboot_node`, `delete_node`, `out_of_service`, `pleg_unhealthy`, and
 `scheduler.preempt`.  Not emulated: probes, restarts of regular containers (every pod flatjob
 renders has restartPolicy Never, and the runtime creates no pod from a PodTemplate whose pod's
 is not: job.pod_spec refuses it), a sidecar restart's wait for the kubelet's next sync of the
@@ -306,6 +310,12 @@ class FakeKubelet:
         """The node's kubelet stops posting status (power loss, a partition)."""
         self.nodes[name].kubelet_up = False
 
+    def pleg_unhealthy(self, name: str, healthy: bool = False) -> None:
+        """The node's kubelet finds its PLEG unhealthy (a container runtime that hangs): it posts
+        Ready=False and syncs no pod, whose containers run on unseen; `healthy=True`: it relists
+        again and syncs what happened meanwhile (nodes.py)."""
+        self.nodes[name].pleg_healthy = healthy
+
     def restore_node(self, name: str) -> None:
         """The node's kubelet reports again, its containers still running (a partition healed)."""
         self.nodes[name].kubelet_up = True
@@ -392,8 +402,8 @@ class FakeKubelet:
             del self.runs[uid]  # removed from the API server: a kubelet kills what is not there
         for name, pod in pods:
             node = self.nodes.get((pod.get("spec") or {}).get("nodeName") or "")
-            if node is None or not node.kubelet_up or not node.exists:
-                continue
+            if node is None or not node.kubelet_up or not node.pleg_healthy or not node.exists:
+                continue  # (kubelet.go syncLoop: no pod is synced while a runtime health check fails)
             changed |= self._sync(name, pod, now)
         return changed
 

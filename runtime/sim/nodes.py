@@ -21,6 +21,14 @@ pods is what kube-controller-manager writes, in the same order:
   already Succeeded or Failed is force-deleted without a patch (markFailedAndDeletePodWithCondition); a
   terminating pod on a node tainted `node.kubernetes.io/out-of-service` is patched to Failed
   and force-deleted without a condition.
+- a kubelet whose PLEG is unhealthy (pkg/kubelet/pleg/generic.go Healthy: no relist within 3
+  min, "PLEG is not healthy: pleg was last seen active ...") posts Ready=False itself, reason
+  KubeletNotReady, and keeps posting; node lifecycle then taints the node `not-ready`
+  NoExecute but marks no pod NotReady: MarkPodsNotReady runs only where the posted Ready was
+  True and the controller's is not (monitorNodeHealth), i.e. for a node that stopped posting.
+  Its pods stay Running and Ready, and its kubelet syncs no pod meanwhile (kubelet.go syncLoop:
+  "Skipping pod synchronization" while a runtime health check fails), so taint eviction's
+  deletion hangs until the PLEG relists again;
 Not emulated: node-startup-grace-period, eviction rate limits and zone states, NoSchedule
 taints other than the ones above, the node's own conditions beyond Ready.
 """
@@ -60,8 +68,9 @@ class Node:
     allocatable: dict[str, str] | None = None  # cpu, memory, nvidia.com/gpu...; None: room for anything
     labels: dict[str, str] = field(default_factory=dict)
     kubelet_up: bool = True  # its kubelet runs and posts status
+    pleg_healthy: bool = True  # its kubelet's PLEG relists in time: else it posts Ready=False and syncs no pod
     heartbeat: float = 0.0  # when its kubelet last posted status
-    ready: str = "True"  # its Ready condition as the node lifecycle controller set it: True | Unknown
+    ready: str = "True"  # its Ready condition: True | False (its kubelet's, PLEG unhealthy) | Unknown (the node lifecycle controller's)
     taints: list[Obj] = field(default_factory=list)  # {key, effect, timeAdded (seconds)}
     deleted_at: float | None = None  # the Node object is gone (a cloud provider, `kubectl delete node`)
     gc_queued_at: float | None = None  # when PodGC's pass found it gone and quarantined it
@@ -115,7 +124,13 @@ class NodeControllers:
         for node in self.nodes.values():
             if not node.exists:
                 continue
-            if node.kubelet_up:
+            if node.kubelet_up and not node.pleg_healthy:
+                node.heartbeat = now
+                if node.ready != "False":  # the kubelet posts Ready=False itself: tainted, its pods left Ready
+                    node.ready = "False"
+                    node.taints = [t for t in node.taints if t["key"] not in (UNREACHABLE, NOT_READY)]
+                    node.taints.append({"key": NOT_READY, "effect": "NoExecute", "timeAdded": now})
+            elif node.kubelet_up:
                 node.heartbeat = now
                 if node.ready != "True":  # the kubelet is back: Ready again, taints lifted
                     node.ready = "True"

@@ -848,6 +848,42 @@ def test_lifecycle_a_node_that_comes_back_finishes_what_was_asked_meanwhile() ->
     assert st["backoffCount"] == 0
 
 
+def test_lifecycle_a_kubelet_whose_pleg_is_unhealthy_leaves_its_pods_running_then_its_deletion_hangs() -> None:
+    """Virtual time.  worker-1's node keeps reporting, but its kubelet's PLEG stalls (a hung
+    container runtime): the node is Ready=False by its kubelet's own word and tainted
+    not-ready, but no pod is marked NotReady (monitorNodeHealth marks pods only when the
+    controller itself finds a node silent) and the kubelet syncs none.  The program runs on:
+    nothing is lost, nothing counted.  After the pod's 300 s not-ready toleration taint eviction
+    deletes it, which the stalled kubelet cannot act on: the record names the disruption, then
+    the deletion that does not finish.  Once the PLEG relists, the kubelet stops the pod and the
+    job replaces it, uncounted."""
+    s = Scenario(TWO_NODES)
+    s.kubelet.nodes["fake-node-1"].allocatable = {"cpu": "2"}
+    s.kubelet.add_node("fake-node-2", {"cpu": "2"})
+    running(s, 3)
+    assert s.pods()["sim-worker-1"]["spec"]["nodeName"] == "fake-node-2"
+    old, stalled_at = uid(s, "sim-worker-1"), s.clock.now
+    s.kubelet.pleg_unhealthy("fake-node-2")
+    s.settle(120)
+    st = s.status()
+    assert s.kubelet.nodes["fake-node-2"].ready == "False" and s.pods()["sim-worker-1"]["status"]["phase"] == "Running"
+    assert (st["phase"], st["backoffCount"], restarts(st)) == ("Running", 0, {"master": 0, "worker": 0})
+    assert condition(st, "Ready")["message"] == "All pods are running normally."  # its containers do run
+    st = s.run_until(lambda st: condition(st, "Ready")["reason"] == "Disrupted", limit=300)
+    assert s.clock.now - stalled_at >= 300  # the pod's not-ready toleration
+    assert condition(st, "Ready")["message"] == ("pod sim-worker-1 is being disrupted (DeletionByTaintManager: Taint manager: deleting due to "
+                                                 "NoExecute taint); the job replaces it once it has stopped (not a restart)")
+    st = s.run_until(lambda st: condition(st, "Ready")["reason"] == "DeletionStuck", limit=120)
+    assert "kubectl delete pod sim-worker-1 --grace-period=0 --force" in condition(st, "Ready")["message"]
+    assert (st["phase"], st["backoffCount"], restarts(st), uid(s, "sim-worker-1")) == ("Running", 0, {"master": 0, "worker": 0}, old)
+    s.kubelet.pleg_unhealthy("fake-node-2", healthy=True)  # it relists: SIGTERM, the grace, status, removal
+    st = s.run_until(replaced(s, "sim-worker-1", old), limit=120)
+    st = s.run_until(lambda st: condition(st, "Ready")["status"] == "True", limit=30)
+    assert (st["phase"], st["backoffCount"], restarts(st), st["runtime"]["disruptions"]) == ("Running", 0, {"master": 0, "worker": 0}, 1)
+    assert [e["message"] for e in events(s, "Disrupted")] == [
+        "sim-worker-1 was disrupted (DeletionByTaintManager: Taint manager: deleting due to NoExecute taint); replacing it (not a restart)"]
+
+
 # --- init containers -----------------------------------------------------------------------------------
 
 INIT = pytorch(master=LONG, worker=LONG, policy="ExitCode").replace(
