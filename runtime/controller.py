@@ -159,11 +159,11 @@ class Controller:
         self.tensorboards: Lookup
         if self.scope.per_job:
             self.secrets = NamedWatches(lambda n: self._named(SECRETS, n, trim.named))
-            self.podgroups = NamedWatches(lambda n: self._named(PODGROUPS, n, trim.named))
+            self.podgroups = NamedWatches(lambda n: self._named(PODGROUPS, n, trim.podgroup))
             self.tensorboards = NamedWatches(lambda n: self._named(DEPLOYMENTS, n, trim.deployment))
         else:
             self.secrets = SecretProbe(self.cluster, self.namespace, SECRETS, trim.named, self.clock)
-            self.podgroups = self._label_watch("podgroups", PODGROUPS, PODGROUP_LABELS, trim.named)
+            self.podgroups = self._label_watch("podgroups", PODGROUPS, PODGROUP_LABELS, trim.podgroup)
             self.tensorboards = self._label_watch("tensorboards", DEPLOYMENTS, TENSORBOARD_LABELS, trim.deployment)
 
     def _not_served(self, key: JobKey) -> bool:

@@ -27,6 +27,7 @@ from .trim import TEMPLATE_BYTES, spec_of
 
 _META_FIELDS = ("name", "namespace", "labels", "annotations")
 SSH_KINDS = ("DeepSpeedJob", "ColossalAIJob")
+MISSING_SHOWN = 3  # missing PodTemplates a problem names
 
 
 class RecordError(ValueError):
@@ -189,8 +190,9 @@ def admitted_pods(record: Mapping[str, Any] | None) -> PodNames:
         return NO_NAMES
 
 
-def _pods(record: Mapping[str, Any], templates: Mapping[str, Any]) -> tuple[tuple[PodSpecView, ...], str | None]:
-    """The pods in rank order, and why they cannot be used yet (templates out of step)."""
+def _pods(record: Mapping[str, Any], templates: Mapping[str, Any], names: PodNames = NO_NAMES) -> tuple[tuple[PodSpecView, ...], str | None]:
+    """The pods in rank order, and why they cannot be used yet (templates out of step; `names`:
+    the pods the record names, to list the first missing ones)."""
     expected = ((record.get("metadata") or {}).get("annotations") or {}).get(keys.POD_TEMPLATES)
     try:
         job = str((record.get("metadata") or {}).get("name"))
@@ -200,7 +202,12 @@ def _pods(record: Mapping[str, Any], templates: Mapping[str, Any]) -> tuple[tupl
     if templates_digest([p.name for p in pods]) != expected:
         have = len(pods)
         want = str(expected).split(":", 1)[0]
-        return tuple(pods), f"waiting for the job's PodTemplates to match the record ({have} present, {want} expected)"
+        missing = [n for n, _ in zip((n for n in names if n not in templates), range(MISSING_SHOWN), strict=False)]
+        # A job of another kind and this name, from another folder, renders PodTemplates of the
+        # same names: applied after this job's, they are labelled for it (namesakes.py).
+        why = (f"; not found with its labels ({keys.JOB_KIND}={record.get('kind')}): {', '.join(missing)} "
+               f"(not applied yet, deleted, or rendered by a job of another kind named {job}, from another folder)") if missing else ""
+        return tuple(pods), f"waiting for the job's PodTemplates to match the record ({have} present, {want} expected){why}"
     return tuple(pods), None
 
 
@@ -243,7 +250,7 @@ def job_view(record: Mapping[str, Any], templates: Mapping[str, Any]) -> JobView
     notes = meta.get("annotations") or {}
     names = expected_pods(job)  # only templates of the job's own pod names count: others with its labels are anyone's
     own = {n: t for n, t in templates.items() if n in names}
-    pods, problem = _pods(record, own)
+    pods, problem = _pods(record, own, names)
     e = _elastic(job)
     target = min_nodes = None
     if e is not None:

@@ -85,6 +85,21 @@ def vouched(pods: Iterable[dict[str, Any]], record: dict[str, Any], secret: dict
     return made is not None and any(s is not None and made < s for s in stamps)
 
 
+def meta_name(obj: dict[str, Any]) -> str:
+    return str((obj.get("metadata") or {}).get("name"))
+
+
+def _namesake_owner(secret: dict[str, Any], record: dict[str, Any]) -> str | None:
+    """`<Kind> <name>` when the Secret's controller ownerReference is a record of another kind and
+    the same name (a namesake from another folder made it), else None."""
+    refs = (secret.get("metadata") or {}).get("ownerReferences") or []
+    ref = next((r for r in refs if isinstance(r, dict) and r.get("controller") is True), None)
+    meta = record.get("metadata") or {}
+    if ref is None or ref.get("name") != meta.get("name") or ref.get("kind") == record.get("kind") or ref.get("uid") == meta.get("uid"):
+        return None
+    return f"{str(ref.get('kind'))[:64]} {ref.get('name')}"
+
+
 def foreign_secret(name: str, secret: dict[str, Any] | None, record: dict[str, Any], trusted: str | None, vouch: bool) -> ForeignSecret | None:
     """The refusal for an existing `<job>-ssh` Secret the runtime did not create, else None
     (`trusted`: the uid this runtime process's create returned, if it made one; `vouch`: a
@@ -96,6 +111,12 @@ def foreign_secret(name: str, secret: dict[str, Any] | None, record: dict[str, A
         return None
     why = ("it lacks the record's controller ownerReference, which the runtime's own always has" if not owned_by(secret, record)
            else "this runtime process did not make it and no pod of the job was released with it")
+    owner = _namesake_owner(secret, record)
+    if owner:  # deleting it would take the key from under the other job's pods
+        return ForeignSecret(
+            f"Secret {name} is owned by {owner}, another job named {meta_name(record)} in this namespace (its pods, Service, Secret and PodGroup "
+            "have this job's names too): its key is not this job's, so no pod is released; rename one of the jobs, or delete the other"
+        )
     return ForeignSecret(
         f"Secret {name} exists but was not created by this job's runtime ({why}): its key would let whoever made it into every pod "
         "of the job, so no pod is released; delete the Secret and the runtime makes a fresh key pair"

@@ -252,6 +252,16 @@ def named(obj: Obj) -> Obj:
     return {"metadata": meta(obj, labels=False, annotations=False)}
 
 
+def podgroup(obj: Obj) -> Obj:
+    """A PodGroup, watched for existence and for the job kind it is labelled for (its
+    app.kubernetes.io/name: a namesake's of another kind is not the job's, namesakes.py)."""
+    out = named(obj)
+    label = _dict(_dict(obj.get("metadata")).get("labels")).get(keys.APP_NAME)
+    if isinstance(label, str) and len(label) <= _NOTE_CAP:
+        out["metadata"]["labels"] = {keys.APP_NAME: label}
+    return out
+
+
 def template(obj: Obj) -> Obj:
     """A PodTemplate: its metadata (labels, the compiler's annotations), its pod's labels and
     annotations, whether its pod is gated and its restartPolicy (the runtime's shape checks,

@@ -37,9 +37,10 @@ from .decisions import Action, Cycle, World, reconcile, scale_backoff
 from .decisions.cleanup import STOP_DEADLINE
 from .decisions.refuse import refused_status
 from .events import EventRecorder, Write
-from .job import RecordError, job_view
+from .job import RecordError, admitted_pods, job_view
 from .lookups import SECRET_RETRY, SECRET_TTL
 from .model import GATE, JobView, Ledger, PodState
+from .namesakes import NameTaken, podgroup_taken, pods_taken
 from .observe import pod_state
 from .scope import JobKey, job_key
 from .sshkeys import (
@@ -214,7 +215,8 @@ class JobWorker:
         world, self._refused = self._world(job), None
         # An unproven <job>-ssh is replaced, someone else's refused: either way creating and
         # releasing pods waits, and every other decision goes on (outcomes, status, clean-up).
-        foreign = self._judge_secret(job, world, record, ledger)
+        # A namesake's (another kind's job of this name, namesakes.py) pods or PodGroup: the same.
+        foreign = self._namesake(job, record, ledger) or self._judge_secret(job, world, record, ledger)
         self._reported = None
         owner = uid_of(record)
         states = self._states
@@ -408,6 +410,18 @@ class JobWorker:
         made = self._made_secret(job)
         vouch = uid_of(secret) != made and vouched(self.ctl.pods.of(self.key).values(), record, secret)
         return foreign_secret(job.ssh_secret, secret, record, made, vouch)
+
+    def _namesake(self, job: JobView, record: Obj, ledger: Ledger) -> NameTaken | None:
+        """A job of another kind and this name holding this job's pod names (its pods, as cached:
+        the pods are watched by the job-name label whatever their kind), or labelling the PodGroup
+        this job's pods join as its own: no pod is created or released meanwhile (namesakes.py)."""
+        if ledger.outcome is not None:
+            return None  # a finished job creates no pod again
+        others = {k: pods for k in keys.RECORD_PLURALS if k != self.kind and (pods := self.ctl.pods.of((k, self.name)))}
+        taken = pods_taken(self.kind, self.name, self.namespace, uid_of(record), admitted_pods(record), others) if others else None
+        if taken is None and job.podgroup:
+            taken = podgroup_taken(self.kind, self.name, self.ctl.podgroups.get(job.name)[1])
+        return taken
 
     def _judge_secret(self, job: JobView, world: World, record: Obj, ledger: Ledger) -> ForeignSecret | None:
         """The job's `<job>-ssh` when this process may not trust it: one with the record's
@@ -643,6 +657,10 @@ class JobWorker:
         if there is None or job_key(there) == self.key:
             return None
         kind, job = self.key
+        other = job_key(there)
+        namesake = pods_taken(kind, job, self.namespace, self.uid, (name,), {other[0]: {name: there}}) if other and other[1] == job and other[0] != kind else None
+        if namesake is not None:  # a job of another kind and this name made it (namesakes.py)
+            return str(namesake)
         return (f"pod {name} already exists without this job's labels ({keys.JOB_KIND}={kind}, {keys.JOB_NAME}={job}): someone made it, "
                 "or took them off the job's own, so the runtime neither sees nor replaces it; delete it or give it back its labels")
 

@@ -199,17 +199,22 @@ def _note(name: str, key: str, value: str | None, where: str = "metadata") -> Ca
 
 
 OUT_OF_STEP = "waiting for the job's PodTemplates to match the record"
+
+
+def missing(*names: str, kind: str = "DeepSpeedJob") -> str:
+    """What the problem adds: the first missing templates, and what may have become of them."""
+    return f"; not found with its labels ({keys.JOB_KIND}={kind}): {', '.join(names)} (not applied yet, deleted, or rendered by a job of another kind named j, from another folder)"
 SHAPE = "waiting for the job's PodTemplates: PodTemplate j-worker-1:"
 
 # edit of the compiled DeepSpeedJob's three PodTemplates: problem, pods still seen
 PROBLEMS = [
     pytest.param(lambda ts: None, None, 3, id="as-compiled"),
-    pytest.param(_without("j-worker-1"), f"{OUT_OF_STEP} (2 present, 3 expected)", 2, id="one-missing"),
-    pytest.param(lambda ts: ts.clear(), f"{OUT_OF_STEP} (0 present, 3 expected)", 0, id="none-yet"),
+    pytest.param(_without("j-worker-1"), f"{OUT_OF_STEP} (2 present, 3 expected){missing('j-worker-1')}", 2, id="one-missing"),
+    pytest.param(lambda ts: ts.clear(), f"{OUT_OF_STEP} (0 present, 3 expected){missing('j-worker-0', 'j-worker-1', 'j-worker-2')}", 0, id="none-yet"),
     # A PodTemplate of a name the record does not render is not the job's: anyone who may write
     # in the namespace can make one with its labels (before issue 21, it stalled the job).
     pytest.param(_extra, None, 3, id="one-extra-is-ignored"),
-    pytest.param(_renamed, f"{OUT_OF_STEP} (2 present, 3 expected)", 2, id="one-renamed-is-missing"),
+    pytest.param(_renamed, f"{OUT_OF_STEP} (2 present, 3 expected){missing('j-worker-1')}", 2, id="one-renamed-is-missing"),
     pytest.param(_note("j-worker-1", keys.RANK, "x"), f"{SHAPE} annotation {keys.RANK} is 'x', not a number", 0, id="rank-not-a-number"),
     pytest.param(_note("j-worker-1", keys.WAVE, None), f"{SHAPE} annotation {keys.WAVE} is None, not a number", 0, id="wave-missing"),
     pytest.param(_note("j-worker-1", keys.SEAT, "-1"), f"{SHAPE} annotation {keys.SEAT} is '-1', not a number", 0, id="seat-negative"),
@@ -262,7 +267,7 @@ def test_a_record_revision_ahead_of_its_templates_is_a_problem() -> None:
     """A commit that adds a replica: the record arrives before the new PodTemplate."""
     record, _ = compiled(source("DeepSpeedJob").replace("replicas: 3", "replicas: 4"))
     _, templates = compiled(source("DeepSpeedJob"))
-    assert job_view(record, templates).problem == f"{OUT_OF_STEP} (3 present, 4 expected)"
+    assert job_view(record, templates).problem == f"{OUT_OF_STEP} (3 present, 4 expected){missing('j-worker-3')}"
 
 
 @pytest.mark.parametrize(("edit", "problem", "seen"), [p for p in PROBLEMS if p.values[1] is not None])

@@ -1,0 +1,78 @@
+"""Another job of the same name in the namespace: a job of another kind (a PyTorchTrainingJob
+`x` beside a DeepSpeedJob `x`), compiled from another folder, so that compile's check across
+jobs (FJ315) never saw both.
+
+A job's pods, its PodTemplates, its Service, its `<job>-ssh` Secret and its PodGroup are named
+after the job's name alone, as T9k names them; two jobs of one name share every one of those
+names.  The rule (docs/runtime.md, "Two jobs of one name"): a job never touches, adopts or
+trusts an object of its namesake's.  Its pods are told apart by their kind label and their
+controller ownerReference (the record's uid); its PodGroup by the kind it is labelled for; its
+Secret by its ownerReference.  The job that finds its namesake's pods holding its pod names
+creates and releases no pod, says so (Stalled, reason NameTaken, and a Warning Event), and
+runs once they are gone; everything else goes on (its outcome, deadlines, clean-up).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Container, Iterable, Mapping
+from typing import Any
+
+from flatjob.compiler import keys
+
+from .sshkeys import ForeignSecret
+
+Obj = dict[str, Any]
+SHOWN = 3  # pod names a message lists
+
+
+class NameTaken(ForeignSecret):
+    """The job's pod names (or its PodGroup) are held by a namesake of another kind: no pod is
+    created or released until they are free; every other decision goes on."""
+
+    reason = "NameTaken"
+
+
+RULE = ("a job's pods, PodTemplates, Service, SSH Secret and PodGroup are named after the job alone, so two jobs of one name cannot both "
+        "run in a namespace, whatever their kinds (compile refuses them in one folder, FJ315, but cannot see another folder)")
+
+
+def _owner_uid(obj: Mapping[str, Any]) -> str | None:
+    refs = (obj.get("metadata") or {}).get("ownerReferences") or []
+    return next((r.get("uid") for r in refs if isinstance(r, Mapping) and r.get("controller") is True), None)
+
+
+def _listed(names: Iterable[str]) -> str:
+    names = sorted(names)
+    more = f" and {len(names) - SHOWN} more" if len(names) > SHOWN else ""
+    return ", ".join(names[:SHOWN]) + more
+
+
+def pods_taken(kind: str, name: str, namespace: str, record_uid: str | None, wanted: Container[str],
+               namesakes: Mapping[str, Mapping[str, Obj]]) -> NameTaken | None:
+    """The refusal when pods of a namesake (`namesakes`: another kind -> its pods by name, of the
+    job's own name) hold any of the names this job's pods need (`wanted`), else None.  A pod the
+    record itself controls (by uid) is never the namesake's, whatever its labels say."""
+    for other in sorted(namesakes):
+        held = {n for n, p in namesakes[other].items() if n in wanted and _owner_uid(p) != record_uid}
+        if held:
+            owners = sorted({u for n in held if (u := _owner_uid(namesakes[other][n]))})
+            whose = f" (owned by its record, uid {owners[0]})" if len(owners) == 1 else ""
+            return NameTaken(
+                f"{'pod' if len(held) == 1 else 'pods'} {_listed(held)} {'belongs' if len(held) == 1 else 'belong'} to {other} {name}{whose}, another job named {name} in namespace {namespace}: {RULE}; "
+                f"this {kind} creates and releases no pod while that job's pods hold its pod names, and never touches them; rename one of the jobs"
+            )
+    return None
+
+
+def podgroup_taken(kind: str, name: str, group: Mapping[str, Any] | None) -> NameTaken | None:
+    """The refusal when the PodGroup `name` this job's pods join is labelled for another kind
+    (app.kubernetes.io/name, which compile writes on it): a namesake's gang, with its minMember."""
+    labels = ((group or {}).get("metadata") or {}).get("labels") or {}
+    label = labels.get(keys.APP_NAME)
+    if not isinstance(label, str) or label == kind.lower():
+        return None
+    other = next((k for k in keys.RECORD_PLURALS if k.lower() == label), label)
+    return NameTaken(
+        f"PodGroup {name} is labelled for {other} {name} ({keys.APP_NAME}={label}), another job named {name}: {RULE}; "
+        f"this {kind} creates and releases no pod into another job's gang; rename one of the jobs"
+    )

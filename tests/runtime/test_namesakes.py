@@ -1,0 +1,133 @@
+"""Two jobs of one name and different kinds in one namespace, compiled from two folders (so
+compile's FJ315 never sees both): a PyTorchTrainingJob `x` runs, then a DeepSpeedJob `x` is
+applied beside it.  Their pods (`x-worker-0`, `x-worker-1`), PodTemplates and Service share
+names (docs/runtime.md, "Two jobs of one name"; runtime/namesakes.py).
+
+- the first job's pods are never touched (no create, delete or patch of a pod after the second
+  arrives) and run on; its status names the PodTemplates the second job's apply took over;
+- the second job creates and releases no pod while the first job's pods hold its names, says
+  why (Stalled, reason NameTaken, naming the other job) in one Warning Event and a status
+  written a bounded number of times (no flapping: before, it tried to create `x-worker-0` again
+  after each back-off, with a status write and an Event each time, and blamed "someone" who
+  took the pod's labels off);
+- once the first job's record is deleted (its pods with it), the second runs, its pods its own.
+Both runtime modes: one namespace runtime serves both jobs, or one runtime per job.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from flatjob.compiler import keys
+from flatjob.compiler.options import CompileOptions
+from flatjob.runtime.controller import Controller
+from flatjob.runtime.lookups import SECRET_TTL
+from flatjob.runtime.namesakes import NameTaken, podgroup_taken, pods_taken
+from flatjob.runtime.sshkeys import foreign_secret
+
+from .gitops import _Tool
+from .harness import NAMESPACE, REAL, Scenario, compile_text
+from .test_scenarios import DEEPSPEED, pytorch
+
+pytestmark = pytest.mark.skipif(REAL, reason="two runtimes on one virtual clock")
+
+FIRST = pytorch(master="sleep 3000", worker="sleep 3000").replace("name: sim", "name: x")
+SECOND = DEEPSPEED.replace("name: ds", "name: x")
+SECOND_PODS = ("x-worker-0", "x-worker-1", "x-worker-2")
+
+
+def _condition(st: dict[str, Any], ctype: str) -> dict[str, Any]:
+    return next((c for c in st.get("conditions") or [] if c["type"] == ctype), {})
+
+
+def _events(s: Scenario, kind: str, reason: str) -> list[dict[str, Any]]:
+    return [o for (r, _, _), o in s.cluster.objects.items() if r == "events" and o.get("reason") == reason and (o.get("involvedObject") or o.get("regarding") or {}).get("kind") == kind]
+
+
+def test_a_namesake_of_another_kind_from_another_folder_never_touches_the_first_jobs_pods_and_says_why(runtime_mode: str) -> None:
+    s = Scenario(FIRST)
+    s.run_until(lambda st: (st.get("aggregate") or {}).get("running") == 3, limit=60)
+    first = {n: p["metadata"]["uid"] for n, p in s.pods().items()}
+    for name in SECOND_PODS:  # the second job's workers, once they start, run till the test ends
+        s.kubelet.behaviors[name] = lambda pod, env: (float("inf"), None)
+    second_folder = compile_text(SECOND, CompileOptions(namespace=NAMESPACE, runtime=runtime_mode))  # type: ignore[arg-type]
+    _Tool(s.cluster, second_folder).reconcile()  # `kubectl apply -k` of the other folder: its PodTemplates overwrite the first's of the same names
+    second_runtime = None
+    if runtime_mode == "job":  # the second job's own runtime, beside the first's (same process name: the harness's chaos hook lets it through)
+        second_runtime = Controller(s.kube(f"runtime-{s.generation}"), NAMESPACE, "DeepSpeedJob", "x", identity=f"runtime-{s.generation}", clock=s.clock, use_lease=False)
+        second_runtime.start()
+    start = len(s.server.log)
+    try:
+        for _ in range(90):
+            s.tick()
+            if second_runtime is not None:
+                second_runtime.step()
+        writes = [r for r in s.server.log[start:] if r.verb in ("create", "update", "patch", "delete")]
+        assert not [(r.verb, r.name) for r in writes if r.resource == "pods"], "a pod was created, patched or deleted"
+        assert {n: p["metadata"]["uid"] for n, p in s.pods().items()} == first
+        assert all(p["status"]["phase"] == "Running" for p in s.pods().values())
+
+        second = s.cluster.record_status(NAMESPACE, "deepspeedjobs", "x")
+        stalled = _condition(second, "Stalled")
+        assert (stalled.get("status"), stalled.get("reason")) == ("True", "NameTaken"), second.get("conditions")
+        assert "pods x-worker-0, x-worker-1 belong to PyTorchTrainingJob x" in stalled["message"] and "never touches them" in stalled["message"], stalled["message"]
+        said = _events(s, "DeepSpeedJob", "NameTaken")
+        assert len(said) == 1 and said[0].get("count", 1) == 1 and said[0]["type"] == "Warning", said
+        status_writes = [r for r in writes if r.resource == "deepspeedjobs.flatjob.dev/status"]
+        assert len(status_writes) <= 3, len(status_writes)  # said once, not re-said every back-off
+        assert not _events(s, "DeepSpeedJob", "GangRefused")
+
+        ready = _condition(s.status(), "Ready")
+        assert ready["status"] == "False" and "x-worker-0, x-worker-1" in ready["message"] and "another kind named x" in ready["message"], ready
+
+        # The first job goes (its pods with it, by their ownerReference, after their 30 s of
+        # grace): the names are free, and the second job sees so within SECRET_TTL.
+        s.cluster.delete_record(NAMESPACE, "pytorchtrainingjobs", "x")
+        for _ in range(int(SECRET_TTL) + 90):
+            s.tick()
+            if second_runtime is not None:
+                second_runtime.step()
+            if sorted(s.pods()) == list(SECOND_PODS) and all(p["status"].get("phase") == "Running" for p in s.pods().values()):
+                break
+        pods = s.pods()
+        assert sorted(pods) == list(SECOND_PODS), (sorted(pods), s.cluster.record_status(NAMESPACE, "deepspeedjobs", "x"))
+        record = s.cluster.record(NAMESPACE, "deepspeedjobs", "x")
+        assert all(ref["uid"] == record["metadata"]["uid"] for p in pods.values() for ref in p["metadata"]["ownerReferences"])
+        assert all(p["metadata"]["labels"][keys.JOB_KIND] == "DeepSpeedJob" for p in pods.values())
+        assert _condition(s.cluster.record_status(NAMESPACE, "deepspeedjobs", "x"), "Stalled").get("status") == "False"
+    finally:
+        if second_runtime is not None:
+            second_runtime.close()
+
+
+# --- the rule's pure parts ----------------------------------------------------------------------
+
+
+def _pod(kind: str, uid: str) -> dict[str, Any]:
+    return {"metadata": {"labels": {keys.JOB_KIND: kind, keys.JOB_NAME: "x"}, "ownerReferences": [{"kind": kind, "name": "x", "uid": uid, "controller": True}]}}
+
+
+def test_pods_of_a_namesake_hold_the_names_but_a_pod_the_record_owns_never_does() -> None:
+    taken = pods_taken("DeepSpeedJob", "x", "team", "uid-ds", {"x-worker-0", "x-worker-1"}, {"PyTorchTrainingJob": {"x-worker-0": _pod("PyTorchTrainingJob", "uid-pt"), "x-master-0": _pod("PyTorchTrainingJob", "uid-pt")}})
+    assert isinstance(taken, NameTaken) and taken.reason == "NameTaken"
+    assert str(taken).startswith("pod x-worker-0 belongs to PyTorchTrainingJob x (owned by its record, uid uid-pt), another job named x in namespace team")
+    assert pods_taken("DeepSpeedJob", "x", "team", "uid-ds", {"x-worker-0"}, {"PyTorchTrainingJob": {"x-master-0": _pod("PyTorchTrainingJob", "uid-pt")}}) is None
+    assert pods_taken("DeepSpeedJob", "x", "team", "uid-ds", {"x-worker-0"}, {"PyTorchTrainingJob": {"x-worker-0": _pod("PyTorchTrainingJob", "uid-ds")}}) is None
+
+
+def test_a_podgroup_labelled_for_another_kind_is_a_namesakes_gang() -> None:
+    group = {"metadata": {"name": "x", "labels": {keys.APP_NAME: "deepspeedjob"}}}
+    taken = podgroup_taken("PyTorchTrainingJob", "x", group)
+    assert taken is not None and str(taken).startswith("PodGroup x is labelled for DeepSpeedJob x")
+    assert podgroup_taken("DeepSpeedJob", "x", group) is None
+    assert podgroup_taken("DeepSpeedJob", "x", {"metadata": {"name": "x"}}) is None  # unlabelled: as before
+    assert podgroup_taken("DeepSpeedJob", "x", None) is None
+
+
+def test_a_secret_owned_by_a_namesake_is_refused_and_named_not_offered_for_deletion() -> None:
+    record = {"kind": "ColossalAIJob", "metadata": {"name": "x", "uid": "uid-ca"}}
+    secret = {"metadata": {"name": "x-ssh", "uid": "s1", "ownerReferences": [{"kind": "DeepSpeedJob", "name": "x", "uid": "uid-ds", "controller": True}]}}
+    refused = foreign_secret("x-ssh", secret, record, None, vouch=True)
+    assert refused is not None and "owned by DeepSpeedJob x, another job named x" in str(refused) and "delete the Secret" not in str(refused)
