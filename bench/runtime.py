@@ -29,7 +29,15 @@ What it measures:
 With --jobs, `per_job` gives the same load's totals under --runtime job: one runtime per job,
 measured on the first --per-job-sample jobs (each its own process) and scaled to --jobs; the
 memory they would request is what their rendered Deployments ask for, summed.
-With --failing N, N of the jobs crash-loop (their pods exit 1 two seconds after they start).
+With --failing N, N of the jobs crash-loop (their pods exit 1 two seconds after they start;
+each restart waits the runtime's back-off, 10 s doubling to 5 min) and the status latency is
+measured on the others (healthy_jobs, failing_jobs); failing_writes_during_changes,
+failing_restarts_during_changes and changes_beside_a_failing_write (made within 1 s of a write
+for a crash-looping job) say how much of the crash loop's work the changes met, and
+status_latency_beside_failing_max_s the latency of those changes.  Started with the others, a
+crash loop is at a back-off of 80-160 s by the time the changes are made (two of twenty changes
+met its work in one run); with --fail-late its pods run until the changes begin and fail from then
+on, so its first restarts (after 10 s, 20 s) fall among the changes.
 With --hung N, N more jobs crash-loop and, once every pod runs, each write the runtime makes to
 their record's status or to one of their pods waits --hang seconds before the API server
 answers (an admission webhook near its 10 s time-out): the healthy jobs' status latency is
@@ -80,6 +88,7 @@ spec:
               resources: {{requests: {{cpu: 100m, memory: 64Mi}}, limits: {{memory: 64Mi}}}}
 """
 RUNTIME_AGENT = "(bench-runtime"
+CRASH_NEAR = 1.0  # seconds: a change this soon after a crash-looping job's write was measured beside its work
 QUIET = ("watch", )  # request verbs that are not work the runtime chose to do
 
 
@@ -164,7 +173,7 @@ class Bench:
     """The fake API server and kubelet in this process; the runtimes in their own."""
 
     def __init__(self, manifests: list[dict[str, Any]], tmp: Path, runtime: str, failing: set[str] = frozenset(),  # type: ignore[assignment]
-                 hung: set[str] = frozenset(), hang: float = 0.0, concurrency: tuple[str, ...] = ()):  # type: ignore[assignment]
+                 hung: set[str] = frozenset(), hang: float = 0.0, concurrency: tuple[str, ...] = (), fail_late: bool = False):  # type: ignore[assignment]
         from flatjob.compiler import keys
         from flatjob.runtime.sim.cluster import FakeCluster
         from flatjob.runtime.sim.containers import Program
@@ -182,9 +191,10 @@ class Bench:
                 obj["metadata"]["namespace"] = NS
                 self.cluster.apply(obj)
         self.pods = sorted(o["metadata"]["name"] for o in manifests if o["kind"] == "PodTemplate")
-        for pod in self.pods:
-            if pod.rsplit("-worker-", 1)[0] in failing:
-                self.kubelet.behaviors[pod] = lambda p, env: Program(2.0, 1)
+        self.crashing = [pod for pod in self.pods if pod.rsplit("-worker-", 1)[0] in failing and not (fail_late and pod.rsplit("-worker-", 1)[0] not in hung)]
+        self.late = [pod for pod in self.pods if pod.rsplit("-worker-", 1)[0] in failing and pod not in self.crashing]
+        for pod in self.crashing:
+            self.kubelet.behaviors[pod] = lambda p, env: Program(2.0, 1)
         self.requested_mib = sum(int(c["resources"]["requests"]["memory"].rstrip("Mi")) for o in manifests if o["kind"] == "Deployment"
                                  for c in o["spec"]["template"]["spec"]["containers"] if c["name"] == "runtime")
         kubeconfig = self.server.kubeconfig(tmp / "kubeconfig", NS)
@@ -202,13 +212,19 @@ class Bench:
         self.hung_writes = 0
         self.hung_out = 0  # hung requests waiting now
         self.beside_hung = 0  # changes measured while a hung request was waiting
+        self.beside_crash = 0  # changes measured within CRASH_NEAR s of a write for a crash-looping job
+        self.beside_crash_latencies: list[float] = []
         self.hanging = False  # set once every pod runs: the hung jobs' writes wait `hang` seconds from then on
+        self.failing = failing - hung
+        self.failing_writes: list[float] = []  # when each of the runtime's writes for a crash-looping job arrived
         self.server.on_request = self._on_request
 
     def _on_request(self, verb: str, resource: str, namespace: str | None, name: str | None, agent: str) -> None:
         if RUNTIME_AGENT in agent and verb in ("create", "update", "patch", "delete"):
             self.writes.append(time.monotonic())
-            if self.hanging and name and (name if resource.endswith("/status") else name.rsplit("-worker-", 1)[0]) in self.hung:
+            if name and _job_of(name, resource) in self.failing:
+                self.failing_writes.append(time.monotonic())
+            if self.hanging and name and _job_of(name, resource) in self.hung:
                 self.hung_writes += 1
                 self.hung_out += 1
                 time.sleep(self.hang)
@@ -292,19 +308,38 @@ class Bench:
         self.target = (job, phase, count)
         t0 = time.perf_counter()
         self.beside_hung += self.hung_out > 0
+        since = time.monotonic() - CRASH_NEAR
         self.kubelet.kill(pod, code)
         deadline = time.perf_counter() + 60
         while not self.seen.wait(0.01):
             self.kubelet.tick()  # the crash-looping jobs' pods go on failing meanwhile
             if time.perf_counter() > deadline:
                 raise SystemExit(f"bench: {pod} {phase} never reached the status")
+        near = any(at >= since for at in self.failing_writes)
+        self.beside_crash += near
+        if near:
+            self.beside_crash_latencies.append(self.seen_at - t0)
         self.sample()
         return self.seen_at - t0
+
+    def start_failing(self) -> None:
+        """--fail-late: the crash-looping jobs' pods fail now, and every incarnation after them
+        two seconds after it starts (their back-off starts from its first, shortest step)."""
+        from flatjob.runtime.sim.containers import Program
+
+        for pod in self.late:
+            self.kubelet.behaviors[pod] = lambda p, env: Program(2.0, 1)
+            self.kubelet.kill(pod, 1)
 
     def close(self) -> None:
         for r in self.runtimes:
             r.close()
         self.server.close()
+
+
+def _job_of(name: str, resource: str) -> str:
+    """The job a write is for: a record's status by its name, a pod by its name's prefix."""
+    return name if resource.endswith("/status") else name.rsplit("-worker-", 1)[0]
 
 
 def _most_within(times: list[float], window: float) -> int:
@@ -360,13 +395,14 @@ def measure(names: list[str], pods: int, runtime: str, args: argparse.Namespace,
     manifests = compile_jobs(names, pods, runtime)
     with tempfile.TemporaryDirectory() as tmp:
         concurrency = ("--concurrency", str(args.concurrency)) if getattr(args, "concurrency", None) else ()
-        bench = Bench(manifests, Path(tmp), runtime, failing | hung, hung, getattr(args, "hang", 0.0), concurrency)
+        bench = Bench(manifests, Path(tmp), runtime, failing | hung, hung, getattr(args, "hang", 0.0), concurrency, getattr(args, "fail_late", False))
         failing = failing | hung
         try:
             n = len(bench.pods)
             healthy = [j for j in bench.jobs if j not in failing]
-            out: dict[str, Any] = {"jobs": len(bench.jobs), "pods": n, "runtime": runtime, "runtime_processes": len(bench.runtimes)}
-            out["startup_s"] = bench.until(lambda: bench.running() >= n - pods * len(failing), 1800, "every pod Running in the status")
+            out: dict[str, Any] = {"jobs": len(bench.jobs), "pods": n, "runtime": runtime, "runtime_processes": len(bench.runtimes),
+                                   **({"healthy_jobs": len(healthy), "failing_jobs": len(failing - hung)} if failing - hung else {})}
+            out["startup_s"] = bench.until(lambda: bench.running() >= n - len(bench.crashing), 1800, "every pod Running in the status")
             if hung:
                 bench.hanging = True
                 out.update(hung_jobs=len(hung), hang_s=args.hang)
@@ -377,6 +413,8 @@ def measure(names: list[str], pods: int, runtime: str, args: argparse.Namespace,
                 out.update(rss_peak_mib=round(max(r.peak_kib for r in bench.runtimes) / 1024, 1), versions=versions())
                 return out
             latencies, per_event = [], []
+            bench.start_failing()
+            crash_writes, restarts = len(bench.failing_writes), {j: bench.status(j).get("backoffCount", 0) for j in failing - hung}
             for i in range(args.changes):
                 job = healthy[i] if len(healthy) > 1 else healthy[0]
                 pod = f"{job}-worker-{0 if len(healthy) > 1 else i}"
@@ -410,6 +448,9 @@ def measure(names: list[str], pods: int, runtime: str, args: argparse.Namespace,
                 reconcile_cycles=int(metrics.get("flatjob_reconcile_seconds_count", 0)),
                 api_errors=int(sum(v for k, v in metrics.items() if k.startswith("flatjob_api_errors_total"))),
                 **({"hung_writes": bench.hung_writes, "changes_beside_a_hung_request": bench.beside_hung} if hung else {}),
+                **({"failing_writes_during_changes": len(bench.failing_writes) - crash_writes, "changes_beside_a_failing_write": bench.beside_crash,
+                    "failing_restarts_during_changes": sum(bench.status(j).get("backoffCount", 0) - c for j, c in restarts.items()),
+                    "status_latency_beside_failing_max_s": round(max(bench.beside_crash_latencies, default=0.0), 4)} if failing - hung else {}),
                 versions=versions(),
             )
             return out
@@ -446,6 +487,7 @@ def main() -> None:
     parser.add_argument("--jobs", type=int, default=1, help="jobs in the namespace")
     parser.add_argument("--pods-per-job", type=int, default=4)
     parser.add_argument("--failing", type=int, default=0, help="how many of the jobs crash-loop")
+    parser.add_argument("--fail-late", action="store_true", help="the --failing jobs start crash-looping when the changes begin (their back-off at its shortest meanwhile)")
     parser.add_argument("--hung", type=int, default=0, help="how many more jobs crash-loop behind writes that wait --hang seconds")
     parser.add_argument("--hang", type=float, default=10.0, help="seconds each write to a hung job's status or pods waits")
     parser.add_argument("--concurrency", type=int, default=None, help="the namespace runtime's --concurrency (default: its own)")
