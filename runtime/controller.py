@@ -276,8 +276,11 @@ class Controller:
         for informer in self.records.values():
             touched |= informer.drain()
         self._readmit(touched)
-        for informer in (self.pods, self.templates):
-            touched |= informer.drain()
+        pods = self.pods.drain()
+        touched |= pods | self.templates.drain()
+        # A job's pods changed: a namesake of another kind whose pod names they may hold looks
+        # again at once (namesakes.py), not SECRET_TTL later.
+        touched |= {(kind, name) for _, name in pods for kind in keys.RECORD_PLURALS if (kind, name) in self.workers}
         names = self.secrets.touched() | self.podgroups.touched() | self.tensorboards.touched()
         if names:  # a Secret, PodGroup or Deployment: the jobs that name it
             touched |= {k for k, w in self.workers.items() if names & set(w.wants())}

@@ -9,7 +9,8 @@ trusts an object of its namesake's.  Its pods are told apart by their kind label
 controller ownerReference (the record's uid); its PodGroup by the kind it is labelled for; its
 Secret by its ownerReference.  The job that finds its namesake's pods holding its pod names
 creates and releases no pod, says so (Stalled, reason NameTaken, and a Warning Event), and
-runs once they are gone; everything else goes on (its outcome, deadlines, clean-up).
+runs once they are gone (the controller wakes it as its namesake's pods change); everything
+else goes on (its outcome, deadlines, clean-up).
 """
 
 from __future__ import annotations

@@ -23,7 +23,6 @@ import pytest
 from flatjob.compiler import keys
 from flatjob.compiler.options import CompileOptions
 from flatjob.runtime.controller import Controller
-from flatjob.runtime.lookups import SECRET_TTL
 from flatjob.runtime.namesakes import NameTaken, podgroup_taken, pods_taken
 from flatjob.runtime.sshkeys import foreign_secret
 
@@ -36,6 +35,7 @@ pytestmark = pytest.mark.skipif(REAL, reason="two runtimes on one virtual clock"
 FIRST = pytorch(master="sleep 3000", worker="sleep 3000").replace("name: sim", "name: x")
 SECOND = DEEPSPEED.replace("name: ds", "name: x")
 SECOND_PODS = ("x-worker-0", "x-worker-1", "x-worker-2")
+GRACE = 30  # seconds the first job's pods take to go (`sleep` as PID 1 ignores SIGTERM)
 
 
 def _condition(st: dict[str, Any], ctype: str) -> dict[str, Any]:
@@ -83,14 +83,19 @@ def test_a_namesake_of_another_kind_from_another_folder_never_touches_the_first_
         assert ready["status"] == "False" and "x-worker-0, x-worker-1" in ready["message"] and "another kind named x" in ready["message"], ready
 
         # The first job goes (its pods with it, by their ownerReference, after their 30 s of
-        # grace): the names are free, and the second job sees so within SECRET_TTL.
+        # grace): the names are free, and the second job sees so as the pods go.
         s.cluster.delete_record(NAMESPACE, "pytorchtrainingjobs", "x")
-        for _ in range(int(SECRET_TTL) + 90):
+        freed = made = None
+        for tick in range(GRACE + 30):
             s.tick()
             if second_runtime is not None:
                 second_runtime.step()
-            if sorted(s.pods()) == list(SECOND_PODS) and all(p["status"].get("phase") == "Running" for p in s.pods().values()):
+            pods = s.pods()
+            freed = tick if freed is None and not set(first) & set(pods) else freed
+            made = tick if made is None and pods and freed is not None else made
+            if sorted(pods) == list(SECOND_PODS) and all(p["status"].get("phase") == "Running" for p in pods.values()):
                 break
+        assert freed is not None and made is not None and made - freed <= 2, (freed, made)  # woken by the pods' going, not by a timer
         pods = s.pods()
         assert sorted(pods) == list(SECOND_PODS), (sorted(pods), s.cluster.record_status(NAMESPACE, "deepspeedjobs", "x"))
         record = s.cluster.record(NAMESPACE, "deepspeedjobs", "x")
