@@ -122,6 +122,8 @@ class JobWorker:
     _secret_failures: int = 0  # consecutive failed deletes of an unproven SSH Secret (SECRET_FAILURES_SAID)
     _create_failures: int = 0  # consecutive failed pod creates (refusal)
     _stale: int = 0  # consecutive cycles whose writes were refused as stale (STALE_BACKOFF)
+    _namesakes: dict[str, Obj] = field(default_factory=dict)  # pods of a namesake's, by name, that only a refused create found
+    _namesakes_read: float = 0.0  # when they were last read
     _secret_retry: tuple[float, str, ForeignSecret] | None = None  # after a failed delete: when to try that uid again, and what to say till then
     _retry_at: float | None = None
     _reported: str | None = None  # the last unexpected error reported as an Event
@@ -417,11 +419,21 @@ class JobWorker:
         this job's pods join as its own: no pod is created or released meanwhile (namesakes.py)."""
         if ledger.outcome is not None:
             return None  # a finished job creates no pod again
-        others = {k: pods for k in keys.RECORD_PLURALS if k != self.kind and (pods := self.ctl.pods.of((k, self.name)))}
+        others = {k: dict(pods) for k in keys.RECORD_PLURALS if k != self.kind and (pods := self.ctl.pods.of((k, self.name)))}
+        for name, pod in self._remembered_namesakes().items():
+            others.setdefault(str(job_key(pod)[0]), {}).setdefault(name, pod)  # type: ignore[index]
         taken = pods_taken(self.kind, self.name, self.namespace, uid_of(record), admitted_pods(record), others) if others else None
         if taken is None and job.podgroup:
             taken = podgroup_taken(self.kind, self.name, self.ctl.podgroups.get(job.name)[1])
         return taken
+
+    def _remembered_namesakes(self) -> dict[str, Obj]:
+        """The namesake's pods a refused create found (_name_taken), read again by name every
+        SECRET_TTL: kept while a namesake's pod holds the name."""
+        if self._namesakes and self.ctl.clock() >= self._namesakes_read + SECRET_TTL:
+            self._namesakes_read = self.ctl.clock()
+            self._namesakes = {n: p for n in list(self._namesakes) if isinstance(p := self._name_taken(n), dict)}
+        return self._namesakes
 
     def _judge_secret(self, job: JobView, world: World, record: Obj, ledger: Ledger) -> ForeignSecret | None:
         """The job's `<job>-ssh` when this process may not trust it: one with the record's
@@ -577,8 +589,8 @@ class JobWorker:
         return True
 
     def _act(self, action: Action, record: Obj) -> None:
-        if action.kind == "create" and self._refused is not None:
-            return  # one refusal is enough: the gang is rolled back next cycle
+        if action.kind == "create" and (self._refused is not None or self._namesakes):
+            return  # one refusal is enough: the gang is rolled back next cycle (a namesake's: NameTaken)
         try:
             {
                 "release": self._release,
@@ -632,7 +644,11 @@ class JobWorker:
             taken = self._name_taken(action.name)
             if taken is None:
                 raise  # the job's own, which the watch has not brought yet
-            self._refused = (action.name, taken)  # a refusal: backed off, the record says why
+            if isinstance(taken, dict):  # a namesake's, which this runtime does not watch: NameTaken from the next cycle on
+                self._namesakes[action.name] = taken
+                self._namesakes_read = self.ctl.clock()
+            else:
+                self._refused = (action.name, taken)  # a refusal: backed off, the record says why
             self.dirty = True
             return
         except ApiError as exc:
@@ -645,9 +661,11 @@ class JobWorker:
             return
         self._create_failures = 0
 
-    def _name_taken(self, name: str) -> str | None:
+    def _name_taken(self, name: str) -> str | Obj | None:
         """Why a pod's name is taken by one outside this job's view (the runtime watches its pods
-        by the job's labels): someone made it without them, or took them off the job's own.  None
+        by the job's labels): someone made it without them, or took them off the job's own; or
+        the pod, when a namesake of another kind made it (namesakes.py: a job-mode namesake's pods
+        are not cached by a namespace runtime, nor the other way round).  None
         when the pod there is the job's (its create raced the watch) or is gone already.  Read
         by a list on its name, trimmed (the runtime's Role has no get on pods).  A failed list
         is raised, an API error backed off as any: swallowed with the 409, the pod was created
@@ -658,9 +676,8 @@ class JobWorker:
             return None
         kind, job = self.key
         other = job_key(there)
-        namesake = pods_taken(kind, job, self.namespace, self.uid, (name,), {other[0]: {name: there}}) if other and other[1] == job and other[0] != kind else None
-        if namesake is not None:  # a job of another kind and this name made it (namesakes.py)
-            return str(namesake)
+        if other and other[1] == job and other[0] != kind and pods_taken(kind, job, self.namespace, self.uid, (name,), {other[0]: {name: there}}):
+            return there
         return (f"pod {name} already exists without this job's labels ({keys.JOB_KIND}={kind}, {keys.JOB_NAME}={job}): someone made it, "
                 "or took them off the job's own, so the runtime neither sees nor replaces it; delete it or give it back its labels")
 

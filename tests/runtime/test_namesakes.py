@@ -23,11 +23,12 @@ import pytest
 from flatjob.compiler import keys
 from flatjob.compiler.options import CompileOptions
 from flatjob.runtime.controller import Controller
+from flatjob.runtime.lookups import SECRET_TTL
 from flatjob.runtime.namesakes import NameTaken, podgroup_taken, pods_taken
 from flatjob.runtime.sshkeys import foreign_secret
 
 from .gitops import _Tool
-from .harness import NAMESPACE, REAL, Scenario, compile_text
+from .harness import MODE, NAMESPACE, REAL, Scenario, compile_text
 from .test_scenarios import DEEPSPEED, pytorch
 
 pytestmark = pytest.mark.skipif(REAL, reason="two runtimes on one virtual clock")
@@ -105,6 +106,49 @@ def test_a_namesake_of_another_kind_from_another_folder_never_touches_the_first_
     finally:
         if second_runtime is not None:
             second_runtime.close()
+
+
+def test_a_namesake_in_the_other_runtime_mode_is_found_by_the_create_it_refuses_and_said_once() -> None:
+    """The first job has a runtime of its own, the second is served by the namespace runtime,
+    which caches no pod of a record of the other mode: its first create meets the first job's
+    pod (409), and from then on it says NameTaken, reads that name again every SECRET_TTL, and
+    creates nothing more (before: a create, a status write and a GangRefused Event after each
+    back-off, 6 creates and 19 status writes in 400 s)."""
+    token = MODE.set("job")
+    try:
+        s = Scenario(FIRST)
+    finally:
+        MODE.reset(token)
+    s.run_until(lambda st: (st.get("aggregate") or {}).get("running") == 3, limit=60)
+    first = {n: p["metadata"]["uid"] for n, p in s.pods().items()}
+    for name in SECOND_PODS:
+        s.kubelet.behaviors[name] = lambda pod, env: (float("inf"), None)
+    _Tool(s.cluster, compile_text(SECOND, CompileOptions(namespace=NAMESPACE, runtime="namespace"))).reconcile()
+    namespace_runtime = Controller(s.kube(f"runtime-{s.generation}"), NAMESPACE, identity=f"runtime-{s.generation}", clock=s.clock, use_lease=False)
+    namespace_runtime.start()
+    start = len(s.server.log)
+    try:
+        for _ in range(400):
+            s.tick()
+            namespace_runtime.step()
+        writes = [r for r in s.server.log[start:] if r.verb in ("create", "update", "patch", "delete")]
+        assert [(r.verb, r.resource) for r in writes if r.resource == "pods"] == [("create", "pods")]  # the one that found the name taken
+        assert {n: p["metadata"]["uid"] for n, p in s.pods().items()} == first
+        stalled = _condition(s.cluster.record_status(NAMESPACE, "deepspeedjobs", "x"), "Stalled")
+        assert (stalled.get("status"), stalled.get("reason")) == ("True", "NameTaken") and "pod x-worker-0 belongs to PyTorchTrainingJob x" in stalled["message"], stalled
+        assert len([r for r in writes if r.resource == "deepspeedjobs.flatjob.dev/status"]) <= 4
+        assert [e.get("count", 1) for e in _events(s, "DeepSpeedJob", "NameTaken")] == [1]
+        assert not _events(s, "DeepSpeedJob", "GangRefused")
+
+        s.cluster.delete_record(NAMESPACE, "pytorchtrainingjobs", "x")
+        for _ in range(GRACE + int(SECRET_TTL) + 30):
+            s.tick()
+            namespace_runtime.step()
+            if sorted(s.pods()) == list(SECOND_PODS) and all(p["status"].get("phase") == "Running" for p in s.pods().values()):
+                break
+        assert sorted(s.pods()) == list(SECOND_PODS) and all(p["status"].get("phase") == "Running" for p in s.pods().values())
+    finally:
+        namespace_runtime.close()
 
 
 # --- the rule's pure parts ----------------------------------------------------------------------
