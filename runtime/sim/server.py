@@ -351,6 +351,10 @@ class _Handler(BaseHTTPRequestHandler):
 
 class _HttpServer(HTTPServer):
     allow_reuse_address = True
+    # The listen backlog: socketserver's default of 5 overflowed when a namespace runtime's
+    # cycle threads opened connections at once (the 500-job bench: connections reset, status
+    # writes retried a second later); Go's net.Listen, kube-apiserver's, asks for somaxconn.
+    request_queue_size = 1024
     api: FakeApiServer
 
     def process_request(self, request: Any, client_address: Any) -> None:
