@@ -85,7 +85,7 @@ def vouched(pods: Iterable[dict[str, Any]], record: dict[str, Any], secret: dict
     return made is not None and any(s is not None and made < s for s in stamps)
 
 
-def meta_name(obj: dict[str, Any]) -> str:
+def _meta_name(obj: dict[str, Any]) -> str:
     return str((obj.get("metadata") or {}).get("name"))
 
 
@@ -114,7 +114,7 @@ def foreign_secret(name: str, secret: dict[str, Any] | None, record: dict[str, A
     owner = _namesake_owner(secret, record)
     if owner:  # deleting it would take the key from under the other job's pods
         return ForeignSecret(
-            f"Secret {name} is owned by {owner}, another job named {meta_name(record)} in this namespace (its pods, Service, Secret and PodGroup "
+            f"Secret {name} is owned by {owner}, another job named {_meta_name(record)} in this namespace (its pods, Service, Secret and PodGroup "
             "have this job's names too): its key is not this job's, so no pod is released; rename one of the jobs, or delete the other"
         )
     return ForeignSecret(
