@@ -50,6 +50,8 @@ def header(auth_mount_path: str) -> str:
 
 
 DEFAULT_SSH_DIR = "/root/.ssh"  # T9k's default ssh.authMountPath: root's ~/.ssh, where ssh clients look
+# What client_keys links into the .ssh of each home the ssh clients read (lint's FJ352, run-local's check).
+LINKED_KEYS = ("config", "id_ed25519", "id_ed25519.pub")
 
 
 # The passwd entry's home of the user the script runs as: OpenSSH's `~`, whatever $HOME says.
@@ -77,7 +79,7 @@ def client_keys(auth_mount_path: str) -> str:
         "flatjob_link_keys() {\n"
         '  [ "$FLATJOB_SSH_DIR" -ef "$1/.ssh" ] && return 0\n'
         '  (umask 077 && mkdir -p "$1/.ssh") || { echo "flatjob: cannot create $1/.ssh, where $2 the ssh key and config (spec.ssh.authMountPath: $FLATJOB_SSH_DIR)" >&2; exit 1; }\n'
-        "  for f in config id_ed25519 id_ed25519.pub; do\n"
+        f"  for f in {' '.join(LINKED_KEYS)}; do\n"
         '    ln -sf "$FLATJOB_SSH_DIR/$f" "$1/.ssh/$f" || { echo "flatjob: cannot link $1/.ssh/$f to $FLATJOB_SSH_DIR/$f: $2 no key there" >&2; exit 1; }\n'
         "  done\n"
         "}\n"

@@ -560,7 +560,7 @@ def reserved_paths(job: Any, doc: Document) -> Iterator[Diagnostic]:
 # homes the ssh clients read (plan/scripts.client_keys): root's passwd home, which OpenSSH reads
 # (pods of the SSH kinds run as root, FJ342), and $HOME, which fabric reads.
 PASSWD_HOME = "/root"
-LINKED_KEYS = ("config", "id_ed25519", "id_ed25519.pub")
+LINKED_KEYS = scripts_plan.LINKED_KEYS
 # Volume sources the kubelet always mounts read-only, whatever the mount's readOnly says.
 READ_ONLY_SOURCES = ("secret", "configMap", "projected", "downwardAPI")
 

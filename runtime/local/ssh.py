@@ -31,6 +31,7 @@ import shutil
 import socket
 import stat
 import subprocess
+import tempfile
 import time
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
@@ -41,7 +42,8 @@ from flatjob.compiler.errors import RUNTIME_INSTALL
 from flatjob.compiler.plan import scripts
 
 from .addresses import MAX_BLOCK, span
-from .containers import PodExtra
+from .containers import Options, PodExtra
+from .environment import declared_env, pod_facts
 from .errors import LocalError, Unsupported
 
 SSH_KINDS = frozenset({"DeepSpeedJob", "ColossalAIJob"})
@@ -142,6 +144,43 @@ def preflight(kind: str, sshd_path: str, environ: Mapping[str, str]) -> list[str
         problems.append(f"{', '.join(missing)} not found on PATH: {INSTALL}")
     if importlib.util.find_spec("cryptography") is None:
         problems.append(f"the runtime makes the job's SSH key pair with the cryptography package: {RUNTIME_INSTALL}")
+    return problems
+
+
+def home_problems(manifests: Iterable[Mapping[str, Any]], training: Mapping[str, str | None], options: Options, mount_path: str) -> list[str]:
+    """Why a pod's script would write into this machine's own ssh files.  With ssh.authMountPath
+    elsewhere than ~/.ssh, each SSH pod's script links the key pair and client config into
+    $HOME/.ssh (scripts.client_keys, `ln -sf`).  run-local gives every pod a home of its own,
+    but a HOME the job's env or --env sets is this machine's folder: a job with HOME=/root,
+    harmless in a pod, created this machine's /root/.ssh and would have replaced a key of the
+    user's there by a link into the run's temp folder (review hx33).  So this machine's own
+    home, or a .ssh holding any of those names other than an earlier run's links, is refused
+    before anything starts."""
+    if not scripts.client_keys(mount_path):
+        return []
+    own = {os.path.realpath(h) for h in (pwd.getpwuid(os.geteuid()).pw_dir, options.base_env.get("HOME")) if h}
+    runs = os.path.join(tempfile.gettempdir(), "flatjob-")  # the runner's folders (runner.py mkdtemp)
+    problems: list[str] = []
+    for m in manifests:
+        name = m["metadata"]["name"]
+        containers = (m.get("spec") or {}).get("containers") or []
+        c = next((c for c in containers if c.get("name") == training.get(name)), containers[0] if containers else None)
+        if c is None:
+            continue
+        facts = pod_facts(m, "preflight", "127.0.0.1", m["metadata"].get("annotations") or {}, "localhost")
+        home = declared_env(c, facts, options.env, skip_env_from=options.skip_env_from)[0].get("HOME")
+        if not home or not os.path.isabs(home):
+            continue
+        dot = os.path.join(home, ".ssh")
+        theirs = [f for f in scripts.LINKED_KEYS if os.path.lexists(os.path.join(dot, f))
+                  and not (os.path.islink(os.path.join(dot, f)) and os.readlink(os.path.join(dot, f)).startswith(runs))]
+        if os.path.realpath(home) in own or theirs:
+            what = f"its {', '.join(theirs)} would be replaced" if theirs else "your own home"
+            problems.append(
+                f"{name}/{c.get('name')}: HOME={home} (the job's env or --env): the pod's script links the job's SSH key and "
+                f"client config (ssh.authMountPath {mount_path}) into $HOME/.ssh, which here is this machine's {dot} ({what}); "
+                "pass --env HOME=<an empty folder>, or an --overlay that removes HOME"
+            )
     return problems
 
 

@@ -4,7 +4,8 @@ Covers: the kubelet-like environment (expansion order, $$ escapes, downward API 
 loopback podIP, Secret/ConfigMap references, --env, envFrom, resource fields), the command
 line, inherited variables dropped; ConfigMap files and mount mapping; replica overrides
 and refused kinds; the compile option that gives loopback addresses (and the PodTemplates
-the runtime reads); the merged --rdzv_conf; the pod status the local kubelet writes, as the
+the runtime reads); the merged --rdzv_conf; a HOME the job sets, refused where the SSH pods' key links would
+replace this machine's own ssh files; the pod status the local kubelet writes, as the
 runtime reads it; the table rows.
 """
 
@@ -178,6 +179,38 @@ def test_ssh_preflight_names_every_missing_tool(tmp_path: Path) -> None:
     text = "\n".join(problems)
     assert f"sshd is not at {tmp_path / 'no-sshd'}" in text
     assert "ssh, ssh-keygen, pdsh, deepspeed not found on PATH" in text
+
+
+def test_ssh_home_check_refuses_a_home_whose_ssh_files_the_pods_links_would_replace(tmp_path: Path) -> None:
+    """With ssh.authMountPath elsewhere, every SSH pod's script links the key pair and client
+    config into $HOME/.ssh with `ln -sf`.  A HOME the job's env or --env sets is this machine's
+    folder here: a job with HOME=/root created this machine's /root/.ssh (review hx33).  Its
+    own home, or a .ssh holding those names (an earlier run's links aside), is refused."""
+    import os
+    import tempfile
+
+    from flatjob.runtime.local.containers import Options
+    from flatjob.runtime.local.ssh import home_problems
+
+    def pod(name: str, home: Path | None) -> dict:
+        env = [{"name": "HOME", "value": str(home)}] if home else []
+        return {"metadata": {"name": name}, "spec": {"containers": [{"name": "worker", "image": "x", "env": env}]}}
+
+    users, fresh, again, me = (tmp_path / n for n in ("users", "fresh", "again", "me"))
+    (users / ".ssh").mkdir(parents=True)
+    (users / ".ssh" / "id_ed25519").write_text("a key of the user's own\n")
+    (again / ".ssh").mkdir(parents=True)
+    (again / ".ssh" / "config").symlink_to(os.path.join(tempfile.gettempdir(), "flatjob-j-x", "pods", "ssh", "config"))  # an earlier run's
+    pods = [pod("j-worker-0", users), pod("j-worker-1", fresh), pod("j-worker-2", again), pod("j-worker-3", me), pod("j-worker-4", None)]
+    options = Options(base_env={"HOME": str(me), "PATH": "/usr/bin"})
+    training = {p["metadata"]["name"]: "worker" for p in pods}
+    problems = home_problems(pods, training, options, "/etc/keys")
+    assert [p.split(":")[0] for p in problems] == ["j-worker-0/worker", "j-worker-3/worker"]
+    assert f"this machine's {users / '.ssh'} (its id_ed25519 would be replaced)" in problems[0]
+    assert "(your own home)" in problems[1] and "--env HOME=<an empty folder>" in problems[1]
+    assert home_problems(pods, training, options, "/root/.ssh") == []  # the default: nothing is linked
+    given = Options(env={"HOME": str(users)}, base_env={"HOME": str(me)})  # --env reaches every pod
+    assert len(home_problems([pod("j-worker-4", None)], training, given, "/etc/keys")) == 1
 
 
 def test_local_compile_gives_loopback_addresses_and_hashes_the_runtime_agrees_with() -> None:
