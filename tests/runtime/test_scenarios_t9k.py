@@ -10,6 +10,7 @@ import copy
 
 import pytest
 
+from flatjob.compiler import keys
 from flatjob.runtime.model import Ledger
 from flatjob.runtime.sim.apiserver import kinds
 from flatjob.runtime.sim.kubelet import until_deleted
@@ -211,6 +212,25 @@ def test_a_failed_deepspeed_job_says_what_t9ks_says_and_the_event_how_it_was_rea
     assert got["Running"] == ("False", "Failed", t9k) and got["Completed"] == ("False", "Failed", t9k)
     assert ("Failed", f"{t9k}; ds-worker-0 failed with exit code 255 (effective 137)") in events(s)
 
+
+
+@fake_only
+def test_a_deepspeed_job_failed_by_its_restart_limit_under_cleanup_none_keeps_its_workers() -> None:
+    """Issue 20, item 2: cleanUpPolicy None "不删除副本 … 如果需要从副本中读取训练日志" (UM
+    deepspeedjob), with no exception: a DeepSpeedJob failed by backoffLimit keeps worker-0,
+    failed, and leaves the attempt's other workers running, as a PyTorchTrainingJob does
+    (test_scenarios.py::test_backoff_limit_under_cleanup_none_keeps_every_replica_running)."""
+    s = Scenario(DEEPSPEED.replace("spec:\n  config:", "spec:\n  runPolicy: {backoffLimit: 1, cleanUpPolicy: None}\n  config:"))
+    s.kubelet.behaviors["ds-worker-0"] = lambda pod, env: (8.0, 1)
+    for name in ("ds-worker-1", "ds-worker-2"):
+        s.kubelet.behaviors[name] = until_deleted
+    st = s.finished()
+    stalled = next(c for c in st["conditions"] if c["type"] == "Stalled")
+    assert st["phase"] == "Failed" and st["backoffCount"] == 1 and stalled["reason"] == "BackoffLimitExceeded"
+    s.settle(60)
+    pods = s.pods()
+    assert {n: p["status"]["phase"] for n, p in pods.items()} == {"ds-worker-0": "Failed", "ds-worker-1": "Running", "ds-worker-2": "Running"}
+    assert all(keys.STOPPED not in (p["metadata"].get("annotations") or {}) for p in pods.values())  # not stopped either
 
 TENSORBOARD = """
 apiVersion: batch.tensorstack.dev/v1beta1
