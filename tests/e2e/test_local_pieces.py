@@ -389,6 +389,33 @@ def test_cli_names_unresolvable_env_and_exits_2_before_running_anything(tmp_path
     assert "s-worker-0/main: cannot resolve TOKEN (from Secret 'creds', key 'token'; pass --env TOKEN=VALUE)" in output
 
 
+def test_cli_exits_2_before_an_ssh_pod_could_link_keys_over_a_users_own(tmp_path: Path) -> None:
+    """The check above, wired into run-local: exit 2, every such pod named, nothing written."""
+    home = tmp_path / "users"
+    (home / ".ssh").mkdir(parents=True)
+    (home / ".ssh" / "config").write_text("Host *\n  User me\n", encoding="utf-8")
+    code, output = _cli(tmp_path, f"""
+        apiVersion: batch.tensorstack.dev/v1beta1
+        kind: ColossalAIJob
+        metadata: {{name: c}}
+        spec:
+          ssh: {{authMountPath: /etc/keys}}
+          torchConfig: {{procPerWorker: 1, script: [train.py]}}
+          replicaSpecs:
+            - type: worker
+              replicas: 2
+              template:
+                spec:
+                  containers:
+                    - {{name: worker, image: x, env: [{{name: HOME, value: {home}}}]}}
+    """)
+    assert code == 2
+    for pod in ("c-worker-0", "c-worker-1"):
+        assert f"{pod}/worker: HOME={home} (the job's env or --env)" in output
+    assert f"this machine's {home / '.ssh'} (its config would be replaced)" in output
+    assert (home / ".ssh" / "config").read_text(encoding="utf-8") == "Host *\n  User me\n" and not (home / ".ssh" / "config").is_symlink()
+
+
 def test_cli_exits_2_for_specs_that_do_not_compile_and_for_bad_options(tmp_path: Path) -> None:
     code, output = _cli(tmp_path, "apiVersion: batch.tensorstack.dev/v1beta1\nkind: GenericJob\nmetadata: {name: x}\nspec: {}\n")
     assert code == 2 and "[FJ" in output
