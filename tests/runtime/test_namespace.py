@@ -1022,3 +1022,55 @@ def test_a_running_job_that_lost_a_pod_template_is_not_ready_and_says_why(runtim
     conditions = {c["type"]: c for c in s.status()["conditions"]}
     assert conditions["Ready"]["status"] == "False" and conditions["Reconciling"]["status"] == "True"
     assert "waiting for the job's PodTemplates to match the record (1 present, 2 expected)" in conditions["Ready"]["message"]
+
+
+MOVES = [(before, after, commit_at, gitops, threads) for (before, after) in (("job", "namespace"), ("namespace", "job"))
+         for (commit_at, gitops, threads) in ((3, "argo", False), (6, "flux", True), (9, "argo", True))]
+
+
+@pytest.mark.parametrize(("before", "after", "commit_at", "gitops", "threads"), MOVES)
+def test_namespace_while_both_runtimes_run_after_a_move_only_one_acts_on_the_job(before: str, after: str, commit_at: int, gitops: str, threads: bool) -> None:
+    """Argo CD applies the new mode's runtime before it prunes the old one (prune comes last
+    in a sync, and a Deployment goes before a custom resource), so for a while both run, each
+    with its own Lease. The commit lands while the job's workers fail and are restarted
+    (FAIL_ONCE: each fails once, 2 + 5 s in): whichever runtime serves the record's mode at
+    that moment acts, the other only watches (a status write from a view older than the
+    commit is a 409: it carries the record's resourceVersion). Every count is exact, no pod
+    runs twice for one (attempt, restart), and no write of the old runtime's reaches the job
+    after the step in which it saw the new record. The commit goes through the Argo CD or Flux
+    simulation (tests/runtime/gitops.py), and the namespace runtime runs its cycles on its
+    threads or on the loop's."""
+    text = JOB.format(name="mover", script=FAIL_ONCE.format(delay=5))
+    token = MODE.set(before)
+    try:
+        s = Scenario(text, gitops=gitops, threads=threads)
+    finally:
+        MODE.reset(token)
+    old, new = s.controller, None
+    old_agent, new_agent = "(runtime-1)", f"({after}-runtime)"
+    saw_commit: int | None = None
+    for tick in range(200):
+        if tick == commit_at:
+            s.mode = after
+            new = s.runtime(f"{after}-runtime", use_lease=False)  # applied first: the Deployment before the record
+            new.start()
+            s.options = CompileOptions(namespace=NAMESPACE, runtime=after)  # type: ignore[arg-type]
+            s.update_spec(text)  # then the record, with its new mode
+            saw_commit = len(s.server.log)
+        if new is not None:
+            s.controller = new
+            s.sync()
+            new.step()
+            s.controller = old
+        s.tick()  # the old runtime's step, the kubelet, time
+        if s.status().get("phase") in ("Succeeded", "Failed") and tick > commit_at + 30:
+            break
+    st = s.status()
+    assert (st["phase"], st["tasks"][0]["restartCount"], st["runtime"]["attempt"]) == ("Succeeded", 2, 1), st
+    assert max(s.starts.values()) == 1, s.starts
+    assert saw_commit is not None
+    late = [(r.verb, r.resource, r.name) for r in s.server.log[saw_commit:] if old_agent in r.agent and r.verb in ("create", "update", "patch", "delete") and r.resource != "events"]
+    acted = [r for r in s.server.log[saw_commit:] if new_agent in r.agent and r.verb in ("create", "update", "patch", "delete") and r.resource != "events"]
+    assert acted, "the new runtime never acted"
+    assert not late, late  # the old runtime's view was current at each of its steps: it wrote nothing after the commit
+    old.close()
