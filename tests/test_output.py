@@ -203,6 +203,49 @@ def test_jobs_that_disappear_are_pruned_and_user_files_kept(project: tuple[Path,
     )
 
 
+def _many_jobs(src: Path, count: int) -> list[Path]:
+    """`count` job files; with more than one, jobs of two namespaces (team-a, team-b) besides
+    the run's default one, and two kinds."""
+    src.mkdir()
+    files = []
+    for i in range(count):
+        namespace = ("", "\n  namespace: team-a", "\n  namespace: team-b")[i % 3] if count > 1 else ""
+        spec = write_job(src, f"job{i:02d}", replicas=1 + i % 3)
+        text = spec.read_text().replace(f"  name: job{i:02d}", f"  name: job{i:02d}{namespace}")
+        spec.write_text(text.replace("kind: PyTorchTrainingJob", "kind: GenericJob") if i % 2 else text)
+        files.append(spec)
+    return files
+
+
+@pytest.mark.parametrize("count", [1, 3, 50])
+def test_the_runtime_is_rendered_once_per_namespace_folder_whatever_the_number_of_jobs(tmp_path: Path, count: int) -> None:
+    """Issue 24: in namespace mode one runtime.yaml per namespace folder (one Deployment
+    `flatjob`), none in a job's folder, and the same bytes whatever order the files are given in."""
+    files = _many_jobs(tmp_path / "jobs", count)
+    out, again = tmp_path / "rendered", tmp_path / "again"
+    assert flatjob("compile", *map(str, files), "-o", str(out)).exit_code == 0
+    assert flatjob("compile", *map(str, reversed(files)), "-o", str(again)).exit_code == 0
+    tree = read_tree(out)
+    assert tree == read_tree(again)
+    namespaces = {"", "team-a/", "team-b/"} if count > 1 else {""}
+    assert sorted(p for p in tree if p.endswith("runtime.yaml")) == sorted(f"{ns}runtime.yaml" for ns in namespaces)
+    for ns in namespaces:
+        deployments = [d for d in yaml.safe_load_all(tree[f"{ns}runtime.yaml"]) if d["kind"] == "Deployment"]
+        assert [d["metadata"]["name"] for d in deployments] == ["flatjob"]
+
+
+def test_the_namespace_runtimes_are_byte_identical_across_hash_seeds(tmp_path: Path) -> None:
+    files = _many_jobs(tmp_path / "jobs", 50)
+    trees = []
+    for seed in ("0", "1", "4242"):
+        out = tmp_path / f"rendered-{seed}"
+        subprocess.run([sys.executable, "-m", "flatjob.compiler.cli", "compile", str(files[0].parent), "-o", str(out)],
+                       env={**os.environ, "PYTHONHASHSEED": seed}, capture_output=True, check=True)
+        trees.append({p: (out / p).read_bytes() for p in read_tree(out)})
+    assert trees[0] == trees[1] == trees[2]
+    assert {"runtime.yaml", "team-a/runtime.yaml", "team-b/runtime.yaml"} <= set(trees[0])
+
+
 def test_pruning_removes_nested_namespace_folders(tmp_path: Path) -> None:
     src, out = tmp_path / "jobs", tmp_path / "rendered"
     src.mkdir()
