@@ -39,15 +39,16 @@ import yaml
 from flatjob.compiler import keys
 from flatjob.compiler.options import CompileOptions
 from flatjob.runtime import nameset
-from flatjob.runtime.api import Conflict
+from flatjob.runtime.api import Conflict, record_resource
 from flatjob.runtime.decisions.restart import INCIDENT_SPLIT, INCIDENT_WINDOW
 from flatjob.runtime.lookups import SECRET_TTL
 from flatjob.runtime.sim.apiserver import kinds
 from flatjob.runtime.sim.apiserver.clock import parse_time
+from flatjob.runtime.sim.kubelet import until_deleted
 from flatjob.runtime.trim import spec_of
 
 from .harness import MODE, NAMESPACE, REAL, Scenario, compile_text, run_key
-from .test_scenarios import DEEPSPEED
+from .test_scenarios import COLOSSAL, DEEPSPEED, GENERIC, pytorch
 
 pytestmark = pytest.mark.skipif(REAL, reason="kills the runtime at chosen writes of the fake API server")
 
@@ -990,8 +991,6 @@ def test_the_ssh_secrets_a_runtime_made_are_forgotten_with_their_records(runtime
     own (sshkeys); nothing forgot them, so a namespace runtime serving sweeps of SSH jobs (each
     created, run and deleted) grew by one entry per job it ever served, for the life of its pod
     (review hx24).  A record gone, or replaced under its name (a new uid), takes its entry along."""
-    from flatjob.runtime.sim.kubelet import until_deleted
-
     s = Scenario(DEEPSPEED)
     for name in ("ds-worker-0", "ds-worker-1", "ds-worker-2"):
         s.kubelet.behaviors[name] = until_deleted
@@ -1074,3 +1073,52 @@ def test_namespace_while_both_runtimes_run_after_a_move_only_one_acts_on_the_job
     assert acted, "the new runtime never acted"
     assert not late, late  # the old runtime's view was current at each of its steps: it wrote nothing after the commit
     old.close()
+
+
+CRDS = Path(__file__).resolve().parents[2] / "schemas" / "crds"
+
+
+def _served_versions() -> dict[str, set[str]]:
+    """Each record kind's CRD (schemas/crds): the versions it serves (`served: true`)."""
+    out = {}
+    for path in sorted(CRDS.glob("*.flatjob.dev.yaml")):
+        spec = yaml.safe_load(path.read_text(encoding="utf-8"))["spec"]
+        out[spec["names"]["kind"]] = {v["name"] for v in spec["versions"] if v.get("served")}
+    return out
+
+
+def test_namespace_every_served_crd_version_is_the_one_the_runtime_reads() -> None:
+    """A version the CRDs serve that the runtime does not ask for would be a record no runtime
+    reads (its watch names one version); a version it asks for that no CRD serves, a 404."""
+    served = _served_versions()
+    assert sorted(served) == sorted(keys.RECORD_PLURALS)
+    for kind, versions in served.items():
+        assert versions == {record_resource(keys.RECORD_PLURALS[kind]).version} == {keys.RECORD_API_VERSION.split("/")[1]}, kind
+
+
+def test_namespace_one_runtime_serves_a_job_of_every_kind_at_every_served_version() -> None:
+    """Issue 24: jobs of every kind and every CRD version, one process. One job of each kind,
+    its record stored at each version its CRD serves; the one namespace runtime (six watches)
+    brings every one of them to Running and writes each status."""
+    texts = [COLOSSAL, DEEPSPEED, GENERIC, pytorch(master="sleep 300", worker="sleep 300")]
+    s = namespace_scenario("---".join(texts))
+    for obj in s.manifests:
+        if obj["kind"] == "PodTemplate":
+            s.kubelet.behaviors[obj["metadata"]["name"]] = until_deleted
+    records = [o for o in s.manifests if o["apiVersion"] == keys.RECORD_API_VERSION]
+    assert sorted(o["kind"] for o in records) == sorted(keys.RECORD_PLURALS)
+    served = _served_versions()
+    for obj in records:
+        assert obj["apiVersion"].split("/")[1] in served[obj["kind"]]  # stored at a served version
+    for _ in range(60):
+        s.tick()
+        phases = {o["kind"]: (s.cluster.record_status(NAMESPACE, keys.RECORD_PLURALS[o["kind"]], o["metadata"]["name"]) or {}).get("phase") for o in records}
+        if set(phases.values()) == {"Running"}:
+            break
+    assert set(phases.values()) == {"Running"}, phases
+    writers = {r.resource.split(".")[0] for r in s.server.log if r.verb == "update" and r.resource.endswith("/status")}
+    assert writers == {f"{p}" for p in keys.RECORD_PLURALS.values()}
+    agents = {r.agent for r in s.server.log if r.verb in ("create", "update", "patch") and "(runtime-" in r.agent}
+    assert len(agents) == 1  # one process
+    assert Counter(r.resource for r in s.server.log if r.verb == "watch" and "(runtime-" in r.agent) == Counter(
+        {"pods": 1, "podtemplates": 1, **{f"{p}.flatjob.dev": 1 for p in keys.RECORD_PLURALS.values()}})
