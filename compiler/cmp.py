@@ -10,6 +10,7 @@ Application's `spec.source.plugin.env`, without the prefix):
     OVERLAY        overlay folders, space- or comma-separated, applied in order
     NAMESPACE      namespace for jobs that set none (default: ARGOCD_APP_NAMESPACE)
     SCHEDULER      auto | t9k | kueue | default
+    RUNTIME        namespace | job (default: namespace; job: each job's own runtime)
     KUEUE_QUEUE, RUNTIME_IMAGE, CLUSTER_DOMAIN   as the flatjob compile options
     ALLOW_EMPTY    true: generate even when the sources hold no job (else that is an error,
                    since Argo CD would prune every job of the Application)

@@ -225,19 +225,25 @@ def repo(tmp: Path) -> Path:
     return tmp / "repo"
 
 
-def test_generate_prints_only_manifests(tmp_path: Path) -> None:
+@pytest.mark.parametrize("mode", [None, "namespace", "job"])
+def test_generate_prints_only_manifests(tmp_path: Path, mode: str | None) -> None:
+    """With ARGOCD_ENV_RUNTIME (`--runtime`) or without it (namespace mode, the default)."""
     app = repo(tmp_path)
-    done = generate(app, argocd_env(SOURCES="jobs", OVERLAY="overlays/prod"))
+    done = generate(app, argocd_env(SOURCES="jobs", OVERLAY="overlays/prod", **({"RUNTIME": mode} if mode else {})))
     assert done.returncode == 0, done.stderr
     assert done.stderr == ""
     docs = list(yaml.safe_load_all(done.stdout))
     assert docs and all(isinstance(d, dict) and d.get("apiVersion") and d.get("kind") and d["metadata"].get("name") for d in docs)
-    compiled = compile_paths([str(app / "jobs")], CompileOptions(namespace="training"), load_overlays([app / "overlays" / "prod"]))
+    options = CompileOptions(namespace="training", runtime=mode or "namespace")  # type: ignore[arg-type]
+    compiled = compile_paths([str(app / "jobs")], options, load_overlays([app / "overlays" / "prod"]))
     written = {path: text for path, text in compiled.tree().items() if path.endswith(".yaml") and not path.endswith("kustomization.yaml")}
     expected = [d for text in written.values() for d in yaml.safe_load_all(text)]
     assert docs == expected  # the same manifests `flatjob compile` writes, in the same order
-    assert "training-prod/runtime.yaml" in written  # the namespace's runtime too (review 21, round 7: it was left out)
-    assert {(d["kind"], d["metadata"]["name"]) for d in docs} >= {("Deployment", "flatjob"), ("Role", "flatjob"), ("ServiceAccount", "flatjob")}
+    runtime = "ddp-runtime" if mode == "job" else "flatjob"
+    # the namespace's runtime too (review 21, round 7: it was left out), or the job's own
+    assert ("training-prod/ddp/runtime.yaml" if mode == "job" else "training-prod/runtime.yaml") in written
+    assert {(d["kind"], d["metadata"]["name"]) for d in docs} >= {("Deployment", runtime), ("Role", runtime), ("ServiceAccount", runtime)}
+    assert [d["metadata"]["annotations"]["flatjob.dev/runtime"] for d in docs if d["apiVersion"].startswith("flatjob.dev/")] == [mode or "namespace"]
     assert all(d["metadata"].get("namespace") == "training-prod" for d in docs)
     assert sum(d["kind"] == "PodTemplate" for d in docs) == 4 and not [d for d in docs if d["kind"] == "Pod"]
     assert not any(d["kind"] == "Kustomization" for d in docs)
