@@ -138,7 +138,9 @@ class Shown:
         ledger = Ledger.from_dict(self.status.get("runtime"))
         if self.outcome == "Succeeded":
             return f"{self.kind} {self.name} Succeeded in {self.ended or 0.0:.1f}s"
-        return f"{self.kind} {self.name} Failed ({ledger.reason}) after {self.ended or 0.0:.1f}s: {ledger.message}"
+        why = f" ({ledger.reason})" if ledger.reason and ledger.reason != "Failed" else ""  # "Failed (Failed)" said nothing
+        message = (ledger.message or "").removeprefix(f"{self.kind} {self.name} has failed: ")  # T9k's prefix: the line names the job already
+        return f"{self.kind} {self.name} Failed{why} after {self.ended or 0.0:.1f}s: {message}"
 
 
 def render(sections: Sequence[Section], width: int | None = None) -> list[str]:

@@ -193,6 +193,10 @@ def test_the_table_has_a_section_per_job_aligned_across_them() -> None:
     assert long.verdict() == "GenericJob longer-name Succeeded in 4.0s"
     a.saw({"phase": "Failed", "runtime": {"reason": "BackoffLimitExceeded", "message": "a failed"}}, 5.5)
     assert a.verdict() == "GenericJob a Failed (BackoffLimitExceeded) after 5.5s: a failed"
+    # A rule's failure: its reason is "Failed" and its message T9k's "<kind> <name> has failed: ..."
+    # (the line read "GenericJob b Failed (Failed) after 3.9s: GenericJob b has failed: no success rule ...")
+    a.saw({"phase": "Failed", "runtime": {"reason": "Failed", "message": "GenericJob a has failed: no success rule can be met any more (a-worker-0 failed)"}}, 5.5)
+    assert a.verdict() == "GenericJob a Failed after 5.5s: no success rule can be met any more (a-worker-0 failed)"
 
 
 def test_cli_refuses_jobs_of_several_namespaces_with_exit_2(tmp_path: Path) -> None:
