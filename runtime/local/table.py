@@ -152,6 +152,18 @@ def render(sections: Sequence[Section], width: int | None = None) -> list[str]:
     return [line[: width - 1] if width and len(line) >= width else line for line in lines]
 
 
+def fit(lines: list[str], height: int) -> list[str]:
+    """The live table cut to the terminal's height, less the line the cursor rests on: a
+    redraw moves the cursor up over the lines it drew, which stops at the screen's top, so a
+    taller table (several jobs' sections) left a copy of its top in the scrollback at each
+    redraw (rich's Live crops the same way).  The final table is printed whole."""
+    room = max(height - 1, 1)
+    if len(lines) <= room:
+        return lines
+    keep = room - 1
+    return [*lines[:keep], f"… {len(lines) - keep} more lines: the final table shows every pod"]
+
+
 QUIET_NOTE, QUIET_NOTE_CAP = 60.0, 600.0  # a silent run says it still runs after this, doubling
 
 
@@ -240,7 +252,8 @@ class Screen:
         with self._lock:
             if self.live:
                 self._erase()
-                self._lines = render(sections, shutil.get_terminal_size().columns)
+                size = shutil.get_terminal_size()
+                self._lines = fit(render(sections, size.columns), size.lines)
                 self._draw()
                 return
             for row in (r for _, table in sections for r in table):

@@ -8,6 +8,8 @@ ports torch's store would bind for every job, and the table's sections and verdi
 
 from __future__ import annotations
 
+import io
+import os
 import shutil
 import textwrap
 from pathlib import Path
@@ -20,7 +22,7 @@ from flatjob.runtime.local.addresses import free_block, place, shared_ports, spa
 from flatjob.runtime.local.compiling import compile_local
 from flatjob.runtime.local.errors import LocalError, Unsupported
 from flatjob.runtime.local.ssh import claim_block
-from flatjob.runtime.local.table import HEADER, Seen, Shown, render
+from flatjob.runtime.local.table import HEADER, Screen, Seen, Shown, fit, render
 
 from .kit import free_port
 
@@ -197,6 +199,33 @@ def test_the_table_has_a_section_per_job_aligned_across_them() -> None:
     # (the line read "GenericJob b Failed (Failed) after 3.9s: GenericJob b has failed: no success rule ...")
     a.saw({"phase": "Failed", "runtime": {"reason": "Failed", "message": "GenericJob a has failed: no success rule can be met any more (a-worker-0 failed)"}}, 5.5)
     assert a.verdict() == "GenericJob a Failed after 5.5s: no success rule can be met any more (a-worker-0 failed)"
+
+
+def test_the_live_table_of_many_jobs_fits_the_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Five jobs of four pods are 30 lines; on a 24-line terminal the redraw (cursor up over
+    what it drew) stopped at the screen's top, so each redraw left the table's top in the
+    scrollback. The live table is cut to the terminal's height; the final one is whole."""
+    def running(job: str) -> Shown:
+        names = [f"{job}-worker-{i}" for i in range(4)]
+        status = {"phase": "Running", "tasks": [{"type": "worker", "replicas": [{"name": n, "phase": "Running"} for n in names]}]}
+        return Shown("GenericJob", job, {}, {n: f"127.0.1.{i + 1}" for i, n in enumerate(names)}, status)
+
+    jobs = [running(f"j{j}") for j in range(5)]
+    seen = Seen()
+    sections = [s.section(seen, 3.0) for s in jobs]
+    assert len(render(sections)) == 30
+    assert fit(render(sections), 40) == render(sections)
+    cut = fit(render(sections), 24)
+    assert len(cut) == 23 and cut[:22] == render(sections)[:22] and cut[-1] == "… 8 more lines: the final table shows every pod"
+    assert fit(["a", "b", "c"], 1) == ["… 3 more lines: the final table shows every pod"]
+    monkeypatch.setattr(shutil, "get_terminal_size", lambda fallback=(80, 24): os.terminal_size((100, 24)))
+    err = io.StringIO()
+    screen = Screen(io.StringIO(), err, live=True)
+    screen.table(sections)
+    screen.note("a note")  # erases what it drew (23 lines up), prints, draws again
+    assert err.getvalue().count("\x1b[23F") == 1 and len(err.getvalue().split("\x1b[23F")[0].splitlines()) == 23
+    screen.final(sections)
+    assert err.getvalue().endswith("\n".join(render(sections)) + "\n")  # the final table is whole
 
 
 def test_cli_refuses_jobs_of_several_namespaces_with_exit_2(tmp_path: Path) -> None:
