@@ -10,6 +10,7 @@ top to bottom.
 from __future__ import annotations
 
 import logging
+import os
 import shutil
 import sys
 import threading
@@ -164,6 +165,19 @@ def fit(lines: list[str], height: int) -> list[str]:
     return [*lines[:keep], f"… {len(lines) - keep} more lines: the final table shows every pod"]
 
 
+def terminal_size(stream: TextIO) -> os.terminal_size:
+    """The size of the terminal the table is drawn on (stderr's), not stdout's as
+    shutil.get_terminal_size asks: with the logs piped (`run-local jobs/ | tee log`) that
+    answered 80x24 whatever the terminal; COLUMNS and LINES still win, as there."""
+    size = shutil.get_terminal_size()
+    if "COLUMNS" in os.environ and "LINES" in os.environ:
+        return size
+    try:
+        return os.get_terminal_size(stream.fileno())
+    except (AttributeError, OSError, ValueError):  # not a terminal, or no file descriptor (a test's StringIO)
+        return size
+
+
 QUIET_NOTE, QUIET_NOTE_CAP = 60.0, 600.0  # a silent run says it still runs after this, doubling
 
 
@@ -252,7 +266,7 @@ class Screen:
         with self._lock:
             if self.live:
                 self._erase()
-                size = shutil.get_terminal_size()
+                size = terminal_size(self.err)
                 self._lines = fit(render(sections, size.columns), size.lines)
                 self._draw()
                 return

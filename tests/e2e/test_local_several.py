@@ -22,7 +22,7 @@ from flatjob.runtime.local.addresses import free_block, place, shared_ports, spa
 from flatjob.runtime.local.compiling import compile_local
 from flatjob.runtime.local.errors import LocalError, Unsupported
 from flatjob.runtime.local.ssh import claim_block
-from flatjob.runtime.local.table import HEADER, Screen, Seen, Shown, fit, render
+from flatjob.runtime.local.table import HEADER, Screen, Seen, Shown, fit, render, terminal_size
 
 from .kit import free_port
 
@@ -226,6 +226,24 @@ def test_the_live_table_of_many_jobs_fits_the_terminal(monkeypatch: pytest.Monke
     assert err.getvalue().count("\x1b[23F") == 1 and len(err.getvalue().split("\x1b[23F")[0].splitlines()) == 23
     screen.final(sections)
     assert err.getvalue().endswith("\n".join(render(sections)) + "\n")  # the final table is whole
+
+
+def test_the_table_is_sized_to_the_terminal_it_is_drawn_on_not_stdouts(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`run-local jobs/ | tee log`: stdout is a pipe, the table's stderr an 8-line terminal;
+    shutil.get_terminal_size (stdout's) said 80x24, so a 23-line table overflowed it."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+
+    master, slave = pty.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, struct.pack("HHHH", 8, 100, 0, 0))
+    monkeypatch.delenv("COLUMNS", raising=False)
+    monkeypatch.delenv("LINES", raising=False)
+    with os.fdopen(slave, "w") as stream:
+        assert tuple(terminal_size(stream)) == (100, 8)
+    os.close(master)
+    assert terminal_size(io.StringIO()) == shutil.get_terminal_size()  # no terminal: shutil's answer
 
 
 def test_cli_refuses_jobs_of_several_namespaces_with_exit_2(tmp_path: Path) -> None:
