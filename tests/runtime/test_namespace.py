@@ -1034,7 +1034,7 @@ def test_namespace_while_both_runtimes_run_after_a_move_only_one_acts_on_the_job
     with its own Lease. The commit lands while the job's workers fail and are restarted
     (FAIL_ONCE: each fails once, 2 + 5 s in): whichever runtime serves the record's mode at
     that moment acts, the other only watches (a status write from a view older than the
-    commit is a 409: it carries the record's resourceVersion). Every count is exact, no pod
+    commit, a cycle in flight, is a 409: it carries the record's resourceVersion). Every count is exact, no pod
     runs twice for one (attempt, restart), and no write of the old runtime's reaches the job
     after the step in which it saw the new record. The commit goes through the Argo CD or Flux
     simulation (tests/runtime/gitops.py), and the namespace runtime runs its cycles on its
@@ -1053,8 +1053,16 @@ def test_namespace_while_both_runtimes_run_after_a_move_only_one_acts_on_the_job
             s.mode = after
             new = s.runtime(f"{after}-runtime", use_lease=False)  # applied first: the Deployment before the record
             new.start()
+            stale, worker = copy.deepcopy(s.cluster.record(NAMESPACE, "genericjobs", "mover")), old.workers[("GenericJob", "mover")]
             s.options = CompileOptions(namespace=NAMESPACE, runtime=after)  # type: ignore[arg-type]
             s.update_spec(text)  # then the record, with its new mode
+            saw_commit = len(s.server.log)
+            # A cycle of the old runtime in flight, that read the record before the commit: its
+            # status write (what fences every action that changes the ledger) is refused.
+            before_write = s.cluster.record(NAMESPACE, "genericjobs", "mover")["metadata"]["resourceVersion"]
+            assert worker._write_status(stale, {**stale["status"], "backoffCount": stale["status"].get("backoffCount", 0) + 1}) is False
+            assert s.cluster.record(NAMESPACE, "genericjobs", "mover")["metadata"]["resourceVersion"] == before_write
+            assert [r.code for r in s.server.log[saw_commit:] if old_agent in r.agent and r.resource.endswith("/status")] == [409]
             saw_commit = len(s.server.log)
         if new is not None:
             s.controller = new
