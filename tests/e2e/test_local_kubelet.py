@@ -239,7 +239,8 @@ def test_a_sidecar_restart_that_cannot_start_is_a_start_error_retried_after_back
     until(lambda: side()["restartCount"] == 2 and "running" in side()["state"], seconds=15)
     assert 9 < time.monotonic() - failed < 12
     assert side()["lastState"]["terminated"]["reason"] == "StartError"
-    assert [line for label, line in lines if label == "p-0/side" and not line.startswith("flatjob")] == ["up", "back"]
+    # Its output is read on a thread of its own: "running" can be stored before "back" is read.
+    until(lambda: [line for label, line in lines if label == "p-0/side" and not line.startswith("flatjob")] == ["up", "back"], seconds=5)
     fake.delete_pod(NS, "p-0", stored(fake, "p-0")["metadata"]["uid"])
     until(lambda: stored(fake, "p-0") is None)
 
