@@ -20,7 +20,6 @@ waiting for long.
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -135,7 +134,6 @@ class Controller:
         self.scope = Scope(self.namespace, self.kind, self.name)
         self._lease_clock = self.mono or self.clock
         self.lock = TurnLock()
-        self.big_reads = threading.Semaphore(1)  # statuses too big to cache, read whole: one cycle at a time holds one
         self.pool: CyclePool | None = None
         if self.concurrency > 1 and not self.scope.per_job:  # one job needs no threads
             self.cluster = Unlocked(self.cluster, self.lock)  # type: ignore[assignment]

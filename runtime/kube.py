@@ -66,11 +66,7 @@ class PageTooLarge(ApiError):
     """A list page larger than PAGE_BYTES, or of more than PAGE_VALUES values (not parsed)."""
 
 
-def json_values(raw: bytes) -> int:
-    """At least the number of values json.loads makes Python objects of (each object, array,
-    member and item begins with or follows a `{`, `[`, `,` or `:`; those inside strings are
-    counted too), counted in C without parsing."""
-    return raw.count(b"{") + raw.count(b"[") + raw.count(b",") + raw.count(b":")
+json_values = nesting.json_values
 
 
 @dataclass(frozen=True)
@@ -168,8 +164,10 @@ class Transport:
             raise _status_error(resp.status, raw, retry_after(resp.headers.get("Retry-After")))
         return resp
 
-    def call(self, method: str, url_path: str, query: Mapping[str, Any] | None = None, body: Any = None, content_type: str = "application/json", max_bytes: int | None = None, max_values: int | None = None) -> Any:
-        """One request and its decoded JSON answer (PageTooLarge past `max_bytes` or `max_values`, unparsed)."""
+    def call(self, method: str, url_path: str, query: Mapping[str, Any] | None = None, body: Any = None, content_type: str = "application/json", max_bytes: int | None = None, max_values: int | None = None,
+             keep: Callable[[Any], Any] = lambda answer: answer) -> Any:
+        """One request and what `keep` takes of its decoded JSON answer (a dense one parsed under
+        nesting.DENSE till `keep` returns); PageTooLarge past `max_bytes` or `max_values`, unparsed."""
         resp = self.open(method, url_path, query, body, content_type)
         raw = b""
         try:
@@ -185,7 +183,7 @@ class Transport:
         if max_values is not None and json_values(raw) > max_values:
             raise PageTooLarge(f"{method} {url_path}: more than {max_values} JSON values", 0, "PageTooLarge")
         try:
-            return nesting.loads(raw) if raw else None
+            return nesting.loads_then(raw, keep) if raw else keep(None)
         except ValueError as exc:
             raise ApiError(f"{method} {url_path}: the answer is not JSON: {exc}", 0, "BadResponse") from None
 
@@ -228,7 +226,7 @@ class HttpWatch:
                 buffer += chunk
                 while b"\n" in buffer:
                     line, buffer = buffer.split(b"\n", 1)
-                    if line.strip() and not self._put(self._event(nesting.loads(line))):
+                    if line.strip() and not self._put(nesting.loads_then(line, self._event)):  # parsed, trimmed, and only then queued
                         return
         except Exception as exc:  # read time-out, reset connection, malformed line
             end = ApiError(f"watch stream failed: {type(exc).__name__}: {exc}", 0, "StreamError")
@@ -306,10 +304,17 @@ class KubeCluster:
             query["fieldSelector"] = selector(fields)
         items: list[Obj] = []
         restarts = 0
+
+        def page(data: Any) -> tuple[list[Obj], Any]:  # each page trimmed as it is parsed: never two pages parsed at once
+            if not isinstance(data, dict) or not isinstance(data.get("items"), list):
+                raise ApiError(f"list {res.plural}: not a list answer", 0, "BadResponse")
+            meta = data.get("metadata")
+            return [trim(o) for o in data["items"] if isinstance(o, dict)], meta if isinstance(meta, dict) else {}
+
         while True:
             try:  # a page is parsed only under PAGE_BYTES and PAGE_VALUES: anyone may fill the namespace with 1 MB objects
                 values = PAGE_VALUES if query["limit"] > 1 else None  # one object is parsed whatever it holds
-                data = self.http.call("GET", path(res, namespace), query, max_bytes=PAGE_BYTES, max_values=values)
+                kept, meta = self.http.call("GET", path(res, namespace), query, max_bytes=PAGE_BYTES, max_values=values, keep=page)
             except PageTooLarge:
                 if query["limit"] == 1:
                     raise
@@ -327,10 +332,7 @@ class KubeCluster:
                 query["limit"] = PAGE
                 items = []
                 continue
-            if not isinstance(data, dict) or not isinstance(data.get("items"), list):
-                raise ApiError(f"list {res.plural}: not a list answer", 0, "BadResponse")
-            items.extend(trim(o) for o in data["items"] if isinstance(o, dict))
-            meta = data.get("metadata") or {}
+            items.extend(kept)
             token = meta.get("continue")
             if not token:
                 return items, str(meta.get("resourceVersion") or "")

@@ -154,6 +154,15 @@ class Ledger:
                 out[key] = value
         return out
 
+    # Every member of status.runtime from_dict reads (and to_dict writes): a status too big to
+    # cache keeps these alone once read (trim.status_read).
+    KEYS = frozenset((
+        "attempt", "released", "succeeded", "failed", "cleanedUp", "restarts", "replicaRestarts", "backoffCount", "notBefore", "levels",
+        "incidentAt", "incident", "incidentEnded", "disruptions", "disrupted", "disruptedEnd", "settling", "gangNotBefore", "refused",
+        "refusals", "startTime", "started", "size", "outcome", "reason", "message", "finishedAt", "paused", "resuming",
+        "observedGeneration", "replicaFailed", "sshSecretUid",
+    ))
+
     @classmethod
     def from_dict(cls, data: Mapping[str, Any] | None) -> Ledger:
         """Read status.runtime back; a missing or partial ledger yields defaults, one edited into

@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
+import threading
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import orjson
 
@@ -47,6 +49,38 @@ def cut(raw: bytes, depth: int = CUT_DEPTH) -> bytes:
             level -= 1
     parts.append(raw[start:])
     return b"".join(parts)
+
+
+T = TypeVar("T")
+
+# JSON text of more than DENSE_VALUES values (json_values) is "dense": parsed only while this
+# thread holds DENSE, and held parsed only until what the runtime keeps of it is taken
+# (`loads_then`). Parsed, JSON costs up to ~25 times its bytes in Python objects (1.3 MB of
+# `{"a":0}` is ~31 MiB; an object at etcd's 1.5 MiB, ~38 MiB), and the runtime parses on
+# several threads at once (a watch's reader each, the cycles' requests): ten records whose
+# statuses someone filled so, arriving together, were parsed side by side, over the runtime's
+# 128 MiB (issue 21 round 2). So at most one dense text is parsed in the process at any time,
+# whatever the number of jobs, watches or threads; a text under DENSE_VALUES (a pod is ~1 000
+# values) is parsed at once. Acquire it only without the controller's TurnLock (a thread
+# holding it may wait for that lock).
+DENSE_VALUES = 20_000
+DENSE = threading.RLock()
+
+
+def json_values(raw: bytes) -> int:
+    """At least the number of values json.loads makes Python objects of (each object, array,
+    member and item begins with or follows a `{`, `[`, `,` or `:`; those inside strings are
+    counted too), counted in C without parsing."""
+    return raw.count(b"{") + raw.count(b"[") + raw.count(b",") + raw.count(b":")
+
+
+def loads_then(raw: bytes, keep: Callable[[Any], T]) -> T:
+    """`keep(loads(raw))`, a dense text under DENSE: what is parsed and not kept is freed before
+    another dense text is parsed."""
+    if json_values(raw) <= DENSE_VALUES:
+        return keep(loads(raw))
+    with DENSE:
+        return keep(loads(raw))
 
 
 def loads(raw: bytes) -> Any:

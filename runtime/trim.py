@@ -17,6 +17,7 @@ from flatjob.compiler import keys
 from flatjob.compiler.limits import DEFAULT
 
 from . import nesting
+from .model import Ledger
 from .observe import STUCK, sidecars, tolerates_unreachable
 
 TEMPLATE_BYTES = DEFAULT.object_bytes  # compile refuses a bigger pod (FJ324); the runtime does not cache one
@@ -232,8 +233,40 @@ def status_bytes(spec: Obj) -> int:
     pods = sum(_count(_dict(group).get("replicas", 1 if group else 0))
                for group in [*_list(spec.get("replicaSpecs")), _dict(spec.get("worker")), _dict(spec.get("launcher"))])
     pods = max(pods, _count(_dict(spec.get("elastic")).get("maxReplicas")))
-    types = min(len(_list(spec.get("replicaSpecs"))) + 2, 10_000)  # a task a type (its replicas listed), worker and launcher included
-    return STATUS_BASE + STATUS_PER_POD * min(pods, 10_000) + STATUS_PER_TYPE * types
+    return status_limit(pods, len(_list(spec.get("replicaSpecs"))) + 2)  # a task a type (its replicas listed), worker and launcher included
+
+
+def status_limit(pods: int, types: int) -> int:
+    """The most a status of a job of `pods` pods in `types` replica types can take."""
+    return STATUS_BASE + STATUS_PER_POD * min(pods, 10_000) + STATUS_PER_TYPE * min(types, 10_000)
+
+
+def status_read(status: Obj, limit: int) -> Obj:
+    """What a cycle keeps of a status too big to cache, read whole for it (worker._read_status):
+    of status.runtime the ledger's own members (Ledger.KEYS), and of the rest each member whose
+    compact JSON fits `limit`, the most this job's status can take; whatever else someone wrote
+    there is dropped as soon as it is decoded (the cycle's status write then leaves it out),
+    so no cycle holds more than `limit` of it however many jobs' statuses are filled.  A ledger
+    member, or a status.runtime that is not a mapping, bigger than `limit` is no ledger of this
+    job's: ValueError (the record is refused)."""
+    out: Obj = {}
+    for key, value in status.items():
+        if key != "runtime":
+            if len(nesting.dumps(value)) <= limit:
+                out[key] = value
+            continue
+        members = value.items() if isinstance(value, dict) else [("", value)]
+        kept: Obj = {}
+        for name, member in members:
+            if isinstance(value, dict) and name not in Ledger.KEYS:
+                continue
+            size = len(nesting.dumps(member))
+            if size > limit:
+                where = f"status.runtime.{name}" if name else "status.runtime"
+                raise ValueError(f"{where} is {size} bytes of JSON, more than a status of this job can take ({limit})")
+            kept[name] = member
+        out[key] = kept if isinstance(value, dict) else value
+    return out
 
 
 def status_of(rec: Obj) -> Obj | None:

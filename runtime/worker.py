@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from flatjob.compiler import keys
 
-from . import trim
+from . import nesting, trim
 from .api import (
     EVENTS,
     PODS,
@@ -131,7 +131,6 @@ class JobWorker:
     _status_wake: float | None = None  # a coalesced status write is due then
     _writes: int = 0  # status writes in the current cycle (one by design)
     slow: bool = False  # its last cycle took longer than SLOW_CYCLE (controller: after the others)
-    _reading_big: bool = False  # this cycle holds ctl.big_reads (a status too big to cache, read whole)
     _wanted: tuple[str | None, str | None, str | None] | None = None  # the lookups asked for
     _release_secret: str | None = None  # the uid of the job's own SSH Secret trusted this cycle: on each pod it releases
     _began: float = 0.0  # when the current cycle began (the controller's clock)
@@ -185,9 +184,6 @@ class JobWorker:
             self._report(exc)
             return None
         finally:
-            if self._reading_big:  # the status read whole is no longer held
-                self._reading_big = False
-                self.ctl.big_reads.release()
             took = time.perf_counter() - started
             self.ctl.metrics.observe(took)
             self.ctl.metrics.maximum("flatjob_cycle_status_writes_max", self._writes)
@@ -206,7 +202,7 @@ class JobWorker:
             job = self._job_view(record)
             status = trim.status_of(record)
             if status is None:  # too big to cache (someone wrote into it): read it for this cycle alone; the write drops what is not ours
-                status = self._read_status()
+                status = self._read_status(job)
             try:
                 ledger = Ledger.from_dict(status.get("runtime"))
             except (TypeError, ValueError, AttributeError) as exc:
@@ -487,19 +483,25 @@ class JobWorker:
         uid is no proof (a status edit could name a planted Secret; review of round 11)."""
         return self.ctl.made_secrets.get((job.ssh_secret or "", self.uid or ""))
 
-    def _read_status(self) -> dict[str, Any]:
+    def _read_status(self, job: JobView) -> dict[str, Any]:
         """The record's status, read from the API server for one cycle: the cache keeps only the
         size of a status bigger than this job's can be (trim.record), and the ledger in it is
-        still the job's. A status that is not a mapping is no ledger (RecordError). One cycle
-        thread at a time holds such a status, till its cycle ends: each may be tens of MiB parsed."""
-        with self.ctl.lock.released():  # another thread holding one must be able to finish its cycle
-            self.ctl.big_reads.acquire()
-        self._reading_big = True
-        found, _ = self.ctl.cluster.list(self.record_res, self.namespace, fields={"metadata.name": self.name})  # list, as the Role allows
-        status = (found[0] if found else {}).get("status")
-        if not isinstance(status, dict):
-            raise RecordError(f"the status of {self.name} is not a mapping; restore it or delete the record's status")
-        return status
+        still the job's. A status that is not a mapping, or whose ledger is bigger than this
+        job's can be, is no ledger (RecordError). The record is parsed under nesting.DENSE (one
+        dense text in the process at a time: it may be tens of MiB parsed) and only what the
+        cycle reads is kept (trim.status_read), at most this job's status size, before another
+        is parsed; the cycle holds nothing more."""
+        limit = trim.status_limit(len(job.pods), len(job.rules) + 2)
+        with self.ctl.lock.released(), nesting.DENSE:  # (DENSE never waited for with the TurnLock held)
+            found, _ = self.ctl.cluster.list(self.record_res, self.namespace, fields={"metadata.name": self.name})  # list, as the Role allows
+            status = (found[0] if found else {}).get("status")
+            del found
+            if not isinstance(status, dict):
+                raise RecordError(f"the status of {self.name} is not a mapping; restore it or delete the record's status")
+            try:
+                return trim.status_read(status, limit)
+            except ValueError as exc:
+                raise RecordError(f"the status of {self.name} is unreadable ({exc}); restore it or delete the record's status") from None
 
     def _replace_unproven_secret(self, job: JobView, secret: Obj, uid: str, record: Obj, ledger: Ledger) -> ForeignSecret:
         """A `<job>-ssh` with the record's ownerReference that this process did not make and no

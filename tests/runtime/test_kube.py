@@ -314,6 +314,47 @@ def test_a_page_of_many_small_values_is_asked_for_in_smaller_pages_and_one_objec
     assert json_values(b'{"a":[1,{"b":"c,d"}],"e":[]}') >= 7
 
 
+def test_a_dense_page_is_parsed_and_trimmed_under_the_one_dense_lock(server: Scripted) -> None:
+    """Ten records whose statuses someone filled with 1.3 MB of small objects (~31 MiB parsed
+    each), read on several threads at once, took the namespace runtime to 136.5 MiB of its 128
+    (issue 21 round 2). A text of more than nesting.DENSE_VALUES values is parsed only under
+    nesting.DENSE, and its page trimmed before the lock goes, so no two are held parsed at once;
+    a sparse page is parsed without it."""
+    from flatjob.runtime import nesting
+
+    def answer(h: BaseHTTPRequestHandler, body: bytes) -> None:
+        q = parse_qs(urlparse(h.path).query)
+        at = int(q.get("continue", ["0"])[0])
+        bulk = [0] * (nesting.DENSE_VALUES + 10) if at == 0 else []
+        send(h, 200, {"metadata": {"resourceVersion": "5", **({"continue": "1"} if at == 0 else {})}, "items": [{"metadata": {"name": f"o{at}"}, "v": bulk}]})
+
+    seen: list[tuple[str, bool]] = []
+
+    def trim(o: dict[str, Any]) -> dict[str, Any]:
+        seen.append((o["metadata"]["name"], nesting.DENSE._is_owned()))  # type: ignore[attr-defined]
+        return {"metadata": o["metadata"]}
+
+    server.answer = answer
+    items, _ = server.cluster().list(PODS, "ns", trim=trim)
+    assert [i["metadata"]["name"] for i in items] == ["o0", "o1"]
+    assert seen == [("o0", True), ("o1", False)]
+
+
+def test_a_dense_text_waits_while_another_thread_holds_one_parsed() -> None:
+    """nesting.loads_then: one dense text parsed (and kept parsed) in the process at a time."""
+    from flatjob.runtime import nesting
+
+    dense = json.dumps([0] * (nesting.DENSE_VALUES + 10)).encode()
+    done = threading.Event()
+    with nesting.DENSE:  # another thread holds one parsed
+        reader = threading.Thread(target=lambda: done.set() if nesting.loads_then(dense, len) else None, daemon=True)
+        reader.start()
+        assert nesting.loads_then(b"[1,2]", len) == 2  # a sparse text never waits (and this thread may re-enter)
+        assert not done.wait(0.2)  # (still waiting: no bound on how long it takes once free)
+    assert done.wait(60)
+    reader.join(60)
+
+
 @pytest.mark.parametrize(("code", "header", "expected"), [(429, "7", 7.0), (503, "2", 2.0), (429, "Fri, 31 Dec 1999 23:59:59 GMT", None), (409, "5", None), (429, "99999", 300.0), (429, "²", None), (503, "9" * 5000, None)])
 def test_retry_after_goes_with_a_throttled_answer(server: Scripted, code: int, header: str, expected: float | None) -> None:
     """client-go honours an integer Retry-After on a 429 or 5xx answer (rest/with_retry.go)."""

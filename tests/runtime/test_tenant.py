@@ -157,6 +157,25 @@ def test_a_status_filled_with_junk_is_cached_as_its_size_and_written_over(runtim
     assert isinstance(s.controller.records[s.kind].cache[s.name]["status"], bytes)
 
 
+def test_a_status_read_whole_keeps_only_the_ledger_and_what_fits_the_jobs_status() -> None:
+    """A status too big to cache is read once for a cycle (worker._read_status): of it the cycle
+    keeps the ledger's own members of status.runtime and each other member that fits this job's
+    status, dropped as soon as it is decoded, so a cycle never holds the junk beside its work;
+    a ledger member bigger than the job's status can be is refused, never read."""
+    from flatjob.runtime.trim import status_limit, status_read
+
+    limit = status_limit(2, 3)
+    junk = [{"a": 0} for _ in range(20_000)]
+    status = {"phase": "Running", "conditions": [{"type": "Ready"}], "x": junk, "runtime": {"attempt": 2, "released": ["w-0"], "x": junk}}
+    assert status_read(status, limit) == {"phase": "Running", "conditions": [{"type": "Ready"}], "runtime": {"attempt": 2, "released": ["w-0"]}}
+    assert set(Ledger().to_dict()) <= Ledger.KEYS  # every member the ledger writes is kept
+    with pytest.raises(ValueError, match=r"status.runtime.restarts is \d+ bytes"):
+        status_read({"runtime": {"restarts": {f"t{i}": 1 for i in range(20_000)}}}, limit)
+    with pytest.raises(ValueError, match=r"status.runtime is \d+ bytes"):
+        status_read({"runtime": junk}, limit)
+    assert status_read({"runtime": [1]}, limit) == {"runtime": [1]}  # small: the ledger's reader refuses it
+
+
 def _nested(depth: int) -> Any:
     value: Any = 0
     for _ in range(depth):
