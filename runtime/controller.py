@@ -31,6 +31,7 @@ from flatjob.compiler.version import __version__
 from . import trim
 from .api import (
     DEPLOYMENTS,
+    EVENTS,
     LEASES,
     POD_TEMPLATES,
     PODGROUPS,
@@ -47,6 +48,7 @@ from .api import (
 from .backoff import retry_delay, seeded
 from .decisions import Cycle
 from .decisions.restart import SETTLE
+from .events import EventRecorder, Write
 from .informer import Informer
 from .job import admitted_pods
 from .lease import (
@@ -54,6 +56,7 @@ from .lease import (
     RENEW_EVERY,
     Observed,
     decide_lease,
+    held_message,
     leading,
     lease_body,
     observe,
@@ -129,6 +132,9 @@ class Controller:
     _stop_by: float | None = None  # shutting down: the cycles in flight are waited for until then (wall clock)
     _deployment: Obj | None = None  # the namespace runtime's own Deployment, as an ownerReference (its Lease goes with it)
     _deployment_next: float = 0.0  # when to look for it again
+    _waiting_since: float | None = None  # when others' holding of the Lease began to keep this runtime waiting (lease clock)
+    _held_said_at: float | None = None  # when it last said so (held_message)
+    _held_events: dict[str, tuple[Obj, EventRecorder]] = field(default_factory=dict)  # LeaseHeld, by involved object: the Lease, its own Pod
 
     def __post_init__(self) -> None:
         self.scope = Scope(self.namespace, self.kind, self.name)
@@ -597,7 +603,13 @@ class Controller:
         if decision.action == "wait":
             self._renewed_at = None
             self._lease_wake = decision.until
+            self._waiting_since = now if self._waiting_since is None else self._waiting_since
+            self.metrics.set("flatjob_lease_waiting_seconds", now - self._waiting_since)
+            if current is not None:
+                self._say_lease_held(current, now)
             return False
+        self._waiting_since = None
+        self.metrics.set("flatjob_lease_waiting_seconds", 0)
         owned = current is not None and (current.get("metadata") or {}).get("ownerReferences")
         body = lease_body(name, self.namespace, self.identity, self.clock(), current, None if owned else self._lease_owner())  # renewTime: wall time
         try:
@@ -616,6 +628,52 @@ class Controller:
         self._lease_wake = now + RENEW_EVERY
         self._lease_failures = 0
         return True
+
+    def _say_lease_held(self, lease: Obj, now: float) -> None:
+        """Others have held the Lease longer than a hand-over takes: say who, where a user looks
+        (the log; a Warning Event on the Lease and on this runtime's Pod, never on a record: a
+        runtime that does not lead writes none), at most once per HELD_SAID_EVERY."""
+        message = held_message(lease, self.identity, self._waiting_since or now, self._held_said_at, now)
+        if message is None:
+            return
+        self._held_said_at = now
+        spec = lease.get("spec") or {}
+        log.warning("waiting for the Lease others hold", extra={"lease": self.scope.lease, "holder": str(spec.get("holderIdentity"))[:128],
+                                                                  "acquire_time": str(spec.get("acquireTime"))[:64], "waiting_s": round(now - (self._waiting_since or now))})
+        involved = [lease, *([pod] if (pod := self._own_pod()) is not None else [])]
+        for obj in involved:
+            kind = str(obj.get("kind") or "")
+            kept = self._held_events.get(kind)
+            if kept is None or (kept[0].get("metadata") or {}).get("uid") != (obj.get("metadata") or {}).get("uid"):
+                kept = self._held_events[kind] = (obj, EventRecorder(self.namespace))
+            recorder = kept[1]
+            recorder.record("Warning", "LeaseHeld", message, self.clock())
+            for write in recorder.due(obj, self.clock()):
+                self._write_held_event(recorder, write)
+
+    def _write_held_event(self, recorder: EventRecorder, write: Write) -> None:
+        """One LeaseHeld Event write (not counted against the write budget: once per HELD_SAID_EVERY)."""
+        now = self.clock()
+        try:
+            if write.body is not None:
+                created = self.cluster.create(EVENTS, self.namespace, write.body)
+                recorder.done(write, now, str(((created or {}).get("metadata") or {}).get("name") or ""))
+            else:
+                self.cluster.patch(EVENTS, self.namespace, write.name or "", list(write.ops))
+                recorder.done(write, now)
+        except ApiError as exc:  # gone (its TTL), rewritten, refused: created anew next time
+            self.metrics.inc("flatjob_api_errors_total", op="event", status=str(exc.status))
+            recorder.lost(write)
+
+    def _own_pod(self) -> Obj | None:
+        """This runtime's Pod (its identity is POD_NAME), for an Event `kubectl describe` shows
+        (it matches the uid): listed by name, as the Role allows; None where there is none."""
+        try:
+            found, _ = self.cluster.list(PODS, self.namespace, fields={"metadata.name": self.identity}, trim=trim.named)
+        except ApiError:
+            return None
+        pod = next(iter(found), None)
+        return {"apiVersion": "v1", "kind": "Pod", "metadata": pod["metadata"]} if pod is not None else None
 
     def _lease_failed(self, exc: ApiError, now: float) -> bool:
         """The Lease could not be read or written: act on only within the renew deadline."""

@@ -13,6 +13,7 @@ The decisions are pure; runtime.controller does the API calls.
 from __future__ import annotations
 
 import calendar
+import json
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -25,6 +26,13 @@ LEASE_SECONDS = 30  # another runtime takes over this long after the record last
 LEASE_MAX = 2 * LEASE_SECONDS  # a Lease claiming longer is believed this long: it is no flatjob runtime's
 RENEW_DEADLINE = 15.0  # a leader that could not renew for this long stops acting
 RENEW_EVERY = 5.0  # a leader renews this often
+# A runtime kept from the Lease longer than any hand-over takes (a runtime stopped past its
+# grace waits out at most LEASE_MAX) says who holds it: in its log, as a Warning Event
+# `LeaseHeld` on the Lease and on its own Pod, and in flatjob_lease_waiting_seconds, at most
+# once per HELD_SAID_EVERY. A tenant renewing it under another identity held every job of the
+# namespace unserved and nothing said why (issue 21 round 2).
+HELD_SAID_AFTER = 2 * LEASE_MAX
+HELD_SAID_EVERY = 300.0
 
 
 def micro_time(ts: float) -> str:
@@ -100,6 +108,27 @@ def decide_lease(lease: dict[str, Any] | None, identity: str, observed: Observed
     if not holder or now >= expires:
         return LeaseDecision("acquire")
     return LeaseDecision("wait", expires)
+
+
+def held_message(lease: dict[str, Any], identity: str, waiting_since: float, said_at: float | None, now: float) -> str | None:
+    """What a runtime kept from the Lease says, when it is due: `waiting_since` is when this
+    runtime began waiting (local time; whoever held it meanwhile, so a holder renamed at every
+    renewal changes nothing), `said_at` when it last said so. Every value of the Lease's is
+    anyone's who may write Leases: quoted, escaped and cut."""
+    waited = now - waiting_since
+    if waited < HELD_SAID_AFTER or (said_at is not None and now - said_at < HELD_SAID_EVERY):
+        return None
+    meta = lease.get("metadata") or {}
+    spec = lease.get("spec") or {}
+    holder, acquired = _shown(spec.get("holderIdentity")), _shown(spec.get("acquireTime"))
+    return (f"Lease {_shown(meta.get('name'))} has been held by others for {int(waited)} s (now by {holder}, acquireTime {acquired}): "
+            f"runtime {_shown(identity)} serves no job until it lapses. If {holder} is no flatjob runtime pod of this namespace, "
+            "whoever may update Leases here renews it: take that right away, then delete the Lease")
+
+
+def _shown(value: Any) -> str:
+    """A value from the Lease, as a JSON string: no control character reaches a log or an Event."""
+    return json.dumps(str(value) if value is not None else "")[:130]
 
 
 def leading(last_renewed: float | None, now: float) -> bool:

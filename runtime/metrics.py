@@ -16,6 +16,7 @@ HELP = {
     "flatjob_status_writes_total": ("counter", "Status writes of the job record."),
     "flatjob_reconcile_seconds": ("histogram", "Time spent in one reconcile cycle."),
     "flatjob_cycle_status_writes_max": ("gauge", "Most status writes made in one reconcile cycle (1 by design)."),
+    "flatjob_lease_waiting_seconds": ("gauge", "Seconds this runtime has waited for the Lease others hold (0 while it holds it or may take it)."),
 }
 
 
@@ -38,6 +39,10 @@ class Metrics:
         with self.lock:
             key = (name, ())
             self.counters[key] = max(self.counters.get(key, value), value)
+
+    def set(self, name: str, value: float) -> None:
+        with self.lock:
+            self.counters[(name, ())] = value
 
     def observe(self, seconds: float) -> None:
         with self.lock:

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from flatjob.compiler import keys
+from flatjob.runtime.api import NotFound
 from flatjob.runtime.lease import LEASE_SECONDS, RENEW_DEADLINE
 from flatjob.runtime.sim.server import ConnectionAbort
 
@@ -184,3 +185,67 @@ def test_pods_edited_by_hand_do_not_stop_the_runtime() -> None:
     st = s.finished()
     assert st["phase"] == "Succeeded"
     assert s.controller.metrics.counters.get(("flatjob_loop_errors_total", (("op", "cycle"), ("status", "TypeError"))), 0) == 0
+
+
+@fake_only
+def test_a_lease_a_tenant_renews_for_ever_is_said_in_the_log_events_and_metrics(caplog: pytest.LogCaptureFixture) -> None:
+    """Someone who may update Leases renews the runtime's under another holder every 3 s: the
+    runtime serves no job (it must not), and says so where a user looks, at most once per
+    HELD_SAID_EVERY once it has waited HELD_SAID_AFTER: a warning in its log, a Warning Event
+    `LeaseHeld` on the Lease and on its own Pod (the one `kubectl describe` shows: its uid), and
+    flatjob_lease_waiting_seconds. It writes nothing else while it waits (no record, no pod);
+    the holder's name reaches no log or Event raw. Once the tenant stops, it takes the Lease."""
+    import logging
+
+    from flatjob.runtime.lease import HELD_SAID_AFTER, HELD_SAID_EVERY, LEASE_MAX, micro_time
+
+    s = Scenario(pytorch(master="sleep 400; exit 0", worker="sleep 400; exit 0"))
+    s.controller.close()
+    writes: list[str] = []
+    s.server.on_request = lambda verb, resource, ns, name, agent="": writes.append(f"{verb} {resource}") if "(a)" in agent and verb in ("create", "update", "patch", "delete") else None
+    own = s.cluster.create_pod(NAMESPACE, {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "a", "namespace": NAMESPACE}, "spec": {"containers": [{"name": "runtime", "image": "flatjob"}]}})
+    a = s.runtime("a")
+    lease = a.scope.lease
+    holder = "tenant\x1b[2J\n::error::x"
+    began = s.clock.now
+
+    def renew() -> None:  # a write of the whole Lease, whatever its resourceVersion
+        body = {"apiVersion": "coordination.k8s.io/v1", "kind": "Lease", "metadata": {"name": lease, "namespace": NAMESPACE},
+                "spec": {"holderIdentity": holder, "leaseDurationSeconds": 30, "acquireTime": micro_time(began), "renewTime": micro_time(s.clock.now)}}
+        try:
+            s.cluster.replace_lease(NAMESPACE, body)
+        except NotFound:
+            s.cluster.create_lease(NAMESPACE, body)
+
+    renew()
+    caplog.set_level(logging.WARNING)
+    a.start()
+    waited = 700
+    for tick in range(waited):
+        if tick % 3 == 0:
+            renew()
+        s.server.bookmark_all()
+        a.observe(0.002)
+        a.step()
+        s.clock.now += 1
+    assert not a.leading() and [n for n in s.cluster.pods(NAMESPACE) if n != "a"] == []  # no job served
+    assert writes and {w.split()[1] for w in writes} == {"events"}, writes  # while it waits: Events alone
+    said = [r for r in caplog.records if r.getMessage() == "waiting for the Lease others hold"]
+    most = 1 + (waited - HELD_SAID_AFTER) // HELD_SAID_EVERY
+    assert 2 <= len(said) <= most
+    held = {o["involvedObject"]["kind"]: o for (r, ns, _), o in s.cluster.objects.items() if r == "events" and o.get("reason") == "LeaseHeld"}
+    assert set(held) == {"Lease", "Pod"}
+    assert held["Lease"]["involvedObject"]["name"] == lease and held["Pod"]["involvedObject"]["uid"] == own["metadata"]["uid"]
+    for event in held.values():
+        assert event["type"] == "Warning" and event["count"] == len(said)
+        assert "\x1b" not in event["message"] and "\n" not in event["message"] and '"tenant\\u001b[2J\\n::error::x"' in event["message"]
+    assert "flatjob_lease_waiting_seconds" in a.metrics.render() and a.metrics.counters[("flatjob_lease_waiting_seconds", ())] >= waited - LEASE_MAX
+    for _ in range(LEASE_MAX + 10):  # the tenant stops: the Lease lapses and the runtime serves the job
+        s.server.bookmark_all()
+        a.observe(0.002)
+        a.step()
+        s.kubelet.tick()
+        s.clock.now += 1
+    assert a.leading() and a.metrics.counters[("flatjob_lease_waiting_seconds", ())] == 0
+    assert [n for n in s.cluster.pods(NAMESPACE) if n != "a"]
+    a.close()
