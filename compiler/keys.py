@@ -52,6 +52,7 @@ SPEC_HASH = "flatjob.dev/spec-hash"  # digest of a pod's rendered spec: detects 
 RUN_MODE = "flatjob.dev/run-mode"  # immediate | debug | pause, on the record
 SCHEDULER_TARGET = "flatjob.dev/scheduler"  # per-job choice: t9k | kueue | default
 SSH_SECRET = "flatjob.dev/ssh-secret"  # per-job: use this existing Secret for SSH keys
+SSH_VOLUME = "flatjob-ssh"  # the pod volume projecting the SSH Secret: the runtime reads which Secret a template's pods mount off it
 
 # --- The release gate (DESIGN §4) -------------------------------------------------------
 RELEASE_GATE = "flatjob.dev/release"

@@ -23,7 +23,7 @@ from flatjob.compiler.typedjob import strict_job
 from .model import JobView, PodSpecView, RestartRule
 from .nameset import NO_NAMES, PodNames
 from .pruning import prune, record_spec_schema
-from .trim import TEMPLATE_BYTES, spec_of
+from .trim import TEMPLATE_BYTES, spec_of, ssh_secrets
 
 _META_FIELDS = ("name", "namespace", "labels", "annotations")
 SSH_KINDS = ("DeepSpeedJob", "ColossalAIJob")
@@ -231,7 +231,15 @@ def _ssh_secret(kind: str, name: str, notes: Mapping[str, Any], own: Mapping[str
     (flatjob.dev/ssh-secret): read off the job's PodTemplates, which decide what a pod mounts.
     The record's annotation is anyone's who may update the record: naming `<job>-ssh` there made
     the runtime release pods on a Secret someone else made, never refused (hx22). Until a
-    template is there, the record's word (no pod is created or released without one)."""
+    template is there, the record's word (no pod is created or released without one).
+
+    The Secret is the one the templates' pods mount (their `flatjob-ssh` volume, trim.ssh_secrets),
+    not the one an annotation names: templates an older flatjob compiled carry no annotation
+    (a job naming `mine` had the runtime vouch for `<job>-ssh`, which no pod mounted, and refuse
+    a planted one for ever), and an annotation naming another Secret than the pods mount made
+    the runtime check that one and release every pod on a planted `<job>-ssh`. A pod mounting
+    `<job>-ssh` trusts it only as the runtime's own, unless the templates name that very Secret
+    as the author's; templates that mount no SSH volume (hand-made) fall back to the annotation."""
     if kind not in SSH_KINDS:
         return None, False
     default = f"{name}-ssh"
@@ -239,8 +247,22 @@ def _ssh_secret(kind: str, name: str, notes: Mapping[str, Any], own: Mapping[str
         named = notes.get(keys.SSH_SECRET)
         return (named if isinstance(named, str) and named else default), bool(named)
     facts = (((t.get("metadata") or {}).get("annotations") or {}).get(keys.SSH_SECRET) for t in own.values())
-    names = sorted({n for n in facts if isinstance(n, str) and n})
-    return (names[0], True) if names else (default, False)
+    names = {n for n in facts if isinstance(n, str) and n}
+    mounted = {n for t in own.values() for n in _mounted(t)}
+    if not mounted:
+        return (min(names), True) if names else (default, False)
+    if default in mounted:  # the one to vouch for: the runtime's own unless the author named it
+        return default, default in names
+    return min(mounted), True
+
+
+def _mounted(template: Mapping[str, Any]) -> list[str]:
+    """The SSH Secrets a PodTemplate's pod mounts (trimmed: kept by trim.template; whole: read)."""
+    pod = template.get("template") or {}
+    found = pod.get("sshSecrets")
+    if found is None and isinstance(pod.get("spec"), dict):
+        found = ssh_secrets(pod["spec"])
+    return list(found or ())
 
 
 def job_view(record: Mapping[str, Any], templates: Mapping[str, Any]) -> JobView:

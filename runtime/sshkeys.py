@@ -119,7 +119,8 @@ def foreign_secret(name: str, secret: dict[str, Any] | None, record: dict[str, A
         )
     return ForeignSecret(
         f"Secret {name} exists but was not created by this job's runtime ({why}): its key would let whoever made it into every pod "
-        "of the job, so no pod is released; delete the Secret and the runtime makes a fresh key pair"
+        "of the job, so no pod is released; delete the Secret and the runtime makes a fresh key pair (or, if the job names it itself "
+        "with flatjob.dev/ssh-secret, compile its PodTemplates again with this flatjob version: those say so)"
     )
 
 

@@ -306,11 +306,26 @@ def template(obj: Obj) -> Obj:
     spec = _dict(pod.get("spec"))
     gated = any(isinstance(g, dict) and g.get("name") == keys.RELEASE_GATE for g in _list(spec.get("schedulingGates")))
     policy = spec.get("restartPolicy")
-    shape = {"metadata": kept, "gated": gated, "restartPolicy": policy[:40] if isinstance(policy, str) else None}
+    shape = {"metadata": kept, "gated": gated, "restartPolicy": policy[:40] if isinstance(policy, str) else None, "sshSecrets": ssh_secrets(spec)}
     body = _exact(nesting.dumps(spec, orjson.OPT_SORT_KEYS))
     if len(body) > TEMPLATE_BYTES:  # no template of flatjob's is this big: its size is kept, not it
         return {"metadata": meta(obj), "template": {**shape, "spec": None, "oversize": len(body)}}
     return {"metadata": meta(obj), "template": {**shape, "spec": body}}
+
+
+def ssh_secrets(spec: Obj) -> list[str]:
+    """The Secrets a pod spec mounts as its SSH keys (the `flatjob-ssh` volume, a projected one as
+    compile renders it or a plain secret volume), sorted: what the pods trust, whatever an
+    annotation beside them says (job._ssh_secret)."""
+    found: set[str] = set()
+    for volume in _list(spec.get("volumes"))[:CONTAINERS_CAP]:
+        volume = _dict(volume)
+        if volume.get("name") != keys.SSH_VOLUME:
+            continue
+        sources = [_dict(s).get("secret") for s in _list(_dict(volume.get("projected")).get("sources"))[:CONTAINERS_CAP]]
+        names = [_dict(s).get("name") for s in sources] + [_dict(volume.get("secret")).get("secretName")]
+        found |= {n[:_OWNER_CAP] for n in names if isinstance(n, str) and n}
+    return sorted(found)
 
 
 def pod_from_template(tpl: Obj, namespace: str, annotations: dict[str, str], owner: Obj) -> Obj:

@@ -17,7 +17,7 @@ from .. import keys
 from . import scripts, sshd
 
 CONFIG_VOLUME = "flatjob-config"
-SSH_VOLUME = "flatjob-ssh"
+SSH_VOLUME = keys.SSH_VOLUME
 SSH_CONFIG_KEY = "ssh_config"
 # Secret keys (type kubernetes.io/ssh-auth requires ssh-privatekey) -> file names under ~/.ssh.
 SECRET_ITEMS = (("ssh-privatekey", "id_ed25519", 0o600), ("ssh-publickey", "id_ed25519.pub", 0o644), ("authorized_keys", "authorized_keys", 0o600))

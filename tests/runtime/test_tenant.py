@@ -765,6 +765,67 @@ def test_a_job_naming_its_own_secret_under_the_default_name_uses_it(runtime_mode
     _not_stalled(s)
 
 
+def _retemplate(s: Scenario, annotation: str | None) -> None:
+    """The job's PodTemplates with flatjob.dev/ssh-secret set to `annotation`, or without it (as
+    a flatjob before 1879fc1 rendered them), their pods unchanged."""
+    from flatjob.runtime.sim.apiserver import kinds
+    from flatjob.runtime.sim.cluster import IN_PROCESS
+
+    res = kinds.by_key("podtemplates")
+    for (r, ns, name), obj in list(s.cluster.objects.items()):
+        if r != "podtemplates" or ns != NAMESPACE or (obj["metadata"].get("labels") or {}).get(keys.JOB_NAME) != s.name:
+            continue
+        body = copy.deepcopy(obj)
+        notes = body["metadata"].setdefault("annotations", {})
+        notes.pop(keys.SSH_SECRET, None)
+        if annotation is not None:
+            notes[keys.SSH_SECRET] = annotation
+        s.cluster.store.update(res, NAMESPACE, name, body, "", IN_PROCESS)
+
+
+def _named(secret: str) -> str:
+    return DEEPSPEED.replace("  name: ds\n", f"  name: ds\n  annotations:\n    flatjob.dev/ssh-secret: {secret}\n", 1)
+
+
+@fake_only
+def test_templates_compiled_before_the_annotation_mount_the_secret_the_job_names(runtime_mode: str) -> None:
+    """Version skew: PodTemplates an older flatjob compiled carry no flatjob.dev/ssh-secret, for a
+    job naming its own Secret `mine`. The Secret the runtime vouches for is the one the pods
+    mount (the template's flatjob-ssh volume): `mine` is used as it is, and a `ds-ssh` a tenant
+    planted is nobody's concern (before: the runtime took `ds-ssh` for the job's, refused it,
+    and never released a pod; without it, made one the pods never mounted)."""
+    s = Scenario(_named("mine"))
+    _retemplate(s, None)
+    _running_forever(s)
+    planted = _plant(s, owned=False)
+    mine = s.cluster.create_secret(NAMESPACE, {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "mine", "namespace": NAMESPACE}})["metadata"]["uid"]
+    s.run_until(lambda st: st.get("phase") == "Running", limit=60)
+    assert _secret_uid(s) == planted and set(_released(s).values()) <= {mine, None}
+    assert {n for (r, ns, n) in s.cluster.objects if r == "secrets" and ns == NAMESPACE} == {"ds-ssh", "mine"}  # none made
+    _not_stalled(s)
+
+
+@fake_only
+@pytest.mark.parametrize("annotation", [None, "another"], ids=["compiled-before-the-annotation", "annotation-beside-another-mount"])
+def test_templates_mounting_the_default_secret_never_release_pods_on_a_planted_one(runtime_mode: str, annotation: str | None) -> None:
+    """The pods mount `ds-ssh`, the default name: whatever the templates' annotation says (none,
+    as an older flatjob compiled them for a job naming `ds-ssh` itself; or another Secret than
+    the pods mount), the runtime trusts `ds-ssh` only as its own, so one a tenant planted is
+    refused and no pod is released on it (before, an annotation naming `another` made the
+    runtime check `another` alone and release every pod on the planted key). The author of
+    a job naming `ds-ssh` itself recompiles with this flatjob."""
+    s = Scenario(_named("ds-ssh") if annotation is None else DEEPSPEED)
+    _retemplate(s, annotation)
+    if annotation:
+        s.cluster.create_secret(NAMESPACE, {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": annotation, "namespace": NAMESPACE}})
+    planted = _plant(s, owned=False)
+    for _ in range(10):
+        s.tick()
+    assert _secret_uid(s) == planted and not _released(s)
+    stalled = _condition(s.status(), "Stalled")
+    assert (stalled["status"], stalled["reason"]) == ("True", "ForeignSecret")
+
+
 # --- PodTemplates ---------------------------------------------------------------------------------
 
 
