@@ -16,6 +16,7 @@ write in its namespace can make:
   (the API server bounds no field of an ownerReference), the uid the record's;
 - junk-statuses: --status-jobs jobs (4) whose records' status.runtime someone fills with 1.3 MB of small
   objects (~31 MiB each, parsed).
+- junk-specs: --status-jobs jobs whose records' specs someone fills so, under a pod template;
 - dense-templates, dense-pods: the junk templates and pods again, their bulk 100 000 env items
   `{"name":"a"}` (1.3 MB of JSON, ~21 MiB parsed) instead of one string: bytes alone do not
   bound what a list page costs parsed (hx22: 178 MiB at the runtime's first list).
@@ -239,20 +240,49 @@ def case_junk_statuses(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         bench.close()
 
 
+def case_junk_specs(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
+    """--status-jobs jobs, each record's spec then given 1.3 MB of `{"a":0}` under its pod
+    template's metadata (the CRD keeps unknown fields there: ~31 MiB parsed) by someone who may
+    update records: each is a new generation, whose job view the runtime makes again, on its
+    cycle threads at once (before runtime.sieve: from the spec parsed whole, ~47 MiB at its peak
+    typed; ten of them took the runtime to 225.1 MiB of its 128, issue 21 round 2)."""
+    from flatjob.compiler.render.runtime import runtime_resources
+
+    names = [f"{NAME}{i}" for i in range(args.status_jobs)]
+    bench = Bench(compile_jobs(names, args.pods, args.runtime), tmp, args.runtime)
+    try:
+        n = len(bench.pods)
+        bench.until(lambda: all((bench.status(j).get("aggregate") or {}).get("running") == args.pods for j in names), 300, "every pod Running")
+        before = peak_mib(bench)
+        junk = [{"a": 0} for _ in range(170_000)]
+        for job in names:
+            record = bench.cluster.record(NS, bench.plural, job)
+            record["spec"]["replicaSpecs"][0]["template"]["metadata"] = {**(record["spec"]["replicaSpecs"][0]["template"].get("metadata") or {}), "x": junk}
+            bench.cluster.apply_record(NS, bench.plural, record)
+            bench.sample()
+        watch(bench, args.settle)  # each a new generation: a cycle on its new view, observedGeneration written
+        running = sum(1 for j in names if (bench.status(j).get("aggregate") or {}).get("running") == args.pods)
+        observed = sum(1 for j in names if bench.status(j).get("observedGeneration") == bench.cluster.record(NS, bench.plural, j)["metadata"]["generation"])
+        limit = int(runtime_resources(n, jobs=args.status_jobs)["limits"]["memory"].removesuffix("Mi"))
+        return {"rss_peak_mib": peak_mib(bench), "rss_before_junk_mib": before, "limit_mib": limit, "jobs": args.status_jobs, "running_jobs": running, "observed_jobs": observed}
+    finally:
+        bench.close()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--pods", type=int, default=10)
     parser.add_argument("--junk", type=int, default=100)
     parser.add_argument("--junk-mib", type=float, default=1.0)
-    parser.add_argument("--status-jobs", type=int, default=4, help="junk-statuses: how many jobs whose statuses are filled")
+    parser.add_argument("--status-jobs", type=int, default=4, help="junk-statuses, junk-specs: how many jobs whose statuses (specs) are filled")
     parser.add_argument("--settle", type=float, default=5.0, help="seconds to watch after each hostile change")
     parser.add_argument("--runtime", choices=("namespace", "job"), default="namespace", help="the namespace's runtime, or the job's own")
     parser.add_argument("--json", action="store_true")
-    parser.add_argument("--cases", default="status_edit,junk_templates,junk_pods,junk_owners,junk_statuses", help="which cases, comma-separated")
+    parser.add_argument("--cases", default="status_edit,junk_templates,junk_pods,junk_owners,junk_statuses,junk_specs", help="which cases, comma-separated")
     args = parser.parse_args()
     out: dict[str, Any] = {"command": f"python bench/hostile_runtime.py {' '.join(sys.argv[1:])}".rstrip()}
     cases = (("status_edit", case_status_edit), ("junk_templates", case_junk_templates), ("junk_pods", case_junk_pods), ("junk_owners", case_junk_owners),
-             ("junk_statuses", case_junk_statuses), ("dense_templates", case_dense_templates), ("dense_pods", case_dense_pods))
+             ("junk_statuses", case_junk_statuses), ("junk_specs", case_junk_specs), ("dense_templates", case_dense_templates), ("dense_pods", case_dense_pods))
     for name, case in [c for c in cases if c[0] in args.cases.split(",")]:
         with tempfile.TemporaryDirectory() as tmp:
             try:

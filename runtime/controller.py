@@ -151,7 +151,7 @@ class Controller:
         self._pod_names: dict[JobKey, tuple[Any, PodNames]] = {}  # (uid, generation) -> the PodTemplates a record names
         self.queue: dict[JobKey, None] = {}  # jobs to look at, in arrival order
         fields = self.scope.record_fields()
-        self.records = {k: self._informer(f"records/{k}", record_resource(keys.RECORD_PLURALS[k]), fields=fields, trim_fn=self._trim_record,
+        self.records = {k: self._informer(f"records/{k}", record_resource(keys.RECORD_PLURALS[k]), fields=fields, trim_fn=self._trim_record, lift=trim.RECORD_LIFT,
                                           key_of=lambda o, k=k: (k, o["metadata"]["name"])) for k in self.scope.kinds}
         labels = self.scope.job_labels()
         self.pods = self._informer("pods", PODS, labels=labels, trim_fn=trim.pod, key_of=job_key)
@@ -180,10 +180,10 @@ class Controller:
         return trim.record(obj) if self.scope.serves(obj) else trim.unserved_record(obj)
 
     def _informer(self, what: str, res: Any, *, labels: dict[str, str | None] | None = None, fields: dict[str, str] | None = None,
-                  trim_fn: Callable[[Obj], Obj], key_of: Callable[[Obj], Any] | None = None) -> Informer:
+                  trim_fn: Callable[[Obj], Obj], key_of: Callable[[Obj], Any] | None = None, lift: tuple[str, ...] = ()) -> Informer:
         informer = Informer(
-            lambda: self.cluster.list(res, self.namespace, labels=labels, fields=fields, trim=informer.gate(trim_fn)),  # type: ignore[arg-type]
-            lambda rv: self.cluster.watch(res, self.namespace, rv, labels=labels, fields=fields, trim=informer.gate(trim_fn)),  # type: ignore[arg-type]
+            lambda: self.cluster.list(res, self.namespace, labels=labels, fields=fields, trim=informer.gate(trim_fn), lift=lift),  # type: ignore[arg-type]
+            lambda rv: self.cluster.watch(res, self.namespace, rv, labels=labels, fields=fields, trim=informer.gate(trim_fn), lift=lift),  # type: ignore[arg-type]
             clock=self.clock,
             name=what,
             key_of=key_of,

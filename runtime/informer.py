@@ -362,17 +362,18 @@ class Informer:
             if key is not None:
                 self.by_key.setdefault(key, {})[name] = obj
 
-    def written(self, name: str, request: Callable[[], Obj], trim: Callable[[Obj], Obj]) -> Obj:
-        """Make the runtime's own write of `name` and cache its answer, unless the watch changed
-        or removed `name` while the request was out (another cycle thread's turn: what it
-        brought is as new or newer), or a relist ran meanwhile."""
+    def written(self, name: str, request: Callable[[Callable[[Obj], Obj]], Obj], trim: Callable[[Obj], Obj]) -> Obj:
+        """Make the runtime's own write of `name` (`request(trim)`: the answer trimmed as it is
+        parsed, never held whole) and cache its answer, unless the watch changed or removed
+        `name` while the request was out (another cycle thread's turn: what it brought is as
+        new or newer), or a relist ran meanwhile. Returns the trimmed answer."""
         self._moved[name] = False
         try:
-            answer = request()
+            answer = request(trim)
         finally:
             moved = self._moved.pop(name, True)
         if not moved:
-            self.store(trim(answer))
+            self.store(answer)
         return answer
 
     def _forget(self, name: str) -> bool:

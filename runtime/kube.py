@@ -19,7 +19,7 @@ import contextlib
 import json
 import queue
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import quote, urlencode
@@ -31,7 +31,7 @@ from flatjob.compiler import keys
 from flatjob.compiler.digits import INT64_MAX, bounded
 from flatjob.compiler.version import __version__
 
-from . import nesting
+from . import nesting, sieve
 from .api import (
     AlreadyExists,
     ApiError,
@@ -165,7 +165,7 @@ class Transport:
         return resp
 
     def call(self, method: str, url_path: str, query: Mapping[str, Any] | None = None, body: Any = None, content_type: str = "application/json", max_bytes: int | None = None, max_values: int | None = None,
-             keep: Callable[[Any], Any] = lambda answer: answer) -> Any:
+             keep: Callable[[Any], Any] = lambda answer: answer, decode: Callable[[bytes], Any] = nesting.loads) -> Any:
         """One request and what `keep` takes of its decoded JSON answer (a dense one parsed under
         nesting.DENSE till `keep` returns); PageTooLarge past `max_bytes` or `max_values`, unparsed."""
         resp = self.open(method, url_path, query, body, content_type)
@@ -183,7 +183,7 @@ class Transport:
         if max_values is not None and json_values(raw) > max_values:
             raise PageTooLarge(f"{method} {url_path}: more than {max_values} JSON values", 0, "PageTooLarge")
         try:
-            return nesting.loads_then(raw, keep) if raw else keep(None)
+            return nesting.loads_then(raw, keep, decode) if raw else keep(None)
         except ValueError as exc:
             raise ApiError(f"{method} {url_path}: the answer is not JSON: {exc}", 0, "BadResponse") from None
 
@@ -197,8 +197,9 @@ class HttpWatch:
     server ends (timeoutSeconds) is StreamClosed, and a silent one ends by the read time-out.
     """
 
-    def __init__(self, resp: urllib3.BaseHTTPResponse, notify: threading.Event, trim: Callable[[Obj], Obj]):
+    def __init__(self, resp: urllib3.BaseHTTPResponse, notify: threading.Event, trim: Callable[[Obj], Obj], decode: Callable[[bytes], Any] = nesting.loads):
         self._resp = resp
+        self._decode = decode
         self._notify = notify
         self._trim = trim
         self._queue: queue.Queue[Any] = queue.Queue(maxsize=BACKLOG)
@@ -226,7 +227,7 @@ class HttpWatch:
                 buffer += chunk
                 while b"\n" in buffer:
                     line, buffer = buffer.split(b"\n", 1)
-                    if line.strip() and not self._put(nesting.loads_then(line, self._event)):  # parsed, trimmed, and only then queued
+                    if line.strip() and not self._put(nesting.loads_then(line, self._event, self._decode)):  # parsed, trimmed, and only then queued
                         return
         except Exception as exc:  # read time-out, reset connection, malformed line
             end = ApiError(f"watch stream failed: {type(exc).__name__}: {exc}", 0, "StreamError")
@@ -295,8 +296,10 @@ class KubeCluster:
         self.notify = threading.Event()
         self.rng = seeded(identity or USER_AGENT)
 
-    def list(self, res: Resource, namespace: str, *, labels: Mapping[str, str] | None = None, fields: Mapping[str, str] | None = None, trim: Callable[[Obj], Obj] = lambda o: o) -> tuple[list[Obj], str]:
-        """Every object that matches, page by page, each trimmed as its page arrives."""
+    def list(self, res: Resource, namespace: str, *, labels: Mapping[str, str] | None = None, fields: Mapping[str, str] | None = None, trim: Callable[[Obj], Obj] = lambda o: o,
+             lift: Collection[str] | Callable[[int, bytes], bool] = ()) -> tuple[list[Obj], str]:
+        """Every object that matches, page by page, each trimmed as its page arrives; the members
+        named in `lift` of each object of a dense page come unparsed, as bytes (runtime.sieve)."""
         query: dict[str, Any] = {"limit": PAGE}
         if labels:
             query["labelSelector"] = selector(labels)
@@ -314,7 +317,7 @@ class KubeCluster:
         while True:
             try:  # a page is parsed only under PAGE_BYTES and PAGE_VALUES: anyone may fill the namespace with 1 MB objects
                 values = PAGE_VALUES if query["limit"] > 1 else None  # one object is parsed whatever it holds
-                kept, meta = self.http.call("GET", path(res, namespace), query, max_bytes=PAGE_BYTES, max_values=values, keep=page)
+                kept, meta = self.http.call("GET", path(res, namespace), query, max_bytes=PAGE_BYTES, max_values=values, keep=page, decode=_decoder(lift, 3))
             except PageTooLarge:
                 if query["limit"] == 1:
                     raise
@@ -345,33 +348,47 @@ class KubeCluster:
         not all end, and resume, together."""
         return round(self.timeouts.watch_server * (1.0 + self.rng.random()))
 
-    def watch(self, res: Resource, namespace: str, resource_version: str, *, labels: Mapping[str, str] | None = None, fields: Mapping[str, str] | None = None, trim: Callable[[Obj], Obj] = lambda o: o) -> HttpWatch:
+    def watch(self, res: Resource, namespace: str, resource_version: str, *, labels: Mapping[str, str] | None = None, fields: Mapping[str, str] | None = None, trim: Callable[[Obj], Obj] = lambda o: o,
+              lift: Collection[str] = ()) -> HttpWatch:
         query: dict[str, Any] = {"watch": "true", "resourceVersion": resource_version, "allowWatchBookmarks": "true", "timeoutSeconds": self.watch_timeout()}
         if labels:
             query["labelSelector"] = selector(labels)
         if fields:
             query["fieldSelector"] = selector(fields)
         resp = self.http.open("GET", path(res, namespace), query, read=self.timeouts.watch_read)
-        return HttpWatch(resp, self.notify, trim)
+        return HttpWatch(resp, self.notify, trim, _decoder(lift, 2))
 
-    def get(self, res: Resource, namespace: str, name: str) -> Obj:
-        return self.http.call("GET", path(res, namespace, name))
+    # `trim`: what of the answer is kept, taken as it is parsed (nesting.loads_then): a write's
+    # answer is the whole object, which may hold whatever anyone wrote beside the runtime's part
+    # (a record's spec: 1.3 MB of small objects, ~31 MiB parsed, at each status write).
+    def get(self, res: Resource, namespace: str, name: str, *, trim: Callable[[Obj], Obj] = lambda o: o) -> Obj:
+        return self.http.call("GET", path(res, namespace, name), keep=trim)
 
-    def create(self, res: Resource, namespace: str, body: Obj) -> Obj:
-        return self.http.call("POST", path(res, namespace), None, body)
+    def create(self, res: Resource, namespace: str, body: Obj, *, trim: Callable[[Obj], Obj] = lambda o: o) -> Obj:
+        return self.http.call("POST", path(res, namespace), None, body, keep=trim)
 
-    def replace(self, res: Resource, namespace: str, body: Obj, sub: str | None = None) -> Obj:
-        return self.http.call("PUT", path(res, namespace, body["metadata"]["name"], sub), None, body)
+    def replace(self, res: Resource, namespace: str, body: Obj, sub: str | None = None, *, trim: Callable[[Obj], Obj] = lambda o: o, lift: Collection[str] = ()) -> Obj:
+        return self.http.call("PUT", path(res, namespace, body["metadata"]["name"], sub), None, body, keep=trim, decode=_decoder(lift, 1))
 
-    def patch(self, res: Resource, namespace: str, name: str, ops: list[Obj]) -> Obj:
+    def patch(self, res: Resource, namespace: str, name: str, ops: list[Obj], *, trim: Callable[[Obj], Obj] = lambda o: o) -> Obj:
         """A JSON patch (RFC 6902): `test` operations make it conditional."""
-        return self.http.call("PATCH", path(res, namespace, name), None, ops, "application/json-patch+json")
+        return self.http.call("PATCH", path(res, namespace, name), None, ops, "application/json-patch+json", keep=trim)
 
     def delete(self, res: Resource, namespace: str, name: str, uid: str | None = None) -> None:
         body: Obj = {"apiVersion": "v1", "kind": "DeleteOptions", "propagationPolicy": "Background"}
         if uid:
             body["preconditions"] = {"uid": uid}
         self.http.call("DELETE", path(res, namespace, name), None, body)
+
+
+def _decoder(lift: Collection[str] | Callable[[int, bytes], bool], depth: int) -> Callable[[bytes], Any]:
+    """How an answer is parsed: whole, or with the members `lift` names of its objects at
+    `depth` (a list page's items: 3; a watch event's object: 2; an object alone: 1), or those
+    a function of (depth, key) picks, left as bytes when the text is dense (runtime.sieve)."""
+    if not lift:
+        return nesting.loads
+    select = lift if callable(lift) else sieve.members((depth,), lift)
+    return lambda raw: sieve.loads(raw, select)
 
 
 RECORD_VERSION = keys.RECORD_API_VERSION.split("/", 1)[1]

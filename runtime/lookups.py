@@ -128,7 +128,7 @@ class SecretProbe:
         if now - self.failed.get(name, float("-inf")) < SECRET_RETRY:  # a failing server is asked once a SECRET_RETRY, not once a call
             return (True, hit[1]) if hit is not None else (False, None)
         try:
-            obj: Obj | None = self.trim(self.cluster.get(self.res, self.namespace, name))
+            obj: Obj | None = self.cluster.get(self.res, self.namespace, name, trim=self.trim)
         except NotFound:
             obj = None
         except ApiError:

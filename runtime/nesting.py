@@ -74,13 +74,14 @@ def json_values(raw: bytes) -> int:
     return raw.count(b"{") + raw.count(b"[") + raw.count(b",") + raw.count(b":")
 
 
-def loads_then(raw: bytes, keep: Callable[[Any], T]) -> T:
-    """`keep(loads(raw))`, a dense text under DENSE: what is parsed and not kept is freed before
-    another dense text is parsed."""
+def loads_then(raw: bytes, keep: Callable[[Any], T], decode: Callable[[bytes], Any] | None = None) -> T:
+    """`keep(decode(raw))` (decode: `loads`), a dense text under DENSE: what is parsed and not
+    kept is freed before another dense text is parsed."""
+    decode = decode or loads
     if json_values(raw) <= DENSE_VALUES:
-        return keep(loads(raw))
+        return keep(decode(raw))
     with DENSE:
-        return keep(loads(raw))
+        return keep(decode(raw))
 
 
 def loads(raw: bytes) -> Any:

@@ -16,7 +16,7 @@ import orjson
 from flatjob.compiler import keys
 from flatjob.compiler.limits import DEFAULT
 
-from . import nesting
+from . import nesting, sieve
 from .model import Ledger
 from .observe import STUCK, sidecars, tolerates_unreachable
 
@@ -189,22 +189,87 @@ def record(obj: Obj) -> Obj:
     Whoever may write a record may fill its spec (the CRD keeps unknown fields under a pod
     template) or its status with anything the API server stores (1.3 MB of `{"a":0}` is ~31
     MiB of Python objects): kept parsed, a few such records OOM-killed the namespace runtime,
-    and at every restart its first list held them all again (reviews 21 r5, runtime r11)."""
+    and at every restart its first list held them all again (reviews 21 r5, runtime r11).
+    A dense record's spec and status come unparsed (RECORD_LIFT: runtime.sieve), and are kept
+    as the bytes they are; only a status, if any, has its spec parsed, sieved (spec_of), for
+    the most this job's status can take."""
     out = {k: obj[k] for k in ("apiVersion", "kind") if k in obj}
+    spec = obj.get("spec")
     if "spec" in obj:
-        out["spec"] = _exact(nesting.dumps(obj["spec"]))
+        out["spec"] = _spec_kept(spec) if isinstance(spec, bytes) else _exact(nesting.dumps(_without_unread(spec)))
     out["metadata"] = meta(obj, labels=False)
     status = obj.get("status")
-    if isinstance(status, dict):
+    if isinstance(status, bytes) and status.startswith(b"{"):  # (lifted: an object's text, as the API server wrote it)
+        body = status
+    elif isinstance(status, dict):
         body = _exact(nesting.dumps(status))
-        out["status"] = body if len(body) <= status_bytes(_dict(obj.get("spec"))) else len(body)
+    else:
+        return out
+    limit = status_bytes(_dict(spec_of(out) if isinstance(spec, bytes) else spec))
+    out["status"] = body if len(body) <= limit else len(body)
     return out
 
 
+RECORD_LIFT = ("spec", "status")  # a dense record's members kept unparsed (runtime.sieve)
+# The spec's fields that keep unknown fields in the CRD (anyone who may update the record may
+# put anything there) and that the runtime never reads off the record: a replica type's pod
+# template (its pods are the PodTemplates'), the launcher's env and resources, the Service's
+# ports, the TensorBoard's resources (compile's concerns). tests/runtime/test_decisions_jobview.py
+# proves the job's view the same without them, for every golden job.
+UNREAD = ("template", "env", "resources", "ports")
+
+
 def spec_of(rec: Mapping[str, Any]) -> Any:
-    """A cached record's spec, parsed (trim.record keeps it as bytes; a record read whole is as it is)."""
+    """A cached record's spec, parsed (trim.record keeps it as bytes; a record read whole is as
+    it is). A dense one is parsed without the fields the runtime never reads off the record
+    (UNREAD: each is `{}` or `[]`), so 1.3 MB of junk under a pod template (the CRD keeps
+    unknown fields there) is never ~31 MiB of objects, nor the ~47 MiB its typed job took."""
     spec = rec.get("spec")
-    return orjson.loads(spec) if isinstance(spec, bytes) else spec
+    if not isinstance(spec, bytes):
+        return spec
+    if nesting.json_values(spec) <= nesting.DENSE_VALUES:
+        return orjson.loads(spec)
+    return _sieved(spec)
+
+
+def _sieved(spec: bytes) -> Any:
+    """A spec's text parsed without UNREAD (at the depths they have: spec.worker.template,
+    spec.launcher.env, spec.service.ports: 2; spec.replicaSpecs[i].template: 3)."""
+    text, unread = sieve.lift(spec, (2, 3), UNREAD)
+    return sieve.restore(nesting.loads(text), [{} if v.startswith(b"{") else [] for v in unread])
+
+
+def _without_unread(spec: Any) -> Any:
+    """A parsed spec without UNREAD where `_sieved` drops them (a shallow copy: the record's
+    text was not dense, but a 1 MiB string under a pod template still cost the cache its size,
+    every record)."""
+    if not isinstance(spec, dict):
+        return spec
+    out = {}
+    for key, value in spec.items():
+        if isinstance(value, dict):
+            value = _emptied(value)
+        if isinstance(value, (dict, list)):
+            inner = value.items() if isinstance(value, dict) else enumerate(value)
+            value = type(value)(value) if isinstance(value, dict) else list(value)
+            for k, v in list(inner):
+                if isinstance(v, dict):
+                    value[k] = _emptied(v)
+        out[key] = value
+    return out
+
+
+def _emptied(obj: Obj) -> Obj:
+    return {k: ({} if isinstance(v, dict) else [] if isinstance(v, list) else v) if k in UNREAD else v for k, v in obj.items()}
+
+
+def _spec_kept(spec: bytes) -> bytes:
+    """What the cache keeps of a dense record's spec (lifted, unparsed): its text without UNREAD,
+    so a record's junk costs the cache nothing however many records hold it (20 such records
+    kept 27 MiB of their bytes)."""
+    if nesting.json_values(spec) <= nesting.DENSE_VALUES:
+        return spec
+    return _exact(nesting.dumps(_sieved(spec)))
 
 
 def unserved_record(obj: Obj) -> Obj:
@@ -241,32 +306,63 @@ def status_limit(pods: int, types: int) -> int:
     return STATUS_BASE + STATUS_PER_POD * min(pods, 10_000) + STATUS_PER_TYPE * min(types, 10_000)
 
 
-def status_read(status: Obj, limit: int) -> Obj:
+def status_read(status: Obj | bytes, limit: int) -> Obj:
     """What a cycle keeps of a status too big to cache, read whole for it (worker._read_status):
     of status.runtime the ledger's own members (Ledger.KEYS), and of the rest each member whose
     compact JSON fits `limit`, the most this job's status can take; whatever else someone wrote
-    there is dropped as soon as it is decoded (the cycle's status write then leaves it out),
-    so no cycle holds more than `limit` of it however many jobs' statuses are filled.  A ledger
-    member, or a status.runtime that is not a mapping, bigger than `limit` is no ledger of this
-    job's: ValueError (the record is refused)."""
+    there is dropped unparsed (a dense record's status comes as its text: runtime.sieve) or as
+    soon as it is decoded (the cycle's status write then leaves it out), so no cycle holds more
+    than `limit` of it however many jobs' statuses are filled.  A ledger member, or a
+    status.runtime that is not a mapping, bigger than `limit` is no ledger of this job's:
+    ValueError (the record is refused)."""
     out: Obj = {}
-    for key, value in status.items():
+    for key, value in _members(status).items():
         if key != "runtime":
-            if len(nesting.dumps(value)) <= limit:
-                out[key] = value
+            if _size(value) <= limit:
+                out[key] = _value(value)
             continue
-        members = value.items() if isinstance(value, dict) else [("", value)]
+        mapping = isinstance(value, dict) or (isinstance(value, bytes) and value.startswith(b"{"))
+        members = _members(value).items() if mapping else [("", value)]
         kept: Obj = {}
         for name, member in members:
-            if isinstance(value, dict) and name not in Ledger.KEYS:
+            if mapping and name not in Ledger.KEYS:
                 continue
-            size = len(nesting.dumps(member))
+            size = _size(member)
             if size > limit:
                 where = f"status.runtime.{name}" if name else "status.runtime"
                 raise ValueError(f"{where} is {size} bytes of JSON, more than a status of this job can take ({limit})")
-            kept[name] = member
-        out[key] = kept if isinstance(value, dict) else value
+            kept[name] = _value(member)
+        out[key] = kept if mapping else kept[""]
     return out
+
+
+def _status_members(depth: int, key: bytes) -> bool:
+    """What a list page of one record lifts (worker._read_status, with status_read): its spec;
+    each member of its status but `runtime`, and each member of that (RECORD_DEPTH: the items'
+    own depth in a list page)."""
+    return (depth == RECORD_DEPTH and key == b'"spec"') or (depth == RECORD_DEPTH + 1 and key != b'"runtime"') or depth == RECORD_DEPTH + 2
+
+
+STATUS_LIFT = _status_members
+RECORD_DEPTH = 3  # a list page's items are objects at this depth (the page, its items array, each item)
+
+
+def _members(value: Obj | bytes) -> Obj:
+    """An object's members; of an object's text, each object or array member as its own text
+    (unparsed), the rest parsed."""
+    if not isinstance(value, bytes):
+        return value
+    text, values = sieve.lift(value, (1,), None)
+    found = sieve.restore(nesting.loads(text), values)
+    return found if isinstance(found, dict) else {}
+
+
+def _size(value: Any) -> int:
+    return len(value) if isinstance(value, bytes) else len(nesting.dumps(value))
+
+
+def _value(value: Any) -> Any:
+    return nesting.loads(value) if isinstance(value, bytes) else value
 
 
 def status_of(rec: Obj) -> Obj | None:

@@ -11,7 +11,9 @@ PodTemplates out of step with the record (missing, extra, renamed, edited out of
 from __future__ import annotations
 
 import copy
+import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -293,3 +295,31 @@ def test_a_problem_creates_nothing_and_stops_nothing_that_runs(edit: Callable[[T
 def _hash(templates: Templates, name: str) -> str | None:
     t = templates.get(name)
     return t["template"]["metadata"]["annotations"].get(keys.SPEC_HASH) if t else None
+
+
+@pytest.mark.parametrize("case", sorted(p.name for p in (Path(__file__).resolve().parents[1] / "golden").iterdir() if (p / "job.yaml").is_file()))
+def test_a_job_view_never_reads_what_the_record_keeps_of_anyones(case: str) -> None:
+    """A dense record's spec is read without the fields where the CRD keeps unknown fields
+    (trim.UNREAD: its pod templates, the launcher's env and resources, the Service's ports,
+    trim.spec_of: runtime.sieve), so 1.3 MB of junk a tenant put under one costs nothing kept,
+    not ~47 MiB parsed and typed. That is sound only if the job's view never depends on them
+    (its pods come from the PodTemplates): for every golden job, the view is the same with
+    them emptied."""
+    from flatjob.compiler.options import CompileOptions
+    from flatjob.runtime.trim import UNREAD, template
+
+    from .harness import NAMESPACE, compile_text
+
+    text = (Path(__file__).resolve().parents[1] / "golden" / case / "job.yaml").read_text(encoding="utf-8")
+    manifests = compile_text(text, CompileOptions(namespace=NAMESPACE, runtime="namespace"))  # type: ignore[arg-type]
+    for record in [o for o in manifests if o["apiVersion"] == keys.RECORD_API_VERSION]:
+        name = record["metadata"]["name"]
+        templates = {o["metadata"]["name"]: template(o) for o in manifests if o["kind"] == "PodTemplate" and (o["metadata"].get("labels") or {}).get(keys.JOB_NAME) == name}
+        emptied = copy.deepcopy(record)
+        spec = emptied["spec"]
+        for group in [*(spec.get("replicaSpecs") or []), *(spec.get(k) or {} for k in ("worker", "launcher", "service", "tensorboardSpec"))]:
+            for key in UNREAD:
+                if key in group:
+                    group[key] = {} if isinstance(group[key], dict) else []
+        assert emptied != record or not any(k in json.dumps(record["spec"]) for k in UNREAD), case
+        assert job_view(emptied, templates) == job_view(record, templates), case

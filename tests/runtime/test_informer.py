@@ -253,7 +253,7 @@ def test_events_older_than_the_runtimes_own_write_never_take_the_cache_back() ->
     older = h.cluster.create_pod(NS, pod_body("j-worker-0"))
     h.cluster.set_pod_status(NS, "j-worker-0", {"phase": "Running", "message": "the runtime's write"})
     answer = h.cluster.list_pods(NS, SELECTOR)[0][0]  # what the write's answer carries: the newest object
-    h.informer.written("j-worker-0", lambda: answer, lambda o: o)
+    h.informer.written("j-worker-0", lambda _keep: answer, lambda o: o)
     assert h.informer._apply("ADDED", older) is False  # delivered after the answer: older, not applied
     assert h.informer.get("j-worker-0")["status"].get("message") == "the runtime's write"
     h.informer.poll()
@@ -269,7 +269,7 @@ def test_the_deletion_of_an_earlier_incarnation_never_drops_its_successor() -> N
     first = h.informer.get("j-worker-0")
     h.cluster.delete_pod(NS, "j-worker-0", 0)
     successor = h.cluster.create_pod(NS, pod_body("j-worker-0"))  # made before the DELETED was read
-    h.informer.written("j-worker-0", lambda: successor, lambda o: o)
+    h.informer.written("j-worker-0", lambda _keep: successor, lambda o: o)
     gone = {**first, "metadata": {**first["metadata"], "resourceVersion": str(int(successor["metadata"]["resourceVersion"]) - 1)}}
     assert h.informer._apply("DELETED", gone) is False
     assert h.informer.get("j-worker-0")["metadata"]["uid"] == successor["metadata"]["uid"] != first["metadata"]["uid"]

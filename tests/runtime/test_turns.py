@@ -190,15 +190,15 @@ def test_turns_a_write_answer_never_overwrites_what_the_watch_brought_meanwhile(
     informer = Informer(lambda: ([], "9"), lambda rv: None)  # type: ignore[arg-type,return-value]
     same = lambda o: o  # noqa: E731
     newer = {"metadata": {"name": "a", "resourceVersion": "3"}}
-    informer.written("a", lambda: (informer.store(newer), {"metadata": {"name": "a", "resourceVersion": "2"}})[1], same)
+    informer.written("a", lambda _keep: (informer.store(newer), {"metadata": {"name": "a", "resourceVersion": "2"}})[1], same)
     assert informer.get("a") is newer  # the watch's newer version stays
     gone = {"metadata": {"name": "b", "resourceVersion": "4"}}
-    informer.written("b", lambda: (informer.store(gone), informer._forget("b"), {"metadata": {"name": "b", "resourceVersion": "4"}})[2], same)
+    informer.written("b", lambda _keep: (informer.store(gone), informer._forget("b"), {"metadata": {"name": "b", "resourceVersion": "4"}})[2], same)
     assert informer.get("b") is None  # created, then deleted, while the create's answer waited: not brought back
-    informer.written("c", lambda: {"metadata": {"name": "c", "resourceVersion": "5"}}, same)
+    informer.written("c", lambda _keep: {"metadata": {"name": "c", "resourceVersion": "5"}}, same)
     assert informer.get("c")["metadata"]["resourceVersion"] == "5"  # nothing meanwhile: the answer is cached
     with pytest.raises(RuntimeError):
-        informer.written("d", lambda: (_ for _ in ()).throw(RuntimeError("refused")), same)
+        informer.written("d", lambda _keep: (_ for _ in ()).throw(RuntimeError("refused")), same)
     assert informer._moved == {}  # a failed write leaves nothing behind
 
 
