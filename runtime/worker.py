@@ -500,21 +500,21 @@ class JobWorker:
         """The record's status, read from the API server for one cycle: the cache keeps only the
         size of a status bigger than this job's can be (trim.record), and the ledger in it is
         still the job's. A status that is not a mapping, or whose ledger is bigger than this
-        job's can be, is no ledger (RecordError). The record is parsed under nesting.DENSE (one
-        dense text in the process at a time: it may be tens of MiB parsed) and only what the
-        cycle reads is kept (trim.status_read), at most this job's status size, before another
-        is parsed; the cycle holds nothing more."""
+        job's can be, is no ledger (RecordError). Of a dense record's text only the status's
+        scalars and its ledger's names are parsed (trim.STATUS_LIFT: each other member comes as
+        its bytes, runtime.sieve), and the cycle keeps what it reads (trim.status_read), at most
+        this job's status size: ten such statuses read at once cost ten times that, never ten
+        times their junk parsed. (No lock is held across the request: a hung one holds nothing.)"""
         limit = trim.status_limit(len(job.pods), len(job.rules) + 2)
-        with self.ctl.lock.released(), nesting.DENSE:  # (DENSE never waited for with the TurnLock held)
-            found, _ = self.ctl.cluster.list(self.record_res, self.namespace, fields={"metadata.name": self.name}, lift=trim.STATUS_LIFT)  # list, as the Role allows
-            status = (found[0] if found else {}).get("status")
-            del found
-            if not isinstance(status, (dict, bytes)) or (isinstance(status, bytes) and not status.startswith(b"{")):
-                raise RecordError(f"the status of {self.name} is not a mapping; restore it or delete the record's status")
-            try:
-                return trim.status_read(status, limit)
-            except ValueError as exc:
-                raise RecordError(f"the status of {self.name} is unreadable ({exc}); restore it or delete the record's status") from None
+        found, _ = self.ctl.cluster.list(self.record_res, self.namespace, fields={"metadata.name": self.name}, lift=trim.STATUS_LIFT)  # list, as the Role allows
+        status = (found[0] if found else {}).get("status")
+        del found
+        if not isinstance(status, (dict, bytes)) or (isinstance(status, bytes) and not status.startswith(b"{")):
+            raise RecordError(f"the status of {self.name} is not a mapping; restore it or delete the record's status")
+        try:
+            return trim.status_read(status, limit)
+        except ValueError as exc:
+            raise RecordError(f"the status of {self.name} is unreadable ({exc}); restore it or delete the record's status") from None
 
     def _replace_unproven_secret(self, job: JobView, secret: Obj, uid: str, record: Obj, ledger: Ledger) -> ForeignSecret:
         """A `<job>-ssh` with the record's ownerReference that this process did not make and no
