@@ -436,6 +436,23 @@ class Run:
 
 
 GIT_DIFF_BYTES = 8 * 1024 * 1024
+# A diff of the bytes as committed, whatever a `.gitattributes` of the pull request says: no
+# colour, no external diff or textconv driver, and every file as text (`--text` overrides
+# `binary`, `-diff` and a driver's `binary = true`).
+_UNATTRIBUTED = ("--no-color", "--no-ext-diff", "--no-textconv", "--text")
+
+
+def _no_filters() -> list[str]:
+    """`-c` options that turn off every filter driver configured here (system, global, the
+    repository's: `git lfs install` sets filter.lfs.*), which a `filter=` attribute of the pull
+    request would otherwise run over the working tree's files before they are compared.  An
+    empty `process` and `clean` is no filter (convert.c apply_filter), and it is not required."""
+    try:
+        done = subprocess.run(["git", "config", "-z", "--name-only", "--get-regexp", r"^filter\."], capture_output=True, timeout=120)
+    except (OSError, subprocess.SubprocessError):
+        return []
+    names = {key.rsplit(".", 1)[0] for key in os.fsdecode(done.stdout).split("\0") if key.count(".") >= 2}
+    return [opt for name in sorted(names) for opt in ("-c", f"{name}.process=", "-c", f"{name}.clean=", "-c", f"{name}.required=false")]
 
 
 def git_diff(base: str, path: Path) -> str:
@@ -445,9 +462,13 @@ def git_diff(base: str, path: Path) -> str:
     break (universal newlines), which the report could not tell from the diff's own.  At most
     GIT_DIFF_BYTES are read (the comment shows 65 536 characters): a committed file of 90 MB
     must not be held whole.
+
+    What the pull request's own `.gitattributes` says is not obeyed (_UNATTRIBUTED): `-diff` or
+    `binary` on rendered/ made git print "Binary files differ" for every changed pod, and a
+    `filter=` naming a driver the machine has (git-lfs) shows what that driver makes of the file.
     """
     try:
-        with subprocess.Popen(["git", "-c", "core.quotePath=true", "diff", "--no-color", "--no-ext-diff", "--no-textconv", base, "--", str(path)],
+        with subprocess.Popen(["git", "-c", "core.quotePath=true", *_no_filters(), "diff", *_UNATTRIBUTED, base, "--", str(path)],
                               stdout=subprocess.PIPE, stderr=subprocess.DEVNULL) as proc:
             timer = threading.Timer(120, proc.kill)  # a hung git ends, as the old timeout=120 ended it
             timer.start()

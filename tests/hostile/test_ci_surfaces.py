@@ -98,6 +98,31 @@ def test_a_pull_request_cannot_hide_its_changes_from_the_comment_or_forge_the_lo
     assert "ok\\u200e\\u200f\\u061c\\u200b" in text.replace("\\\\", "\\"), text[-3000:]  # the forged name, shown escaped
 
 
+@pytest.mark.parametrize("attributes", ["rendered/** -diff\n", "*.yaml binary\n", "rendered/** filter=hide\n"], ids=["-diff", "binary", "filter"])
+def test_a_pull_requests_gitattributes_cannot_hide_its_changes_from_the_comment(box: Sandbox, attributes: str) -> None:
+    """Before (hx34): a `.gitattributes` the pull request adds made git print "Binary files
+    differ" for every rendered file (`-diff`, `binary`): the comment listed three unnamed files,
+    +0 -0, and no pod; a `filter=` naming a driver the machine has configured (git-lfs sets
+    filter.lfs.* on a runner) showed what the driver made of each changed file.  The fake driver
+    here is configured after the commit, as a runner's is, and the files touched so git reads
+    them again through it."""
+    _pull_request(box)
+    (box.repo / ".gitattributes").write_text(attributes)
+    _git(box.repo, "add", "-A")
+    _git(box.repo, "commit", "-q", "-m", "attributes")
+    _git(box.repo, "config", "filter.hide.clean", "echo hidden")
+    _git(box.repo, "config", "filter.hide.required", "true")
+    for path in box.out.rglob("*.yaml"):
+        os.utime(path, (1, 1))
+    comment, summary = box.tmp / "comment.md", box.tmp / "summary.md"
+    done = run([script("flatjob-ci"), "--jobs", "jobs", "--overlays", "overlays", "--rendered", "rendered", "--base", "main", "--comment", str(comment), "--summary", str(summary)], box.repo)
+    assert done.code in (0, 1) and "Traceback" not in done.output, done.output[-3000:]
+    shown = _visible_text(comment.read_text(encoding="utf-8"))
+    sections = dict(re.findall(r"<summary>(dev|prod): rendered changes.*?</summary>(.*?)</details>", shown, flags=re.DOTALL))
+    for env in ("dev", "prod"):
+        assert "+  name: ok-worker-2" in sections[env] and "hidden" not in sections[env], shown[-3000:]
+
+
 @pytest.mark.parametrize("command", [("diff", "jobs", "-o", "rendered"), ("compile", "jobs", "-o", "rendered", "--check")])
 def test_diff_and_check_print_no_terminal_control_from_committed_files(box: Sandbox, command: tuple[str, ...]) -> None:
     """Before: OSC 52 (clipboard) and cursor movement reached the terminal as they were committed;
