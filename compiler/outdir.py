@@ -287,6 +287,8 @@ class SafeDir:
             os.unlink(name, dir_fd=parent)
         except FileNotFoundError:
             return False
+        except (IsADirectoryError, PermissionError):  # a folder (EISDIR; EPERM elsewhere) at a file's name
+            raise NotAFile(rel) from None
         return True
 
     def remove_empty(self, rel: str) -> bool:

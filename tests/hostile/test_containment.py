@@ -175,6 +175,23 @@ def test_a_folder_where_a_file_goes_is_refused(box: Sandbox) -> None:
     assert box.untouched()
 
 
+@pytest.mark.parametrize("name", [".flatjob-journal.json.tmp", "alpha/.podtemplates.yaml.flatjob-new"])
+def test_a_committed_folder_at_a_name_flatjob_removes_is_refused_at_that_name(box: Sandbox, name: str) -> None:
+    """Before (hx34): a pull request's folder at the journal's temporary name ended compile in
+    `flatjob: cannot write .flatjob-journal.json.tmp: Is a directory`, no code, no path under
+    the output folder; at a staged name a journal names, the same from its recovery."""
+    compiled(box)
+    (box.out / name).mkdir()
+    (box.out / name / "keep").write_text("keep\n")
+    if name.endswith(".flatjob-new"):
+        (box.out / ".flatjob-journal.json").write_text('{"state": "commit", "write": ["alpha/podtemplates.yaml"], "delete": [], "made": []}')
+    box.freeze()
+    run_ = box.compile()
+    assert_clean_exit(run_, 1)
+    assert f"rendered/{name}: error: is a folder where flatjob writes a file" in run_.output and "[FJ702]" in run_.output, run_.output
+    assert box.untouched() and (box.out / name / "keep").read_text() == "keep\n"
+
+
 def test_an_output_folder_named_through_parent_folders_is_the_callers(box: Sandbox) -> None:
     """`..` on the command line is the caller's choice; only links inside the repository are refused."""
     box.job()
