@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 import click
 
+from ..display import visible
 from ..errors import Diagnostic, Severity
 from ..options import RUNTIME_MODES, CompileOptions
 from ..outdir import LinkFound, NotAFile
@@ -125,7 +126,7 @@ def _output(root: Path, write: bool) -> Iterator[Session]:
     from ..journal import LOCK_WAIT, Busy, session
 
     def waiting() -> None:
-        click.echo(f"{root}: another flatjob compile is writing this folder; waiting for it (up to {LOCK_WAIT:.0f} s)", err=True)
+        click.echo(f"{visible(str(root))}: another flatjob compile is writing this folder; waiting for it (up to {LOCK_WAIT:.0f} s)", err=True)
 
     try:
         with session(root, write, on_wait=waiting) as s:
@@ -139,7 +140,7 @@ def _output(root: Path, write: bool) -> Iterator[Session]:
     except Busy:
         _stop([_at(root, "", "FJ704", f"another flatjob compile kept this folder locked for {LOCK_WAIT:.0f} s")], "flatjob: nothing was written.")
     except OSError as exc:
-        click.echo(f"flatjob: cannot write {exc.filename or root}: {exc.strerror or exc}", err=True)
+        click.echo(f"flatjob: cannot write {visible(str(exc.filename or root))}: {visible(str(exc.strerror or exc))}", err=True)
         sys.exit(1)
 
 
@@ -254,11 +255,11 @@ def compile_command(sources: tuple[str, ...], out: str, overlays: tuple[str, ...
             elif s.foreign:
                 _print([_foreign(root)])
             elif changes.empty:
-                click.echo(f"{root}: up to date ({len(result.jobs)} job(s))", err=True)
+                click.echo(f"{visible(str(root))}: up to date ({len(result.jobs)} job(s))", err=True)
                 return
             sys.stdout.write(unified_diff(changes, DIFF_LINES))
             fix = log_line(fix_command(sources, overlays, out, opts))
-            click.echo(f"{root}: stale: {len(changes.write)} file(s) to write, {len(changes.delete)} to delete; run and commit: {fix}", err=True)
+            click.echo(f"{visible(str(root))}: stale: {len(changes.write)} file(s) to write, {len(changes.delete)} to delete; run and commit: {fix}", err=True)
             sys.exit(1)
         if changes.conflicts and not force:
             _stop([_at(root, rel, "FJ701", "exists and was not written by flatjob") for rel in changes.conflicts], "flatjob: refusing to overwrite; move those files or pass --force. Nothing was written.")
@@ -267,7 +268,7 @@ def compile_command(sources: tuple[str, ...], out: str, overlays: tuple[str, ...
             _stop([_at(root, "", "FJ703", why)], "flatjob: nothing was written; pass --allow-empty if every job is meant to go.")
         s.apply(changes)
     click.echo(
-        f"{root}: {len(result.jobs)} job(s), {len(changes.write)} file(s) written, {len(changes.delete)} deleted, {len(changes.unchanged)} unchanged",
+        f"{visible(str(root))}: {len(result.jobs)} job(s), {len(changes.write)} file(s) written, {len(changes.delete)} deleted, {len(changes.unchanged)} unchanged",
         err=True,
     )
 

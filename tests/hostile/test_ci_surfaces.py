@@ -139,6 +139,19 @@ def test_diff_and_check_print_no_terminal_control_from_committed_files(box: Sand
     assert not FORGING_CLASS.search(done.output) and "name: ok\\u200e\\u200f\\u061c\\u200b" in done.stdout, done.stdout[-800:]
 
 
+def test_check_names_an_output_folder_holding_terminal_control_escaped(box: Sandbox) -> None:
+    """Before (hx34): `compile --check -o <folder>` printed the folder raw in its `stale:` and
+    `up to date` lines (the fix command beside it was escaped); in CI the folder is
+    rendered/<overlay folder>, a name the pull request chooses."""
+    box.job()
+    out = "rendered/e\x1b]52;c;ZWNobyBwd25lZA==\x07\x1b[2J\u009b31m\u202ex"
+    for args in (("--check",), (), ("--check",)):  # stale, written, up to date
+        done = box.flatjob("compile", "jobs", "-o", out, *args)
+        assert_clean_exit(done, 0, 1)
+        assert not re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202e]", done.output), repr(done.output[-500:])
+        assert "rendered/e\\x1b]52;c;ZWNobyBwd25lZA==\\x07" in done.stderr, done.stderr[-500:]
+
+
 def _compiled_claiming(tmp_path: Path, claimed: list[str]) -> None:
     """jobs/ compiled into rendered/, then its metadata edited to claim `claimed` too (a PR's)."""
     import json
