@@ -257,9 +257,18 @@ def colossalai_launcher_env(job: ColossalAIJob, doc: Document) -> Iterator[Diagn
 
 # A name every POSIX shell takes in `export NAME=...` as it is.
 SHELL_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-# What deepspeed 0.19.8 exports to the nodes (launcher/runner.py EXPORT_ENVS, and every
-# accelerator's export_envs): names starting so; `colossalai run` exports every name.
-DEEPSPEED_EXPORTS = ("MLFLOW", "PYTHON", "MV2", "UCX", "NCCL", "BKCL", "XPU", "XMLIR", "LD_LIBRARY", "PATH", "NEUWARE_HOME", "CNCL", "ASCEND", "HCCL", "BCCL", "BIREN", "SUPA")
+# What deepspeed exports to the nodes, names starting so (launcher/runner.py EXPORT_ENVS and
+# every accelerator's export_envs); `colossalai run` exports every name.  The image picks the
+# version: 0.19.8's, then what the releases before it add (0.10.0, the image of
+# examples/deepspeed.yaml, to 0.18.x: NEBULA_EXPORT_ENVS of nebula/constants.py, MASTER_HOST and
+# LOCAL_HOST among them), and the accelerators added after 0.19.8 (musa, xla).
+DEEPSPEED_EXPORTS = (
+    "MLFLOW", "PYTHON", "MV2", "UCX", "NCCL", "BKCL", "XPU", "XMLIR", "LD_LIBRARY", "PATH", "NEUWARE_HOME", "CNCL", "ASCEND", "HCCL", "BCCL", "BIREN", "SUPA",
+    "DLTS_JOB_ID", "DLTS_NUM_WORKER", "NEBULA_PERSISTENT_STORAGE_PATH", "NEBULA_PERSISTENT_TIME_INTERVAL", "AML_RUN_ID", "AZUREML_RUN_TOKEN",
+    "AZUREML_WORKSPACE_SCOPE", "AZUREML_EXPERIMENT_SCOPE", "AZUREML_RUN_HISTORY_SERVICE_ENDPOINT", "AZUREML_RUN_ID", "NEBULA_MEMORY_BUFFER_SIZE",
+    "AZUREML_PARAMETER_ITPJOB_NAME", "FC_TASKROLE_NAME", "FC_TASK_INDEX", "MASTER_HOST", "LOCAL_HOST", "AZUREML_BLOB_ACCOUNT_NAME", "AZUREML_BLOB_ACCOUNT_KEY",
+    "MUSA_HOME", "MCCL", "PJRT_DEVICE", "TPU_VISIBLE_CHIPS",
+)
 _PASTED = {
     "DeepSpeedJob": "deepspeed runs `cd {dir}; export NAME=...` unquoted on every node (through pdsh, which replaces %h, %u, %n and %% in it)",
     "ColossalAIJob": "colossalai run runs `cd {dir} && export NAME=\"...\"` unquoted on every node",

@@ -102,6 +102,10 @@ CASES = {
     "deepspeed-volume-named-like-flatjobs": (_DS.replace("MOUNT", "/data").replace("{name: d, emptyDir", "{name: flatjob-config, emptyDir").replace("- name: d\n", "- name: flatjob-config\n"), (21, 26, "FJ309")),
     # hx13: pdsh replaces %h, %u, %n and %% in the command deepspeed has every node run
     "deepspeed-argument-pdsh-rewrites": (_DS.replace("MOUNT", "/data").replace("python: [train.py]", "python: [train.py, --out=run_%h]"), (10, 26, "FJ340")),
+    # hx34: deepspeed before 0.19 (0.10.0 is examples/deepspeed.yaml's image) also exports names
+    # starting with its Nebula settings' (MASTER_HOST, LOCAL_HOST, AZUREML_...): lint said only
+    # FJ404's warning for an env name 'LOCAL_HOST;id' deepspeed pastes into every node's shell
+    "deepspeed-env-name-older-deepspeed-exports": (_DS.replace("MOUNT", "/data").replace("            image: deepspeed:latest\n", "            image: deepspeed:latest\n            env: [{name: 'LOCAL_HOST;id', value: x}]\n"), (18, 26, "FJ340")),
     "deepspeed-working-dir-pdsh-rewrites": (_DS.replace("MOUNT", "/data").replace("            image: deepspeed:latest\n", "            image: deepspeed:latest\n            workingDir: /w/%n\n"), (18, 25, "FJ340")),
     "flatjobs-own-scheduling-gate": (JOB.format(name="bad").replace("      template:\n        spec:\n", "      template:\n        spec:\n          schedulingGates: [{name: flatjob.dev/release}]\n"), (11, 36, "FJ204")),
     "deepspeed-ssh-folder-with-a-space": (_DS.replace("/root/.ssh", "/root/my keys").replace("MOUNT", "/data"), (6, 24, "FJ204")),
