@@ -23,6 +23,7 @@ from typing import Any, get_args
 
 from . import emit
 from .errors import Diagnostic
+from .heap import no_cyclic_gc
 from .loader import Document, Loaded, PathT, Source, foreign_group_job, is_job_candidate, parse
 from .options import SchedulerTarget
 
@@ -390,6 +391,7 @@ def _item_text(m: re.Match[str], generated: dict[str, Any]) -> str:
     return "\n".join([f"{pad}- {lines[0]}", *(f"{pad}  {line}" if line else "" for line in lines[1:])])
 
 
+@no_cyclic_gc()
 def run(raw: bytes | str) -> tuple[str, int]:
     """The whole function: output text and exit status (1 when any result is an error).
 

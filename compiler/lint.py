@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from .budget import planned
 from .errors import Diagnostic
+from .heap import no_cyclic_gc
 from .loader import load_paths
 from .validate import Validated, validate_document
 from .validate.across import check_across
@@ -29,6 +30,7 @@ class LintResult:
         return any(d.is_error for d in self.diagnostics)
 
 
+@no_cyclic_gc()
 def lint_paths(paths: Iterable[str], namespace: str | None = None, allow_empty: bool = False) -> LintResult:
     """Check every T9k job under `paths` (files or folders); `namespace` is where jobs that set
     none will land (compile's -n), for the checks across jobs; `allow_empty` passes a folder

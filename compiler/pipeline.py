@@ -21,6 +21,7 @@ from . import keys
 from .budget import planned
 from .emit import dump_all
 from .errors import Diagnostic
+from .heap import no_cyclic_gc
 from .loader import Document, Loaded, load_paths
 from .normalize import normalize
 from .options import CompileOptions
@@ -187,6 +188,7 @@ def job_folder(job: Any) -> str:
     return f"{ns}/{job.metadata.name}" if ns else job.metadata.name
 
 
+@no_cyclic_gc()
 def compile_documents(loaded: Loaded, options: CompileOptions, overlay: Overlay = no_overlay) -> CompileResult:
     """Run the pipeline over loaded documents; any error anywhere means no jobs are returned."""
     result = CompileResult(diagnostics=list(loaded.diagnostics), options=options)

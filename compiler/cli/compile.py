@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gc
 import os
 import sys
 from collections.abc import Iterator
@@ -15,6 +14,7 @@ import click
 
 from ..display import visible
 from ..errors import Diagnostic, Severity
+from ..heap import no_cyclic_gc
 from ..options import RUNTIME_MODES, CompileOptions
 from ..outdir import LinkFound, NotAFile
 
@@ -67,7 +67,7 @@ def _compile(sources: tuple[str, ...], overlays: tuple[str, ...], options: Compi
     from ..pipeline import compile_paths
 
     overlay = _overlay(overlays)
-    with _no_cyclic_gc():
+    with no_cyclic_gc():  # compiler/heap.py: the run's objects, kept to the end
         result = compile_paths(sources, options, overlay)
     if result.failed:
         errors = sum(d.is_error for d in result.diagnostics)
@@ -166,23 +166,6 @@ def _rival(root: Path, rel: str) -> Diagnostic:
     from ..output import RIVAL_MESSAGE
 
     return _at(root, rel, "FJ701", RIVAL_MESSAGE)
-
-
-@contextmanager
-def _no_cyclic_gc() -> Iterator[None]:
-    """Pause the cyclic garbage collector while compiling.
-
-    A compile allocates millions of short-lived, acyclic dicts and keeps every job's output
-    until the end; each full collection rescans all of it, which made 50 000 pods cost
-    ~15% more than 10x 5000 (bench/compile.py).  Reference counting still frees everything.
-    """
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
 
 
 def _overlay(overlays: tuple[str, ...]) -> Any:
