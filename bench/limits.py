@@ -73,6 +73,12 @@ def env_job(value: str, replicas: int, kind: str = "PyTorchTrainingJob") -> str:
     return text.replace("command: [python, train.py]\n", f'command: [python, train.py]\n              env: [{{name: BIG, value: "{value}"}}]\n')
 
 
+def many_env(name: str, items: int) -> str:
+    """A one-pod job whose container has `items` env variables (5 YAML nodes each)."""
+    env = "".join(f"                - {{name: E{i}, value: v}}\n" for i in range(items))
+    return JOB.replace("name: ok", f"name: {name}").replace("replicas: 2", "replicas: 1").replace("command: [python, train.py]\n", "command: [python, train.py]\n              env:\n" + env)
+
+
 COPIES = "patches:\n  - target: {kind: PyTorchTrainingJob}\n    patch:\n" + "".join(f"      - {{op: copy, from: /spec, path: /spec/a{i}}}\n" for i in range(40))
 
 MANY_PATCHES = "patches:\n" + "".join(f"  - {{target: {{kind: X{i}}}, patch: {{spec: {{}}}}}}\n" for i in range(5000))
@@ -134,6 +140,8 @@ INPUTS = {
     "50 000 %TAG directives (1.2 MB)": lambda: {"hostile.yaml": "".join(f"%TAG !t{i}! tag:x,2000:\n" for i in range(50_000)) + "---\n" + JOB},
     "overlay: 12 000 labels over a 100-type GenericJob (compile)": lambda: {"g.yaml": GENERIC_100, "overlay/overlay.yaml": "labels:\n" + "".join(f"  l{i}: v\n" for i in range(12_000))},
     "30 000 empty files": lambda: {f"e{i:05d}.yaml": "" for i in range(30_000)},
+    "25 files of 45 000 nodes (11 MB, each under the file limit)": lambda: {f"env{i:02d}.yaml": many_env(f"env{i}", 9_000) for i in range(25)},
+    "20 files of 90 000 nodes (each past the file limit)": lambda: {f"env{i:02d}.yaml": many_env(f"env{i}", 18_000) for i in range(20)},
     "krm: 400 one-pod jobs on stdin": lambda: {"krm/stdin.yaml": resource_list(400)},
 }
 

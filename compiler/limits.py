@@ -34,7 +34,11 @@ class Limits:
     file_bytes: int = 4 * MIB  # one input file
     run_bytes: int = 64 * MIB  # every input file of a run together
     file_nodes: int = 50_000  # YAML nodes built from one file, each alias or merge expansion counted again
-    run_nodes: int = 1_000_000  # the same over every file of a run
+    # The same over every file of a run.  Reading costs 2.5-10 us a node and checking a job about
+    # as much again, so this is what bounds a refused run's CPU (the 50 000-pod benchmark reads
+    # ~30 000 nodes): at 1 000 000, twenty files of 50 000 nodes took lint 5 s to refuse, and 25
+    # files of 45 000 (11 MB, each file under its limit) 21 s and 383 MiB (hx34).
+    run_nodes: int = 150_000
     depth: int = 100  # nesting of collections in one document (and of `<<` merges of merges)
     file_documents: int = 1_000  # YAML documents in one file (an empty `---` builds little, but costs ~100x a node)
     file_directives: int = 100  # `%TAG`/`%YAML` lines in one file (libyaml checks each tag handle against every earlier one: 50 000 took 3.5 s)
@@ -61,15 +65,22 @@ class Limits:
     # One object as JSON: the API server's ConfigMap and Secret data limit, and two thirds of
     # etcd's default request limit (1.5 MiB), which must hold the object with its metadata.
     object_bytes: int = 1 * MIB
+    # What applying an overlay's patches to the jobs they select may cost in all, in YAML values
+    # (compiler/overlay/apply.py: each value a patch adds counts 4, each check of a target 2).
+    run_patch_values: int = 1_000_000
 
 
 DEFAULT = Limits()
 
 
 class Budget:
-    """What a run may still read: bytes and nodes left, shared by every file it parses."""
+    """What a run may still read: bytes and nodes left, shared by every file it parses.
 
-    __slots__ = ("bytes", "documents", "files", "limits", "nodes")
+    `spent` says a limit of the run (not of one file) was crossed: the run is refused whole,
+    and nothing it read is checked or compiled (loader.load_paths), since checking what was
+    read costs as much again as reading it."""
+
+    __slots__ = ("bytes", "documents", "files", "limits", "nodes", "spent")
 
     def __init__(self, limits: Limits = DEFAULT) -> None:
         self.limits = limits
@@ -77,3 +88,4 @@ class Budget:
         self.nodes = limits.run_nodes
         self.documents = limits.run_documents
         self.files = limits.run_files
+        self.spent = False

@@ -16,6 +16,7 @@ from typing import Any
 import yaml
 
 from .errors import Diagnostic
+from .heap import no_cyclic_gc
 from .keys import GENERATED_HEADER, RECORD_GROUP, T9K_GROUP
 from .limits import Budget
 from .reading import YAML_SUFFIXES, find_inputs, read_text
@@ -291,6 +292,7 @@ class Loaded:
     no_job_folders: list[Diagnostic] = field(default_factory=list)
 
 
+@no_cyclic_gc()
 def load_paths(paths: Iterable[str], budget: Budget | None = None) -> Loaded:
     """Load every T9k job document under `paths`; other YAML in a scanned folder is skipped."""
     loaded = Loaded()
@@ -305,6 +307,7 @@ def load_paths(paths: Iterable[str], budget: Budget | None = None) -> Loaded:
         folder = None if explicit else _folder_of(folders, file)
         budget.files -= 1
         if budget.files < 0:
+            budget.spent = True
             loaded.diagnostics.append(Diagnostic(
                 "FJ105", f"more than {budget.limits.run_files:,} files to read in one run; flatjob stops reading here", str(file),
                 hint="compile fewer folders at once, or keep only job files under them",
@@ -345,6 +348,8 @@ def load_paths(paths: Iterable[str], budget: Budget | None = None) -> Loaded:
                     hint=None if text.startswith(GENERATED_HEADER) else _hint_for(docs),
                 )
             )
+    if budget.spent:  # refused whole at a limit of the run: checking what was read costs as much again
+        loaded.jobs = []
     if not any(d.is_error for d in loaded.diagnostics):  # else those are the thing to fix first
         loaded.no_job_folders = [d for d in (f.diagnostic() for f in folders) if d is not None]
     return loaded

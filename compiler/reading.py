@@ -161,6 +161,7 @@ def _too_big(path: str, raw: bytes, cap: int, budget: Budget) -> Diagnostic:
     if cap >= limits.file_bytes:
         what = f"larger than {limits.file_bytes // 1024:,} KiB, the most flatjob reads from one file"
     else:
+        budget.spent = True
         what = f"past {limits.run_bytes // 1024:,} KiB read in this run, the most flatjob reads from all its inputs"
     return Diagnostic("FJ105", f"file is {what}; flatjob stops reading here", path, line, col)
 

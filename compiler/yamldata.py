@@ -255,6 +255,7 @@ class _Builder:
     def _spent_at(self, mark: Mark) -> LimitHit:
         if self._cap >= self.limits.file_nodes:
             return self._limit(f"more than {self.limits.file_nodes:,} YAML nodes in one file (an alias or << merge counts every node it copies)", mark)
+        self.budget.spent = True
         return self._limit(f"more than {self.limits.run_nodes:,} YAML nodes in the files of this run together", mark)
 
     # --- the loop ----------------------------------------------------------------------
@@ -685,6 +686,7 @@ def documents(source: Source, budget: Budget) -> Iterator[tuple[Any, dict[PathT,
             count += 1
             if count > limits.file_documents or budget.documents <= 0:
                 what = f"more than {limits.file_documents:,} YAML documents in one file" if count > limits.file_documents else f"more than {limits.run_documents:,} YAML documents in the files of this run together"
+                budget.spent = budget.spent or count <= limits.file_documents
                 raise builder._limit(what, _mark(start))
             budget.documents -= 1
             builder.begin()

@@ -109,12 +109,12 @@ class _Identity:
 class _Work:
     """The overlay's cost in values, against the reading limits: a patched job holds at most
     limits.file_nodes values, like a job read from a file, and all the patching of a run (each
-    application's patch, each job it copied) costs at most limits.run_nodes.  A JSON patch's
+    application's patch, each job it copied) costs at most limits.run_patch_values.  A JSON patch's
     `copy` can double a job per operation, so a job is counted, up to its limit, after every
     patch that copies; other patches add at most their own size."""
 
     def __init__(self) -> None:
-        self.left = DEFAULT.run_nodes
+        self.left = DEFAULT.run_patch_values
 
     def spend(self, n: int, patch: Patch) -> Diagnostic | None:
         self.left -= n
@@ -122,7 +122,7 @@ class _Work:
             return None
         return patch.entry.diagnostic(
             "FJ105",
-            f"applying this overlay's patches to the jobs they select costs more than {DEFAULT.run_nodes:,} YAML values in all "
+            f"applying this overlay's patches to the jobs they select costs more than {DEFAULT.run_patch_values:,} YAML values in all "
             f"(each value a patch adds to a job counts {ADD_COST} times, each check of a target {CHECK_COST})",
             hint="patch fewer jobs, or make the patches smaller",
         )
@@ -144,11 +144,11 @@ def _checks_alone(overlay: Overlay, docs: list[Document]) -> Diagnostic | None:
     """FJ105 at the first patch when asking each patch of each job already costs more than the
     run may spend: the loop below would stop anyway, after matching up to 100 000 targets."""
     patches = overlay.patches
-    if len(patches) * len(docs) * CHECK_COST <= DEFAULT.run_nodes:
+    if len(patches) * len(docs) * CHECK_COST <= DEFAULT.run_patch_values:
         return None
     return patches[0].entry.diagnostic(
         "FJ105",
-        f"applying this overlay's {len(patches):,} patches to {len(docs):,} jobs costs more than {DEFAULT.run_nodes:,} YAML values in all "
+        f"applying this overlay's {len(patches):,} patches to {len(docs):,} jobs costs more than {DEFAULT.run_patch_values:,} YAML values in all "
         f"({CHECK_COST} for each time a patch's target is checked against a job)",
         hint="patch fewer jobs, or use fewer patches with wider targets",
     )
@@ -211,7 +211,7 @@ def _metadata_cost(overlay: Overlay, root: Node, count: int, work: _Work) -> Dia
         "FJ105",
         f"this overlay's labels and annotations ({each:,} YAML values) are copied onto job {_job_name(root)} and each of its "
         f"{copies - 1:,} pod templates: {cost:,} values, more than the {DEFAULT.file_nodes:,} a job may hold"
-        + ("" if work.left >= 0 else f" or the {DEFAULT.run_nodes:,} the run's patching may cost"),
+        + ("" if work.left >= 0 else f" or the {DEFAULT.run_patch_values:,} the run's patching may cost"),
         key=True, hint=f"set fewer {name} here, or set them in the jobs that need them",
     )
 

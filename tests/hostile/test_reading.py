@@ -344,6 +344,28 @@ def test_fifteen_files_of_empty_documents_stop_at_the_run_limit(box: Sandbox) ->
     assert run_.cpu < ROUND_TWO_CPU and run_.rss_mib < ROUND_TWO_MIB, (run_.cpu, run_.rss_mib)
 
 
+ENV_ITEMS = "              env:\n" + "".join(f"                - {{name: E{i}, value: v}}\n" for i in range(9_000))
+
+
+@MEASURED
+@pytest.mark.parametrize("files, items", [(25, ENV_ITEMS), (20, ENV_ITEMS * 2)], ids=["each-under-its-file-limit", "each-over-its-file-limit"])
+def test_many_files_of_many_nodes_stop_at_the_run_limit_unchecked(box: Sandbox, files: int, items: str) -> None:
+    """Before (hx34): 25 files of 45 000 nodes (11 MB, each under the file limit, together past
+    the run's 1 000 000) took lint 21 s and 383 MiB, compile 4 s and the plugin 16.6 s before
+    FJ105, every job read being checked first; 20 files each past its own limit took lint 5 s.
+    The run limit is now what reading and checking cost within the bound, a run refused at it
+    checks none of what it read, and the cyclic collector no longer rescans every node read."""
+    for i in range(files):
+        box.job(f"j{i}", text=JOB.format(name=f"j{i}").replace("replicas: 2", "replicas: 1").replace("              command: [python, train.py]\n", "              command: [python, train.py]\n" + items), file=f"j{i:02d}.yaml")
+    box.freeze()
+    for run_ in (box.flatjob("lint", "jobs"), box.compile(), box.plugin(SOURCES="jobs")):
+        assert_clean_exit(run_, 1)
+        assert f"more than {DEFAULT.run_nodes:,} YAML nodes in the files of this run together" in run_.output, run_.output[-2000:]
+        assert not {"FJ202", "FJ404", "FJ201"} & run_.codes(), run_.output[-2000:]
+        assert run_.cpu < ROUND_TWO_CPU and run_.rss_mib < ROUND_TWO_MIB, (run_.cpu, run_.rss_mib)
+    assert box.untouched() and not box.out.exists()
+
+
 @pytest.mark.slow  # 30 000 files written and read
 def test_thirty_thousand_empty_files_stop_at_the_run_limit(box: Sandbox) -> None:
     """Empty files hold no document and no byte, but each costs an open and a parse: 100 000
