@@ -72,6 +72,9 @@ class Limits:
 
 DEFAULT = Limits()
 
+# What a run refused at one of its own limits (not a file's) tells the user to do.
+RUN_SPLIT_HINT = "no later file of this run is read: lint or compile fewer folders in one run, e.g. one per namespace, Argo CD Application or Flux Kustomization"
+
 
 class Budget:
     """What a run may still read: bytes and nodes left, shared by every file it parses.

@@ -300,6 +300,8 @@ def load_paths(paths: Iterable[str], budget: Budget | None = None) -> Loaded:
     paths = list(paths)
     folders = [_Folder(raw) for raw in paths if Path(raw).is_dir()]
     for found in find_inputs(paths):
+        if budget.spent:  # a limit of the run was crossed: one diagnostic, not one per file left
+            break
         if isinstance(found, Diagnostic):
             loaded.diagnostics.append(found)
             continue

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import Diagnostic, Severity
-from .limits import Budget
+from .limits import RUN_SPLIT_HINT, Budget
 
 YAML_SUFFIXES = (".yaml", ".yml")
 
@@ -163,7 +163,7 @@ def _too_big(path: str, raw: bytes, cap: int, budget: Budget) -> Diagnostic:
     else:
         budget.spent = True
         what = f"past {limits.run_bytes // 1024:,} KiB read in this run, the most flatjob reads from all its inputs"
-    return Diagnostic("FJ105", f"file is {what}; flatjob stops reading here", path, line, col)
+    return Diagnostic("FJ105", f"file is {what}; flatjob stops reading here", path, line, col, hint=RUN_SPLIT_HINT if budget.spent else None)
 
 
 def _not_utf8(path: str, raw: bytes, exc: UnicodeDecodeError) -> Diagnostic:

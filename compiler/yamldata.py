@@ -38,7 +38,7 @@ from yaml.events import (
 from yaml.nodes import ScalarNode
 
 from .errors import Diagnostic, unique
-from .limits import Budget
+from .limits import RUN_SPLIT_HINT, Budget
 from .source import Mark, Source
 
 try:  # libyaml is optional in PyYAML; the pure-Python parser gives the same events, slower
@@ -234,8 +234,8 @@ class _Builder:
         self._reported.add(key)
         self.problems.append(Diagnostic(code, message, self.source.path, mark.line, mark.col, source_line=self.source.line(mark.line)))
 
-    def _limit(self, message: str, mark: Mark) -> LimitHit:
-        return LimitHit(Diagnostic("FJ105", f"{message}; flatjob stops reading this file here", self.source.path, mark.line, mark.col, source_line=self.source.line(mark.line)))
+    def _limit(self, message: str, mark: Mark, hint: str | None = None) -> LimitHit:
+        return LimitHit(Diagnostic("FJ105", f"{message}; flatjob stops reading this file here", self.source.path, mark.line, mark.col, source_line=self.source.line(mark.line), hint=hint))
 
     def _count(self, n: int, event: Event) -> None:
         """Count n more nodes built; stop when the file's or the run's budget is spent."""
@@ -256,7 +256,7 @@ class _Builder:
         if self._cap >= self.limits.file_nodes:
             return self._limit(f"more than {self.limits.file_nodes:,} YAML nodes in one file (an alias or << merge counts every node it copies)", mark)
         self.budget.spent = True
-        return self._limit(f"more than {self.limits.run_nodes:,} YAML nodes in the files of this run together", mark)
+        return self._limit(f"more than {self.limits.run_nodes:,} YAML nodes in the files of this run together", mark, hint=RUN_SPLIT_HINT)
 
     # --- the loop ----------------------------------------------------------------------
 
@@ -686,8 +686,9 @@ def documents(source: Source, budget: Budget) -> Iterator[tuple[Any, dict[PathT,
             count += 1
             if count > limits.file_documents or budget.documents <= 0:
                 what = f"more than {limits.file_documents:,} YAML documents in one file" if count > limits.file_documents else f"more than {limits.run_documents:,} YAML documents in the files of this run together"
-                budget.spent = budget.spent or count <= limits.file_documents
-                raise builder._limit(what, _mark(start))
+                run_wide = count <= limits.file_documents
+                budget.spent = budget.spent or run_wide
+                raise builder._limit(what, _mark(start), hint=RUN_SPLIT_HINT if run_wide else None)
             budget.documents -= 1
             builder.begin()
             if start.version is not None and tuple(start.version) != (1, 1):

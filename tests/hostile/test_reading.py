@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from flatjob.compiler.limits import DEFAULT
+from flatjob.compiler.limits import DEFAULT, RUN_SPLIT_HINT
 
 from .kit import (
     BOUNDED_CPU,
@@ -361,6 +361,8 @@ def test_many_files_of_many_nodes_stop_at_the_run_limit_unchecked(box: Sandbox, 
     for run_ in (box.flatjob("lint", "jobs"), box.compile(), box.plugin(SOURCES="jobs")):
         assert_clean_exit(run_, 1)
         assert f"more than {DEFAULT.run_nodes:,} YAML nodes in the files of this run together" in run_.output, run_.output[-2000:]
+        # Said once, with what to do: no FJ105 for each file left, none of them is read.
+        assert run_.output.count("this run together") == 1 and RUN_SPLIT_HINT in run_.output, run_.output[-2000:]
         assert not {"FJ202", "FJ404", "FJ201"} & run_.codes(), run_.output[-2000:]
         assert run_.cpu < ROUND_TWO_CPU and run_.rss_mib < ROUND_TWO_MIB, (run_.cpu, run_.rss_mib)
     assert box.untouched() and not box.out.exists()
