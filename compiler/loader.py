@@ -292,6 +292,21 @@ class Loaded:
     no_job_folders: list[Diagnostic] = field(default_factory=list)
 
 
+def _run_refused(budget: Budget, file: Path, diagnostics: list[Diagnostic]) -> bool:
+    """Whether a limit of the run stops reading before `file`: said once, not once per file left."""
+    if budget.spent:  # crossed by what was read before (nodes, bytes, documents), already said
+        return True
+    budget.files -= 1
+    if budget.files >= 0:
+        return False
+    budget.spent = True
+    diagnostics.append(Diagnostic(
+        "FJ105", f"more than {budget.limits.run_files:,} files to read in one run; flatjob stops reading here", str(file),
+        hint="compile fewer folders at once, or keep only job files under them",
+    ))
+    return True
+
+
 @no_cyclic_gc()
 def load_paths(paths: Iterable[str], budget: Budget | None = None) -> Loaded:
     """Load every T9k job document under `paths`; other YAML in a scanned folder is skipped."""
@@ -300,21 +315,13 @@ def load_paths(paths: Iterable[str], budget: Budget | None = None) -> Loaded:
     paths = list(paths)
     folders = [_Folder(raw) for raw in paths if Path(raw).is_dir()]
     for found in find_inputs(paths):
-        if budget.spent:  # a limit of the run was crossed: one diagnostic, not one per file left
-            break
         if isinstance(found, Diagnostic):
             loaded.diagnostics.append(found)
             continue
         file, explicit = found.path, found.explicit
-        folder = None if explicit else _folder_of(folders, file)
-        budget.files -= 1
-        if budget.files < 0:
-            budget.spent = True
-            loaded.diagnostics.append(Diagnostic(
-                "FJ105", f"more than {budget.limits.run_files:,} files to read in one run; flatjob stops reading here", str(file),
-                hint="compile fewer folders at once, or keep only job files under them",
-            ))
+        if _run_refused(budget, file, loaded.diagnostics):
             break
+        folder = None if explicit else _folder_of(folders, file)
         text, problem = read_text(file, budget)
         if problem is not None:
             if explicit or problem.message != "is a directory":
