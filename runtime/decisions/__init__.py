@@ -24,7 +24,7 @@ from .elastic import decide_scale
 from .finish import FinishDecision, decide_failure, decide_success
 from .outcomes import disruption_end, observe
 from .pause import decide_pause
-from .release import Deps, decide_release
+from .release import Deps, decide_release, unreleased_gang
 from .restart import SETTLE, decide_restart, explained, restart_completed
 from .status import CREATING_OVERDUE, DELETION_OVERDUE, all_running, build_status
 
@@ -60,6 +60,8 @@ class World:
     secret_exists: bool = True
     secret_known: bool = True  # False while the Secret could not be read: wait, never make one blind
     secret_refused: str | None = None  # why the job's `<job>-ssh` is not its runtime's (sshkeys): no pod created or released
+    name_taken: bool = False  # a namesake's pods (or PodGroup) hold the job's names (namesakes.py)
+    precedes: bool = False  # ... and the job keeps its unreleased gang's pods, if its PodTemplates are its own
     secret_is_ours: bool = True  # False when the user named an existing Secret
     podgroup_exists: bool = True
     tensorboard_ready: bool | None = None  # the TensorBoard Deployment's readiness, once observed
@@ -220,6 +222,8 @@ def reconcile(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, world:
     wake: float | None = None
     if led.outcome is None:
         led, events, creates, deletes, wait, wake = _run(job, pods, led, world, now, settle)
+        if world.name_taken and not led.released and (job.problem or not world.precedes):  # it gives way (namesakes.py)
+            deletes = (*deletes, *unreleased_gang(pods))
     if led.outcome is not None:
         cd = decide_cleanup(job, pods, led)
         led, deletes, stops = cd.ledger, cd.delete, cd.stop

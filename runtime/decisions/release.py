@@ -67,6 +67,12 @@ def _stale(job: JobView, pods: Mapping[str, PodState], ledger: Ledger) -> tuple[
     return tuple(out)
 
 
+def unreleased_gang(pods: Mapping[str, PodState]) -> tuple[str, ...]:
+    """The gated pods of the job's (by its record's uid), not being deleted: before the gang's
+    release, the pods created for it, which no program of ever ran."""
+    return tuple(n for n, p in sorted(pods.items()) if p.ours and p.gated and not p.deleting)
+
+
 def _refused(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, refusal: tuple[str, str], now: float) -> ReleaseDecision:
     """A pod the attempt needs was refused: roll the gang back (or delay the one pod), say why.
 
@@ -82,7 +88,7 @@ def _refused(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, refusal
     text = f"the API server refused pod {name}: {message}"
     retry = f"retrying in {until - now:.0f} s" + (" (the quota controller may not have released the pods that just went)" if quiet else "")
     if not ledger.released:
-        gang = tuple(n for n, p in sorted(pods.items()) if p.ours and p.gated and not p.deleting)
+        gang = unreleased_gang(pods)
         led = ledger.evolve(refused=text, refusals=count, gang_not_before=until)
         event = ("Warning", "GangRefused", f"{text}; deleted the {len(gang)} pod(s) created for this attempt, {retry}")
         return ReleaseDecision(led, delete=gang, wait=f"{text}; {retry}", wake_at=until, events=() if quiet else (event,))

@@ -22,9 +22,10 @@ import pytest
 
 from flatjob.compiler import keys
 from flatjob.compiler.options import CompileOptions
+from flatjob.runtime.api import ApiError
 from flatjob.runtime.controller import Controller
 from flatjob.runtime.lookups import SECRET_TTL
-from flatjob.runtime.namesakes import NameTaken, podgroup_taken, pods_taken
+from flatjob.runtime.namesakes import NameTaken, podgroup_taken, pods_taken, precedes
 from flatjob.runtime.sshkeys import foreign_secret
 
 from .gitops import _Tool
@@ -149,6 +150,99 @@ def test_a_namesake_in_the_other_runtime_mode_is_found_by_the_create_it_refuses_
         assert sorted(s.pods()) == list(SECOND_PODS) and all(p["status"].get("phase") == "Running" for p in s.pods().values())
     finally:
         namespace_runtime.close()
+
+
+GENERIC_X = """
+apiVersion: batch.tensorstack.dev/v1beta1
+kind: GenericJob
+metadata:
+  name: x
+spec:
+  successRules:
+    - {"worker": [0]}
+  replicaSpecs:
+    - type: worker
+      replicas: 1
+      restartPolicy:
+        policy: Never
+      template:
+        spec:
+          containers:
+            - name: main
+              image: busybox:1.36
+              command: [sh, -c, 'sleep 3000']
+    - type: master
+      replicas: 1
+      restartPolicy:
+        policy: Never
+      template:
+        spec:
+          containers:
+            - name: main
+              image: busybox:1.36
+              command: [sh, -c, 'sleep 3000']
+"""
+
+
+@pytest.mark.parametrize("templates", ["second", "first"])
+def test_two_namesakes_each_holding_a_name_of_the_others_do_not_both_wait_forever(templates: str) -> None:
+    """A GenericJob x (workers, then master) with a runtime of its own, and a PyTorchTrainingJob
+    x (master first) served by the namespace runtime: neither caches the other's pods.  The
+    GenericJob's create of x-master-0 fails (a 500) after x-worker-0; the PyTorchTrainingJob
+    then creates x-master-0 and meets x-worker-0.  Each holds a gated pod of a name the other
+    needs: both were NameTaken for good, neither ever ran.  Now the job that does not precede
+    the other (namesakes.py), or whose PodTemplates the other folder's apply took, deletes its
+    gated pods, and the job whose PodTemplates are in place runs (`templates`: whose folder was
+    applied last, as Flux's two Kustomizations take turns), never touched by the other."""
+    token = MODE.set("job")
+    try:
+        s = Scenario(GENERIC_X)
+    finally:
+        MODE.reset(token)
+    hook, creates = s.server.on_request, []
+
+    def fail_the_second_create(verb: str, resource: str, namespace: str | None, name: str | None, agent: str) -> None:
+        hook(verb, resource, namespace, name, agent)  # type: ignore[misc]
+        if verb == "create" and resource == "pods" and agent.endswith("(runtime-1)"):
+            creates.append(agent)
+            if len(creates) == 2:
+                raise ApiError("etcdserver: request timed out", status=500)
+
+    s.server.on_request = fail_the_second_create
+    s.tick()
+    assert sorted(s.pods()) == ["x-worker-0"]
+    _Tool(s.cluster, compile_text(FIRST, CompileOptions(namespace=NAMESPACE, runtime="namespace"))).reconcile()
+    namespace_runtime = Controller(s.kube(f"runtime-{s.generation}"), NAMESPACE, identity=f"runtime-{s.generation}", clock=s.clock, use_lease=False)
+    namespace_runtime.start()
+    runs, waits = ("GenericJob", "PyTorchTrainingJob") if templates == "first" else ("PyTorchTrainingJob", "GenericJob")
+    try:
+        crossed = False
+        for tick in range(int(SECRET_TTL) * 3):
+            namespace_runtime.step()
+            crossed |= {n: p["metadata"]["labels"][keys.JOB_KIND] for n, p in s.pods().items()} == {"x-worker-0": "GenericJob", "x-master-0": "PyTorchTrainingJob"}
+            if tick == 0 and templates == "first":  # the GenericJob's folder is applied again: its PodTemplates are its own again
+                _Tool(s.cluster, s.manifests).reconcile()
+            s.tick()
+        assert crossed  # each held a name of the other's
+        pods = s.pods()
+        assert pods and {p["metadata"]["labels"][keys.JOB_KIND] for p in pods.values()} == {runs}, {n: p["metadata"]["labels"][keys.JOB_KIND] for n, p in pods.items()}
+        assert all(p["status"].get("phase") == "Running" for p in pods.values())
+        record = s.cluster.record(NAMESPACE, f"{runs.lower()}s", "x")
+        assert all(ref["uid"] == record["metadata"]["uid"] for p in pods.values() for ref in p["metadata"]["ownerReferences"])
+        stalled = _condition(s.cluster.record_status(NAMESPACE, f"{waits.lower()}s", "x"), "Stalled")
+        assert (stalled.get("status"), stalled.get("reason")) == ("True", "NameTaken"), stalled
+    finally:
+        namespace_runtime.close()
+
+
+def test_a_job_precedes_a_namesake_only_by_its_records_uid_sorting_first() -> None:
+    assert precedes("uid-a", ["uid-b", "uid-c"]) and not precedes("uid-b", ["uid-a"]) and not precedes("uid-b", ["uid-c", "uid-a"])
+    assert not precedes("uid-a", [None]) and not precedes(None, ["uid-b"])  # a pod of no record's, a record with no uid: never
+    taken = pods_taken("DeepSpeedJob", "x", "team", "uid-a", {"x-worker-0"}, {"PyTorchTrainingJob": {"x-worker-0": _pod("PyTorchTrainingJob", "uid-b")}})
+    assert taken is not None and taken.precedes
+    taken = pods_taken("DeepSpeedJob", "x", "team", "uid-c", {"x-worker-0"}, {"PyTorchTrainingJob": {"x-worker-0": _pod("PyTorchTrainingJob", "uid-b")}})
+    assert taken is not None and not taken.precedes
+    assert not podgroup_taken("PyTorchTrainingJob", "x", {"metadata": {"name": "x", "labels": {keys.APP_NAME: "deepspeedjob"}}}).precedes  # type: ignore[union-attr]
 
 
 # --- the rule's pure parts ----------------------------------------------------------------------
