@@ -15,11 +15,16 @@ else goes on (its outcome, deadlines, clean-up).
 Two jobs can each hold a name of the other's: served by runtimes of different modes (neither
 caches the other's pods), each creates its gang in its own order (a GenericJob's replicaSpecs
 in theirs, a PyTorchTrainingJob's master first) and stops at the first name the other holds;
-every pod either holds is gated and waits for a gang that cannot start, so neither ever runs.
-So a job whose names are taken gives way (its pods of a gang it has not released are deleted,
-decisions.reconcile) unless it `precedes` the job holding them (its record's uid sorts first,
-which both compute alike from the pods' ownerReferences) and its PodTemplates are its own (the
-other folder's apply took them: it could not complete its gang anyway).
+every pod either holds is gated and waits for a gang that cannot start, so neither ever ran.
+So a job whose names are taken before it released its gang gives way: the pods it created for
+that gang are deleted (decisions.reconcile, as after a refused create), freeing their names
+for the other job.  So does a job whose PodTemplates the other folder's apply took (its view
+out of step, job.problem): it creates nothing, so it never meets the other's pods to learn
+that its own hold their names.  No precedence between the two: a rule by the records' uids deadlocked
+again where only part of the other job is known (a namesake running on, whose replacement's
+name this job took while it was free, NameTaken in turn and never releasing the replacement
+of its own that this job meets).  Should both give way at once, each tries again when the
+names it waits for change or are read free, at its own time, and the first to try runs.
 """
 
 from __future__ import annotations
@@ -41,10 +46,6 @@ class NameTaken(ForeignSecret):
 
     reason = "NameTaken"
 
-    def __init__(self, message: str, precedes: bool = False) -> None:
-        super().__init__(message)
-        self.precedes = precedes  # keeps the pods of its unreleased gang (module docstring)
-
 
 RULE = ("a job's pods, PodTemplates, Service, SSH Secret and PodGroup are named after the job alone, so two jobs of one name cannot both "
         "run in a namespace, whatever their kinds (compile refuses them in one folder, FJ315, but cannot see another folder)")
@@ -61,13 +62,6 @@ def _listed(names: Iterable[str]) -> str:
     return ", ".join(names[:SHOWN]) + more
 
 
-def precedes(record_uid: str | None, owners: Iterable[str | None]) -> bool:
-    """Whether the job whose names pods of these `owners` (their records' uids) hold keeps the
-    pods of its unreleased gang: its record's uid sorts before every owner's.  A pod with no
-    controller ownerReference is no job's: the job never precedes it."""
-    return record_uid is not None and all(o is not None and record_uid < o for o in owners)
-
-
 def pods_taken(kind: str, name: str, namespace: str, record_uid: str | None, wanted: Container[str],
                namesakes: Mapping[str, Mapping[str, Obj]]) -> NameTaken | None:
     """The refusal when pods of a namesake (`namesakes`: another kind -> its pods by name, of the
@@ -78,11 +72,9 @@ def pods_taken(kind: str, name: str, namespace: str, record_uid: str | None, wan
         if held:
             owners = sorted({u for n in held if (u := _owner_uid(namesakes[other][n]))})
             whose = f" (owned by its record, uid {owners[0]})" if len(owners) == 1 else ""
-            first = precedes(record_uid, (_owner_uid(namesakes[other][n]) for n in held))
             return NameTaken(
                 f"{'pod' if len(held) == 1 else 'pods'} {_listed(held)} {'belongs' if len(held) == 1 else 'belong'} to {other} {name}{whose}, another job named {name} in namespace {namespace}: {RULE}; "
-                f"this {kind} creates and releases no pod while that job's pods hold its pod names, and never touches them; rename one of the jobs",
-                first,
+                f"this {kind} creates and releases no pod while that job's pods hold its pod names, and never touches them; rename one of the jobs"
             )
     return None
 

@@ -223,7 +223,7 @@ class JobWorker:
         now = self.ctl.clock()
         ended = {n: self._pod_state(states, n, o, job, owner) for n, o in self.ctl.pods.gone_of(self.key).items() if n not in pods}
         world = replace(world, secret_uid=None if foreign else self._secret_uid(job, world), secret_refused=str(foreign) if foreign else None, ended=ended,
-                        name_taken=isinstance(foreign, NameTaken), precedes=isinstance(foreign, NameTaken) and foreign.precedes)
+                        name_taken=isinstance(foreign, NameTaken))
         cycle = scale_backoff(reconcile(job, pods, ledger, world, status, now, self.ctl.settle), ledger, now, self.ctl.backoff_scale)
         cycle = self._refusing_secret(cycle, foreign, record, status, now)
         self.cycles += 1

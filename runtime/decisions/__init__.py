@@ -60,8 +60,7 @@ class World:
     secret_exists: bool = True
     secret_known: bool = True  # False while the Secret could not be read: wait, never make one blind
     secret_refused: str | None = None  # why the job's `<job>-ssh` is not its runtime's (sshkeys): no pod created or released
-    name_taken: bool = False  # a namesake's pods (or PodGroup) hold the job's names (namesakes.py)
-    precedes: bool = False  # ... and the job keeps its unreleased gang's pods, if its PodTemplates are its own
+    name_taken: bool = False  # a namesake's pods (or PodGroup) hold the job's names (namesakes.py): its unreleased gang's pods are deleted
     secret_is_ours: bool = True  # False when the user named an existing Secret
     podgroup_exists: bool = True
     tensorboard_ready: bool | None = None  # the TensorBoard Deployment's readiness, once observed
@@ -222,7 +221,10 @@ def reconcile(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, world:
     wake: float | None = None
     if led.outcome is None:
         led, events, creates, deletes, wait, wake = _run(job, pods, led, world, now, settle)
-        if world.name_taken and not led.released and (job.problem or not world.precedes):  # it gives way (namesakes.py)
+        if not led.released and (world.name_taken or job.problem):
+            # Pods of a gang not released that no gang starts from while its names are taken or
+            # its PodTemplates are out of step (taken by a namesake's apply, namesakes.py; else
+            # most often stale once they arrive): their names freed, for a namesake among others.
             deletes = (*deletes, *unreleased_gang(pods))
     if led.outcome is not None:
         cd = decide_cleanup(job, pods, led)

@@ -25,7 +25,7 @@ from flatjob.compiler.options import CompileOptions
 from flatjob.runtime.api import ApiError
 from flatjob.runtime.controller import Controller
 from flatjob.runtime.lookups import SECRET_TTL
-from flatjob.runtime.namesakes import NameTaken, podgroup_taken, pods_taken, precedes
+from flatjob.runtime.namesakes import NameTaken, podgroup_taken, pods_taken
 from flatjob.runtime.sshkeys import foreign_secret
 
 from .gitops import _Tool
@@ -190,10 +190,10 @@ def test_two_namesakes_each_holding_a_name_of_the_others_do_not_both_wait_foreve
     x (master first) served by the namespace runtime: neither caches the other's pods.  The
     GenericJob's create of x-master-0 fails (a 500) after x-worker-0; the PyTorchTrainingJob
     then creates x-master-0 and meets x-worker-0.  Each holds a gated pod of a name the other
-    needs: both were NameTaken for good, neither ever ran.  Now the job that does not precede
-    the other (namesakes.py), or whose PodTemplates the other folder's apply took, deletes its
-    gated pods, and the job whose PodTemplates are in place runs (`templates`: whose folder was
-    applied last, as Flux's two Kustomizations take turns), never touched by the other."""
+    needs: both were NameTaken for good, neither ever ran.  Now each gives way (deletes its
+    gated pods, namesakes.py), and the job whose PodTemplates are in place runs (`templates`:
+    whose folder was applied last, as Flux's two Kustomizations take turns), never touched by
+    the other."""
     token = MODE.set("job")
     try:
         s = Scenario(GENERIC_X)
@@ -233,16 +233,6 @@ def test_two_namesakes_each_holding_a_name_of_the_others_do_not_both_wait_foreve
         assert (stalled.get("status"), stalled.get("reason")) == ("True", "NameTaken"), stalled
     finally:
         namespace_runtime.close()
-
-
-def test_a_job_precedes_a_namesake_only_by_its_records_uid_sorting_first() -> None:
-    assert precedes("uid-a", ["uid-b", "uid-c"]) and not precedes("uid-b", ["uid-a"]) and not precedes("uid-b", ["uid-c", "uid-a"])
-    assert not precedes("uid-a", [None]) and not precedes(None, ["uid-b"])  # a pod of no record's, a record with no uid: never
-    taken = pods_taken("DeepSpeedJob", "x", "team", "uid-a", {"x-worker-0"}, {"PyTorchTrainingJob": {"x-worker-0": _pod("PyTorchTrainingJob", "uid-b")}})
-    assert taken is not None and taken.precedes
-    taken = pods_taken("DeepSpeedJob", "x", "team", "uid-c", {"x-worker-0"}, {"PyTorchTrainingJob": {"x-worker-0": _pod("PyTorchTrainingJob", "uid-b")}})
-    assert taken is not None and not taken.precedes
-    assert not podgroup_taken("PyTorchTrainingJob", "x", {"metadata": {"name": "x", "labels": {keys.APP_NAME: "deepspeedjob"}}}).precedes  # type: ignore[union-attr]
 
 
 # --- the rule's pure parts ----------------------------------------------------------------------
