@@ -71,7 +71,8 @@ def pods_taken(kind: str, name: str, namespace: str, record_uid: str | None, wan
         held = {n for n, p in namesakes[other].items() if n in wanted and _owner_uid(p) != record_uid}
         if held:
             owners = sorted({u for n in held if (u := _owner_uid(namesakes[other][n]))})
-            whose = f" (owned by its record, uid {owners[0]})" if len(owners) == 1 else ""
+            whose = (f" (owned by its record, uid {owners[0]})" if len(owners) == 1 else
+                     "" if owners else " (by its labels alone: no record owns it, so no runtime made it)")
             return NameTaken(
                 f"{'pod' if len(held) == 1 else 'pods'} {_listed(held)} {'belongs' if len(held) == 1 else 'belong'} to {other} {name}{whose}, another job named {name} in namespace {namespace}: {RULE}; "
                 f"this {kind} creates and releases no pod while that job's pods hold its pod names, and never touches them; rename one of the jobs"

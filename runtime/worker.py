@@ -692,7 +692,7 @@ class JobWorker:
             return None
         kind, job = self.key
         other = job_key(there)
-        if other and other[1] == job and other[0] != kind and pods_taken(kind, job, self.namespace, self.uid, (name,), {other[0]: {name: there}}):
+        if other and other[1] == job and other[0] != kind and other[0] in keys.RECORD_PLURALS and pods_taken(kind, job, self.namespace, self.uid, (name,), {other[0]: {name: there}}):
             return there
         return (f"pod {name} already exists without this job's labels ({keys.JOB_KIND}={kind}, {keys.JOB_NAME}={job}): someone made it, "
                 "or took them off the job's own, so the runtime neither sees nor replaces it; delete it or give it back its labels")

@@ -235,6 +235,17 @@ def test_two_namesakes_each_holding_a_name_of_the_others_do_not_both_wait_foreve
         namespace_runtime.close()
 
 
+def test_a_pod_labelled_for_no_kind_of_record_is_no_namesake() -> None:
+    """A pod in the way whose job-kind label names no record kind is no job's: the create it
+    refuses is said as before (someone made it), not as a namesake 'Foo x'."""
+    s = Scenario(SECOND)
+    s.cluster.create_pod(NAMESPACE, {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "x-worker-0", "labels": {keys.JOB_KIND: "Foo", keys.JOB_NAME: "x"}},
+                                     "spec": {"containers": [{"name": "c", "image": "busybox:1.36"}]}})
+    st = s.run_until(lambda st: "x-worker-0" in str(st.get("conditions")), limit=30)
+    said = str(st.get("conditions"))
+    assert "already exists without this job's labels" in said and "Foo" not in said and "NameTaken" not in said, said
+
+
 # --- the rule's pure parts ----------------------------------------------------------------------
 
 
@@ -248,6 +259,14 @@ def test_pods_of_a_namesake_hold_the_names_but_a_pod_the_record_owns_never_does(
     assert str(taken).startswith("pod x-worker-0 belongs to PyTorchTrainingJob x (owned by its record, uid uid-pt), another job named x in namespace team")
     assert pods_taken("DeepSpeedJob", "x", "team", "uid-ds", {"x-worker-0"}, {"PyTorchTrainingJob": {"x-master-0": _pod("PyTorchTrainingJob", "uid-pt")}}) is None
     assert pods_taken("DeepSpeedJob", "x", "team", "uid-ds", {"x-worker-0"}, {"PyTorchTrainingJob": {"x-worker-0": _pod("PyTorchTrainingJob", "uid-ds")}}) is None
+
+
+def test_a_pod_with_a_namesakes_labels_and_no_owner_is_said_to_be_owned_by_no_record() -> None:
+    """Anyone who may create pods can label one for a namesake (as anyone could always take a
+    pod's name): the job waits as for a namesake's, and says that no record owns the pod."""
+    forged = {"metadata": {"labels": {keys.JOB_KIND: "PyTorchTrainingJob", keys.JOB_NAME: "x"}}}
+    taken = pods_taken("DeepSpeedJob", "x", "team", "uid-ds", {"x-worker-0"}, {"PyTorchTrainingJob": {"x-worker-0": forged}})
+    assert taken is not None and str(taken).startswith("pod x-worker-0 belongs to PyTorchTrainingJob x (by its labels alone: no record owns it, so no runtime made it)")
 
 
 def test_a_podgroup_labelled_for_another_kind_is_a_namesakes_gang() -> None:
