@@ -75,7 +75,8 @@ def pods_taken(kind: str, name: str, namespace: str, record_uid: str | None, wan
                      "" if owners else " (by its labels alone: no record owns it, so no runtime made it)")
             return NameTaken(
                 f"{'pod' if len(held) == 1 else 'pods'} {_listed(held)} {'belongs' if len(held) == 1 else 'belong'} to {other} {name}{whose}, another job named {name} in namespace {namespace}: {RULE}; "
-                f"this {kind} creates and releases no pod while that job's pods hold its pod names, and never touches them; rename one of the jobs"
+                f"this {kind} creates and releases no pod while that job's pods hold its pod names (the pods of a gang it has not started are deleted, "
+                "freeing their names), and never touches them; rename one of the jobs"
             )
     return None
 
@@ -90,5 +91,5 @@ def podgroup_taken(kind: str, name: str, group: Mapping[str, Any] | None) -> Nam
     other = next((k for k in keys.RECORD_PLURALS if k.lower() == label), label)
     return NameTaken(
         f"PodGroup {name} is labelled for {other} {name} ({keys.APP_NAME}={label}), another job named {name}: {RULE}; "
-        f"this {kind} creates and releases no pod into another job's gang; rename one of the jobs"
+        f"this {kind} creates and releases no pod into another job's gang (the pods of a gang it has not started are deleted); rename one of the jobs"
     )

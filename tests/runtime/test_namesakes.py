@@ -231,6 +231,7 @@ def test_two_namesakes_each_holding_a_name_of_the_others_do_not_both_wait_foreve
         assert all(ref["uid"] == record["metadata"]["uid"] for p in pods.values() for ref in p["metadata"]["ownerReferences"])
         stalled = _condition(s.cluster.record_status(NAMESPACE, f"{waits.lower()}s", "x"), "Stalled")
         assert (stalled.get("status"), stalled.get("reason")) == ("True", "NameTaken"), stalled
+        assert "(the pods of a gang it has not started are deleted, freeing their names)" in stalled["message"], stalled
     finally:
         namespace_runtime.close()
 
