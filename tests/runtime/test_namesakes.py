@@ -11,6 +11,9 @@ names (docs/runtime.md, "Two jobs of one name"; runtime/namesakes.py).
   after each back-off, with a status write and an Event each time, and blamed "someone" who
   took the pod's labels off);
 - once the first job's record is deleted (its pods with it), the second runs, its pods its own.
+- two jobs each holding a pod name of the other's (started together, in different modes) do
+  not both wait for good: each gives its unreleased gang's names back, and the one whose
+  PodTemplates are in place runs;
 Both runtime modes: one namespace runtime serves both jobs, or one runtime per job.
 """
 
