@@ -18,9 +18,10 @@ in theirs, a PyTorchTrainingJob's master first) and stops at the first name the 
 every pod either holds is gated and waits for a gang that cannot start, so neither ever ran.
 So a job whose names are taken before it released its gang gives way: the pods it created for
 that gang are deleted (decisions.reconcile, as after a refused create), freeing their names
-for the other job.  So does a job whose PodTemplates the other folder's apply took (its view
-out of step, job.problem): it creates nothing, so it never meets the other's pods to learn
-that its own hold their names.  No precedence between the two: a rule by the records' uids deadlocked
+for the other job.  A job whose PodTemplates the other folder's apply took (its view out of
+step, job.problem) creates nothing, so it never meets the other's pods to learn that its own
+hold their names: it deletes those of its gated pods whose PodTemplate went from its view
+(release.given_back), the very names the other job rendered.  No precedence between the two: a rule by the records' uids deadlocked
 again where only part of the other job is known (a namesake running on, whose replacement's
 name this job took while it was free, NameTaken in turn and never releasing the replacement
 of its own that this job meets).  Should both give way at once, each tries again when the

@@ -24,7 +24,7 @@ from .elastic import decide_scale
 from .finish import FinishDecision, decide_failure, decide_success
 from .outcomes import disruption_end, observe
 from .pause import decide_pause
-from .release import Deps, decide_release, unreleased_gang
+from .release import Deps, decide_release, given_back
 from .restart import SETTLE, decide_restart, explained, restart_completed
 from .status import CREATING_OVERDUE, DELETION_OVERDUE, all_running, build_status
 
@@ -221,11 +221,8 @@ def reconcile(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, world:
     wake: float | None = None
     if led.outcome is None:
         led, events, creates, deletes, wait, wake = _run(job, pods, led, world, now, settle)
-        if not led.released and (world.name_taken or job.problem):
-            # Pods of a gang not released that no gang starts from while its names are taken or
-            # its PodTemplates are out of step (taken by a namesake's apply, namesakes.py; else
-            # most often stale once they arrive): their names freed, for a namesake among others.
-            deletes = (*deletes, *unreleased_gang(pods))
+        if not led.released:  # names a namesake may need (namesakes.py), given back
+            deletes = (*deletes, *given_back(job, pods, world.name_taken))
     if led.outcome is not None:
         cd = decide_cleanup(job, pods, led)
         led, deletes, stops = cd.ledger, cd.delete, cd.stop

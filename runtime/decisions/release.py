@@ -73,6 +73,14 @@ def unreleased_gang(pods: Mapping[str, PodState]) -> tuple[str, ...]:
     return tuple(n for n, p in sorted(pods.items()) if p.ours and p.gated and not p.deleting)
 
 
+def given_back(job: JobView, pods: Mapping[str, PodState], name_taken: bool) -> tuple[str, ...]:
+    """The gated pods of an unreleased gang whose names the job gives back (namesakes.py): all of
+    them while a namesake's pods hold some of its names; while its PodTemplates are out of step,
+    those whose PodTemplate is out of its view (a namesake's apply of the same names took it, or
+    it went), which no gang starts from.  The others stay, to be used once the view is whole."""
+    return tuple(n for n in unreleased_gang(pods) if name_taken or (job.problem and job.pod(n) is None))
+
+
 def _refused(job: JobView, pods: Mapping[str, PodState], ledger: Ledger, refusal: tuple[str, str], now: float) -> ReleaseDecision:
     """A pod the attempt needs was refused: roll the gang back (or delay the one pod), say why.
 

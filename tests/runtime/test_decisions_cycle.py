@@ -140,8 +140,12 @@ CASES: dict[str, tuple[JobView, dict[str, PodState], Ledger, World, tuple[tuple[
     "a-named-secret-is-waited-for": (DS, {}, Ledger(), World(secret_exists=False, secret_is_ours=False), ()),
     "podgroup-missing-nothing-created": (DS, {}, Ledger(), World(podgroup_exists=False), ()),
     "templates-out-of-step-nothing-created": (job_view(problem="waiting for the job's PodTemplates to match the record (2 present, 3 expected)"), {}, Ledger(), World(), ()),
-    "templates-out-of-step-the-unreleased-gang-goes": (  # no gang starts from it; its names may be a namesake's (namesakes.py)
-        job_view("DeepSpeedJob", problem="waiting for the job's PodTemplates to match the record (2 present, 3 expected)"), gated(DS, "j-worker-2"), Ledger(), World(), deletes("j-worker-0", "j-worker-1"),
+    "templates-out-of-step-an-unreleased-pod-whose-template-went-goes": (  # no gang starts from it; its name may be a namesake's (namesakes.py)
+        job_view("DeepSpeedJob", types={"worker": 1}, problem="waiting for the job's PodTemplates to match the record (1 present, 3 expected)"),
+        gated(DS, "j-worker-2"), Ledger(), World(), deletes("j-worker-1"),
+    ),
+    "templates-out-of-step-unreleased-pods-with-their-templates-stay": (  # a resize before the gang started: reused once the view is whole
+        job_view("DeepSpeedJob", problem="waiting for the job's PodTemplates to match the record (3 present, 4 expected)"), gated(DS, "j-worker-2"), Ledger(), World(), (),
     ),
     "templates-out-of-step-a-released-gangs-pods-stay": (
         job_view("DeepSpeedJob", problem="waiting for the job's PodTemplates to match the record (2 present, 3 expected)"), gated(DS), running_ledger(DS, released=("j-worker-1", "j-worker-2")), World(),
