@@ -18,6 +18,7 @@ The same scripts run with the real sshd and `colossalai run` in tests/e2e/test_c
 
 from __future__ import annotations
 
+import os
 import shlex
 import signal
 import subprocess
@@ -337,7 +338,12 @@ def test_the_passwd_home_is_the_users_own_in_a_pod(tmp_path: Path, bin_dir: Path
     assert sorted(p.name for p in (tmp_path / "from-passwd" / ".ssh").iterdir()) == ["config", "id_ed25519", "id_ed25519.pub"], run.stderr
     run = s.run(env={"FLATJOB_SSH_HOME": "", "FLATJOB_PYTHON": "false"})
     assert run.code == 1 and not run.of(kind)
-    assert "has no passwd entry, so OpenSSH has no home to read the ssh key from" in run.stderr
+    assert f"flatjob: false could not read a home from the passwd entry of uid {os.getuid()}, the home where OpenSSH reads the ssh key and config (spec.ssh.authMountPath: {s.ssh_dir})" in run.stderr
+    empty = tmp_path / "empty-python"  # a passwd entry whose home is empty: no `/.ssh` made instead
+    empty.write_text("#!/bin/sh\necho\n", encoding="utf-8")
+    empty.chmod(0o755)
+    run = s.run(env={"FLATJOB_SSH_HOME": "", "FLATJOB_PYTHON": str(empty)})
+    assert run.code == 1 and not run.of(kind) and "could not read a home from the passwd entry" in run.stderr
     for pod in pods_of(compiled.objects):
         for c in pod["spec"]["containers"]:
             assert {"name": "FLATJOB_SSH_HOME", "value": ""} in c["env"]
@@ -364,6 +370,28 @@ def test_a_home_ssh_that_cannot_hold_the_links_stops_the_launch_saying_why(tmp_p
     run = s.run(env={"HOME": str(home), "STUB_EXEC_MKDIR": '["/bin/mkdir"]'})
     assert run.code == 1 and not run.of(kind)
     assert f"flatjob: cannot create {home}/.ssh, where fabric and paramiko ($HOME) read the ssh key and config (spec.ssh.authMountPath: {s.ssh_dir})" in run.stderr
+
+
+@pytest.mark.parametrize("kind", ["deepspeed", "colossalai"])
+def test_a_linked_name_that_leads_to_a_folder_is_replaced_not_written_into(tmp_path: Path, bin_dir: Path, kind: str) -> None:
+    """`ln -sf key ~/.ssh/config` where ~/.ssh/config is a link to a folder made the link inside
+    that folder, outside the .ssh, and left the clients reading a folder as their config; a
+    folder of that name stops the launch, naming it."""
+    s = Scripts(tmp_path, launch_scripts(kind, str(bin_dir / "sshd"), {"authMountPath": "/etc/keys"}), bin_dir)
+    s.ssh_dir.mkdir()
+    home, elsewhere = tmp_path / "home", tmp_path / "elsewhere"
+    (home / ".ssh").mkdir(parents=True)
+    elsewhere.mkdir()
+    (home / ".ssh" / "config").symlink_to(elsewhere)
+    run = s.run(env={"HOME": str(home), "STUB_EXEC_MKDIR": '["/bin/mkdir"]'})
+    assert run.code == 0, run.stderr
+    assert list(elsewhere.iterdir()) == []
+    assert (home / ".ssh" / "config").resolve() == (s.ssh_dir / "config").resolve()
+    (home / ".ssh" / "config").unlink()
+    (home / ".ssh" / "config").mkdir()
+    run = s.run(env={"HOME": str(home), "STUB_EXEC_MKDIR": '["/bin/mkdir"]'})
+    assert run.code == 1 and not run.of(kind)
+    assert f"flatjob: cannot link {home}/.ssh/config to {s.ssh_dir}/config: fabric and paramiko ($HOME) read no key there" in run.stderr
 
 
 @pytest.mark.parametrize("kind", ["deepspeed", "colossalai"])

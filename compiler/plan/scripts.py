@@ -79,14 +79,15 @@ def client_keys(auth_mount_path: str) -> str:
         "flatjob_link_keys() {\n"
         '  [ "$FLATJOB_SSH_DIR" -ef "$1/.ssh" ] && return 0\n'
         '  (umask 077 && mkdir -p "$1/.ssh") || { echo "flatjob: cannot create $1/.ssh, where $2 the ssh key and config (spec.ssh.authMountPath: $FLATJOB_SSH_DIR)" >&2; exit 1; }\n'
+        "  # rm, then ln -s: `ln -sf` onto a link to a folder (or a folder) makes the link inside that folder.\n"
         f"  for f in {' '.join(LINKED_KEYS)}; do\n"
-        '    ln -sf "$FLATJOB_SSH_DIR/$f" "$1/.ssh/$f" || { echo "flatjob: cannot link $1/.ssh/$f to $FLATJOB_SSH_DIR/$f: $2 no key there" >&2; exit 1; }\n'
+        '    { rm -f "$1/.ssh/$f" && ln -s "$FLATJOB_SSH_DIR/$f" "$1/.ssh/$f"; } || { echo "flatjob: cannot link $1/.ssh/$f to $FLATJOB_SSH_DIR/$f: $2 no key there" >&2; exit 1; }\n'
         "  done\n"
         "}\n"
         'if [ -n "${FLATJOB_SSH_HOME:-}" ]; then\n'
         "  flatjob_passwd_home=$FLATJOB_SSH_HOME\n"
-        f'elif ! flatjob_passwd_home=$("$FLATJOB_PYTHON" -c {shlex.quote(PASSWD_HOME_PY)}); then\n'
-        '  echo "flatjob: uid $(id -u) has no passwd entry, so OpenSSH has no home to read the ssh key from" >&2\n'
+        f'elif ! flatjob_passwd_home=$("$FLATJOB_PYTHON" -c {shlex.quote(PASSWD_HOME_PY)}) || [ -z "$flatjob_passwd_home" ]; then\n'
+        '  echo "flatjob: $FLATJOB_PYTHON could not read a home from the passwd entry of uid $(id -u 2>/dev/null || echo \\?), the home where OpenSSH reads the ssh key and config (spec.ssh.authMountPath: $FLATJOB_SSH_DIR)" >&2\n'
         "  exit 1\n"
         "fi\n"
         'flatjob_link_keys "$flatjob_passwd_home" "OpenSSH (the passwd entry\'s home) reads"\n'

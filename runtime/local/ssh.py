@@ -150,7 +150,7 @@ def preflight(kind: str, sshd_path: str, environ: Mapping[str, str]) -> list[str
 def home_problems(manifests: Iterable[Mapping[str, Any]], training: Mapping[str, str | None], options: Options, mount_path: str) -> list[str]:
     """Why a pod's script would write into this machine's own ssh files.  With ssh.authMountPath
     elsewhere than ~/.ssh, each SSH pod's script links the key pair and client config into
-    $HOME/.ssh (scripts.client_keys, `ln -sf`).  run-local gives every pod a home of its own,
+    $HOME/.ssh (scripts.client_keys, `rm -f` then `ln -s`).  run-local gives every pod a home of its own,
     but a HOME the job's env or --env sets is this machine's folder: a job with HOME=/root,
     harmless in a pod, created this machine's /root/.ssh and would have replaced a key of the
     user's there by a link into the run's temp folder (review hx33).  So this machine's own

@@ -183,7 +183,7 @@ def test_ssh_preflight_names_every_missing_tool(tmp_path: Path) -> None:
 
 def test_ssh_home_check_refuses_a_home_whose_ssh_files_the_pods_links_would_replace(tmp_path: Path) -> None:
     """With ssh.authMountPath elsewhere, every SSH pod's script links the key pair and client
-    config into $HOME/.ssh with `ln -sf`.  A HOME the job's env or --env sets is this machine's
+    config into $HOME/.ssh with `rm -f` and `ln -s`.  A HOME the job's env or --env sets is this machine's
     folder here: a job with HOME=/root created this machine's /root/.ssh (review hx33).  Its
     own home, or a .ssh holding those names (an earlier run's links aside), is refused."""
     import os
