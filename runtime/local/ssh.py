@@ -154,11 +154,14 @@ def home_problems(manifests: Iterable[Mapping[str, Any]], training: Mapping[str,
     but a HOME the job's env or --env sets is this machine's folder: a job with HOME=/root,
     harmless in a pod, created this machine's /root/.ssh and would have replaced a key of the
     user's there by a link into the run's temp folder (review hx33).  So this machine's own
-    home, or a .ssh holding any of those names other than an earlier run's links, is refused
-    before anything starts."""
+    home, a .ssh that is (through links) the .ssh of a home in this machine's passwd entries,
+    or a .ssh holding any of those names other than an earlier run's links, is refused before
+    anything starts."""
     if not scripts.client_keys(mount_path):
         return []
     own = {os.path.realpath(h) for h in (pwd.getpwuid(os.geteuid()).pw_dir, options.base_env.get("HOME")) if h}
+    # A HOME of its own whose .ssh is a link to a user's (~/.ssh -> /root/.ssh) reaches that user's files too.
+    users = {os.path.realpath(os.path.join(h, ".ssh")) for h in {*own, *(e.pw_dir for e in pwd.getpwall())} if h}
     runs = os.path.join(tempfile.gettempdir(), "flatjob-")  # the runner's folders (runner.py mkdtemp)
     problems: list[str] = []
     for m in manifests:
@@ -174,8 +177,10 @@ def home_problems(manifests: Iterable[Mapping[str, Any]], training: Mapping[str,
         dot = os.path.join(home, ".ssh")
         theirs = [f for f in scripts.LINKED_KEYS if os.path.lexists(os.path.join(dot, f))
                   and not (os.path.islink(os.path.join(dot, f)) and os.readlink(os.path.join(dot, f)).startswith(runs))]
-        if os.path.realpath(home) in own or theirs:
-            what = f"its {', '.join(theirs)} would be replaced" if theirs else "your own home"
+        real = os.path.realpath(dot)
+        if os.path.realpath(home) in own or real in users or theirs:
+            what = (f"its {', '.join(theirs)} would be replaced" if theirs else "your own home" if os.path.realpath(home) in own
+                    else f"the ssh folder of a user of this machine, {real}")
             problems.append(
                 f"{name}/{c.get('name')}: HOME={home} (the job's env or --env): the pod's script links the job's SSH key and "
                 f"client config (ssh.authMountPath {mount_path}) into $HOME/.ssh, which here is this machine's {dot} ({what}); "

@@ -211,6 +211,15 @@ def test_ssh_home_check_refuses_a_home_whose_ssh_files_the_pods_links_would_repl
     assert home_problems(pods, training, options, "/root/.ssh") == []  # the default: nothing is linked
     given = Options(env={"HOME": str(users)}, base_env={"HOME": str(me)})  # --env reaches every pod
     assert len(home_problems([pod("j-worker-4", None)], training, given, "/etc/keys")) == 1
+    # A home of its own whose .ssh leads to a user's .ssh (that holds none of the linked names)
+    # would have had the links made in the user's folder.
+    (me / ".ssh").mkdir(parents=True)
+    (me / ".ssh" / "authorized_keys").write_text("a key of the user's own\n")
+    linked = tmp_path / "linked"
+    linked.mkdir()
+    (linked / ".ssh").symlink_to(me / ".ssh")
+    (problem,) = home_problems([pod("j-worker-5", linked)], {"j-worker-5": "worker"}, options, "/etc/keys")
+    assert problem.startswith("j-worker-5/worker: ") and f"(the ssh folder of a user of this machine, {me / '.ssh'})" in problem
 
 
 def test_local_compile_gives_loopback_addresses_and_hashes_the_runtime_agrees_with() -> None:
