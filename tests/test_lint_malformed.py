@@ -426,6 +426,30 @@ def test_an_indentation_hint_names_the_mappings_column(tmp_path: Path, case: str
     assert (diag.code, diag.line, diag.hint) == ("FJ100", line_no, hint)
 
 
+def test_the_indentation_hint_reads_a_long_line_without_a_key_in_one_pass() -> None:
+    """A plain key's pattern ended `[^#]*?\\s*:`, two runs that both take spaces, so a line of
+    spaces with no ':' (a plain scalar's continuation) cost its length squared: a 300 KB file
+    took 46 s to lint.  The hint for a line of a million characters above the mistake is asked
+    under an alarm of 60 s (linear: milliseconds; quadratic: most of an hour), not timed."""
+    import signal
+
+    from flatjob.compiler.syntaxhint import syntax_hint
+
+    lines = ["metadata:", "  name: a", "    a" + " " * 1_000_000 + "b", "spec:", "  foo: 1", " bar: 2"]
+
+    def stuck(signum: int, frame: object) -> None:
+        raise TimeoutError("the hint is quadratic in a line's length")
+
+    before = signal.signal(signal.SIGALRM, stuck)
+    signal.alarm(60)
+    try:
+        hint = syntax_hint("did not find expected key", 6, lambda n: lines[n - 1] if 1 <= n <= len(lines) else None)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, before)
+    assert hint is not None and "the key on line 4 is at column 1, line 5's at column 3" in hint
+
+
 def test_windows_line_endings_and_a_bom_are_a_job(tmp_path: Path) -> None:
     """A job saved on Windows (CRLF, a BOM) lints as the same job."""
     text = ("\ufeff" + "\r\n".join(JOB_LINES) + "\r\n").encode()
