@@ -267,14 +267,21 @@ class Runner:
 
     def _stop(self, why: str | None, code: int) -> int:
         """Stop the runtime, then every pod still running, and wait for them (a second signal
-        kills at once); print the final table."""
+        kills at once); print the final table.  At the end of the jobs (no `why`) the runtime
+        is stopped and what it wrote taken in before the stop line: the cycle that wrote the
+        last status writes that job's Events after it (Failed, PhaseFailed, ReplicaFailed),
+        which printed below 'stopping the pods still running' as if they came of the stop."""
         assert self.cluster is not None and self.kubelet is not None
+        signals = self.signals
+        if why is None:
+            self.cluster.stop_runtime()  # after its current cycle: every write of it is in the inbox
+            self._take(0)
         busy = any(p in self.seen.present and (self.seen.pods[p].get("status") or {}).get("phase") == "Running" for p in self.seen.pods)
         if why or busy:
             self.screen.note((why or "stopping the pods still running") + ((" (Ctrl-C again to kill now)" if self.signals else " (Ctrl-C to kill now)") if busy else ""))
-        signals = self.signals
         self.stopping = True  # from here a signal kills at once
-        self.cluster.stop_runtime()
+        if why is not None:
+            self.cluster.stop_runtime()
         self.kubelet.shutdown()
         while not self.kubelet.wait_idle(0.02):
             self._take(0)

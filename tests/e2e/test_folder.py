@@ -88,6 +88,19 @@ def test_one_job_fails_the_other_succeeds_and_the_run_waits_for_both(tmp_path: P
     assert "GenericJob works: Succeeded" in table
 
 
+def test_a_failed_jobs_last_events_print_before_the_stop_line(tmp_path: Path, tag: str) -> None:
+    """The cycle that writes a job's last status writes its Events after it, and the run ended
+    on the status: 'stopping the pods still running' printed above Failed, PhaseFailed and
+    ReplicaFailed, as if they came of the stop.  The runtime is stopped, and what it wrote
+    taken in, before that line."""
+    jobs = {"fails": generic("fails", 2, "[sh, -c, 'if [ $(rank) = 0 ]; then exit 3; fi; sleep 60']")}
+    run = run_path(write_jobs(tmp_path, jobs), tag=tag, timeout=60)
+    assert run.code == 1, run.explain()
+    stop = run.stderr.index("flatjob: stopping the pods still running")
+    for line in ("flatjob: Failed: GenericJob fails has failed", "flatjob: PhaseFailed: phase Running -> Failed", "flatjob: ReplicaFailed: fails-worker-0 failed with exit code 3"):
+        assert -1 < run.stderr.find(line) < stop, run.explain()
+
+
 def test_timeout_names_the_jobs_that_had_not_finished(tmp_path: Path, tag: str) -> None:
     jobs = {"quick": generic("quick", 1, "[sh, -c, 'exit 0']"), "stuck": generic("stuck", 1, "[sleep, '600']")}
     run = run_path(write_jobs(tmp_path, jobs), tag=tag, timeout=8)
