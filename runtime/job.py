@@ -20,7 +20,7 @@ from flatjob.compiler.podset import pod_total, template_runs
 from flatjob.compiler.podtemplate import templates_digest
 from flatjob.compiler.typedjob import strict_job
 
-from .model import JobView, PodSpecView, RestartRule
+from .model import JobView, NamedPod, PodSpecView, RestartRule
 from .nameset import NO_NAMES, PodNames
 from .pruning import prune, record_spec_schema
 from .trim import TEMPLATE_BYTES, spec_of, ssh_secrets
@@ -211,6 +211,15 @@ def _pods(record: Mapping[str, Any], templates: Mapping[str, Any], names: PodNam
     return tuple(pods), None
 
 
+def _unplanned(job: str, names: PodNames, pods: tuple[PodSpecView, ...]) -> tuple[NamedPod, ...]:
+    """The pods `names` (the record's) holds that `pods` (its PodTemplates' view) lacks, by type
+    and index: a ColossalAI launcher's single name, else `<job>-<type>-<index>`."""
+    planned = {p.name for p in pods}
+    single = [NamedPod(n, "launcher", 0) for n in sorted(names.singles) if n not in planned]
+    runs = [NamedPod(f"{prefix}{i}", prefix[len(job) + 1 : -1], i) for prefix, count in names.runs for i in range(count) if f"{prefix}{i}" not in planned]
+    return (*single, *runs)
+
+
 def _labelled(templates: Mapping[str, Any], key: str) -> bool:
     """Whether the pods of these templates carry the label (a gang scheduler's group)."""
     return any(key in (((t.get("template") or {}).get("metadata") or {}).get("labels") or {}) for t in templates.values())
@@ -307,5 +316,6 @@ def job_view(record: Mapping[str, Any], templates: Mapping[str, Any]) -> JobView
         version=notes.get(keys.VERSION),
         tensorboard=notes.get(keys.TENSORBOARD),
         problem=problem,
+        unplanned=_unplanned(job.metadata.name, names, pods) if problem else (),
         ignored=tuple(dropped),
     )

@@ -331,6 +331,18 @@ class PodSpecView:
 
 
 @dataclass(frozen=True)
+class NamedPod:
+    """A pod the record names that no PodTemplate of the job describes now (job.problem: not
+    applied yet, deleted, or taken over by a namesake of another kind): nothing is decided or
+    created from it, but a pod of that name the record owns is still the job's, and its status
+    counts it."""
+
+    name: str
+    type: str
+    index: int
+
+
+@dataclass(frozen=True)
 class JobView:
     """What the record's spec means for the runtime's decisions."""
 
@@ -358,6 +370,7 @@ class JobView:
     version: str | None = None  # flatjob version that compiled the record
     tensorboard: str | None = None  # name of the TensorBoard Deployment git holds, if any (status.tensorboard)
     problem: str | None = None  # why the job's pods cannot be created now (PodTemplates out of step with the record)
+    unplanned: tuple[NamedPod, ...] = ()  # with a problem: the pods the record names that `pods` lacks (status only)
     ignored: tuple[str, ...] = ()  # spec fields this version does not know (a newer CRD's), dropped
 
     @cached_property

@@ -346,13 +346,20 @@ def build_status(
     tasks: list[dict[str, Any]] = []
     aggregate = dict.fromkeys(("creating", "pending", "running", "succeeded", "failed", "unknown", "deleted"), 0)
     wanted = {p.name for p in job.wanted()}
-    rtypes = list(dict.fromkeys(p.type for p in job.pods))
+    # A pod the record names and owns whose PodTemplate the job lacks now (job.unplanned: one a
+    # namesake of another kind took over) still runs as the job's: counted and listed, where
+    # a job with two of its three pods running said `running: 1` and listed no worker.
+    kept = [n for n in job.unplanned if (p := pods.get(n.name)) is not None and p.ours]
+    specs = [*job.pods, *kept]
+    rtypes = list(dict.fromkeys(p.type for p in specs))
     by_type: dict[str, list[Replica]] = {rtype: [] for rtype in rtypes}
-    for spec in job.pods:
+    for spec in specs:
         pod = pods.get(spec.name)
         rphase = _replica_phase(spec.name, pod, ledger, wanted)
         aggregate[rphase.lower()] += 1
         by_type[spec.type].append((spec, pod, rphase))
+    if kept:  # in index order among the type's others
+        by_type = {t: sorted(r, key=lambda r: r[0].index) for t, r in by_type.items()}
     for rtype, listed in zip(rtypes, _listed([by_type[t] for t in rtypes]), strict=True):
         tasks.append({"type": rtype, "restartCount": ledger.restarts.get(rtype, 0), "replicas": [_replica(spec, pod, rphase, by_pod.get(spec.name)) for spec, pod, rphase in listed]})
     status: dict[str, Any] = {

@@ -292,6 +292,34 @@ def test_a_problem_creates_nothing_and_stops_nothing_that_runs(edit: Callable[[T
     assert (running.ledger.attempt, running.ledger.released) == (1, names)
 
 
+@pytest.mark.parametrize(("edit", "problem", "seen"), [p for p in PROBLEMS if p.values[1] is not None])
+def test_a_problem_leaves_the_pods_the_record_owns_counted_and_listed(edit: Callable[[Templates], None], problem: str, seen: int) -> None:
+    """A pod the record names and owns still runs as the job's while its PodTemplate is gone or
+    unusable (a namesake of another kind applied over it): the status counts and lists it, where
+    two of three running pods said `running: 1` (or 0) and their type was not listed; a pod of
+    that name the record does not own (the namesake's) is neither."""
+    from flatjob.runtime.decisions.status import build_status
+    from flatjob.runtime.model import NamedPod
+
+    record, templates = compiled(source("DeepSpeedJob"))
+    edit(templates)
+    job = job_view(record, templates)
+    names = ("j-worker-0", "j-worker-1", "j-worker-2")
+    assert {n.name for n in job.unplanned} | {p.name for p in job.pods} == set(names)
+    assert all(n == NamedPod(n.name, "worker", int(n.name[-1])) for n in job.unplanned)
+    led = Ledger(released=names, start_time=NOW - 60, size=None)
+    status = build_status(job, observed(*(pod(n, "Running") for n in names)), led, None, NOW)
+    assert status["aggregate"]["running"] == 3
+    assert [(t["type"], [r["name"] for r in t["replicas"]]) for t in status["tasks"]] == [("worker", list(names))]
+    theirs = observed(*(pod(n, "Running", ours=n in {p.name for p in job.pods}) for n in names))
+    assert build_status(job, theirs, led, None, NOW)["aggregate"]["running"] == seen
+
+
+def test_a_job_whose_templates_are_whole_names_no_unplanned_pod() -> None:
+    record, templates = compiled(source("DeepSpeedJob"))
+    assert job_view(record, templates).unplanned == ()
+
+
 def _hash(templates: Templates, name: str) -> str | None:
     t = templates.get(name)
     return t["template"]["metadata"]["annotations"].get(keys.SPEC_HASH) if t else None

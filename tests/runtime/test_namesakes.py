@@ -86,6 +86,11 @@ def test_a_namesake_of_another_kind_from_another_folder_never_touches_the_first_
 
         ready = _condition(s.status(), "Ready")
         assert ready["status"] == "False" and "x-worker-0, x-worker-1" in ready["message"] and "another kind named x" in ready["message"], ready
+        # Its workers run on, its own by ownerReference: counted and listed though their
+        # PodTemplates are the namesake's now (it said running: 1 and listed no worker).
+        st = s.status()
+        assert st["aggregate"]["running"] == 3, st["aggregate"]
+        assert [(r["name"], r["uid"]) for t in st["tasks"] for r in t["replicas"]] == [(n, first[n]) for n in ("x-master-0", "x-worker-0", "x-worker-1")], st["tasks"]
 
         # The first job goes (its pods with it, by their ownerReference, after their 30 s of
         # grace): the names are free, and the second job sees so as the pods go.
