@@ -180,7 +180,7 @@ def home_problems(manifests: Iterable[Mapping[str, Any]], training: Mapping[str,
         real = os.path.realpath(dot)
         if os.path.realpath(home) in own or real in users or theirs:
             what = (f"its {', '.join(theirs)} would be replaced" if theirs else "your own home" if os.path.realpath(home) in own
-                    else f"the ssh folder of a user of this machine, {real}")
+                    else "the ssh folder of a user of this machine" + ("" if real == os.path.normpath(dot) else f", {real}"))
             problems.append(
                 f"{name}/{c.get('name')}: HOME={home} (the job's env or --env): the pod's script links the job's SSH key and "
                 f"client config (ssh.authMountPath {mount_path}) into $HOME/.ssh, which here is this machine's {dot} ({what}); "
