@@ -42,7 +42,7 @@ from flatjob.compiler.errors import RUNTIME_INSTALL
 from flatjob.compiler.plan import scripts
 
 from .addresses import MAX_BLOCK, span
-from .containers import Options, PodExtra
+from .containers import Options, PodExtra, working_dir
 from .environment import declared_env, pod_facts
 from .errors import LocalError, Unsupported
 
@@ -172,14 +172,16 @@ def home_problems(manifests: Iterable[Mapping[str, Any]], training: Mapping[str,
             continue
         facts = pod_facts(m, "preflight", "127.0.0.1", m["metadata"].get("annotations") or {}, "localhost")
         home = declared_env(c, facts, options.env, skip_env_from=options.skip_env_from)[0].get("HOME")
-        if not home or not os.path.isabs(home):
+        if not home:
             continue
-        dot = os.path.join(home, ".ssh")
+        # A relative HOME is the container's working folder's: this machine's (run-local's own when the workingDir is not here).
+        here = os.path.normpath(os.path.join(working_dir(c, options), home))  # an absolute HOME as it is
+        dot = os.path.join(here, ".ssh")
         theirs = [f for f in scripts.LINKED_KEYS if os.path.lexists(os.path.join(dot, f))
                   and not (os.path.islink(os.path.join(dot, f)) and os.readlink(os.path.join(dot, f)).startswith(runs))]
         real = os.path.realpath(dot)
-        if os.path.realpath(home) in own or real in users or theirs:
-            what = (f"its {', '.join(theirs)} would be replaced" if theirs else "your own home" if os.path.realpath(home) in own
+        if os.path.realpath(here) in own or real in users or theirs:
+            what = (f"its {', '.join(theirs)} would be replaced" if theirs else "your own home" if os.path.realpath(here) in own
                     else "the ssh folder of a user of this machine" + ("" if real == os.path.normpath(dot) else f", {real}"))
             problems.append(
                 f"{name}/{c.get('name')}: HOME={home} (the job's env or --env): the pod's script links the job's SSH key and "

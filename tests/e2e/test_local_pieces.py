@@ -220,6 +220,9 @@ def test_ssh_home_check_refuses_a_home_whose_ssh_files_the_pods_links_would_repl
     (linked / ".ssh").symlink_to(me / ".ssh")
     (problem,) = home_problems([pod("j-worker-5", linked)], {"j-worker-5": "worker"}, options, "/etc/keys")
     assert problem.startswith("j-worker-5/worker: ") and f"(the ssh folder of a user of this machine, {me / '.ssh'})" in problem
+    # A relative HOME is the working folder's, here run-local's own: run from your home, HOME=. is it.
+    (problem,) = home_problems([pod("j-worker-6", Path("."))], {"j-worker-6": "worker"}, Options(base_env=options.base_env, cwd=str(me)), "/etc/keys")
+    assert f"this machine's {me / '.ssh'} (your own home)" in problem, problem
 
 
 def test_local_compile_gives_loopback_addresses_and_hashes_the_runtime_agrees_with() -> None:
