@@ -19,18 +19,52 @@ Python loop: ~0.1 s a dense MB, allocating nothing that lives, and only for dens
 
 from __future__ import annotations
 
+import json
 import re
+import secrets
+import sys
 from collections.abc import Callable, Collection
 from typing import Any
 
 from . import nesting
 
-LIFTED = "\x00flatjob:lifted:"  # a lifted value's stand-in: a string no object the API server stores has there (spec and status are objects)
-_TOKENS = re.compile(rb'"(?:[^"\\]|\\.)*"|[\[\]{}]', re.DOTALL)
-_OPEN, _CLOSE = (ord("["), ord("{")), (ord("]"), ord("}"))
+LIFTED = "\x00flatjob:lifted:"  # a lifted value's stand-in begins so, then this lift's own random mark: no text anyone wrote can name a lifted value
+# Possessive repeats (Python 3.11; the runtime's image): no backtracking into them, and no stack
+# held per repeat (a greedy group repeated over a 1 MB string held 122 MB of the re module's
+# stack). Python 3.10 matches the same text, with that stack.
+_P = b"+" if sys.version_info >= (3, 11) else b""
 _SPACE = b" \t\r\n"
 _BRACE, _COLON = ord("{"), ord(":")
-_BRACKETS = re.compile(rb'(?:[^"\[\]{}]+|"(?:[^"\\]|\\.)*")*(?:([\[{])|[\]}])', re.DOTALL)  # what lies before a bracket, and the bracket (group 1: an opening one)
+_OPEN, _CLOSE = (ord("["), ord("{")), (ord("]"), ord("}"))
+# A JSON string (escapes included, to the text's end if it has none) or one bracket: the scan of
+# the text around what is lifted, strings skipped whole in C (runtime.nesting's own).
+_TOKENS = nesting.TOKENS
+
+# A lifted value is checked against JSON's grammar as its end is found (RFC 8259 in UTF-8: what
+# Go's encoder writes and orjson reads back), so text cut short or broken inside it is refused
+# (ValueError) as json.loads refuses it, never kept as a status. Each step matches, in C, what
+# lies up to the next bracket that opens or closes a container holding a container; a container
+# of scalars alone (`{"a":0}`, `[1,2]`) is matched whole, so the loop turns once per bracket of
+# a nested container only.
+_WS = rb"[ \t\n\r]*" + _P
+_UTF8 = rb"[\xc2-\xdf][\x80-\xbf]|\xe0[\xa0-\xbf][\x80-\xbf]|[\xe1-\xec\xee\xef][\x80-\xbf]{2}|\xed[\x80-\x9f][\x80-\xbf]|\xf0[\x90-\xbf][\x80-\xbf]{2}|[\xf1-\xf3][\x80-\xbf]{3}|\xf4[\x80-\x8f][\x80-\xbf]{2}"
+_PLAIN = rb"[\x20\x21\x23-\x5b\x5d-\x7f]*" + _P
+_STR = rb'"' + _PLAIN + rb'(?:(?:\\["\\/bfnrt]|\\u[0-9a-fA-F]{4}|' + _UTF8 + rb")" + _PLAIN + rb")*" + _P + rb'"'
+_NUM = rb"-?(?:0|[1-9][0-9]*" + _P + rb")(?:\.[0-9]+" + _P + rb")?(?:[eE][+-]?[0-9]+" + _P + rb")?"
+_SCALAR = rb"(?:" + _STR + rb"|" + _NUM + rb"|true|false|null)"
+_MEMBER = _STR + _WS + rb":" + _WS
+_MORE = rb")*" + _P
+_FLAT = (rb"(?:\{" + _WS + rb"(?:\}|" + _MEMBER + _SCALAR + _WS + rb"(?:," + _WS + _MEMBER + _SCALAR + _WS + _MORE + rb"\})"
+         rb"|\[" + _WS + rb"(?:\]|" + _SCALAR + _WS + rb"(?:," + _WS + _SCALAR + _WS + _MORE + rb"\]))")
+_LEAF = rb"(?:" + _SCALAR + rb"|" + _FLAT + rb")"
+_MEMBERS = rb"(?:" + _MEMBER + _LEAF + _WS + rb"," + _WS + _MORE + _MEMBER + rb"(?:[\[{]|" + _LEAF + _WS + rb"\})"
+_ITEMS = rb"(?:" + _LEAF + _WS + rb"," + _WS + _MORE + rb"(?:[\[{]|" + _LEAF + _WS + rb"\])"
+_STEP = {  # (in an object, a value came before in it): what may follow, up to the next bracket
+    (True, False): re.compile(_WS + rb"(?:\}|" + _MEMBERS + rb")"),
+    (True, True): re.compile(_WS + rb"(?:\}|," + _WS + _MEMBERS + rb")"),
+    (False, False): re.compile(_WS + rb"(?:\]|" + _ITEMS + rb")"),
+    (False, True): re.compile(_WS + rb"(?:\]|," + _WS + _ITEMS + rb")"),
+}
 
 
 def members(depths: Collection[int], keys: Collection[str] | None) -> Callable[[int, bytes], bool]:
@@ -40,16 +74,25 @@ def members(depths: Collection[int], keys: Collection[str] | None) -> Callable[[
     return lambda depth, key: depth in depths and (wanted is None or key in wanted)
 
 
-def lift(raw: bytes, depths: Collection[int] | Callable[[int, bytes], bool], keys: Collection[str] | None = None) -> tuple[bytes, list[bytes]]:
+class Lifted(list[bytes]):
+    """The values `lift` took out, in order, and the mark its stand-ins carry."""
+
+    def __init__(self, mark: str) -> None:
+        super().__init__()
+        self.mark = mark
+
+
+def lift(raw: bytes, depths: Collection[int] | Callable[[int, bytes], bool], keys: Collection[str] | None = None) -> tuple[bytes, Lifted]:
     """`raw` with the value of each member `depths` selects (`members(depths, keys)`, or a
-    function of an object's depth and a member's key as its JSON text) replaced by a stand-in
-    string naming its index in the list returned beside: the values' own text, unparsed, cut
-    past nesting.CUT_DEPTH. Only objects and arrays are lifted (a scalar costs its size); what
-    a lifted value holds is never looked at. Text that is not JSON comes out as some text that
-    is not JSON either (the decoder says why)."""
+    function of an object's depth and a member's key as its JSON text, compact and unescaped)
+    replaced by a stand-in string naming its index in the list returned beside: the values' own
+    text, unparsed, cut where nesting.dumps would cut it parsed (past nesting.DUMP_DEPTH). Only
+    objects and arrays are lifted (a scalar costs its size). A lifted value's text is checked
+    against JSON's grammar, never parsed: ValueError when it is not JSON (the rest of the text
+    is left to its decoder, which says why when it is not)."""
     select = depths if callable(depths) else members(depths, keys)
     parts: list[bytes] = []
-    values: list[bytes] = []
+    values = Lifted(secrets.token_hex(8))
     stack: list[bool] = []  # per open container: whether it is an object
     copied = 0  # raw is copied to the output up to here
     tokens = _TOKENS.finditer(raw)
@@ -63,7 +106,7 @@ def lift(raw: bytes, depths: Collection[int] | Callable[[int, bytes], bool], key
                 if stack:
                     stack.pop()
                 continue
-            if not stack or not stack[-1] or not select(len(stack), m.group()):
+            if not stack or not stack[-1] or not select(len(stack), _key(m.group())):
                 continue
             at = _skip(raw, m.end())
             if at >= len(raw) or raw[at] != _COLON:
@@ -75,27 +118,46 @@ def lift(raw: bytes, depths: Collection[int] | Callable[[int, bytes], bool], key
             break
         end, deepest = _end(raw, at)
         value = raw[at:end]
-        parts += [raw[copied:at], f'"{_marker(len(values))}"'.encode()]
-        values.append(nesting.cut(value) if deepest > nesting.CUT_DEPTH else value)
+        parts += [raw[copied:at], b'"' + _marker(values.mark, len(values)).encode() + b'"']
+        values.append(nesting.cut(value) if deepest > nesting.DUMP_DEPTH else value)
         copied = end
         tokens = _TOKENS.finditer(raw, end)
     parts.append(raw[copied:])
     return b"".join(parts), values
 
 
+def _key(text: bytes) -> bytes:
+    """A key's JSON text as `select` is asked about it: without escapes (`"sp\\u0065c"` is the
+    key "spec" to any decoder; Go's encoder writes it plain)."""
+    if b"\\" not in text:
+        return text
+    try:
+        return json.dumps(json.loads(text), ensure_ascii=False).encode()
+    except ValueError:  # not JSON (UnicodeEncodeError: a lone surrogate): its decoder says why
+        return text
+
+
 def _end(raw: bytes, at: int) -> tuple[int, int]:
-    """Where the object or array opened at `at` ends, and how deep it nests (each step of the
-    loop takes what lies before a bracket, strings included, in C)."""
-    depth = deepest = 0
-    for m in _BRACKETS.finditer(raw, at):
-        if m.lastindex:
-            depth += 1
-            deepest = max(deepest, depth)
+    """Where the object or array opened at `at` ends, and at least how deep it nests (one more
+    than it does at most: a container of scalars is matched whole); ValueError where it is not
+    JSON. Each step matches, in C, what lies up to the next bracket (_STEP)."""
+    stack = [raw[at] == _BRACE]
+    after = False  # whether a value came before in the innermost container
+    deepest, pos = 1, at + 1
+    while True:
+        m = _STEP[stack[-1], after].match(raw, pos)
+        if m is None:
+            raise ValueError(f"a lifted value is not JSON at byte {pos} (of {len(raw)})")
+        deepest = max(deepest, len(stack) + 1)
+        pos = m.end()
+        if raw[pos - 1] in _OPEN:
+            stack.append(raw[pos - 1] == _BRACE)
+            after = False
         else:
-            depth -= 1
-            if depth == 0:
-                return m.end(), deepest
-    return len(raw), deepest  # not JSON: the rest (the decoder then says why)
+            stack.pop()
+            if not stack:
+                return pos, deepest
+            after = True
 
 
 def _skip(raw: bytes, at: int) -> int:
@@ -104,27 +166,27 @@ def _skip(raw: bytes, at: int) -> int:
     return at
 
 
-def _marker(index: int) -> str:
-    return f"\\u0000{LIFTED[1:]}{index}"
+def _marker(mark: str, index: int) -> str:
+    return f"\\u0000{LIFTED[1:]}{mark}:{index}"
 
 
-def restore(value: Any, values: list[Any]) -> Any:
-    """Put each lifted value back (its bytes, or what `values` holds instead) where its stand-in
-    is in the parsed text; a stand-in that names no value goes (someone wrote one: it is no
-    lifted value). Walks what was parsed: what was lifted is not there."""
-    if isinstance(value, dict):
-        for key, v in list(value.items()):
-            if isinstance(v, str) and v.startswith(LIFTED):
-                index = v[len(LIFTED) :]
-                if index.isdigit() and int(index) < len(values):
-                    value[key] = values[int(index)]
-                else:
-                    del value[key]
+def restore(value: Any, values: Lifted, instead: Callable[[bytes], Any] | None = None) -> Any:
+    """Put each lifted value back (its bytes, or `instead` of them) where its stand-in is in the
+    parsed text. Only this lift's stand-ins are replaced: a string someone wrote like one is
+    theirs, kept as json.loads keeps it. Walks what was parsed, without recursion (what was
+    lifted is not there)."""
+    prefix = f"{LIFTED}{values.mark}:"
+    todo = [value]
+    while todo:
+        node = todo.pop()
+        items = node.items() if isinstance(node, dict) else enumerate(node) if isinstance(node, list) else ()
+        for key, v in items:
+            if isinstance(v, str):
+                if isinstance(node, dict) and v.startswith(prefix):
+                    got = values[int(v[len(prefix) :])]
+                    node[key] = got if instead is None else instead(got)
             elif isinstance(v, (dict, list)):
-                restore(v, values)
-    elif isinstance(value, list):
-        for v in value:
-            restore(v, values)
+                todo.append(v)
     return value
 
 

@@ -236,7 +236,7 @@ def _sieved(spec: bytes) -> Any:
     """A spec's text parsed without UNREAD (at the depths they have: spec.worker.template,
     spec.launcher.env, spec.service.ports: 2; spec.replicaSpecs[i].template: 3)."""
     text, unread = sieve.lift(spec, (2, 3), UNREAD)
-    return sieve.restore(nesting.loads(text), [{} if v.startswith(b"{") else [] for v in unread])
+    return sieve.restore(nesting.loads(text), unread, lambda v: {} if v.startswith(b"{") else [])
 
 
 def _without_unread(spec: Any) -> Any:
