@@ -34,7 +34,7 @@ LIFTED = "\x00flatjob:lifted:"  # a lifted value's stand-in begins so, then this
 # stack). Python 3.10 matches the same text, with that stack.
 _P = b"+" if sys.version_info >= (3, 11) else b""
 _SPACE = b" \t\r\n"
-_BRACE, _COLON = ord("{"), ord(":")
+_BRACE, _BRACKET, _COLON = ord("{"), ord("["), ord(":")
 _OPEN, _CLOSE = (ord("["), ord("{")), (ord("]"), ord("}"))
 # A JSON string (escapes included, to the text's end if it has none) or one bracket: the scan of
 # the text around what is lifted, strings skipped whole in C (runtime.nesting's own).
@@ -59,12 +59,11 @@ _FLAT = (rb"(?:\{" + _WS + rb"(?:\}|" + _MEMBER + _SCALAR + _WS + rb"(?:," + _WS
 _LEAF = rb"(?:" + _SCALAR + rb"|" + _FLAT + rb")"
 _MEMBERS = rb"(?:" + _MEMBER + _LEAF + _WS + rb"," + _WS + _MORE + _MEMBER + rb"(?:[\[{]|" + _LEAF + _WS + rb"\})"
 _ITEMS = rb"(?:" + _LEAF + _WS + rb"," + _WS + _MORE + rb"(?:[\[{]|" + _LEAF + _WS + rb"\])"
-_STEP = {  # (in an object, a value came before in it): what may follow, up to the next bracket
-    (True, False): re.compile(_WS + rb"(?:\}|" + _MEMBERS + rb")"),
-    (True, True): re.compile(_WS + rb"(?:\}|," + _WS + _MEMBERS + rb")"),
-    (False, False): re.compile(_WS + rb"(?:\]|" + _ITEMS + rb")"),
-    (False, True): re.compile(_WS + rb"(?:\]|," + _WS + _ITEMS + rb")"),
-}
+# What may follow, up to the next bracket, by where the scan is: 0 in an array, 2 in an object;
+# plus 1 once a value came before in it.
+_STEPS = [re.compile(_WS + rb"(?:\]|" + _ITEMS + rb")").match, re.compile(_WS + rb"(?:\]|," + _WS + _ITEMS + rb")").match,
+          re.compile(_WS + rb"(?:\}|" + _MEMBERS + rb")").match, re.compile(_WS + rb"(?:\}|," + _WS + _MEMBERS + rb")").match]
+_ARRAY, _OBJECT = 0, 2
 
 
 def members(depths: Collection[int], keys: Collection[str] | None) -> Callable[[int, bytes], bool]:
@@ -119,7 +118,7 @@ def lift(raw: bytes, depths: Collection[int] | Callable[[int, bytes], bool], key
         end, deepest = _end(raw, at)
         value = raw[at:end]
         parts += [raw[copied:at], b'"' + _marker(values.mark, len(values)).encode() + b'"']
-        values.append(nesting.cut(value) if deepest > nesting.DUMP_DEPTH else value)
+        values.append(nesting.cut(value) if deepest > nesting.DUMP_DEPTH and _depth(value) > nesting.DUMP_DEPTH else value)
         copied = end
         tokens = _TOKENS.finditer(raw, end)
     parts.append(raw[copied:])
@@ -140,24 +139,40 @@ def _key(text: bytes) -> bytes:
 def _end(raw: bytes, at: int) -> tuple[int, int]:
     """Where the object or array opened at `at` ends, and at least how deep it nests (one more
     than it does at most: a container of scalars is matched whole); ValueError where it is not
-    JSON. Each step matches, in C, what lies up to the next bracket (_STEP)."""
-    stack = [raw[at] == _BRACE]
-    after = False  # whether a value came before in the innermost container
-    deepest, pos = 1, at + 1
+    JSON. Each step matches, in C, what lies up to the next bracket (_STEPS)."""
+    steps = _STEPS
+    outer: list[int] = []  # the kinds of the containers around the innermost one
+    kind = _OBJECT if raw[at] == _BRACE else _ARRAY
+    state, pos, deepest = kind, at + 1, 0
     while True:
-        m = _STEP[stack[-1], after].match(raw, pos)
+        m = steps[state](raw, pos)
         if m is None:
             raise ValueError(f"a lifted value is not JSON at byte {pos} (of {len(raw)})")
-        deepest = max(deepest, len(stack) + 1)
         pos = m.end()
-        if raw[pos - 1] in _OPEN:
-            stack.append(raw[pos - 1] == _BRACE)
-            after = False
+        c = raw[pos - 1]
+        if c in (_BRACE, _BRACKET):
+            outer.append(kind)
+            kind = state = _OBJECT if c == _BRACE else _ARRAY
+            if len(outer) > deepest:
+                deepest = len(outer)
+        elif outer:
+            kind = outer.pop()
+            state = kind + 1
         else:
-            stack.pop()
-            if not stack:
-                return pos, deepest
-            after = True
+            return pos, deepest + 2
+
+
+def _depth(value: bytes) -> int:
+    """How deep a lifted value nests, exactly (`_end` may say one more)."""
+    level = deepest = 0
+    for m in _TOKENS.finditer(value):
+        c = value[m.start()]
+        if c in _OPEN:
+            level += 1
+            deepest = max(deepest, level)
+        elif c in _CLOSE:
+            level -= 1
+    return deepest
 
 
 def _skip(raw: bytes, at: int) -> int:
