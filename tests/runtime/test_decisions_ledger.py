@@ -9,7 +9,10 @@
 
 from __future__ import annotations
 
+import ast
+import inspect
 import json
+import textwrap
 from typing import Any
 
 import pytest
@@ -210,3 +213,28 @@ def test_a_count_past_int64_or_not_an_integer_is_unreadable(edit: dict) -> None:
     anyone who may update the status may write anything there (helper review of issue 21, round 4)."""
     with pytest.raises(ValueError):
         Ledger.from_dict({**Ledger().to_dict(), **edit})
+
+
+def _read_by_from_dict() -> set[str]:
+    """The members of status.runtime Ledger.from_dict reads, from its source (`d.get("...")`)."""
+    tree = ast.parse(textwrap.dedent(inspect.getsource(Ledger.from_dict)))
+    gets = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "get"
+            and isinstance(n.func.value, ast.Name) and n.func.value.id == "d"]
+    uses = [n for n in ast.walk(tree) if isinstance(n, ast.Name) and n.id == "d" and isinstance(n.ctx, ast.Load)]
+    assert len(uses) == len(gets), "from_dict reads the ledger other than by d.get(\"<member>\"): teach this test to see it"
+    assert all(isinstance(g.args[0], ast.Constant) and isinstance(g.args[0].value, str) for g in gets)
+    return {g.args[0].value for g in gets}  # type: ignore[attr-defined]
+
+
+def test_ledger_keys_are_what_from_dict_reads_and_to_dict_writes() -> None:
+    """Ledger.KEYS is what a status too big to cache keeps of status.runtime (trim.status_read):
+    a member from_dict reads and KEYS lacks would be dropped from such a status, so the ledger
+    read back would lose it (and the cycle write it away); a member in KEYS that nothing reads
+    is junk kept. Each member to_dict writes is one from_dict reads (it changes the ledger)."""
+    assert _read_by_from_dict() == Ledger.KEYS
+    written = FULL.to_dict()
+    assert set(written) <= Ledger.KEYS
+    defaults = Ledger().to_dict()
+    for key, value in json.loads(json.dumps(written)).items():
+        if value != defaults.get(key):  # (FULL leaves a few at their defaults)
+            assert Ledger.from_dict({key: value}) != Ledger(), key
