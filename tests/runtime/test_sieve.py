@@ -102,3 +102,23 @@ def test_a_status_read_from_a_dense_list_page_keeps_only_the_ledger_and_what_fit
     item = sieve.loads(json.dumps({"items": [bad]}).encode(), trim.STATUS_LIFT)["items"][0]
     with pytest.raises(ValueError, match=r"status\.runtime\.restarts is"):
         trim.status_read(item["status"], trim.status_limit(2, 3))
+
+
+def test_a_dense_record_comes_without_its_managed_fields_parsed() -> None:
+    """The API server lists in metadata.managedFields each field a writer set: 0.5 MB of
+    `{"k1":{"a":0},...}` written to a status is 0.65 MB of fieldsV1, parsed whole beside the
+    lifted status (12.3 MiB at its peak). kube._decoder lifts them with the record's spec and
+    status; trim.meta never keeps them."""
+    from flatjob.runtime import kube
+    from flatjob.runtime.sim.apiserver import managedfields
+
+    old: dict[str, Any] = {"apiVersion": "flatjob.dev/v1beta1", "kind": "GenericJob", "metadata": {"name": "j"}, "spec": {}, "status": {}}
+    new = {**old, "metadata": {"name": "j"}, "status": {f"k{i}": {"a": 0} for i in range(30_000)}}
+    new["metadata"]["managedFields"] = managedfields.record(old, new, "tenant", "status", "2026-01-01T00:00:00Z", "flatjob.dev/v1beta1")
+    raw = json.dumps({"type": "MODIFIED", "object": new}, separators=(",", ":")).encode()
+    tracemalloc.start()
+    got = kube._decoder(trim.RECORD_LIFT, 2)(raw)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert isinstance(got["object"]["metadata"]["managedFields"], bytes) and peak < 2 * len(raw)
+    assert trim.record(got["object"])["metadata"] == {"name": "j"}
