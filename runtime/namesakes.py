@@ -35,7 +35,7 @@ from typing import Any
 
 from flatjob.compiler import keys
 
-from .sshkeys import ForeignSecret
+from .sshkeys import ForeignSecret, controller_ref
 
 Obj = dict[str, Any]
 SHOWN = 3  # pod names a message lists
@@ -53,8 +53,7 @@ RULE = ("a job's pods, PodTemplates, Service, SSH Secret and PodGroup are named 
 
 
 def _owner_uid(obj: Mapping[str, Any]) -> str | None:
-    refs = (obj.get("metadata") or {}).get("ownerReferences") or []
-    return next((r.get("uid") for r in refs if isinstance(r, Mapping) and r.get("controller") is True), None)
+    return (controller_ref(obj) or {}).get("uid")
 
 
 def _listed(names: Iterable[str]) -> str:

@@ -32,7 +32,7 @@ choice, and used as it is.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from flatjob.compiler import keys
@@ -64,11 +64,16 @@ class SecretNotReplaced(ForeignSecret):
     reason = "SecretNotReplaced"
 
 
+def controller_ref(obj: Mapping[str, Any] | None) -> Mapping[str, Any] | None:
+    """An object's controller ownerReference (the API server allows one), or None."""
+    refs = ((obj or {}).get("metadata") or {}).get("ownerReferences")
+    return next((r for r in refs if isinstance(r, Mapping) and r.get("controller") is True), None) if isinstance(refs, list) else None
+
+
 def owned_by(obj: dict[str, Any] | None, record: dict[str, Any]) -> bool:
     """Whether an object (trimmed or not) has a controller ownerReference to the record's uid."""
     uid = (record.get("metadata") or {}).get("uid")
-    refs = ((obj or {}).get("metadata") or {}).get("ownerReferences")
-    return bool(uid) and isinstance(refs, list) and any(isinstance(r, dict) and r.get("uid") == uid and r.get("controller") is True for r in refs)
+    return bool(uid) and (controller_ref(obj) or {}).get("uid") == uid
 
 
 def vouched(pods: Iterable[dict[str, Any]], record: dict[str, Any], secret: dict[str, Any]) -> bool:
@@ -92,8 +97,7 @@ def _meta_name(obj: dict[str, Any]) -> str:
 def _namesake_owner(secret: dict[str, Any], record: dict[str, Any]) -> str | None:
     """`<Kind> <name>` when the Secret's controller ownerReference is a record of another kind and
     the same name (a namesake from another folder made it), else None."""
-    refs = (secret.get("metadata") or {}).get("ownerReferences") or []
-    ref = next((r for r in refs if isinstance(r, dict) and r.get("controller") is True), None)
+    ref = controller_ref(secret)
     meta = record.get("metadata") or {}
     if ref is None or ref.get("name") != meta.get("name") or ref.get("kind") == record.get("kind") or ref.get("uid") == meta.get("uid"):
         return None
