@@ -19,7 +19,7 @@ import contextlib
 import json
 import queue
 import threading
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 from urllib.parse import quote, urlencode
@@ -39,6 +39,7 @@ from .api import (
     Expired,
     Forbidden,
     Invalid,
+    Lift,
     NotFound,
     Obj,
     Resource,
@@ -297,7 +298,7 @@ class KubeCluster:
         self.rng = seeded(identity or USER_AGENT)
 
     def list(self, res: Resource, namespace: str, *, labels: Mapping[str, str] | None = None, fields: Mapping[str, str] | None = None, trim: Callable[[Obj], Obj] = lambda o: o,
-             lift: Collection[str] | Callable[[int, bytes], bool] = ()) -> tuple[list[Obj], str]:
+             lift: Lift = ()) -> tuple[list[Obj], str]:
         """Every object that matches, page by page, each trimmed as its page arrives; the members
         named in `lift` of each object of a dense page come unparsed, as bytes (runtime.sieve)."""
         query: dict[str, Any] = {"limit": PAGE}
@@ -349,7 +350,7 @@ class KubeCluster:
         return round(self.timeouts.watch_server * (1.0 + self.rng.random()))
 
     def watch(self, res: Resource, namespace: str, resource_version: str, *, labels: Mapping[str, str] | None = None, fields: Mapping[str, str] | None = None, trim: Callable[[Obj], Obj] = lambda o: o,
-              lift: Collection[str] = ()) -> HttpWatch:
+              lift: Lift = ()) -> HttpWatch:
         query: dict[str, Any] = {"watch": "true", "resourceVersion": resource_version, "allowWatchBookmarks": "true", "timeoutSeconds": self.watch_timeout()}
         if labels:
             query["labelSelector"] = selector(labels)
@@ -367,7 +368,7 @@ class KubeCluster:
     def create(self, res: Resource, namespace: str, body: Obj, *, trim: Callable[[Obj], Obj] = lambda o: o) -> Obj:
         return self.http.call("POST", path(res, namespace), None, body, keep=trim)
 
-    def replace(self, res: Resource, namespace: str, body: Obj, sub: str | None = None, *, trim: Callable[[Obj], Obj] = lambda o: o, lift: Collection[str] = ()) -> Obj:
+    def replace(self, res: Resource, namespace: str, body: Obj, sub: str | None = None, *, trim: Callable[[Obj], Obj] = lambda o: o, lift: Lift = ()) -> Obj:
         return self.http.call("PUT", path(res, namespace, body["metadata"]["name"], sub), None, body, keep=trim, decode=_decoder(lift, 1))
 
     def patch(self, res: Resource, namespace: str, name: str, ops: list[Obj], *, trim: Callable[[Obj], Obj] = lambda o: o) -> Obj:
@@ -381,7 +382,7 @@ class KubeCluster:
         self.http.call("DELETE", path(res, namespace, name), None, body)
 
 
-def _decoder(lift: Collection[str] | Callable[[int, bytes], bool], depth: int) -> Callable[[bytes], Any]:
+def _decoder(lift: Lift, depth: int) -> Callable[[bytes], Any]:
     """How an answer is parsed: whole, or with the members `lift` names of its objects at
     `depth` (a list page's items: 3; a watch event's object: 2; an object alone: 1), or those
     a function of (depth, key) picks, left as bytes when the text is dense (runtime.sieve).
