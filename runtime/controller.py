@@ -31,7 +31,6 @@ from flatjob.compiler.version import __version__
 from . import trim
 from .api import (
     DEPLOYMENTS,
-    EVENTS,
     LEASES,
     POD_TEMPLATES,
     PODGROUPS,
@@ -653,14 +652,8 @@ class Controller:
 
     def _write_held_event(self, recorder: EventRecorder, write: Write) -> None:
         """One LeaseHeld Event write (not counted against the write budget: once per HELD_SAID_EVERY)."""
-        now = self.clock()
         try:
-            if write.body is not None:
-                created = self.cluster.create(EVENTS, self.namespace, write.body)
-                recorder.done(write, now, str(((created or {}).get("metadata") or {}).get("name") or ""))
-            else:
-                self.cluster.patch(EVENTS, self.namespace, write.name or "", list(write.ops))
-                recorder.done(write, now)
+            recorder.send(self.cluster, write, self.clock())
         except ApiError as exc:  # gone (its TTL), rewritten, refused: created anew next time
             self.metrics.inc("flatjob_api_errors_total", op="event", status=str(exc.status))
             recorder.lost(write)

@@ -17,6 +17,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from .api import EVENTS, Cluster
+
 WINDOW = 10.0  # seconds between two writes of the same (type, reason)
 COMBINED = "(combined from similar events): "
 SOURCE = "flatjob-runtime"
@@ -93,6 +95,16 @@ class EventRecorder:
         s.count, s.waiting, s.written_at = s.count + s.waiting, 0, now
         if name is not None:
             s.name = name
+
+    def send(self, cluster: Cluster, write: Write, now: float) -> None:
+        """Make one due write (the Event created, or its count patched) and count it done;
+        an ApiError is the caller's to judge."""
+        if write.body is not None:
+            created = cluster.create(EVENTS, self.namespace, write.body)
+            self.done(write, now, str(((created or {}).get("metadata") or {}).get("name") or ""))
+        else:
+            cluster.patch(EVENTS, self.namespace, write.name or "", list(write.ops))
+            self.done(write, now)
 
     def lost(self, write: Write) -> None:
         """The Event to patch is gone (expired after its TTL): the next write creates a new one."""

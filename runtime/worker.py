@@ -20,7 +20,6 @@ from flatjob.compiler import keys
 
 from . import nesting, trim
 from .api import (
-    EVENTS,
     PODS,
     SECRETS,
     AlreadyExists,
@@ -36,7 +35,7 @@ from .backoff import retry_delay
 from .decisions import Action, Cycle, World, reconcile, scale_backoff
 from .decisions.cleanup import STOP_DEADLINE
 from .decisions.refuse import refused_status
-from .events import EventRecorder, Write
+from .events import EventRecorder
 from .job import RecordError, admitted_pods, job_view
 from .lookups import SECRET_RETRY, SECRET_TTL
 from .model import GATE, JobView, Ledger, PodState
@@ -756,7 +755,7 @@ class JobWorker:
             if not self._token():
                 return
             try:
-                self._write_event(write, now)
+                self.recorder.send(self.ctl.cluster, write, now)
             except NotFound:
                 self.recorder.lost(write)  # the Event expired (TTL): created again next time
             except Invalid:  # someone rewrote it without the fields the patch replaces (422): so is it
@@ -765,15 +764,6 @@ class JobWorker:
             except ApiError as exc:
                 self.ctl.metrics.inc("flatjob_api_errors_total", op="event", status=str(exc.status))
                 self.recorder.done(write, now)  # an Event is not worth retrying: the count moves on
-
-    def _write_event(self, write: Write, now: float) -> None:
-        cluster = self.ctl.cluster
-        if write.body is not None:
-            created = cluster.create(EVENTS, self.namespace, write.body)
-            self.recorder.done(write, now, str(((created or {}).get("metadata") or {}).get("name") or ""))
-        else:
-            cluster.patch(EVENTS, self.namespace, write.name or "", list(write.ops))
-            self.recorder.done(write, now)
 
     def _refuse(self, record: Obj, exc: Exception) -> None:
         """A record this runtime will not act on: an Event and a Stalled condition, once."""
