@@ -68,7 +68,7 @@ def test_a_namesake_of_another_kind_from_another_folder_never_touches_the_first_
         for _ in range(90):
             s.tick()
             if second_runtime is not None:
-                second_runtime.step()
+                s.step_other(second_runtime)
         writes = [r for r in s.server.log[start:] if r.verb in ("create", "update", "patch", "delete")]
         assert not [(r.verb, r.name) for r in writes if r.resource == "pods"], "a pod was created, patched or deleted"
         assert {n: p["metadata"]["uid"] for n, p in s.pods().items()} == first
@@ -99,7 +99,7 @@ def test_a_namesake_of_another_kind_from_another_folder_never_touches_the_first_
         for tick in range(GRACE + 30):
             s.tick()
             if second_runtime is not None:
-                second_runtime.step()
+                s.step_other(second_runtime)
             pods = s.pods()
             freed = tick if freed is None and not set(first) & set(pods) else freed
             made = tick if made is None and pods and freed is not None else made
@@ -139,7 +139,7 @@ def test_a_namesake_in_the_other_runtime_mode_is_found_by_the_create_it_refuses_
     try:
         for _ in range(400):
             s.tick()
-            namespace_runtime.step()
+            s.step_other(namespace_runtime)
         writes = [r for r in s.server.log[start:] if r.verb in ("create", "update", "patch", "delete")]
         assert [(r.verb, r.resource) for r in writes if r.resource == "pods"] == [("create", "pods")]  # the one that found the name taken
         assert {n: p["metadata"]["uid"] for n, p in s.pods().items()} == first
@@ -156,7 +156,7 @@ def test_a_namesake_in_the_other_runtime_mode_is_found_by_the_create_it_refuses_
         # on a loaded machine, so the bound is two re-reads and a minute beyond the grace.
         for _ in range(GRACE + 2 * int(SECRET_TTL) + 60):
             s.tick()
-            namespace_runtime.step()
+            s.step_other(namespace_runtime)
             if sorted(s.pods()) == list(SECOND_PODS) and all(p["status"].get("phase") == "Running" for p in s.pods().values()):
                 break
         assert sorted(s.pods()) == list(SECOND_PODS) and all(p["status"].get("phase") == "Running" for p in s.pods().values())
@@ -230,7 +230,7 @@ def test_two_namesakes_each_holding_a_name_of_the_others_do_not_both_wait_foreve
     try:
         crossed = False
         for tick in range(int(SECRET_TTL) * 3):
-            namespace_runtime.step()
+            s.step_other(namespace_runtime)
             crossed |= {n: p["metadata"]["labels"][keys.JOB_KIND] for n, p in s.pods().items()} == {"x-worker-0": "GenericJob", "x-master-0": "PyTorchTrainingJob"}
             if tick == 0 and templates == "first":  # the GenericJob's folder is applied again: its PodTemplates are its own again
                 _Tool(s.cluster, s.manifests).reconcile()

@@ -1064,10 +1064,7 @@ def test_namespace_while_both_runtimes_run_after_a_move_only_one_acts_on_the_job
             assert [r.code for r in s.server.log[saw_commit:] if old_agent in r.agent and r.resource.endswith("/status")] == [409]
             saw_commit = len(s.server.log)
         if new is not None:
-            s.controller = new
-            s.sync()
-            new.step()
-            s.controller = old
+            s.step_other(new)
         s.tick()  # the old runtime's step, the kubelet, time
         if s.status().get("phase") in ("Succeeded", "Failed") and tick > commit_at + 30:
             break
