@@ -93,6 +93,9 @@ which run-local's kubelet shares.  What the kubelet does, with the source it fol
   pod (kubelet.go syncLoop, "Skipping pod synchronization"; pkg/kubelet/pleg/generic.go
   Healthy), so its pods stay Running and Ready, their programs run on unreported, and a
   deletion is not acted on until it relists again (`pleg_unhealthy(name, healthy=True)`);
+  a pod force-deleted meanwhile (or while its node is lost) is gone from the API server but
+  its program runs on until the kubelet syncs again and kills what is not there
+  (kubelet_pods.go HandlePodCleanups), beside any replacement made elsewhere meanwhile;
 Test controls: `behaviors`, `kill`, `evict`, `reject`, `unpullable`, `unmountable`, nodes and their capacity
 (`add_node`), `lose_node`, `restore_node`, `reboot_node`, `delete_node`, `out_of_service`, `pleg_unhealthy`, and
 `scheduler.preempt`.  Not emulated: probes, restarts of regular containers (every pod flatjob
@@ -196,6 +199,7 @@ class _Pod:
 
     name: str
     admitted: float
+    node: str = ""  # where it runs: a kubelet that does not sync (lost, PLEG unhealthy) kills nothing
     stage: str = "pull"  # pull | init | run | done
     pulls: int = 0  # failed pulls in a row
     pull_retry: float = 0.0
@@ -398,14 +402,21 @@ class FakeKubelet:
         changed |= disruption_controller.reset_stale(self.cluster, self.namespace, now)
         pods = sorted(self.cluster.pods(self.namespace).items())
         stored = {p["metadata"]["uid"] for _, p in pods}
-        for uid in [u for u in self.runs if u not in stored]:
-            del self.runs[uid]  # removed from the API server: a kubelet kills what is not there
+        for uid in [u for u, run in self.runs.items() if u not in stored and self._syncs(run.node)]:
+            # Removed from the API server (a force delete): a kubelet kills what is not there
+            # (HandlePodCleanups), but only once it syncs again: a lost or PLEG-stalled one
+            # leaves the program running meanwhile, beside any replacement elsewhere.
+            del self.runs[uid]
         for name, pod in pods:
-            node = self.nodes.get((pod.get("spec") or {}).get("nodeName") or "")
-            if node is None or not node.kubelet_up or not node.pleg_healthy or not node.exists:
+            if not self._syncs((pod.get("spec") or {}).get("nodeName") or ""):
                 continue  # (kubelet.go syncLoop: no pod is synced while a runtime health check fails)
             changed |= self._sync(name, pod, now)
         return changed
+
+    def _syncs(self, node_name: str) -> bool:
+        """Whether the kubelet of the node acts on its pods: up, its PLEG healthy, its Node there."""
+        node = self.nodes.get(node_name)
+        return node is not None and node.kubelet_up and node.pleg_healthy and node.exists
 
     def _sync(self, name: str, pod: Obj, now: float) -> bool:
         """One kubelet pass over one pod: start, advance, stop, report, remove."""
@@ -416,7 +427,7 @@ class FakeKubelet:
         if run is None:
             if phase in ("Succeeded", "Failed"):
                 return self._remove(name, uid) if meta.get("deletionTimestamp") else False
-            run = self.runs[uid] = _Pod(name, now)
+            run = self.runs[uid] = _Pod(name, now, spec.get("nodeName") or "")
             if name in self.rejects:
                 return self._reject(name, pod, run, now, *self.rejects.pop(name))
         if run.stage == "done":

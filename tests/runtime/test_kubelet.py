@@ -579,3 +579,24 @@ def test_sidecars_stop_after_the_regular_containers_last_first(world: Any, how: 
         last = cluster.pods().get("p", last)
     assert last is not None and last["status"]["phase"] in ("Succeeded", "Failed")
     assert finished(last) == want
+
+
+@pytest.mark.parametrize("stall", ["pleg", "lost"])
+def test_a_pod_force_deleted_while_its_kubelet_does_not_sync_runs_on_until_it_does(world: Any, stall: str) -> None:
+    """A force delete removes the object at once, but only a syncing kubelet kills the
+    containers of a pod that is not there (kubelet_pods.go HandlePodCleanups): with its PLEG
+    stalled or its node cut off, the program runs on, and is killed once the kubelet is back."""
+    cluster, kubelet, clock = world
+    cluster.create_pod(NS, pod_body(["sleep", "inf"]))
+    advance(kubelet, clock, 2)
+    uid = cluster.pods()["p"]["metadata"]["uid"]
+    node = cluster.pods()["p"]["spec"]["nodeName"]
+    stop, back = {"pleg": (lambda: kubelet.pleg_unhealthy(node), lambda: kubelet.pleg_unhealthy(node, healthy=True)),
+                  "lost": (lambda: kubelet.lose_node(node), lambda: kubelet.restore_node(node))}[stall]
+    stop()
+    cluster.delete_pod(NS, "p", None, grace_period_seconds=0)
+    advance(kubelet, clock, 5)
+    assert "p" not in cluster.pods() and uid in kubelet.runs  # gone from the API, running on its node
+    back()
+    advance(kubelet, clock, 1)
+    assert uid not in kubelet.runs
