@@ -244,6 +244,7 @@ def _ungrouped(data: Any, kind: Any, budget: nameset.Budget | None = None) -> di
 
 TIME_TEXT = 32  # repr() of any float is shorter
 TIME_BOUND = 2.0**53  # seconds: past every date a clock gives, and every int below it is a float exactly
+CLOCK_SLACK = 5.0  # a kubelet's finishedAt (its node's clock, whole seconds) against the API server's dates
 SAID_CAP = 4096  # a message the ledger keeps, at most (the runtime writes one line; anyone may edit status)
 
 

@@ -37,8 +37,7 @@ from typing import Any
 from flatjob.compiler import keys
 from flatjob.compiler.digits import INT64_MAX, bounded
 
-from .decisions.outcomes import CLOCK_SLACK
-from .model import GATE, PodState
+from .model import CLOCK_SLACK, GATE, PodState
 
 _STATE_NAMES = ("running", "waiting", "terminated")
 # The node lifecycle controller's NoExecute taint on a node that stopped reporting

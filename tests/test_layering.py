@@ -3,6 +3,7 @@
 - compiler/ never imports runtime/ or kubernetes (kubernetes costs 0.75 s to import);
 - only runtime/kube.py imports kubernetes (and the simulated API server, for test clients);
 - the runtime's own modules never import the simulated cluster (runtime/sim) or run-local;
+- what the decisions read (runtime/model.py, runtime/observe.py) never imports the decisions;
 - compiler/jobtypes never imports pydantic, and linting or compiling valid specs never loads
   it (pydantic is ~100 ms of start-up; it is loaded only to explain a spec that is wrong);
 - schemas/ holds data only.
@@ -76,6 +77,14 @@ def test_the_runtime_never_imports_the_simulated_cluster(path: Path) -> None:
 def test_the_simulated_cluster_never_imports_run_local(path: Path) -> None:
     bad = {m for m in _imports(path) if m.startswith(("runtime.local", "flatjob.runtime.local"))}
     assert not bad, f"{path.relative_to(ROOT)} imports {sorted(bad)}"
+
+
+# The decisions read the model and what observe made of the pods; neither reads the decisions
+# (observe once took CLOCK_SLACK from decisions.outcomes: shared constants live in model.py).
+@pytest.mark.parametrize("name", ["model.py", "observe.py"])
+def test_what_the_decisions_read_never_imports_the_decisions(name: str) -> None:
+    bad = {m for m in _imports(ROOT / "runtime" / name) if m.startswith(("runtime.decisions", "flatjob.runtime.decisions"))}
+    assert not bad, f"runtime/{name} imports {sorted(bad)}"
 
 
 # The runtime never plans or renders pods: it creates them from the PodTemplates git holds

@@ -38,10 +38,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
-from ..model import JobView, Ledger, PodState
+from ..model import CLOCK_SLACK, JobView, Ledger, PodState
 from .exitcodes import effective_exit_code
 
-CLOCK_SLACK = 5.0  # a kubelet's finishedAt (its node's clock, whole seconds) against the API server's dates
 # A node that stops reporting (power, a switch) shows in its pods only when the node lifecycle
 # controller marks them NotReady: node-monitor-grace-period (50 s since 1.32) after the last
 # heartbeat, checked every node-monitor-period (5 s) (pkg/controller/nodelifecycle

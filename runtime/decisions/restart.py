@@ -34,9 +34,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from ..model import JobView, Ledger, PodState
+from ..model import CLOCK_SLACK, JobView, Ledger, PodState
 from .exitcodes import retryable
-from .outcomes import CLOCK_SLACK, NODE_NOTICE, Disruption, Failure
+from .outcomes import NODE_NOTICE, Disruption, Failure
 
 BACKOFF_BASE = 10.0  # seconds before the first restart is released
 BACKOFF_CAP = 300.0  # like kubelet's CrashLoopBackOff: 10 s doubling to 5 min
