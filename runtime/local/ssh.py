@@ -147,22 +147,74 @@ def preflight(kind: str, sshd_path: str, environ: Mapping[str, str]) -> list[str
     return problems
 
 
+# What a HOME the job's env or --env sets is here, as the home check sees it (most telling first).
+HOME_STATES = {
+    "own": "your own home",
+    "user": "the ssh folder of a user of this machine",
+    "replaced": "its {names} would be replaced",
+    "not-a-folder": "not a folder",
+    "full": "in a folder that holds files of its own",
+    "empty": "in an empty folder",
+    "missing": "not there yet: the pods would create it",
+    "earlier": "holding only an earlier run's links",
+}
+# The states a HOME you pass with --env may be in: links made there touch nothing of yours.
+GIVEN_HOMES = frozenset({"empty", "missing", "earlier"})
+
+
+def home_refused(state: str, given: bool) -> bool:
+    """Whether run-local refuses to have the pods link keys into a HOME's .ssh on this machine
+    (outside the run's own folders): always, unless you passed that HOME with --env (`given`)
+    and it is an empty folder, not there yet, or holds only an earlier run's links.  A HOME
+    only the job's env sets is refused whatever it holds: the job's author named it for a
+    container, not for this machine (HOME=/etc made /etc/.ssh here)."""
+    return not (given and state in GIVEN_HOMES)
+
+
+def _home_state(here: str, own: Collection[str], users: Collection[str], runs: str) -> tuple[str, str]:
+    """(the HOME_STATES key of the folder `here`, what its message says)."""
+    dot = os.path.join(here, ".ssh")
+
+    def earlier(path: str) -> bool:  # a link an earlier run's pod made, into run-local's temp folders
+        return os.path.islink(path) and os.readlink(path).startswith(runs)
+
+    theirs = [f for f in scripts.LINKED_KEYS if os.path.lexists(os.path.join(dot, f)) and not earlier(os.path.join(dot, f))]
+    real = os.path.realpath(dot)
+    if os.path.realpath(here) in own:
+        return "own", HOME_STATES["own"]
+    if real in users:
+        return "user", HOME_STATES["user"] + ("" if real == os.path.normpath(dot) else f", {real}")
+    if theirs:
+        return "replaced", HOME_STATES["replaced"].format(names=", ".join(theirs))
+    if not os.path.lexists(here):
+        return "missing", HOME_STATES["missing"]
+    if not os.path.isdir(here):  # a file, or a link to nothing
+        return "not-a-folder", HOME_STATES["not-a-folder"]
+    entries = os.listdir(here)  # the folder a link leads to: the pods write there
+    if not entries:
+        return "empty", HOME_STATES["empty"]
+    if entries == [".ssh"] and os.path.isdir(dot) and not os.path.islink(dot) and all(earlier(os.path.join(dot, f)) for f in os.listdir(dot)):
+        return "earlier", HOME_STATES["earlier"]
+    return "full", HOME_STATES["full"]
+
+
 def home_problems(manifests: Iterable[Mapping[str, Any]], training: Mapping[str, str | None], options: Options, mount_path: str) -> list[str]:
-    """Why a pod's script would write into this machine's own ssh files.  With ssh.authMountPath
+    """Why a pod's script would write outside the run's own folders.  With ssh.authMountPath
     elsewhere than ~/.ssh, each SSH pod's script links the key pair and client config into
-    $HOME/.ssh (scripts.client_keys, `rm -f` then `ln -s`).  run-local gives every pod a home of its own,
-    but a HOME the job's env or --env sets is this machine's folder: a job with HOME=/root,
-    harmless in a pod, created this machine's /root/.ssh and would have replaced a key of the
-    user's there by a link into the run's temp folder (review hx33).  So this machine's own
-    home, a .ssh that is (through links) the .ssh of a home in this machine's passwd entries,
-    or a .ssh holding any of those names other than an earlier run's links, is refused before
-    anything starts."""
+    $HOME/.ssh, creating it (scripts.client_keys, `mkdir -p`, `rm -f`, `ln -s`).  run-local gives
+    every pod a home of its own, but a HOME the job's env or --env sets is this machine's
+    folder: HOME=/root created this machine's /root/.ssh and would have replaced a key of the
+    user's by a link into the run's temp folder (review hx33), HOME=/etc made /etc/.ssh.  So
+    such a HOME is refused before anything starts (home_refused) unless you passed it with
+    --env and it is an empty folder, not there yet, or holds only an earlier run's links."""
     if not scripts.client_keys(mount_path):
         return []
     own = {os.path.realpath(h) for h in (pwd.getpwuid(os.geteuid()).pw_dir, options.base_env.get("HOME")) if h}
     # A HOME of its own whose .ssh is a link to a user's (~/.ssh -> /root/.ssh) reaches that user's files too.
     users = {os.path.realpath(os.path.join(h, ".ssh")) for h in {*own, *(e.pw_dir for e in pwd.getpwall())} if h}
     runs = os.path.join(tempfile.gettempdir(), "flatjob-")  # the runner's folders (runner.py mkdtemp)
+    given = "HOME" in options.env
+    source = "--env" if given else "the job's env"
     problems: list[str] = []
     for m in manifests:
         name = m["metadata"]["name"]
@@ -176,17 +228,14 @@ def home_problems(manifests: Iterable[Mapping[str, Any]], training: Mapping[str,
             continue
         # A relative HOME is the container's working folder's: this machine's (run-local's own when the workingDir is not here).
         here = os.path.normpath(os.path.join(working_dir(c, options), home))  # an absolute HOME as it is
-        dot = os.path.join(here, ".ssh")
-        theirs = [f for f in scripts.LINKED_KEYS if os.path.lexists(os.path.join(dot, f))
-                  and not (os.path.islink(os.path.join(dot, f)) and os.readlink(os.path.join(dot, f)).startswith(runs))]
-        real = os.path.realpath(dot)
-        if os.path.realpath(here) in own or real in users or theirs:
-            what = (f"its {', '.join(theirs)} would be replaced" if theirs else "your own home" if os.path.realpath(here) in own
-                    else "the ssh folder of a user of this machine" + ("" if real == os.path.normpath(dot) else f", {real}"))
+        state, what = _home_state(here, own, users, runs)
+        if home_refused(state, given):
             problems.append(
-                f"{name}/{c.get('name')}: HOME={home} (the job's env or --env): the pod's script links the job's SSH key and "
-                f"client config (ssh.authMountPath {mount_path}) into $HOME/.ssh, which here is this machine's {dot} ({what}); "
-                "pass --env HOME=<an empty folder>, or an --overlay that removes HOME"
+                f"{name}/{c.get('name')}: HOME={home} ({source}): the pod's script links the job's SSH key "
+                f"and client config (ssh.authMountPath {mount_path}) into $HOME/.ssh, which here is this machine's "
+                f"{os.path.join(here, '.ssh')} ({what}); run-local makes those links outside its own folders only in a HOME "
+                "you pass with --env that is an empty folder or not there yet: pass --env HOME=<an empty folder>"
+                + ("" if given else ", or an --overlay that removes HOME")
             )
     return problems
 

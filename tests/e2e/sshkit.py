@@ -98,10 +98,11 @@ def find(tag: str, accept: Callable[[int, str, bytes], bool], timeout: float = 1
     raise AssertionError("the process never appeared")
 
 
-def run_example(tmp: Path, tag: str, name: str, spec_patch: str) -> tuple[subprocess.CompletedProcess[str], str]:
+def run_example(tmp: Path, tag: str, name: str, spec_patch: str, *args: str) -> tuple[subprocess.CompletedProcess[str], str]:
     """Run examples/local/<name>.yaml as it is, but on a free master port (`spec_patch`, with
     `{port}`, applied as an overlay): torch's store binds every address, so two runs on one
-    machine (concurrent test suites) must not share 29500.  Returns (the run, its story)."""
+    machine (concurrent test suites) must not share 29500.  `args`: more of run-local's
+    options.  Returns (the run, its story)."""
     folder = tmp / "overlay"
     folder.mkdir()
     kind = "DeepSpeedJob" if name.startswith("deepspeed") else "ColossalAIJob"
@@ -109,7 +110,7 @@ def run_example(tmp: Path, tag: str, name: str, spec_patch: str) -> tuple[subpro
     (folder / "overlay.yaml").write_text(f"patches:\n  - patch: {patch}\n")
     started = time.monotonic()
     done = subprocess.run(
-        kit.command(ROOT / "examples" / "local" / f"{name}.yaml", "--timeout", "240", "--overlay", str(folder)),
+        kit.command(ROOT / "examples" / "local" / f"{name}.yaml", "--timeout", "240", "--overlay", str(folder), *args),
         env=environment(tag, tmp), cwd=ROOT, capture_output=True, text=True, timeout=300,
     )
     return done, f"exit {done.returncode} after {time.monotonic() - started:.0f}s\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
@@ -133,10 +134,10 @@ def addresses(stderr: str) -> dict[str, str]:
 RANK_LINE = re.compile(r"rank=(\d+) world=(\d+) allreduce=([0-9.e+-]+)")  # ranks print at once: lines may run together
 
 
-def check_example(tmp: Path, tag: str, name: str, spec_patch: str) -> None:
+def check_example(tmp: Path, tag: str, name: str, spec_patch: str, *args: str) -> None:
     """examples/local/<name>.yaml succeeds, every one of its 4 ranks printing the sum 10, and
     leaves no sshd behind."""
-    done, why = run_example(tmp, tag, name, spec_patch)
+    done, why = run_example(tmp, tag, name, spec_patch, *args)
     assert done.returncode == 0, why
     assert sorted(RANK_LINE.findall(done.stdout)) == [(str(r), "4", "10") for r in range(4)], why
     assert not sshd_left(tmp)

@@ -86,10 +86,11 @@ def test_keys_mounted_outside_home_ssh_still_reach_the_ssh_clients(tmp_path: Pat
 def test_keys_mounted_elsewhere_reach_pdsh_whatever_home_the_container_sets(tmp_path: Path, tag: str) -> None:
     """A container env HOME=/workspace beside a custom authMountPath: the keys were linked into
     $HOME/.ssh only, but OpenSSH (pdsh's, and deepspeed's ssh check) reads the passwd entry's
-    home, so the launch failed "not reachable via ssh" (issue 20)."""
+    home, so the launch failed "not reachable via ssh" (issue 20).  Here that HOME is a folder
+    of this machine's, so it is given with --env (run-local refuses the job's own)."""
     home = tmp_path / "workspace"  # not there yet: the link step makes it, as root would in a pod
-    worker = {"template": {"spec": {"containers": [{"name": "worker", "env": [{"name": "HOME", "value": str(home)}]}]}}}
-    check_example(tmp_path, tag, "deepspeed-cpu", spec_patch({"config": {"otherArgs": ["--master_port={port}"]}, "ssh": {"authMountPath": "/etc/flatjob-keys"}, "worker": worker}))
+    worker = {"template": {"spec": {"containers": [{"name": "worker", "env": [{"name": "HOME", "value": "/workspace"}]}]}}}
+    check_example(tmp_path, tag, "deepspeed-cpu", spec_patch({"config": {"otherArgs": ["--master_port={port}"]}, "ssh": {"authMountPath": "/etc/flatjob-keys"}, "worker": worker}), "--env", f"HOME={home}")
     assert sorted(p.name for p in (home / ".ssh").iterdir()) == ["config", "id_ed25519", "id_ed25519.pub"]  # where fabric and paramiko look
 
 
@@ -98,10 +99,24 @@ def test_a_home_that_cannot_hold_the_keys_fails_the_job_saying_why(tmp_path: Pat
     naming the folder, and the job fails; no pod waits out the peer timeout."""
     (tmp_path / "a-file").write_text("not a folder", encoding="utf-8")
     home = tmp_path / "a-file" / "home"
-    worker = {"restartPolicy": "Never", "template": {"spec": {"containers": [{"name": "worker", "env": [{"name": "HOME", "value": str(home)}]}]}}}
-    done, why = run_example(tmp_path, tag, "deepspeed-cpu", spec_patch({"ssh": {"authMountPath": "/etc/flatjob-keys"}, "worker": worker}))
+    worker = {"restartPolicy": "Never"}
+    done, why = run_example(tmp_path, tag, "deepspeed-cpu", spec_patch({"ssh": {"authMountPath": "/etc/flatjob-keys"}, "worker": worker}), "--env", f"HOME={home}")
     assert done.returncode != 0, why
     assert f"flatjob: cannot create {home}/.ssh" in done.stdout + done.stderr, why
+    assert not sshd_left(tmp_path)
+
+
+def test_a_home_only_the_jobs_env_sets_is_refused_before_anything_starts(tmp_path: Path, tag: str) -> None:
+    """The job's HOME=/etc beside a custom authMountPath would have made this machine's
+    /etc/.ssh and linked the keys there: run-local refuses it (exit 2), and nothing is made."""
+    before = os.path.lexists("/etc/.ssh")
+    worker = {"template": {"spec": {"containers": [{"name": "worker", "env": [{"name": "HOME", "value": "/etc"}]}]}}}
+    done, why = run_example(tmp_path, tag, "deepspeed-cpu", spec_patch({"ssh": {"authMountPath": "/etc/flatjob-keys"}, "worker": worker}))
+    assert done.returncode == 2, why
+    assert "deepspeed-cpu-worker-0/worker: HOME=/etc (the job's env): " in done.stderr and "(in a folder that holds files of its own)" in done.stderr, why
+    assert "pass --env HOME=<an empty folder>, or an --overlay that removes HOME" in done.stderr, why
+    assert "Traceback" not in done.stderr, why
+    assert os.path.lexists("/etc/.ssh") == before
     assert not sshd_left(tmp_path)
 
 

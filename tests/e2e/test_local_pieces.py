@@ -181,48 +181,100 @@ def test_ssh_preflight_names_every_missing_tool(tmp_path: Path) -> None:
     assert "ssh, ssh-keygen, pdsh, deepspeed not found on PATH" in text
 
 
-def test_ssh_home_check_refuses_a_home_whose_ssh_files_the_pods_links_would_replace(tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("state", "given", "refused"),
+    [
+        # state of the HOME here       --env   refused
+        ("own", True, True),  # your own home: never
+        ("own", False, True),
+        ("user", True, True),  # its .ssh is (through links) a user's of this machine
+        ("user", False, True),
+        ("replaced", True, True),  # its .ssh holds config or a key the links would replace
+        ("replaced", False, True),
+        ("not-a-folder", True, True),
+        ("not-a-folder", False, True),
+        ("full", True, True),  # a folder of files (HOME=/etc): its .ssh would be made among them
+        ("full", False, True),
+        ("empty", True, False),  # what you name on the command line for the pods
+        ("empty", False, True),  # the job's author named it for a container, not for this machine
+        ("missing", True, False),  # the pods make it, where you said
+        ("missing", False, True),  # HOME=/workspace would be made on this machine
+        ("earlier", True, False),  # only an earlier run's links: its own
+        ("earlier", False, True),
+    ],
+)
+def test_ssh_home_decision_table(state: str, given: bool, refused: bool) -> None:
+    """run-local has the pods link keys outside its own folders only into a HOME you pass with
+    --env that is an empty folder, not there yet, or holds an earlier run's links."""
+    from flatjob.runtime.local.ssh import HOME_STATES, home_refused
+
+    assert state in HOME_STATES
+    assert home_refused(state, given) is refused
+
+
+def test_ssh_home_check_judges_each_pods_home_on_this_machine(tmp_path: Path) -> None:
     """With ssh.authMountPath elsewhere, every SSH pod's script links the key pair and client
-    config into $HOME/.ssh with `rm -f` and `ln -s`.  A HOME the job's env or --env sets is this machine's
-    folder here: a job with HOME=/root created this machine's /root/.ssh (review hx33).  Its
-    own home, or a .ssh holding those names (an earlier run's links aside), is refused."""
+    config into $HOME/.ssh (`mkdir -p`, `rm -f`, `ln -s`).  A HOME the job's env or --env sets
+    is this machine's folder here: a job with HOME=/root created this machine's /root/.ssh
+    (review hx33), HOME=/etc made /etc/.ssh.  What each folder is found to be, and refused."""
     import os
     import tempfile
 
     from flatjob.runtime.local.containers import Options
     from flatjob.runtime.local.ssh import home_problems
 
-    def pod(name: str, home: Path | None) -> dict:
+    def pod(name: str, home: Path | str | None) -> dict:
         env = [{"name": "HOME", "value": str(home)}] if home else []
         return {"metadata": {"name": name}, "spec": {"containers": [{"name": "worker", "image": "x", "env": env}]}}
 
-    users, fresh, again, me = (tmp_path / n for n in ("users", "fresh", "again", "me"))
+    def judged(home: Path | str | None, options: Options) -> list[str]:
+        return home_problems([pod("j-worker-0", home)], {"j-worker-0": "worker"}, options, "/etc/keys")
+
+    users, empty, again, me, full, a_file = (tmp_path / n for n in ("users", "empty", "again", "me", "full", "a-file"))
     (users / ".ssh").mkdir(parents=True)
     (users / ".ssh" / "id_ed25519").write_text("a key of the user's own\n")
+    empty.mkdir()
     (again / ".ssh").mkdir(parents=True)
     (again / ".ssh" / "config").symlink_to(os.path.join(tempfile.gettempdir(), "flatjob-j-x", "pods", "ssh", "config"))  # an earlier run's
-    pods = [pod("j-worker-0", users), pod("j-worker-1", fresh), pod("j-worker-2", again), pod("j-worker-3", me), pod("j-worker-4", None)]
-    options = Options(base_env={"HOME": str(me), "PATH": "/usr/bin"})
-    training = {p["metadata"]["name"]: "worker" for p in pods}
-    problems = home_problems(pods, training, options, "/etc/keys")
-    assert [p.split(":")[0] for p in problems] == ["j-worker-0/worker", "j-worker-3/worker"]
-    assert f"this machine's {users / '.ssh'} (its id_ed25519 would be replaced)" in problems[0]
-    assert "(your own home)" in problems[1] and "--env HOME=<an empty folder>" in problems[1]
-    assert home_problems(pods, training, options, "/root/.ssh") == []  # the default: nothing is linked
-    given = Options(env={"HOME": str(users)}, base_env={"HOME": str(me)})  # --env reaches every pod
-    assert len(home_problems([pod("j-worker-4", None)], training, given, "/etc/keys")) == 1
-    # A home of its own whose .ssh leads to a user's .ssh (that holds none of the linked names)
-    # would have had the links made in the user's folder.
+    full.mkdir()
+    (full / "notes").write_text("the user's\n")
+    a_file.write_text("not a folder\n")
+    mine = Options(base_env={"HOME": str(me), "PATH": "/usr/bin"})
+
+    def given(home: Path | str) -> Options:  # --env HOME=home
+        return Options(env={"HOME": str(home)}, base_env=mine.base_env)
+
+    for home in (empty, tmp_path / "fresh", again):  # accepted from --env ...
+        assert judged(None, given(home)) == [], home
+        (problem,) = judged(home, mine)  # ... and refused from the job's env
+        assert problem.startswith(f"j-worker-0/worker: HOME={home} (the job's env): "), problem
+        assert problem.endswith("pass --env HOME=<an empty folder>, or an --overlay that removes HOME"), problem
+    for home, what in [
+        (users, "its id_ed25519 would be replaced"),
+        (me, "your own home"),
+        (full, "in a folder that holds files of its own"),
+        (a_file, "not a folder"),
+    ]:
+        (problem,) = judged(None, given(home))
+        assert f"HOME={home} (--env): " in problem and f"this machine's {home / '.ssh'} ({what}); " in problem, problem
+        assert problem.endswith("pass --env HOME=<an empty folder>"), problem
+    (problem,) = judged("/etc", given("/etc"))  # HOME=/etc made /etc/.ssh here
+    assert "this machine's /etc/.ssh (in a folder that holds files of its own)" in problem, problem
+    assert home_problems([pod("j-worker-0", "/etc")], {"j-worker-0": "worker"}, mine, "/root/.ssh") == []  # the default: nothing is linked
+    assert judged(None, mine) == []  # the pod's own home, in the run's folder
+    # A home whose .ssh leads to a user's .ssh (that holds none of the linked names) would have
+    # had the links made in the user's folder.
     (me / ".ssh").mkdir(parents=True)
     (me / ".ssh" / "authorized_keys").write_text("a key of the user's own\n")
     linked = tmp_path / "linked"
     linked.mkdir()
     (linked / ".ssh").symlink_to(me / ".ssh")
-    (problem,) = home_problems([pod("j-worker-5", linked)], {"j-worker-5": "worker"}, options, "/etc/keys")
-    assert problem.startswith("j-worker-5/worker: ") and f"(the ssh folder of a user of this machine, {me / '.ssh'})" in problem
+    (problem,) = judged(None, given(linked))
+    assert f"(the ssh folder of a user of this machine, {me / '.ssh'})" in problem, problem
     # A relative HOME is the working folder's, here run-local's own: run from your home, HOME=. is it.
-    (problem,) = home_problems([pod("j-worker-6", Path("."))], {"j-worker-6": "worker"}, Options(base_env=options.base_env, cwd=str(me)), "/etc/keys")
+    (problem,) = judged(None, Options(env={"HOME": "."}, base_env=mine.base_env, cwd=str(me)))
     assert f"this machine's {me / '.ssh'} (your own home)" in problem, problem
+    assert judged(None, Options(env={"HOME": "empty"}, base_env=mine.base_env, cwd=str(tmp_path))) == []
 
 
 def test_local_compile_gives_loopback_addresses_and_hashes_the_runtime_agrees_with() -> None:
@@ -423,7 +475,7 @@ def test_cli_exits_2_before_an_ssh_pod_could_link_keys_over_a_users_own(tmp_path
     """)
     assert code == 2
     for pod in ("c-worker-0", "c-worker-1"):
-        assert f"{pod}/worker: HOME={home} (the job's env or --env)" in output
+        assert f"{pod}/worker: HOME={home} (the job's env)" in output
     assert f"this machine's {home / '.ssh'} (its config would be replaced)" in output
     assert (home / ".ssh" / "config").read_text(encoding="utf-8") == "Host *\n  User me\n" and not (home / ".ssh" / "config").is_symlink()
 
