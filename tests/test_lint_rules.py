@@ -894,6 +894,53 @@ CASES = [
         message="and a mounted file cannot be replaced by a link: every pod stops at start",
     ),
     Case(
+        "ssh-home-mounted-under-a-relative-home-in-the-working-dir",
+        """
+        apiVersion: batch.tensorstack.dev/v1beta1
+        kind: ColossalAIJob
+        metadata: {name: job}
+        spec:
+          ssh: {authMountPath: /etc/keys}
+          torchConfig: {script: [t.py]}
+          replicaSpecs:
+            - type: worker
+              replicas: 2
+              template:
+                spec:
+                  volumes: [{name: cfg, configMap: {name: c}}]
+                  containers:
+                    - name: worker
+                      image: i
+                      workingDir: /workspace
+                      env: [{name: HOME, value: ./ws}]
+                      volumeMounts: [{name: cfg, mountPath: /workspace/ws/.ssh}]
+        #                                                   ^ FJ352
+        """,
+        message="volume cfg at /workspace/ws/.ssh: the pod's script links the SSH client config and key of ssh.authMountPath /etc/keys into /workspace/ws/.ssh, where fabric and paramiko read it ($HOME, ./ws in the workingDir /workspace), but this volume is read-only there: the links cannot be made and every pod stops at start",
+    ),
+    Case(
+        "valid-ssh-home-mounts-under-a-relative-home-the-image-places",
+        """
+        apiVersion: batch.tensorstack.dev/v1beta1
+        kind: ColossalAIJob
+        metadata: {name: job}
+        spec:
+          ssh: {authMountPath: /etc/keys}
+          torchConfig: {script: [t.py]}
+          replicaSpecs:
+            - type: worker
+              replicas: 2
+              template:
+                spec:
+                  volumes: [{name: cfg, configMap: {name: c}}]
+                  containers:
+                    - name: worker
+                      image: i
+                      env: [{name: HOME, value: ws}]
+                      volumeMounts: [{name: cfg, mountPath: /ws/.ssh}]
+        """,
+    ),
+    Case(
         "valid-ssh-home-mounts-with-the-default-auth-mount-path-or-elsewhere",
         """
         apiVersion: batch.tensorstack.dev/v1beta1

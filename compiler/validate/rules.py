@@ -7,6 +7,7 @@ rules that apply to it, so adding a rule is one function plus one table entry.
 from __future__ import annotations
 
 import json
+import posixpath
 import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -565,17 +566,33 @@ LINKED_KEYS = scripts_plan.LINKED_KEYS
 READ_ONLY_SOURCES = ("secret", "configMap", "projected", "downwardAPI")
 
 
+def _literal_path(value: Any) -> bool:
+    """A path the container gets as written: a string with no $(VAR) the kubelet expands."""
+    return isinstance(value, str) and value != "" and "$(" not in value
+
+
 def _homes(container: dict[str, Any]) -> list[tuple[str, str]]:
     """The homes whose .ssh the scripts link the keys into, with who reads each: root's passwd
-    home, and the container's own HOME where its env gives a literal absolute one."""
+    home, and the container's own HOME where its env gives a literal one.  A relative HOME is
+    where the script runs, the container's workingDir (the scripts link into "$HOME/.ssh" before
+    any cd): lint knows it when the workingDir is a literal absolute path, not the image's."""
     found = [(PASSWD_HOME, "OpenSSH (pdsh, a user's ssh) reads it whatever $HOME says")]
     env = container.get("env")
+    wd = container.get("workingDir")
     for e in env if isinstance(env, list) else []:
         if isinstance(e, dict) and e.get("name") == "HOME":
             value = e.get("value")
             found = found[:1]  # the last entry of a name is the one the container gets
-            if isinstance(value, str) and value.startswith("/") and "$(" not in value and _mounted(value) != PASSWD_HOME:
-                found.append((_mounted(value), "fabric and paramiko read it ($HOME)"))
+            if not _literal_path(value):
+                continue  # unset or empty: the passwd home; $(VAR) or valueFrom: not known here
+            reader = "fabric and paramiko read it ($HOME)"
+            if not value.startswith("/"):
+                if not (_literal_path(wd) and wd.startswith("/")):
+                    continue  # from the image's WORKDIR, which lint does not see
+                value, reader = posixpath.join(wd, value), f"fabric and paramiko read it ($HOME, {e['value']} in the workingDir {wd})"
+            home = _mounted(posixpath.normpath(value))
+            if home != PASSWD_HOME:
+                found.append((home, reader))
     return found
 
 
