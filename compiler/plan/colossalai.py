@@ -95,9 +95,16 @@ def hostfile(workers: list[PodPlan]) -> str:
     return "".join(f"{p.address}\n" for p in workers)
 
 
+def launcher_unsets(worker_env: list[str]) -> list[str]:
+    """The names launch.sh unsets before `colossalai run`, which exports the launcher's whole
+    environment to the workers over their own: per-pod values and the worker template's names
+    (HOME among them, when the worker template sets it: fabric then reads the passwd home)."""
+    return sorted(set(PER_POD_VARS) | set(worker_env))
+
+
 def launch_script(job: ColossalAIJob, master_addr: str, worker_env: list[str]) -> str:
     """The launcher's script: wait for the workers' sshd, then `colossalai run`."""
-    also = sorted(set(PER_POD_VARS) | set(worker_env))
+    also = launcher_unsets(worker_env)
     return "".join(
         [
             scripts.header(job.spec.ssh.auth_mount_path),

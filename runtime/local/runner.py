@@ -36,7 +36,7 @@ from .errors import EnvError
 from .files import materialise
 from .kubelet import LocalKubelet
 from .processes import PodLaunch, kill_marked
-from .ssh import SSH_KINDS, SshRun, home_problems, secret_data
+from .ssh import SSH_KINDS, SshRun, home_problems, launcher_home_problem, secret_data
 from .ssh import preflight as ssh_preflight
 from .ssh import prepare as ssh_prepare
 from .table import RuntimeLog, Screen, Section, Seen, Shown, event_note, quiet_note, quiet_note_due
@@ -132,6 +132,7 @@ class Runner:
             if m.job.kind in SSH_KINDS:  # the machine's: with several jobs, say whose
                 missing = ssh_preflight(m.job.kind, m.job.plan.job.spec.ssh.sshd_path, self.settings.options.base_env)
                 errors += home_problems(m.job.pods, m.shown.training, self.settings.options, m.job.plan.job.spec.ssh.auth_mount_path)  # each names its pod
+                errors += [p for p in [launcher_home_problem(m.job.plan)] if p]  # names its job
                 errors += [f"{m.job.name}: {e}" if self.several else e for e in missing]
         warnings += shared_ports({m.job.name: store_ports(m.job.pods, m.job.files) for m in self.members})
         for w in dict.fromkeys(warnings):

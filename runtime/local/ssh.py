@@ -39,7 +39,9 @@ from pathlib import Path
 from typing import IO, Any
 
 from flatjob.compiler.errors import RUNTIME_INSTALL
+from flatjob.compiler.plan import colossalai as colossalai_plan
 from flatjob.compiler.plan import scripts
+from flatjob.compiler.podtemplate import containers_of
 
 from .addresses import MAX_BLOCK, span
 from .containers import Options, PodExtra, working_dir
@@ -238,6 +240,31 @@ def home_problems(manifests: Iterable[Mapping[str, Any]], training: Mapping[str,
                 + ("" if given else ", or an --overlay that removes HOME")
             )
     return problems
+
+
+def launcher_home_problem(plan: Any) -> str | None:
+    """Why a ColossalAIJob's launcher cannot log in here: a worker template that sets HOME has
+    launch.sh unset HOME on the launcher (colossalai.launcher_unsets), so fabric reads the
+    passwd entry's home.  In a cluster that is /root, whose .ssh is the key mount (or holds the
+    links to it); here it is this machine's own, which run-local never writes: fabric would try
+    your own keys and config against the pods' sshd and fail ("No authentication methods
+    available").  Python reads the passwd home from the passwd database, which no variable of
+    the launcher's can point elsewhere, and a HOME on the launcher reaches the workers over
+    their own: refused before anything starts, naming the overlay that runs it."""
+    if plan.kind != "ColossalAIJob":
+        return None
+    workers = [p for p in plan.pods if p.type == "worker"]
+    if "HOME" not in colossalai_plan.launcher_unsets(colossalai_plan.worker_env_names(workers)):
+        return None
+    container = containers_of(workers[0].template)[workers[0].container]["name"]
+    patch = (f"{{target: {{kind: ColossalAIJob, name: {plan.name}}}, patch: {{spec: {{replicaSpecs: [{{type: worker, template: {{spec: "
+             f"{{containers: [{{name: {container}, env: [{{name: HOME, $patch: delete}}]}}]}}}}}}]}}}}}}")
+    return (
+        f"{plan.name}: the worker template sets HOME, so launch.sh unsets HOME on the launcher (colossalai run would export it "
+        "over the workers' own) and fabric reads the passwd entry's home, here this machine's "
+        f"{os.path.join(pwd.getpwuid(os.geteuid()).pw_dir, '.ssh')}, which run-local never gives the job's key (in a cluster "
+        f"/root/.ssh holds it): the launch would fail; run it here with an --overlay that removes that HOME, patches: [{patch}]"
+    )
 
 
 # --- the kubelet's projected-volume layout --------------------------------------------------

@@ -15,6 +15,7 @@ No process of a run outlives it: E2E_TAG (tests/e2e/conftest.py), and sshd by it
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -28,6 +29,8 @@ from .sshkit import (
     need,
     pod_env,
     results,
+    run_example,
+    spec_patch,
     sshd_left,
 )
 
@@ -85,6 +88,24 @@ def test_keys_mounted_outside_home_ssh_still_reach_the_ssh_clients(tmp_path: Pat
     """ssh.authMountPath elsewhere than ~/.ssh: the launch links the keys where the clients look
     (it failed, "No authentication methods available")."""
     check_example(tmp_path, tag, "colossalai-cpu", "{{torchConfig: {{extraArgs: [--master_port={port}]}}, ssh: {{authMountPath: /etc/flatjob-keys}}}}")
+
+
+def test_a_worker_home_is_refused_here_and_the_overlay_named_runs_the_job(tmp_path: Path, tag: str) -> None:
+    """A worker template that sets HOME has launch.sh unset HOME on the launcher, so fabric
+    reads the passwd entry's home, this machine's own ~/.ssh here, without the job's key (the
+    launch failed "No authentication methods available"): run-local refuses it before anything
+    starts (exit 2), and the overlay it names runs the example."""
+    worker = [{"type": "worker", "template": {"spec": {"containers": [{"name": "worker", "env": [{"name": "HOME", "value": "/workspace"}]}]}}}]
+    patch = spec_patch({"torchConfig": {"extraArgs": ["--master_port={port}"]}, "replicaSpecs": worker})
+    (tmp_path / "refused").mkdir()
+    done, why = run_example(tmp_path / "refused", tag, "colossalai-cpu", patch)
+    assert done.returncode == 2, why
+    (named,) = re.findall(r"--overlay that removes that HOME, patches: (\[.*\])$", done.stderr, re.MULTILINE)
+    assert not sshd_left(tmp_path / "refused")
+    overlay = tmp_path / "no-home"
+    overlay.mkdir()
+    (overlay / "overlay.yaml").write_text(f"patches: {named}\n", encoding="utf-8")
+    check_example(tmp_path, tag, "colossalai-cpu", patch, "--overlay", str(overlay))
 
 
 def test_arguments_and_the_workers_env_arrive_whole_on_every_rank(tmp_path: Path, tag: str) -> None:

@@ -277,6 +277,63 @@ def test_ssh_home_check_judges_each_pods_home_on_this_machine(tmp_path: Path) ->
     assert judged(None, Options(env={"HOME": "empty"}, base_env=mine.base_env, cwd=str(tmp_path))) == []
 
 
+def test_cli_refuses_a_colossalai_job_whose_launcher_would_read_this_machines_ssh_and_names_the_overlay(tmp_path: Path) -> None:
+    """A worker template that sets HOME has launch.sh unset HOME on the launcher, so fabric
+    reads the passwd entry's home: /root/.ssh in a cluster, the key mount, but this machine's
+    own here, where the job's key never is (the launch failed "No authentication methods
+    available" after trying the user's own keys).  run-local refuses it before anything
+    starts, and the overlay it names runs the job (here only as far as a Secret nobody has)."""
+    import re
+
+    job = """
+        apiVersion: batch.tensorstack.dev/v1beta1
+        kind: ColossalAIJob
+        metadata: {name: cz}
+        spec:
+          torchConfig: {procPerWorker: 1, script: [train.py]}
+          replicaSpecs:
+            - type: worker
+              replicas: 2
+              template:
+                spec:
+                  containers:
+                    - name: worker
+                      image: x
+                      env:
+                        - {name: HOME, value: /workspace}
+                        - {name: TOKEN, valueFrom: {secretKeyRef: {name: creds, key: token}}}
+    """
+    code, output = _cli(tmp_path, job)
+    assert code == 2, output
+    assert "cz: the worker template sets HOME, so launch.sh unsets HOME on the launcher" in output, output
+    assert "Traceback" not in output
+    (patch,) = re.findall(r"--overlay that removes that HOME, patches: (\[.*\])$", output, re.MULTILINE)
+    overlay = tmp_path / "overlay"
+    overlay.mkdir()
+    (overlay / "overlay.yaml").write_text(f"patches: {patch}\n", encoding="utf-8")
+    code, output = _cli(tmp_path, job, "--overlay", str(overlay))
+    assert code == 2 and "cz-worker-0/worker: cannot resolve TOKEN" in output, output  # what still stops it here
+    assert "worker template sets HOME" not in output, output
+    # The plan: a worker template without HOME, and a DeepSpeedJob's (its worker-0 launches with its own HOME), are fine.
+    from flatjob.runtime.local.ssh import launcher_home_problem
+
+    deepspeed = """
+        apiVersion: batch.tensorstack.dev/v1beta1
+        kind: DeepSpeedJob
+        metadata: {name: dz}
+        spec:
+          config: {slotsPerWorker: 1, run: {python: [t.py]}}
+          worker:
+            replicas: 2
+            template: {spec: {containers: [{name: worker, image: x, env: [{name: HOME, value: /workspace}]}]}}
+    """
+    for text, found in [(job, True), (job.replace("name: HOME", "name: NOT_HOME"), False), (deepspeed, False)]:
+        docs, problems = parse(textwrap.dedent(text), "job.yaml")
+        assert not problems
+        plan = compile_documents(Loaded(jobs=docs), CompileOptions()).jobs[0].plan
+        assert (launcher_home_problem(plan) is not None) is found, text
+
+
 def test_local_compile_gives_loopback_addresses_and_hashes_the_runtime_agrees_with() -> None:
     (job,) = compile_local(str(ROOT / "examples" / "local" / "torchrun-cpu.yaml"), replicas={"node": 3})
     assert [job.address(p["metadata"]["name"]) for p in job.pods] == ["127.0.1.1", "127.0.1.2", "127.0.1.3"]
