@@ -200,3 +200,40 @@ def test_a_console_script_stopped_at_any_instant_is_130(tmp_path: Path, name: st
             proc.returncode,
             err.decode()[-2000:],
         )
+
+
+class _Frame:
+    """A stand-in for a stack frame: its code and its caller."""
+
+    def __init__(self, code: object, back: _Frame | None = None) -> None:
+        self.f_code, self.f_back = code, back
+
+
+def test_a_ctrl_c_inside_a_c_extensions_init_is_deferred_and_never_lost(monkeypatch: pytest.MonkeyPatch) -> None:
+    """orjson 3.13's init segfaulted on a KeyboardInterrupt raised inside it (CI: exit -11 at a
+    Ctrl-C 0.06 s into flatjob-cmp): one that comes there is sent again later, and a command
+    that ends first still ends 130."""
+    from flatjob.compiler import console
+
+    again: list[object] = []
+    monkeypatch.setattr(console._thread, "start_new_thread", lambda fn, args: again.append(fn))
+    monkeypatch.setattr(console, "_deferred", False)
+    for init in console._INITS:
+        console._interrupt(signal.SIGINT, _Frame(_Frame.__init__.__code__, _Frame(init, _Frame(test_interrupt_code))))  # type: ignore[arg-type]
+        assert console._deferred and again.pop() is console._again
+    with pytest.raises(KeyboardInterrupt):  # anywhere else: at once
+        console._interrupt(signal.SIGINT, _Frame(test_interrupt_code, _Frame(console._run.__code__)))
+    assert not console._deferred and not again
+
+
+test_interrupt_code = test_a_ctrl_c_inside_a_c_extensions_init_is_deferred_and_never_lost.__code__
+
+
+def test_a_command_that_ends_before_its_deferred_ctrl_c_came_back_ends_130(tmp_path: Path) -> None:
+    """The deferred Ctrl-C is not lost when the command ends first: `_run` ends it 130."""
+    (tmp_path / "m.py").write_text("import flatjob.compiler.console as c\ndef main():\n    c._deferred = True\n")
+    done = subprocess.run(
+        [sys.executable, "-c", "import sys; sys.path.insert(0, '.'); from flatjob.compiler import console; console._run('m', 'main')"],
+        cwd=tmp_path, capture_output=True, timeout=60,
+    )
+    assert (done.returncode, done.stderr) == (130, b"interrupted\n")
