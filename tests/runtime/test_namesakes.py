@@ -101,8 +101,9 @@ def test_a_namesake_of_another_kind_from_another_folder_never_touches_the_first_
             if second_runtime is not None:
                 s.step_other(second_runtime)
             pods = s.pods()
-            freed = tick if freed is None and not set(first) & set(pods) else freed
-            made = tick if made is None and pods and freed is not None else made
+            uids = {p["metadata"]["uid"] for p in pods.values()}  # by uid: the second job's pods take the freed names, at once now that it steps behind the barrier
+            freed = tick if freed is None and not set(first.values()) & uids else freed
+            made = tick if made is None and uids - set(first.values()) and freed is not None else made
             if sorted(pods) == list(SECOND_PODS) and all(p["status"].get("phase") == "Running" for p in pods.values()):
                 break
         assert freed is not None and made is not None and made - freed <= 2, (freed, made)  # woken by the pods' going, not by a timer
