@@ -85,9 +85,18 @@ def test_version() -> None:
 
 
 def test_unknown_command_is_a_usage_error() -> None:
-    result = run_cli("lnt")
+    result = run_cli("xyzzy")
     assert result.exit_code == 2
-    assert "No such command 'lnt'" in result.stderr
+    assert "No such command 'xyzzy'.\n" in result.stderr
+
+
+@pytest.mark.parametrize(("typed", "meant"), [("lnt", "lint"), ("comple", "compile"), ("run_local", "run-local"), ("Diff", "diff")])
+def test_a_misspelt_command_says_which_was_meant(typed: str, meant: str) -> None:
+    """click suggests a misspelt option but not a misspelt command: `flatjob comple` said only
+    "No such command"."""
+    result = run_cli(typed)
+    assert result.exit_code == 2
+    assert f"No such command '{typed}'. Did you mean '{meant}'?" in result.stderr
 
 
 def test_run_local_without_the_runtime_extra_says_both_ways_to_install_it() -> None:

@@ -62,6 +62,18 @@ class LazyGroup(click.Group):
         except AttributeError as exc:  # the entry point names a command its module lacks
             return _unavailable(cmd_name, exc)
 
+    def resolve_command(self, ctx: click.Context, args: list[str]) -> tuple[str | None, click.Command | None, list[str]]:
+        """click's, with a "did you mean" for a misspelt command, as click gives for options."""
+        try:
+            return super().resolve_command(ctx, args)
+        except click.UsageError as exc:
+            from ..validate.suggest import closest
+
+            near = closest(args[0], self.list_commands(ctx)) if args else None
+            if near is not None and near != args[0]:
+                exc.message += f" Did you mean {near!r}?"
+            raise
+
 
 def _exists(target: str) -> bool:
     module = target.partition(":")[0]
