@@ -35,6 +35,10 @@ NO_JOB_RENDERED = ("no T9k job in this file: it is flatjob's rendered output (it
 NO_JOB_FOLDER = ("no T9k job in folder {folder} ({files} YAML file(s) read, none with apiVersion "
                  "batch.tensorstack.dev/v1beta1 and a job kind)")
 NO_YAML_FOLDER = "no T9k job in folder {folder}: it holds no *.yaml or *.yml file"
+# A folder named through a link flatjob does not follow (FJ106): it was not read, so "it holds no
+# *.yaml file" was false (`flatjob lint ../shared/corpus/t9k`, where ../shared is a link).
+NOT_READ_FOLDER = ("no T9k job read in folder {folder}: its path leads through a symbolic link out of "
+                   "the working directory (or into a hidden folder), which flatjob does not follow")
 # A T9k job kind under another API group (a job copied from elsewhere, a Kubeflow apiVersion
 # kept): not a job to read, but skipping it would drop the job from lint and compile unsaid.
 FOREIGN_GROUP_JOB = "{kind} of apiVersion {api} is not a T9k job, so flatjob would leave it out (T9k's jobs are batch.tensorstack.dev/v1beta1)"
@@ -257,10 +261,14 @@ class _Folder:
     errors: bool = False
     first: Document | None = None  # its first document that holds something and is not a job
     rendered: bool = False  # that document's file is flatjob's output (GENERATED_HEADER)
+    skipped: bool = False  # the folder itself is a link not followed (FJ106): nothing was read
 
     def diagnostic(self) -> Diagnostic | None:
         if self.jobs or self.errors:
             return None
+        if self.skipped:
+            return Diagnostic("FJ102", NOT_READ_FOLDER.format(folder=self.path), self.path,
+                              hint="name its real path on the command line")
         if not self.files:
             return Diagnostic("FJ102", NO_YAML_FOLDER.format(folder=self.path), self.path,
                               hint="job specs are YAML files; check the folder's name")
@@ -270,6 +278,12 @@ class _Folder:
         has_kind = isinstance(self.first.data, dict) and "kind" in self.first.data
         mark = self.first.locate(("kind",)) if has_kind else Mark(1, 1)
         return self.first.diagnostic_at("FJ102", message, mark, hint=RENDERED_FOLDER_HINT if self.rendered else no_job_hint(self.first))
+
+
+def _mark_skipped(folders: list[_Folder], skipped: Diagnostic) -> None:
+    """A named folder whose own path is the link FJ106 skipped was not read at all."""
+    for folder in folders:
+        folder.skipped = folder.skipped or Path(folder.path) == Path(skipped.path)
 
 
 def _folder_of(folders: list[_Folder], file: Path) -> _Folder | None:
@@ -317,6 +331,7 @@ def load_paths(paths: Iterable[str], budget: Budget | None = None) -> Loaded:
     for found in find_inputs(paths):
         if isinstance(found, Diagnostic):
             loaded.diagnostics.append(found)
+            _mark_skipped(folders, found)
             continue
         file, explicit = found.path, found.explicit
         if _run_refused(budget, file, loaded.diagnostics):

@@ -468,6 +468,28 @@ def test_an_empty_folder_is_not_a_passing_lint(tmp_path: Path) -> None:
     )
 
 
+def test_a_folder_named_through_a_link_flatjob_does_not_follow_is_not_said_to_hold_no_yaml(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`flatjob lint ../shared/corpus/t9k`, where ../shared links out of the working directory:
+    the folder is not read (FJ106), and the error said it held no *.yaml file, which was false."""
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "job.yaml").write_text("\n".join(JOB_LINES) + "\n")
+    (tmp_path / "repo").mkdir()
+    os.symlink(tmp_path / "outside", tmp_path / "repo" / "jobs")
+    monkeypatch.chdir(tmp_path / "repo")
+    result = run_cli("lint", "jobs")
+    assert result.exit_code == 1
+    assert "holds no *.yaml" not in result.stdout
+    assert (
+        "jobs: error: no T9k job read in folder jobs: its path leads through a symbolic link out of the"
+        " working directory (or into a hidden folder), which flatjob does not follow [FJ102]\n"
+        "  hint: name its real path on the command line" in result.stdout
+    )
+    assert "jobs: warning: skipped: a symbolic link" in result.stdout
+    assert run_cli("lint", str(tmp_path / "outside")).exit_code == 0  # its real path is read
+
+
 def test_allow_empty_passes_a_folder_whose_last_job_was_removed(tmp_path: Path) -> None:
     """--allow-empty, as compile's: a repository may remove its last job (review hx26)."""
     (tmp_path / "jobs").mkdir()
