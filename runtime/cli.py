@@ -82,7 +82,7 @@ def _cluster(identity: str) -> Any:
 @click.option("--namespace", envvar="POD_NAMESPACE", default="default", show_default=True, help="Namespace of the jobs (POD_NAMESPACE).")
 @click.option("--identity", envvar="POD_NAME", default=None, help="Lease holder identity (POD_NAME; default: the host name).")
 @click.option("--http-port", default=8080, show_default=True, help="Port of /healthz, /readyz and /metrics.")
-@click.option("--log-level", default="INFO", show_default=True, type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"]))
+@click.option("--log-level", default="INFO", show_default=True, type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"]), help="Least severe level logged (JSON lines on stderr).")
 @click.option("--concurrency", type=click.IntRange(1, 64), default=CONCURRENCY, show_default=True,
               help="Jobs whose cycles run at once (namespace mode); a cycle waiting on a request for more than 0.5 s frees its place (up to 8x this many threads), so jobs whose requests hang never hold the others.")
 def runtime_command(kind: str | None, name: str | None, namespace: str, identity: str | None, http_port: int, log_level: str, concurrency: int) -> None:
@@ -128,13 +128,13 @@ def runtime_command(kind: str | None, name: str | None, namespace: str, identity
 
 @click.command("run-local")
 @click.argument("path", type=click.Path(exists=True))
-@click.option("--job", "job_name", default=None, help="Run only this job of PATH (NAME, or NAMESPACE/NAME).")
-@click.option("--overlay", "overlays", multiple=True, type=click.Path(exists=True, file_okay=False), help="Environment overlay folder, as for compile; repeat to stack.")
+@click.option("--job", "job_name", default=None, help="Run only this job of PATH (NAME, or NAMESPACE/NAME; default: every job of PATH).")
+@click.option("--overlay", "overlays", multiple=True, type=click.Path(exists=True, file_okay=False), help="Environment overlay folder, as for compile; repeat to stack (default: none).")
 @click.option("--replicas-scale", "replicas", multiple=True, metavar="TYPE=N", help="Run N replicas of TYPE instead of the job's count (repeatable), e.g. worker=1.")
 @click.option("--env", "env", multiple=True, metavar="NAME=VALUE", help="Set NAME in every container; also supplies values that come from Secrets or ConfigMaps.")
 @click.option("--skip-env-from", is_flag=True, help="Ignore envFrom Secrets/ConfigMaps (pass what they hold with --env).")
 @click.option("--only-training", is_flag=True, help="Run only each pod's training container (no init containers, no sidecars).")
-@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None, metavar="SECONDS", help="Stop everything and exit 1 if a job has not finished by then.")
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None, metavar="SECONDS", help="Stop everything and exit 1 if a job has not finished by then (default: no limit).")
 @click.option("--backoff-scale", type=click.FloatRange(min=0, min_open=True), default=1.0, show_default=True, metavar="FACTOR", help="Multiply the restart back-off (10 s doubling to 5 min); e.g. 0.05 for a quick smoke test.")
 def run_local_command(path: str, job_name: str | None, overlays: tuple[str, ...], replicas: tuple[str, ...], env: tuple[str, ...], skip_env_from: bool, only_training: bool, timeout: float | None, backoff_scale: float) -> None:
     """Run a job, or every job of a folder at once, on this machine: every pod's containers as

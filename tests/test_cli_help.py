@@ -75,6 +75,27 @@ def test_plugin_help_is_real(name: str) -> None:
     )
 
 
+# Options whose help names what happens without them in other words.
+SAYS_ITS_DEFAULT = {("runtime", "--kind"), ("runtime", "--name")}
+
+
+@pytest.mark.parametrize("name", COMMANDS)
+def test_every_option_says_what_it_does_and_its_default(name: str) -> None:
+    """`flatjob runtime --log-level` had no help at all, and run-local's --job and --timeout,
+    compile's -n and --overlay did not say what they do when left out."""
+    import click
+
+    command = cli.get_command(click.Context(cli), name)
+    assert command is not None
+    for param in command.params:
+        if not isinstance(param, click.Option) or param.hidden:
+            continue
+        assert param.help, (name, param.opts)
+        valued = not (param.is_flag or param.required or param.multiple or param.show_default)
+        if valued and (name, param.opts[-1]) not in SAYS_ITS_DEFAULT:
+            assert "default" in param.help, (name, param.opts, param.help)
+
+
 def test_lint_format_choices_match_the_report_formats() -> None:
     assert sorted(FORMAT_NAMES) == sorted(FORMATS)
 

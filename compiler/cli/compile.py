@@ -30,8 +30,8 @@ def _options(f: Any) -> Any:
     decorators = [
         click.argument("sources", nargs=-1, required=True, type=click.Path(exists=True)),
         click.option("-o", "--out", "out", required=True, type=click.Path(file_okay=False), help="Output folder: OUT/[<namespace>/]<job>/ per job, the runtime beside them."),
-        click.option("--overlay", "overlays", multiple=True, type=click.Path(exists=True, file_okay=False), help="Environment overlay folder; repeat to stack."),
-        click.option("-n", "--namespace", default=None, help="Namespace for jobs that set none (also enables <job>-<type>-<rank> DNS names)."),
+        click.option("--overlay", "overlays", multiple=True, type=click.Path(exists=True, file_okay=False), help="Environment overlay folder; repeat to stack (default: none)."),
+        click.option("-n", "--namespace", default=None, help="Namespace for jobs that set none (also enables <job>-<type>-<rank> DNS names; default: none: their manifests then name no namespace)."),
         click.option("--cluster-domain", default="cluster.local", show_default=True, help="The cluster's DNS domain."),
         click.option("--scheduler", type=click.Choice(_SCHEDULERS), default="auto", show_default=True, help="auto: T9k Scheduler when spec.scheduler.t9kScheduler is set; kueue: Kueue labels; default: kube-scheduler."),
         click.option("--kueue-queue", default=None, help="Kueue LocalQueue for --scheduler kueue (default: the T9k queue name)."),

@@ -26,7 +26,7 @@ FORMAT_NAMES = ("github", "json", "sarif", "text")
     "lines; sarif: for GitHub code scanning.",
 )
 @click.option("-q", "--quiet", is_flag=True, help="Print findings only, no summary line on stderr.")
-@click.option("-n", "--namespace", default=None, help="Namespace for jobs that set none, as compile's -n (two jobs that land in one namespace must differ).")
+@click.option("-n", "--namespace", default=None, help="Namespace for jobs that set none, as compile's -n (two jobs that land in one namespace must differ; default: none).")
 @click.option("--allow-empty", is_flag=True, help="Pass a folder that holds no job (a repository whose last job was removed), as compile's --allow-empty.")
 def lint(paths: tuple[str, ...], fmt: str, quiet: bool, namespace: str | None, allow_empty: bool) -> None:
     """Check T9k job specs: fields, cross-field rules and pod templates (Kubernetes 1.32, strict).
