@@ -21,7 +21,7 @@ from .keys import GENERATED_HEADER, RECORD_GROUP, T9K_GROUP
 from .limits import Budget
 from .reading import YAML_SUFFIXES, find_inputs, read_text
 from .source import Mark, Source
-from .syntaxhint import syntax_hint
+from .syntaxhint import syntax_hint, unclosed
 from .yamldata import LimitHit, PathT, documents
 
 T9K_KINDS = ("GenericJob", "PyTorchTrainingJob", "DeepSpeedJob", "ColossalAIJob")
@@ -141,6 +141,12 @@ def parse(text: str, path: str = "<input>", budget: Budget | None = None) -> tup
         line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
         what = exc.problem or "invalid YAML"
         hint = syntax_hint(what, line, source.line)
+        opened = (exc.context_mark.line + 1, exc.context_mark.column + 1) if exc.context_mark else None
+        left_open = unclosed(exc.context, what, opened, source.line)
+        if left_open is not None:
+            hint = left_open.hint
+            if left_open.at_opening:
+                line, col = left_open.line, left_open.column
         if exc.context:
             what = f"{exc.context}: {what}"
         problems.append(Diagnostic("FJ100", f"YAML syntax error: {what}", path, line, col, hint=hint, source_line=source.line(line)))

@@ -96,6 +96,43 @@ def syntax_hint(problem: str, line_no: int, line_of: Callable[[int], str | None]
     )
 
 
+# A bracket or quote left open, as libyaml reports it: (its context, words of the problem) -> what
+# closes it.  A quoted value left open runs to the end of the file, where libyaml reports it: a
+# line past the last, so no line to show and no caret (`name: "mnist` said 35:1 of a 34-line file).
+_UNCLOSED = {
+    "while scanning a quoted scalar": ("end of stream", None),
+    "while parsing a flow sequence": ("expected ',' or ']'", "]"),
+    "while parsing a flow mapping": ("expected ',' or '}'", "}"),
+}
+
+
+@dataclass(frozen=True)
+class Unclosed:
+    """A quote or bracket never closed: where to show the error (the opening) and the hint."""
+
+    line: int
+    column: int
+    hint: str
+    at_opening: bool  # the error is shown at the opening, not where libyaml stopped
+
+
+def unclosed(context: str | None, problem: str, opened: tuple[int, int] | None, line_of: Callable[[int], str | None]) -> Unclosed | None:
+    """What was left open, when libyaml's `context` is a quoted value, a `[...]` or a `{...}`
+    that began at `opened` (1-based line, column) and its `problem` says it was never closed."""
+    if context not in _UNCLOSED or opened is None:
+        return None
+    words, closer = _UNCLOSED[context]
+    if words not in problem:
+        return None
+    line, column = opened
+    if closer is None:  # a quoted value: shown at its opening quote, where the mistake is
+        char = (line_of(line) or "")[column - 1 : column]
+        quote = char if char in ("'", '"') else "quote"  # only ever a quote character, never the file's text
+        return Unclosed(line, column, f"this quoted value is never closed: add its closing {quote}", True)
+    opener, kind = ("[", "list") if closer == "]" else ("{", "mapping")
+    return Unclosed(line, column, f"the '{opener}' on line {line}, column {column} is not closed: end its {kind} with '{closer}', or separate its items with ','", False)
+
+
 def _level(n: int, text: str) -> Level | None:
     """The level line `n` opens, or None (a flow or scalar continuation line)."""
     return _parse(n, text)[0]

@@ -375,6 +375,23 @@ def test_an_indentation_mistake_says_which_columns(tmp_path: Path, line_no: int,
     assert _one_line(tmp_path, line_no, text) == found
 
 
+@pytest.mark.parametrize(
+    ("line_no", "text", "found"),
+    [
+        (3, 'metadata: {name: "resnet}', (3, 18, "FJ100", 'this quoted value is never closed: add its closing "')),
+        (12, "              image: 'pytorch/pytorch:2.4.0", (12, 22, "FJ100", "this quoted value is never closed: add its closing '")),
+        (3, "metadata: {name: resnet", (4, 5, "FJ100", "the '{' on line 3, column 11 is not closed: end its mapping with '}', or separate its items with ','")),
+        (11, "            - name: python\n              args: [train.py, --epochs", (13, 20, "FJ100", "the '[' on line 12, column 21 is not closed: end its list with ']', or separate its items with ','")),
+    ],
+    ids=["double-quote", "single-quote-at-the-end", "flow-mapping", "flow-list"],
+)
+def test_a_quote_or_bracket_left_open_is_shown_where_it_opens(tmp_path: Path, line_no: int, text: str, found: tuple[int, int, str, str]) -> None:
+    """A quote left open runs to the end of the file, where libyaml reports it: on a line past
+    the last (no line shown, no caret, 13:1 of a 12-line job); it is shown at its opening quote.
+    A `[` or `{` left open is reported on the line after it; the hint names where it opened."""
+    assert _one_line(tmp_path, line_no, text) == found
+
+
 # Whole files with one indentation mistake each: (the lines, the line of the finding, its hint).
 # The column the hint compares with is the mapping's, found as YAML nests, not the nearest line's.
 INDENT_CASES = {

@@ -74,7 +74,10 @@ def test_text_keeps_tabs_so_the_caret_lines_up() -> None:
 def test_text_from_a_real_file_with_tabs(tmp_path: Path) -> None:
     path = write(tmp_path, "apiVersion: v1\nkind: ConfigMap\ndata: {a:\t[1}\n")
     result = run_cli("lint", str(path))
-    assert result.stdout.splitlines()[1:3] == [" 3 | data: {a:\t[1}", "   |          \t  ^"]
+    assert result.stdout.splitlines()[1:3] == [
+        " 3 | data: {a:\t[1}",
+        "   |          \t  ^ the '[' on line 3, column 11 is not closed: end its list with ']', or separate its items with ','",
+    ]
     assert result.stdout.startswith(f"{path}:3:13: error: YAML syntax error")
 
 
