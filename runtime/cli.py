@@ -18,6 +18,7 @@ from typing import Any
 
 import click
 
+from flatjob.compiler.cli.paths import ExistingPath
 from flatjob.compiler.errors import RUNTIME_INSTALL
 
 from .turns import CONCURRENCY
@@ -127,9 +128,9 @@ def runtime_command(kind: str | None, name: str | None, namespace: str, identity
 
 
 @click.command("run-local")
-@click.argument("path", type=click.Path(exists=True))
+@click.argument("path", type=ExistingPath())
 @click.option("--job", "job_name", default=None, help="Run only this job of PATH (NAME, or NAMESPACE/NAME; default: every job of PATH).")
-@click.option("--overlay", "overlays", multiple=True, type=click.Path(exists=True, file_okay=False), help="Environment overlay folder, as for compile; repeat to stack (default: none).")
+@click.option("--overlay", "overlays", multiple=True, type=ExistingPath(file_okay=False), help="Environment overlay folder, as for compile; repeat to stack (default: none).")
 @click.option("--replicas-scale", "replicas", multiple=True, metavar="TYPE=N", help="Run N replicas of TYPE instead of the job's count (repeatable), e.g. worker=1.")
 @click.option("--env", "env", multiple=True, metavar="NAME=VALUE", help="Set NAME in every container; also supplies values that come from Secrets or ConfigMaps.")
 @click.option("--skip-env-from", is_flag=True, help="Ignore envFrom Secrets/ConfigMaps (pass what they hold with --env).")

@@ -75,6 +75,35 @@ def test_plugin_help_is_real(name: str) -> None:
     )
 
 
+@pytest.mark.parametrize(
+    ("args", "meant"),
+    [
+        (("lint", "job/"), "jobs/"),
+        (("compile", "jbs", "-o", "out"), "jobs"),
+        (("diff", "jobs/traim.yaml", "-o", "out"), "jobs/train.yaml"),
+        (("compile", "jobs", "-o", "out", "--overlay", "overlays/prd"), "overlays/prod"),
+        (("run-local", "jobs/trian.yaml"), "jobs/train.yaml"),
+    ],
+)
+def test_a_misspelt_path_says_which_was_meant(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, args: tuple[str, ...], meant: str) -> None:
+    """`flatjob lint job/` beside jobs/ said only "does not exist"."""
+    (tmp_path / "jobs").mkdir()
+    (tmp_path / "jobs" / "train.yaml").write_text("kind: GenericJob\n")
+    (tmp_path / "overlays" / "prod").mkdir(parents=True)
+    monkeypatch.chdir(tmp_path)
+    result = run_cli(*args)
+    assert result.exit_code == 2
+    assert f"does not exist. Did you mean '{meant}'?" in result.stderr
+
+
+def test_a_path_nothing_is_near_says_only_that_it_does_not_exist(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "jobs").mkdir()
+    monkeypatch.chdir(tmp_path)
+    result = run_cli("lint", "zzzzz")
+    assert result.exit_code == 2
+    assert result.stderr.endswith("Path 'zzzzz' does not exist.\n")
+
+
 # Options whose help names what happens without them in other words.
 SAYS_ITS_DEFAULT = {("runtime", "--kind"), ("runtime", "--name")}
 

@@ -17,6 +17,7 @@ from ..errors import Diagnostic, Severity
 from ..heap import no_cyclic_gc
 from ..options import RUNTIME_MODES, CompileOptions
 from ..outdir import LinkFound, NotAFile
+from .paths import ExistingPath
 
 if TYPE_CHECKING:
     from ..journal import Session
@@ -28,9 +29,9 @@ _SCHEDULERS = ["auto", "t9k", "kueue", "default"]
 def _options(f: Any) -> Any:
     """Options shared by compile and diff."""
     decorators = [
-        click.argument("sources", nargs=-1, required=True, type=click.Path(exists=True)),
+        click.argument("sources", nargs=-1, required=True, type=ExistingPath()),
         click.option("-o", "--out", "out", required=True, type=click.Path(file_okay=False), help="Output folder: OUT/[<namespace>/]<job>/ per job, the runtime beside them."),
-        click.option("--overlay", "overlays", multiple=True, type=click.Path(exists=True, file_okay=False), help="Environment overlay folder; repeat to stack (default: none)."),
+        click.option("--overlay", "overlays", multiple=True, type=ExistingPath(file_okay=False), help="Environment overlay folder; repeat to stack (default: none)."),
         click.option("-n", "--namespace", default=None, help="Namespace for jobs that set none (also enables <job>-<type>-<rank> DNS names; default: none: their manifests then name no namespace)."),
         click.option("--cluster-domain", default="cluster.local", show_default=True, help="The cluster's DNS domain."),
         click.option("--scheduler", type=click.Choice(_SCHEDULERS), default="auto", show_default=True, help="auto: T9k Scheduler when spec.scheduler.t9kScheduler is set; kueue: Kueue labels; default: kube-scheduler."),

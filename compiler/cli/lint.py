@@ -6,6 +6,8 @@ import sys
 
 import click
 
+from .paths import ExistingPath
+
 # The names of report.FORMATS, kept here so `flatjob --help` does not import the validator
 # (tests/test_cli_help.py keeps the two in step).
 FORMAT_NAMES = ("github", "json", "sarif", "text")
@@ -13,7 +15,7 @@ FORMAT_NAMES = ("github", "json", "sarif", "text")
 
 @click.command("lint", short_help="Check job specs; report each problem at its file:line:col.")
 @click.argument(
-    "paths", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=True, allow_dash=False)
+    "paths", nargs=-1, required=True, type=ExistingPath(dir_okay=True, allow_dash=False)
 )
 @click.option(
     "-f",
