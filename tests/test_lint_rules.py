@@ -331,6 +331,26 @@ CASES = [
         hint="did you mean 'worker'?",
     ),
     Case(
+        "colossalai-worker-container-without-a-name",
+        """
+        apiVersion: batch.tensorstack.dev/v1beta1
+        kind: ColossalAIJob
+        metadata: {name: job}
+        spec:
+          torchConfig: {script: [train.py]}
+          replicaSpecs:
+            - type: worker
+              template:
+                spec:
+                  containers:
+        #         ^ FJ310
+                    - {image: c}
+        #             ^ FJ403
+        """,
+        message="ColossalAIJob workers need a container named 'worker' (found a container without a name)",
+        hint="add name: worker",
+    ),
+    Case(
         "conflicting-other-args",
         deepspeed("""
           config:

@@ -747,10 +747,14 @@ def colossalai_worker_container(job: ColossalAIJob, doc: Document) -> Iterator[D
             continue
         cs = containers_of(g.template)
         if cs and not any(c.get("name") == "worker" for c in cs):
-            found = ", ".join(repr(c.get("name")) for c in cs)
+            names = [c.get("name") for c in cs]
+            # A container without a name (T9k's manuals leave it out of fragments) said "found None".
+            found = ", ".join(repr(n) if isinstance(n, str) else "a container without a name" for n in names)
+            first = names[0]
+            hint = did_you_mean(first, ["worker"]) if isinstance(first, str) else "add name: worker"
             yield doc.diagnostic(
                 "FJ310", f"ColossalAIJob workers need a container named 'worker' (found {found})",
-                (*g.template_path, "spec", "containers"), key=True, hint=did_you_mean(str(cs[0].get("name")), ["worker"]),
+                (*g.template_path, "spec", "containers"), key=True, hint=hint,
             )
 
 
