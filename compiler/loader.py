@@ -21,7 +21,7 @@ from .keys import GENERATED_HEADER, RECORD_GROUP, T9K_GROUP
 from .limits import Budget
 from .reading import YAML_SUFFIXES, find_inputs, read_text
 from .source import Mark, Source
-from .syntaxhint import syntax_hint, unclosed
+from .syntaxhint import explain
 from .yamldata import LimitHit, PathT, documents
 
 T9K_KINDS = ("GenericJob", "PyTorchTrainingJob", "DeepSpeedJob", "ColossalAIJob")
@@ -137,19 +137,7 @@ def parse(text: str, path: str = "<input>", budget: Budget | None = None) -> tup
     except LimitHit as hit:
         problems.append(hit.diagnostic)
     except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark or exc.context_mark
-        line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
-        what = exc.problem or "invalid YAML"
-        hint = syntax_hint(what, line, source.line)
-        opened = (exc.context_mark.line + 1, exc.context_mark.column + 1) if exc.context_mark else None
-        left_open = unclosed(exc.context, what, opened, source.line)
-        if left_open is not None:
-            hint = left_open.hint
-            if left_open.at_opening:
-                line, col = left_open.line, left_open.column
-        if exc.context:
-            what = f"{exc.context}: {what}"
-        problems.append(Diagnostic("FJ100", f"YAML syntax error: {what}", path, line, col, hint=hint, source_line=source.line(line)))
+        problems.append(_syntax_error(exc, source))
     except yaml.reader.ReaderError as exc:  # a character YAML forbids: an offset, no mark
         position = exc.position
         if yaml.__with_libyaml__:  # libyaml counts UTF-8 bytes, marks count characters
@@ -162,6 +150,18 @@ def parse(text: str, path: str = "<input>", budget: Budget | None = None) -> tup
         message = " ".join(str(exc).split())
         problems.append(Diagnostic("FJ100", f"YAML syntax error: {message}", path, 1, 1, source_line=source.line(1)))
     return docs, problems
+
+
+def _syntax_error(exc: yaml.MarkedYAMLError, source: Source) -> Diagnostic:
+    """FJ100 where the mistake is, with what to do about it (compiler/syntaxhint.py)."""
+    mark = exc.problem_mark or exc.context_mark
+    at = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+    opened = (exc.context_mark.line + 1, exc.context_mark.column + 1) if exc.context_mark else None
+    what = exc.problem or "invalid YAML"
+    line, col, hint = explain(what, exc.context, at, opened, source.line)
+    if exc.context:
+        what = f"{exc.context}: {what}"
+    return Diagnostic("FJ100", f"YAML syntax error: {what}", source.path, line, col, hint=hint, source_line=source.line(line))
 
 
 def read_source(path: Path, budget: Budget | None = None) -> tuple[str | None, Diagnostic | None]:

@@ -133,6 +133,63 @@ def unclosed(context: str | None, problem: str, opened: tuple[int, int] | None, 
     return Unclosed(line, column, f"the '{opener}' on line {line}, column {column} is not closed: end its {kind} with '{closer}', or separate its items with ','", False)
 
 
+# T9k's manuals write `...` (or `- ...`) for the fields a snippet leaves out; copied as is, YAML
+# reads it as a value or the end of the document, and libyaml stops on the line after it, or past
+# the last line (no line shown, no caret): `mapping values are not allowed`, or `could not find
+# expected ':'` at 10:1 of a 9-line file, with a hint about indentation that sent a newcomer
+# looking at the wrong line.
+PLACEHOLDER_HINT = "'...' stands for fields T9k's manuals leave out; YAML does not: write those fields here, or delete this line"
+# Indented, or a list item: `...` at column 1 is YAML's own end of a document.
+_PLACEHOLDER = re.compile(r"(?P<lead> +(?:- +)?|- +)\.\.\.[ \t]*(?:#.*)?")
+
+
+def placeholder(line_no: int, context_line: int | None, line_of: Callable[[int], str | None]) -> tuple[int, int] | None:
+    """(line, column) of a `...` placeholder that caused the syntax error at `line_no`: on
+    libyaml's context line, on the error's line, or on the nearest line above it that holds
+    something (past blank lines and comments)."""
+    above = line_no - 1
+    while above > 0 and (text := line_of(above)) is not None and (not text.strip() or text.lstrip().startswith("#")):
+        above -= 1
+    for n in dict.fromkeys(n for n in (context_line, line_no, above) if n):
+        m = _PLACEHOLDER.fullmatch(line_of(n) or "")
+        if m is not None:
+            return n, len(m["lead"]) + 1
+    return None
+
+
+END_HINT = "the file ends here, before YAML found what it expected: check what is left open above"
+
+
+def end_of_text(line_no: int, line_of: Callable[[int], str | None]) -> tuple[int, int]:
+    """Where to show an error libyaml reports past the last line (line `line_no`, which has no
+    text to quote): just after the last line above it that holds something."""
+    n = line_no - 1
+    while n > 1 and not (line_of(n) or "").strip():
+        n -= 1
+    return max(n, 1), len((line_of(n) or "").rstrip()) + 1
+
+
+def explain(problem: str, context: str | None, at: tuple[int, int], opened: tuple[int, int] | None, line_of: Callable[[int], str | None]) -> tuple[int, int, str | None]:
+    """(line, column, hint) of a syntax error libyaml reports as `problem` at `at` (1-based),
+    `context` begun at `opened`: moved to the mistake where libyaml stops past it (a quote left
+    open, a `...` placeholder), and never past the last line, which has no text to show."""
+    line, col = at
+    hint = syntax_hint(problem, line, line_of)
+    left_open = unclosed(context, problem, opened, line_of)
+    elided = placeholder(line, opened[0] if opened else None, line_of)
+    if left_open is not None:
+        hint = left_open.hint
+        if left_open.at_opening:
+            line, col = left_open.line, left_open.column
+    elif elided is not None:
+        (line, col), hint = elided, PLACEHOLDER_HINT
+    elif line_of(line) is None and opened is not None and line_of(opened[0]) is not None:
+        line, col = opened  # past the last line: where libyaml began what it could not finish
+    if line_of(line) is None:  # still past the last line: the end of the text
+        (line, col), hint = end_of_text(line, line_of), hint or END_HINT
+    return line, col, hint
+
+
 def _level(n: int, text: str) -> Level | None:
     """The level line `n` opens, or None (a flow or scalar continuation line)."""
     return _parse(n, text)[0]

@@ -30,6 +30,7 @@ from lintkit import (
 )
 
 from flatjob.compiler.lint import lint_paths
+from flatjob.compiler.syntaxhint import END_HINT, PLACEHOLDER_HINT
 
 CASES = [
     # --- YAML and input (FJ100-FJ104) ------------------------------------------------------
@@ -392,6 +393,48 @@ def test_a_quote_or_bracket_left_open_is_shown_where_it_opens(tmp_path: Path, li
     assert _one_line(tmp_path, line_no, text) == found
 
 
+MANUAL_SNIPPET = """apiVersion: batch.tensorstack.dev/v1beta1
+kind: GenericJob
+metadata:
+  name: snippet
+spec:
+  replicaSpecs:
+  - type: worker
+    template:
+      spec:
+        containers:
+          - ...
+            volumeMounts:
+              - {mountPath: /dev/shm, name: dshm}
+"""
+
+
+@pytest.mark.parametrize(
+    ("text", "found"),
+    [
+        (MANUAL_SNIPPET, (11, 13)),  # libyaml: 12:25, "mapping values are not allowed", an indentation hint
+        (MANUAL_SNIPPET.split("  replicaSpecs:")[0] + "  runMode:\n    debug: {enabled: true}\n  ...\n", (8, 3)),  # libyaml: 9:1, past the last line
+        (MANUAL_SNIPPET.split("  - type: worker")[0] + "    ...\n  - type: ps\n", (7, 5)),  # libyaml: 8:4
+    ],
+    ids=["list-item", "last-line", "between-items"],
+)
+def test_a_placeholder_copied_from_t9k_s_manuals_is_named(tmp_path: Path, text: str, found: tuple[int, int]) -> None:
+    """T9k's manuals write `...` for the fields a snippet leaves out; libyaml stops on a later
+    line or past the last one (no line shown), and the indentation hint blamed the wrong line."""
+    (diag,) = lint_text(tmp_path, text)
+    assert (diag.code, diag.line, diag.col, diag.hint) == ("FJ100", *found, PLACEHOLDER_HINT)
+    assert diag.source_line is not None and "..." in diag.source_line
+
+
+@pytest.mark.parametrize("text", ["a: 1\nb: [\n", "a: 1\nb: [", "a: 1\nb: {\n\n\n", "a: 1\n...\n---\nb: [\n"])
+def test_a_syntax_error_at_the_end_of_the_file_shows_its_last_line(tmp_path: Path, text: str) -> None:
+    """libyaml reports a file that ends too early past its last line: no line was shown, no caret."""
+    lines = text.rstrip("\n").split("\n")
+    (diag,) = lint_text(tmp_path, text)
+    assert (diag.code, diag.line, diag.col) == ("FJ100", len(lines), len(lines[-1]) + 1)
+    assert diag.source_line == lines[-1] and diag.hint == END_HINT
+
+
 # Whole files with one indentation mistake each: (the lines, the line of the finding, its hint).
 # The column the hint compares with is the mapping's, found as YAML nests, not the nearest line's.
 INDENT_CASES = {
@@ -624,7 +667,9 @@ def test_folder_still_reports_syntax_errors(tmp_path: Path) -> None:
     write(tmp_path, "a: [1\n", "broken.yaml")
     result = run_cli("lint", str(tmp_path))
     assert result.exit_code == 1
-    assert f"{tmp_path / 'broken.yaml'}:2:1: error: YAML syntax error" in result.output
+    # libyaml says 2:1, past the last line: shown at the end of the line that leaves '[' open
+    assert f"{tmp_path / 'broken.yaml'}:1:6: error: YAML syntax error" in result.output
+    assert " 1 | a: [1\n" in result.output
 
 
 @pytest.mark.parametrize(

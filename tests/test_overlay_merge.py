@@ -344,7 +344,7 @@ def test_a_patch_selects_by_its_own_kind_and_name(tmp_path: Path) -> None:
         ("labels:\n  tier: 3\n", 2, 9, "the value of 'tier' must be a string", None),
         ("images:\n  - name: x\n", 2, 5, "an images entry needs newName, newTag or digest", None),
         ("kind: Kustomization\n", 1, 7, "kind must be Overlay", None),
-        ("patches:\n  - patch: |\n      spec:\n        a: [\n", 5, 7, "YAML syntax error", None),
+        ("patches:\n  - patch: |\n      spec:\n        a: [\n", 4, 13, "YAML syntax error", None),  # libyaml: past the last line
         ("patches:\n  - patch:\n      - {op: mv, path: /a}\n", 3, 14, "op 'mv'; a JSON patch op is one of", None),
     ],
     ids=["typo", "kustomize-only-field", "no-patch", "typo-in-entry", "label-not-string", "image-without-change", "wrong-kind", "yaml-in-block", "bad-op"],
