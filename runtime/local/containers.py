@@ -157,7 +157,9 @@ def preflight(manifests: list[Mapping[str, Any]], training: Mapping[str, str | N
                     warnings.append(f"{where}: {program} is not on PATH here, so it will fail to start (exit 128, as where an image lacks it); activate the environment that has it")
                 base = wd if wd and os.path.isdir(wd) else str(options.cwd)
                 script = next((t for t in _words(argv[1:]) if t.endswith(".py") and not t.startswith("-") and "$" not in t), None)
-                if script and not os.path.isfile(os.path.join(base, script)):
+                if script and os.path.isabs(script) and not os.path.isfile(script):  # said "not a file in <cwd>"
+                    warnings.append(f"{where}: {script} is not a file on this machine (no image, no volume is mounted here): put it there, or point the job at a local copy with --overlay")
+                elif script and not os.path.isfile(os.path.join(base, script)):
                     warnings.append(f"{where}: {script} is not a file in {base} (relative paths resolve from there): run flatjob from the folder the job's paths are relative to")
             if wd and not os.path.isdir(wd):
                 warnings.append(f"{where}: workingDir {wd} does not exist here; it runs in {options.cwd}")

@@ -11,6 +11,7 @@ runtime reads it; the table rows.
 
 from __future__ import annotations
 
+import os
 import signal
 import socket
 import subprocess
@@ -605,6 +606,24 @@ def test_preflight_warns_of_a_script_that_is_not_where_the_job_says(tmp_path: Pa
     errors, warnings = preflight([pod], {"p-0": None}, Options(cwd=str(tmp_path), base_env={"PATH": "/usr/bin:/bin"}))
     assert errors == [] and [w.split(":")[0] for w in warnings] == ["p-0/missing"]
     assert f"examples/local/allreduce.py is not a file in {tmp_path}" in warnings[0]
+
+
+def test_preflight_says_an_absolute_script_path_is_missing_on_this_machine(tmp_path: Path) -> None:
+    """`python /workspace/train.py` (examples/pytorch-ddp.yaml, a path in the image or a volume)
+    was "not a file in <the current folder> (relative paths resolve from there)": it is not relative."""
+    from flatjob.runtime.local.containers import Options, preflight
+
+    (tmp_path / "here.py").write_text("")
+    pod = {"metadata": {"name": "p-0"}, "spec": {"containers": [
+        {"name": "image", "image": "x", "command": ["python", str(tmp_path / "workspace" / "train.py")]},
+        {"name": "local", "image": "x", "command": ["python", str(tmp_path / "here.py")]},
+    ]}}
+    errors, warnings = preflight([pod], {"p-0": None}, Options(cwd=str(tmp_path), base_env={"PATH": os.environ["PATH"]}))
+    assert errors == [] and [w.split(":")[0] for w in warnings] == ["p-0/image"]
+    assert warnings[0] == (
+        f"p-0/image: {tmp_path / 'workspace' / 'train.py'} is not a file on this machine (no image, no volume is mounted here): "
+        "put it there, or point the job at a local copy with --overlay"
+    )
 
 
 def test_the_block_lock_never_follows_a_planted_symlink(tmp_path: Path) -> None:
