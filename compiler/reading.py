@@ -166,8 +166,18 @@ def _too_big(path: str, raw: bytes, cap: int, budget: Budget) -> Diagnostic:
     return Diagnostic("FJ105", f"file is {what}; flatjob stops reading here", path, line, col, hint=RUN_SPLIT_HINT if budget.spent else None)
 
 
+# A file a Windows editor saved as "Unicode" starts with a UTF-16 byte order mark: said as
+# "byte 0xff cannot be decoded" at 1:1 with no line shown (its NULs are never quoted).
+UTF16_BOMS = {b"\xff\xfe": "utf-16-le", b"\xfe\xff": "utf-16-be"}
+UTF16 = "not UTF-8 text: the file is UTF-16 (what Windows editors call \"Unicode\"); save it as UTF-8"
+
+
 def _not_utf8(path: str, raw: bytes, exc: UnicodeDecodeError) -> Diagnostic:
     """FJ103 at the line and column of the first byte that is not UTF-8."""
+    codec = UTF16_BOMS.get(raw[:2])
+    if codec is not None:  # its first line, read as UTF-16: what the user sees in the editor
+        first = raw[2:4098].decode(codec, "replace").split("\n", 1)[0].rstrip("\r")
+        return Diagnostic("FJ103", UTF16, path, 1, 1, source_line=first)
     bom = 3 if raw.startswith(b"\xef\xbb\xbf") else 0  # utf-8-sig counts from after the BOM
     start = exc.start + bom
     begin = max(raw.rfind(b"\n", 0, start) + 1, bom)

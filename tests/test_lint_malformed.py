@@ -30,6 +30,7 @@ from lintkit import (
 )
 
 from flatjob.compiler.lint import lint_paths
+from flatjob.compiler.reading import UTF16
 from flatjob.compiler.syntaxhint import END_HINT, PLACEHOLDER_HINT
 
 CASES = [
@@ -514,6 +515,17 @@ def test_windows_line_endings_and_a_bom_are_a_job(tmp_path: Path) -> None:
     """A job saved on Windows (CRLF, a BOM) lints as the same job."""
     text = ("\ufeff" + "\r\n".join(JOB_LINES) + "\r\n").encode()
     assert lint_text(tmp_path, text) == []
+
+
+@pytest.mark.parametrize("codec", ["utf-16", "utf-16-be"])
+def test_a_utf16_file_says_so_and_shows_its_first_line(tmp_path: Path, codec: str) -> None:
+    """A Windows editor's "Unicode" is UTF-16: it said "byte 0xff cannot be decoded" at 1:1,
+    with no line shown."""
+    text = "\r\n".join(JOB_LINES) + "\r\n"
+    raw = text.encode(codec) if codec == "utf-16" else b"\xfe\xff" + text.encode(codec)
+    (diag,) = lint_text(tmp_path, raw)
+    assert (diag.code, diag.line, diag.col, diag.message) == ("FJ103", 1, 1, UTF16)
+    assert diag.source_line == JOB_LINES[0]
 
 
 def test_an_empty_folder_is_not_a_passing_lint(tmp_path: Path) -> None:
