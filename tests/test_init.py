@@ -67,6 +67,23 @@ def test_init_renders_at_once_and_ci_finds_it_current(tmp_path: Path) -> None:
     assert workflow["permissions"]["pull-requests"] == "write"
 
 
+def test_init_beside_jobs_of_the_repository_says_to_compile_them(tmp_path: Path) -> None:
+    """Adopting flatjob in a repository that has jobs/ already: rendered/ is compiled from the
+    scaffold alone, so CI's compile --check failed on the first push, unsaid (hx37)."""
+    (tmp_path / "jobs" / "team").mkdir(parents=True)
+    (tmp_path / "jobs" / "team" / "ddp.yaml").write_text(DDP, encoding="utf-8")
+    result = CliRunner().invoke(cli, ["init", "--repo-url", URL, str(tmp_path)], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert f"{tmp_path / 'jobs'} held job specs already; rendered/ holds the example alone" in result.stderr
+    for env in ("dev", "prod"):
+        args = ["compile", str(tmp_path / "jobs"), "--overlay", str(tmp_path / "overlays" / env), "-o", str(tmp_path / "rendered" / env)]
+        assert f"  flatjob {' '.join(args)}\n" in result.stderr
+        assert invoke(*args, "--check").exit_code == 1  # type: ignore[attr-defined]
+        assert invoke(*args).exit_code == 0  # type: ignore[attr-defined]
+    again = CliRunner().invoke(cli, ["init", "--force", "--repo-url", URL, str(tmp_path / "fresh")], catch_exceptions=False)
+    assert "held job specs already" not in again.stderr  # the scaffold's own job is not the repository's
+
+
 def test_gitops_objects(tmp_path: Path) -> None:
     assert invoke("init", "--gitops", "argocd", "--repo-url", URL, str(tmp_path / "a")).exit_code == 0  # type: ignore[attr-defined]
     app = yaml.safe_load((tmp_path / "a" / "gitops" / "argocd" / "prod.yaml").read_text(encoding="utf-8"))

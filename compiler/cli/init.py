@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Iterable
 from pathlib import Path
 
 import click
@@ -73,6 +74,18 @@ def _rendered(files: dict[str, str], root: Path) -> dict[str, dict[str, str]]:
     return trees
 
 
+def _jobs_of_its_own(root: Path, files: dict[str, str]) -> bool:
+    """Whether root/jobs already holds YAML besides the scaffold's: rendered/ is compiled from the
+    scaffold alone, so the repository's own jobs are missing from it (CI's --check fails)."""
+    from ..reading import Input, find_inputs
+
+    jobs = root / "jobs"
+    if not jobs.is_dir():
+        return False
+    ours = {root / rel for rel in files}
+    return any(isinstance(found, Input) and found.path not in ours for found in find_inputs([str(jobs)]))
+
+
 def _url_note(gitops: str, url: str) -> str | None:
     """What the user must still do about the repository URL written into gitops/."""
     from ..flux import FLUX_URL, flux_url
@@ -131,6 +144,7 @@ def init_command(folder: str, gitops: str, repo_url: str | None, force: bool) ->
         click.echo("flatjob init: refusing to overwrite existing files; nothing was written. Use --force to overwrite them.", err=True)
         sys.exit(1)
     trees = _rendered(files, root)
+    own_jobs = _jobs_of_its_own(root, files)
     for env, tree in trees.items():  # every environment checked before anything is written
         try:
             with session(root / "rendered" / env, write=False) as s:
@@ -148,6 +162,18 @@ def init_command(folder: str, gitops: str, repo_url: str | None, force: bool) ->
         with session(root / "rendered" / env, write=True) as s:
             s.apply(s.plan(tree))
     click.echo(f"{root}: wrote {len(files)} files and rendered/{{{','.join(trees)}}}; see README.md", err=True)
-    note = _url_note(gitops, url)
-    if note:
+    for note in _notes(root, trees, own_jobs, gitops, url):
         click.echo(note, err=True)
+
+
+def _notes(root: Path, envs: Iterable[str], own_jobs: bool, gitops: str, url: str) -> list[str]:
+    """What is left to do: compile the repository's own jobs when jobs/ held some (a newcomer
+    adopting flatjob in a repository of jobs: rendered/ holds the example alone, and CI's
+    --check failed at once), and fill in the repository URL."""
+    notes = []
+    if own_jobs:
+        jobs = root / "jobs"
+        notes.append(f"{jobs} held job specs already; rendered/ holds the example alone. Compile them before you commit:")
+        notes += [f"  flatjob compile {jobs} --overlay {root / 'overlays' / env} -o {root / 'rendered' / env}" for env in envs]
+    url_note = _url_note(gitops, url)
+    return [*notes, url_note] if url_note else notes
