@@ -487,6 +487,17 @@ def git_diff(base: str, path: Path) -> str:
     return raw.decode("utf-8", "replace") if code == 0 or (cut and code == -9) else ""
 
 
+def git_knows(ref: str) -> bool:
+    """Whether git here knows `ref` as a commit (a ref it cannot read gives no diff at all)."""
+    if ref.startswith("-"):  # never an option to git
+        return False
+    try:
+        done = subprocess.run(["git", "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}"], capture_output=True, timeout=120)
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return done.returncode == 0
+
+
 def git_top() -> Path | None:
     """The top folder of the git work tree here (None outside one)."""
     try:
@@ -580,6 +591,8 @@ def main(jobs: tuple[str, ...], overlays: str, rendered: str, base: str | None, 
     missing = [j for j in jobs if not Path(j).exists()]
     if missing:
         raise click.UsageError(f"job path(s) not found: {', '.join(missing)}")
+    if base is not None and not git_knows(base):  # the report read "no rendered changes", unsaid
+        click.echo(f"flatjob-ci: --base {log_line(base)}: git knows no such commit here (misspelt, or not fetched); the report shows no rendered diff", err=True)
     run = check(list(jobs), environments(Path(overlays), Path(rendered)), base)
     findings = [*run.lint, *run.compile]
     sys.stdout.write(format_github(findings))

@@ -273,6 +273,26 @@ def test_report_shows_the_rendered_changes_against_the_base_branch(tmp_path: Pat
     assert "<summary>prod: rendered changes:" in text and "dev: rendered changes" not in text
 
 
+@pytest.mark.parametrize("base", ["mian", "origin/main", "--output=x"])
+def test_a_base_git_does_not_know_is_said_not_shown_as_no_changes(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, base: str) -> None:
+    """`flatjob-ci --base mian` (or a base branch not fetched) gave a report with no rendered
+    diff, which reads as "nothing changed", and said nothing (hx37)."""
+    from click.testing import CliRunner
+
+    from flatjob.compiler.ci import main
+
+    repo = user_repo(tmp_path)
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "base")
+    monkeypatch.chdir(repo)
+    unknown = CliRunner().invoke(main, ["--base", base], catch_exceptions=False)
+    assert unknown.exit_code == 0, unknown.output
+    assert f"flatjob-ci: --base {base}: git knows no such commit here (misspelt, or not fetched); the report shows no rendered diff" in unknown.stderr
+    known = CliRunner().invoke(main, ["--base", "main"], catch_exceptions=False)
+    assert known.exit_code == 0 and "git knows no such commit" not in known.stderr
+
+
 def test_a_diff_far_under_the_limit_is_shown_whole(tmp_path: Path) -> None:
     """Before: a section given exactly what it needed reserved 28 for a code fence of 16, so a
     6 KB comment cut both files and the changed worker image was in neither (review round 6 #1)."""
