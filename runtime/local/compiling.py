@@ -25,6 +25,7 @@ from flatjob.compiler.options import CompileOptions
 from flatjob.compiler.pipeline import CompiledJob, compile_documents, emit_files, load
 from flatjob.compiler.plan import JobPlan, plan
 from flatjob.compiler.render import render_job
+from flatjob.compiler.validate.suggest import did_you_mean
 
 from .addresses import place
 from .errors import LocalError, Unsupported
@@ -119,9 +120,10 @@ def replicas_overlay(replicas: Mapping[str, int], then: Callable[[list[Document]
         for rtype, count in replicas.items():
             having = [i for i in chosen if rtype in _types(docs[i].data)]
             if chosen and not having:
-                types = ", ".join(dict.fromkeys(str(t) for i in chosen for t in _types(docs[i].data))) or "none"
+                names = list(dict.fromkeys(str(t) for i in chosen for t in _types(docs[i].data)))
                 who = "the job has no" if len(chosen) == 1 else "no job has a"
-                raise LocalError(f"--replicas-scale {rtype}={count}: {who} replica type {rtype!r} (types: {types})")
+                near = did_you_mean(rtype, names)
+                raise LocalError(f"--replicas-scale {rtype}={count}: {who} replica type {rtype!r} (types: {', '.join(names) or 'none'})" + (f"; {near}" if near else ""))
             for i in having:
                 docs[i] = replace(docs[i], data=with_replicas(docs[i].data, {rtype: count}))
         return docs, problems
@@ -157,7 +159,8 @@ def _pick(jobs: list[CompiledJob], name: str | None, path: str) -> list[Compiled
         return jobs
     found = [j for j in jobs if name in (j.name, j.folder)]
     if not found:
-        raise LocalError(f"{path}: no job named {name!r} (jobs: {', '.join(j.folder for j in jobs)})")
+        near = did_you_mean(name, [n for j in jobs for n in (j.name, j.folder)])
+        raise LocalError(f"{path}: no job named {name!r} (jobs: {', '.join(j.folder for j in jobs)})" + (f"; {near}" if near else ""))
     if len(found) > 1:
         raise LocalError(f"{path}: several jobs are named {name!r} ({', '.join(j.folder for j in found)}); choose one with --job NAMESPACE/NAME")
     return found

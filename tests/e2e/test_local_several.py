@@ -155,6 +155,18 @@ def test_replicas_scale_applies_to_the_jobs_that_have_the_type(tmp_path: Path) -
         compile_local(path, replicas={"worker": 1}, job="b")
 
 
+def test_a_misspelt_job_or_replica_type_says_which_was_meant(tmp_path: Path) -> None:
+    """`--job torchrun` for torchrun-cpu, `--replicas-scale nod=1` for node: the names were
+    listed, but not the near one, as lint names a misspelt field (hx37)."""
+    path = folder(tmp_path, a=generic("trainer", 2), b=generic("eval", 1, rtype="ps"))
+    with pytest.raises(LocalError, match=r"no job named 'trainr' \(jobs: eval, trainer\); did you mean 'trainer'\?$"):
+        compile_local(path, job="trainr")
+    with pytest.raises(LocalError, match=r"no job has a replica type 'workr' \(types: worker, ps\); did you mean 'worker'\?$"):
+        compile_local(path, replicas={"workr": 1})
+    with pytest.raises(LocalError, match=r"no job named 'zzz' \(jobs: eval, trainer\)$"):
+        compile_local(path, job="zzz")
+
+
 def test_a_folder_without_jobs_is_refused(tmp_path: Path) -> None:
     (tmp_path / "notes.yaml").write_text("kind: ConfigMap\n", encoding="utf-8")
     with pytest.raises(LocalError, match="no T9k job to run"):
