@@ -149,7 +149,8 @@ def test_hostfile_lists_every_worker_with_its_slots(
 
 def test_steps_run_in_order(tmp_path: Path, bin_dir: Path) -> None:
     s = launch(tmp_path, bin_dir, PY)
-    run = s.run()
+    up = tmp_path / "sshd.running"  # the background sshd is up (its call logged) before deepspeed runs
+    run = s.run(env={"STUB_BLOCK_SSHD": str(up), "STUB_AWAIT_DEEPSPEED": str(up)})
     sequential = [
         (c.prog, c.argv[:2]) for c in run.calls if not (c.prog == "sshd" and "-t" not in c.argv)
     ]

@@ -274,7 +274,9 @@ def test_launch_calls_the_waiter(
         else colossalai(bin_dir)
     )
     s = Scripts(tmp_path, data, bin_dir)
-    run = s.run(env={"FLATJOB_PEER_TIMEOUT": env_timeout} if env_timeout else None)
+    up = tmp_path / "sshd.running"  # deepspeed: the background sshd's call is logged before the launcher runs
+    run = s.run(env={**({"FLATJOB_PEER_TIMEOUT": env_timeout} if env_timeout else {}),
+                     **({"STUB_BLOCK_SSHD": str(up), "STUB_AWAIT_DEEPSPEED": str(up)} if kind == "deepspeed" else {})})
     assert run.code == 0, run.stderr
     expected = [
         f"{s.dir}/wait_for_peers.py",

@@ -9,6 +9,9 @@ Then, by environment (NAME = the program's name upper-cased, other characters as
 - STUB_BLOCK_<NAME>=<path>: create <path>, then sleep until SIGTERM or SIGINT, record
   {"event": "signal", "signal": N} and exit (a config test, `sshd ... -t`, returns at once,
   as the real one does, so a blocking sshd can stand for DeepSpeed's background sshd);
+- STUB_AWAIT_<NAME>=<path>: before anything, wait (20 s at most) until <path> exists: with a
+  blocking sshd's STUB_BLOCK_SSHD path, a later step waits until the background sshd has
+  recorded its call (under load the script could end first, and its call was never logged);
 - STUB_EXIT_<NAME>=<code>: the exit code (also after a signal); default 0.
 The python3 stub runs `-c` code with the real Python (the launch scripts list env names so).
 """
@@ -32,6 +35,9 @@ def record(event, **extra):
 
 def main():
     code = int(os.environ.get(f"STUB_EXIT_{KEY}", "0"))
+    awaited, until = os.environ.get(f"STUB_AWAIT_{KEY}"), time.monotonic() + 20
+    while awaited and not os.path.exists(awaited) and time.monotonic() < until:
+        time.sleep(0.01)
     record("call", argv=sys.argv[1:], env=dict(os.environ), cwd=os.getcwd())
     if NAME == "python3" and sys.argv[1:2] == ["-c"]:
         os.execv(sys.executable, [sys.executable, "-SE", *sys.argv[1:3]])
