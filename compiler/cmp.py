@@ -150,8 +150,18 @@ def generate(env: Mapping[str, str]) -> tuple[str, str, int]:
     return manifests(result), report, 0
 
 
-def main() -> None:
+USAGE = "usage: flatjob-cmp   (no arguments: Argo CD runs it in the Application's folder, settings in ARGOCD_ENV_*)\n"
+
+
+def main(argv: list[str] | None = None) -> None:
     """The `flatjob-cmp` script: no traceback ever reaches Argo CD's UI."""
+    args = sys.argv[1:] if argv is None else argv
+    if args:  # it takes none: `--help` (or a typo) must not generate the folder it runs in
+        if args[0] in ("-h", "--help"):
+            sys.stdout.write(USAGE + (__doc__ or ""))
+            sys.exit(0)
+        sys.stderr.write(f"flatjob-cmp: takes no arguments (got {' '.join(args)!r})\n{USAGE}")
+        sys.exit(2)
     try:
         out, err, status = generate(os.environ)
     except Exception as exc:  # a bug in flatjob: one line, no traceback (FLATJOB_DEBUG=1 shows it)

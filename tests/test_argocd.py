@@ -288,3 +288,20 @@ def test_discover_finds_folders_with_jobs(tmp_path: Path) -> None:
     assert found.stdout.strip() == "./jobs/ddp.yaml"
     none = subprocess.run(command, cwd=tmp_path / "other", capture_output=True, text=True, timeout=30, check=False)
     assert none.stdout == ""
+
+
+@pytest.mark.parametrize(("args", "code", "says"), [
+    (["--help"], 0, "Argo CD Config Management Plugin"),
+    (["-h"], 0, "ARGOCD_ENV_"),
+    (["generate"], 2, "takes no arguments (got 'generate')"),
+])
+def test_the_plugin_with_arguments_says_how_it_is_used_and_generates_nothing(tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+                                                                             args: list[str], code: int, says: str) -> None:
+    """`flatjob-cmp --help` ran a real generate in the folder it was typed in (hx37): it takes no arguments."""
+    from flatjob.compiler import cmp
+
+    monkeypatch.chdir(tmp_path)  # a folder with no job: a generate would say FJ703
+    with pytest.raises(SystemExit) as stop:
+        cmp.main(args)
+    out, err = capsys.readouterr()
+    assert stop.value.code == code and says in (out if code == 0 else err) and "FJ703" not in out + err

@@ -79,7 +79,7 @@ def serve() -> None:
             os.environ["ARGOCD_ENV_OVERLAY"] = "overlay"
         else:
             os.environ.pop("ARGOCD_ENV_OVERLAY", None)
-        results["plugin"] = _run(cmp.main)
+        results["plugin"] = _run(lambda: cmp.main([]))
         answer = {name: {"code": code, "output": output[-1500:]} for name, (code, output) in results.items()}
         sys.stdout.write(json.dumps(answer) + "\n")
         sys.stdout.flush()
