@@ -73,7 +73,9 @@ def find_inputs(paths: Iterable[str]) -> Iterator[Input | Diagnostic]:
         # link: the root is resolved once here, and a file through no link needs no realpath
         # (30 000 files took 0.5 s of realpath calls).
         plain_root = os.path.abspath(p) == os.path.realpath(p)
-        for folder, files in _walk(str(p)):
+        for folder, files, linked in _walk(str(p)):
+            for name in linked:  # never entered (the walk follows no link), but said: its jobs are not read
+                yield _linked_folder(Path(folder) / name)
             for entry in files:
                 file = Path(folder) / entry.name
                 if _is_link(entry):
@@ -83,9 +85,20 @@ def find_inputs(paths: Iterable[str]) -> Iterator[Input | Diagnostic]:
                 yield Input(file, False) if ok else _skipped(file, p)
 
 
-def _walk(top: str) -> Iterator[tuple[str, list[os.DirEntry[str]]]]:
-    """(folder, its YAML files sorted) for top and every folder under it that is not hidden or a
-    link, depth first in sorted order: what os.walk gives, with the entries it already read."""
+def _linked_folder(path: Path) -> Diagnostic:
+    return Diagnostic(
+        "FJ106",
+        "skipped: a symbolic link to a folder; flatjob enters no linked folder, so no job under it is read",
+        str(path),
+        severity=Severity.WARNING,
+        hint="commit the folder itself, or name its real path on the command line",
+    )
+
+
+def _walk(top: str) -> Iterator[tuple[str, list[os.DirEntry[str]], list[str]]]:
+    """(folder, its YAML files sorted, the names of its linked folders) for top and every folder
+    under it that is not hidden or a link, depth first in sorted order: what os.walk gives,
+    with the entries it already read."""
     stack = [top]
     while stack:
         folder = stack.pop()
@@ -95,14 +108,19 @@ def _walk(top: str) -> Iterator[tuple[str, list[os.DirEntry[str]]]]:
         except OSError:  # as os.walk: a folder that cannot be listed is passed over
             continue
         dirs: list[str] = []
+        linked: list[str] = []
         files: list[os.DirEntry[str]] = []
         for entry in entries:
             if _is_dir(entry):
-                if not entry.name.startswith(".") and not _is_link(entry):
+                if entry.name.startswith("."):
+                    continue
+                if _is_link(entry):
+                    linked.append(entry.name)
+                else:
                     dirs.append(entry.path)
             elif entry.name.endswith(YAML_SUFFIXES):
                 files.append(entry)
-        yield folder, files
+        yield folder, files, linked
         stack.extend(reversed(dirs))
 
 

@@ -26,8 +26,12 @@ def _reference(root: str) -> list[tuple[str, str]]:
     return out
 
 
+LINKED_FOLDER = "a symbolic link to a folder"
+
+
 def _got(root: str) -> list[tuple[str, str]]:
-    return [("read", str(f.path)) if isinstance(f, Input) else ("skip", str(f.path)) for f in find_inputs([root]) if isinstance(f, Input | Diagnostic)]
+    return [("read", str(f.path)) if isinstance(f, Input) else ("skip", str(f.path)) for f in find_inputs([root])
+            if isinstance(f, Input) or (isinstance(f, Diagnostic) and LINKED_FOLDER not in f.message)]
 
 
 def _tree(base: Path) -> None:
@@ -56,3 +60,13 @@ def test_the_walk_yields_what_os_walk_with_realpath_yields(tmp_path: Path, monke
     want = _reference(root)
     assert want, "the tree holds files to read"
     assert _got(root) == want
+
+
+def test_a_linked_folder_is_not_entered_and_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A folder link was skipped in silence, so `lint jobs/` beside `jobs/current -> v2` read
+    nothing under it and said nothing (hx37): it is an FJ106 warning, hidden folders aside."""
+    _tree(tmp_path)
+    (tmp_path / "work" / "jobs" / ".linked").symlink_to(tmp_path / "outside")  # hidden: silent, as hidden folders are
+    monkeypatch.chdir(tmp_path)
+    said = [f for f in find_inputs(["work/jobs"]) if isinstance(f, Diagnostic) and LINKED_FOLDER in f.message]
+    assert [(str(f.path), f.code, f.severity.value) for f in said] == [("work/jobs/dir.yaml", "FJ106", "warning"), ("work/jobs/linked-dir", "FJ106", "warning")]
