@@ -47,13 +47,16 @@ def confined(path: Path, root: Path) -> bool:
     return not any(part.startswith(".") for part in Path(os.path.relpath(real, base)).parts)
 
 
-def _skipped(path: Path, root: Path) -> Diagnostic:
+def _skipped(path: Path, root: Path, named: bool = False) -> Diagnostic:
+    """FJ106: a warning for a link found in a folder; an error for a file named on the command
+    line, which must hold a job (lint's help), where a warning let `lint link.yaml` pass with
+    0 jobs checked (a named folder that is such a link is FJ102, loader._mark_skipped)."""
     where = "the working directory" if root == Path() else str(root)
     return Diagnostic(
         "FJ106",
-        f"skipped: a symbolic link that leads outside {where} (or into a hidden folder); flatjob does not follow it",
+        f"{'not read' if named else 'skipped'}: a symbolic link that leads outside {where} (or into a hidden folder); flatjob does not follow it",
         str(path),
-        severity=Severity.WARNING,
+        severity=Severity.ERROR if named else Severity.WARNING,
         hint="commit the file itself, or name its real path on the command line",
     )
 
@@ -64,7 +67,7 @@ def find_inputs(paths: Iterable[str]) -> Iterator[Input | Diagnostic]:
     for raw in paths:
         p = Path(raw)
         if not p.is_absolute() and not confined(p, Path()):  # an absolute path is the caller's own
-            yield _skipped(p, Path())
+            yield _skipped(p, Path(), named=not p.is_dir())
             continue
         if not p.is_dir():
             yield Input(p, True)

@@ -196,13 +196,14 @@ def test_a_link_leaving_the_folder_is_skipped_with_a_warning(box: Sandbox, targe
 
 @pytest.mark.parametrize("target", ["/proc/self/environ", ".git/config", "../outside/secret.txt"])
 def test_a_named_link_leaving_the_working_directory_is_skipped(box: Sandbox, target: str) -> None:
-    """pre-commit names the changed files: a link among them is not followed out of the
-    repository, nor into a hidden folder of it."""
+    """A link named on the command line (pre-commit with pass_filenames names the changed
+    files) is not followed out of the repository, nor into a hidden folder of it; and a file
+    named must hold a job, so that is an error, not a pass with 0 jobs checked (hx37)."""
     os.symlink(target, box.repo / "named.yaml")
     box.freeze()
     run_ = box.flatjob("lint", "named.yaml")
-    assert_clean_exit(run_, 0)
-    assert "named.yaml: warning:" in run_.output and "[FJ106]" in run_.output
+    assert_clean_exit(run_, 1)
+    assert "named.yaml: error: not read:" in run_.output and "[FJ106]" in run_.output
     assert SECRET not in run_.output and TOKEN not in run_.output
 
 
