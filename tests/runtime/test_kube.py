@@ -49,6 +49,7 @@ from flatjob.runtime.kube import (
 )
 
 Handler = Callable[[BaseHTTPRequestHandler, bytes], None]
+SAFETY = 30.0  # seconds
 
 
 class Scripted:
@@ -83,7 +84,9 @@ class Scripted:
         config.host = self.url
         config.api_key = {"authorization": "tok"}
         config.api_key_prefix = {"authorization": "Bearer"}
-        return KubeCluster(config, Timeouts(**{"connect": 1.0, "read": 1.0, "watch_read": 1.0, **timeouts}))
+        # Safety time-outs a passing run never nears (tests of a time-out pass their own): 1 s
+        # was reached under load by an answer that serializes a page of 1000s of values.
+        return KubeCluster(config, Timeouts(**{"connect": SAFETY, "read": SAFETY, "watch_read": SAFETY, **timeouts}))
 
     def close(self) -> None:
         self.server.shutdown()
