@@ -178,7 +178,7 @@ def test_turns_one_job_is_never_in_two_threads_at_once(monkeypatch: pytest.Monke
         s.kubelet.tick()
         c.step()
         time.sleep(0.01)
-    assert c.pool is not None and c.pool.wait(10)
+    assert c.pool is not None and c.pool.wait(HOLD)
     assert most and max(most.values()) == 1, dict(most)
     assert sum(most.values()) == 6
     assert max(together) > 1  # the jobs' cycles did run at once
@@ -238,26 +238,30 @@ def test_turns_a_pod_deleted_while_its_create_answer_waits_is_not_brought_back()
     s = namespace_scenario(JOB.format(name="j", script="sleep 3000; exit 0"), threads=True)
     c = s.controller
     c.turn_wait = 0.0  # as in its pod: the loop turns while cycles wait on their requests
-    creating = threading.Event()
+    creating, held = threading.Event(), threading.Event()
 
     def admission(verb: str, resource: str, namespace: Any, name: Any, agent: str = "") -> None:
         if "(runtime-" in agent and resource == "pods" and verb == "create" and not creating.is_set():
             creating.set()
-            time.sleep(0.3)  # a webhook: the pod is stored after this
+            held.wait(HOLD)  # a webhook: the pod is stored after this, once the test holds the turn
+            # (a fixed 0.3 s let a loaded machine answer the create, and the cycle create the
+            # second pod, before the test took the lock)
 
     s.server.on_request = admission
+    _patient(c)
     s.sync()
     c.step()  # the job's first cycle, on a cycle thread: status, then its pods
-    assert creating.wait(5)
+    assert creating.wait(WAIT_GOOD)
     with c.lock:  # the loop's turn (or another job's cycle) while the create's answer is on its way
-        end = time.monotonic() + 5
+        held.set()
+        end = time.monotonic() + WAIT_GOOD
         while not s.cluster.pods(NAMESPACE) and time.monotonic() < end:
             time.sleep(0.01)
         (name,) = s.cluster.pods(NAMESPACE)  # stored by the API server
         s.cluster.delete_pod(NAMESPACE, name, None, 0)  # kubectl delete --now, an eviction, GC of a replaced record
         s.sync()  # the loop's observe: ADDED, then DELETED
         assert c.pods.get(name) is None
-    assert c.pool is not None and c.pool.wait(10)
+    assert c.pool is not None and c.pool.wait(HOLD)
     assert name not in s.cluster.pods(NAMESPACE)
     for _ in range(20):  # twenty turns of the loop, 20 s of the job's time
         s.tick()
@@ -393,7 +397,7 @@ def test_turns_in_its_pod_too_a_slow_job_runs_while_three_others_keep_coming_bac
     c.notify.set()
     loop.join(10)
     monkeypatch.setattr(controller_module.JobWorker, "reconcile", real)
-    assert c.pool is not None and c.pool.wait(10)
+    assert c.pool is not None and c.pool.wait(HOLD)
     assert ran >= 1, f"in {took:.1f} s the three busy jobs ran {fast} cycles in all, the slow job {ran} (a fourth thread idle all along)"
 
 
@@ -439,25 +443,29 @@ def test_turns_loop_never_spins_while_all_threads_hang_and_a_job_waits() -> None
 
 def test_turns_no_event_is_written_after_the_lease_is_lost() -> None:
     s, c = _leased("j")
-    gate = _hang_status_writes(s, 1.0)
+    _patient(c)
+    release = threading.Event()
+    gate = _hang_status_writes(s, HOLD, release)  # held until runtime-a knows it lost the Lease: a fixed 1 s let a loaded machine answer it first
     s.kubelet.kill("j-worker-0", 3)  # a failure: the cycle restarts the worker and records Events
     s.sync()
     c.step()
-    assert gate.wait(5), "no status write went out"
+    assert gate.wait(WAIT_GOOD), "no status write went out"
     # While the status write waits: runtime-b holds the Lease now (runtime-a's renewals were
     # late, it expired, b took it); runtime-a's loop turns and sees it.
     s.clock.now += RENEW_EVERY + 0.1
     lease = copy.deepcopy(s.cluster.objects[("leases", "default", "flatjob")])
     lease["spec"].update({"holderIdentity": "runtime-b", "renewTime": micro_time(s.clock.now)})
     s.cluster.replace_lease("default", lease)
-    for _ in range(500):  # the renewal runs on a cycle thread (review hx24): until its answer is in
+    end = time.monotonic() + WAIT_GOOD
+    while time.monotonic() < end:  # the renewal runs on a cycle thread (review hx24): until its answer is in
         c.step()
         if not c.leading():
             break
         time.sleep(0.01)
     assert not c.leading()
     lost_at = len(s.server.log)
-    assert c.pool is not None and c.pool.wait(10)
+    release.set()  # the status write is answered only now: the rest of its cycle runs knowing the Lease is lost
+    assert c.pool is not None and c.pool.wait(HOLD)
     after = [(r.verb, r.resource, r.name) for r in s.server.log[lost_at:]
              if "(runtime-a)" in r.agent and r.verb in ("create", "update", "patch", "delete")
              and r.resource != "genericjobs.flatjob.dev/status"]  # that one was sent before: it is logged when answered
@@ -470,28 +478,32 @@ def test_turns_no_event_is_written_after_the_lease_is_lost() -> None:
 # lists it as soon as `started` is set): two lists, two watches, one of them never closed.
 
 def test_turns_tensorboard_informer_is_listed_and_watched_once() -> None:
+    before = set(threading.enumerate())  # watch threads of earlier tests' closed runtimes may still be ending
     s = namespace_scenario(TENSORBOARD.replace("sleep 3; exit 0", "sleep 600; exit 0"), threads=True)
     c = s.controller
     c.turn_wait = 0.0  # as in its pod (runtime_command): the loop does not wait for cycles
-    listing = threading.Event()
+    _patient(c)
+    listing, observed = threading.Event(), threading.Event()
 
     def slow_list(verb: str, resource: str, namespace: Any, name: Any, agent: str = "") -> None:
-        if "(runtime-" in agent and resource == "deployments.apps" and verb == "list":
+        if "(runtime-" in agent and resource == "deployments.apps" and verb == "list" and not listing.is_set():
             listing.set()
-            time.sleep(0.5)  # a busy API server
+            observed.wait(HOLD)  # a busy API server: answered once the loop has turned (a fixed 0.5 s could end first on a loaded machine)
 
     s.server.on_request = slow_list
     c.step()  # dispatches the job: its cycle's want_lookups() starts the Deployments informer
-    assert listing.wait(5), "the cycle never listed the Deployments"
+    assert listing.wait(WAIT_GOOD), "the cycle never listed the Deployments"
     c.observe()  # the loop's next turn, while the cycle's list is out
-    assert c.pool is not None and c.pool.wait(10)
+    observed.set()
+    assert c.pool is not None and c.pool.wait(HOLD)
     c.observe()
     time.sleep(0.3)
     lists = s.server.requests[("list", "deployments.apps")]
     watches = s.server.requests[("watch", "deployments.apps")]
     c.close()
-    time.sleep(1.0)
-    left = [t for t in threading.enumerate() if t.name == "flatjob-watch" and t.is_alive()]
+    end = time.monotonic() + WAIT_GOOD  # the readers end once their socket is shut: soon, however slowly (a thread never ending still fails)
+    while (left := [t for t in threading.enumerate() if t not in before and t.name == "flatjob-watch" and t.is_alive()]) and time.monotonic() < end:
+        time.sleep(0.05)
     assert (lists, watches, len(left)) == (1, 1, 0), (
         f"Deployments listed {lists}x and watched {watches}x; {len(left)} watch reader thread(s) still running after Controller.close()")
 
@@ -522,7 +534,7 @@ def test_turns_no_cycle_acts_after_the_runtime_was_stopped_and_closed() -> None:
     s.kubelet.kill("j-worker-0", 3)  # a restart: status first, then the pods
     s.sync()
     c.step()
-    assert gate.wait(5)
+    assert gate.wait(WAIT_GOOD)
     c.release_lease()  # what stop_runtime / runtime_command do once the loop has ended
     c.close()
     closed_at = len(s.server.log)
