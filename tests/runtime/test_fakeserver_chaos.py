@@ -14,7 +14,7 @@ from flatjob.runtime.sim.cluster import FakeCluster
 from flatjob.runtime.sim.server import ConnectionAbort, FakeApiServer
 
 from .fakeserverkit import Clock, call, core, pod, raw
-from .test_fakeserver_watch import Lines
+from .test_fakeserver_watch import SAFETY, Lines
 
 
 @pytest.fixture
@@ -40,7 +40,7 @@ def test_an_outage_refuses_connections_and_keeps_the_state(server, api) -> None:
     stream = _watch(api, resource_version="1")
     port = server.port
     server.stop_serving()
-    assert stream.done.wait(5) and stream.events[-1]["type"] == "BROKEN"  # open connections are dropped
+    assert stream.done.wait(SAFETY) and stream.events[-1]["type"] == "BROKEN"  # open connections are dropped
     with pytest.raises(urllib3.exceptions.NewConnectionError):
         raw(server, "GET", "/api/v1/namespaces/default/pods")
     server.resume_serving()
@@ -59,7 +59,7 @@ def test_outage_is_a_context_manager(server) -> None:
 def test_dropped_watches_break_mid_stream(server, api) -> None:
     stream = _watch(api)  # open on the server once its headers are in (no sleep: the server counts it first)
     assert server.drop_watches() == 1
-    assert stream.done.wait(5) and stream.events[-1]["type"] == "BROKEN"
+    assert stream.done.wait(SAFETY) and stream.events[-1]["type"] == "BROKEN"
     assert "ProtocolError" in stream.events[-1]["object"] or "IncompleteRead" in stream.events[-1]["object"]
     assert raw(server, "GET", "/version")[0] == 200  # only the watches go
 
@@ -105,7 +105,7 @@ def test_a_hook_can_drop_a_request_unanswered(server, api) -> None:
 
     server.on_request = hook
     with pytest.raises(urllib3.exceptions.ProtocolError):
-        core(api).create_namespaced_pod("default", pod("p"), _preload_content=False, _request_timeout=5)
+        core(api).create_namespaced_pod("default", pod("p"), _preload_content=False, _request_timeout=SAFETY)
     server.on_request = None
     assert call(core(api).list_namespaced_pod, "default")["items"] == []
 
@@ -124,7 +124,7 @@ def test_an_error_answered_before_the_body_keeps_the_connection_usable(server) -
     import http.client
     import json as _json
 
-    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=5)
+    conn = http.client.HTTPConnection("127.0.0.1", server.port, timeout=SAFETY)
     try:
         body = _json.dumps({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "x"}, "filler": "y" * 5000}).encode()
         conn.request("POST", "/api/v1/namespaces/default/nosuchthings", body=body, headers={"Content-Type": "application/json"})
