@@ -137,9 +137,12 @@ class Scenario:
         OPEN.append(self)
 
     def kube(self, identity: str) -> KubeCluster:
-        """runtime.kube over HTTP to the fake API server, as the runtime image uses it."""
+        """runtime.kube over HTTP to the fake API server, as the runtime image uses it.  The read
+        time-out is a safety one that no answer of the in-process server nears (tests that hang
+        a request past it raise it): a request timed out by a loaded machine is a failure on a
+        virtual clock, whose back-off the scenario's ticks then wait out."""
         config = self.server.api_client().configuration
-        return KubeCluster(config, Timeouts(connect=2.0, read=5.0, watch_read=30.0, watch_server=300), identity=identity)
+        return KubeCluster(config, Timeouts(connect=2.0, read=30.0, watch_read=30.0, watch_server=300), identity=identity)
 
     def new_controller(self) -> Controller:
         """A fresh runtime process (nothing in memory), as after a crash or a rollout."""
@@ -182,10 +185,12 @@ class Scenario:
                 raise ConnectionAbort(resource)
             self.kill_after -= 1
 
-    def sync(self, limit: float = 10.0, controller: Controller | None = None) -> None:
+    def sync(self, limit: float = 60.0, controller: Controller | None = None) -> None:
         """Barrier: the runtime's watches (or `controller`'s, a second runtime's) have delivered
         every change made so far (a BOOKMARK round trip, skipped when nothing changed since
-        they reached the last one: most ticks)."""
+        they reached the last one: most ticks).  `limit` (wall seconds) is a safety time-out
+        that a passing run never nears: a bookmark takes milliseconds, but 10 s was within
+        reach of a loaded machine's scheduling hiccups."""
         runtime = controller or self.controller
         if not self._behind(runtime, self.server.cluster.store.rv):
             return

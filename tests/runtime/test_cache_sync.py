@@ -9,6 +9,7 @@ The jobs now stay queued until their objects are read (runtime/informer.py `read
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
@@ -130,7 +131,8 @@ def test_namespace_a_job_waiting_for_a_relist_has_the_loop_woken_for_it() -> Non
             for _ in range(3):
                 s.tick()
             continue
-        for _ in range(200):  # the loop's own steps (no test barrier, whose extra polls relist at once)
+        end = time.monotonic() + 60  # a safety time-out: the record's watch event comes in milliseconds (200 steps were 4 s)
+        while time.monotonic() < end:  # the loop's own steps (no test barrier, whose extra polls relist at once)
             c.step(0.02)
             if c.pods.unread:
                 break
