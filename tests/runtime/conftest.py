@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 
 import pytest
+
+from flatjob.runtime import worker
 
 from .harness import MODE, MODES, OPEN, REAL
 
@@ -14,6 +17,21 @@ def _close_scenarios() -> Iterator[None]:
     yield
     while OPEN:
         OPEN.pop().close()
+
+
+@pytest.fixture(autouse=True)
+def _virtual_budgets(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
+    """On the fake cluster's virtual clock, the runtime's wall-clock budgets never decide what a
+    step does: a cycle acting past ACT_BUDGET yields the rest of its actions to the next tick,
+    and a cycle waiting past SLOW_CYCLE puts its job last (one such job a turn), so on a loaded
+    machine the same scenario took more virtual seconds, by luck (a stress run saw a forty-pod
+    restart's 20 releases cut to 11 in a tick, and jobs of multi-job scenarios marked slow).
+    Tests of the act budget move its clock themselves (worker._wall); tests of the budgets on
+    real time, real threads and real waits are marked `wall_budgets`."""
+    if REAL or request.node.get_closest_marker("wall_budgets"):
+        return
+    monkeypatch.setattr(worker, "_wall", lambda: 0.0)
+    monkeypatch.setattr(worker, "SLOW_CYCLE", math.inf)
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
