@@ -4,7 +4,11 @@ The runtime always talks to its cluster through runtime.kube and the real `kuber
 client over HTTP.  By default the cluster is the fake API server (runtime.sim.server) with a
 kubelet stand-in; time is virtual and every component is stepped in turn: the runtime
 (after a sync barrier: a bookmark on each of its watches, so it has seen every change made
-so far), the kubelet stand-in, the GitOps simulator.  With FLATJOB_REAL_CLUSTER=1 and a
+so far; a second runtime beside it steps after the same barrier, `step_other`), the kubelet
+stand-in, the GitOps simulator.  How much a step does never depends on the machine's speed
+(with `threads`, only the order its cycles' requests interleave in): the runtime's wall-clock
+budgets are frozen there (tests/runtime/conftest.py, `_virtual_budgets`), and its time-outs
+are safety limits.  With FLATJOB_REAL_CLUSTER=1 and a
 KUBECONFIG, the same scenarios run against a real API server with busybox pods; the
 runtime then runs in a thread on real time.
 """
