@@ -31,6 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, get_args
 
+from .interrupts import by_ctrl_c
+
 PREFIX = "ARGOCD_ENV_"
 
 # ARGOCD_ENV_<NAME> -> CompileOptions field
@@ -165,6 +167,8 @@ def main(argv: list[str] | None = None) -> None:
     try:
         out, err, status = generate(os.environ)
     except Exception as exc:  # a bug in flatjob: one line, no traceback (FLATJOB_DEBUG=1 shows it)
+        if by_ctrl_c(exc):  # an exception a Ctrl-C caused is a Ctrl-C (interrupts.py)
+            raise KeyboardInterrupt from exc
         if os.environ.get("FLATJOB_DEBUG"):
             raise
         out, err, status = "", f"flatjob: internal error: {type(exc).__name__}; this is a bug in flatjob, please report it\n", 3

@@ -8,10 +8,13 @@ nothing has been written yet, and .pyc files are written by rename. Once the com
 is imported, Ctrl-C raises KeyboardInterrupt again, for the command's own handling (`compile`
 keeps its writes atomic, run-local stops its processes) and for `guarded`.
 
-While the command runs, a Ctrl-C that comes while a C extension initialises (a command's lazy
-import) waits until that is done (`_interrupt`): a KeyboardInterrupt raised inside one's init
-crashed the process (orjson 3.13: SIGSEGV, in about 1 of 50 Ctrl-Cs of `flatjob-cmp`) or left a
-module half made (exit 3, "internal error: RuntimeError").
+While the command runs, a Ctrl-C that comes while a C extension initialises, or inside the
+import system's own code (a command's lazy import), is sent again 5 ms later (`_interrupt`): a
+KeyboardInterrupt raised inside an extension's init crashed the process (orjson 3.13: SIGSEGV,
+in about 1 of 50 Ctrl-Cs of `flatjob-cmp`), and one raised in the import system's bookkeeping
+(a module lock's weakref callback) was printed as "Exception ignored" and lost: the command ran
+on to exit 0.  One that Python turns into another exception (a RuntimeError from a dataclass's
+__set_name__) is still a Ctrl-C, not an internal error (interrupts.by_ctrl_c).
 
 What still escapes this: a signal before the interpreter installs its own handler (it dies of
 SIGINT, which a shell shows as 130, with nothing printed), inside `site` (Python's own "Fatal
@@ -47,17 +50,25 @@ _INITS = (_EXTENSIONS.create_module.__code__, _EXTENSIONS.exec_module.__code__)
 _deferred = False  # a Ctrl-C came during an extension's init and has not been raised yet
 
 
+_IMPORT_SYSTEM = "<frozen importlib._bootstrap"  # the import system's own code (both of its modules)
+
+
 def _interrupt(signum: int = 0, frame: object = None) -> None:
-    """The handler while the command runs: KeyboardInterrupt, except inside a C extension's
-    module init, which may not survive one: the signal is sent again a moment later."""
+    """The handler while the command runs: KeyboardInterrupt, except where one cannot be
+    survived: in the import system's own code (between taking a module's lock and the block
+    that gives it back), or anywhere inside a C extension's module init: the signal is sent
+    again a moment later, by when a module's own code (where it unwinds cleanly) or the
+    command's runs."""
     global _deferred
     f = frame
-    while f is not None:
-        if f.f_code in _INITS:  # type: ignore[attr-defined]
-            _deferred = True
-            _thread.start_new_thread(_again, ())
-            return
+    unsafe = f is not None and f.f_code.co_filename.startswith(_IMPORT_SYSTEM)  # type: ignore[attr-defined]
+    while f is not None and not unsafe:
+        unsafe = f.f_code in _INITS  # type: ignore[attr-defined]
         f = f.f_back  # type: ignore[attr-defined]
+    if unsafe:
+        _deferred = True
+        _thread.start_new_thread(_again, ())
+        return
     _deferred = False
     raise KeyboardInterrupt
 
@@ -91,6 +102,12 @@ def _run(module: str, name: str) -> None:
         code = exc.code
     except KeyboardInterrupt:  # one that a command let through (cmp has no handling of its own)
         _stop()
+    except Exception as exc:  # what escapes a command's own handling (guarded, cmp)
+        from .interrupts import by_ctrl_c
+
+        if by_ctrl_c(exc):
+            _stop()
+        raise
     finally:
         if handled:
             _signal.signal(_signal.SIGINT, _stop)

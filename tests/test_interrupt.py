@@ -211,16 +211,23 @@ class _Frame:
 
 def test_a_ctrl_c_inside_a_c_extensions_init_is_deferred_and_never_lost(monkeypatch: pytest.MonkeyPatch) -> None:
     """orjson 3.13's init segfaulted on a KeyboardInterrupt raised inside it (CI: exit -11 at a
-    Ctrl-C 0.06 s into flatjob-cmp): one that comes there is sent again later, and a command
-    that ends first still ends 130."""
+    Ctrl-C 0.06 s into flatjob-cmp): one that comes there, or in the import system's own code,
+    is sent again later, and a command that ends first still ends 130."""
+    handler = signal.getsignal(signal.SIGINT)  # importing console installs the scripts' handler: not for this process
     from flatjob.compiler import console
 
+    signal.signal(signal.SIGINT, handler)
     again: list[object] = []
     monkeypatch.setattr(console._thread, "start_new_thread", lambda fn, args: again.append(fn))
     monkeypatch.setattr(console, "_deferred", False)
     for init in console._INITS:
         console._interrupt(signal.SIGINT, _Frame(_Frame.__init__.__code__, _Frame(init, _Frame(test_interrupt_code))))  # type: ignore[arg-type]
         assert console._deferred and again.pop() is console._again
+    importlib_code = compile("pass", "<frozen importlib._bootstrap>", "exec")  # the import system's own code, innermost
+    console._interrupt(signal.SIGINT, _Frame(importlib_code, _Frame(test_interrupt_code)))  # type: ignore[arg-type]
+    assert console._deferred and again.pop() is console._again
+    with pytest.raises(KeyboardInterrupt):  # a module's own code under an import unwinds cleanly: at once
+        console._interrupt(signal.SIGINT, _Frame(test_interrupt_code, _Frame(importlib_code)))  # type: ignore[arg-type]
     with pytest.raises(KeyboardInterrupt):  # anywhere else: at once
         console._interrupt(signal.SIGINT, _Frame(test_interrupt_code, _Frame(console._run.__code__)))
     assert not console._deferred and not again
@@ -237,3 +244,32 @@ def test_a_command_that_ends_before_its_deferred_ctrl_c_came_back_ends_130(tmp_p
         cwd=tmp_path, capture_output=True, timeout=60,
     )
     assert (done.returncode, done.stderr) == (130, b"interrupted\n")
+
+
+def test_an_exception_a_ctrl_c_caused_is_a_ctrl_c(capsys: pytest.CaptureFixture[str]) -> None:
+    """Python 3.11 wraps a KeyboardInterrupt raised in a class's __set_name__ (a dataclass
+    defined by a lazy import) as RuntimeError: the bench saw 'internal error', exit 3."""
+    from flatjob.compiler import cmp
+    from flatjob.compiler.cli import guarded
+    from flatjob.compiler.interrupts import by_ctrl_c
+
+    def wrapped() -> None:
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt as exc:
+            raise RuntimeError("Error calling __set_name__ on 'Field' instance 'jobs' in 'Loaded'") from exc
+
+    with pytest.raises(RuntimeError) as caught:
+        wrapped()
+    assert by_ctrl_c(caught.value) and by_ctrl_c(KeyboardInterrupt()) and not by_ctrl_c(RuntimeError("a bug"))
+
+    @click.command()
+    def command() -> None:
+        wrapped()
+
+    with pytest.raises(SystemExit) as stop:
+        guarded(command, [], "flatjob")
+    assert stop.value.code == 130 and capsys.readouterr().err == "interrupted\n"
+    with pytest.MonkeyPatch.context() as mp, pytest.raises(KeyboardInterrupt):  # the console script's _run ends it 130
+        mp.setattr(cmp, "generate", lambda env: wrapped())
+        cmp.main([])

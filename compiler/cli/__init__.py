@@ -16,6 +16,7 @@ from typing import Any
 import click
 
 from ..errors import RUNTIME_INSTALL
+from ..interrupts import by_ctrl_c
 from ..version import __version__
 
 BUILTIN: dict[str, str] = {
@@ -133,6 +134,9 @@ def guarded(command: click.Command, argv: list[str] | None, prog_name: str) -> N
         exc.show()
         sys.exit(exc.exit_code)
     except Exception as exc:  # a bug in flatjob: say so plainly, keep the traceback opt-in
+        if by_ctrl_c(exc):  # an exception a Ctrl-C caused is a Ctrl-C (interrupts.py)
+            click.echo("interrupted", err=True)
+            sys.exit(130)
         if os.environ.get("FLATJOB_DEBUG"):
             raise
         click.echo(f"flatjob: internal error: {type(exc).__name__}: {exc}", err=True)
