@@ -13,7 +13,7 @@ import system's own code (a command's lazy import), is sent again 5 ms later (`_
 KeyboardInterrupt raised inside an extension's init crashed the process (orjson 3.13: SIGSEGV,
 in about 1 of 50 Ctrl-Cs of `flatjob-cmp`), and one raised in the import system's bookkeeping
 (a module lock's weakref callback) was printed as "Exception ignored" and lost: the command ran
-on to exit 0.  One that Python turns into another exception (a RuntimeError from a dataclass's
+on to exit 0; any Ctrl-C Python can only print so (a `__del__`, a callback) is sent again too.  One that Python turns into another exception (a RuntimeError from a dataclass's
 __set_name__) is still a Ctrl-C, not an internal error (interrupts.by_ctrl_c).
 
 What still escapes this: a signal before the interpreter installs its own handler (it dies of
@@ -47,7 +47,7 @@ def _stop(signum: int = 0, frame: object = None) -> None:
 IMPORT_AGAIN = 0.005  # seconds a Ctrl-C during a C extension's init waits before it is tried again
 _EXTENSIONS = sys.modules["_frozen_importlib_external"].ExtensionFileLoader  # the import system's, always loaded
 _INITS = (_EXTENSIONS.create_module.__code__, _EXTENSIONS.exec_module.__code__)
-_deferred = False  # a Ctrl-C came during an extension's init and has not been raised yet
+_deferred = False  # a Ctrl-C came where it could not be raised (_interrupt, _unraisable) and is owed
 
 
 _IMPORT_SYSTEM = "<frozen importlib._bootstrap"  # the import system's own code (both of its modules)
@@ -66,11 +66,31 @@ def _interrupt(signum: int = 0, frame: object = None) -> None:
         unsafe = f.f_code in _INITS  # type: ignore[attr-defined]
         f = f.f_back  # type: ignore[attr-defined]
     if unsafe:
-        _deferred = True
-        _thread.start_new_thread(_again, ())
+        _defer()
         return
     _deferred = False
     raise KeyboardInterrupt
+
+
+def _defer() -> None:
+    """Send the Ctrl-C again IMPORT_AGAIN from now; until it is raised, it is owed (_deferred)."""
+    global _deferred
+    _deferred = True
+    _thread.start_new_thread(_again, ())
+
+
+def _unraisable(hook: object) -> object:
+    """sys.unraisablehook while the command runs: a KeyboardInterrupt raised where Python can
+    only print it ("Exception ignored in" a __del__ or a weakref callback, as importlib's
+    module-lock one) is sent again, not printed and lost; anything else goes to `hook`."""
+
+    def unraisable(what: object) -> None:
+        if isinstance(getattr(what, "exc_value", None), KeyboardInterrupt):
+            _defer()
+        else:
+            hook(what)  # type: ignore[operator]
+
+    return unraisable
 
 
 def _again() -> None:
@@ -97,6 +117,7 @@ def _run(module: str, name: str) -> None:
     try:
         if handled:
             _signal.signal(_signal.SIGINT, _interrupt)
+            sys.unraisablehook = _unraisable(sys.unraisablehook)
         entry()
     except SystemExit as exc:
         code = exc.code

@@ -236,6 +236,28 @@ def test_a_ctrl_c_inside_a_c_extensions_init_is_deferred_and_never_lost(monkeypa
 test_interrupt_code = test_a_ctrl_c_inside_a_c_extensions_init_is_deferred_and_never_lost.__code__
 
 
+def test_a_ctrl_c_python_could_only_print_is_sent_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A KeyboardInterrupt raised in a __del__ or a weakref callback (importlib's module-lock
+    one: "Exception ignored in: <function _get_module_lock.<locals>.cb>") was printed and lost,
+    the command running on to exit 0; the command's unraisable hook sends it again."""
+    import types
+
+    handler = signal.getsignal(signal.SIGINT)
+    from flatjob.compiler import console
+
+    signal.signal(signal.SIGINT, handler)
+    again: list[object] = []
+    printed: list[object] = []
+    monkeypatch.setattr(console._thread, "start_new_thread", lambda fn, args: again.append(fn))
+    monkeypatch.setattr(console, "_deferred", False)
+    hook = console._unraisable(printed.append)
+    hook(types.SimpleNamespace(exc_value=KeyboardInterrupt()))
+    assert console._deferred and again == [console._again] and not printed
+    other = types.SimpleNamespace(exc_value=ValueError("a bug in a __del__"))
+    hook(other)
+    assert printed == [other] and again == [console._again]
+
+
 def test_a_command_that_ends_before_its_deferred_ctrl_c_came_back_ends_130(tmp_path: Path) -> None:
     """The deferred Ctrl-C is not lost when the command ends first: `_run` ends it 130."""
     (tmp_path / "m.py").write_text("import flatjob.compiler.console as c\ndef main():\n    c._deferred = True\n")
