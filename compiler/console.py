@@ -13,8 +13,9 @@ import system's own code (a command's lazy import), is sent again 5 ms later (`_
 KeyboardInterrupt raised inside an extension's init crashed the process (orjson 3.13: SIGSEGV,
 in about 1 of 50 Ctrl-Cs of `flatjob-cmp`), and one raised in the import system's bookkeeping
 (a module lock's weakref callback) was printed as "Exception ignored" and lost: the command ran
-on to exit 0; any Ctrl-C Python can only print so (a `__del__`, a callback) is sent again too.  One that Python turns into another exception (a RuntimeError from a dataclass's
-__set_name__) is still a Ctrl-C, not an internal error (interrupts.by_ctrl_c).
+on to exit 0; any Ctrl-C Python can only print so (a `__del__`, a callback) is sent again too.
+One that Python turns into another exception (a RuntimeError from a dataclass's __set_name__)
+is still a Ctrl-C, not an internal error (interrupts.by_ctrl_c, in `guarded` and the plugin).
 
 What still escapes this: a signal before the interpreter installs its own handler (it dies of
 SIGINT, which a shell shows as 130, with nothing printed), inside `site` (Python's own "Fatal
@@ -44,13 +45,11 @@ def _stop(signum: int = 0, frame: object = None) -> None:
         os._exit(EXIT_INTERRUPTED)
 
 
-IMPORT_AGAIN = 0.005  # seconds a Ctrl-C during a C extension's init waits before it is tried again
+IMPORT_AGAIN = 0.005  # seconds a Ctrl-C that could not be raised waits before it is sent again
 _EXTENSIONS = sys.modules["_frozen_importlib_external"].ExtensionFileLoader  # the import system's, always loaded
 _INITS = (_EXTENSIONS.create_module.__code__, _EXTENSIONS.exec_module.__code__)
-_deferred = False  # a Ctrl-C came where it could not be raised (_interrupt, _unraisable) and is owed
-
-
 _IMPORT_SYSTEM = "<frozen importlib._bootstrap"  # the import system's own code (both of its modules)
+_deferred = False  # a Ctrl-C came where it could not be raised (_interrupt, _unraisable) and is owed
 
 
 def _interrupt(signum: int = 0, frame: object = None) -> None:
@@ -106,7 +105,7 @@ if _signal.getsignal(_signal.SIGINT) is _signal.default_int_handler:
 
 def _run(module: str, name: str) -> None:
     """Import `module` under the handler above, then call its `name` with Ctrl-C a KeyboardInterrupt
-    (outside a C extension's init: _interrupt);
+    (where one can be survived: _interrupt);
     end without the interpreter's teardown, which resets the handler (a Ctrl-C there killed
     `flatjob-cmp` by SIGINT after its output was written)."""
     from importlib import import_module
@@ -121,14 +120,8 @@ def _run(module: str, name: str) -> None:
         entry()
     except SystemExit as exc:
         code = exc.code
-    except KeyboardInterrupt:  # one that a command let through (cmp has no handling of its own)
+    except KeyboardInterrupt:  # one that a command let through (the plugin's, by_ctrl_c)
         _stop()
-    except Exception as exc:  # what escapes a command's own handling (guarded, cmp)
-        from .interrupts import by_ctrl_c
-
-        if by_ctrl_c(exc):
-            _stop()
-        raise
     finally:
         if handled:
             _signal.signal(_signal.SIGINT, _stop)

@@ -180,17 +180,18 @@ def explain(problem: str, context: str | None, at: tuple[int, int], opened: tupl
     `context` begun at `opened`: moved to the mistake where libyaml stops past it (a quote left
     open, a `...` placeholder), and never past the last line, which has no text to show."""
     line, col = at
-    hint = syntax_hint(problem, line, line_of)
     left_open = unclosed(context, problem, opened, line_of)
-    elided = placeholder(line, opened[0] if opened else None, line_of)
+    elided = None if left_open is not None else placeholder(line, opened[0] if opened else None, line_of)
     if left_open is not None:
         hint = left_open.hint
         if left_open.at_opening:
             line, col = left_open.line, left_open.column
     elif elided is not None:
         (line, col), hint = elided, PLACEHOLDER_HINT
-    elif line_of(line) is None and opened is not None and line_of(opened[0]) is not None:
-        line, col = opened  # past the last line: where libyaml began what it could not finish
+    else:  # the indentation hint only here: it reads every line above (_levels_above)
+        hint = syntax_hint(problem, line, line_of)
+        if line_of(line) is None and opened is not None and line_of(opened[0]) is not None:
+            line, col = opened  # past the last line: where libyaml began what it could not finish
     if line_of(line) is None:  # still past the last line: the end of the text
         (line, col), hint = end_of_text(line, line_of), hint or END_HINT
     return line, col, hint
